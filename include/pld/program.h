@@ -1,0 +1,87 @@
+/* pld/program.h: compile a host orchestrator into a program, then run it.
+ *
+ * pld_compile traces the host function with sample arguments, without
+ * starting any device: every pld_dispatch is recorded and checked against
+ * the device function's signature, and each device function is traced too,
+ * so its kernel launches are checked against theirs.  The result is a
+ * program that runs any number of times with new tensors of the same
+ * shapes.  Its first run starts one process per device (its AICPU and AI
+ * cores); they stay alive across runs until pld_program_destroy.
+ *
+ * These calls are made by host code outside any pld function, from one
+ * thread at a time per program.
+ */
+#ifndef PLD_PROGRAM_H
+#define PLD_PROGRAM_H
+
+#include "pld/levels.h"
+
+typedef struct pld_config {
+  /* "a2a3sim" or "a5sim".  "a2a3" and "a5" name the hardware, which this
+   * build has no backend for (PLD_ERR_UNSUPPORTED). */
+  const char *platform;
+  /* Rank r runs on device_ids[r]; ids distinct, >= 0 and below the
+   * platform's device limit.  The world size is ndevices. */
+  const int *device_ids;
+  int ndevices;
+  /* Where pld_compile writes a readable description of the program (which
+   * function runs on which processor for each rank, argument shapes).
+   * NULL: nowhere; "": a new folder under $TMPDIR (or /tmp); otherwise
+   * that folder, created if missing. */
+  const char *artifact_dir;
+} pld_config;
+
+#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL}
+
+typedef struct pld_program pld_program;
+
+/* PLD_ARGS(x, y, ...): the argc, argv pair of a host call. */
+#define PLD_ARGS(...)                                                          \
+  PLD__NARG(__VA_ARGS__), (const pld_arg[]) {                                  \
+    PLD__MAPI(PLD__ARGF, __VA_ARGS__)                                          \
+  }
+
+/* Compiles `host` for the arguments (see the top of this file).  On
+ * success *out is a program the caller destroys.  Returns PLD_OK,
+ * PLD_ERR_CONFIG (platform, device ids), PLD_ERR_UNSUPPORTED (hardware
+ * platform), PLD_ERR_ARG (argument count, dtype, shape, dynamic dimension,
+ * dispatch), PLD_ERR_BOUNDS, PLD_ERR_NOMEM, PLD_ERR_SYSTEM (artifact
+ * folder). */
+int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
+                const pld_arg *argv, pld_program **out);
+
+/* The artifact folder written by pld_compile, or NULL if none. */
+const char *pld_program_artifact_dir(const pld_program *p);
+
+/* Starts the device processes now rather than at the first run. */
+int pld_program_prepare(pld_program *p);
+
+/* Runs the program with tensors of the shapes it was compiled for (and the
+ * same scalar values).  Blocks until every device finished.  Returns
+ * PLD_OK or the first failure: PLD_ERR_ARG (arguments differ from the
+ * compiled ones), a kernel's or device function's failure, PLD_ERR_CRASH
+ * (a device process died: the message names rank, device, kernel and
+ * signal; the other devices are stopped and the program can no longer
+ * run), PLD_ERR_SYSTEM. */
+int pld_program_run(pld_program *p, int argc, const pld_arg *argv);
+
+/* Stops the device processes and frees the program.  NULL is a no-op. */
+void pld_program_destroy(pld_program *p);
+
+/* Compile, run once, destroy. */
+int pld_run(pld_host_fn host, const pld_config *cfg, int argc,
+            const pld_arg *argv);
+
+/* Platform facts, for tools and messages.  NULL for an unknown name. */
+typedef struct pld_platform_info {
+  const char *name;
+  int simulated;
+  int max_devices;       /* device ids range over [0, max_devices) */
+  int cube_cores;        /* AIC per device */
+  int vector_cores;      /* AIV per device */
+  size_t ub_bytes;       /* vector core Unified Buffer */
+  size_t l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes; /* cube core buffers */
+} pld_platform_info;
+const pld_platform_info *pld_platform_find(const char *name);
+
+#endif /* PLD_PROGRAM_H */

@@ -1,0 +1,120 @@
+/* pld/tile.h: tiles, the data kernels compute on.
+ *
+ * A tile is a 2-D block in the local memory of the AI core running the
+ * kernel: the Unified Buffer of a vector core (a2a3: 192 KiB, a5: 256 KiB)
+ * or the L1 buffer of a cube core (512 KiB).  Rows are padded to 32 bytes,
+ * as the hardware requires, and the padding counts against capacity.  A
+ * tile lives until pld_tile_free or the end of the kernel.  Allocating past
+ * the core's capacity fails with PLD_ERR_TILE_MEMORY and a message naming
+ * the kernel, the bytes in use, requested and available.
+ *
+ * Every call here takes the pld_core of the running kernel, so none of
+ * them compiles outside a kernel.  Operations write into a destination tile
+ * the caller provides; it may be one of the sources (in place).  Shapes
+ * must match exactly and dtypes must be equal (pld_cast converts).  A
+ * failing call records its message in the kernel and returns its status;
+ * later calls of that kernel do nothing and return the same status.  Calls
+ * returning a tile return NULL then.
+ *
+ * Tensors are seen as matrices for loads and stores: a tensor of shape
+ * [d0, ..., dn-1] is [d0 * ... * dn-2, dn-1] (a 1-D tensor is one row).
+ *
+ * Conversions (pld_cast, scalar operands, pld_write): float to float rounds
+ * to nearest even, overflowing to infinity; float to integer rounds to
+ * nearest even, then saturates to the integer range (NaN becomes 0);
+ * integer to integer saturates; integer to float rounds to nearest even.
+ * Integer arithmetic wraps (two's complement); integer division truncates
+ * toward zero and fails the kernel on a zero divisor.  exp, log, sqrt,
+ * rsqrt and reciprocal take float tiles only.
+ */
+#ifndef PLD_TILE_H
+#define PLD_TILE_H
+
+#include "pld/types.h"
+
+typedef struct pld_tile pld_tile; /* owned by the kernel's core */
+
+/* Dtypes tiles may hold: FP32, FP16, BF16, INT32, INT16, INT8, UINT8. */
+
+/* Allocation.  pld_tile_new: uninitialised; pld_full: every element =
+ * value.  rows and cols must be > 0. */
+pld_tile *pld_tile_new(pld_core k, pld_dtype dtype, int32_t rows,
+                       int32_t cols);
+pld_tile *pld_full(pld_core k, pld_dtype dtype, int32_t rows, int32_t cols,
+                   double value);
+/* Returns the tile's memory to the core.  NULL is a no-op. */
+void pld_tile_free(pld_core k, pld_tile *t);
+
+int32_t pld_tile_rows(const pld_tile *t);
+int32_t pld_tile_cols(const pld_tile *t);
+pld_dtype pld_tile_dtype(const pld_tile *t);
+/* Bytes the tile occupies in tile memory (rows * padded row). */
+size_t pld_tile_bytes(const pld_tile *t);
+
+/* Tensor <-> tile.  pld_load allocates a rows x cols tile of the tensor's
+ * dtype and fills it from the tensor's matrix at (row, col); pld_store
+ * writes the tile there.  Any part outside the tensor fails with
+ * PLD_ERR_BOUNDS, naming the tensor, its shape and the region. */
+pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
+                   int32_t rows, int32_t cols);
+int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
+                  int64_t col);
+int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
+              int64_t col);
+
+/* dst = value everywhere. */
+int pld_fill(pld_core k, pld_tile *dst, double value);
+
+/* Elementwise, tile op tile. */
+int pld_add(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
+int pld_sub(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
+int pld_mul(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
+int pld_div(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
+int pld_maximum(pld_core k, pld_tile *dst, const pld_tile *a,
+                const pld_tile *b);
+int pld_minimum(pld_core k, pld_tile *dst, const pld_tile *a,
+                const pld_tile *b);
+
+/* Elementwise, tile op scalar (the scalar converted to the tile's dtype). */
+int pld_adds(pld_core k, pld_tile *dst, const pld_tile *a, double s);
+int pld_subs(pld_core k, pld_tile *dst, const pld_tile *a, double s);
+int pld_muls(pld_core k, pld_tile *dst, const pld_tile *a, double s);
+int pld_divs(pld_core k, pld_tile *dst, const pld_tile *a, double s);
+int pld_maxs(pld_core k, pld_tile *dst, const pld_tile *a, double s);
+int pld_mins(pld_core k, pld_tile *dst, const pld_tile *a, double s);
+
+/* Elementwise, unary. */
+int pld_neg(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_abs(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_relu(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_exp(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_log(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_sqrt(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_rsqrt(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_reciprocal(pld_core k, pld_tile *dst, const pld_tile *a);
+
+/* dst = a converted to dst's dtype (rules at the top of this file). */
+int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a);
+
+/* Reductions: row_* give dst [rows, 1], col_* give dst [1, cols]. */
+int pld_row_sum(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_row_max(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_row_min(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_col_sum(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_col_max(pld_core k, pld_tile *dst, const pld_tile *a);
+int pld_col_min(pld_core k, pld_tile *dst, const pld_tile *a);
+
+/* Broadcast back: dst[i][j] = v[i][0] (row_expand, v is [rows, 1]) or
+ * v[0][j] (col_expand, v is [1, cols]). */
+int pld_row_expand(pld_core k, pld_tile *dst, const pld_tile *v);
+int pld_col_expand(pld_core k, pld_tile *dst, const pld_tile *v);
+
+/* Cube cores only.  c = a @ b (pld_matmul) or c += a @ b
+ * (pld_matmul_acc); a [M, K], b [K, N], c [M, N] FP32; a and b both FP32,
+ * FP16 or BF16.  a must fit L0A, b L0B and c L0C of the platform, or the
+ * call fails with PLD_ERR_TILE_MEMORY.  On a vector core: PLD_ERR_LEVEL. */
+int pld_matmul(pld_core k, pld_tile *c, const pld_tile *a, const pld_tile *b);
+int pld_matmul_acc(pld_core k, pld_tile *c, const pld_tile *a,
+                   const pld_tile *b);
+
+#endif /* PLD_TILE_H */

@@ -1,0 +1,71 @@
+#include "core/error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char last_msg[PLD__MSG_MAX];
+
+const char *pld_status_name(int status) {
+  switch (status) {
+#define PLD__STATUS_NAME(name, value, text)                                    \
+  case value:                                                                  \
+    return #name;
+    PLD_STATUS_MAP(PLD__STATUS_NAME)
+#undef PLD__STATUS_NAME
+  default:
+    return "PLD_ERR_UNKNOWN";
+  }
+}
+
+const char *pld_strerror(int status) {
+  switch (status) {
+#define PLD__STATUS_TEXT(name, value, text)                                    \
+  case value:                                                                  \
+    return text;
+    PLD_STATUS_MAP(PLD__STATUS_TEXT)
+#undef PLD__STATUS_TEXT
+  default:
+    return "unknown status";
+  }
+}
+
+const char *pld_last_error(void) { return last_msg; }
+
+int pld__vfail(int status, const char *fmt, va_list ap) {
+  vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+  return status;
+}
+
+int pld__fail(int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pld__vfail(status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int pld__fail_msg(int status, const char *msg) {
+  if (msg != last_msg)
+    snprintf(last_msg, sizeof last_msg, "%s", msg);
+  return status;
+}
+
+size_t pld__catf(char *buf, size_t cap, const char *fmt, ...) {
+  if (cap == 0)
+    return 0;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return 0;
+  return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+size_t pld__shape_str(char *buf, size_t cap, int ndim, const long long *dims) {
+  size_t n = pld__catf(buf, cap, "[");
+  for (int i = 0; i < ndim; i++)
+    n += pld__catf(buf + n, cap - n, i ? ", %lld" : "%lld", dims[i]);
+  n += pld__catf(buf + n, cap - n, "]");
+  return n;
+}

@@ -1,0 +1,50 @@
+/* core/tensor.h: the tensor descriptor behind pld_tensor. */
+#ifndef PLD_CORE_TENSOR_H
+#define PLD_CORE_TENSOR_H
+
+#include "pld/levels.h"
+#include "pld/tensor.h"
+
+enum {
+  PLD__T_HOST = 1u << 0,   /* a host tensor (data in the host process) */
+  PLD__T_OWNED = 1u << 1,  /* the descriptor owns data (pld__free it) */
+  PLD__T_DEVICE = 1u << 2, /* device global memory */
+  PLD__T_TRACE = 1u << 3,  /* a traced tensor: shape only, no data */
+  PLD__T_INVALID = 1u << 4 /* the result of a failed call: always rejected */
+};
+
+struct pld__tensor {
+  void *data;
+  pld_dtype dtype;
+  int ndim;
+  int64_t shape[PLD_MAX_DIMS];
+  size_t nbytes;
+  unsigned flags;
+  pld_dir dir;      /* in kernels: the parameter's direction */
+  const char *name; /* in kernels: the parameter's name, for messages */
+  /* Host tensors and their slices: the host argument they come from and
+   * their byte offset in it (set while tracing; -1 when not an argument). */
+  int host_arg;
+  size_t host_offset;
+};
+
+/* Fills t with a dense row-major layout of the shape (no allocation).
+ * Returns PLD_OK or PLD_ERR_ARG with the message prefixed by `fn`. */
+int pld__tensor_init(struct pld__tensor *t, const char *fn, pld_dtype dtype,
+                     int ndim, const int64_t *shape);
+
+/* The tensor seen as a matrix: rows = product of all dims but the last. */
+int64_t pld__tensor_rows(const struct pld__tensor *t);
+int64_t pld__tensor_cols(const struct pld__tensor *t);
+
+/* "FP32[8, 8]" into buf. */
+size_t pld__tensor_str(char *buf, size_t cap, const struct pld__tensor *t);
+
+/* Byte ranges [a, a+na) and [b, b+nb) overlap. */
+static inline int pld__ranges_overlap(const void *a, size_t na, const void *b,
+                                      size_t nb) {
+  const char *pa = a, *pb = b;
+  return na && nb && pa < pb + nb && pb < pa + na;
+}
+
+#endif
