@@ -1,0 +1,37 @@
+/* core/sig.h: checking arguments against a function's signature, and the
+ * program-wide binding of dynamic dimensions. */
+#ifndef PLD_CORE_SIG_H
+#define PLD_CORE_SIG_H
+
+#include <stddef.h>
+
+#include "pld/levels.h"
+
+#define PLD__MAX_DYN_DIMS 32
+
+/* Dynamic dimension bindings: name -> size, and who bound it. */
+struct pld__dims {
+  int n;
+  const char *name[PLD__MAX_DYN_DIMS];
+  int64_t size[PLD__MAX_DYN_DIMS];
+  char by[PLD__MAX_DYN_DIMS][96]; /* "parameter 'x' of host_orch" */
+};
+
+/* Checks argv[0..argc) against sig: count, kind, dtype, shape, dynamic
+ * dimensions (bound in dims as first met), scalar ranges.  Writes into
+ * norm[] (room for sig->nparams) the arguments as the function's entry
+ * unpacks them: integer scalars in v.i, float scalars in v.f.  On failure
+ * returns PLD_ERR_ARG with "<what>: <callee>: parameter 'p' (2 of 3):
+ * expected ..., got ..." in msg; `what` names the call ("pld_dispatch to
+ * rank 1").  Tensors must not be NULL or PLD__T_INVALID. */
+int pld__sig_check(const pld_signature *sig, const char *what,
+                   struct pld__dims *dims, int argc, const pld_arg *argv,
+                   pld_arg *norm, char *msg, size_t cap);
+
+/* "x: FP32[8, 8] In" for a parameter, into buf. */
+size_t pld__param_str(char *buf, size_t cap, const pld_param *p);
+
+const char *pld__dir_name(pld_dir d);
+const char *pld__level_name(pld_level l);
+
+#endif

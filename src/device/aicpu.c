@@ -1,0 +1,201 @@
+#include "device/aicpu.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/kctx.h"
+
+/* Records the first failure of the call: "fn (rank r, device d, in F): ". */
+static int afail(struct pld__aicpu *a, int status, const char *fn,
+                 const char *fmt, ...) PLD__PRINTF(4, 5);
+static int afail(struct pld__aicpu *a, int status, const char *fn,
+                 const char *fmt, ...) {
+  if (a->status)
+    return a->status;
+  a->status = status;
+  size_t n = pld__catf(a->msg, sizeof a->msg, "%s (rank %d, device %d, in %s): ",
+                       fn, a->rank, a->device, a->fn);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(a->msg + n, sizeof a->msg - n, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+static void log_append(struct pld__aicpu *a, const char *text) {
+  size_t n = strlen(text);
+  if (a->loglen + n + 1 > a->logcap) {
+    size_t cap = a->logcap ? 2 * a->logcap : 256;
+    while (cap < a->loglen + n + 1)
+      cap *= 2;
+    char *l = pld__realloc(a->log, cap);
+    if (!l)
+      return; /* the description is best effort; the trace itself is not */
+    a->log = l;
+    a->logcap = cap;
+  }
+  memcpy(a->log + a->loglen, text, n + 1);
+  a->loglen += n;
+}
+
+static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
+                            int32_t blocks, const pld_arg *argv,
+                            const pld_platform_info *plat) {
+  char line[1024];
+  const pld_signature *sig = kernel.sig;
+  int cores = plat ? (sig->core_type == PLD_CORE_CUBE ? plat->cube_cores
+                                                      : plat->vector_cores)
+                   : 0;
+  size_t n = pld__catf(line, sizeof line,
+                       "    kernel %s on the AI cores: %d block%s on %s cores "
+                       "(%d on the device)\n",
+                       sig->name, (int)blocks, blocks == 1 ? "" : "s",
+                       pld__core_type_name(sig->core_type), cores);
+  for (int i = 0; i < sig->nparams; i++) {
+    const pld_param *p = &sig->params[i];
+    n += pld__catf(line + n, sizeof line - n, "      %s: ", p->name);
+    if (p->kind == PLD_ARG_TENSOR) {
+      n += pld__tensor_str(line + n, sizeof line - n, argv[i].v.t);
+      n += pld__catf(line + n, sizeof line - n, " %s\n",
+                     pld__dir_name(p->dir));
+    } else if (argv[i].dtype == PLD_FP32 || argv[i].dtype == PLD_FP64 ||
+               argv[i].dtype == PLD_FP16 || argv[i].dtype == PLD_BF16) {
+      n += pld__catf(line + n, sizeof line - n, "%s = %g\n",
+                     pld_dtype_name(p->dtype), argv[i].v.f);
+    } else {
+      n += pld__catf(line + n, sizeof line - n, "%s = %lld\n",
+                     pld_dtype_name(p->dtype), (long long)argv[i].v.i);
+    }
+  }
+  log_append(a, line);
+}
+
+int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
+                const pld_arg *argv) {
+  struct pld__aicpu *a = ctx.p;
+  if (a->status)
+    return a->status;
+  const pld_signature *sig = kernel.sig;
+  if (!sig || sig->level != PLD_LEVEL_KERNEL || !kernel.entry)
+    return afail(a, PLD_ERR_ARG, "pld_launch",
+                 "kernel: expected a function declared with PLD_KERNEL or "
+                 "PLD_CUBE_KERNEL, got %s",
+                 sig ? pld__level_name(sig->level) : "an empty descriptor");
+  int integer = argv[0].kind == PLD_ARG_SCALAR && argv[0].dtype != PLD_FP32 &&
+                argv[0].dtype != PLD_FP64;
+  if (!integer)
+    return afail(a, PLD_ERR_ARG, "pld_launch",
+                 "%s: blocks: expected an integer in [1, 65535], got a %s",
+                 sig->name,
+                 argv[0].kind == PLD_ARG_TENSOR ? "tensor" : "float");
+  if (argv[0].v.i < 1 || argv[0].v.i > 65535)
+    return afail(a, PLD_ERR_ARG, "pld_launch",
+                 "%s: blocks: expected an integer in [1, 65535], got %lld",
+                 sig->name, (long long)argv[0].v.i);
+  int32_t blocks = (int32_t)argv[0].v.i;
+  pld_arg norm[32];
+  char what[160];
+  pld__catf(what, sizeof what, "pld_launch (rank %d, device %d, in %s)",
+            a->rank, a->device, a->fn);
+  int st = pld__sig_check(sig, what, a->dims, argc - 1, argv + 1, norm,
+                          a->msg, sizeof a->msg);
+  if (st)
+    return a->status = st;
+  if (a->trace) {
+    describe_launch(a, kernel, blocks, norm, a->plat);
+    return PLD_OK;
+  }
+  for (int i = 0; i < sig->nparams; i++)
+    if (norm[i].kind == PLD_ARG_TENSOR && !norm[i].v.t->data)
+      return afail(a, PLD_ERR_ARG, "pld_launch",
+                   "%s: parameter '%s': tensor has no device memory", sig->name,
+                   sig->params[i].name);
+  struct pld__task_spec spec = {kernel, blocks, sig->nparams, norm};
+  st = pld__sched_submit(a->sched, &spec);
+  if (st)
+    return afail(a, st, "pld_launch", "%s", pld_last_error());
+  return PLD_OK;
+}
+
+static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
+
+pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
+                            const int64_t *shape) {
+  struct pld__aicpu *a = ctx.p;
+  pld_tensor bad = {&invalid_tensor};
+  if (a->status)
+    return bad;
+  struct pld__tensor tmp;
+  if (pld__tensor_init(&tmp, "pld_device_alloc", dtype, ndim, shape)) {
+    afail(a, PLD_ERR_ARG, "pld_device_alloc", "%s", pld_last_error());
+    return bad;
+  }
+  if (a->nallocs == a->capallocs) {
+    int cap = a->capallocs ? 2 * a->capallocs : 8;
+    struct pld__tensor **v =
+        pld__realloc(a->allocs, (size_t)cap * sizeof *a->allocs);
+    if (!v) {
+      afail(a, PLD_ERR_NOMEM, "pld_device_alloc", "out of memory");
+      return bad;
+    }
+    a->allocs = v;
+    a->capallocs = cap;
+  }
+  struct pld__tensor *t = pld__malloc(sizeof *t);
+  if (!t) {
+    afail(a, PLD_ERR_NOMEM, "pld_device_alloc", "out of memory");
+    return bad;
+  }
+  *t = tmp;
+  if (a->trace) {
+    t->flags = PLD__T_TRACE;
+  } else {
+    t->flags = PLD__T_DEVICE | PLD__T_OWNED;
+    t->data = pld__aligned_alloc(t->nbytes);
+    if (!t->data) {
+      pld__free(t);
+      char s[128];
+      pld__tensor_str(s, sizeof s, &tmp);
+      afail(a, PLD_ERR_NOMEM, "pld_device_alloc",
+            "out of device memory for %s (%zu bytes)", s, tmp.nbytes);
+      return bad;
+    }
+  }
+  a->allocs[a->nallocs++] = t;
+  if (a->trace) {
+    char line[256];
+    size_t n = pld__catf(line, sizeof line, "    device tensor ");
+    n += pld__tensor_str(line + n, sizeof line - n, t);
+    pld__catf(line + n, sizeof line - n, " in device global memory\n");
+    log_append(a, line);
+  }
+  return (pld_tensor){t};
+}
+
+int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
+                    const pld_arg *argv) {
+  a->fn = fn.sig->name;
+  fn.entry((pld_aicpu){a}, argv);
+  if (!a->trace) {
+    char msg[PLD__MSG_MAX];
+    int st = pld__sched_drain(a->sched, msg, sizeof msg);
+    if (st && !a->status) {
+      a->status = st;
+      memcpy(a->msg, msg, sizeof msg);
+    }
+  }
+  for (int i = 0; i < a->nallocs; i++) {
+    pld__free(a->allocs[i]->data);
+    pld__free(a->allocs[i]);
+  }
+  a->nallocs = 0;
+  return a->status;
+}
+
+void pld__aicpu_release(struct pld__aicpu *a) {
+  pld__free(a->allocs);
+  a->allocs = NULL;
+  a->capallocs = 0;
+}

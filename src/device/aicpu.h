@@ -1,0 +1,41 @@
+/* device/aicpu.h: the context of a per-device orchestration function.  It
+ * runs in two modes: traced on the host while compiling (launches are
+ * checked and described, nothing runs) and for real on the device's AICPU
+ * (launches become tasks of the device's scheduler). */
+#ifndef PLD_DEVICE_AICPU_H
+#define PLD_DEVICE_AICPU_H
+
+#include "core/error.h"
+#include "core/sig.h"
+#include "core/tensor.h"
+#include "device/sched.h"
+
+struct pld__aicpu {
+  int trace; /* 1: compile-time trace */
+  int rank, device;
+  const pld_platform_info *plat;
+  const char *fn; /* the device function's name */
+  struct pld__dims *dims;
+  struct pld__sched *sched; /* real mode */
+
+  /* Tensors from pld_device_alloc, freed at the end of the call. */
+  struct pld__tensor **allocs;
+  int nallocs, capallocs;
+
+  /* Trace mode: a readable line per launch. */
+  char *log;
+  size_t loglen, logcap;
+
+  int status; /* first failure: sticky */
+  char msg[PLD__MSG_MAX];
+};
+
+/* Runs (or traces) one call of a device function: entry(args), then waits
+ * for its tasks and frees its allocations.  Returns the first failure,
+ * whose message is in a->msg. */
+int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn, const pld_arg *argv);
+
+/* Frees what the context owns (not the log, which the caller takes). */
+void pld__aicpu_release(struct pld__aicpu *a);
+
+#endif

@@ -1,0 +1,51 @@
+/* device/plan.h: what one device runs in one program run, as the host's
+ * compile step laid it out.  A device process inherits its plan when it is
+ * started and reads it in every run; only tensor data changes between
+ * runs. */
+#ifndef PLD_DEVICE_PLAN_H
+#define PLD_DEVICE_PLAN_H
+
+#include <stddef.h>
+
+#include "core/sig.h"
+#include "pld/levels.h"
+#include "pld/program.h"
+
+/* A region of device global memory holding one host tensor slice. */
+struct pld__devbuf {
+  size_t offset; /* in the device's data area, 64-byte aligned */
+  size_t nbytes;
+  int host_arg;       /* the host argument it is a slice of */
+  size_t host_offset; /* byte offset of the slice in that argument */
+  unsigned dirs;      /* union of the directions it is passed with */
+};
+
+/* One argument of a dispatch: a scalar value, or a tensor over a buffer. */
+struct pld__call_arg {
+  pld_arg scalar; /* kind PLD_ARG_SCALAR: as the entry unpacks it */
+  int buf;        /* kind PLD_ARG_TENSOR: index into the plan's bufs */
+  pld_dtype dtype;
+  int ndim;
+  int64_t shape[PLD_MAX_DIMS];
+};
+
+/* One dispatch of a device function, in host program order. */
+struct pld__call {
+  pld_device_fn fn;
+  int argc;
+  struct pld__call_arg *args;
+  char *launches; /* compile-time trace of its kernel launches (artifacts) */
+};
+
+struct pld__devplan {
+  int rank, device_id, nranks;
+  const pld_platform_info *plat;
+  const struct pld__dims *dims; /* bindings made while compiling */
+  int ncalls;
+  struct pld__call *calls;
+  int nbufs;
+  struct pld__devbuf *bufs;
+  size_t data_bytes;
+};
+
+#endif

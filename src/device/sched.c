@@ -1,0 +1,389 @@
+#include "device/sched.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/kctx.h"
+
+_Thread_local const struct pld__core *pld__running_core;
+
+/* A tensor region a task touches. */
+struct region {
+  const void *base;
+  size_t nbytes;
+  int writes;
+};
+
+struct task {
+  pld_kernel_fn kernel;
+  int32_t blocks;     /* blocks to run (cut short when cancelled) */
+  int32_t next_block; /* next block to hand to a core */
+  int32_t done_blocks;
+  int argc;
+  pld_arg *argv;
+  struct pld__tensor *tensors;
+  int nregions;
+  struct region *regions;
+  int waiting_on;           /* unfinished tasks this one depends on */
+  struct task **dependents; /* tasks waiting on this one */
+  int ndependents, capdependents;
+  int finished;
+  struct task *next;       /* submission order */
+  struct task *ready_next; /* ready queue of its core type */
+};
+
+struct corethread {
+  pthread_t thread;
+  struct pld__sched *s;
+  struct pld__core core;
+  int started;
+};
+
+struct coretype {
+  int max;     /* cores of this type on the device */
+  int spawned; /* threads started */
+  int idle;    /* threads waiting for work */
+  struct corethread *threads;
+  pthread_cond_t work;
+  struct task *ready_head, *ready_tail;
+  struct pld__core_spec spec;
+};
+
+struct pld__sched {
+  pthread_mutex_t mu;
+  pthread_cond_t drained;
+  struct coretype types[2]; /* indexed by pld_core_type */
+  struct task *head, *tail; /* every task of the current dispatch */
+  int unfinished;
+  int stopping;
+  int cancelled;
+  int status; /* first block failure */
+  char msg[PLD__MSG_MAX];
+  int rank, device;
+  _Atomic uint32_t *abort_flag;
+};
+
+int pld__sched_create(const pld_platform_info *plat, int rank, int device,
+                      _Atomic uint32_t *abort_flag, struct pld__sched **out) {
+  struct pld__sched *s = pld__calloc(1, sizeof *s);
+  if (!s)
+    return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
+  s->rank = rank;
+  s->device = device;
+  s->abort_flag = abort_flag;
+  s->types[PLD_CORE_VECTOR].max = plat->vector_cores;
+  s->types[PLD_CORE_VECTOR].spec = (struct pld__core_spec){
+      PLD_CORE_VECTOR, 0, plat->ub_bytes, "Unified Buffer", 0, 0, 0};
+  s->types[PLD_CORE_CUBE].max = plat->cube_cores;
+  s->types[PLD_CORE_CUBE].spec =
+      (struct pld__core_spec){PLD_CORE_CUBE, 0,           plat->l1_bytes,
+                              "L1 buffer",   plat->l0a_bytes, plat->l0b_bytes,
+                              plat->l0c_bytes};
+  for (int t = 0; t < 2; t++) {
+    s->types[t].threads = pld__calloc((size_t)s->types[t].max,
+                                      sizeof *s->types[t].threads);
+    if (!s->types[t].threads) {
+      pld__free(s->types[0].threads);
+      pld__free(s);
+      return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (cores)");
+    }
+    pthread_cond_init(&s->types[t].work, NULL);
+  }
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->drained, NULL);
+  *out = s;
+  return PLD_OK;
+}
+
+static void ready_push(struct pld__sched *s, struct task *t) {
+  struct coretype *ct = &s->types[t->kernel.sig->core_type];
+  t->ready_next = NULL;
+  if (ct->ready_tail)
+    ct->ready_tail->ready_next = t;
+  else
+    ct->ready_head = t;
+  ct->ready_tail = t;
+}
+
+static void ready_pop(struct coretype *ct) {
+  ct->ready_head = ct->ready_head->ready_next;
+  if (!ct->ready_head)
+    ct->ready_tail = NULL;
+}
+
+static int spawn_cores(struct pld__sched *s, struct coretype *ct,
+                       int32_t wanted);
+
+/* Called with mu held when t has handed out and completed all its blocks. */
+static void task_finish(struct pld__sched *s, struct task *t) {
+  t->finished = 1;
+  s->unfinished--;
+  for (int i = 0; i < t->ndependents; i++) {
+    struct task *d = t->dependents[i];
+    if (--d->waiting_on == 0 && !d->finished) {
+      struct coretype *ct = &s->types[d->kernel.sig->core_type];
+      ready_push(s, d);
+      spawn_cores(s, ct, d->blocks);
+      pthread_cond_broadcast(&ct->work);
+    }
+  }
+  if (s->unfinished == 0)
+    pthread_cond_broadcast(&s->drained);
+}
+
+/* Called with mu held: no further block starts; tasks with no running
+ * block finish now. */
+static void cancel_all(struct pld__sched *s) {
+  if (s->cancelled)
+    return;
+  s->cancelled = 1;
+  for (int t = 0; t < 2; t++)
+    s->types[t].ready_head = s->types[t].ready_tail = NULL;
+  for (struct task *t = s->head; t; t = t->next) {
+    if (t->finished)
+      continue;
+    t->blocks = t->next_block;
+    t->ndependents = 0; /* they are cancelled here too */
+    if (t->done_blocks == t->blocks) {
+      t->finished = 1;
+      s->unfinished--;
+    }
+  }
+  if (s->unfinished == 0)
+    pthread_cond_broadcast(&s->drained);
+}
+
+static void *core_main(void *arg) {
+  struct corethread *ct = arg;
+  struct pld__sched *s = ct->s;
+  struct coretype *type = &s->types[ct->core.spec.type];
+  pld_core k = {&ct->core};
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->stopping && !type->ready_head) {
+      type->idle++;
+      pthread_cond_wait(&type->work, &s->mu);
+      type->idle--;
+    }
+    if (s->stopping)
+      break;
+    struct task *t = type->ready_head;
+    int32_t block = t->next_block++;
+    if (t->next_block == t->blocks)
+      ready_pop(type);
+    pthread_mutex_unlock(&s->mu);
+
+    pld__core_begin(&ct->core, t->kernel.sig->name, s->rank, s->device, block,
+                    t->blocks);
+    pld__running_core = &ct->core;
+    t->kernel.entry(k, t->argv);
+    pld__running_core = NULL;
+
+    pthread_mutex_lock(&s->mu);
+    if (ct->core.status && !s->status) {
+      s->status = ct->core.status;
+      memcpy(s->msg, ct->core.msg, sizeof s->msg);
+    }
+    t->done_blocks++;
+    if (ct->core.status)
+      cancel_all(s);
+    else if (t->done_blocks == t->blocks && t->next_block == t->blocks &&
+             !t->finished)
+      task_finish(s, t);
+    if (s->cancelled && !t->finished && t->done_blocks == t->blocks) {
+      t->finished = 1;
+      if (--s->unfinished == 0)
+        pthread_cond_broadcast(&s->drained);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* Called with mu held: enough threads for the ready blocks of type. */
+static int spawn_cores(struct pld__sched *s, struct coretype *ct,
+                       int32_t wanted) {
+  while (ct->idle < wanted && ct->spawned < ct->max) {
+    struct corethread *th = &ct->threads[ct->spawned];
+    struct pld__core_spec spec = ct->spec;
+    spec.index = ct->spawned;
+    int st = pld__core_init(&th->core, &spec);
+    if (st)
+      return st;
+    th->s = s;
+    if (pthread_create(&th->thread, NULL, core_main, th) != 0) {
+      pld__core_release(&th->core);
+      if (ct->spawned > 0)
+        return PLD_OK; /* the running cores will get through the work */
+      return pld__fail(PLD_ERR_SYSTEM,
+                       "pld runtime: rank %d, device %d: cannot start a %s "
+                       "core thread",
+                       s->rank, s->device,
+                       pld__core_type_name(ct->spec.type));
+    }
+    th->started = 1;
+    ct->spawned++;
+    wanted--;
+  }
+  return PLD_OK;
+}
+
+static void task_free(struct task *t) {
+  pld__free(t->argv);
+  pld__free(t->tensors);
+  pld__free(t->regions);
+  pld__free(t->dependents);
+  pld__free(t);
+}
+
+static int conflicts(const struct task *a, const struct task *b) {
+  for (int i = 0; i < a->nregions; i++)
+    for (int j = 0; j < b->nregions; j++)
+      if ((a->regions[i].writes || b->regions[j].writes) &&
+          pld__ranges_overlap(a->regions[i].base, a->regions[i].nbytes,
+                              b->regions[j].base, b->regions[j].nbytes))
+        return 1;
+  return 0;
+}
+
+static int add_dependent(struct task *on, struct task *t) {
+  if (on->ndependents == on->capdependents) {
+    int cap = on->capdependents ? 2 * on->capdependents : 4;
+    struct task **d =
+        pld__realloc(on->dependents, (size_t)cap * sizeof *on->dependents);
+    if (!d)
+      return PLD_ERR_NOMEM;
+    on->dependents = d;
+    on->capdependents = cap;
+  }
+  on->dependents[on->ndependents++] = t;
+  t->waiting_on++;
+  return PLD_OK;
+}
+
+int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
+  struct task *t = pld__calloc(1, sizeof *t);
+  int n = spec->argc;
+  if (t) {
+    t->argv = pld__calloc((size_t)n, sizeof *t->argv);
+    t->tensors = pld__calloc((size_t)n, sizeof *t->tensors);
+    t->regions = pld__calloc((size_t)n, sizeof *t->regions);
+  }
+  if (!t || !t->argv || !t->tensors || !t->regions) {
+    if (t)
+      task_free(t);
+    return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
+  }
+  t->kernel = spec->kernel;
+  t->blocks = spec->blocks;
+  t->argc = n;
+  const pld_signature *sig = spec->kernel.sig;
+  for (int i = 0; i < n; i++) {
+    t->argv[i] = spec->argv[i];
+    if (spec->argv[i].kind != PLD_ARG_TENSOR)
+      continue;
+    /* The kernel sees the tensor under its own parameter's name and
+     * direction, which also decide what this task conflicts with. */
+    t->tensors[i] = *spec->argv[i].v.t;
+    t->tensors[i].dir = sig->params[i].dir;
+    t->tensors[i].name = sig->params[i].name;
+    t->argv[i].v.t = &t->tensors[i];
+    t->regions[t->nregions++] =
+        (struct region){t->tensors[i].data, t->tensors[i].nbytes,
+                        sig->params[i].dir != PLD_DIR_IN};
+  }
+
+  pthread_mutex_lock(&s->mu);
+  int st = PLD_OK;
+  for (struct task *o = s->head; o && st == PLD_OK; o = o->next)
+    if (!o->finished && conflicts(o, t))
+      st = add_dependent(o, t);
+  if (st) {
+    pthread_mutex_unlock(&s->mu);
+    /* t may be in some dependents lists already: keep it, finished, so the
+     * drain frees it with the others. */
+    t->finished = 1;
+    return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
+  }
+  if (s->tail)
+    s->tail->next = t;
+  else
+    s->head = t;
+  s->tail = t;
+  s->unfinished++;
+  if (s->cancelled) {
+    t->blocks = 0;
+    t->finished = 1;
+    s->unfinished--;
+  } else if (t->waiting_on == 0) {
+    ready_push(s, t);
+    struct coretype *ct = &s->types[sig->core_type];
+    st = spawn_cores(s, ct, t->blocks);
+    pthread_cond_broadcast(&ct->work);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
+  pthread_mutex_lock(&s->mu);
+  while (s->unfinished > 0) {
+    if (s->abort_flag &&
+        atomic_load_explicit(s->abort_flag, memory_order_acquire)) {
+      if (!s->status) {
+        s->status = PLD_ERR_ABORTED;
+        pld__catf(s->msg, sizeof s->msg,
+                  "rank %d (device %d): stopped because another rank failed",
+                  s->rank, s->device);
+      }
+      cancel_all(s);
+    }
+    if (s->unfinished == 0)
+      break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 10000000; /* 10 ms: the abort flag is polled */
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&s->drained, &s->mu, &ts);
+  }
+  int st = s->status;
+  if (st && msg)
+    pld__catf(msg, cap, "%s", s->msg);
+  struct task *t = s->head;
+  s->head = s->tail = NULL;
+  s->status = PLD_OK;
+  s->cancelled = 0;
+  pthread_mutex_unlock(&s->mu);
+  while (t) {
+    struct task *next = t->next;
+    task_free(t);
+    t = next;
+  }
+  return st;
+}
+
+void pld__sched_destroy(struct pld__sched *s) {
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->stopping = 1;
+  for (int t = 0; t < 2; t++)
+    pthread_cond_broadcast(&s->types[t].work);
+  pthread_mutex_unlock(&s->mu);
+  for (int t = 0; t < 2; t++) {
+    struct coretype *ct = &s->types[t];
+    for (int i = 0; i < ct->spawned; i++) {
+      pthread_join(ct->threads[i].thread, NULL);
+      pld__core_release(&ct->threads[i].core);
+    }
+    pthread_cond_destroy(&ct->work);
+    pld__free(ct->threads);
+  }
+  pthread_cond_destroy(&s->drained);
+  pthread_mutex_destroy(&s->mu);
+  pld__free(s);
+}

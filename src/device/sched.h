@@ -1,0 +1,47 @@
+/* device/sched.h: a device's AI cores.  Kernel launches become tasks;
+ * a task waits for the earlier tasks whose tensor regions conflict with
+ * its own, then its blocks go to idle cores of the kernel's type.  Each
+ * simulated core is a thread, started when first needed and asleep when
+ * idle, so a core blocked inside a kernel never holds up the others and
+ * idle cores cost no CPU. */
+#ifndef PLD_DEVICE_SCHED_H
+#define PLD_DEVICE_SCHED_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "pld/program.h"
+
+struct pld__sched;
+
+/* A task as submitted: the kernel, its block count, the arguments as its
+ * entry unpacks them (tensor arguments point into `tensors`). */
+struct pld__task_spec {
+  pld_kernel_fn kernel;
+  int32_t blocks;
+  int argc;
+  const pld_arg *argv;
+};
+
+/* Creates the scheduler of one device (no threads yet).  abort_flag, if not
+ * NULL, is polled: once non-zero, tasks not yet started are cancelled. */
+int pld__sched_create(const pld_platform_info *plat, int rank, int device,
+                      _Atomic uint32_t *abort_flag, struct pld__sched **out);
+/* Stops and joins the core threads, frees everything.  NULL: no-op. */
+void pld__sched_destroy(struct pld__sched *s);
+
+/* Submits a task; the scheduler copies the spec and tensor descriptors.
+ * Returns PLD_OK or PLD_ERR_NOMEM / PLD_ERR_SYSTEM (message set). */
+int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *t);
+
+/* Waits until every submitted task has finished or been cancelled, then
+ * forgets them.  Returns PLD_OK or the first failure of a block, whose
+ * message is copied into msg. */
+int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap);
+
+/* The kernel block a core thread runs now, for the crash report. */
+extern _Thread_local const struct pld__core *pld__running_core;
+
+#endif

@@ -1,0 +1,141 @@
+/* host/artifact.c: the folder pld_compile writes for a person to read:
+ * which function runs on which processor for each rank, with shapes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "host/program.h"
+
+/* "x[1]" for a slice of host argument x, computed from its byte offset. */
+static void slice_expr(char *buf, size_t cap, const struct pld_program *p,
+                       const struct pld__devbuf *b, int ndim) {
+  const struct pld__tensor *h = &p->arg_meta[b->host_arg];
+  size_t n = pld__catf(buf, cap, "%s", h->name);
+  size_t stride = h->nbytes, off = b->host_offset;
+  for (int d = 0; d < h->ndim - ndim; d++) {
+    stride /= (size_t)h->shape[d];
+    n += pld__catf(buf + n, cap - n, "[%zu]", off / stride);
+    off %= stride;
+  }
+}
+
+static void write_call(FILE *f, const struct pld_program *p,
+                       const struct pld__devplan *pl, int c) {
+  const struct pld__call *call = &pl->calls[c];
+  const pld_signature *sig = call->fn.sig;
+  fprintf(f, "  dispatch %d: %s on the AICPU of device %d (%s:%d)\n", c + 1,
+          sig->name, pl->device_id, sig->file, sig->line);
+  for (int i = 0; i < call->argc; i++) {
+    const struct pld__call_arg *a = &call->args[i];
+    const pld_param *pm = &sig->params[i];
+    if (a->buf < 0) {
+      if (a->scalar.dtype == PLD_FP32 || a->scalar.dtype == PLD_FP64 ||
+          a->scalar.dtype == PLD_FP16 || a->scalar.dtype == PLD_BF16)
+        fprintf(f, "    %s: %s = %g\n", pm->name, pld_dtype_name(pm->dtype),
+                a->scalar.v.f);
+      else
+        fprintf(f, "    %s: %s = %lld\n", pm->name, pld_dtype_name(pm->dtype),
+                (long long)a->scalar.v.i);
+      continue;
+    }
+    struct pld__tensor t;
+    pld__tensor_init(&t, "pld_compile", a->dtype, a->ndim, a->shape);
+    char ts[128], ex[128];
+    pld__tensor_str(ts, sizeof ts, &t);
+    const struct pld__devbuf *b = &pl->bufs[a->buf];
+    slice_expr(ex, sizeof ex, p, b, a->ndim);
+    fprintf(f,
+            "    %s: %s %s = %s, copied %s; device memory [%zu, %zu)\n",
+            pm->name, ts, pld__dir_name(pm->dir), ex,
+            pm->dir == PLD_DIR_IN    ? "in"
+            : pm->dir == PLD_DIR_OUT ? "back"
+                                     : "in and back",
+            b->offset, b->offset + b->nbytes);
+  }
+  if (call->launches)
+    fputs(call->launches, f);
+}
+
+static int write_file(const char *dir, const char *name,
+                      const struct pld_program *p, int rank) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return pld__fail(PLD_ERR_SYSTEM, "pld_compile: artifact file %s: %s", path,
+                     strerror(errno));
+  const pld_signature *hs = p->host.sig;
+  const pld_platform_info *pi = p->plat;
+  if (rank < 0) {
+    fprintf(f, "pld program %s (%s:%d)\n\n", hs->name, hs->file, hs->line);
+    fprintf(f,
+            "platform %s: per device %d cube (AIC) + %d vector (AIV) cores, "
+            "Unified Buffer %zu KiB, L1 %zu KiB, L0A/L0B/L0C %zu/%zu/%zu "
+            "KiB\n",
+            pi->name, pi->cube_cores, pi->vector_cores, pi->ub_bytes / 1024,
+            pi->l1_bytes / 1024, pi->l0a_bytes / 1024, pi->l0b_bytes / 1024,
+            pi->l0c_bytes / 1024);
+    fprintf(f, "world: %d rank%s\n", p->nranks, p->nranks == 1 ? "" : "s");
+    for (int r = 0; r < p->nranks; r++)
+      fprintf(f, "  rank %d -> device %d (one process; see rank%d.txt)\n", r,
+              p->device_ids[r], r);
+    fprintf(f, "\nhost orchestrator %s on the host CPU (the program's own "
+               "process):\n", hs->name);
+    for (int i = 0; i < p->nargs; i++) {
+      const pld_param *pm = &hs->params[i];
+      if (pm->kind == PLD_ARG_TENSOR) {
+        char ts[128];
+        pld__tensor_str(ts, sizeof ts, &p->arg_meta[i]);
+        fprintf(f, "  %s: %s %s\n", pm->name, ts, pld__dir_name(pm->dir));
+      } else {
+        fprintf(f, "  %s: %s scalar\n", pm->name, pld_dtype_name(pm->dtype));
+      }
+    }
+    for (int d = 0; d < p->dims.n; d++)
+      fprintf(f, "  dynamic dimension %s = %lld (bound by %s)\n",
+              p->dims.name[d], (long long)p->dims.size[d], p->dims.by[d]);
+  } else {
+    const struct pld__devplan *pl = &p->plans[rank];
+    fprintf(f, "rank %d on device %d: %d dispatch%s, %zu bytes of dispatched "
+               "tensors in device memory\n",
+            rank, pl->device_id, pl->ncalls, pl->ncalls == 1 ? "" : "es",
+            pl->data_bytes);
+    for (int c = 0; c < pl->ncalls; c++)
+      write_call(f, p, pl, c);
+  }
+  if (fclose(f) != 0)
+    return pld__fail(PLD_ERR_SYSTEM, "pld_compile: artifact file %s: %s", path,
+                     strerror(errno));
+  return PLD_OK;
+}
+
+int pld__artifacts_write(struct pld_program *p, const char *dir) {
+  char path[4096];
+  if (dir[0] == '\0') {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/pld-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp",
+             p->host.sig->name);
+    if (!mkdtemp(path))
+      return pld__fail(PLD_ERR_SYSTEM, "pld_compile: artifact folder %s: %s",
+                       path, strerror(errno));
+  } else {
+    snprintf(path, sizeof path, "%s", dir);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return pld__fail(PLD_ERR_SYSTEM, "pld_compile: artifact folder %s: %s",
+                       path, strerror(errno));
+  }
+  p->artifact_dir = pld__strdup(path);
+  if (!p->artifact_dir)
+    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+  int st = write_file(path, "program.txt", p, -1);
+  for (int r = 0; r < p->nranks && st == PLD_OK; r++) {
+    char name[32];
+    snprintf(name, sizeof name, "rank%d.txt", r);
+    st = write_file(path, name, p, r);
+  }
+  return st;
+}

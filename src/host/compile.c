@@ -1,0 +1,493 @@
+/* host/compile.c: tracing the host orchestrator into per-device plans. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "device/aicpu.h"
+#include "host/program.h"
+
+static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
+
+/* Records the first failure of the host function. */
+static int hfail(struct pld__host *h, int status, const char *fmt, ...)
+    PLD__PRINTF(3, 4);
+static int hfail(struct pld__host *h, int status, const char *fmt, ...) {
+  if (h->status)
+    return h->status;
+  h->status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(h->msg, sizeof h->msg, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int pld_world_size(pld_host h) { return h.p->prog->nranks; }
+
+pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
+  struct pld__host *h = hh.p;
+  pld_tensor bad = {&invalid_tensor};
+  if (h->status)
+    return bad;
+  const char *name = h->prog->host.sig->name;
+  if (!t.p || (t.p->flags & PLD__T_INVALID)) {
+    hfail(h, PLD_ERR_ARG, "pld_slice (in %s): t: expected a tensor, got %s",
+          name, t.p ? "the result of a failed call" : "a NULL tensor");
+    return bad;
+  }
+  if (t.p->host_arg < 0) {
+    hfail(h, PLD_ERR_ARG,
+          "pld_slice (in %s): t: expected a parameter of %s or a slice of one, "
+          "got another tensor",
+          name, name);
+    return bad;
+  }
+  char s[128];
+  pld__tensor_str(s, sizeof s, t.p);
+  if (t.p->ndim < 2) {
+    hfail(h, PLD_ERR_ARG,
+          "pld_slice (in %s): t: expected a tensor of 2 or more dimensions, "
+          "got %s",
+          name, s);
+    return bad;
+  }
+  if (index < 0 || index >= t.p->shape[0]) {
+    hfail(h, PLD_ERR_BOUNDS,
+          "pld_slice (in %s): index: expected [0, %lld) for %s, got %lld",
+          name, (long long)t.p->shape[0], s, (long long)index);
+    return bad;
+  }
+  if (h->nslices == h->capslices) {
+    int cap = h->capslices ? 2 * h->capslices : 16;
+    struct pld__tensor **v =
+        pld__realloc(h->slices, (size_t)cap * sizeof *h->slices);
+    if (!v) {
+      hfail(h, PLD_ERR_NOMEM, "pld_slice (in %s): out of memory", name);
+      return bad;
+    }
+    h->slices = v;
+    h->capslices = cap;
+  }
+  struct pld__tensor *sl = pld__malloc(sizeof *sl);
+  if (!sl) {
+    hfail(h, PLD_ERR_NOMEM, "pld_slice (in %s): out of memory", name);
+    return bad;
+  }
+  *sl = *t.p;
+  sl->flags &= ~(unsigned)PLD__T_OWNED;
+  size_t stride = t.p->nbytes / (size_t)t.p->shape[0];
+  sl->ndim = t.p->ndim - 1;
+  memmove(sl->shape, t.p->shape + 1, (size_t)sl->ndim * sizeof sl->shape[0]);
+  sl->nbytes = stride;
+  sl->host_offset = t.p->host_offset + (size_t)index * stride;
+  if (sl->data)
+    sl->data = (char *)t.p->data + (size_t)index * stride;
+  h->slices[h->nslices++] = sl;
+  return (pld_tensor){sl};
+}
+
+int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
+                  const pld_arg *argv) {
+  struct pld__host *h = hh.p;
+  if (h->status)
+    return h->status;
+  struct pld_program *p = h->prog;
+  const char *name = p->host.sig->name;
+  const pld_signature *sig = fn.sig;
+  if (!sig || sig->level != PLD_LEVEL_DEVICE || !fn.entry)
+    return hfail(h, PLD_ERR_ARG,
+                 "pld_dispatch (in %s): fn: expected a function declared with "
+                 "PLD_DEVICE, got %s",
+                 name, sig ? pld__level_name(sig->level) : "an empty descriptor");
+  const pld_arg *r = &argv[0];
+  if (r->kind != PLD_ARG_SCALAR || r->dtype == PLD_FP32 ||
+      r->dtype == PLD_FP64 || r->dtype == PLD_DTYPE_COUNT)
+    return hfail(h, PLD_ERR_ARG,
+                 "pld_dispatch (in %s): rank: expected an integer, got a %s",
+                 name, r->kind == PLD_ARG_TENSOR ? "tensor" : "float");
+  if (r->v.i < 0 || r->v.i >= p->nranks)
+    return hfail(h, PLD_ERR_ARG,
+                 "pld_dispatch (in %s): rank: expected [0, %d) (the world "
+                 "size), got %lld",
+                 name, p->nranks, (long long)r->v.i);
+  int rank = (int)r->v.i;
+  if (h->ndisps == h->capdisps) {
+    int cap = h->capdisps ? 2 * h->capdisps : 8;
+    struct pld__dispatch *v =
+        pld__realloc(h->disps, (size_t)cap * sizeof *h->disps);
+    if (!v)
+      return hfail(h, PLD_ERR_NOMEM, "pld_dispatch (in %s): out of memory",
+                   name);
+    h->disps = v;
+    h->capdisps = cap;
+  }
+  struct pld__dispatch *d = &h->disps[h->ndisps];
+  char what[128];
+  pld__catf(what, sizeof what, "pld_dispatch to rank %d (in %s)", rank, name);
+  int st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, d->argv,
+                          h->msg, sizeof h->msg);
+  if (st)
+    return h->status = st;
+  for (int i = 0; i < sig->nparams; i++) {
+    if (d->argv[i].kind != PLD_ARG_TENSOR)
+      continue;
+    const struct pld__tensor *t = d->argv[i].v.t;
+    if (t->host_arg < 0)
+      return hfail(h, PLD_ERR_ARG,
+                   "%s: %s: parameter '%s' (%d of %d): expected a parameter of "
+                   "%s or a slice of one, got another tensor",
+                   what, sig->name, sig->params[i].name, i + 1, sig->nparams,
+                   name);
+    d->t[i] = *t;
+    d->t[i].data = NULL;
+    d->argv[i].v.t = &d->t[i];
+  }
+  d->rank = rank;
+  d->fn = fn;
+  d->argc = sig->nparams;
+  h->ndisps++;
+  return PLD_OK;
+}
+
+/* ---- plans --------------------------------------------------------------- */
+
+void pld__plans_free(struct pld_program *p) {
+  if (!p->plans)
+    return;
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devplan *pl = &p->plans[r];
+    for (int c = 0; pl->calls && c < pl->ncalls; c++) {
+      pld__free(pl->calls[c].args);
+      pld__free(pl->calls[c].launches);
+    }
+    pld__free(pl->calls);
+    pld__free(pl->bufs);
+  }
+  pld__free(p->plans);
+  p->plans = NULL;
+}
+
+static const char *host_arg_name(const struct pld_program *p, int i) {
+  return p->host.sig->params[i].name;
+}
+
+/* The device buffer for a tensor slice of a host argument: the same slice
+ * dispatched twice to one device is one buffer, as it would be one region
+ * of the device's memory; slices overlapping otherwise are refused. */
+static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
+                       const struct pld__tensor *t, pld_dir dir, int *out) {
+  for (int b = 0; b < pl->nbufs; b++) {
+    struct pld__devbuf *buf = &pl->bufs[b];
+    if (buf->host_arg != t->host_arg)
+      continue;
+    if (buf->host_offset == t->host_offset && buf->nbytes == t->nbytes) {
+      buf->dirs |= (unsigned)dir;
+      *out = b;
+      return PLD_OK;
+    }
+    if (t->host_offset < buf->host_offset + buf->nbytes &&
+        buf->host_offset < t->host_offset + t->nbytes)
+      return pld__fail(PLD_ERR_ARG,
+                       "pld_compile: %s: rank %d gets two different but "
+                       "overlapping slices of host argument '%s' (bytes [%zu, "
+                       "%zu) and [%zu, %zu)): dispatch the same slice or "
+                       "disjoint ones",
+                       p->host.sig->name, pl->rank,
+                       host_arg_name(p, t->host_arg), buf->host_offset,
+                       buf->host_offset + buf->nbytes, t->host_offset,
+                       t->host_offset + t->nbytes);
+  }
+  struct pld__devbuf *v =
+      pld__realloc(pl->bufs, (size_t)(pl->nbufs + 1) * sizeof *pl->bufs);
+  if (!v)
+    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+  pl->bufs = v;
+  struct pld__devbuf *buf = &pl->bufs[pl->nbufs];
+  buf->offset = (pl->data_bytes + 63) & ~(size_t)63;
+  buf->nbytes = t->nbytes;
+  buf->host_arg = t->host_arg;
+  buf->host_offset = t->host_offset;
+  buf->dirs = (unsigned)dir;
+  pl->data_bytes = buf->offset + buf->nbytes;
+  *out = pl->nbufs++;
+  return PLD_OK;
+}
+
+static int plan_rank(struct pld_program *p, const struct pld__host *h,
+                     int rank) {
+  struct pld__devplan *pl = &p->plans[rank];
+  pl->rank = rank;
+  pl->device_id = p->device_ids[rank];
+  pl->nranks = p->nranks;
+  pl->plat = p->plat;
+  pl->dims = &p->dims;
+  for (int i = 0; i < h->ndisps; i++)
+    if (h->disps[i].rank == rank)
+      pl->ncalls++;
+  pl->calls = pld__calloc((size_t)pl->ncalls, sizeof *pl->calls);
+  if (!pl->calls)
+    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+  int c = 0;
+  for (int i = 0; i < h->ndisps; i++) {
+    const struct pld__dispatch *d = &h->disps[i];
+    if (d->rank != rank)
+      continue;
+    struct pld__call *call = &pl->calls[c++];
+    call->fn = d->fn;
+    call->argc = d->argc;
+    call->args = pld__calloc((size_t)d->argc, sizeof *call->args);
+    if (!call->args)
+      return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    for (int a = 0; a < d->argc; a++) {
+      struct pld__call_arg *ca = &call->args[a];
+      ca->buf = -1;
+      if (d->argv[a].kind != PLD_ARG_TENSOR) {
+        ca->scalar = d->argv[a];
+        continue;
+      }
+      const struct pld__tensor *t = d->argv[a].v.t;
+      ca->dtype = t->dtype;
+      ca->ndim = t->ndim;
+      memcpy(ca->shape, t->shape, sizeof ca->shape);
+      int st = plan_buffer(p, pl, t, d->fn.sig->params[a].dir, &ca->buf);
+      if (st)
+        return st;
+    }
+  }
+  return PLD_OK;
+}
+
+/* Two ranks writing the same bytes of a host tensor would race on the way
+ * back: refuse it at compile time rather than return either. */
+static int check_write_conflicts(const struct pld_program *p) {
+  for (int r1 = 0; r1 < p->nranks; r1++)
+    for (int r2 = r1 + 1; r2 < p->nranks; r2++)
+      for (int i = 0; i < p->plans[r1].nbufs; i++)
+        for (int j = 0; j < p->plans[r2].nbufs; j++) {
+          const struct pld__devbuf *a = &p->plans[r1].bufs[i];
+          const struct pld__devbuf *b = &p->plans[r2].bufs[j];
+          if (a->host_arg != b->host_arg || !(a->dirs & PLD_DIR_OUT) ||
+              !(b->dirs & PLD_DIR_OUT))
+            continue;
+          size_t lo = a->host_offset > b->host_offset ? a->host_offset
+                                                      : b->host_offset;
+          size_t ea = a->host_offset + a->nbytes, eb = b->host_offset + b->nbytes;
+          size_t hi = ea < eb ? ea : eb;
+          if (lo < hi)
+            return pld__fail(PLD_ERR_ARG,
+                             "pld_compile: %s: ranks %d and %d both write "
+                             "bytes [%zu, %zu) of host argument '%s': each "
+                             "rank must write its own slice",
+                             p->host.sig->name, r1, r2, lo, hi,
+                             host_arg_name(p, a->host_arg));
+        }
+  return PLD_OK;
+}
+
+/* Traces every device call: its launches are checked against the kernels'
+ * signatures and described, no kernel runs. */
+static int trace_devices(struct pld_program *p) {
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devplan *pl = &p->plans[r];
+    for (int c = 0; c < pl->ncalls; c++) {
+      struct pld__call *call = &pl->calls[c];
+      const pld_signature *sig = call->fn.sig;
+      struct pld__tensor tensors[32];
+      pld_arg argv[32];
+      for (int i = 0; i < call->argc; i++) {
+        const struct pld__call_arg *ca = &call->args[i];
+        if (ca->buf < 0) {
+          argv[i] = ca->scalar;
+          continue;
+        }
+        pld__tensor_init(&tensors[i], "pld_compile", ca->dtype, ca->ndim,
+                         ca->shape);
+        tensors[i].flags = PLD__T_TRACE;
+        tensors[i].dir = sig->params[i].dir;
+        tensors[i].name = sig->params[i].name;
+        argv[i] = pld__arg_tensor((pld_tensor){&tensors[i]});
+      }
+      struct pld__aicpu a;
+      memset(&a, 0, sizeof a);
+      a.trace = 1;
+      a.rank = r;
+      a.device = pl->device_id;
+      a.plat = p->plat;
+      a.dims = &p->dims;
+      int st = pld__aicpu_call(&a, call->fn, argv);
+      pld__aicpu_release(&a);
+      call->launches = a.log;
+      if (st)
+        return pld__fail_msg(st, a.msg);
+    }
+  }
+  return PLD_OK;
+}
+
+/* ---- pld_compile ------------------------------------------------------ */
+
+static int check_config(const pld_config *cfg, const pld_platform_info **plat) {
+  if (!cfg)
+    return pld__fail(PLD_ERR_CONFIG, "pld_compile: cfg: expected a "
+                                     "configuration, got NULL");
+  *plat = pld_platform_find(cfg->platform);
+  if (!*plat)
+    return pld__fail(PLD_ERR_CONFIG,
+                     "pld_compile: cfg.platform: expected a2a3sim or a5sim, "
+                     "got '%s'",
+                     cfg->platform ? cfg->platform : "(null)");
+  if (!(*plat)->simulated)
+    return pld__fail(PLD_ERR_UNSUPPORTED,
+                     "pld_compile: cfg.platform: '%s' is the hardware and "
+                     "this build has no hardware backend; use '%ssim'",
+                     cfg->platform, cfg->platform);
+  if (cfg->ndevices < 1 || !cfg->device_ids)
+    return pld__fail(PLD_ERR_CONFIG,
+                     "pld_compile: cfg.device_ids: expected at least one "
+                     "device id, got %d",
+                     cfg->device_ids ? cfg->ndevices : 0);
+  int limit = (*plat)->max_devices;
+  for (int r = 0; r < cfg->ndevices; r++) {
+    int id = cfg->device_ids[r];
+    if (id < 0 || id >= limit)
+      return pld__fail(PLD_ERR_CONFIG,
+                       "pld_compile: cfg.device_ids[%d]: expected a device id "
+                       "in [0, %d) for %s, got %d",
+                       r, limit, (*plat)->name, id);
+    for (int q = 0; q < r; q++)
+      if (cfg->device_ids[q] == id)
+        return pld__fail(PLD_ERR_CONFIG,
+                         "pld_compile: cfg.device_ids[%d]: device %d is "
+                         "already rank %d; device ids must be distinct",
+                         r, id, q);
+  }
+  return PLD_OK;
+}
+
+static void host_release(struct pld__host *h) {
+  for (int i = 0; i < h->nslices; i++)
+    pld__free(h->slices[i]);
+  pld__free(h->slices);
+  pld__free(h->disps);
+  pld__free(h->args);
+}
+
+/* Checks the host function's arguments and keeps their shapes. */
+static int bind_args(struct pld_program *p, int argc, const pld_arg *argv) {
+  const pld_signature *sig = p->host.sig;
+  char msg[PLD__MSG_MAX];
+  p->args = pld__calloc((size_t)(argc > 0 ? argc : 1), sizeof *p->args);
+  p->arg_meta = pld__calloc((size_t)(argc > 0 ? argc : 1), sizeof *p->arg_meta);
+  if (!p->args || !p->arg_meta)
+    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+  if (argc < 0 || (argc > 0 && !argv))
+    return pld__fail(PLD_ERR_ARG, "pld_compile: argv: expected %d arguments",
+                     sig->nparams);
+  int st = pld__sig_check(sig, "pld_compile", &p->dims, argc, argv, p->args,
+                          msg, sizeof msg);
+  if (st)
+    return pld__fail_msg(st, msg);
+  p->nargs = argc;
+  for (int i = 0; i < argc; i++)
+    if (argv[i].kind == PLD_ARG_TENSOR) {
+      p->arg_meta[i] = *argv[i].v.t;
+      p->arg_meta[i].flags = PLD__T_HOST;
+      p->arg_meta[i].host_arg = i;
+      p->arg_meta[i].host_offset = 0;
+      p->arg_meta[i].dir = sig->params[i].dir;
+      p->arg_meta[i].name = sig->params[i].name;
+      p->args[i].v.t = &p->arg_meta[i];
+    }
+  return PLD_OK;
+}
+
+static int trace_host(struct pld_program *p, const pld_arg *argv) {
+  struct pld__host h;
+  memset(&h, 0, sizeof h);
+  h.prog = p;
+  int st = PLD_OK;
+  pld_arg args[32];
+  h.args = pld__calloc((size_t)(p->nargs > 0 ? p->nargs : 1), sizeof *h.args);
+  if (!h.args) {
+    st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    goto release;
+  }
+  for (int i = 0; i < p->nargs; i++) {
+    args[i] = p->args[i];
+    if (args[i].kind == PLD_ARG_TENSOR) {
+      h.args[i] = p->arg_meta[i];
+      h.args[i].data = argv[i].v.t->data; /* readable while tracing */
+      args[i].v.t = &h.args[i];
+    }
+  }
+  p->host.entry((pld_host){&h}, args);
+  if (h.status) {
+    st = pld__fail_msg(h.status, h.msg);
+    goto release;
+  }
+  for (int r = 0; r < p->nranks; r++) {
+    int found = 0;
+    for (int i = 0; i < h.ndisps && !found; i++)
+      found = h.disps[i].rank == r;
+    if (!found) {
+      st = pld__fail(PLD_ERR_ARG,
+                     "pld_compile: %s: rank %d (device %d) is never "
+                     "dispatched; every rank of the world (%d) must be, or "
+                     "its peers wait for it forever",
+                     p->host.sig->name, r, p->device_ids[r], p->nranks);
+      goto release;
+    }
+  }
+  p->plans = pld__calloc((size_t)p->nranks, sizeof *p->plans);
+  if (!p->plans) {
+    st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    goto release;
+  }
+  for (int r = 0; r < p->nranks && st == PLD_OK; r++)
+    st = plan_rank(p, &h, r);
+release:
+  host_release(&h);
+  return st;
+}
+
+int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
+                const pld_arg *argv, pld_program **out) {
+  const pld_platform_info *plat = NULL;
+  int st = check_config(cfg, &plat);
+  if (st)
+    return st;
+  if (!host.sig || host.sig->level != PLD_LEVEL_HOST || !host.entry)
+    return pld__fail(PLD_ERR_ARG,
+                     "pld_compile: host: expected a function declared with "
+                     "PLD_HOST, got %s",
+                     host.sig ? pld__level_name(host.sig->level)
+                              : "an empty descriptor");
+  struct pld_program *p = pld__calloc(1, sizeof *p);
+  if (!p)
+    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+  p->host = host;
+  p->plat = plat;
+  p->nranks = cfg->ndevices;
+  p->device_ids = pld__calloc((size_t)cfg->ndevices, sizeof *p->device_ids);
+  if (!p->device_ids) {
+    st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    goto fail;
+  }
+  memcpy(p->device_ids, cfg->device_ids,
+         (size_t)cfg->ndevices * sizeof *p->device_ids);
+  if ((st = bind_args(p, argc, argv)) || (st = trace_host(p, argv)) ||
+      (st = check_write_conflicts(p)) || (st = trace_devices(p)))
+    goto fail;
+  if (cfg->artifact_dir && (st = pld__artifacts_write(p, cfg->artifact_dir)))
+    goto fail;
+  *out = p;
+  return PLD_OK;
+fail:
+  pld_program_destroy(p);
+  return st;
+}
+
+const char *pld_program_artifact_dir(const pld_program *p) {
+  return p ? p->artifact_dir : NULL;
+}

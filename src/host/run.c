@@ -1,0 +1,322 @@
+/* host/run.c: starting device processes and running a compiled program. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "core/alloc.h"
+#include "core/futex.h"
+#include "core/kctx.h"
+#include "host/program.h"
+
+/* How long the host sleeps between checks that its devices are alive. */
+#define LIVENESS_NS 100000000 /* 100 ms */
+
+/* Ranks whose run bookkeeping fits on the stack. */
+#define PLD_MAX_RANKS_INLINE 64
+
+static const char *sig_name(int sig) {
+  const char *n = sigabbrev_np(sig);
+  return n ? n : "?";
+}
+
+/* Collects device r if it exited.  Returns 1 if it is gone. */
+static int reap(struct pld__device *d, int block) {
+  if (d->reaped)
+    return 1;
+  if (d->pid <= 0)
+    return 1;
+  pid_t w = waitpid(d->pid, &d->wstatus, block ? 0 : WNOHANG);
+  if (w == d->pid || (w < 0 && errno == ECHILD)) {
+    d->reaped = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* Stops every device process at once and frees their memory. */
+static void kill_devices(struct pld_program *p) {
+  for (int r = 0; r < p->nranks; r++)
+    if (p->devs[r].pid > 0 && !p->devs[r].reaped)
+      kill(p->devs[r].pid, SIGKILL);
+  for (int r = 0; r < p->nranks; r++)
+    reap(&p->devs[r], 1);
+  pld__devices_unmap(p->devs, p->nranks, p->world);
+  pld__free(p->devs);
+  p->devs = NULL;
+  p->world = NULL;
+  p->started = 0;
+}
+
+/* A device died: the message names rank, device, what it was running and
+ * the signal; the others are stopped and the program is done for. */
+static int device_died(struct pld_program *p, int r) {
+  struct pld__device *d = &p->devs[r];
+  struct pld__devctl *c = d->ctl;
+  char msg[PLD__MSG_MAX];
+  int sig = atomic_load(&c->crash_signal);
+  size_t n = pld__catf(msg, sizeof msg, "pld_program_run: rank %d (device %d) ",
+                       r, p->device_ids[r]);
+  if (sig) {
+    n += pld__catf(msg + n, sizeof msg - n, "crashed with signal SIG%s (%s)",
+                   sig_name(sig), strsignal(sig));
+    if (sig == SIGSEGV || sig == SIGBUS)
+      n += pld__catf(msg + n, sizeof msg - n, " at address %#lx",
+                     (unsigned long)c->crash_addr);
+    if (c->crash_core_type >= 0)
+      n += pld__catf(msg + n, sizeof msg - n,
+                     " in kernel %s on %s core %d (block %d of %d)",
+                     c->crash_fn,
+                     pld__core_type_name((pld_core_type)c->crash_core_type),
+                     c->crash_core, c->crash_block, c->crash_blocks);
+    else if (c->crash_fn[0])
+      n += pld__catf(msg + n, sizeof msg - n,
+                     " in device function %s on the AICPU", c->crash_fn);
+  } else {
+    reap(d, 1);
+    if (WIFSIGNALED(d->wstatus))
+      n += pld__catf(msg + n, sizeof msg - n, "was killed by signal SIG%s (%s)",
+                     sig_name(WTERMSIG(d->wstatus)),
+                     strsignal(WTERMSIG(d->wstatus)));
+    else
+      n += pld__catf(msg + n, sizeof msg - n, "exited with status %d",
+                     WEXITSTATUS(d->wstatus));
+  }
+  pld__catf(msg + n, sizeof msg - n,
+            "; the other devices were stopped and the program cannot run "
+            "again");
+  kill_devices(p);
+  p->dead = 1;
+  memcpy(p->dead_msg, msg, sizeof msg);
+  return pld__fail_msg(PLD_ERR_CRASH, msg);
+}
+
+/* Returns the rank of a device process that died, or -1. */
+static int find_dead(struct pld_program *p, int check_pids) {
+  for (int r = 0; r < p->nranks; r++) {
+    if (atomic_load(&p->devs[r].ctl->crash_signal))
+      return r;
+    if (check_pids && reap(&p->devs[r], 0))
+      return r;
+  }
+  return -1;
+}
+
+int pld_program_prepare(pld_program *p) {
+  if (!p)
+    return pld__fail(PLD_ERR_ARG, "pld_program_prepare: p: expected a "
+                                  "program, got NULL");
+  if (p->dead)
+    return pld__fail(PLD_ERR_STATE, "pld_program_prepare: %s", p->dead_msg);
+  if (p->started)
+    return PLD_OK;
+  p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
+  if (!p->devs)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+  int st = pld__devices_map(p->devs, p->nranks, p->plans, &p->world);
+  if (st) {
+    pld__free(p->devs);
+    p->devs = NULL;
+    return st;
+  }
+  p->started = 1;
+  fflush(NULL); /* nothing buffered is written twice */
+  for (int r = 0; r < p->nranks; r++) {
+    st = pld__device_spawn(p->devs, p->nranks, r, &p->plans[r], p->world);
+    if (st) {
+      kill_devices(p);
+      return st;
+    }
+  }
+  /* Wait until each device is up, or one died on the way. */
+  int64_t deadline = pld__now_ns() + 30 * (int64_t)1000000000;
+  for (;;) {
+    uint32_t ev = atomic_load(&p->world->event);
+    int up = 0;
+    for (int r = 0; r < p->nranks; r++)
+      up += (int)atomic_load_explicit(&p->devs[r].ctl->ready,
+                                      memory_order_acquire);
+    if (up == p->nranks)
+      break;
+    int dead = find_dead(p, 1);
+    if (dead >= 0)
+      return device_died(p, dead);
+    if (pld__now_ns() > deadline) {
+      kill_devices(p);
+      return pld__fail(PLD_ERR_SYSTEM, "pld_program_prepare: %d of %d devices "
+                                       "did not start within 30 s",
+                       p->nranks - up, p->nranks);
+    }
+    pld__futex_wait(&p->world->event, ev, LIVENESS_NS, 1);
+  }
+  for (int r = 0; r < p->nranks; r++)
+    if (p->devs[r].ctl->status) {
+      st = pld__fail_msg(p->devs[r].ctl->status, p->devs[r].ctl->msg);
+      kill_devices(p);
+      return st;
+    }
+  return PLD_OK;
+}
+
+/* The arguments of a run must be those the program was compiled for. */
+static int check_run_args(const struct pld_program *p, int argc,
+                          const pld_arg *argv) {
+  const pld_signature *sig = p->host.sig;
+  if (argc != p->nargs || (argc > 0 && !argv))
+    return pld__fail(PLD_ERR_ARG,
+                     "pld_program_run: %s: expected the %d arguments it was "
+                     "compiled for, got %d",
+                     sig->name, p->nargs, argc);
+  for (int i = 0; i < argc; i++) {
+    const pld_arg *want = &p->args[i], *got = &argv[i];
+    const char *pn = sig->params[i].name;
+    if (want->kind == PLD_ARG_TENSOR) {
+      const struct pld__tensor *w = want->v.t, *g = got->v.t;
+      char ws[128], gs[128] = "a scalar";
+      pld__tensor_str(ws, sizeof ws, w);
+      if (got->kind == PLD_ARG_TENSOR && g)
+        pld__tensor_str(gs, sizeof gs, g);
+      if (got->kind != PLD_ARG_TENSOR || !g || !(g->flags & PLD__T_HOST) ||
+          g->dtype != w->dtype || g->ndim != w->ndim ||
+          memcmp(g->shape, w->shape, (size_t)w->ndim * sizeof w->shape[0]))
+        return pld__fail(PLD_ERR_ARG,
+                         "pld_program_run: %s: parameter '%s' (%d of %d): "
+                         "expected a host tensor %s as compiled, got %s",
+                         sig->name, pn, i + 1, argc, ws, gs);
+    } else if (got->kind != PLD_ARG_SCALAR || got->v.u != want->v.u) {
+      return pld__fail(PLD_ERR_ARG,
+                       "pld_program_run: %s: parameter '%s' (%d of %d): the "
+                       "program was compiled for another value; scalars are "
+                       "fixed at compile time, compile again",
+                       sig->name, pn, i + 1, argc);
+    }
+  }
+  return PLD_OK;
+}
+
+/* Copies tensor slices between the host arguments and device memory. */
+static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
+  for (int r = 0; r < p->nranks; r++) {
+    const struct pld__devplan *pl = &p->plans[r];
+    for (int b = 0; b < pl->nbufs; b++) {
+      const struct pld__devbuf *buf = &pl->bufs[b];
+      unsigned char *host =
+          (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
+      unsigned char *dev = p->devs[r].data + buf->offset;
+      if (in && (buf->dirs & PLD_DIR_IN))
+        memcpy(dev, host, buf->nbytes);
+      else if (!in && (buf->dirs & PLD_DIR_OUT))
+        memcpy(host, dev, buf->nbytes);
+    }
+  }
+}
+
+int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
+  if (!p)
+    return pld__fail(PLD_ERR_ARG, "pld_program_run: p: expected a program, "
+                                  "got NULL");
+  if (p->dead)
+    return pld__fail(PLD_ERR_STATE, "pld_program_run: %s", p->dead_msg);
+  int st = check_run_args(p, argc, argv);
+  if (st || (st = pld_program_prepare(p)))
+    return st;
+
+  struct pld__worldctl *w = p->world;
+  atomic_store(&w->abort, 0);
+  atomic_store(&w->tickets, 0);
+  copy_slices(p, argv, 1);
+  uint32_t seq[PLD_MAX_RANKS_INLINE];
+  uint32_t *posted = p->nranks <= PLD_MAX_RANKS_INLINE
+                         ? seq
+                         : pld__calloc((size_t)p->nranks, sizeof *posted);
+  if (!posted)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    atomic_store_explicit(&c->cmd, PLD__CMD_RUN, memory_order_relaxed);
+    posted[r] = atomic_fetch_add_explicit(&c->cmd_seq, 1,
+                                          memory_order_release) + 1;
+    pld__futex_wake(&c->cmd_seq, 1);
+  }
+
+  int failed_rank = -1;
+  for (;;) {
+    uint32_t ev = atomic_load_explicit(&w->event, memory_order_acquire);
+    int done = 0;
+    for (int r = 0; r < p->nranks; r++) {
+      struct pld__devctl *c = p->devs[r].ctl;
+      if (atomic_load_explicit(&c->done_seq, memory_order_acquire) !=
+          posted[r])
+        continue;
+      done++;
+      if (c->status && (failed_rank < 0 ||
+                        c->ticket < p->devs[failed_rank].ctl->ticket))
+        failed_rank = r;
+    }
+    int dead = find_dead(p, 0);
+    if (dead >= 0) {
+      st = device_died(p, dead);
+      goto out;
+    }
+    if (done == p->nranks)
+      break;
+    if (failed_rank >= 0)
+      atomic_store_explicit(&w->abort, 1, memory_order_release);
+    int64_t t0 = pld__now_ns();
+    pld__futex_wait(&w->event, ev, LIVENESS_NS, 1);
+    if (pld__now_ns() - t0 >= LIVENESS_NS && (dead = find_dead(p, 1)) >= 0) {
+      st = device_died(p, dead);
+      goto out;
+    }
+  }
+  if (failed_rank >= 0) {
+    struct pld__devctl *c = p->devs[failed_rank].ctl;
+    st = pld__fail_msg(c->status, c->msg);
+  } else {
+    copy_slices(p, argv, 0);
+    st = PLD_OK;
+  }
+out:
+  if (posted != seq)
+    pld__free(posted);
+  return st;
+}
+
+void pld_program_destroy(pld_program *p) {
+  if (!p)
+    return;
+  if (p->started) {
+    for (int r = 0; r < p->nranks; r++) {
+      struct pld__devctl *c = p->devs[r].ctl;
+      atomic_store_explicit(&c->cmd, PLD__CMD_STOP, memory_order_relaxed);
+      atomic_fetch_add_explicit(&c->cmd_seq, 1, memory_order_release);
+      pld__futex_wake(&c->cmd_seq, 1);
+    }
+    /* Give each device a moment to stop its cores and exit by itself. */
+    int64_t deadline = pld__now_ns() + 2 * (int64_t)1000000000;
+    for (int r = 0; r < p->nranks; r++)
+      while (!reap(&p->devs[r], 0) && pld__now_ns() < deadline) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+      }
+    kill_devices(p);
+  }
+  pld__plans_free(p);
+  pld__free(p->device_ids);
+  pld__free(p->args);
+  pld__free(p->arg_meta);
+  pld__free(p->artifact_dir);
+  pld__free(p);
+}
+
+int pld_run(pld_host_fn host, const pld_config *cfg, int argc,
+            const pld_arg *argv) {
+  pld_program *p;
+  int st = pld_compile(host, cfg, argc, argv, &p);
+  if (st)
+    return st;
+  st = pld_program_run(p, argc, argv);
+  /* Keep the run's message: destroying must not overwrite it. */
+  pld_program_destroy(p);
+  return st;
+}

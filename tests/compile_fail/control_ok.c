@@ -1,0 +1,8 @@
+/* The control: the same shapes of program, written correctly, compile. */
+#include "pld.h"
+PLD_KERNEL(kern, k, PLD_IN(x, FP32, 8)) { (void)pld_load(k, x, 0, 0, 1, 8); }
+PLD_DEVICE(dev, a, PLD_IN(x, FP32, 8)) { pld_launch(a, kern, 1, x); }
+PLD_HOST(host, h, PLD_IN(x, FP32, 2, 8)) {
+  (void)pld_world_size(h);
+  pld_dispatch(h, dev, 0, pld_slice(h, x, 0));
+}

@@ -1,0 +1,454 @@
+/* Compiling: argument and configuration checks, dispatch checks, the
+ * artifact folder, allocation failures. */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "pld_test.h"
+#include "core/alloc.h"
+#include "programs.h"
+
+static int ids[16];
+
+static void compile_fails(pld_host_fn fn, pld_config *cfg, pld_tensor x,
+                          pld_tensor y, int status, const char **subs) {
+  pld_program *p = NULL;
+  int st = pld_compile(fn, cfg, PLD_ARGS(x, y), &p);
+  pld_test_assert_fails(st, status, __FILE__, __LINE__, subs);
+  assert_null(p);
+}
+#define COMPILE_FAILS(fn, cfg, x, y, status, ...)                              \
+  compile_fails(fn, cfg, x, y, status, (const char *[]){__VA_ARGS__, NULL})
+
+static void with_tensors(int nr, int64_t r, int64_t c, pld_tensor *x,
+                         pld_tensor *y) {
+  const int64_t shape[] = {nr, r, c};
+  *x = pld_test_tensor(3, shape, 1, 0);
+  *y = pld_test_tensor(3, shape, 0, 0);
+}
+
+static void test_compile_ok(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  pld_program *p = NULL;
+  assert_ok(pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &p));
+  assert_non_null(p);
+  assert_null(pld_program_artifact_dir(p));
+  pld_program_destroy(p);
+  assert_no_children(); /* compiling starts no device */
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_host_arg_count(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  pld_program *p = NULL;
+  assert_fails_with(pld_compile(h_scale, &cfg, PLD_ARGS(x), &p), PLD_ERR_ARG,
+                    "pld_compile: h_scale: expected 2 arguments",
+                    "x: FP32[NR, TR, TC] In", "got 1");
+  assert_null(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_host_arg_dtype(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  pld_tensor xi;
+  assert_ok(pld_tensor_create(PLD_INT32, 3, (int64_t[]){2, TR, TC}, &xi));
+  COMPILE_FAILS(h_scale, &cfg, xi, y, PLD_ERR_ARG,
+                "pld_compile: h_scale: parameter 'x' (1 of 2)",
+                "expected FP32[NR, TR, TC], got INT32[2, 4, 8]");
+  pld_tensor_destroy(xi);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_host_arg_shape(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC + 1, &x, &y);
+  COMPILE_FAILS(h_scale, &cfg, x, y, PLD_ERR_ARG, "parameter 'x' (1 of 2)",
+                "expected FP32[NR, TR, TC], got FP32[2, 4, 9]");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_host_arg_scalar_for_tensor(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  pld_program *p = NULL;
+  assert_fails_with(pld_compile(h_scale, &cfg, PLD_ARGS(x, 3), &p),
+                    PLD_ERR_ARG, "parameter 'y' (2 of 2)",
+                    "expected a tensor FP32[NR, TR, TC], got a INT32 scalar");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_dynamic_dim_two_values(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y, y3;
+  with_tensors(2, TR, TC, &x, &y);
+  assert_ok(pld_tensor_create(PLD_FP32, 3, (int64_t[]){3, TR, TC}, &y3));
+  COMPILE_FAILS(h_scale, &cfg, x, y3, PLD_ERR_ARG, "parameter 'y' (2 of 2)",
+                "dynamic dimension NR (dimension 0) is 3 here",
+                "parameter 'x' of h_scale bound it to 2");
+  pld_tensor_destroy(y3);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+/* The world has 3 ranks but the tensors are sliced for 2. */
+static void test_world_larger_than_tensors(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 3, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_scale, &cfg, x, y, PLD_ERR_BOUNDS,
+                "pld_slice (in h_scale): index: expected [0, 2)", "got 2");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+PLD_HOST(h_missing_arg, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_scale, r, pld_slice(h, x, r), pld_slice(h, y, r));
+}
+
+static void test_dispatch_arg_count(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_missing_arg, &cfg, x, y, PLD_ERR_ARG,
+                "pld_dispatch to rank 0 (in h_missing_arg): d_scale: expected "
+                "3 arguments",
+                "rank: INT32 scalar", "got 2");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+PLD_HOST(h_float_rank, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_scale, r, pld_slice(h, x, r), pld_slice(h, y, r),
+                 (double)r);
+}
+
+static void test_dispatch_scalar_dtype(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_float_rank, &cfg, x, y, PLD_ERR_ARG,
+                "d_scale: parameter 'rank' (3 of 3)",
+                "expected an integer scalar for INT32, got FP64");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+PLD_HOST(h_unsliced, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_scale, r, x, pld_slice(h, y, r), r);
+}
+
+static void test_dispatch_shape(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_unsliced, &cfg, x, y, PLD_ERR_ARG,
+                "pld_dispatch to rank 0 (in h_unsliced): d_scale: parameter "
+                "'x' (1 of 3)",
+                "expected FP32[TR, TC], got FP32[2, 4, 8]");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+PLD_DEVICE(d_bad_launch, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
+           PLD_SCALAR(rank, INT32)) {
+  pld_launch(a, k_scale, 1, x, y, rank); /* k_scale's s is FP32 */
+}
+
+PLD_HOST(h_bad_launch, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_bad_launch, r, pld_slice(h, x, r), pld_slice(h, y, r),
+                 r);
+}
+
+static void test_launch_checked_at_compile(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_bad_launch, &cfg, x, y, PLD_ERR_ARG,
+                "pld_launch (rank 0, device 0, in d_bad_launch): k_scale: "
+                "parameter 's' (3 of 3)",
+                "expected a float scalar for FP32, got INT32");
+  assert_no_children();
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+PLD_DEVICE(d_zero_blocks, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
+           PLD_SCALAR(rank, INT32)) {
+  pld_launch(a, k_scale, rank - rank, x, y, 1.0f);
+}
+
+PLD_HOST(h_zero_blocks, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_zero_blocks, r, pld_slice(h, x, r), pld_slice(h, y, r),
+                 r);
+}
+
+static void test_launch_zero_blocks(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_zero_blocks, &cfg, x, y, PLD_ERR_ARG,
+                "pld_launch (rank 0, device 0, in d_zero_blocks)",
+                "k_scale: blocks: expected an integer in [1, 65535], got 0");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+PLD_HOST(h_rank0_only, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  pld_dispatch(h, d_scale, 0, pld_slice(h, x, 0), pld_slice(h, y, 0), 0);
+}
+
+static void test_rank_not_dispatched(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 3, 2, 3);
+  pld_tensor x, y;
+  with_tensors(3, TR, TC, &x, &y);
+  COMPILE_FAILS(h_rank0_only, &cfg, x, y, PLD_ERR_ARG,
+                "pld_compile: h_rank0_only: rank 1 (device 5) is never "
+                "dispatched");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+PLD_HOST(h_rank_range, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r <= pld_world_size(h); r++)
+    pld_dispatch(h, d_scale, r, pld_slice(h, x, 0), pld_slice(h, y, 0), r);
+}
+
+static void test_dispatch_rank_out_of_range(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_rank_range, &cfg, x, y, PLD_ERR_ARG,
+                "pld_dispatch (in h_rank_range): rank: expected [0, 2) (the "
+                "world size), got 2");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+PLD_HOST(h_same_out, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_scale, r, pld_slice(h, x, r), pld_slice(h, y, 0), r);
+}
+
+static void test_two_ranks_write_one_slice(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_same_out, &cfg, x, y, PLD_ERR_ARG,
+                "ranks 0 and 1 both write bytes [0, 128) of host argument 'y'");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void config_fails(const char *platform, int *dev, int n, int status,
+                         const char *sub1, const char *sub2) {
+  pld_config cfg = PLD_CONFIG_INIT;
+  cfg.platform = platform;
+  cfg.device_ids = dev;
+  cfg.ndevices = n;
+  pld_tensor x, y;
+  with_tensors(n > 0 ? n : 1, TR, TC, &x, &y);
+  COMPILE_FAILS(h_scale, &cfg, x, y, status, sub1, sub2);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_config_duplicate_device(void **state) {
+  (void)state;
+  config_fails("a2a3sim", (int[]){3, 3}, 2, PLD_ERR_CONFIG,
+               "pld_compile: cfg.device_ids[1]: device 3 is already rank 0",
+               "must be distinct");
+}
+
+static void test_config_negative_device(void **state) {
+  (void)state;
+  config_fails("a5sim", (int[]){0, -2}, 2, PLD_ERR_CONFIG,
+               "pld_compile: cfg.device_ids[1]: expected a device id in [0, "
+               "16) for a5sim",
+               "got -2");
+}
+
+static void test_config_device_beyond_limit(void **state) {
+  (void)state;
+  config_fails("a2a3sim", (int[]){16, 0}, 2, PLD_ERR_CONFIG,
+               "pld_compile: cfg.device_ids[0]: expected a device id in [0, "
+               "16) for a2a3sim",
+               "got 16");
+}
+
+static void test_config_unknown_platform(void **state) {
+  (void)state;
+  config_fails("a9sim", (int[]){0, 1}, 2, PLD_ERR_CONFIG,
+               "pld_compile: cfg.platform: expected a2a3sim or a5sim",
+               "got 'a9sim'");
+}
+
+static void test_config_hardware_platform(void **state) {
+  (void)state;
+  config_fails("a5", (int[]){0, 1}, 2, PLD_ERR_UNSUPPORTED,
+               "pld_compile: cfg.platform: 'a5' is the hardware",
+               "no hardware backend");
+}
+
+static void test_config_no_devices(void **state) {
+  (void)state;
+  config_fails("a2a3sim", NULL, 0, PLD_ERR_CONFIG,
+               "pld_compile: cfg.device_ids: expected at least one device id",
+               "got 0");
+}
+
+static char *slurp(const char *dir, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void test_artifacts(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 3, 2);
+  cfg.artifact_dir = "";
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  pld_program *p = NULL;
+  assert_ok(pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &p));
+  const char *dir = pld_program_artifact_dir(p);
+  assert_non_null(dir);
+  struct stat sb;
+  assert_int_equal(stat(dir, &sb), 0);
+  const char *prog = slurp(dir, "program.txt");
+  assert_non_null(strstr(prog, "pld program h_scale"));
+  assert_non_null(strstr(prog, "rank 0 -> device 3"));
+  assert_non_null(strstr(prog, "rank 1 -> device 5"));
+  assert_non_null(strstr(prog, "host orchestrator h_scale on the host CPU"));
+  assert_non_null(strstr(prog, "x: FP32[2, 4, 8] In"));
+  assert_non_null(strstr(prog, "dynamic dimension NR = 2"));
+  const char *r1 = slurp(dir, "rank1.txt");
+  assert_non_null(strstr(r1, "d_scale on the AICPU of device 5"));
+  assert_non_null(strstr(r1, "x: FP32[4, 8] In = x[1], copied in"));
+  assert_non_null(strstr(r1, "y: FP32[4, 8] Out = y[1], copied back"));
+  assert_non_null(strstr(r1, "rank: INT32 = 1"));
+  assert_non_null(strstr(r1, "kernel k_scale on the AI cores: 1 block on AIV "
+                             "cores (48 on the device)"));
+  assert_non_null(strstr(r1, "s: FP32 = 2"));
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+/* Every allocation pld_compile makes may fail: the error is clean and
+ * nothing leaks (the ASan build checks the leaks). */
+static void test_allocation_failures(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  int failures = 0;
+  for (long n = 1; n < 1000; n++) {
+    pld_program *p = NULL;
+    pld__alloc_fail_after(n);
+    int st = pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &p);
+    pld__alloc_fail_after(0);
+    if (st == PLD_OK) {
+      pld_program_destroy(p);
+      break;
+    }
+    assert_null(p);
+    assert_fails_with(st, PLD_ERR_NOMEM, "out of memory");
+    failures++;
+  }
+  assert_true(failures > 5);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_tensor_create_errors(void **state) {
+  (void)state;
+  pld_tensor t = {NULL};
+  assert_fails_with(pld_tensor_create(PLD_FP32, 2, (int64_t[]){4, 0}, &t),
+                    PLD_ERR_ARG, "pld_tensor_create: shape[1]",
+                    "expected a size > 0, got 0");
+  assert_fails_with(pld_tensor_create(PLD_FP32, 9, (int64_t[9]){1}, &t),
+                    PLD_ERR_ARG, "pld_tensor_create: ndim: expected 1 to 8",
+                    "got 9");
+  assert_fails_with(pld_tensor_wrap(PLD_FP32, NULL, 1, (int64_t[]){4}, &t),
+                    PLD_ERR_ARG, "pld_tensor_wrap: data");
+  assert_null(t.p);
+  pld_tensor_destroy(t); /* a NULL handle is a no-op */
+}
+
+static const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_compile_ok),
+      cmocka_unit_test(test_host_arg_count),
+      cmocka_unit_test(test_host_arg_dtype),
+      cmocka_unit_test(test_host_arg_shape),
+      cmocka_unit_test(test_host_arg_scalar_for_tensor),
+      cmocka_unit_test(test_dynamic_dim_two_values),
+      cmocka_unit_test(test_world_larger_than_tensors),
+      cmocka_unit_test(test_dispatch_arg_count),
+      cmocka_unit_test(test_dispatch_scalar_dtype),
+      cmocka_unit_test(test_dispatch_shape),
+      cmocka_unit_test(test_launch_checked_at_compile),
+      cmocka_unit_test(test_launch_zero_blocks),
+      cmocka_unit_test(test_rank_not_dispatched),
+      cmocka_unit_test(test_dispatch_rank_out_of_range),
+      cmocka_unit_test(test_two_ranks_write_one_slice),
+      cmocka_unit_test(test_config_duplicate_device),
+      cmocka_unit_test(test_config_negative_device),
+      cmocka_unit_test(test_config_device_beyond_limit),
+      cmocka_unit_test(test_config_unknown_platform),
+      cmocka_unit_test(test_config_hardware_platform),
+      cmocka_unit_test(test_config_no_devices),
+      cmocka_unit_test(test_artifacts),
+      cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_tensor_create_errors),
+};
+
+PLD_TEST_MAIN("compile", tests)
