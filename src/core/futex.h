@@ -5,6 +5,7 @@
 #define PLD_CORE_FUTEX_H
 
 #include <errno.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -35,6 +36,57 @@ static inline int64_t pld__now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+
+/* Polls until *word != old for up to spin_ns, yielding the CPU between
+ * looks (this machine may have fewer CPUs than busy threads).  Returns the
+ * new value, or old if the time ran out and the caller should sleep. */
+static inline uint32_t pld__spin_change(_Atomic uint32_t *word, uint32_t old,
+                                        int64_t spin_ns) {
+  if (spin_ns <= 0)
+    return atomic_load_explicit(word, memory_order_acquire);
+  int64_t deadline = pld__now_ns() + spin_ns;
+  for (int i = 0;; i++) {
+    uint32_t v = atomic_load_explicit(word, memory_order_acquire);
+    if (v != old)
+      return v;
+    if (i < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    if ((i & 7) == 0 && pld__now_ns() > deadline)
+      return v;
+    sched_yield();
+  }
+}
+
+/* Waits until *word != old: polls for spin_ns, then sleeps, at most
+ * timeout_ns in all (< 0: no limit).  sleepers counts the threads asleep
+ * on word, so that pld__event_signal wakes only when someone sleeps. */
+static inline uint32_t pld__event_wait(_Atomic uint32_t *word, uint32_t old,
+                                       _Atomic uint32_t *sleepers,
+                                       int64_t spin_ns, int64_t timeout_ns,
+                                       int shared) {
+  uint32_t v = pld__spin_change(word, old, spin_ns);
+  if (v != old)
+    return v;
+  atomic_fetch_add(sleepers, 1);
+  v = atomic_load(word);
+  if (v == old)
+    pld__futex_wait(word, old, timeout_ns, shared);
+  atomic_fetch_sub(sleepers, 1);
+  return atomic_load_explicit(word, memory_order_acquire);
+}
+
+/* Bumps *word and wakes its sleepers, if any. */
+static inline void pld__event_signal(_Atomic uint32_t *word,
+                                     _Atomic uint32_t *sleepers, int shared) {
+  atomic_fetch_add(word, 1);
+  if (atomic_load(sleepers))
+    pld__futex_wake(word, shared);
 }
 
 #endif

@@ -10,6 +10,7 @@
 #include "core/futex.h"
 #include "core/kctx.h"
 #include "core/tensor.h"
+#include "core/tunables.h"
 #include "device/aicpu.h"
 #include "device/sched.h"
 
@@ -150,8 +151,7 @@ static int run_plan(const struct pld__devplan *plan, unsigned char *data,
 
 static void report(struct pld__devctl *ctl, uint32_t seq) {
   atomic_store_explicit(&ctl->done_seq, seq, memory_order_release);
-  atomic_fetch_add_explicit(&self_world->event, 1, memory_order_release);
-  pld__futex_wake(&self_world->event, 1);
+  pld__event_signal(&self_world->event, &self_world->event_sleepers, 1);
 }
 
 static _Noreturn void device_main(const struct pld__devplan *plan,
@@ -170,12 +170,13 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
   report(ctl, 0);
 
+  int64_t spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
   uint32_t seen = 0;
   for (;;) {
     uint32_t seq;
-    while ((seq = atomic_load_explicit(&ctl->cmd_seq, memory_order_acquire)) ==
-           seen)
-      pld__futex_wait(&ctl->cmd_seq, seen, -1, 1);
+    while ((seq = pld__event_wait(&ctl->cmd_seq, seen, &ctl->cmd_sleepers,
+                                  spin_ns, -1, 1)) == seen)
+      ;
     seen = seq;
     if (atomic_load_explicit(&ctl->cmd, memory_order_relaxed) != PLD__CMD_RUN)
       break;

@@ -20,6 +20,7 @@ enum { PLD__CMD_RUN = 1, PLD__CMD_STOP = 2 };
 
 struct pld__devctl {
   _Atomic uint32_t cmd_seq;  /* host: bumped after setting cmd */
+  _Atomic uint32_t cmd_sleepers; /* device: asleep on cmd_seq */
   _Atomic uint32_t cmd;
   _Atomic uint32_t done_seq; /* device: the cmd_seq it finished */
   _Atomic uint32_t ready;    /* device: started and waiting */
@@ -36,6 +37,7 @@ struct pld__devctl {
 
 struct pld__worldctl {
   _Atomic uint32_t event;   /* bumped and woken by a device done or dying */
+  _Atomic uint32_t event_sleepers; /* host: asleep on event */
   _Atomic uint32_t abort;   /* host: stop the current run (a rank failed) */
   _Atomic uint32_t tickets; /* failure order */
 };

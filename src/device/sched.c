@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/futex.h"
+#include "core/tunables.h"
 #include "core/kctx.h"
 
 _Thread_local const struct pld__core *pld__running_core;
@@ -43,7 +45,10 @@ struct corethread {
 struct coretype {
   int max;     /* cores of this type on the device */
   int spawned; /* threads started */
-  int idle;    /* threads waiting for work */
+  int idle;    /* threads asleep waiting for work */
+  int busy;    /* threads running a block */
+  int pending; /* blocks in the ready queue not handed out yet */
+  _Atomic uint32_t work_seq; /* bumped when work arrives: spinners watch it */
   struct corethread *threads;
   pthread_cond_t work;
   struct task *ready_head, *ready_tail;
@@ -56,6 +61,8 @@ struct pld__sched {
   struct coretype types[2]; /* indexed by pld_core_type */
   struct task *head, *tail; /* every task of the current dispatch */
   int unfinished;
+  _Atomic uint32_t finish_seq; /* bumped when unfinished reaches 0 */
+  int64_t spin_ns;
   int stopping;
   int cancelled;
   int status; /* first block failure */
@@ -71,6 +78,7 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
   s->rank = rank;
   s->device = device;
+  s->spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
   s->abort_flag = abort_flag;
   s->types[PLD_CORE_VECTOR].max = plat->vector_cores;
   s->types[PLD_CORE_VECTOR].spec = (struct pld__core_spec){
@@ -96,6 +104,10 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
   return PLD_OK;
 }
 
+static int spawn_cores(struct pld__sched *s, struct coretype *ct);
+
+/* Called with mu held: t's blocks may start; enough cores are there to
+ * take them and the idle ones are told. */
 static void ready_push(struct pld__sched *s, struct task *t) {
   struct coretype *ct = &s->types[t->kernel.sig->core_type];
   t->ready_next = NULL;
@@ -104,6 +116,11 @@ static void ready_push(struct pld__sched *s, struct task *t) {
   else
     ct->ready_head = t;
   ct->ready_tail = t;
+  ct->pending += t->blocks - t->next_block;
+  atomic_fetch_add_explicit(&ct->work_seq, 1, memory_order_release);
+  spawn_cores(s, ct);
+  if (ct->idle)
+    pthread_cond_broadcast(&ct->work);
 }
 
 static void ready_pop(struct coretype *ct) {
@@ -112,24 +129,23 @@ static void ready_pop(struct coretype *ct) {
     ct->ready_tail = NULL;
 }
 
-static int spawn_cores(struct pld__sched *s, struct coretype *ct,
-                       int32_t wanted);
+/* Called with mu held. */
+static void unfinished_dec(struct pld__sched *s) {
+  if (--s->unfinished == 0) {
+    atomic_fetch_add_explicit(&s->finish_seq, 1, memory_order_release);
+    pthread_cond_broadcast(&s->drained);
+  }
+}
 
 /* Called with mu held when t has handed out and completed all its blocks. */
 static void task_finish(struct pld__sched *s, struct task *t) {
   t->finished = 1;
-  s->unfinished--;
   for (int i = 0; i < t->ndependents; i++) {
     struct task *d = t->dependents[i];
-    if (--d->waiting_on == 0 && !d->finished) {
-      struct coretype *ct = &s->types[d->kernel.sig->core_type];
+    if (--d->waiting_on == 0 && !d->finished)
       ready_push(s, d);
-      spawn_cores(s, ct, d->blocks);
-      pthread_cond_broadcast(&ct->work);
-    }
   }
-  if (s->unfinished == 0)
-    pthread_cond_broadcast(&s->drained);
+  unfinished_dec(s);
 }
 
 /* Called with mu held: no further block starts; tasks with no running
@@ -138,8 +154,10 @@ static void cancel_all(struct pld__sched *s) {
   if (s->cancelled)
     return;
   s->cancelled = 1;
-  for (int t = 0; t < 2; t++)
+  for (int t = 0; t < 2; t++) {
     s->types[t].ready_head = s->types[t].ready_tail = NULL;
+    s->types[t].pending = 0;
+  }
   for (struct task *t = s->head; t; t = t->next) {
     if (t->finished)
       continue;
@@ -147,11 +165,9 @@ static void cancel_all(struct pld__sched *s) {
     t->ndependents = 0; /* they are cancelled here too */
     if (t->done_blocks == t->blocks) {
       t->finished = 1;
-      s->unfinished--;
+      unfinished_dec(s);
     }
   }
-  if (s->unfinished == 0)
-    pthread_cond_broadcast(&s->drained);
 }
 
 static void *core_main(void *arg) {
@@ -161,6 +177,14 @@ static void *core_main(void *arg) {
   pld_core k = {&ct->core};
   pthread_mutex_lock(&s->mu);
   for (;;) {
+    /* Poll a little for the next block before sleeping: dispatches come in
+     * bursts, and a sleeping core costs a wake-up on the critical path. */
+    if (!s->stopping && !type->ready_head) {
+      uint32_t seq = atomic_load_explicit(&type->work_seq, memory_order_acquire);
+      pthread_mutex_unlock(&s->mu);
+      pld__spin_change(&type->work_seq, seq, s->spin_ns);
+      pthread_mutex_lock(&s->mu);
+    }
     while (!s->stopping && !type->ready_head) {
       type->idle++;
       pthread_cond_wait(&type->work, &s->mu);
@@ -172,6 +196,8 @@ static void *core_main(void *arg) {
     int32_t block = t->next_block++;
     if (t->next_block == t->blocks)
       ready_pop(type);
+    type->pending--;
+    type->busy++;
     pthread_mutex_unlock(&s->mu);
 
     pld__core_begin(&ct->core, t->kernel.sig->name, s->rank, s->device, block,
@@ -181,6 +207,7 @@ static void *core_main(void *arg) {
     pld__running_core = NULL;
 
     pthread_mutex_lock(&s->mu);
+    type->busy--;
     if (ct->core.status && !s->status) {
       s->status = ct->core.status;
       memcpy(s->msg, ct->core.msg, sizeof s->msg);
@@ -193,18 +220,18 @@ static void *core_main(void *arg) {
       task_finish(s, t);
     if (s->cancelled && !t->finished && t->done_blocks == t->blocks) {
       t->finished = 1;
-      if (--s->unfinished == 0)
-        pthread_cond_broadcast(&s->drained);
+      unfinished_dec(s);
     }
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
 }
 
-/* Called with mu held: enough threads for the ready blocks of type. */
-static int spawn_cores(struct pld__sched *s, struct coretype *ct,
-                       int32_t wanted) {
-  while (ct->idle < wanted && ct->spawned < ct->max) {
+/* Called with mu held: a thread for each pending block, while the device
+ * has cores left.  Threads not running a block (polling or asleep) take
+ * pending blocks first. */
+static int spawn_cores(struct pld__sched *s, struct coretype *ct) {
+  while (ct->spawned - ct->busy < ct->pending && ct->spawned < ct->max) {
     struct corethread *th = &ct->threads[ct->spawned];
     struct pld__core_spec spec = ct->spec;
     spec.index = ct->spawned;
@@ -213,18 +240,13 @@ static int spawn_cores(struct pld__sched *s, struct coretype *ct,
       return st;
     th->s = s;
     if (pthread_create(&th->thread, NULL, core_main, th) != 0) {
+      /* The running cores will get through the work; with none running,
+       * the submit reports it. */
       pld__core_release(&th->core);
-      if (ct->spawned > 0)
-        return PLD_OK; /* the running cores will get through the work */
-      return pld__fail(PLD_ERR_SYSTEM,
-                       "pld runtime: rank %d, device %d: cannot start a %s "
-                       "core thread",
-                       s->rank, s->device,
-                       pld__core_type_name(ct->spec.type));
+      return PLD_ERR_SYSTEM;
     }
     th->started = 1;
     ct->spawned++;
-    wanted--;
   }
   return PLD_OK;
 }
@@ -315,12 +337,17 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   if (s->cancelled) {
     t->blocks = 0;
     t->finished = 1;
-    s->unfinished--;
+    unfinished_dec(s);
   } else if (t->waiting_on == 0) {
     ready_push(s, t);
-    struct coretype *ct = &s->types[sig->core_type];
-    st = spawn_cores(s, ct, t->blocks);
-    pthread_cond_broadcast(&ct->work);
+    if (s->types[sig->core_type].spawned == 0) {
+      cancel_all(s);
+      st = pld__fail(PLD_ERR_SYSTEM,
+                     "pld_launch: rank %d, device %d: cannot start a %s core "
+                     "thread",
+                     s->rank, s->device,
+                     pld__core_type_name((pld_core_type)sig->core_type));
+    }
   }
   pthread_mutex_unlock(&s->mu);
   return st;
@@ -328,6 +355,12 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
 
 int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   pthread_mutex_lock(&s->mu);
+  if (s->unfinished > 0) {
+    uint32_t seq = atomic_load_explicit(&s->finish_seq, memory_order_acquire);
+    pthread_mutex_unlock(&s->mu);
+    pld__spin_change(&s->finish_seq, seq, s->spin_ns);
+    pthread_mutex_lock(&s->mu);
+  }
   while (s->unfinished > 0) {
     if (s->abort_flag &&
         atomic_load_explicit(s->abort_flag, memory_order_acquire)) {

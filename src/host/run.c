@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/futex.h"
 #include "core/kctx.h"
+#include "core/tunables.h"
 #include "host/program.h"
 
 /* How long the host sleeps between checks that its devices are alive. */
@@ -147,7 +148,8 @@ int pld_program_prepare(pld_program *p) {
                                        "did not start within 30 s",
                        p->nranks - up, p->nranks);
     }
-    pld__futex_wait(&p->world->event, ev, LIVENESS_NS, 1);
+    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, 0,
+                    LIVENESS_NS, 1);
   }
   for (int r = 0; r < p->nranks; r++)
     if (p->devs[r].ctl->status) {
@@ -234,10 +236,10 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   for (int r = 0; r < p->nranks; r++) {
     struct pld__devctl *c = p->devs[r].ctl;
     atomic_store_explicit(&c->cmd, PLD__CMD_RUN, memory_order_relaxed);
-    posted[r] = atomic_fetch_add_explicit(&c->cmd_seq, 1,
-                                          memory_order_release) + 1;
-    pld__futex_wake(&c->cmd_seq, 1);
+    posted[r] = atomic_load_explicit(&c->cmd_seq, memory_order_relaxed) + 1;
+    pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
   }
+  int64_t spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
 
   int failed_rank = -1;
   for (;;) {
@@ -263,7 +265,8 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     if (failed_rank >= 0)
       atomic_store_explicit(&w->abort, 1, memory_order_release);
     int64_t t0 = pld__now_ns();
-    pld__futex_wait(&w->event, ev, LIVENESS_NS, 1);
+    pld__event_wait(&w->event, ev, &w->event_sleepers, spin_ns, LIVENESS_NS,
+                    1);
     if (pld__now_ns() - t0 >= LIVENESS_NS && (dead = find_dead(p, 1)) >= 0) {
       st = device_died(p, dead);
       goto out;
@@ -289,8 +292,7 @@ void pld_program_destroy(pld_program *p) {
     for (int r = 0; r < p->nranks; r++) {
       struct pld__devctl *c = p->devs[r].ctl;
       atomic_store_explicit(&c->cmd, PLD__CMD_STOP, memory_order_relaxed);
-      atomic_fetch_add_explicit(&c->cmd_seq, 1, memory_order_release);
-      pld__futex_wake(&c->cmd_seq, 1);
+      pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
     }
     /* Give each device a moment to stop its cores and exit by itself. */
     int64_t deadline = pld__now_ns() + 2 * (int64_t)1000000000;

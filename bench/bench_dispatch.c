@@ -1,0 +1,204 @@
+/* bench_dispatch: what a dispatch costs, next to what the operating system
+ * makes it cost at least.
+ *
+ *   (a) one-shot: compile, start the device processes, run example 02's
+ *       program once, stop them (pld_run) - against forking and reaping
+ *       the same number of bare processes;
+ *   (b) a prepared program on 2 devices with an empty kernel, run again and
+ *       again: host -> device AICPU -> AI core -> back - against a bare
+ *       futex round trip to 2 processes and back.
+ *
+ * Medians of many repetitions; nothing here fails a test. */
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pld.h"
+
+enum { ROWS = 8, COLS = 8, NDEV = 2 };
+
+/* Example 02's program. */
+PLD_KERNEL(scale_by_rank, k, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(rank, INT32)) {
+  pld_tile *tile = pld_load(k, x, 0, 0, ROWS, COLS);
+  pld_tile *scaled = pld_tile_new(k, PLD_FP32, ROWS, COLS);
+  pld_muls(k, scaled, tile, (float)rank);
+  pld_add(k, scaled, scaled, tile);
+  pld_store(k, scaled, y, 0, 0);
+}
+PLD_DEVICE(device_orch, a, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(rank, INT32)) {
+  pld_launch(a, scale_by_rank, 1, x, y, rank);
+}
+PLD_HOST(host_orch, h, PLD_IN(x, FP32, NDEV, ROWS, COLS),
+         PLD_OUT(y, FP32, NDEV, ROWS, COLS)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, device_orch, r, pld_slice(h, x, r), pld_slice(h, y, r), r);
+}
+
+/* The empty round trip. */
+PLD_KERNEL(empty_kernel, k) { (void)k; }
+PLD_DEVICE(empty_device, a) { pld_launch(a, empty_kernel, 1); }
+PLD_HOST(empty_host, h) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, empty_device, r);
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void check(int st, const char *what) {
+  if (st) {
+    fprintf(stderr, "%s: %s\n", what, pld_last_error());
+    exit(1);
+  }
+}
+
+/* ---- references ---------------------------------------------------------- */
+
+static void ref_fork(void) {
+  pid_t pids[NDEV];
+  for (int i = 0; i < NDEV; i++)
+    if ((pids[i] = fork()) == 0)
+      _exit(0);
+  for (int i = 0; i < NDEV; i++)
+    waitpid(pids[i], NULL, 0);
+}
+
+struct pingpong {
+  _Atomic uint32_t go[NDEV];
+  _Atomic uint32_t done;
+};
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t v) {
+  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, v, NULL, NULL, 0);
+}
+static void futex_wake(_Atomic uint32_t *w) {
+  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Host wakes 2 processes through futexes; each bumps `done` and wakes the
+ * host: the floor of a cross-process round trip on this machine. */
+static double ref_round_trip(int reps, double *samples) {
+  struct pingpong *pp = mmap(NULL, sizeof *pp, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  memset(pp, 0, sizeof *pp);
+  pid_t pids[NDEV];
+  for (int i = 0; i < NDEV; i++)
+    if ((pids[i] = fork()) == 0) {
+      uint32_t seen = 0;
+      for (;;) {
+        uint32_t g;
+        while ((g = atomic_load(&pp->go[i])) == seen)
+          futex_wait(&pp->go[i], seen);
+        seen = g;
+        if (g == UINT32_MAX)
+          _exit(0);
+        atomic_fetch_add(&pp->done, 1);
+        futex_wake(&pp->done);
+      }
+    }
+  uint32_t done = 0;
+  for (int r = 0; r < reps; r++) {
+    double t0 = now_us();
+    for (int i = 0; i < NDEV; i++) {
+      atomic_fetch_add(&pp->go[i], 1);
+      futex_wake(&pp->go[i]);
+    }
+    done += NDEV;
+    uint32_t d;
+    while ((d = atomic_load(&pp->done)) != done)
+      futex_wait(&pp->done, d);
+    samples[r] = now_us() - t0;
+  }
+  for (int i = 0; i < NDEV; i++) {
+    atomic_store(&pp->go[i], UINT32_MAX);
+    futex_wake(&pp->go[i]);
+    waitpid(pids[i], NULL, 0);
+  }
+  munmap(pp, sizeof *pp);
+  return median(samples, reps);
+}
+
+int main(int argc, char **argv) {
+  int oneshot_reps = argc > 1 ? atoi(argv[1]) : 30;
+  int reps = argc > 2 ? atoi(argv[2]) : 5000;
+  int ids[NDEV] = {0, 1};
+  pld_config cfg = PLD_CONFIG_INIT;
+  cfg.device_ids = ids;
+  cfg.ndevices = NDEV;
+
+  double *a = calloc((size_t)oneshot_reps, sizeof *a);
+  double *b = calloc((size_t)oneshot_reps, sizeof *b);
+  double *c = calloc((size_t)reps, sizeof *c);
+  double *d = calloc((size_t)reps, sizeof *d);
+  if (!a || !b || !c || !d)
+    return 1;
+
+  pld_tensor x, y;
+  const int64_t shape[] = {NDEV, ROWS, COLS};
+  check(pld_tensor_create(PLD_FP32, 3, shape, &x), "pld_tensor_create");
+  check(pld_tensor_create(PLD_FP32, 3, shape, &y), "pld_tensor_create");
+  for (int i = 0; i < oneshot_reps; i++) {
+    double t0 = now_us();
+    check(pld_run(host_orch, &cfg, PLD_ARGS(x, y)), "pld_run");
+    a[i] = now_us() - t0;
+    t0 = now_us();
+    ref_fork();
+    b[i] = now_us() - t0;
+  }
+  double ma = median(a, oneshot_reps), mb = median(b, oneshot_reps);
+
+  pld_program *p;
+  check(pld_compile(empty_host, &cfg, 0, NULL, &p), "pld_compile");
+  check(pld_program_prepare(p), "pld_program_prepare");
+  for (int i = 0; i < 100; i++) /* warm up: cores started, pages touched */
+    check(pld_program_run(p, 0, NULL), "pld_program_run");
+  for (int i = 0; i < reps; i++) {
+    double t0 = now_us();
+    check(pld_program_run(p, 0, NULL), "pld_program_run");
+    c[i] = now_us() - t0;
+  }
+  pld_program_destroy(p);
+  double mc = median(c, reps), md = ref_round_trip(reps, d);
+
+  printf("bench_dispatch: %d devices (a2a3sim), medians; %d one-shot and %d "
+         "prepared repetitions\n",
+         NDEV, oneshot_reps, reps);
+  printf("%-58s %12s %12s %8s\n", "", "pld", "reference", "ratio");
+  printf("%-58s %10.0f us %10.0f us %7.1fx\n",
+         "(a) one-shot pld_run of example 02 / fork+reap 2 procs", ma, mb,
+         ma / mb);
+  printf("%-58s %10.1f us %10.1f us %7.1fx\n",
+         "(b) prepared run, empty kernel / futex round trip 2 procs", mc, md,
+         mc / md);
+  printf("targets: (a) <= 20000 us, (b) <= 30 us\n");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  free(a);
+  free(b);
+  free(c);
+  free(d);
+  return 0;
+}

@@ -1,0 +1,32 @@
+/* core/tunables.h: the environment variables that tune pld, declared once.
+ * X(name, type, default, help) generates the values' struct, their parsing
+ * (pld__tunables) and their documentation (the pld-env tool prints the
+ * table with the values in force). */
+#ifndef PLD_CORE_TUNABLES_H
+#define PLD_CORE_TUNABLES_H
+
+#include <stdint.h>
+
+#define PLD_TUNABLES(X)                                                        \
+  X(PLD_SPIN_US, int64_t, 50,                                                  \
+    "Microseconds a waiting thread (host, AICPU or AI core) polls for its "    \
+    "event, yielding the CPU, before it sleeps in the kernel. Higher cuts "    \
+    "dispatch latency; 0 always sleeps at once. Idle threads always end "      \
+    "up asleep.")
+
+struct pld__tunables {
+#define PLD__TUNABLE_FIELD(name, type, def, help) type name;
+  PLD_TUNABLES(PLD__TUNABLE_FIELD)
+#undef PLD__TUNABLE_FIELD
+};
+
+/* The values, read from the environment once (defaults where unset or
+ * unparsable). */
+const struct pld__tunables *pld__tunables(void);
+
+/* Calls fn for each tunable: name, default and value in force as text,
+ * help. */
+void pld__tunables_each(void (*fn)(const char *name, long long def,
+                                   long long value, const char *help));
+
+#endif
