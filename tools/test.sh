@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs what the tests need (Debian 12; as root, or with them installed
+# already), builds the library, examples and tests, and runs every test.
+#   tools/test.sh            the suite, warnings as errors
+#   tools/test.sh address    the suite built with ASan + UBSan
+#   tools/test.sh thread     the suite built with TSan
+set -eu
+cd "$(dirname "$0")/.."
+
+need=""
+command -v cc >/dev/null 2>&1 || need="$need gcc"
+command -v cmake >/dev/null 2>&1 || need="$need cmake"
+[ -f /usr/include/cmocka.h ] || need="$need libcmocka-dev"
+if [ -n "$need" ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "tools/test.sh: the tests need:$need; install them or run as root" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+fi
+
+san=${1:-}
+dir=build-test${san:+-$san}
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLD_WERROR=ON \
+  -DPLD_TESTS=ON -DPLD_SANITIZE="$san" >/dev/null
+cmake --build "$dir" -j "$(nproc)"
+ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$(nproc)"
