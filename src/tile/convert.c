@@ -1,0 +1,212 @@
+#include "tile/convert.h"
+
+#include <string.h>
+
+#include "tile/tile.h"
+
+void pld__load_f32(pld_dtype dt, float *restrict out, const void *restrict in,
+                   size_t n) {
+  const uint16_t *h = in;
+  switch (dt) {
+  case PLD_FP16:
+    PLD__VLOOP(float, i, n, out[i] = pld__fp16_to_f32(h[i]););
+    break;
+  case PLD_BF16:
+    PLD__VLOOP(float, i, n, out[i] = pld__bf16_to_f32(h[i]););
+    break;
+  default: /* FP32 */
+    memcpy(out, in, n * sizeof *out);
+    break;
+  }
+}
+
+void pld__load_i32(pld_dtype dt, int32_t *restrict out,
+                   const void *restrict in, size_t n) {
+  switch (dt) {
+#define PLD__LOAD_I32(name, T, lo, hi)                                         \
+  case PLD_##name: {                                                           \
+    const T *x = in;                                                           \
+    PLD__VLOOP(int32_t, i, n, out[i] = (int32_t)x[i];);                        \
+    break;                                                                     \
+  }
+    PLD__INT_DTYPES(PLD__LOAD_I32)
+#undef PLD__LOAD_I32
+  default:
+    break;
+  }
+}
+
+void pld__store_f32(pld_dtype dt, void *restrict out, const float *restrict in,
+                    size_t n) {
+  switch (dt) {
+  case PLD_FP32:
+    memcpy(out, in, n * sizeof *in);
+    break;
+  case PLD_FP16: {
+    uint16_t *o = out;
+    PLD__VLOOP(float, i, n, o[i] = pld__f32_to_fp16(in[i]););
+    break;
+  }
+  case PLD_BF16: {
+    uint16_t *o = out;
+    PLD__VLOOP(float, i, n, o[i] = pld__f32_to_bf16(in[i]););
+    break;
+  }
+  case PLD_INT32: {
+    int32_t *o = out;
+    PLD__VLOOP(float, i, n, o[i] = pld__f32_to_i32(in[i]););
+    break;
+  }
+#define PLD__STORE_F32_NARROW(name, T, lo, hi)                                 \
+  case PLD_##name: {                                                           \
+    T *o = out;                                                                \
+    PLD__VLOOP(float, i, n,                                                    \
+               o[i] = (T)pld__f32_to_int(in[i], (float)(lo), (float)(hi)););  \
+    break;                                                                     \
+  }
+    PLD__NARROW_INT_DTYPES(PLD__STORE_F32_NARROW)
+#undef PLD__STORE_F32_NARROW
+  default:
+    break;
+  }
+}
+
+void pld__store_i32(pld_dtype dt, void *restrict out,
+                    const int32_t *restrict in, size_t n) {
+  switch (dt) {
+  case PLD_FP32: {
+    float *o = out;
+    PLD__VLOOP(float, i, n, o[i] = (float)in[i];);
+    break;
+  }
+  /* An INT32 can need more than float's 24 bits: through a double (exact)
+   * rounded to odd, so the narrow rounding sees the exact value. */
+  case PLD_FP16: {
+    uint16_t *o = out;
+    PLD__VLOOP(double, i, n,
+               o[i] = pld__f32_to_fp16(pld__f64_to_f32_odd((double)in[i])););
+    break;
+  }
+  case PLD_BF16: {
+    uint16_t *o = out;
+    PLD__VLOOP(double, i, n,
+               o[i] = pld__f32_to_bf16(pld__f64_to_f32_odd((double)in[i])););
+    break;
+  }
+#define PLD__STORE_I32(name, T, lo, hi)                                        \
+  case PLD_##name: {                                                           \
+    T *o = out;                                                                \
+    PLD__VLOOP(int32_t, i, n, o[i] = (T)pld__i32_clamp(in[i], lo, hi););      \
+    break;                                                                     \
+  }
+    PLD__INT_DTYPES(PLD__STORE_I32)
+#undef PLD__STORE_I32
+  default:
+    break;
+  }
+}
+
+/* ---- single elements ---------------------------------------------------- */
+
+/* Round to nearest even, NaN to 0, saturate to [lo, hi].  (double)hi may
+ * round up (INT64_MAX becomes 2^63), which the >= test covers. */
+static int64_t sat_f64(double v, int64_t lo, int64_t hi) {
+  const double r = __builtin_rint(v);
+  if (r != r)
+    return 0;
+  if (r <= (double)lo)
+    return lo;
+  if (r >= (double)hi)
+    return hi;
+  return (int64_t)r;
+}
+
+/* X(name, C type, smallest, largest) - every integer dtype of tensors. */
+#define PLD__ALL_INT_DTYPES(X)                                                 \
+  PLD__INT_DTYPES(X)                                                           \
+  X(INT64, int64_t, INT64_MIN, INT64_MAX)
+
+double pld__elem_get(pld_dtype dt, const void *p) {
+  switch (dt) {
+  case PLD_FP32: {
+    float f;
+    memcpy(&f, p, sizeof f);
+    return f;
+  }
+  case PLD_FP64: {
+    double d;
+    memcpy(&d, p, sizeof d);
+    return d;
+  }
+  case PLD_FP16:
+  case PLD_BF16: {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return dt == PLD_FP16 ? pld__fp16_to_f32(h) : pld__bf16_to_f32(h);
+  }
+  case PLD_BOOL:
+    return *(const unsigned char *)p ? 1.0 : 0.0;
+#define PLD__GET_INT(name, T, lo, hi)                                          \
+  case PLD_##name: {                                                           \
+    T x;                                                                       \
+    memcpy(&x, p, sizeof x);                                                   \
+    return (double)x;                                                          \
+  }
+    PLD__ALL_INT_DTYPES(PLD__GET_INT)
+#undef PLD__GET_INT
+  default:
+    return 0.0;
+  }
+}
+
+void pld__elem_set(pld_dtype dt, void *p, double v) {
+  switch (dt) {
+  case PLD_FP32: {
+    const float f = (float)v;
+    memcpy(p, &f, sizeof f);
+    break;
+  }
+  case PLD_FP64:
+    memcpy(p, &v, sizeof v);
+    break;
+  case PLD_FP16:
+  case PLD_BF16: {
+    const float odd = pld__f64_to_f32_odd(v);
+    const uint16_t h =
+        dt == PLD_FP16 ? pld__f32_to_fp16(odd) : pld__f32_to_bf16(odd);
+    memcpy(p, &h, sizeof h);
+    break;
+  }
+  case PLD_BOOL:
+    *(unsigned char *)p = v != 0 && v == v;
+    break;
+#define PLD__SET_INT(name, T, lo, hi)                                          \
+  case PLD_##name: {                                                           \
+    const T x = (T)sat_f64(v, lo, hi);                                         \
+    memcpy(p, &x, sizeof x);                                                   \
+    break;                                                                     \
+  }
+    PLD__ALL_INT_DTYPES(PLD__SET_INT)
+#undef PLD__SET_INT
+  default:
+    break;
+  }
+}
+
+void pld__elem_wrap(pld_dtype dt, void *p, int64_t v) {
+  switch (dt) {
+  /* Narrowing an integer keeps its low bits (two's complement; C leaves it
+   * to the implementation, and every compiler pld supports does this). */
+#define PLD__WRAP_INT(name, T, lo, hi)                                         \
+  case PLD_##name: {                                                           \
+    const T x = (T)v;                                                          \
+    memcpy(p, &x, sizeof x);                                                   \
+    break;                                                                     \
+  }
+    PLD__ALL_INT_DTYPES(PLD__WRAP_INT)
+#undef PLD__WRAP_INT
+  default:
+    pld__elem_set(dt, p, (double)v);
+    break;
+  }
+}

@@ -1,0 +1,262 @@
+/* tile/elementwise.c: tile op tile, tile op scalar, and unary operations.
+ *
+ * Each operation is one expression in x (the element of a) and y (the
+ * element of b, or the scalar), written once for floats and once for
+ * integers; the macros below turn it into one vectorizable loop per dtype
+ * with the dtype switch outside the loops.  FP16 and BF16 tiles are
+ * computed in float: a chunk is converted to a float scratch, computed by
+ * the FP32 loop and converted back, rounding to nearest even. */
+#include <string.h>
+
+#include "tile/convert.h"
+#include "tile/mathf.h"
+#include "tile/tile.h"
+
+/* n elements of dtype dt (FP32 or an integer dtype): d = op(a, b), where b
+ * is an array or, if scalar is set, one value.  d may be a or b. */
+typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
+                       int scalar, size_t n);
+
+#define EW_LOOP(T, EXPR)                                                       \
+  do {                                                                         \
+    T *d_ = d;                                                                 \
+    const T *a_ = a, *b_ = b;                                                  \
+    if (scalar) {                                                              \
+      const T y = *b_;                                                         \
+      PLD__VLOOP(T, i, n, const T x = a_[i]; (void)y; d_[i] = (T)(EXPR););    \
+    } else {                                                                   \
+      PLD__VLOOP(T, i, n, const T x = a_[i]; const T y = b_[i]; (void)y;      \
+                 d_[i] = (T)(EXPR););                                          \
+    }                                                                          \
+  } while (0)
+
+#define EW_CASE(name, T, EXPR)                                                 \
+  case PLD_##name:                                                             \
+    EW_LOOP(T, EXPR);                                                          \
+    break;
+
+/* The kernel of an operation defined for every tile dtype. */
+#define EW_KERNEL(op, FEXPR, IEXPR)                                            \
+  static void op##_kernel(pld_dtype dt, void *d, const void *a,               \
+                          const void *b, int scalar, size_t n) {              \
+    switch (dt) {                                                              \
+      EW_CASE(FP32, float, FEXPR)                                              \
+      EW_CASE(INT32, int32_t, IEXPR)                                           \
+      EW_CASE(INT16, int16_t, IEXPR)                                           \
+      EW_CASE(INT8, int8_t, IEXPR)                                             \
+      EW_CASE(UINT8, uint8_t, IEXPR)                                           \
+    default:                                                                   \
+      break;                                                                   \
+    }                                                                          \
+  }
+
+/* The kernel of an operation of float tiles only. */
+#define EW_FLOAT_KERNEL(op, FEXPR)                                             \
+  static void op##_kernel(pld_dtype dt, void *d, const void *a,               \
+                          const void *b, int scalar, size_t n) {              \
+    (void)dt;                                                                  \
+    EW_LOOP(float, FEXPR);                                                     \
+  }
+
+/* Integer arithmetic goes through uint32_t, where it wraps without signed
+ * overflow; narrowing back keeps the low bits (two's complement).
+ * Integer division goes through double, which holds every quotient of two
+ * INT32s closely enough that truncation is exact (the rounding error is
+ * below 1/|divisor|), and which vectorizes where integer division does
+ * not; INT32_MIN / -1 wraps to INT32_MIN on narrowing.  Float maximum and
+ * minimum propagate NaN. */
+#define IDIV(x, y) ((int64_t)__builtin_trunc((double)(x) / (double)(y)))
+#define FMAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
+#define FMIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+#define IMAX(x, y) ((x) > (y) ? (x) : (y))
+#define IMIN(x, y) ((x) < (y) ? (x) : (y))
+/* |x| with -INT_MIN wrapping to INT_MIN; the identity for UINT8. */
+#define ISIGN(x) ((uint32_t)(x) >> 31)
+#define IABS(x) (((uint32_t)(x) ^ (0u - ISIGN(x))) + ISIGN(x))
+
+/* ---- running a kernel over tiles ---------------------------------------- */
+
+/* A scalar operand in the representation the kernels read. */
+union scalar {
+  float f;
+  int32_t i32;
+  int16_t i16;
+  int8_t i8;
+  uint8_t u8;
+};
+
+/* dst = op(a, b) for every element: b is a tile, or NULL with s the scalar
+ * (unary operations pass a zero scalar they ignore). */
+static void ew_run(ew_kernel *kern, pld_tile *dst, const pld_tile *a,
+                   const pld_tile *b, const union scalar *s) {
+  const pld_dtype dt = dst->dtype;
+  const struct pld__runs runs = pld__tile_runs(dst, dst);
+  for (size_t r = 0; r < runs.count; r++) {
+    unsigned char *d = pld__run_ptr(dst, r);
+    const unsigned char *pa = pld__run_ptr(a, r);
+    const unsigned char *pb = b ? pld__run_ptr(b, r) : NULL;
+    if (!pld__is_half_dtype(dt)) {
+      kern(dt, d, pa, b ? (const void *)pb : s, !b, runs.len);
+      continue;
+    }
+    float fa[PLD__CHUNK], fb[PLD__CHUNK];
+    for (size_t i = 0; i < runs.len; i += PLD__CHUNK) {
+      const size_t m = runs.len - i < PLD__CHUNK ? runs.len - i : PLD__CHUNK;
+      pld__load_f32(dt, fa, pa + 2 * i, m);
+      if (b)
+        pld__load_f32(dt, fb, pb + 2 * i, m);
+      kern(PLD_FP32, fa, fa, b ? (const void *)fb : s, !b, m);
+      pld__store_f32(dt, d + 2 * i, fa, m);
+    }
+  }
+}
+
+/* s converted to dt by the rules; FP16 and BF16 as the float they hold. */
+static union scalar scalar_of(pld_dtype dt, double s) {
+  union scalar v;
+  memset(&v, 0, sizeof v);
+  if (pld__is_half_dtype(dt)) {
+    uint16_t h;
+    pld__elem_set(dt, &h, s);
+    v.f = (float)pld__elem_get(dt, &h);
+  } else {
+    pld__elem_set(dt, &v, s);
+  }
+  return v;
+}
+
+/* Whether n integers of dtype dt hold a zero (an OR-reduction, so that the
+ * check before a division costs a vector pass, not a branch per element). */
+static int has_zero(pld_dtype dt, const void *p, size_t n) {
+  int z = 0;
+  switch (dt) {
+#define HAS_ZERO_CASE(name, T, lo, hi)                                         \
+  case PLD_##name: {                                                           \
+    const T *x = p;                                                            \
+    PLD__VLOOP(T, i, n, z |= x[i] == 0;);                                      \
+    break;                                                                     \
+  }
+    PLD__INT_DTYPES(HAS_ZERO_CASE)
+#undef HAS_ZERO_CASE
+  default:
+    break;
+  }
+  return z;
+}
+
+/* Fails the kernel if the integer divisor tile b holds a zero, naming the
+ * first one. */
+static int check_divisor(struct pld__core *c, const char *fn,
+                         const pld_tile *b) {
+  const size_t es = pld_dtype_size(b->dtype);
+  for (int32_t r = 0; r < b->rows; r++) {
+    const unsigned char *row = pld__run_ptr(b, (size_t)r);
+    if (!has_zero(b->dtype, row, (size_t)b->cols))
+      continue;
+    int32_t col = 0;
+    while (pld__elem_get(b->dtype, row + (size_t)col * es) != 0)
+      col++;
+    char sb[64];
+    pld__tile_str(sb, sizeof sb, b);
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "integer division by zero: b is %s and b[%d, %d] is 0",
+                      sb, (int)r, (int)col);
+  }
+  return PLD_OK;
+}
+
+static int ew_binary(struct pld__core *c, const char *fn, ew_kernel *kern,
+                     int divides, pld_tile *dst, const pld_tile *a,
+                     const pld_tile *b) {
+  if (pld__tile_check2(c, fn, "dst", dst, "a", a, 1) ||
+      pld__tile_check2(c, fn, "a", a, "b", b, 1))
+    return c->status;
+  if (divides && !pld__is_float_dtype(b->dtype) && check_divisor(c, fn, b))
+    return c->status;
+  ew_run(kern, dst, a, b, NULL);
+  return PLD_OK;
+}
+
+static int ew_scalar(struct pld__core *c, const char *fn, ew_kernel *kern,
+                     int divides, pld_tile *dst, const pld_tile *a, double s) {
+  if (pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
+    return c->status;
+  const union scalar v = scalar_of(a->dtype, s);
+  if (divides && !pld__is_float_dtype(a->dtype) &&
+      pld__elem_get(a->dtype, &v) == 0)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "integer division by zero: the divisor %g is 0 as %s",
+                      s, pld_dtype_name(a->dtype));
+  ew_run(kern, dst, a, NULL, &v);
+  return PLD_OK;
+}
+
+static int ew_unary(struct pld__core *c, const char *fn, ew_kernel *kern,
+                    int float_only, pld_tile *dst, const pld_tile *a) {
+  if (pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
+    return c->status;
+  if (float_only && !pld__is_float_dtype(a->dtype)) {
+    char sa[64];
+    pld__tile_str(sa, sizeof sa, a);
+    return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
+                      "a is %s: %s takes float tiles only (FP32, FP16, "
+                      "BF16); pld_cast converts",
+                      sa, fn);
+  }
+  const union scalar zero = {0};
+  ew_run(kern, dst, a, NULL, &zero);
+  return PLD_OK;
+}
+
+/* ---- the operations ------------------------------------------------------ */
+
+/* X(op, tile-tile function, tile-scalar function, divides, float
+ * expression, integer expression) */
+#define BINARY_OPS(X)                                                          \
+  X(add, pld_add, pld_adds, 0, x + y, (uint32_t)x + (uint32_t)y)               \
+  X(sub, pld_sub, pld_subs, 0, x - y, (uint32_t)x - (uint32_t)y)               \
+  X(mul, pld_mul, pld_muls, 0, x * y, (uint32_t)x * (uint32_t)y)               \
+  X(div, pld_div, pld_divs, 1, x / y, IDIV(x, y))                              \
+  X(max, pld_maximum, pld_maxs, 0, FMAX(x, y), IMAX(x, y))                     \
+  X(min, pld_minimum, pld_mins, 0, FMIN(x, y), IMIN(x, y))
+
+#define DEFINE_BINARY(op, tile_fn, scalar_fn, divides, FEXPR, IEXPR)           \
+  EW_KERNEL(op, FEXPR, IEXPR)                                                  \
+  int tile_fn(pld_core k, pld_tile *dst, const pld_tile *a,                    \
+              const pld_tile *b) {                                             \
+    return ew_binary(k.p, #tile_fn, op##_kernel, divides, dst, a, b);          \
+  }                                                                            \
+  int scalar_fn(pld_core k, pld_tile *dst, const pld_tile *a, double s) {      \
+    return ew_scalar(k.p, #scalar_fn, op##_kernel, divides, dst, a, s);        \
+  }
+BINARY_OPS(DEFINE_BINARY)
+
+/* X(op, float expression, integer expression).  relu keeps NaN. */
+#define UNARY_OPS(X)                                                           \
+  X(neg, -x, 0u - (uint32_t)x)                                                 \
+  X(abs, __builtin_fabsf(x), IABS(x))                                          \
+  X(relu, x < 0.0f ? 0.0f : x, x > 0 ? x : 0)
+
+#define DEFINE_UNARY(op, FEXPR, IEXPR)                                         \
+  EW_KERNEL(op, FEXPR, IEXPR)                                                  \
+  int pld_##op(pld_core k, pld_tile *dst, const pld_tile *a) {                 \
+    return ew_unary(k.p, "pld_" #op, op##_kernel, 0, dst, a);                  \
+  }
+UNARY_OPS(DEFINE_UNARY)
+
+/* X(op, float expression).  sqrt is a builtin that compiles to the vector
+ * instruction (the library builds with -fno-math-errno); exp and log are
+ * in tile/mathf.h. */
+#define FLOAT_UNARY_OPS(X)                                                     \
+  X(exp, pld__expf(x))                                                         \
+  X(log, pld__logf(x))                                                         \
+  X(sqrt, __builtin_sqrtf(x))                                                  \
+  X(rsqrt, 1.0f / __builtin_sqrtf(x))                                          \
+  X(reciprocal, 1.0f / x)
+
+#define DEFINE_FLOAT_UNARY(op, FEXPR)                                          \
+  EW_FLOAT_KERNEL(op, FEXPR)                                                   \
+  int pld_##op(pld_core k, pld_tile *dst, const pld_tile *a) {                 \
+    return ew_unary(k.p, "pld_" #op, op##_kernel, 1, dst, a);                  \
+  }
+FLOAT_UNARY_OPS(DEFINE_FLOAT_UNARY)

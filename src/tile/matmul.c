@@ -1,0 +1,191 @@
+/* tile/matmul.c: c (+)= a @ b on cube cores.
+ *
+ * The product is computed in blocks of MR x NR of c held in registers (a
+ * register-blocked micro-kernel in plain C that gcc vectorizes: for each
+ * k, one row of the B panel is NR/16 vector loads, and each of the MR rows
+ * of A contributes a broadcast and NR/16 fused multiply-adds).  Operands
+ * are packed per block first: a KC x NR panel of b (reused by every row
+ * block, small enough for L1) and an MR x KC slab of a, both converted to
+ * float (FP16/BF16 operands are exact in float) and zero-padded, so edge
+ * blocks and every dtype run through the same kernel.  Sums accumulate in
+ * float, as the FP32 accumulator of the hardware does. */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "tile/convert.h"
+#include "tile/tile.h"
+
+#define MR 8
+#define NR 32
+#define KC 128
+
+/* Without hardware FMA, fmaf would be a libm call per element. */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define FMADD(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define FMADD(a, b, c) ((a) * (b) + (c))
+#endif
+
+/* c[MR][NR] (row stride ldc) += ap[MR][KC] (first kc columns) @
+ * bp[kc][NR].  The accumulators are a local array that gcc keeps in
+ * vector registers: MR * NR / 16 = 16 of the 32 AVX-512 registers. */
+static void micro_kernel(size_t kc, const float *restrict ap,
+                         const float *restrict bp, float *restrict c,
+                         size_t ldc) {
+  float acc[MR][NR];
+  for (size_t r = 0; r < MR; r++)
+    for (size_t j = 0; j < NR; j++)
+      acc[r][j] = c[r * ldc + j];
+  for (size_t k = 0; k < kc; k++) {
+    const float *restrict bk = bp + k * NR;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
+    for (size_t r = 0; r < MR; r++) {
+      const float ar = ap[r * KC + k];
+      for (size_t j = 0; j < NR; j++)
+        acc[r][j] = FMADD(ar, bk[j], acc[r][j]);
+    }
+  }
+  for (size_t r = 0; r < MR; r++)
+    for (size_t j = 0; j < NR; j++)
+      c[r * ldc + j] = acc[r][j];
+}
+
+/* Element (r, col) of tile t. */
+static const unsigned char *at(const pld_tile *t, size_t r, size_t col) {
+  return t->data + r * t->row_bytes + col * pld_dtype_size(t->dtype);
+}
+
+static void gemm(pld_tile *c, const pld_tile *a, const pld_tile *b,
+                 int accumulate) {
+  const size_t m = (size_t)a->rows, kk = (size_t)a->cols, n = (size_t)b->cols;
+  const size_t ldc = c->row_bytes / sizeof(float);
+  float *cd = (float *)c->data;
+  float ap[MR * KC], bp[KC * NR], cb[MR * NR];
+  for (size_t j0 = 0; j0 < n; j0 += NR) {
+    const size_t nr = n - j0 < NR ? n - j0 : NR;
+    for (size_t k0 = 0; k0 < kk; k0 += KC) {
+      const size_t kc = kk - k0 < KC ? kk - k0 : KC;
+      for (size_t k = 0; k < kc; k++) {
+        pld__load_f32(b->dtype, bp + k * NR, at(b, k0 + k, j0), nr);
+        memset(bp + k * NR + nr, 0, (NR - nr) * sizeof(float));
+      }
+      for (size_t i0 = 0; i0 < m; i0 += MR) {
+        const size_t mr = m - i0 < MR ? m - i0 : MR;
+        for (size_t r = 0; r < MR; r++) {
+          if (r < mr)
+            pld__load_f32(a->dtype, ap + r * KC, at(a, i0 + r, k0), kc);
+          else
+            memset(ap + r * KC, 0, kc * sizeof(float));
+        }
+        const int load = accumulate || k0 > 0;
+        float *cblk = cd + i0 * ldc + j0;
+        if (mr == MR && nr == NR) {
+          if (!load)
+            for (size_t r = 0; r < MR; r++)
+              memset(cblk + r * ldc, 0, NR * sizeof(float));
+          micro_kernel(kc, ap, bp, cblk, ldc);
+          continue;
+        }
+        /* An edge block: computed whole in cb, its valid part copied. */
+        memset(cb, 0, sizeof cb);
+        for (size_t r = 0; r < mr && load; r++)
+          memcpy(cb + r * NR, cblk + r * ldc, nr * sizeof(float));
+        micro_kernel(kc, ap, bp, cb, NR);
+        for (size_t r = 0; r < mr; r++)
+          memcpy(cblk + r * ldc, cb + r * NR, nr * sizeof(float));
+      }
+    }
+  }
+}
+
+/* Fails unless t fits the cube operand buffer `name` of `limit` bytes. */
+static int check_l0(struct pld__core *c, const char *fn, const char *what,
+                    const pld_tile *t, const char *name, size_t limit) {
+  if (t->bytes <= limit)
+    return PLD_OK;
+  char st[64];
+  pld__tile_str(st, sizeof st, t);
+  return pld__kfail(c, PLD_ERR_TILE_MEMORY, fn,
+                    "%s (%s, %zu bytes) does not fit %s: %zu bytes",
+                    what, st, t->bytes, name, limit);
+}
+
+static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
+                        const pld_tile *a, const pld_tile *b) {
+  if (c->status)
+    return c->status;
+  if (c->spec.type != PLD_CORE_CUBE)
+    return pld__kfail(c, PLD_ERR_LEVEL, fn,
+                      "matmul runs on cube cores; kernel %s runs on vector "
+                      "cores: declare it with PLD_CUBE_KERNEL",
+                      c->kernel ? c->kernel : "?");
+  if (pld__tile_check(c, fn, "c", cc) || pld__tile_check(c, fn, "a", a) ||
+      pld__tile_check(c, fn, "b", b))
+    return c->status;
+  char sc[64], sa[64], sb[64];
+  pld__tile_str(sc, sizeof sc, cc);
+  pld__tile_str(sa, sizeof sa, a);
+  pld__tile_str(sb, sizeof sb, b);
+  if (cc->dtype != PLD_FP32)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "c is %s: matmul accumulates into an FP32 c", sc);
+  if (!pld__is_float_dtype(a->dtype))
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "a is %s: matmul takes FP32, FP16 or BF16 operands", sa);
+  if (a->dtype != b->dtype)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "a is %s, b is %s: dtypes must match (pld_cast "
+                      "converts)",
+                      sa, sb);
+  if (a->cols != b->rows)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "a is %s, b is %s: a's columns (%d) must equal b's "
+                      "rows (%d)",
+                      sa, sb, (int)a->cols, (int)b->rows);
+  if (cc->rows != a->rows || cc->cols != b->cols)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "c is %s: expected [%d, %d] for a %s @ b %s", sc,
+                      (int)a->rows, (int)b->cols, sa, sb);
+  if (check_l0(c, fn, "a", a, "L0A", c->spec.l0a) ||
+      check_l0(c, fn, "b", b, "L0B", c->spec.l0b) ||
+      check_l0(c, fn, "c", cc, "L0C", c->spec.l0c))
+    return c->status;
+  return PLD_OK;
+}
+
+static int matmul(pld_core k, const char *fn, pld_tile *c, const pld_tile *a,
+                  const pld_tile *b, int accumulate) {
+  struct pld__core *core = k.p;
+  if (check_matmul(core, fn, c, a, b))
+    return core->status;
+  /* c can be a or b itself (an FP32 square operand).  The blocks of c are
+   * written while later blocks still read the operands, so the operand is
+   * copied first.  The copy is at most an L0 buffer. */
+  const pld_tile *alias = c == a ? a : c == b ? b : NULL;
+  if (!alias) {
+    gemm(c, a, b, accumulate);
+    return PLD_OK;
+  }
+  struct pld_tile copy = *alias;
+  copy.data = pld__aligned_alloc(alias->bytes);
+  if (!copy.data)
+    return pld__kfail(core, PLD_ERR_NOMEM, fn,
+                      "out of memory for a %zu-byte copy of the operand c "
+                      "aliases",
+                      alias->bytes);
+  memcpy(copy.data, alias->data, alias->bytes);
+  gemm(c, alias == a ? &copy : a, alias == b ? &copy : b, accumulate);
+  pld__free(copy.data);
+  return PLD_OK;
+}
+
+int pld_matmul(pld_core k, pld_tile *c, const pld_tile *a, const pld_tile *b) {
+  return matmul(k, "pld_matmul", c, a, b, 0);
+}
+
+int pld_matmul_acc(pld_core k, pld_tile *c, const pld_tile *a,
+                   const pld_tile *b) {
+  return matmul(k, "pld_matmul_acc", c, a, b, 1);
+}

@@ -1,0 +1,416 @@
+/* tile/tile.c: tile memory (allocation, release), the checks the tile
+ * layer shares, fill, and the moves between tensors and tiles. */
+#include "tile/tile.h"
+
+#include <string.h>
+
+#include "tile/convert.h"
+
+/* Rows are padded to the hardware's 32-byte granule; tiles start on 64
+ * bytes, which also keeps every row of a tile vector-aligned. */
+#define ROW_ALIGN 32u
+#define TILE_ALIGN 64u
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* ---- dtypes ------------------------------------------------------------- */
+
+int pld__is_tile_dtype(pld_dtype dt) {
+  switch (dt) {
+#define PLD__TILE_DTYPE_CASE(name, T) case PLD_##name:
+    PLD__TILE_DTYPES(PLD__TILE_DTYPE_CASE)
+#undef PLD__TILE_DTYPE_CASE
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int pld__is_float_dtype(pld_dtype dt) {
+  return dt == PLD_FP32 || pld__is_half_dtype(dt);
+}
+
+int pld__is_half_dtype(pld_dtype dt) {
+  return dt == PLD_FP16 || dt == PLD_BF16;
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t) {
+  return pld__catf(buf, cap, "%s[%d, %d]", pld_dtype_name(t->dtype),
+                   (int)t->rows, (int)t->cols);
+}
+
+/* Why t is not a live tile of core c, or NULL if it is one. */
+static const char *tile_problem(const struct pld__core *c, const pld_tile *t) {
+  if (!t)
+    return "expected a tile, got NULL";
+  /* Compared as integers: t may point anywhere. */
+  const uintptr_t p = (uintptr_t)t, first = (uintptr_t)c->tiles;
+  if (p < first || p >= (uintptr_t)(c->tiles + PLD__MAX_TILES) ||
+      (p - first) % sizeof *t != 0)
+    return "not a tile of this core (a tile belongs to the kernel block that "
+           "allocated it)";
+  if (!t->live)
+    return "the tile was freed (pld_tile_free) or belongs to an earlier block";
+  return NULL;
+}
+
+int pld__tile_check(struct pld__core *c, const char *fn, const char *what,
+                    const pld_tile *t) {
+  if (c->status)
+    return c->status;
+  const char *problem = tile_problem(c, t);
+  return problem ? pld__kfail(c, PLD_ERR_ARG, fn, "%s: %s", what, problem)
+                 : PLD_OK;
+}
+
+int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
+                     const pld_tile *a, const char *wb, const pld_tile *b,
+                     int same_dtype) {
+  if (pld__tile_check(c, fn, wa, a) || pld__tile_check(c, fn, wb, b))
+    return c->status;
+  const int shape_ok = a->rows == b->rows && a->cols == b->cols;
+  if (shape_ok && (!same_dtype || a->dtype == b->dtype))
+    return PLD_OK;
+  char sa[64], sb[64];
+  pld__tile_str(sa, sizeof sa, a);
+  pld__tile_str(sb, sizeof sb, b);
+  return pld__kfail(c, PLD_ERR_ARG, fn, "%s is %s, %s is %s: %s must match%s",
+                    wa, sa, wb, sb, shape_ok ? "dtypes" : "shapes",
+                    shape_ok ? " (pld_cast converts)" : "");
+}
+
+size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t) {
+  return t->name ? pld__catf(buf, cap, "tensor '%s'", t->name)
+                 : pld__catf(buf, cap, "tensor");
+}
+
+int pld__tensor_check(struct pld__core *c, const char *fn, pld_tensor t,
+                      int writing) {
+  if (c->status)
+    return c->status;
+  if (!t.p)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "tensor: expected a tensor, got a NULL handle");
+  char name[160];
+  pld__tensor_label(name, sizeof name, t.p);
+  if (t.p->flags & PLD__T_INVALID)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s is the result of a failed call: it has no data",
+                      name);
+  if (t.p->flags & PLD__T_TRACE)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s has no data: it is a traced tensor (shape only)",
+                      name);
+  if (!t.p->data)
+    return pld__kfail(c, PLD_ERR_ARG, fn, "%s has no data", name);
+  if (writing && t.p->dir == PLD_DIR_IN)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s is an In parameter: only Out and InOut tensors can "
+                      "be written",
+                      name);
+  return PLD_OK;
+}
+
+/* ---- walking a tile's elements ------------------------------------------ */
+
+struct pld__runs pld__tile_runs(const pld_tile *a, const pld_tile *b) {
+  struct pld__runs r;
+  const size_t cols = (size_t)a->cols, rows = (size_t)a->rows;
+  if (a->row_bytes == cols * pld_dtype_size(a->dtype) &&
+      b->row_bytes == cols * pld_dtype_size(b->dtype)) {
+    r.count = 1;
+    r.len = rows * cols;
+  } else {
+    r.count = rows;
+    r.len = cols;
+  }
+  return r;
+}
+
+void pld__fill_elems(void *dst, const void *elem, size_t esize, size_t n) {
+  switch (esize) {
+#define PLD__FILL_CASE(T)                                                      \
+  case sizeof(T): {                                                            \
+    T v, *d = dst;                                                             \
+    memcpy(&v, elem, sizeof v);                                                \
+    PLD__VLOOP(T, i, n, d[i] = v;);                                            \
+    break;                                                                     \
+  }
+    PLD__FILL_CASE(uint8_t)
+    PLD__FILL_CASE(uint16_t)
+    PLD__FILL_CASE(uint32_t)
+#undef PLD__FILL_CASE
+  default:
+    break;
+  }
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+/* The lowest 64-byte aligned offset where `bytes` fit between the live
+ * tiles (first fit); capacity if none.  *largest gets the largest gap. */
+static size_t find_gap(const struct pld__core *c, size_t bytes,
+                       size_t *largest) {
+  const struct pld_tile *order[PLD__MAX_TILES];
+  int n = 0;
+  for (int i = 0; i < PLD__MAX_TILES; i++) {
+    if (!c->tiles[i].live)
+      continue;
+    /* Insertion sort by offset: at most PLD__MAX_TILES entries. */
+    int j = n++;
+    for (; j > 0 && order[j - 1]->offset > c->tiles[i].offset; j--)
+      order[j] = order[j - 1];
+    order[j] = &c->tiles[i];
+  }
+  const size_t cap = c->spec.capacity;
+  size_t pos = 0;
+  *largest = 0;
+  for (int i = 0; i <= n; i++) {
+    const size_t end = i < n ? order[i]->offset : cap;
+    const size_t gap = end > pos ? end - pos : 0;
+    if (gap >= bytes)
+      return pos;
+    *largest = gap > *largest ? gap : *largest;
+    if (i < n)
+      pos = round_up(order[i]->offset + order[i]->bytes, TILE_ALIGN);
+  }
+  return cap;
+}
+
+static pld_tile *tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
+                            int32_t rows, int32_t cols) {
+  if (c->status)
+    return NULL;
+  if (!pld__is_tile_dtype(dt)) {
+    pld__kfail(c, PLD_ERR_ARG, fn,
+               "dtype: expected FP32, FP16, BF16, INT32, INT16, INT8 or "
+               "UINT8 (the dtypes tiles hold), got %s (%d)",
+               pld_dtype_name(dt), (int)dt);
+    return NULL;
+  }
+  if (rows <= 0 || cols <= 0) {
+    pld__kfail(c, PLD_ERR_ARG, fn,
+               "shape: expected rows > 0 and cols > 0, got [%d, %d]",
+               (int)rows, (int)cols);
+    return NULL;
+  }
+  /* At most (2^31 - 1) * 2^33 bytes: no overflow in 64 bits. */
+  const uint64_t row_bytes =
+      round_up((size_t)cols * pld_dtype_size(dt), ROW_ALIGN);
+  const uint64_t bytes = (uint64_t)rows * row_bytes;
+  const char *mem = c->spec.memory ? c->spec.memory : "tile memory";
+  size_t largest = 0;
+  const size_t offset = bytes <= c->spec.capacity
+                            ? find_gap(c, (size_t)bytes, &largest)
+                            : c->spec.capacity;
+  if (offset >= c->spec.capacity) {
+    char gap[96] = "";
+    if (bytes <= c->spec.capacity - c->used)
+      pld__catf(gap, sizeof gap,
+                " (fragmented: the largest free gap is %zu bytes)", largest);
+    pld__kfail(c, PLD_ERR_TILE_MEMORY, fn,
+               "tile memory over capacity: %s[%d, %d] tile needs %llu bytes; "
+               "%zu of %zu bytes of the %s core %s in use%s",
+               pld_dtype_name(dt), (int)rows, (int)cols,
+               (unsigned long long)bytes, c->used, c->spec.capacity,
+               pld__core_type_name(c->spec.type), mem, gap);
+    return NULL;
+  }
+  pld_tile *t = NULL;
+  for (int i = 0; i < PLD__MAX_TILES && !t; i++)
+    if (!c->tiles[i].live)
+      t = &c->tiles[i];
+  if (!t) {
+    pld__kfail(c, PLD_ERR_TILE_MEMORY, fn,
+               "all %d tile descriptors of the %s core are in use (%zu of "
+               "%zu bytes of the %s): free tiles with pld_tile_free",
+               PLD__MAX_TILES, pld__core_type_name(c->spec.type), c->used,
+               c->spec.capacity, mem);
+    return NULL;
+  }
+  t->data = c->mem + offset;
+  t->dtype = dt;
+  t->rows = rows;
+  t->cols = cols;
+  t->row_bytes = (size_t)row_bytes;
+  t->offset = offset;
+  t->bytes = (size_t)bytes;
+  t->live = 1;
+  c->used += t->bytes;
+  return t;
+}
+
+pld_tile *pld_tile_new(pld_core k, pld_dtype dtype, int32_t rows,
+                       int32_t cols) {
+  return tile_alloc(k.p, "pld_tile_new", dtype, rows, cols);
+}
+
+/* dst = value converted to dst's dtype, on the elements only (the row
+ * padding is left alone). */
+static void fill_value(pld_tile *dst, double value) {
+  unsigned char elem[sizeof(double)];
+  pld__elem_set(dst->dtype, elem, value);
+  const struct pld__runs runs = pld__tile_runs(dst, dst);
+  for (size_t r = 0; r < runs.count; r++)
+    pld__fill_elems(pld__run_ptr(dst, r), elem, pld_dtype_size(dst->dtype),
+                    runs.len);
+}
+
+pld_tile *pld_full(pld_core k, pld_dtype dtype, int32_t rows, int32_t cols,
+                   double value) {
+  pld_tile *t = tile_alloc(k.p, "pld_full", dtype, rows, cols);
+  if (t)
+    fill_value(t, value);
+  return t;
+}
+
+/* Unlike the other calls, freeing works after a failure too: it undoes
+ * nothing the failure is about, and cleanup code may run regardless. */
+void pld_tile_free(pld_core k, pld_tile *t) {
+  struct pld__core *c = k.p;
+  if (!t)
+    return;
+  if (tile_problem(c, t)) {
+    pld__tile_check(c, "pld_tile_free", "t", t);
+    return;
+  }
+  t->live = 0;
+  c->used -= t->bytes;
+}
+
+int32_t pld_tile_rows(const pld_tile *t) { return t ? t->rows : 0; }
+int32_t pld_tile_cols(const pld_tile *t) { return t ? t->cols : 0; }
+pld_dtype pld_tile_dtype(const pld_tile *t) {
+  return t ? t->dtype : PLD_DTYPE_COUNT;
+}
+size_t pld_tile_bytes(const pld_tile *t) { return t ? t->bytes : 0; }
+
+int pld_fill(pld_core k, pld_tile *dst, double value) {
+  if (pld__tile_check(k.p, "pld_fill", "dst", dst))
+    return k.p->status;
+  fill_value(dst, value);
+  return PLD_OK;
+}
+
+/* ---- tensors <-> tiles -------------------------------------------------- */
+
+/* The region [row, row + rows) x [col, col + cols) lies inside t's
+ * matrix. */
+static int region_check(struct pld__core *c, const char *fn,
+                        const struct pld__tensor *t, int64_t row, int64_t col,
+                        int32_t rows, int32_t cols) {
+  const int64_t trows = pld__tensor_rows(t), tcols = pld__tensor_cols(t);
+  if (row >= 0 && col >= 0 && row <= trows - rows && col <= tcols - cols)
+    return PLD_OK;
+  char name[160], shape[160], matrix[96] = "";
+  pld__tensor_label(name, sizeof name, t);
+  pld__tensor_str(shape, sizeof shape, t);
+  if (t->ndim != 2)
+    pld__catf(matrix, sizeof matrix, " (seen as a [%lld, %lld] matrix)",
+              (long long)trows, (long long)tcols);
+  /* The ends are clamped only so that printing cannot overflow. */
+  const long long rend = row > INT64_MAX - rows ? INT64_MAX : row + rows;
+  const long long cend = col > INT64_MAX - cols ? INT64_MAX : col + cols;
+  return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                    "rows [%lld, %lld) cols [%lld, %lld) are outside %s "
+                    "%s%s",
+                    (long long)row, rend, (long long)col, cend, name, shape,
+                    matrix);
+}
+
+/* rows blocks of len bytes between two strided layouts. */
+static void copy_rows(unsigned char *dst, size_t dst_stride,
+                      const unsigned char *src, size_t src_stride, size_t rows,
+                      size_t len) {
+  if (dst_stride == len && src_stride == len) {
+    memcpy(dst, src, rows * len);
+    return;
+  }
+  for (size_t r = 0; r < rows; r++)
+    memcpy(dst + r * dst_stride, src + r * src_stride, len);
+}
+
+/* Byte offset of element (row, col) of t's matrix, and its row stride. */
+static size_t tensor_offset(const struct pld__tensor *t, int64_t row,
+                            int64_t col) {
+  return ((size_t)row * (size_t)pld__tensor_cols(t) + (size_t)col) *
+         pld_dtype_size(t->dtype);
+}
+
+static size_t tensor_stride(const struct pld__tensor *t) {
+  return (size_t)pld__tensor_cols(t) * pld_dtype_size(t->dtype);
+}
+
+static int dtype_match(struct pld__core *c, const char *fn, const char *what,
+                       const pld_tile *t, const struct pld__tensor *ten) {
+  if (t->dtype == ten->dtype)
+    return PLD_OK;
+  char ts[64], name[160], shape[160];
+  pld__tile_str(ts, sizeof ts, t);
+  pld__tensor_label(name, sizeof name, ten);
+  pld__tensor_str(shape, sizeof shape, ten);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "%s is %s, %s is %s: dtypes must match (pld_cast "
+                    "converts tiles)",
+                    what, ts, name, shape);
+}
+
+static void load_block(pld_tile *dst, const struct pld__tensor *src,
+                       int64_t row, int64_t col) {
+  const size_t len = (size_t)dst->cols * pld_dtype_size(dst->dtype);
+  copy_rows(dst->data, dst->row_bytes,
+            (const unsigned char *)src->data + tensor_offset(src, row, col),
+            tensor_stride(src), (size_t)dst->rows, len);
+}
+
+pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
+                   int32_t rows, int32_t cols) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_load";
+  if (pld__tensor_check(c, fn, src, 0))
+    return NULL;
+  if (!pld__is_tile_dtype(src.p->dtype)) {
+    char name[160], shape[160];
+    pld__tensor_label(name, sizeof name, src.p);
+    pld__tensor_str(shape, sizeof shape, src.p);
+    pld__kfail(c, PLD_ERR_ARG, fn,
+               "%s is %s: tiles hold FP32, FP16, BF16, INT32, INT16, INT8 "
+               "or UINT8 (read other dtypes with pld_read)",
+               name, shape);
+    return NULL;
+  }
+  if (rows > 0 && cols > 0 && region_check(c, fn, src.p, row, col, rows, cols))
+    return NULL;
+  pld_tile *t = tile_alloc(c, fn, src.p->dtype, rows, cols);
+  if (t)
+    load_block(t, src.p, row, col);
+  return t;
+}
+
+int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
+                  int64_t col) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_load_into";
+  if (pld__tile_check(c, fn, "dst", dst) || pld__tensor_check(c, fn, src, 0) ||
+      dtype_match(c, fn, "dst", dst, src.p) ||
+      region_check(c, fn, src.p, row, col, dst->rows, dst->cols))
+    return c->status;
+  load_block(dst, src.p, row, col);
+  return PLD_OK;
+}
+
+int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
+              int64_t col) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_store";
+  if (pld__tile_check(c, fn, "t", t) || pld__tensor_check(c, fn, dst, 1) ||
+      dtype_match(c, fn, "t", t, dst.p) ||
+      region_check(c, fn, dst.p, row, col, t->rows, t->cols))
+    return c->status;
+  const size_t len = (size_t)t->cols * pld_dtype_size(t->dtype);
+  copy_rows((unsigned char *)dst.p->data + tensor_offset(dst.p, row, col),
+            tensor_stride(dst.p), t->data, t->row_bytes, (size_t)t->rows, len);
+  return PLD_OK;
+}

@@ -1,0 +1,127 @@
+/* tile/tile.h: what the files of the tile layer share - argument checks
+ * that compose the failure messages, the walk over a tile's elements, and
+ * the loop shape that gcc vectorizes. */
+#ifndef PLD_TILE_TILE_H
+#define PLD_TILE_TILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/kctx.h"
+#include "core/tensor.h"
+
+/* ---- vectorizable loops ------------------------------------------------ */
+
+/* At -O2 gcc (12) vectorizes with the "very cheap" cost model: only loops
+ * whose vector code replaces the scalar code entirely, so a loop over a
+ * run-time count (which needs a scalar epilogue) stays scalar.  Tile loops
+ * therefore go in blocks of a constant number of elements - an inner loop
+ * gcc vectorizes completely - followed by a scalar remainder shorter than
+ * a block.  A block is 128 bytes of the widest element the loop touches:
+ * two AVX-512 or four AVX2 vectors. */
+#define PLD__VBLOCK(T) (128 / sizeof(T))
+
+/* The destination of an operation may be one of its sources (in place), so
+ * loops cannot promise `restrict`.  What they do promise is what ivdep
+ * asserts: every element is read before its own store and no iteration
+ * touches another's element, so the iterations may run as SIMD lanes.
+ * Without it gcc would need a run-time alias check, which the very cheap
+ * model refuses. */
+#if defined(__clang__)
+#define PLD__IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define PLD__IVDEP _Pragma("GCC ivdep")
+#else
+#define PLD__IVDEP
+#endif
+
+/* PLD__VLOOP(T, i, n, body...): runs body for every size_t i in [0, n),
+ * in blocks of PLD__VBLOCK(T). */
+#define PLD__VLOOP(T, i, n, ...)                                               \
+  do {                                                                         \
+    size_t i##_blk = 0;                                                        \
+    for (; i##_blk + PLD__VBLOCK(T) <= (n); i##_blk += PLD__VBLOCK(T)) {       \
+      PLD__IVDEP                                                               \
+      for (size_t i##_lane = 0; i##_lane < PLD__VBLOCK(T); i##_lane++) {       \
+        const size_t i = i##_blk + i##_lane;                                   \
+        __VA_ARGS__                                                            \
+      }                                                                        \
+    }                                                                          \
+    for (size_t i = i##_blk; i < (n); i++) {                                   \
+      __VA_ARGS__                                                              \
+    }                                                                          \
+  } while (0)
+
+/* Elements of a float scratch buffer: FP16 and BF16 tiles are computed
+ * through one (convert a chunk in, compute in float, convert back). */
+#define PLD__CHUNK 512
+
+/* ---- dtypes ------------------------------------------------------------- */
+
+/* X(name, C type of an element) - the dtypes a tile may hold.  FP16 and
+ * BF16 are stored as their 16-bit patterns. */
+#define PLD__TILE_DTYPES(X)                                                    \
+  X(FP32, float)                                                               \
+  X(FP16, uint16_t)                                                            \
+  X(BF16, uint16_t)                                                            \
+  X(INT32, int32_t)                                                            \
+  X(INT16, int16_t)                                                            \
+  X(INT8, int8_t)                                                              \
+  X(UINT8, uint8_t)
+
+/* X(name, C type, smallest, largest) - the integer tile dtypes; the narrow
+ * ones are those whose range floats hold exactly. */
+#define PLD__NARROW_INT_DTYPES(X)                                              \
+  X(INT16, int16_t, INT16_MIN, INT16_MAX)                                      \
+  X(INT8, int8_t, INT8_MIN, INT8_MAX)                                          \
+  X(UINT8, uint8_t, 0, UINT8_MAX)
+#define PLD__INT_DTYPES(X)                                                     \
+  X(INT32, int32_t, INT32_MIN, INT32_MAX)                                      \
+  PLD__NARROW_INT_DTYPES(X)
+
+int pld__is_tile_dtype(pld_dtype dt);
+/* FP32, FP16 or BF16 (the dtypes computed in float). */
+int pld__is_float_dtype(pld_dtype dt);
+/* FP16 or BF16 (stored narrower than they are computed). */
+int pld__is_half_dtype(pld_dtype dt);
+
+/* ---- checks ------------------------------------------------------------- */
+
+/* "FP32[8, 16]" into buf. */
+size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t);
+
+/* t is a live tile of this core; `what` names the argument in the message.
+ * Returns the kernel's status. */
+int pld__tile_check(struct pld__core *c, const char *fn, const char *what,
+                    const pld_tile *t);
+/* Both tiles valid, of equal shape and (if same_dtype) equal dtype. */
+int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
+                     const pld_tile *a, const char *wb, const pld_tile *b,
+                     int same_dtype);
+
+/* t is a tensor whose data the kernel may access (if writing: not an In
+ * parameter).  Returns the kernel's status. */
+int pld__tensor_check(struct pld__core *c, const char *fn, pld_tensor t,
+                      int writing);
+/* "tensor 'x'", or "tensor" when it has no name. */
+size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t);
+
+/* ---- walking a tile's elements ------------------------------------------ */
+
+/* Tiles of one shape seen as contiguous runs of elements: a single run of
+ * rows * cols when none of the tiles pads its rows (the whole tile is one
+ * flat loop), else one run per row.  Run r of tile t starts at
+ * t->data + r * t->row_bytes. */
+struct pld__runs {
+  size_t count, len;
+};
+struct pld__runs pld__tile_runs(const pld_tile *a, const pld_tile *b);
+
+static inline unsigned char *pld__run_ptr(const pld_tile *t, size_t r) {
+  return t->data + r * t->row_bytes;
+}
+
+/* n copies of the element at `elem` (esize bytes) from dst on. */
+void pld__fill_elems(void *dst, const void *elem, size_t esize, size_t n);
+
+#endif

@@ -1,0 +1,480 @@
+/* Tile memory, loads and stores, element access, and the failure rules
+ * (messages, sticky status). */
+#include <math.h>
+#include <string.h>
+
+#include "test_main.h"
+#include "tile_test.h"
+#include "tile_tests.h"
+
+/* ---- allocation ---------------------------------------------------------- */
+
+void test_tile_new_pads_rows(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tile *a = pld_tile_new(k, PLD_FP32, 3, 37);
+  pld_tile *b = pld_tile_new(k, PLD_INT8, 1, 1);
+  pld_tile *h = pld_tile_new(k, PLD_FP16, 2, 16);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(h);
+  assert_int_equal(pld_tile_rows(a), 3);
+  assert_int_equal(pld_tile_cols(a), 37);
+  assert_int_equal(pld_tile_dtype(a), PLD_FP32);
+  /* 37 * 4 = 148 bytes per row, padded to 160. */
+  assert_int_equal(pld_tile_bytes(a), 3 * 160);
+  assert_int_equal(pld_tile_bytes(b), 32);
+  assert_int_equal(pld_tile_bytes(h), 2 * 32);
+  assert_int_equal(k.p->used, 3 * 160 + 32 + 64);
+  assert_int_equal(pld_tile_rows(NULL), 0);
+  assert_int_equal(pld_tile_bytes(NULL), 0);
+  assert_int_equal(pld_tile_dtype(NULL), PLD_DTYPE_COUNT);
+  assert_int_equal(k.p->status, PLD_OK);
+  tt_core_release(&c);
+}
+
+void test_tile_first_fit_reuses_gap(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tile *a = pld_tile_new(k, PLD_FP32, 16, 16); /* 1024 bytes */
+  pld_tile *b = pld_tile_new(k, PLD_FP32, 32, 16); /* 2048 */
+  pld_tile *t = pld_tile_new(k, PLD_FP32, 16, 16);
+  assert_non_null(t);
+  unsigned char *gap = b->data;
+  pld_tile_free(k, b);
+  assert_int_equal(k.p->used, 2048);
+  /* A smaller tile fits the gap b left; a larger one goes past t. */
+  pld_tile *d = pld_tile_new(k, PLD_INT8, 8, 64);
+  assert_ptr_equal(d->data, gap);
+  pld_tile *e = pld_tile_new(k, PLD_FP32, 48, 16);
+  assert_true(e->data > t->data);
+  /* Tiles never overlap, and start 64-byte aligned. */
+  pld_tile *all[] = {a, t, d, e};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal((uintptr_t)all[i]->data % 64, 0);
+    for (int j = 0; j < 4; j++)
+      if (i != j)
+        assert_false(all[i]->data < all[j]->data + all[j]->bytes &&
+                     all[j]->data < all[i]->data + all[i]->bytes);
+  }
+  tt_core_release(&c);
+}
+
+void test_tile_over_capacity(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  assert_null(pld_tile_new(k, PLD_FP32, 256, 256));
+  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "pld_tile_new", "kernel k",
+                   "tile memory over capacity", "FP32[256, 256]",
+                   "262144 bytes", "0 of 196608 bytes",
+                   "AIV core Unified Buffer", NULL);
+  tt_core_release(&c);
+}
+
+void test_tile_capacity_exact_fit(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tile *all = pld_tile_new(k, PLD_FP32, 192, 256); /* 196608 bytes */
+  assert_non_null(all);
+  pld_tile_free(k, all);
+  assert_non_null(pld_tile_new(k, PLD_UINT8, 6144, 32));
+  assert_null(pld_full(k, PLD_UINT8, 1, 1, 0));
+  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "pld_full", "UINT8[1, 1]",
+                   "needs 32 bytes", "196608 of 196608 bytes", NULL);
+  tt_core_release(&c);
+}
+
+void test_tile_fragmented(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tile *t[6];
+  for (int i = 0; i < 6; i++)
+    t[i] = pld_tile_new(k, PLD_FP32, 32, 256); /* 32 KiB each */
+  for (int i = 0; i < 6; i += 2)
+    pld_tile_free(k, t[i]);
+  /* 96 KiB are free, but no gap is larger than 32 KiB. */
+  assert_null(pld_tile_new(k, PLD_FP32, 64, 256));
+  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "65536 bytes",
+                   "98304 of 196608 bytes", "fragmented",
+                   "largest free gap is 32768 bytes", NULL);
+  tt_core_release(&c);
+}
+
+void test_tile_descriptors_run_out(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  for (int i = 0; i < PLD__MAX_TILES; i++)
+    assert_non_null(pld_tile_new(k, PLD_INT8, 1, 1));
+  assert_null(pld_tile_new(k, PLD_INT8, 1, 1));
+  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "all 64 tile descriptors",
+                   "pld_tile_free", NULL);
+  tt_core_release(&c);
+}
+
+void test_tile_bad_shape_and_dtype(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  assert_null(pld_tile_new(k, PLD_FP32, 0, 8));
+  tt_assert_failed(k, PLD_ERR_ARG, "shape", "got [0, 8]", NULL);
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  assert_null(pld_tile_new(k, PLD_INT64, 8, 8));
+  tt_assert_failed(k, PLD_ERR_ARG, "dtype", "got INT64", NULL);
+  tt_core_release(&c);
+}
+
+void test_tile_free_rules(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tile_free(k, NULL);
+  pld_tile *a = pld_full(k, PLD_FP32, 4, 4, 1.0);
+  pld_tile *b = pld_full(k, PLD_FP32, 4, 4, 2.0);
+  pld_tile_free(k, a);
+  assert_int_equal(k.p->status, PLD_OK);
+  /* Use after free, then double free after the failure is a no-op. */
+  assert_int_equal(pld_add(k, b, a, b), PLD_ERR_ARG);
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_add", "a: the tile was freed", NULL);
+  pld_tile_free(k, a);
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_add", NULL);
+  /* Freeing a live tile still works after a failure. */
+  pld_tile_free(k, b);
+  assert_int_equal(k.p->used, 0);
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  pld_tile *d = pld_full(k, PLD_FP32, 4, 4, 1.0);
+  pld_tile_free(k, d);
+  pld_tile_free(k, d);
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_tile_free", "freed", NULL);
+  tt_core_release(&c);
+}
+
+void test_tile_of_another_core(void **state) {
+  (void)state;
+  struct pld__core c1, c2;
+  pld_core k1 = tt_vector_core(&c1), k2 = tt_vector_core(&c2);
+  pld_tile *a = pld_full(k1, PLD_FP32, 2, 2, 1.0);
+  pld_tile *b = pld_full(k2, PLD_FP32, 2, 2, 1.0);
+  assert_int_equal(pld_add(k2, b, a, b), PLD_ERR_ARG);
+  tt_assert_failed(k2, PLD_ERR_ARG, "a: not a tile of this core", NULL);
+  assert_int_equal(pld_neg(k1, NULL, a), PLD_ERR_ARG);
+  tt_assert_failed(k1, PLD_ERR_ARG, "dst: expected a tile, got NULL", NULL);
+  tt_core_release(&c1);
+  tt_core_release(&c2);
+}
+
+void test_sticky_first_failure(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x = tt_tensor(PLD_FP32, 8, 8, PLD_DIR_IN, "x");
+  pld_tile *a = pld_full(k, PLD_FP32, 8, 16, 1.0);
+  pld_tile *b = pld_full(k, PLD_FP32, 8, 8, 2.0);
+  assert_int_equal(pld_add(k, a, b, b), PLD_ERR_ARG);
+  char first[sizeof c.msg];
+  strcpy(first, c.msg);
+  assert_non_null(strstr(first, "shapes must match"));
+  /* Every later call does nothing and returns the first status. */
+  assert_null(pld_load(k, x, 100, 0, 1, 1));
+  assert_null(pld_tile_new(k, PLD_FP32, 1, 1));
+  assert_null(pld_full(k, PLD_FP32, 1, 1, 5.0));
+  assert_int_equal(pld_store(k, b, x, 0, 0), PLD_ERR_ARG);
+  assert_int_equal(pld_fill(k, b, 7.0), PLD_ERR_ARG);
+  assert_int_equal(pld_muls(k, b, b, 3.0), PLD_ERR_ARG);
+  assert_int_equal(pld_matmul(k, a, a, a), PLD_ERR_ARG);
+  assert_true(pld_read(k, x, PLD_AT(0, 0)) == 0.0);
+  assert_int_equal(pld_write(k, x, PLD_AT(0, 0), 1.0), PLD_ERR_ARG);
+  assert_string_equal(c.msg, first);
+  /* b is untouched by the calls that did nothing (read directly: a store
+   * would do nothing either). */
+  for (int i = 0; i < 8; i++)
+    assert_true(((const float *)(b->data + (size_t)i * b->row_bytes))[i] ==
+                2.0f);
+  /* The next block starts clean. */
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  assert_non_null(pld_tile_new(k, PLD_FP32, 8, 16));
+  assert_int_equal(k.p->status, PLD_OK);
+  pld_tensor_destroy(x);
+  tt_core_release(&c);
+}
+
+/* ---- loads and stores ---------------------------------------------------- */
+
+void test_load_store_region_all_dtypes(void **state) {
+  (void)state;
+  uint64_t seed = 1;
+  for (int d = 0; d < 7; d++) {
+    const pld_dtype dt = tt_tile_dtypes[d];
+    struct pld__core c;
+    pld_core k = tt_vector_core(&c);
+    pld_tensor x = tt_tensor(dt, 7, 45, PLD_DIR_IN, "x");
+    pld_tensor y = tt_tensor(dt, 9, 50, PLD_DIR_OUT, "y");
+    tt_fill_random(x, &seed);
+    /* rows [2, 6) cols [3, 40) of x to rows [5, 9) cols [10, 47) of y. */
+    pld_tile *t = pld_load(k, x, 2, 3, 4, 37);
+    assert_non_null(t);
+    assert_int_equal(pld_tile_dtype(t), dt);
+    assert_int_equal(pld_store(k, t, y, 5, 10), PLD_OK);
+    for (size_t r = 0; r < 9; r++)
+      for (size_t j = 0; j < 50; j++) {
+        const int inside = r >= 5 && j >= 10 && j < 47;
+        const double want = inside ? tt_get(x, (r - 3) * 45 + j - 7) : 0.0;
+        if (!tt_same(tt_get(y, r * 50 + j), want))
+          fail_msg("%s y[%zu, %zu] = %g, want %g", pld_dtype_name(dt), r, j,
+                   tt_get(y, r * 50 + j), want);
+      }
+    /* The whole tensor (one flat copy) and load_into. */
+    pld_tile *all = tt_load(k, x);
+    pld_tensor z = tt_tensor(dt, 7, 45, PLD_DIR_INOUT, "z");
+    tt_store(k, all, z);
+    assert_memory_equal(z.p->data, x.p->data, z.p->nbytes);
+    pld_tile *part = pld_tile_new(k, dt, 2, 5);
+    assert_int_equal(pld_load_into(k, part, x, 5, 40), PLD_OK);
+    assert_int_equal(pld_store(k, part, z, 0, 0), PLD_OK);
+    for (size_t r = 0; r < 2; r++)
+      for (size_t j = 0; j < 5; j++)
+        assert_true(
+            tt_same(tt_get(z, r * 45 + j), tt_get(x, (5 + r) * 45 + 40 + j)));
+    assert_int_equal(k.p->status, PLD_OK);
+    pld_tensor_destroy(x);
+    pld_tensor_destroy(y);
+    pld_tensor_destroy(z);
+    tt_core_release(&c);
+  }
+}
+
+void test_load_sees_tensor_as_matrix(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x;
+  const int64_t shape[3] = {2, 3, 8};
+  assert_int_equal(pld_tensor_create(PLD_INT32, 3, shape, &x), PLD_OK);
+  x.p->flags |= PLD__T_DEVICE;
+  x.p->name = "x";
+  for (size_t i = 0; i < 48; i++)
+    tt_set(x, i, (double)i);
+  /* [2, 3, 8] is a [6, 8] matrix: rows 4 and 5 are x[1][1] and x[1][2]. */
+  pld_tile *t = pld_load(k, x, 4, 0, 2, 8);
+  pld_tensor y = tt_tensor(PLD_INT32, 2, 8, PLD_DIR_OUT, "y");
+  tt_store(k, t, y);
+  for (size_t i = 0; i < 16; i++)
+    assert_true(tt_get(y, i) == (double)(32 + i));
+  assert_null(pld_load(k, x, 5, 0, 2, 8));
+  tt_assert_failed(k, PLD_ERR_BOUNDS, "rows [5, 7) cols [0, 8)",
+                   "tensor 'x' INT32[2, 3, 8]", "[6, 8] matrix", NULL);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  tt_core_release(&c);
+}
+
+void test_load_store_out_of_bounds(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x = tt_tensor(PLD_FP32, 8, 8, PLD_DIR_INOUT, "x");
+  assert_null(pld_load(k, x, 6, 0, 4, 8));
+  tt_assert_failed(k, PLD_ERR_BOUNDS, "pld_load", "kernel k",
+                   "rows [6, 10) cols [0, 8)", "tensor 'x' FP32[8, 8]", NULL);
+  assert_int_equal(k.p->used, 0);
+
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  assert_null(pld_load(k, x, 0, -1, 1, 1));
+  tt_assert_failed(k, PLD_ERR_BOUNDS, "cols [-1, 0)", NULL);
+
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  pld_tile *t = pld_full(k, PLD_FP32, 3, 3, 1.0);
+  assert_int_equal(pld_store(k, t, x, 0, 6), PLD_ERR_BOUNDS);
+  tt_assert_failed(k, PLD_ERR_BOUNDS, "pld_store", "rows [0, 3) cols [6, 9)",
+                   NULL);
+  for (size_t i = 0; i < 64; i++)
+    assert_true(tt_get(x, i) == 0.0);
+
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  t = pld_full(k, PLD_FP32, 3, 3, 1.0);
+  assert_int_equal(pld_load_into(k, t, x, INT64_MAX, 0), PLD_ERR_BOUNDS);
+  tt_assert_failed(k, PLD_ERR_BOUNDS, "pld_load_into", NULL);
+  pld_tensor_destroy(x);
+  tt_core_release(&c);
+}
+
+void test_store_to_in_tensor(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x = tt_tensor(PLD_FP32, 4, 4, PLD_DIR_IN, "x");
+  pld_tile *t = pld_full(k, PLD_FP32, 4, 4, 1.0);
+  assert_int_equal(pld_store(k, t, x, 0, 0), PLD_ERR_ARG);
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_store",
+                   "tensor 'x' is an In parameter: only Out and InOut "
+                   "tensors can be written",
+                   NULL);
+  assert_true(tt_get(x, 0) == 0.0);
+  pld_tensor_destroy(x);
+  tt_core_release(&c);
+}
+
+void test_load_store_dtype_mismatch(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x = tt_tensor(PLD_FP32, 4, 4, PLD_DIR_OUT, "x");
+  pld_tile *t = pld_full(k, PLD_FP16, 4, 4, 1.0);
+  assert_int_equal(pld_store(k, t, x, 0, 0), PLD_ERR_ARG);
+  tt_assert_failed(k, PLD_ERR_ARG, "t is FP16[4, 4], tensor 'x' is FP32[4, 4]",
+                   "dtypes must match", NULL);
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  t = pld_full(k, PLD_INT8, 4, 4, 1.0);
+  assert_int_equal(pld_load_into(k, t, x, 0, 0), PLD_ERR_ARG);
+  tt_assert_failed(k, PLD_ERR_ARG, "dst is INT8[4, 4]", NULL);
+  pld_tensor_destroy(x);
+
+  /* Tensors of dtypes tiles do not hold are not loaded. */
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  pld_tensor w = tt_tensor(PLD_INT64, 2, 2, PLD_DIR_IN, "w");
+  assert_null(pld_load(k, w, 0, 0, 2, 2));
+  tt_assert_failed(k, PLD_ERR_ARG, "tensor 'w' is INT64[2, 2]", "pld_read",
+                   NULL);
+  pld_tensor_destroy(w);
+  tt_core_release(&c);
+}
+
+void test_tensor_without_data(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x = tt_tensor(PLD_FP32, 4, 4, PLD_DIR_IN, "x");
+  x.p->flags |= PLD__T_INVALID;
+  assert_null(pld_load(k, x, 0, 0, 1, 1));
+  tt_assert_failed(k, PLD_ERR_ARG, "tensor 'x'", "failed call", NULL);
+
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  x.p->flags = PLD__T_TRACE;
+  assert_null(pld_load(k, x, 0, 0, 1, 1));
+  tt_assert_failed(k, PLD_ERR_ARG, "tensor 'x' has no data", "traced", NULL);
+
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  x.p->flags = PLD__T_DEVICE;
+  void *data = x.p->data;
+  x.p->data = NULL;
+  x.p->name = NULL;
+  assert_true(pld_read(k, x, PLD_AT(0, 0)) == 0.0);
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_read", "tensor has no data", NULL);
+  x.p->data = data;
+  x.p->flags |= PLD__T_OWNED;
+
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  assert_null(pld_load(k, (pld_tensor){NULL}, 0, 0, 1, 1));
+  tt_assert_failed(k, PLD_ERR_ARG, "NULL handle", NULL);
+  pld_tensor_destroy(x);
+  tt_core_release(&c);
+}
+
+/* ---- pld_read / pld_write ------------------------------------------------ */
+
+void test_read_write_elements(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  static const struct {
+    pld_dtype dt;
+    double write, want;
+  } cases[] = {
+      {PLD_FP32, 1.5, 1.5},
+      {PLD_FP32, 0.1, (double)0.1f},
+      {PLD_FP64, 0.1, 0.1},
+      {PLD_FP16, 1.0 + 0x1p-11, 1.0}, /* tie: to even */
+      {PLD_FP16, 1.0 + 0x3p-11, 1.0 + 0x1p-9},
+      {PLD_FP16, 1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-10}, /* above the tie */
+      {PLD_FP16, 65520.0, INFINITY},
+      {PLD_BF16, 1.0 + 0x1p-8, 1.0},
+      {PLD_BF16, 1.0 + 0x3p-8, 1.0 + 0x1p-6},
+      {PLD_INT8, 300.0, 127.0},
+      {PLD_INT8, -2.5, -2.0},
+      {PLD_UINT8, -3.0, 0.0},
+      {PLD_INT32, 3.5, 4.0},
+      {PLD_INT32, NAN, 0.0},
+      {PLD_INT32, 1e12, 2147483647.0},
+      {PLD_INT64, -1e30, -9223372036854775808.0},
+      {PLD_BOOL, 0.25, 1.0},
+      {PLD_BOOL, 0.0, 0.0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    pld_tensor t = tt_tensor(cases[i].dt, 3, 4, PLD_DIR_OUT, "t");
+    assert_int_equal(pld_write(k, t, PLD_AT(2, 1), cases[i].write), PLD_OK);
+    const double got = pld_read(k, t, PLD_AT(2, 1));
+    if (!tt_same(got, cases[i].want) || !tt_same(tt_get(t, 9), got))
+      fail_msg("case %zu: %s write %.17g read %.17g, want %.17g", i,
+               pld_dtype_name(cases[i].dt), cases[i].write, got,
+               cases[i].want);
+    pld_tensor_destroy(t);
+  }
+  /* A 1-D and a 3-D tensor. */
+  pld_tensor v;
+  const int64_t shape[3] = {2, 3, 4};
+  assert_int_equal(pld_tensor_create(PLD_INT16, 3, shape, &v), PLD_OK);
+  v.p->flags |= PLD__T_DEVICE;
+  assert_int_equal(pld_write(k, v, PLD_AT(1, 2, 3), -7.0), PLD_OK);
+  assert_true(tt_get(v, 23) == -7.0);
+  assert_true(pld_read(k, v, PLD_AT(1, 2, 3)) == -7.0);
+  assert_int_equal(k.p->status, PLD_OK);
+  pld_tensor_destroy(v);
+  tt_core_release(&c);
+}
+
+void test_read_write_errors(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x = tt_tensor(PLD_FP32, 8, 8, PLD_DIR_IN, "x");
+  assert_true(pld_read(k, x, PLD_AT(1, 2, 3)) == 0.0);
+  tt_assert_failed(k, PLD_ERR_BOUNDS, "pld_read",
+                   "index has 3 coordinates, tensor 'x' FP32[8, 8] has 2", NULL);
+
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  tt_set(x, 0, 5.0);
+  assert_true(pld_read(k, x, PLD_AT(0, 8)) == 0.0);
+  tt_assert_failed(k, PLD_ERR_BOUNDS, "index [0, 8] is outside tensor 'x'",
+                   NULL);
+
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  assert_int_equal(pld_write(k, x, PLD_AT(0, 0), 1.0), PLD_ERR_ARG);
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_write", "In parameter", NULL);
+  assert_true(tt_get(x, 0) == 5.0);
+  pld_tensor_destroy(x);
+  tt_core_release(&c);
+}
+
+/* ---- pld_full / pld_fill ------------------------------------------------- */
+
+void test_full_and_fill_convert(void **state) {
+  (void)state;
+  static const double values[] = {2.5,   3.5,  -2.5, -200.0, 1e10,
+                                  65520, 0.1,  NAN,  -0.0,   1.0 + 0x1p-11};
+  for (int d = 0; d < 7; d++) {
+    const pld_dtype dt = tt_tile_dtypes[d];
+    struct pld__core c;
+    pld_core k = tt_vector_core(&c);
+    pld_tensor y = tt_tensor(dt, 3, 21, PLD_DIR_OUT, "y");
+    for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
+      pld_tile *t = v % 2 ? pld_full(k, dt, 3, 21, values[v])
+                          : pld_tile_new(k, dt, 3, 21);
+      if (v % 2 == 0)
+        assert_int_equal(pld_fill(k, t, values[v]), PLD_OK);
+      tt_store(k, t, y);
+      const double want = tt_cast(dt, values[v]);
+      for (size_t i = 0; i < 63; i++)
+        if (!tt_same(tt_get(y, i), want))
+          fail_msg("%s fill %g: got %g, want %g", pld_dtype_name(dt),
+                   values[v], tt_get(y, i), want);
+      pld_tile_free(k, t);
+    }
+    pld_tensor_destroy(y);
+    tt_core_release(&c);
+  }
+}
