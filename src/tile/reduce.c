@@ -76,32 +76,29 @@ static void fold_cols_f(enum red op, double *restrict acc,
   BY_OP(FOLD_COLS, float, double, F)
 }
 
+/* The switch over the integer dtypes, around BY_OP. */
+#define BY_INT_DTYPE(FOLD)                                                     \
+  switch (dt) {                                                                \
+  case PLD_INT32:                                                              \
+    BY_OP(FOLD, int32_t, int64_t, I) break;                                    \
+  case PLD_INT16:                                                              \
+    BY_OP(FOLD, int16_t, int64_t, I) break;                                    \
+  case PLD_INT8:                                                               \
+    BY_OP(FOLD, int8_t, int64_t, I) break;                                     \
+  case PLD_UINT8:                                                              \
+    BY_OP(FOLD, uint8_t, int64_t, I) break;                                    \
+  default:                                                                     \
+    break;                                                                     \
+  }
+
 static void fold_row_i(enum red op, pld_dtype dt, int64_t *out, const void *x,
                        size_t n) {
-  switch (dt) {
-#define FOLD_ROW_CASE(name, T, lo, hi)                                         \
-  case PLD_##name:                                                             \
-    BY_OP(FOLD_ROW, T, int64_t, I)                                        \
-    break;
-    PLD__INT_DTYPES(FOLD_ROW_CASE)
-#undef FOLD_ROW_CASE
-  default:
-    break;
-  }
+  BY_INT_DTYPE(FOLD_ROW)
 }
 
 static void fold_cols_i(enum red op, pld_dtype dt, int64_t *restrict acc,
                         const void *restrict x, size_t n) {
-  switch (dt) {
-#define FOLD_COLS_CASE(name, T, lo, hi)                                        \
-  case PLD_##name:                                                             \
-    BY_OP(FOLD_COLS, T, int64_t, I)                                            \
-    break;
-    PLD__INT_DTYPES(FOLD_COLS_CASE)
-#undef FOLD_COLS_CASE
-  default:
-    break;
-  }
+  BY_INT_DTYPE(FOLD_COLS)
 }
 
 /* The accumulators' starting value. */

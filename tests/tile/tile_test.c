@@ -179,6 +179,38 @@ void tt_store(pld_core k, const pld_tile *tile, pld_tensor t) {
     fail_msg("pld_store: %s", k.p->msg);
 }
 
+/* fn's result into a separate tile (want), then in place (got). */
+static void alias_case(pld_core k, tt_binary_fn *fn, pld_tensor x,
+                       pld_tensor y, int into_a, int same) {
+  const pld_dtype dt = x.p->dtype;
+  const int64_t rows = pld__tensor_rows(x.p), cols = pld__tensor_cols(x.p);
+  pld_tensor want = tt_tensor(dt, rows, cols, PLD_DIR_OUT, "want");
+  pld_tensor got = tt_tensor(dt, rows, cols, PLD_DIR_OUT, "got");
+  pld_tile *a = tt_load(k, x), *b = same ? a : tt_load(k, y);
+  pld_tile *t = pld_tile_new(k, dt, (int32_t)rows, (int32_t)cols);
+  assert_int_equal(fn(k, t, a, b), PLD_OK);
+  tt_store(k, t, want);
+  pld_tile *dst = into_a ? a : b;
+  assert_int_equal(fn(k, dst, a, b), PLD_OK);
+  tt_store(k, dst, got);
+  if (memcmp(got.p->data, want.p->data, want.p->nbytes) != 0)
+    fail_msg("%s: in place (dst == %s) differs from out of place",
+             pld_dtype_name(dt), same ? "a == b" : into_a ? "a" : "b");
+  pld_tile_free(k, t);
+  if (!same)
+    pld_tile_free(k, b);
+  pld_tile_free(k, a);
+  pld_tensor_destroy(want);
+  pld_tensor_destroy(got);
+}
+
+void tt_check_aliasing(pld_core k, tt_binary_fn *fn, pld_tensor x,
+                       pld_tensor y) {
+  alias_case(k, fn, x, y, 1, 0);
+  alias_case(k, fn, x, y, 0, 0);
+  alias_case(k, fn, x, y, 1, 1);
+}
+
 /* ---- reference arithmetic ------------------------------------------------ */
 
 uint64_t tt_rand(uint64_t *seed) {

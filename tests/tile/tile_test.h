@@ -38,6 +38,14 @@ void tt_fill_random(pld_tensor t, uint64_t *seed);
 pld_tile *tt_load(pld_core k, pld_tensor t);
 void tt_store(pld_core k, const pld_tile *tile, pld_tensor t);
 
+/* fn(dst, a, b) gives the same bytes with dst a tile of its own, dst == a,
+ * dst == b, and (with b = a) dst == a == b; a and b hold x and y, of one
+ * shape and dtype, which is also dst's. */
+typedef int tt_binary_fn(pld_core, pld_tile *, const pld_tile *,
+                         const pld_tile *);
+void tt_check_aliasing(pld_core k, tt_binary_fn *fn, pld_tensor x,
+                       pld_tensor y);
+
 /* ---- reference arithmetic ------------------------------------------------ */
 
 uint64_t tt_rand(uint64_t *seed);
