@@ -13,6 +13,10 @@
 #include "pld/levels.h"
 #include "pld/tensor.h"
 #include "pld/tile.h"
+#include "pld/window.h"
+#include "pld/signal.h"
+#include "pld/rma.h"
+#include "pld/collective.h"
 #include "pld/program.h"
 
 #endif /* PLD_H */

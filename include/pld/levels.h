@@ -64,7 +64,7 @@ typedef struct pld_dim {
 
 typedef struct pld_param {
   const char *name;
-  int kind; /* PLD_ARG_TENSOR or PLD_ARG_SCALAR */
+  int kind; /* PLD_ARG_TENSOR, PLD_ARG_WINDOW or PLD_ARG_SCALAR */
   pld_dir dir;
   pld_dtype dtype;
   int ndim; /* 0 for scalars */
@@ -102,6 +102,10 @@ typedef struct pld_kernel_fn {
 #define PLD_IN(name, dtype, ...) (T, PLD_DIR_IN, name, dtype, __VA_ARGS__)
 #define PLD_OUT(name, dtype, ...) (T, PLD_DIR_OUT, name, dtype, __VA_ARGS__)
 #define PLD_INOUT(name, dtype, ...) (T, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
+/* A window tensor parameter (pld/window.h): the body sees a pld_window,
+ * which peers reach through signals and remote operations.  Always read
+ * and written (InOut). */
+#define PLD_WINDOW(name, dtype, ...) (W, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
 /* A scalar parameter, passed by value; the body sees the C type of dtype
  * (INT32 -> int32_t, FP32 -> float, FP16/BF16 -> float, BOOL -> bool). */
 #define PLD_SCALAR(name, dtype) (S, PLD_DIR_IN, name, dtype, 0)
@@ -204,6 +208,9 @@ int32_t pld_block_num(pld_core k);
 #define PLD__PARAM_T(dir, name, dtype, ...)                                    \
   {#name, PLD_ARG_TENSOR, dir, PLD_##dtype, PLD__NARG(__VA_ARGS__),            \
    {PLD__MAPD(PLD__DIM, __VA_ARGS__)}}
+#define PLD__PARAM_W(dir, name, dtype, ...)                                    \
+  {#name, PLD_ARG_WINDOW, dir, PLD_##dtype, PLD__NARG(__VA_ARGS__),            \
+   {PLD__MAPD(PLD__DIM, __VA_ARGS__)}}
 #define PLD__PARAM_S(dir, name, dtype, unused)                                 \
   {#name, PLD_ARG_SCALAR, dir, PLD_##dtype, 0, {{0, 0}}}
 #define PLD__DIM(d) {(d), #d}
@@ -215,6 +222,7 @@ int32_t pld_block_num(pld_core k);
 #define PLD__DECL_OF(...) PLD__DECL_OF_(__VA_ARGS__)
 #define PLD__DECL_OF_(kind, dir, name, dtype, ...) PLD__DECL_##kind(name, dtype)
 #define PLD__DECL_T(name, dtype) PLD__UNUSED pld_tensor name
+#define PLD__DECL_W(name, dtype) PLD__UNUSED pld_window name
 #define PLD__DECL_S(name, dtype) PLD__UNUSED PLD__CTYPE_##dtype name
 
 #define PLD__UNPACKF(i, p) PLD__CAT2(PLD__UNPACKF_, PLD__ISZERO(i))(i, p)
@@ -224,6 +232,7 @@ int32_t pld_block_num(pld_core k);
 #define PLD__UNPACK_OF_(i, kind, dir, name, dtype, ...)                        \
   PLD__UNPACK_##kind(argv_[(i) - 1], dtype)
 #define PLD__UNPACK_T(a, dtype) ((pld_tensor){(a).v.t})
+#define PLD__UNPACK_W(a, dtype) ((pld_window){(a).v.t})
 #define PLD__UNPACK_S(a, dtype) ((PLD__CTYPE_##dtype)PLD__GET_##dtype(a))
 
 #define PLD__CTYPE_FP32 float

@@ -29,9 +29,12 @@ typedef struct pld_config {
    * NULL: nowhere; "": a new folder under $TMPDIR (or /tmp); otherwise
    * that folder, created if missing. */
   const char *artifact_dir;
+  /* A wait pending longer than this fails the run with PLD_ERR_TIMEOUT and
+   * a report of the blocked waits.  0: PLD_WAIT_TIMEOUT_MS (see pld-env). */
+  int64_t wait_timeout_ms;
 } pld_config;
 
-#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL}
+#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL, 0}
 
 typedef struct pld_program pld_program;
 

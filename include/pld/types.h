@@ -47,6 +47,20 @@ typedef struct pld_tensor {
   struct pld__tensor *p;
 } pld_tensor;
 
+/* A window tensor: a typed view of a symmetric window buffer (the model's
+ * DistributedTensor), reachable by the peers of its comm domain.  Its own
+ * handle type, so a remote operation given a plain tensor does not
+ * compile.  pld_local(w) is the same memory as a plain tensor (this rank's
+ * copy), for tile loads and stores. */
+typedef struct pld_window {
+  struct pld__tensor *p;
+} pld_window;
+
+static inline pld_tensor pld_local(pld_window w) {
+  pld_tensor t = {w.p};
+  return t;
+}
+
 /* The three levels' contexts.  Each function level receives its own; the
  * calls allowed at a level take that level's context as first argument. */
 typedef struct pld_host {
@@ -62,7 +76,7 @@ typedef struct pld_core {
 /* One argument of a dispatch, launch or program run: a tensor or a scalar
  * carrying the dtype of its C type.  Built by PLD_ARG; rarely written by
  * hand. */
-enum { PLD_ARG_TENSOR = 1, PLD_ARG_SCALAR = 2 };
+enum { PLD_ARG_TENSOR = 1, PLD_ARG_SCALAR = 2, PLD_ARG_WINDOW = 3 };
 typedef struct pld_arg {
   int kind;
   pld_dtype dtype; /* scalars: the dtype of the C type passed */
@@ -79,6 +93,13 @@ static inline pld_arg pld__arg_tensor(pld_tensor t) {
   a.kind = PLD_ARG_TENSOR;
   a.dtype = PLD_DTYPE_COUNT;
   a.v.t = t.p;
+  return a;
+}
+static inline pld_arg pld__arg_window(pld_window w) {
+  pld_arg a;
+  a.kind = PLD_ARG_WINDOW;
+  a.dtype = PLD_DTYPE_COUNT;
+  a.v.t = w.p;
   return a;
 }
 static inline pld_arg pld__arg_int(int64_t v, pld_dtype dt) {
@@ -129,6 +150,7 @@ static inline pld_arg pld__arg_d(double v) {
 #define PLD_ARG(x)                                                             \
   _Generic((x),                                                                \
       pld_tensor: pld__arg_tensor,                                             \
+      pld_window: pld__arg_window,                                             \
       char: pld__arg_sc,                                                       \
       signed char: pld__arg_sc,                                                \
       unsigned char: pld__arg_uc,                                              \

@@ -14,7 +14,7 @@
 #endif
 
 /* Longest message kept, terminator included. */
-#define PLD__MSG_MAX 2048
+#define PLD__MSG_MAX 8192
 
 /* Sets the calling thread's last-error message (printf format) and returns
  * status.  The message should start with the public function's name. */

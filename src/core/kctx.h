@@ -34,8 +34,12 @@ struct pld__core_spec {
   size_t l0a, l0b, l0c; /* cube operand buffers; 0 on vector cores */
 };
 
+struct pld__comm_env; /* the device's fabric and wait bookkeeping (comm/) */
+
 struct pld__core {
   struct pld__core_spec spec;
+  const struct pld__comm_env *env; /* NULL where there is no comm */
+  int slot;                        /* this core's wait slot on the device */
   unsigned char *mem; /* capacity bytes, 64-byte aligned */
   size_t used;        /* bytes held by live tiles */
   struct pld_tile tiles[PLD__MAX_TILES];

@@ -44,6 +44,8 @@ size_t pld__param_str(char *buf, size_t cap, const pld_param *p) {
     return n + pld__catf(buf + n, cap - n, "%s scalar",
                          pld_dtype_name(p->dtype));
   n += dims_str(buf + n, cap - n, p);
+  if (p->kind == PLD_ARG_WINDOW)
+    return n + pld__catf(buf + n, cap - n, " window");
   return n + pld__catf(buf + n, cap - n, " %s", pld__dir_name(p->dir));
 }
 
@@ -144,10 +146,23 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
   const pld_param *p = &sig->params[i];
   char want[128], got[128];
   dims_str(want, sizeof want, p);
-  if (a->kind != PLD_ARG_TENSOR) {
+  if (a->kind == PLD_ARG_SCALAR) {
     size_t n = head(msg, cap, what, sig, i);
-    pld__catf(msg + n, cap - n, "expected a tensor %s, got a %s scalar", want,
+    pld__catf(msg + n, cap - n, "expected a %s %s, got a %s scalar",
+              p->kind == PLD_ARG_WINDOW ? "window" : "tensor", want,
               pld_dtype_name(a->dtype));
+    return PLD_ERR_ARG;
+  }
+  /* A window is a tensor too; a plain tensor is no window: peers cannot
+   * reach it. */
+  if (p->kind == PLD_ARG_WINDOW &&
+      (a->kind != PLD_ARG_WINDOW || !a->v.t ||
+       !(a->v.t->flags & PLD__T_WINDOW))) {
+    size_t n = head(msg, cap, what, sig, i);
+    pld__catf(msg + n, cap - n,
+              "expected a window %s, got a plain tensor: peers cannot reach "
+              "it; pass a view of a window buffer (pld_window_view)",
+              want);
     return PLD_ERR_ARG;
   }
   const struct pld__tensor *t = a->v.t;

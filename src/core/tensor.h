@@ -10,8 +10,11 @@ enum {
   PLD__T_OWNED = 1u << 1,  /* the descriptor owns data (pld__free it) */
   PLD__T_DEVICE = 1u << 2, /* device global memory */
   PLD__T_TRACE = 1u << 3,  /* a traced tensor: shape only, no data */
-  PLD__T_INVALID = 1u << 4 /* the result of a failed call: always rejected */
+  PLD__T_INVALID = 1u << 4, /* the result of a failed call: always rejected */
+  PLD__T_WINDOW = 1u << 5   /* a view of a window buffer */
 };
+
+struct pld__comm;
 
 struct pld__tensor {
   void *data;
@@ -26,6 +29,11 @@ struct pld__tensor {
    * their byte offset in it (set while tracing; -1 when not an argument). */
   int host_arg;
   size_t host_offset;
+  /* Window views: the buffer, the view's byte offset in it, and on devices
+   * the comm context of the rank holding it. */
+  int win_buf;
+  size_t win_offset;
+  const struct pld__comm *comm;
 };
 
 /* Fills t with a dense row-major layout of the shape (no allocation).

@@ -12,7 +12,12 @@
     "Microseconds a waiting thread (host, AICPU or AI core) polls for its "    \
     "event, yielding the CPU, before it sleeps in the kernel. Higher cuts "    \
     "dispatch latency; 0 always sleeps at once. Idle threads always end "      \
-    "up asleep.")
+    "up asleep.")                                                              \
+  X(PLD_WAIT_TIMEOUT_MS, int64_t, 60000,                                       \
+    "Milliseconds a pld_wait may stay blocked before the run fails with "      \
+    "PLD_ERR_TIMEOUT and a report of every blocked wait (a wait that can "     \
+    "never return is reported as a deadlock within a second regardless). "    \
+    "pld_config.wait_timeout_ms overrides it per program.")
 
 struct pld__tunables {
 #define PLD__TUNABLE_FIELD(name, type, def, help) type name;

@@ -10,6 +10,8 @@
 #include "core/tensor.h"
 #include "device/sched.h"
 
+#include <stdatomic.h>
+
 struct pld__aicpu {
   int trace; /* 1: compile-time trace */
   int rank, device;
@@ -17,6 +19,7 @@ struct pld__aicpu {
   const char *fn; /* the device function's name */
   struct pld__dims *dims;
   struct pld__sched *sched; /* real mode */
+  _Atomic int32_t *busy;    /* real mode: set while device-function code runs */
 
   /* Tensors from pld_device_alloc, freed at the end of the call. */
   struct pld__tensor **allocs;

@@ -13,6 +13,7 @@
 #include "core/tunables.h"
 #include "device/aicpu.h"
 #include "device/sched.h"
+#include "fabric/shm.h"
 
 static size_t ctl_bytes(void) {
   return (sizeof(struct pld__devctl) + 4095) & ~(size_t)4095;
@@ -110,27 +111,16 @@ static void install_crash_handlers(void) {
 
 /* Runs every dispatch of the plan once.  Returns the first failure. */
 static int run_plan(const struct pld__devplan *plan, unsigned char *data,
-                    struct pld__aicpu *a, char *msg, size_t cap) {
+                    struct pld__fabric *fabric, struct pld__aicpu *a,
+                    char *msg, size_t cap) {
   for (int c = 0; c < plan->ncalls; c++) {
     const struct pld__call *call = &plan->calls[c];
     const pld_signature *sig = call->fn.sig;
     struct pld__tensor tensors[32];
     pld_arg argv[32];
-    for (int i = 0; i < call->argc; i++) {
-      const struct pld__call_arg *ca = &call->args[i];
-      if (ca->buf < 0) {
-        argv[i] = ca->scalar;
-        continue;
-      }
-      const struct pld__devbuf *b = &plan->bufs[ca->buf];
-      pld__tensor_init(&tensors[i], "pld runtime", ca->dtype, ca->ndim,
-                       ca->shape);
-      tensors[i].data = data + b->offset;
-      tensors[i].flags = PLD__T_DEVICE;
-      tensors[i].dir = sig->params[i].dir;
-      tensors[i].name = sig->params[i].name;
-      argv[i] = pld__arg_tensor((pld_tensor){&tensors[i]});
-    }
+    for (int i = 0; i < call->argc; i++)
+      argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], plan,
+                                     data, fabric, &tensors[i]);
     if (atomic_load_explicit(&self_world->abort, memory_order_acquire)) {
       pld__catf(msg, cap,
                 "rank %d (device %d): stopped because another rank failed",
@@ -155,22 +145,28 @@ static void report(struct pld__devctl *ctl, uint32_t seq) {
 }
 
 static _Noreturn void device_main(const struct pld__devplan *plan,
-                                  struct pld__devctl *ctl,
-                                  unsigned char *data) {
+                                  struct pld__devctl *ctl, unsigned char *data,
+                                  unsigned char *region) {
   install_crash_handlers();
+  struct pld__shm_fabric fabric;
+  pld__shm_fabric_init(&fabric, region, plan->lay, plan->rank);
+  int64_t spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
+  struct pld__comm_env env = {&fabric.base,  &self_world->abort,
+                              &self_world->progress, &ctl->running,
+                              &ctl->queued,  &ctl->aicpu_busy,
+                              ctl->waits,    spin_ns};
   struct pld__sched *sched = NULL;
   struct pld__dims dims;
   struct pld__aicpu a;
   memset(&a, 0, sizeof a);
-  if (pld__sched_create(plan->plat, plan->rank, plan->device_id,
-                        &self_world->abort, &sched)) {
+  if (pld__sched_create(plan->plat, plan->rank, plan->device_id, &env,
+                        &sched)) {
     ctl->status = PLD_ERR_NOMEM;
     pld__catf(ctl->msg, sizeof ctl->msg, "%s", pld_last_error());
   }
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
   report(ctl, 0);
 
-  int64_t spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
   uint32_t seen = 0;
   for (;;) {
     uint32_t seq;
@@ -192,7 +188,8 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
     a.plat = plan->plat;
     a.dims = &dims;
     a.sched = sched;
-    int st = run_plan(plan, data, &a, ctl->msg, sizeof ctl->msg);
+    a.busy = &ctl->aicpu_busy;
+    int st = run_plan(plan, data, &fabric.base, &a, ctl->msg, sizeof ctl->msg);
     ctl->status = st;
     if (st)
       ctl->ticket = atomic_fetch_add(&self_world->tickets, 1);
@@ -205,7 +202,7 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
 
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
                       const struct pld__devplan *plan,
-                      struct pld__worldctl *world) {
+                      struct pld__worldctl *world, unsigned char *region) {
   pid_t host = getpid();
   pid_t pid = fork();
   if (pid < 0)
@@ -226,5 +223,5 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
       munmap(devs[r].ctl, devs[r].map_bytes);
   self_ctl = devs[rank].ctl;
   self_world = world;
-  device_main(plan, devs[rank].ctl, devs[rank].data);
+  device_main(plan, devs[rank].ctl, devs[rank].data, region);
 }

@@ -33,6 +33,11 @@ struct pld__devctl {
   int crash_core, crash_block, crash_blocks;
   char crash_fn[64]; /* kernel or device function running */
   uintptr_t crash_addr;
+  /* Read by the host's deadlock watch. */
+  _Atomic int32_t running;    /* blocks running and not in a wait */
+  _Atomic int32_t queued;     /* blocks ready but not started */
+  _Atomic int32_t aicpu_busy; /* the AICPU runs device-function code */
+  struct pld__waitslot waits[PLD__MAX_CORES];
 };
 
 struct pld__worldctl {
@@ -40,6 +45,7 @@ struct pld__worldctl {
   _Atomic uint32_t event_sleepers; /* host: asleep on event */
   _Atomic uint32_t abort;   /* host: stop the current run (a rank failed) */
   _Atomic uint32_t tickets; /* failure order */
+  _Atomic uint32_t progress; /* bumped by every signal between ranks */
 };
 
 /* The host's handle on one device process. */
@@ -60,9 +66,10 @@ int pld__devices_map(struct pld__device *devs, int n,
 void pld__devices_unmap(struct pld__device *devs, int n,
                         struct pld__worldctl *world);
 
-/* Starts the process of device `rank`.  The child never returns. */
+/* Starts the process of device `rank`; region is the windows' shared
+ * region (plan->lay lays it out).  The child never returns. */
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
                       const struct pld__devplan *plan,
-                      struct pld__worldctl *world);
+                      struct pld__worldctl *world, unsigned char *region);
 
 #endif

@@ -7,7 +7,9 @@
 
 #include <stddef.h>
 
+#include "comm/comm.h"
 #include "core/sig.h"
+#include "fabric/shm.h"
 #include "pld/levels.h"
 #include "pld/program.h"
 
@@ -20,10 +22,13 @@ struct pld__devbuf {
   unsigned dirs;      /* union of the directions it is passed with */
 };
 
-/* One argument of a dispatch: a scalar value, or a tensor over a buffer. */
+/* One argument of a dispatch: a scalar value, a tensor over a buffer, or a
+ * window view. */
 struct pld__call_arg {
-  pld_arg scalar; /* kind PLD_ARG_SCALAR: as the entry unpacks it */
-  int buf;        /* kind PLD_ARG_TENSOR: index into the plan's bufs */
+  pld_arg scalar; /* scalars (buf < 0, win_buf < 0): as the entry unpacks it */
+  int buf;        /* tensors: index into the plan's bufs, else -1 */
+  int win_buf;    /* windows: the window buffer, else -1 */
+  size_t win_offset;
   pld_dtype dtype;
   int ndim;
   int64_t shape[PLD_MAX_DIMS];
@@ -46,6 +51,21 @@ struct pld__devplan {
   int nbufs;
   struct pld__devbuf *bufs;
   size_t data_bytes;
+  /* Window buffers: where their copies are, and this rank's comm context
+   * in each (comms[win_buf * nranks + rank]). */
+  const struct pld__winlayout *lay;
+  const struct pld__comm *comms;
 };
 
 #endif
+
+/* The argument a device function receives for ca: the scalar, or a tensor
+ * descriptor built in *t (named and directed as parameter pm; window views
+ * with this rank's comm context).  With data and f NULL (a compile-time
+ * trace) tensors have shapes and no memory; otherwise tensors live in the
+ * device's data area and windows in the fabric's copy of this rank. */
+pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
+                             const pld_param *pm,
+                             const struct pld__devplan *pl,
+                             unsigned char *data, struct pld__fabric *f,
+                             struct pld__tensor *t);

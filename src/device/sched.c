@@ -68,18 +68,25 @@ struct pld__sched {
   int status; /* first block failure */
   char msg[PLD__MSG_MAX];
   int rank, device;
-  _Atomic uint32_t *abort_flag;
+  const struct pld__comm_env *env;
 };
 
+/* Called with mu held: the host's deadlock watch sees ready blocks. */
+static void publish_queued(struct pld__sched *s) {
+  if (s->env)
+    atomic_store(s->env->queued, s->types[0].pending + s->types[1].pending);
+}
+
 int pld__sched_create(const pld_platform_info *plat, int rank, int device,
-                      _Atomic uint32_t *abort_flag, struct pld__sched **out) {
+                      const struct pld__comm_env *env,
+                      struct pld__sched **out) {
   struct pld__sched *s = pld__calloc(1, sizeof *s);
   if (!s)
     return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
   s->rank = rank;
   s->device = device;
   s->spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
-  s->abort_flag = abort_flag;
+  s->env = env;
   s->types[PLD_CORE_VECTOR].max = plat->vector_cores;
   s->types[PLD_CORE_VECTOR].spec = (struct pld__core_spec){
       PLD_CORE_VECTOR, 0, plat->ub_bytes, "Unified Buffer", 0, 0, 0};
@@ -117,6 +124,7 @@ static void ready_push(struct pld__sched *s, struct task *t) {
     ct->ready_head = t;
   ct->ready_tail = t;
   ct->pending += t->blocks - t->next_block;
+  publish_queued(s);
   atomic_fetch_add_explicit(&ct->work_seq, 1, memory_order_release);
   spawn_cores(s, ct);
   if (ct->idle)
@@ -158,6 +166,7 @@ static void cancel_all(struct pld__sched *s) {
     s->types[t].ready_head = s->types[t].ready_tail = NULL;
     s->types[t].pending = 0;
   }
+  publish_queued(s);
   for (struct task *t = s->head; t; t = t->next) {
     if (t->finished)
       continue;
@@ -198,6 +207,9 @@ static void *core_main(void *arg) {
       ready_pop(type);
     type->pending--;
     type->busy++;
+    if (s->env)
+      atomic_fetch_add(s->env->running, 1);
+    publish_queued(s);
     pthread_mutex_unlock(&s->mu);
 
     pld__core_begin(&ct->core, t->kernel.sig->name, s->rank, s->device, block,
@@ -208,6 +220,8 @@ static void *core_main(void *arg) {
 
     pthread_mutex_lock(&s->mu);
     type->busy--;
+    if (s->env)
+      atomic_fetch_sub(s->env->running, 1);
     if (ct->core.status && !s->status) {
       s->status = ct->core.status;
       memcpy(s->msg, ct->core.msg, sizeof s->msg);
@@ -238,6 +252,11 @@ static int spawn_cores(struct pld__sched *s, struct coretype *ct) {
     int st = pld__core_init(&th->core, &spec);
     if (st)
       return st;
+    /* Wait slots: vector cores first, then cube cores. */
+    th->core.env = s->env;
+    th->core.slot = spec.type == PLD_CORE_VECTOR
+                        ? spec.index
+                        : s->types[PLD_CORE_VECTOR].max + spec.index;
     th->s = s;
     if (pthread_create(&th->thread, NULL, core_main, th) != 0) {
       /* The running cores will get through the work; with none running,
@@ -362,8 +381,7 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
     pthread_mutex_lock(&s->mu);
   }
   while (s->unfinished > 0) {
-    if (s->abort_flag &&
-        atomic_load_explicit(s->abort_flag, memory_order_acquire)) {
+    if (s->env && atomic_load_explicit(s->env->abort, memory_order_acquire)) {
       if (!s->status) {
         s->status = PLD_ERR_ABORTED;
         pld__catf(s->msg, sizeof s->msg,

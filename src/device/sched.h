@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "comm/comm.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "pld/program.h"
@@ -25,10 +26,12 @@ struct pld__task_spec {
   const pld_arg *argv;
 };
 
-/* Creates the scheduler of one device (no threads yet).  abort_flag, if not
- * NULL, is polled: once non-zero, tasks not yet started are cancelled. */
+/* Creates the scheduler of one device (no threads yet).  Its cores
+ * communicate through env, whose abort word is polled: once non-zero,
+ * tasks not yet started are cancelled.  env may be NULL (no comm). */
 int pld__sched_create(const pld_platform_info *plat, int rank, int device,
-                      _Atomic uint32_t *abort_flag, struct pld__sched **out);
+                      const struct pld__comm_env *env,
+                      struct pld__sched **out);
 /* Stops and joins the core threads, frees everything.  NULL: no-op. */
 void pld__sched_destroy(struct pld__sched *s);
 

@@ -4,15 +4,13 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/tunables.h"
 #include "device/aicpu.h"
 #include "host/program.h"
 
 static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
 
-/* Records the first failure of the host function. */
-static int hfail(struct pld__host *h, int status, const char *fmt, ...)
-    PLD__PRINTF(3, 4);
-static int hfail(struct pld__host *h, int status, const char *fmt, ...) {
+int pld__hfail(struct pld__host *h, int status, const char *fmt, ...) {
   if (h->status)
     return h->status;
   h->status = status;
@@ -32,12 +30,12 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
     return bad;
   const char *name = h->prog->host.sig->name;
   if (!t.p || (t.p->flags & PLD__T_INVALID)) {
-    hfail(h, PLD_ERR_ARG, "pld_slice (in %s): t: expected a tensor, got %s",
+    pld__hfail(h, PLD_ERR_ARG, "pld_slice (in %s): t: expected a tensor, got %s",
           name, t.p ? "the result of a failed call" : "a NULL tensor");
     return bad;
   }
   if (t.p->host_arg < 0) {
-    hfail(h, PLD_ERR_ARG,
+    pld__hfail(h, PLD_ERR_ARG,
           "pld_slice (in %s): t: expected a parameter of %s or a slice of one, "
           "got another tensor",
           name, name);
@@ -46,34 +44,21 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
   char s[128];
   pld__tensor_str(s, sizeof s, t.p);
   if (t.p->ndim < 2) {
-    hfail(h, PLD_ERR_ARG,
+    pld__hfail(h, PLD_ERR_ARG,
           "pld_slice (in %s): t: expected a tensor of 2 or more dimensions, "
           "got %s",
           name, s);
     return bad;
   }
   if (index < 0 || index >= t.p->shape[0]) {
-    hfail(h, PLD_ERR_BOUNDS,
+    pld__hfail(h, PLD_ERR_BOUNDS,
           "pld_slice (in %s): index: expected [0, %lld) for %s, got %lld",
           name, (long long)t.p->shape[0], s, (long long)index);
     return bad;
   }
-  if (h->nslices == h->capslices) {
-    int cap = h->capslices ? 2 * h->capslices : 16;
-    struct pld__tensor **v =
-        pld__realloc(h->slices, (size_t)cap * sizeof *h->slices);
-    if (!v) {
-      hfail(h, PLD_ERR_NOMEM, "pld_slice (in %s): out of memory", name);
-      return bad;
-    }
-    h->slices = v;
-    h->capslices = cap;
-  }
-  struct pld__tensor *sl = pld__malloc(sizeof *sl);
-  if (!sl) {
-    hfail(h, PLD_ERR_NOMEM, "pld_slice (in %s): out of memory", name);
+  struct pld__tensor *sl = pld__host_keep(h, pld__malloc(sizeof *sl));
+  if (!sl)
     return bad;
-  }
   *sl = *t.p;
   sl->flags &= ~(unsigned)PLD__T_OWNED;
   size_t stride = t.p->nbytes / (size_t)t.p->shape[0];
@@ -83,8 +68,29 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
   sl->host_offset = t.p->host_offset + (size_t)index * stride;
   if (sl->data)
     sl->data = (char *)t.p->data + (size_t)index * stride;
-  h->slices[h->nslices++] = sl;
   return (pld_tensor){sl};
+}
+
+struct pld__tensor *pld__host_keep(struct pld__host *h,
+                                   struct pld__tensor *t) {
+  if (t && h->nslices == h->capslices) {
+    int cap = h->capslices ? 2 * h->capslices : 16;
+    struct pld__tensor **v =
+        pld__realloc(h->slices, (size_t)cap * sizeof *h->slices);
+    if (!v) {
+      pld__free(t);
+      t = NULL;
+    } else {
+      h->slices = v;
+      h->capslices = cap;
+    }
+  }
+  if (!t) {
+    pld__hfail(h, PLD_ERR_NOMEM, "%s: out of memory", h->prog->host.sig->name);
+    return NULL;
+  }
+  h->slices[h->nslices++] = t;
+  return t;
 }
 
 int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
@@ -96,18 +102,18 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
   const char *name = p->host.sig->name;
   const pld_signature *sig = fn.sig;
   if (!sig || sig->level != PLD_LEVEL_DEVICE || !fn.entry)
-    return hfail(h, PLD_ERR_ARG,
+    return pld__hfail(h, PLD_ERR_ARG,
                  "pld_dispatch (in %s): fn: expected a function declared with "
                  "PLD_DEVICE, got %s",
                  name, sig ? pld__level_name(sig->level) : "an empty descriptor");
   const pld_arg *r = &argv[0];
   if (r->kind != PLD_ARG_SCALAR || r->dtype == PLD_FP32 ||
       r->dtype == PLD_FP64 || r->dtype == PLD_DTYPE_COUNT)
-    return hfail(h, PLD_ERR_ARG,
+    return pld__hfail(h, PLD_ERR_ARG,
                  "pld_dispatch (in %s): rank: expected an integer, got a %s",
                  name, r->kind == PLD_ARG_TENSOR ? "tensor" : "float");
   if (r->v.i < 0 || r->v.i >= p->nranks)
-    return hfail(h, PLD_ERR_ARG,
+    return pld__hfail(h, PLD_ERR_ARG,
                  "pld_dispatch (in %s): rank: expected [0, %d) (the world "
                  "size), got %lld",
                  name, p->nranks, (long long)r->v.i);
@@ -117,7 +123,7 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
     struct pld__dispatch *v =
         pld__realloc(h->disps, (size_t)cap * sizeof *h->disps);
     if (!v)
-      return hfail(h, PLD_ERR_NOMEM, "pld_dispatch (in %s): out of memory",
+      return pld__hfail(h, PLD_ERR_NOMEM, "pld_dispatch (in %s): out of memory",
                    name);
     h->disps = v;
     h->capdisps = cap;
@@ -130,18 +136,23 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
   if (st)
     return h->status = st;
   for (int i = 0; i < sig->nparams; i++) {
-    if (d->argv[i].kind != PLD_ARG_TENSOR)
+    if (d->argv[i].kind == PLD_ARG_SCALAR)
       continue;
     const struct pld__tensor *t = d->argv[i].v.t;
-    if (t->host_arg < 0)
-      return hfail(h, PLD_ERR_ARG,
+    if ((t->flags & PLD__T_WINDOW) &&
+        (st = pld__windows_member(p, t->win_buf, rank)))
+      return pld__hfail(h, st, "%s", pld_last_error());
+    if (!(t->flags & PLD__T_WINDOW) && t->host_arg < 0)
+      return pld__hfail(h, PLD_ERR_ARG,
                    "%s: %s: parameter '%s' (%d of %d): expected a parameter of "
                    "%s or a slice of one, got another tensor",
                    what, sig->name, sig->params[i].name, i + 1, sig->nparams,
                    name);
+    /* Keep a copy: t lives only as long as the trace, and the dispatch
+     * array moves as it grows, so the plan reads d->t[i] by index. */
     d->t[i] = *t;
     d->t[i].data = NULL;
-    d->argv[i].v.t = &d->t[i];
+    d->argv[i].v.t = NULL;
   }
   d->rank = rank;
   d->fn = fn;
@@ -222,6 +233,8 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   pl->nranks = p->nranks;
   pl->plat = p->plat;
   pl->dims = &p->dims;
+  pl->lay = &p->lay;
+  pl->comms = p->comms;
   for (int i = 0; i < h->ndisps; i++)
     if (h->disps[i].rank == rank)
       pl->ncalls++;
@@ -242,14 +255,20 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
     for (int a = 0; a < d->argc; a++) {
       struct pld__call_arg *ca = &call->args[a];
       ca->buf = -1;
-      if (d->argv[a].kind != PLD_ARG_TENSOR) {
+      ca->win_buf = -1;
+      if (d->argv[a].kind == PLD_ARG_SCALAR) {
         ca->scalar = d->argv[a];
         continue;
       }
-      const struct pld__tensor *t = d->argv[a].v.t;
+      const struct pld__tensor *t = &d->t[a];
       ca->dtype = t->dtype;
       ca->ndim = t->ndim;
       memcpy(ca->shape, t->shape, sizeof ca->shape);
+      if (t->flags & PLD__T_WINDOW) {
+        ca->win_buf = t->win_buf;
+        ca->win_offset = t->win_offset;
+        continue;
+      }
       int st = plan_buffer(p, pl, t, d->fn.sig->params[a].dir, &ca->buf);
       if (st)
         return st;
@@ -295,19 +314,9 @@ static int trace_devices(struct pld_program *p) {
       const pld_signature *sig = call->fn.sig;
       struct pld__tensor tensors[32];
       pld_arg argv[32];
-      for (int i = 0; i < call->argc; i++) {
-        const struct pld__call_arg *ca = &call->args[i];
-        if (ca->buf < 0) {
-          argv[i] = ca->scalar;
-          continue;
-        }
-        pld__tensor_init(&tensors[i], "pld_compile", ca->dtype, ca->ndim,
-                         ca->shape);
-        tensors[i].flags = PLD__T_TRACE;
-        tensors[i].dir = sig->params[i].dir;
-        tensors[i].name = sig->params[i].name;
-        argv[i] = pld__arg_tensor((pld_tensor){&tensors[i]});
-      }
+      for (int i = 0; i < call->argc; i++)
+        argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i],
+                                       pl, NULL, NULL, &tensors[i]);
       struct pld__aicpu a;
       memset(&a, 0, sizeof a);
       a.trace = 1;
@@ -444,6 +453,8 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
     st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
     goto release;
   }
+  if ((st = pld__windows_plan(p)))
+    goto release;
   for (int r = 0; r < p->nranks && st == PLD_OK; r++)
     st = plan_rank(p, &h, r);
 release:
@@ -468,6 +479,10 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
     return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
   p->host = host;
   p->plat = plat;
+  p->wait_timeout_ns =
+      (cfg->wait_timeout_ms > 0 ? cfg->wait_timeout_ms
+                                : pld__tunables()->PLD_WAIT_TIMEOUT_MS) *
+      (int64_t)1000000;
   p->nranks = cfg->ndevices;
   p->device_ids = pld__calloc((size_t)cfg->ndevices, sizeof *p->device_ids);
   if (!p->device_ids) {

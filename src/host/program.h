@@ -14,8 +14,17 @@ struct pld__dispatch {
   int rank;
   pld_device_fn fn;
   int argc;
-  pld_arg argv[32];                 /* normalized; tensors point into t */
+  pld_arg argv[32];                 /* normalized scalars (kind for all) */
   struct pld__tensor t[32];         /* copies of the tensor arguments */
+};
+
+/* A window buffer, as pld_window_alloc made it. */
+struct pld__winbuf {
+  int id;
+  size_t bytes; /* asked for: views must fit these */
+  size_t phys;  /* each copy: at least 4 KiB */
+  unsigned char *member; /* [rank]: the rank received a view */
+  unsigned invalid; /* the result of a failed call */
 };
 
 struct pld__host {
@@ -40,6 +49,16 @@ struct pld_program {
   struct pld__dims dims;
   struct pld__devplan *plans; /* per rank */
   char *artifact_dir;
+  int64_t wait_timeout_ns;
+
+  /* Window buffers and their domains. */
+  int nwinbufs;
+  struct pld__winbuf **winbufs;
+  unsigned char *member;     /* [buf * nranks + rank]: rank has a view */
+  struct pld__comm *comms;   /* [buf * nranks + rank] */
+  int *comm_members;         /* [buf * nranks + i]: world rank of domain rank i */
+  struct pld__winlayout lay;
+  unsigned char *region;     /* the windows' shared region, while started */
 
   /* Device processes, from the first run (or prepare) to destroy. */
   struct pld__device *devs;
@@ -55,5 +74,20 @@ int pld__artifacts_write(struct pld_program *p, const char *dir);
 
 /* Frees the plans (device processes must be stopped). */
 void pld__plans_free(struct pld_program *p);
+
+/* Window buffers: records that `rank` receives a view of buf; after the
+ * trace, numbers every domain and lays the copies out; frees them. */
+int pld__windows_member(struct pld_program *p, int buf, int rank);
+int pld__windows_plan(struct pld_program *p);
+void pld__windows_free(struct pld_program *p);
+
+/* Fails the host function being traced (first failure wins). */
+int pld__hfail(struct pld__host *h, int status, const char *fmt, ...)
+    PLD__PRINTF(3, 4);
+
+/* Keeps t (a view made while tracing) until the trace ends.  Returns t, or
+ * NULL after recording PLD_ERR_NOMEM. */
+struct pld__tensor *pld__host_keep(struct pld__host *h,
+                                   struct pld__tensor *t);
 
 #endif

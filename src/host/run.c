@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "core/alloc.h"
@@ -43,9 +44,12 @@ static void kill_devices(struct pld_program *p) {
   for (int r = 0; r < p->nranks; r++)
     reap(&p->devs[r], 1);
   pld__devices_unmap(p->devs, p->nranks, p->world);
+  if (p->region)
+    munmap(p->region, p->lay.total);
   pld__free(p->devs);
   p->devs = NULL;
   p->world = NULL;
+  p->region = NULL;
   p->started = 0;
 }
 
@@ -121,9 +125,21 @@ int pld_program_prepare(pld_program *p) {
     return st;
   }
   p->started = 1;
+  /* The windows' region: every device process inherits it. */
+  void *region = mmap(NULL, p->lay.total, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) {
+    int e = errno;
+    kill_devices(p);
+    return pld__fail(PLD_ERR_SYSTEM,
+                     "pld_program_prepare: mmap of %zu bytes of windows: %s",
+                     p->lay.total, strerror(e));
+  }
+  p->region = region;
   fflush(NULL); /* nothing buffered is written twice */
   for (int r = 0; r < p->nranks; r++) {
-    st = pld__device_spawn(p->devs, p->nranks, r, &p->plans[r], p->world);
+    st = pld__device_spawn(p->devs, p->nranks, r, &p->plans[r], p->world,
+                           p->region);
     if (st) {
       kill_devices(p);
       return st;
@@ -213,6 +229,136 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
   }
 }
 
+/* ---- the deadlock and wait-timeout watch --------------------------------- */
+
+/* How long a quiet state must last, unchanged, to be called a deadlock. */
+#define QUIET_NS 50000000 /* 50 ms */
+
+struct watch {
+  int quiet;          /* the last look found every device quiet */
+  int64_t quiet_since;
+  uint32_t progress;  /* world progress then */
+  int done;           /* devices done then */
+};
+
+static int slot_satisfied(const struct pld_program *p, int r,
+                          const struct pld__waitslot *w, int32_t *value) {
+  *value = pld__shm_peek(p->region, &p->lay, w->buf, r, w->off);
+  return w->cmp == PLD_WAIT_EQ ? *value == w->expected : *value >= w->expected;
+}
+
+/* Every device is finished, or has its AICPU waiting for its tasks, no
+ * block running outside a wait and none ready to start; at least one wait
+ * is blocked and none of them could return now. */
+static int all_quiet(const struct pld_program *p, const uint32_t *posted,
+                     int *ndone) {
+  int waits = 0;
+  *ndone = 0;
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    if (atomic_load(&c->done_seq) == posted[r]) {
+      (*ndone)++;
+      continue;
+    }
+    if (atomic_load(&c->aicpu_busy) || atomic_load(&c->running) > 0 ||
+        atomic_load(&c->queued) > 0)
+      return 0;
+    for (int i = 0; i < PLD__MAX_CORES; i++) {
+      const struct pld__waitslot *w = &c->waits[i];
+      int32_t v;
+      if (!atomic_load_explicit(&w->waiting, memory_order_acquire))
+        continue;
+      if (slot_satisfied(p, r, w, &v))
+        return 0;
+      waits++;
+    }
+  }
+  return waits > 0;
+}
+
+/* The report: every blocked wait, and the ranks already finished. */
+static int report_waits(struct pld_program *p, const uint32_t *posted,
+                        int status, const char *head) {
+  static _Thread_local char msg[PLD__MSG_MAX];
+  size_t n = pld__catf(msg, sizeof msg, "pld_program_run: %s", head);
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    for (int i = 0; i < PLD__MAX_CORES; i++) {
+      const struct pld__waitslot *w = &c->waits[i];
+      int32_t v;
+      if (!atomic_load_explicit(&w->waiting, memory_order_acquire))
+        continue;
+      slot_satisfied(p, r, w, &v);
+      n += pld__catf(msg + n, sizeof msg - n,
+                     "\n  rank %d (device %d): kernel %s on %s core %d (block "
+                     "%d of %d) waits on window '%s' (buffer #%d) cell [",
+                     r, p->device_ids[r], w->kernel,
+                     pld__core_type_name((pld_core_type)w->core_type), w->core,
+                     w->block, w->blocks, w->window, w->buf);
+      for (int d = 0; d < w->ndim; d++)
+        n += pld__catf(msg + n, sizeof msg - n, d ? ", %lld" : "%lld",
+                       (long long)w->idx[d]);
+      n += pld__catf(msg + n, sizeof msg - n,
+                     "] %s %d; it holds %d; waiting for %.1f ms",
+                     w->cmp == PLD_WAIT_EQ ? "==" : ">=", (int)w->expected,
+                     (int)v, (double)(pld__now_ns() - w->since_ns) / 1e6);
+    }
+  }
+  n += pld__catf(msg + n, sizeof msg - n, "\n  ranks already finished:");
+  int any = 0;
+  for (int r = 0; r < p->nranks; r++)
+    if (atomic_load(&p->devs[r].ctl->done_seq) == posted[r]) {
+      n += pld__catf(msg + n, sizeof msg - n, " %d", r);
+      any = 1;
+    }
+  if (!any)
+    pld__catf(msg + n, sizeof msg - n, " none");
+  return pld__fail_msg(status, msg);
+}
+
+/* Looks once; returns PLD_OK, or the status of a deadlock or timeout with
+ * its report as the thread's message (the run is then being stopped). */
+static int watch_waits(struct pld_program *p, const uint32_t *posted,
+                       struct watch *wt) {
+  int64_t now = pld__now_ns();
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    if (atomic_load(&c->done_seq) == posted[r])
+      continue;
+    for (int i = 0; i < PLD__MAX_CORES; i++) {
+      const struct pld__waitslot *w = &c->waits[i];
+      if (atomic_load_explicit(&w->waiting, memory_order_acquire) &&
+          now - w->since_ns > p->wait_timeout_ns) {
+        char head[160];
+        pld__catf(head, sizeof head,
+                  "wait timeout: a wait was blocked longer than %lld ms "
+                  "(pld_config.wait_timeout_ms or PLD_WAIT_TIMEOUT_MS):",
+                  (long long)(p->wait_timeout_ns / 1000000));
+        return report_waits(p, posted, PLD_ERR_TIMEOUT, head);
+      }
+    }
+  }
+  int done;
+  if (!all_quiet(p, posted, &done)) {
+    wt->quiet = 0;
+    return PLD_OK;
+  }
+  uint32_t progress = atomic_load(&p->world->progress);
+  if (!wt->quiet || progress != wt->progress || done != wt->done) {
+    wt->quiet = 1;
+    wt->quiet_since = now;
+    wt->progress = progress;
+    wt->done = done;
+    return PLD_OK;
+  }
+  if (now - wt->quiet_since < QUIET_NS)
+    return PLD_OK;
+  return report_waits(p, posted, PLD_ERR_DEADLOCK,
+                      "deadlock: these waits can never be satisfied (every "
+                      "core of every device is finished or blocked in a wait, "
+                      "and nothing is in flight):");
+}
+
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   if (!p)
     return pld__fail(PLD_ERR_ARG, "pld_program_run: p: expected a program, "
@@ -224,8 +370,9 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     return st;
 
   struct pld__worldctl *w = p->world;
-  atomic_store(&w->abort, 0);
+  atomic_store(&w->abort, PLD__ABORT_NONE);
   atomic_store(&w->tickets, 0);
+  pld__shm_zero(p->region, &p->lay); /* windows start at zero every run */
   copy_slices(p, argv, 1);
   uint32_t seq[PLD_MAX_RANKS_INLINE];
   uint32_t *posted = p->nranks <= PLD_MAX_RANKS_INLINE
@@ -242,6 +389,9 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   int64_t spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
 
   int failed_rank = -1;
+  struct watch wt = {0, 0, 0, 0};
+  int watch_st = PLD_OK;
+  static _Thread_local char watch_msg[PLD__MSG_MAX];
   for (;;) {
     uint32_t ev = atomic_load_explicit(&w->event, memory_order_acquire);
     int done = 0;
@@ -262,17 +412,32 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     }
     if (done == p->nranks)
       break;
-    if (failed_rank >= 0)
-      atomic_store_explicit(&w->abort, 1, memory_order_release);
+    if (failed_rank >= 0 &&
+        atomic_load(&w->abort) == PLD__ABORT_NONE) {
+      atomic_store_explicit(&w->abort, PLD__ABORT_FAILED, memory_order_release);
+      pld__shm_wake_all(p->region, &p->lay);
+    }
+    if (!watch_st && (watch_st = watch_waits(p, posted, &wt))) {
+      /* Keep the report: it is the run's result, whatever the devices say
+       * when their waits are stopped. */
+      memcpy(watch_msg, pld_last_error(), sizeof watch_msg);
+      atomic_store_explicit(&w->abort,
+                            watch_st == PLD_ERR_DEADLOCK ? PLD__ABORT_DEADLOCK
+                                                         : PLD__ABORT_TIMEOUT,
+                            memory_order_release);
+      pld__shm_wake_all(p->region, &p->lay);
+    }
     int64_t t0 = pld__now_ns();
-    pld__event_wait(&w->event, ev, &w->event_sleepers, spin_ns, LIVENESS_NS,
-                    1);
+    pld__event_wait(&w->event, ev, &w->event_sleepers, spin_ns,
+                    wt.quiet ? QUIET_NS / 4 : LIVENESS_NS, 1);
     if (pld__now_ns() - t0 >= LIVENESS_NS && (dead = find_dead(p, 1)) >= 0) {
       st = device_died(p, dead);
       goto out;
     }
   }
-  if (failed_rank >= 0) {
+  if (watch_st) {
+    st = pld__fail_msg(watch_st, watch_msg);
+  } else if (failed_rank >= 0) {
     struct pld__devctl *c = p->devs[failed_rank].ctl;
     st = pld__fail_msg(c->status, c->msg);
   } else {
@@ -304,6 +469,7 @@ void pld_program_destroy(pld_program *p) {
     kill_devices(p);
   }
   pld__plans_free(p);
+  pld__windows_free(p);
   pld__free(p->device_ids);
   pld__free(p->args);
   pld__free(p->arg_meta);

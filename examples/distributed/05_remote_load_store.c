@@ -1,0 +1,96 @@
+/* Step 05: remote load and store - a ring shift.
+ *
+ * A rank reads or writes a peer's window one-sidedly: the peer takes no
+ * part.  What makes it safe is the barrier around it: nobody reads before
+ * everybody has staged, nobody goes on before everybody has written.
+ *
+ *   --mode load   stage x in my window; barrier; load the next rank's
+ *                 window: y[r] = x[(r + 1) % N]
+ *   --mode store  store x into the next rank's window; barrier; load my
+ *                 own: y[r] = x[(r - 1) % N]
+ *
+ *   05_remote_load_store -p a2a3sim -d 0,1 --mode load      prints OK
+ */
+#include "example.h"
+
+enum { N = 2, ROWS = 8, COLS = 32 };
+
+PLD_KERNEL(ring_shift, k,
+           PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS),
+           PLD_WINDOW(sig, INT32, N),
+           PLD_OUT(y, FP32, ROWS, COLS),
+           PLD_SCALAR(store_mode, BOOL))
+{
+  pld_comm comm = pld_get_comm(data);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  int32_t next = (me + 1) % n;
+  pld_tile *t = pld_load(k, x, 0, 0, ROWS, COLS);
+  if (store_mode) {
+    pld_remote_store(k, t, data, next, 0, 0, PLD_ATOMIC_NONE);
+    pld_barrier(k, sig); /* every rank's data has landed */
+    pld_tile *mine = pld_load(k, pld_local(data), 0, 0, ROWS, COLS);
+    pld_store(k, mine, y, 0, 0);
+  } else {
+    pld_store(k, t, pld_local(data), 0, 0);
+    pld_barrier(k, sig); /* every rank has staged its data */
+    pld_tile *theirs = pld_remote_load(k, data, next, 0, 0, ROWS, COLS);
+    pld_store(k, theirs, y, 0, 0);
+    pld_barrier(k, sig); /* nobody leaves while a peer still reads */
+  }
+}
+
+PLD_DEVICE(ring_device, a,
+           PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS),
+           PLD_WINDOW(sig, INT32, N),
+           PLD_OUT(y, FP32, ROWS, COLS),
+           PLD_SCALAR(store_mode, BOOL))
+{
+  pld_launch(a, ring_shift, 1, x, data, sig, y, store_mode);
+}
+
+PLD_HOST(ring_host, h,
+         PLD_IN(x, FP32, N, ROWS, COLS),
+         PLD_OUT(y, FP32, N, ROWS, COLS),
+         PLD_SCALAR(store_mode, BOOL))
+{
+  pld_window_buf data =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(ROWS, COLS));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(N));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, ring_device, r, pld_slice(h, x, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(ROWS, COLS)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(N)),
+                 pld_slice(h, y, r), store_mode);
+}
+
+int main(int argc, char **argv) {
+  struct example ex;
+  example_init(&ex, argc, argv, N, N);
+  const char *mode = ex.mode ? ex.mode : "load";
+  if (strcmp(mode, "load") && strcmp(mode, "store")) {
+    fprintf(stderr, "%s: --mode: expected load or store, got '%s'\n", ex.name,
+            mode);
+    return 2;
+  }
+  bool store_mode = strcmp(mode, "store") == 0;
+  const int64_t shape[] = {N, ROWS, COLS};
+  pld_tensor x = example_tensor(&ex, 3, shape, 1);
+  pld_tensor y = example_tensor(&ex, 3, shape, 0);
+
+  example_run(&ex, ring_host, x, y, store_mode);
+
+  /* load: y[r] = x[(r + 1) % N]; store: y[r] = x[(r - 1) % N]. */
+  float want[N * ROWS * COLS];
+  const float *xs = pld_tensor_data(x);
+  for (int r = 0; r < N; r++) {
+    int from = store_mode ? (r + N - 1) % N : (r + 1) % N;
+    memcpy(want + r * ROWS * COLS, xs + from * ROWS * COLS,
+           sizeof(float) * ROWS * COLS);
+  }
+  int bad = example_golden(&ex, y, want);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  return bad;
+}

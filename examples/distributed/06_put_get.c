@@ -1,0 +1,103 @@
+/* Step 06: put and get, paired with notify and wait.
+ *
+ * put pushes a local tensor region into a peer's window; get pulls a
+ * peer's window region into a local tensor.  Both are complete for the
+ * caller when they return, but the other side learns of them only by a
+ * signal: publish, then notify; wait, then read.
+ *
+ *   --mode put   put x into the next rank's window, notify it; wait for
+ *                the previous rank's notify, read my window:
+ *                y[r] = x[(r - 1) % N]
+ *   --mode get   stage x in my window, notify the previous rank (it reads
+ *                mine); wait for the next rank's notify, get its window:
+ *                y[r] = x[(r + 1) % N]; a last round of notifies keeps
+ *                every window alive until its reader is done.
+ *
+ *   06_put_get -p a2a3sim -d 0,1 --mode put      prints OK
+ */
+#include "example.h"
+
+enum { N = 2, ROWS = 64, COLS = 128 };
+
+/* Cells of the signal window: [0] "your data is ready", [1] "I am done
+ * reading yours". */
+PLD_KERNEL(put_get, k,
+           PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS),
+           PLD_WINDOW(sig, INT32, 2),
+           PLD_OUT(y, FP32, ROWS, COLS),
+           PLD_SCALAR(get_mode, BOOL))
+{
+  pld_comm comm = pld_get_comm(data);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  int32_t next = (me + 1) % n, prev = (me + n - 1) % n;
+  if (!get_mode) {
+    pld_put(k, data, next, x, NULL);                    /* publish ... */
+    pld_notify(k, sig, next, PLD_AT(0), 1, PLD_NOTIFY_ADD); /* ... then notify */
+    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);        /* prev's data is in */
+    pld_get(k, y, me, data, NULL);                       /* read my own copy */
+  } else {
+    pld_put(k, data, me, x, NULL);                      /* stage in my window */
+    pld_notify(k, sig, prev, PLD_AT(0), 1, PLD_NOTIFY_ADD); /* prev reads it */
+    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);        /* next's is staged */
+    pld_get(k, y, next, data, NULL);
+    pld_notify(k, sig, next, PLD_AT(1), 1, PLD_NOTIFY_ADD); /* done with it */
+    pld_wait(k, sig, PLD_AT(1), 1, PLD_WAIT_GE);        /* prev is done */
+  }
+}
+
+PLD_DEVICE(put_get_device, a,
+           PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS),
+           PLD_WINDOW(sig, INT32, 2),
+           PLD_OUT(y, FP32, ROWS, COLS),
+           PLD_SCALAR(get_mode, BOOL))
+{
+  pld_launch(a, put_get, 1, x, data, sig, y, get_mode);
+}
+
+PLD_HOST(put_get_host, h,
+         PLD_IN(x, FP32, N, ROWS, COLS),
+         PLD_OUT(y, FP32, N, ROWS, COLS),
+         PLD_SCALAR(get_mode, BOOL))
+{
+  pld_window_buf data =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(ROWS, COLS));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(2));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, put_get_device, r, pld_slice(h, x, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(ROWS, COLS)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(2)),
+                 pld_slice(h, y, r), get_mode);
+}
+
+int main(int argc, char **argv) {
+  struct example ex;
+  example_init(&ex, argc, argv, N, N);
+  const char *mode = ex.mode ? ex.mode : "put";
+  if (strcmp(mode, "put") && strcmp(mode, "get")) {
+    fprintf(stderr, "%s: --mode: expected put or get, got '%s'\n", ex.name,
+            mode);
+    return 2;
+  }
+  bool get_mode = strcmp(mode, "get") == 0;
+  const int64_t shape[] = {N, ROWS, COLS};
+  pld_tensor x = example_tensor(&ex, 3, shape, 1);
+  pld_tensor y = example_tensor(&ex, 3, shape, 0);
+
+  example_run(&ex, put_get_host, x, y, get_mode);
+
+  /* put: y[r] = x[(r - 1) % N]; get: y[r] = x[(r + 1) % N]. */
+  float *want = malloc(sizeof(float) * N * ROWS * COLS);
+  const float *xs = pld_tensor_data(x);
+  for (int r = 0; r < N; r++) {
+    int from = get_mode ? (r + 1) % N : (r + N - 1) % N;
+    memcpy(want + r * ROWS * COLS, xs + from * ROWS * COLS,
+           sizeof(float) * ROWS * COLS);
+  }
+  int bad = example_golden(&ex, y, want);
+  free(want);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  return bad;
+}

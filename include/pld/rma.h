@@ -1,0 +1,50 @@
+/* pld/rma.h: one-sided data movement between ranks of a window's domain.
+ * Kernels only.  None of these synchronises: pair them with notify / wait
+ * (pld/signal.h).  Windows are seen as matrices like tensors (pld/tile.h).
+ * Every access is checked against the peer's view; see pld/window.h. */
+#ifndef PLD_RMA_H
+#define PLD_RMA_H
+
+#include "pld/tile.h"
+#include "pld/window.h"
+
+/* Values are the original ABI's. */
+typedef enum pld_atomic { PLD_ATOMIC_NONE = 0, PLD_ATOMIC_ADD = 1 } pld_atomic;
+
+/* A rows x cols tile read from peer's copy of src at (row, col), in this
+ * core's tile memory.  NULL on failure (recorded in k). */
+pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
+                          int64_t row, int64_t col, int32_t rows,
+                          int32_t cols);
+
+/* Writes tile t into peer's copy of dst at (row, col); with
+ * PLD_ATOMIC_ADD, adds it element by element, atomically (FP32, FP16,
+ * BF16, INT32, INT16, INT8). */
+int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
+                     int32_t peer, int64_t row, int64_t col,
+                     pld_atomic atomic);
+
+/* The region of a put or get: (rows, cols) at (src_row, src_col) in the
+ * source and (dst_row, dst_col) in the destination; rows = cols = 0 means
+ * the whole source.  Transfers are staged through this core's tile memory,
+ * chunked when larger than it; `pipelined` alternates two staging
+ * buffers. */
+typedef struct pld_xfer {
+  int64_t dst_row, dst_col, src_row, src_col;
+  int32_t rows, cols;
+  pld_atomic atomic; /* put only */
+  int pipelined;
+} pld_xfer;
+
+/* Pushes src (a plain tensor or pld_local of a window) into peer's copy of
+ * dst.  opt may be NULL (whole tensor, at the origin).  Complete for the
+ * caller when it returns. */
+int pld_put(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
+            const pld_xfer *opt);
+
+/* Pulls peer's copy of src into dst (a plain tensor or pld_local of a
+ * window). */
+int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
+            const pld_xfer *opt);
+
+#endif /* PLD_RMA_H */

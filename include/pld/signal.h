@@ -1,0 +1,41 @@
+/* pld/signal.h: ordering between ranks - notify and wait on INT32 cells of
+ * a window.  Kernels only.
+ *
+ * Ordering: everything a kernel wrote to peers' windows (remote stores,
+ * puts) before a notify is visible to a peer once its wait on that notify
+ * returns (release / acquire), on every fabric.  Counters only grow by
+ * notifies: nothing resets a cell but an explicit write (Set) or a
+ * collective's epilogue.  Never mix Set and AtomicAdd on one cell.
+ *
+ * A wait that can never return is not waited out: when every core of every
+ * device is finished or blocked in a wait and nothing is in flight, the run
+ * stops within a second with PLD_ERR_DEADLOCK and a report of each blocked
+ * wait (rank, device, kernel, core, window, cell, comparison, the value the
+ * cell holds, the ranks already finished).  A wait pending longer than the
+ * limit (PLD_WAIT_TIMEOUT_MS) is reported the same way, PLD_ERR_TIMEOUT.
+ */
+#ifndef PLD_SIGNAL_H
+#define PLD_SIGNAL_H
+
+#include "pld/window.h"
+
+/* Values are the original ABI's. */
+typedef enum pld_notify_op { PLD_NOTIFY_ADD = 0, PLD_NOTIFY_SET = 1 } pld_notify_op;
+typedef enum pld_wait_cmp { PLD_WAIT_EQ = 0, PLD_WAIT_GE = 1 } pld_wait_cmp;
+
+/* On peer's copy of sig[idx] (an INT32 cell): add value (signed; a notify
+ * to this rank's own number hits its own cell) or set it.  idx is given
+ * with PLD_AT(i, j, ...).  Returns PLD_OK, PLD_ERR_ARG (not an INT32
+ * window), PLD_ERR_BOUNDS (peer or cell outside), or an earlier failure. */
+int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
+               const int64_t *idx, int32_t value, pld_notify_op op);
+
+/* Blocks until this rank's sig[idx] == expected (PLD_WAIT_EQ) or >=
+ * expected (PLD_WAIT_GE).  Other cores keep running meanwhile.  Returns
+ * PLD_OK, PLD_ERR_ARG, PLD_ERR_BOUNDS, PLD_ERR_DEADLOCK or PLD_ERR_TIMEOUT
+ * (the run's report says which waits), PLD_ERR_ABORTED (another rank
+ * failed). */
+int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
+             int32_t expected, pld_wait_cmp cmp);
+
+#endif /* PLD_SIGNAL_H */

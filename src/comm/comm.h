@@ -1,0 +1,110 @@
+/* comm/comm.h: what crosses devices, as kernels see it.  Windows, comm
+ * contexts, and the operations table every fabric implements (the shared-
+ * memory one in fabric/shm.c; an MPI one for several machines fits the
+ * same table), plus the wait bookkeeping the host reads to find deadlocks.
+ * Kernels, collectives and the device layer use only what is here. */
+#ifndef PLD_COMM_COMM_H
+#define PLD_COMM_COMM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/kctx.h"
+#include "core/tensor.h"
+#include "pld/signal.h"
+
+/* A rank's view of a window buffer's comm domain. */
+struct pld__comm {
+  int buf;            /* window buffer id */
+  int rank, nranks;   /* this rank's number in the domain, domain size */
+  const int *members; /* world rank of each domain rank */
+};
+
+struct pld__fabric;
+
+/* How bytes and signals cross devices.  Peers are world ranks; offsets are
+ * bytes into the peer's copy of the buffer.  Every call has been bounds-
+ * checked by the comm layer already.  Calls return PLD_OK or a failure
+ * with its message set (pld__fail). */
+struct pld__fabric_ops {
+  const char *name;
+  /* This rank's copy of buffer buf. */
+  void *(*local)(struct pld__fabric *f, int buf);
+  int (*write)(struct pld__fabric *f, int buf, int peer, size_t off,
+               const void *src, size_t n);
+  int (*read)(struct pld__fabric *f, int buf, int peer, size_t off, void *dst,
+              size_t n);
+  /* peer[off..] += src element by element, each add atomic. */
+  int (*accumulate)(struct pld__fabric *f, int buf, int peer, size_t off,
+                    const void *src, size_t count, pld_dtype dtype);
+  /* On peer's INT32 cell: add or set, with release semantics (everything
+   * this rank wrote before is visible to whoever acquires the cell), then
+   * wake the peer's waiters. */
+  int (*signal)(struct pld__fabric *f, int buf, int peer, size_t off,
+                int32_t value, pld_notify_op op);
+  /* This rank's INT32 cell, with acquire semantics. */
+  int32_t (*cell)(struct pld__fabric *f, int buf, size_t off);
+  /* The count of signals delivered to this rank so far, and a sleep until
+   * it differs from `seen` (after polling spin_ns), at most timeout_ns. */
+  uint32_t (*events)(struct pld__fabric *f);
+  void (*wait_events)(struct pld__fabric *f, uint32_t seen, int64_t spin_ns,
+                      int64_t timeout_ns);
+};
+
+struct pld__fabric {
+  const struct pld__fabric_ops *ops;
+  int rank; /* world rank of this device */
+};
+
+/* One core's wait, published for the host's deadlock watch. */
+struct pld__waitslot {
+  _Atomic int waiting; /* 1 while the core is blocked in pld_wait */
+  int buf;
+  size_t off;
+  int cmp;
+  int32_t expected;
+  int core_type, core, block, blocks;
+  int ndim;
+  int64_t idx[PLD_MAX_DIMS];
+  int64_t since_ns;
+  char kernel[48];
+  char window[48];
+};
+
+/* The most cores a device has (a5: 36 AIC + 72 AIV). */
+#define PLD__MAX_CORES 128
+
+/* Everything a device's cores need for communication. */
+struct pld__comm_env {
+  struct pld__fabric *fabric;
+  _Atomic uint32_t *abort;    /* the run is being stopped (world) */
+  _Atomic uint32_t *progress; /* bumped by every signal (world) */
+  _Atomic int32_t *running;   /* blocks of this device running, not waiting */
+  _Atomic int32_t *queued;    /* blocks ready but not started */
+  _Atomic int32_t *aicpu_busy; /* the AICPU runs device-function code */
+  struct pld__waitslot *slots; /* PLD__MAX_CORES, by core slot */
+  int64_t spin_ns;
+};
+
+/* Values of the abort word. */
+enum { PLD__ABORT_NONE = 0, PLD__ABORT_FAILED = 1, PLD__ABORT_DEADLOCK = 2,
+       PLD__ABORT_TIMEOUT = 3 };
+
+/* Checks that w is a window usable by remote operations from core c, and
+ * for peer >= 0 that peer is in its domain.  On failure records it in c
+ * (fn names the calling function) and returns the status. */
+int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
+                   int32_t peer);
+
+/* Checks a (row, col, rows, cols) region against the matrix view of a
+ * tensor or window; `what` names it in the message ("window 'x' of peer
+ * 1"). */
+int pld__region_check(struct pld__core *c, const char *fn,
+                      const struct pld__tensor *t, const char *what,
+                      int64_t row, int64_t col, int64_t rows, int64_t cols);
+
+/* "window 'sig' (buffer #2)" into buf. */
+size_t pld__win_str(char *buf, size_t cap, const struct pld__tensor *w);
+
+#endif

@@ -1,0 +1,139 @@
+/* comm/signal.c: notify and wait on INT32 cells of windows. */
+#include <stdio.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/futex.h"
+
+/* The byte offset of sig[idx] in its buffer, after checking the window's
+ * dtype and the index. */
+static int cell_offset(struct pld__core *c, const char *fn, pld_window sig,
+                       int32_t peer, int n, const int64_t *idx, size_t *off) {
+  int st = pld__win_check(c, fn, sig, peer);
+  if (st)
+    return st;
+  const struct pld__tensor *w = sig.p;
+  char ws[128];
+  pld__win_str(ws, sizeof ws, w);
+  if (w->dtype != PLD_INT32)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s is %s: signals are INT32 cells", ws,
+                      pld_dtype_name(w->dtype));
+  if (n != w->ndim || !idx)
+    return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                      "%s has %d dimension%s, got an index of %d", ws, w->ndim,
+                      w->ndim == 1 ? "" : "s", n);
+  size_t linear = 0;
+  for (int d = 0; d < n; d++) {
+    if (idx[d] < 0 || idx[d] >= w->shape[d]) {
+      char ts[128];
+      pld__tensor_str(ts, sizeof ts, w);
+      return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                        "%s%s%d: index %lld of dimension %d outside %s", ws,
+                        peer >= 0 ? " of peer " : "", peer >= 0 ? (int)peer : 0,
+                        (long long)idx[d], d, ts);
+    }
+    linear = linear * (size_t)w->shape[d] + (size_t)idx[d];
+  }
+  *off = w->win_offset + linear * sizeof(int32_t);
+  return PLD_OK;
+}
+
+int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
+               const int64_t *idx, int32_t value, pld_notify_op op) {
+  struct pld__core *c = k.p;
+  if (c->status)
+    return c->status;
+  if (peer < 0)
+    return pld__kfail(c, PLD_ERR_BOUNDS, "pld_notify",
+                      "peer %d: expected a rank of the window's domain",
+                      (int)peer);
+  if (op != PLD_NOTIFY_ADD && op != PLD_NOTIFY_SET)
+    return pld__kfail(c, PLD_ERR_ARG, "pld_notify",
+                      "op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got %d",
+                      (int)op);
+  size_t off;
+  int st = cell_offset(c, "pld_notify", sig, peer, n, idx, &off);
+  if (st)
+    return st;
+  const struct pld__comm_env *env = c->env;
+  st = env->fabric->ops->signal(env->fabric, sig.p->win_buf,
+                                sig.p->comm->members[peer], off, value, op);
+  if (st)
+    return pld__kfail(c, st, "pld_notify", "%s", pld_last_error());
+  atomic_fetch_add_explicit(env->progress, 1, memory_order_relaxed);
+  return PLD_OK;
+}
+
+static int satisfied(int32_t v, int32_t expected, pld_wait_cmp cmp) {
+  return cmp == PLD_WAIT_EQ ? v == expected : v >= expected;
+}
+
+static void copy_name(char *dst, size_t cap, const char *src) {
+  snprintf(dst, cap, "%s", src ? src : "?");
+}
+
+int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
+             int32_t expected, pld_wait_cmp cmp) {
+  struct pld__core *c = k.p;
+  if (c->status)
+    return c->status;
+  if (cmp != PLD_WAIT_EQ && cmp != PLD_WAIT_GE)
+    return pld__kfail(c, PLD_ERR_ARG, "pld_wait",
+                      "cmp: expected PLD_WAIT_EQ or PLD_WAIT_GE, got %d",
+                      (int)cmp);
+  size_t off;
+  int st = cell_offset(c, "pld_wait", sig, -1, n, idx, &off);
+  if (st)
+    return st;
+  const struct pld__comm_env *env = c->env;
+  struct pld__fabric *f = env->fabric;
+  int buf = sig.p->win_buf;
+  if (satisfied(f->ops->cell(f, buf, off), expected, cmp))
+    return PLD_OK;
+
+  /* Publish the wait for the host's deadlock watch, then stop counting as
+   * running. */
+  struct pld__waitslot *w = &env->slots[c->slot];
+  w->buf = buf;
+  w->off = off;
+  w->cmp = (int)cmp;
+  w->expected = expected;
+  w->core_type = (int)c->spec.type;
+  w->core = c->spec.index;
+  w->block = (int)c->block_idx;
+  w->blocks = (int)c->block_num;
+  w->ndim = n;
+  memcpy(w->idx, idx, (size_t)n * sizeof *idx);
+  w->since_ns = pld__now_ns();
+  copy_name(w->kernel, sizeof w->kernel, c->kernel);
+  copy_name(w->window, sizeof w->window, sig.p->name);
+  atomic_store_explicit(&w->waiting, 1, memory_order_release);
+  atomic_fetch_sub(env->running, 1);
+
+  uint32_t why = PLD__ABORT_NONE;
+  for (;;) {
+    uint32_t seen = f->ops->events(f);
+    if (satisfied(f->ops->cell(f, buf, off), expected, cmp))
+      break;
+    why = atomic_load_explicit(env->abort, memory_order_acquire);
+    if (why != PLD__ABORT_NONE)
+      break;
+    /* The timeout only bounds the sleep: the abort word is checked again. */
+    f->ops->wait_events(f, seen, env->spin_ns, 50 * (int64_t)1000000);
+  }
+  atomic_fetch_add(env->running, 1);
+  atomic_store_explicit(&w->waiting, 0, memory_order_release);
+  if (why == PLD__ABORT_NONE)
+    return PLD_OK;
+  char ws[128];
+  pld__win_str(ws, sizeof ws, sig.p);
+  return pld__kfail(c,
+                    why == PLD__ABORT_DEADLOCK ? PLD_ERR_DEADLOCK
+                    : why == PLD__ABORT_TIMEOUT ? PLD_ERR_TIMEOUT
+                                                : PLD_ERR_ABORTED,
+                    "pld_wait", "stopped waiting on %s: %s", ws,
+                    why == PLD__ABORT_DEADLOCK  ? "the run deadlocked"
+                    : why == PLD__ABORT_TIMEOUT ? "a wait timed out"
+                                                : "another rank failed");
+}

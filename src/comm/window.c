@@ -1,0 +1,73 @@
+/* comm/window.c: comm contexts and the checks every remote access makes. */
+#include "comm/comm.h"
+
+#include "core/error.h"
+
+pld_comm pld_get_comm(pld_window w) {
+  pld_comm c = {w.p ? w.p->comm : NULL};
+  return c;
+}
+
+int32_t pld_rank(pld_core k, pld_comm c) {
+  if (!c.p) {
+    pld__kfail(k.p, PLD_ERR_ARG, "pld_rank",
+               "comm: expected the context of a window, got none");
+    return 0;
+  }
+  return c.p->rank;
+}
+
+int32_t pld_nranks(pld_core k, pld_comm c) {
+  if (!c.p) {
+    pld__kfail(k.p, PLD_ERR_ARG, "pld_nranks",
+               "comm: expected the context of a window, got none");
+    return 0;
+  }
+  return c.p->nranks;
+}
+
+size_t pld__win_str(char *buf, size_t cap, const struct pld__tensor *w) {
+  return pld__catf(buf, cap, "window '%s' (buffer #%d)",
+                   w->name ? w->name : "?", w->win_buf);
+}
+
+int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
+                   int32_t peer) {
+  if (c->status)
+    return c->status;
+  if (!w.p || !(w.p->flags & PLD__T_WINDOW) || !w.p->comm)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "expected a window tensor with a comm context, got %s",
+                      !w.p ? "NULL" : "a plain tensor (peers cannot reach it)");
+  if (!c->env || !c->env->fabric)
+    return pld__kfail(c, PLD_ERR_STATE, fn, "no fabric on this device");
+  if (peer >= 0 && peer >= w.p->comm->nranks) {
+    char ws[128];
+    pld__win_str(ws, sizeof ws, w.p);
+    return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                      "%s: peer %d outside its domain of %d rank%s (peers are "
+                      "0 to %d)",
+                      ws, (int)peer, w.p->comm->nranks,
+                      w.p->comm->nranks == 1 ? "" : "s",
+                      w.p->comm->nranks - 1);
+  }
+  return PLD_OK;
+}
+
+int pld__region_check(struct pld__core *c, const char *fn,
+                      const struct pld__tensor *t, const char *what,
+                      int64_t row, int64_t col, int64_t rows, int64_t cols) {
+  int64_t trows = pld__tensor_rows(t), tcols = pld__tensor_cols(t);
+  if (rows <= 0 || cols <= 0 || row < 0 || col < 0 || row > trows - rows ||
+      col > tcols - cols) {
+    char ts[128];
+    pld__tensor_str(ts, sizeof ts, t);
+    return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                      "%s: rows [%lld, %lld) cols [%lld, %lld) outside %s "
+                      "(a %lld x %lld matrix)",
+                      what, (long long)row, (long long)(row + rows),
+                      (long long)col, (long long)(col + cols), ts,
+                      (long long)trows, (long long)tcols);
+  }
+  return PLD_OK;
+}

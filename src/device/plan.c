@@ -1,0 +1,27 @@
+#include "device/plan.h"
+
+pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
+                             const pld_param *pm,
+                             const struct pld__devplan *pl,
+                             unsigned char *data, struct pld__fabric *f,
+                             struct pld__tensor *t) {
+  if (ca->buf < 0 && ca->win_buf < 0)
+    return ca->scalar;
+  pld__tensor_init(t, "pld runtime", ca->dtype, ca->ndim, ca->shape);
+  t->dir = pm->dir;
+  t->name = pm->name;
+  t->flags = data ? PLD__T_DEVICE : PLD__T_TRACE;
+  if (ca->win_buf >= 0) {
+    t->flags |= PLD__T_WINDOW;
+    t->win_buf = ca->win_buf;
+    t->win_offset = ca->win_offset;
+    t->comm = &pl->comms[(size_t)ca->win_buf * (size_t)pl->nranks +
+                         (size_t)pl->rank];
+    if (f)
+      t->data = (unsigned char *)f->ops->local(f, ca->win_buf) + ca->win_offset;
+    return pld__arg_window((pld_window){t});
+  }
+  if (data)
+    t->data = data + pl->bufs[ca->buf].offset;
+  return pld__arg_tensor((pld_tensor){t});
+}

@@ -1,0 +1,182 @@
+#include "fabric/shm.h"
+
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/futex.h"
+#include "tile/convert.h"
+
+struct bell {
+  _Atomic uint32_t count;
+  _Atomic uint32_t sleepers;
+};
+
+static struct bell *bell_of(unsigned char *region,
+                            const struct pld__winlayout *lay, int rank) {
+  return (struct bell *)(region + lay->bells + (size_t)rank * 64);
+}
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
+                        const size_t *phys, const unsigned char *member) {
+  memset(lay, 0, sizeof *lay);
+  lay->nranks = nranks;
+  lay->nbufs = nbufs;
+  lay->phys = pld__calloc((size_t)(nbufs > 0 ? nbufs : 1), sizeof *lay->phys);
+  lay->copy = pld__calloc((size_t)(nbufs > 0 ? nbufs : 1) * (size_t)nranks,
+                          sizeof *lay->copy);
+  if (!lay->phys || !lay->copy) {
+    pld__winlayout_release(lay);
+    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+  }
+  lay->bells = 0;
+  size_t at = round_up((size_t)nranks * 64, 4096);
+  for (int b = 0; b < nbufs; b++) {
+    lay->phys[b] = phys[b];
+    for (int r = 0; r < nranks; r++) {
+      size_t *c = &lay->copy[(size_t)b * (size_t)nranks + (size_t)r];
+      if (!member[(size_t)b * (size_t)nranks + (size_t)r]) {
+        *c = SIZE_MAX;
+        continue;
+      }
+      *c = at;
+      at += round_up(phys[b], 4096);
+    }
+  }
+  lay->total = at;
+  return PLD_OK;
+}
+
+void pld__winlayout_release(struct pld__winlayout *lay) {
+  pld__free(lay->phys);
+  pld__free(lay->copy);
+  lay->phys = NULL;
+  lay->copy = NULL;
+}
+
+static unsigned char *copy_of(struct pld__shm_fabric *f, int buf, int rank) {
+  return f->region + f->lay->copy[(size_t)buf * (size_t)f->lay->nranks +
+                                  (size_t)rank];
+}
+
+static void *shm_local(struct pld__fabric *fb, int buf) {
+  return copy_of((struct pld__shm_fabric *)fb, buf, fb->rank);
+}
+
+static int shm_write(struct pld__fabric *fb, int buf, int peer, size_t off,
+                     const void *src, size_t n) {
+  memcpy(copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, src, n);
+  return PLD_OK;
+}
+
+static int shm_read(struct pld__fabric *fb, int buf, int peer, size_t off,
+                    void *dst, size_t n) {
+  memcpy(dst, copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, n);
+  return PLD_OK;
+}
+
+/* Adds *v to the element at p atomically: a compare-and-swap on the
+ * aligned 32-bit word holding it, so 8- and 16-bit elements work too.
+ * Floats add in double and round once (the correctly rounded sum);
+ * integers wrap. */
+static void add_elem(unsigned char *p, const unsigned char *v, pld_dtype dt) {
+  uintptr_t a = (uintptr_t)p;
+  uint32_t *word = (uint32_t *)(a & ~(uintptr_t)3);
+  size_t shift = (size_t)(a & 3);
+  double add = pld__elem_get(dt, v);
+  uint32_t old = __atomic_load_n(word, __ATOMIC_RELAXED), nw;
+  do {
+    unsigned char bytes[4];
+    memcpy(bytes, &old, 4);
+    unsigned char *e = bytes + shift;
+    if (dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16)
+      pld__elem_set(dt, e, pld__elem_get(dt, e) + add);
+    else
+      pld__elem_wrap(dt, e, (int64_t)pld__elem_get(dt, e) + (int64_t)add);
+    memcpy(&nw, bytes, 4);
+  } while (!__atomic_compare_exchange_n(word, &old, nw, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+}
+
+static int shm_accumulate(struct pld__fabric *fb, int buf, int peer,
+                          size_t off, const void *src, size_t count,
+                          pld_dtype dtype) {
+  unsigned char *dst = copy_of((struct pld__shm_fabric *)fb, buf, peer) + off;
+  size_t es = pld_dtype_size(dtype);
+  for (size_t i = 0; i < count; i++)
+    add_elem(dst + i * es, (const unsigned char *)src + i * es, dtype);
+  return PLD_OK;
+}
+
+static int shm_signal(struct pld__fabric *fb, int buf, int peer, size_t off,
+                      int32_t value, pld_notify_op op) {
+  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+  int32_t *cell = (int32_t *)(copy_of(f, buf, peer) + off);
+  /* Sequentially consistent, so release too: the writes before it are
+   * visible to whoever reads the cell with acquire. */
+  if (op == PLD_NOTIFY_SET)
+    __atomic_store_n(cell, value, __ATOMIC_SEQ_CST);
+  else
+    __atomic_fetch_add(cell, value, __ATOMIC_SEQ_CST);
+  struct bell *b = bell_of(f->region, f->lay, peer);
+  pld__event_signal(&b->count, &b->sleepers, 1);
+  return PLD_OK;
+}
+
+static int32_t shm_cell(struct pld__fabric *fb, int buf, size_t off) {
+  const int32_t *cell =
+      (const int32_t *)(copy_of((struct pld__shm_fabric *)fb, buf, fb->rank) +
+                        off);
+  return __atomic_load_n(cell, __ATOMIC_ACQUIRE);
+}
+
+static uint32_t shm_events(struct pld__fabric *fb) {
+  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+  return atomic_load_explicit(&bell_of(f->region, f->lay, fb->rank)->count,
+                              memory_order_acquire);
+}
+
+static void shm_wait_events(struct pld__fabric *fb, uint32_t seen,
+                            int64_t spin_ns, int64_t timeout_ns) {
+  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+  struct bell *b = bell_of(f->region, f->lay, fb->rank);
+  pld__event_wait(&b->count, seen, &b->sleepers, spin_ns, timeout_ns, 1);
+}
+
+static const struct pld__fabric_ops shm_ops = {
+    "shm",      shm_local, shm_write,  shm_read,       shm_accumulate,
+    shm_signal, shm_cell,  shm_events, shm_wait_events};
+
+void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,
+                          const struct pld__winlayout *lay, int rank) {
+  f->base.ops = &shm_ops;
+  f->base.rank = rank;
+  f->region = region;
+  f->lay = lay;
+}
+
+void pld__shm_zero(unsigned char *region, const struct pld__winlayout *lay) {
+  for (int b = 0; b < lay->nbufs; b++)
+    for (int r = 0; r < lay->nranks; r++) {
+      size_t c = lay->copy[(size_t)b * (size_t)lay->nranks + (size_t)r];
+      if (c != SIZE_MAX)
+        memset(region + c, 0, lay->phys[b]);
+    }
+}
+
+int32_t pld__shm_peek(const unsigned char *region,
+                      const struct pld__winlayout *lay, int buf, int rank,
+                      size_t off) {
+  size_t c = lay->copy[(size_t)buf * (size_t)lay->nranks + (size_t)rank];
+  return __atomic_load_n((const int32_t *)(region + c + off), __ATOMIC_ACQUIRE);
+}
+
+void pld__shm_wake_all(unsigned char *region,
+                       const struct pld__winlayout *lay) {
+  for (int r = 0; r < lay->nranks; r++) {
+    struct bell *b = bell_of(region, lay, r);
+    atomic_fetch_add(&b->count, 1);
+    pld__futex_wake(&b->count, 1);
+  }
+}
