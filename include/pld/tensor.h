@@ -44,9 +44,10 @@ int64_t pld_tensor_numel(pld_tensor t);
 
 /* Element access on a device tensor from a kernel.  The value passes as a
  * double (exact for every dtype but INT64 beyond 2^53); pld_write converts
- * it to the tensor's dtype as pld_cast does.  An index of the wrong rank
- * or out of bounds, or a write to an In tensor, fails the kernel with
- * PLD_ERR_BOUNDS / PLD_ERR_ARG; pld_read then returns 0. */
+ * it to the tensor's dtype as pld_cast does (BOOL: any non-zero value is 1,
+ * 0 and NaN are 0).  An index of the wrong rank or out of bounds fails the
+ * kernel with PLD_ERR_BOUNDS; a NULL index or a write to an In tensor with
+ * PLD_ERR_ARG; pld_read then returns 0. */
 double pld_read(pld_core k, pld_tensor t, int n, const int64_t *idx);
 int pld_write(pld_core k, pld_tensor t, int n, const int64_t *idx, double v);
 

@@ -25,7 +25,15 @@
  * integer to integer saturates; integer to float rounds to nearest even.
  * Integer arithmetic wraps (two's complement); integer division truncates
  * toward zero and fails the kernel on a zero divisor.  exp, log, sqrt,
- * rsqrt and reciprocal take float tiles only.
+ * rsqrt and reciprocal take float tiles only (PLD_ERR_UNSUPPORTED
+ * otherwise).  Float reductions accumulate in double, integer ones in
+ * int64 (sums keep the low bits: the wrapping sum).
+ *
+ * Statuses: PLD_OK; PLD_ERR_ARG (NULL tile, shape or dtype mismatch, a
+ * store to an In tensor, integer division by zero); PLD_ERR_BOUNDS
+ * (outside a tensor); PLD_ERR_TILE_MEMORY; PLD_ERR_UNSUPPORTED (an op the
+ * dtype lacks); PLD_ERR_LEVEL (matmul on a vector core); PLD_ERR_NOMEM
+ * (matmul whose c is also a or b copies that operand to the heap).
  */
 #ifndef PLD_TILE_H
 #define PLD_TILE_H
@@ -42,7 +50,8 @@ pld_tile *pld_tile_new(pld_core k, pld_dtype dtype, int32_t rows,
                        int32_t cols);
 pld_tile *pld_full(pld_core k, pld_dtype dtype, int32_t rows, int32_t cols,
                    double value);
-/* Returns the tile's memory to the core.  NULL is a no-op. */
+/* Returns the tile's memory to the core.  NULL is a no-op.  Unlike the
+ * other calls it still frees after a failure, so cleanup code works. */
 void pld_tile_free(pld_core k, pld_tile *t);
 
 int32_t pld_tile_rows(const pld_tile *t);

@@ -30,6 +30,11 @@ static void peer_str(char *buf, size_t cap, const struct pld__tensor *w,
   pld__catf(buf + n, cap - n, " of peer %d", (int)peer);
 }
 
+static int read_rows(struct pld__core *c, const char *fn,
+                     const struct pld__tensor *w, int world, int64_t row,
+                     int64_t col, int64_t rows, int64_t cols,
+                     unsigned char *dst, size_t dst_stride);
+
 pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
                           int64_t row, int64_t col, int32_t rows,
                           int32_t cols) {
@@ -44,18 +49,10 @@ pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
   pld_tile *t = pld_tile_new(k, src.p->dtype, rows, cols);
   if (!t)
     return NULL;
-  struct pld__fabric *f = c->env->fabric;
-  int world = src.p->comm->members[peer];
-  size_t es = pld_dtype_size(src.p->dtype);
-  for (int32_t r = 0; r < rows; r++) {
-    int st = f->ops->read(f, src.p->win_buf, world, win_at(src.p, row + r, col),
-                          t->data + (size_t)r * t->row_bytes,
-                          (size_t)cols * es);
-    if (st) {
-      fabric_failed(c, fn, st);
-      pld_tile_free(k, t);
-      return NULL;
-    }
+  if (read_rows(c, fn, src.p, src.p->comm->members[peer], row, col, rows,
+                cols, t->data, t->row_bytes)) {
+    pld_tile_free(k, t);
+    return NULL;
   }
   return t;
 }
@@ -74,6 +71,11 @@ static int write_rows(struct pld__core *c, const char *fn,
                       pld_atomic atomic) {
   struct pld__fabric *f = c->env->fabric;
   size_t es = pld_dtype_size(w->dtype);
+  /* Whole rows on both sides: one transfer. */
+  if (src_stride == (size_t)cols * es && cols == pld__tensor_cols(w)) {
+    cols *= rows;
+    rows = 1;
+  }
   for (int64_t r = 0; r < rows; r++) {
     size_t off = win_at(w, row + r, col);
     const unsigned char *s = src + (size_t)r * src_stride;
@@ -82,6 +84,27 @@ static int write_rows(struct pld__core *c, const char *fn,
                                       (size_t)cols, w->dtype)
                  : f->ops->write(f, w->win_buf, world, off, s,
                                  (size_t)cols * es);
+    if (st)
+      return fabric_failed(c, fn, st);
+  }
+  return PLD_OK;
+}
+
+/* Reads rows x cols elements of peer's copy of window w at (row, col) into
+ * local memory of row stride dst_stride. */
+static int read_rows(struct pld__core *c, const char *fn,
+                     const struct pld__tensor *w, int world, int64_t row,
+                     int64_t col, int64_t rows, int64_t cols,
+                     unsigned char *dst, size_t dst_stride) {
+  struct pld__fabric *f = c->env->fabric;
+  size_t es = pld_dtype_size(w->dtype);
+  if (dst_stride == (size_t)cols * es && cols == pld__tensor_cols(w)) {
+    cols *= rows;
+    rows = 1;
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    int st = f->ops->read(f, w->win_buf, world, win_at(w, row + r, col),
+                          dst + (size_t)r * dst_stride, (size_t)cols * es);
     if (st)
       return fabric_failed(c, fn, st);
   }
@@ -194,6 +217,10 @@ static void xfer_release(pld_core k, struct xfer *x) {
 static void stage_copy(unsigned char *dst, size_t dst_stride,
                        const unsigned char *src, size_t src_stride,
                        int64_t rows, size_t row_bytes) {
+  if (dst_stride == row_bytes && src_stride == row_bytes) {
+    memcpy(dst, src, (size_t)rows * row_bytes);
+    return;
+  }
   for (int64_t r = 0; r < rows; r++)
     memcpy(dst + (size_t)r * dst_stride, src + (size_t)r * src_stride,
            row_bytes);
@@ -261,7 +288,6 @@ int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
   struct xfer x;
   if ((st = xfer_plan(c, k, fn, src.p, swhat, dst.p, dwhat, opt, &x)))
     return st;
-  struct pld__fabric *f = c->env->fabric;
   int world = src.p->comm->members[peer];
   size_t es = pld_dtype_size(src.p->dtype);
   size_t dst_stride = (size_t)pld__tensor_cols(dst.p) * es;
@@ -272,13 +298,8 @@ int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
       int64_t nc = x.cols - q < x.chunk_cols ? x.cols - q : x.chunk_cols;
       pld_tile *t = x.stage[which];
       which ^= 1;
-      for (int64_t i = 0; i < nr && !st; i++) {
-        st = f->ops->read(f, src.p->win_buf, world,
-                          win_at(src.p, x.src_row + r + i, x.src_col + q),
-                          t->data + (size_t)i * t->row_bytes, (size_t)nc * es);
-        if (st)
-          fabric_failed(c, fn, st);
-      }
+      st = read_rows(c, fn, src.p, world, x.src_row + r, x.src_col + q, nr, nc,
+                     t->data, t->row_bytes);
       if (!st)
         stage_copy(tensor_at(dst.p, x.dst_row + r, x.dst_col + q), dst_stride,
                    t->data, t->row_bytes, nr, (size_t)nc * es);
