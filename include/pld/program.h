@@ -32,9 +32,12 @@ typedef struct pld_config {
   /* A wait pending longer than this fails the run with PLD_ERR_TIMEOUT and
    * a report of the blocked waits.  0: PLD_WAIT_TIMEOUT_MS (see pld-env). */
   int64_t wait_timeout_ms;
+  /* Window buffers live as long as the program and start every run at
+   * zero; non-zero keeps their content from one run to the next. */
+  int keep_windows;
 } pld_config;
 
-#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL, 0}
+#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL, 0, 0}
 
 typedef struct pld_program pld_program;
 

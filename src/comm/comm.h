@@ -82,7 +82,6 @@ struct pld__comm_env {
   _Atomic uint32_t *progress; /* bumped by every signal (world) */
   _Atomic int32_t *running;   /* blocks of this device running, not waiting */
   _Atomic int32_t *queued;    /* blocks ready but not started */
-  _Atomic int32_t *aicpu_busy; /* the AICPU runs device-function code */
   struct pld__waitslot *slots; /* PLD__MAX_CORES, by core slot */
   int64_t spin_ns;
 };

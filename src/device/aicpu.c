@@ -177,14 +177,14 @@ pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
 int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
                     const pld_arg *argv) {
   a->fn = fn.sig->name;
-  if (a->busy)
-    atomic_store(a->busy, 1);
   fn.entry((pld_aicpu){a}, argv);
-  if (a->busy)
-    atomic_store(a->busy, 0);
   if (!a->trace) {
+    /* Only while it waits for its tasks can the AICPU be part of a
+     * deadlock: the host's watch reads this. */
     char msg[PLD__MSG_MAX];
+    atomic_store(a->busy, 0);
     int st = pld__sched_drain(a->sched, msg, sizeof msg);
+    atomic_store(a->busy, 1);
     if (st && !a->status) {
       a->status = st;
       memcpy(a->msg, msg, sizeof msg);

@@ -19,7 +19,7 @@ struct pld__aicpu {
   const char *fn; /* the device function's name */
   struct pld__dims *dims;
   struct pld__sched *sched; /* real mode */
-  _Atomic int32_t *busy;    /* real mode: set while device-function code runs */
+  _Atomic int32_t *busy;    /* real mode: cleared while draining tasks */
 
   /* Tensors from pld_device_alloc, freed at the end of the call. */
   struct pld__tensor **allocs;

@@ -151,10 +151,9 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   struct pld__shm_fabric fabric;
   pld__shm_fabric_init(&fabric, region, plan->lay, plan->rank);
   int64_t spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
-  struct pld__comm_env env = {&fabric.base,  &self_world->abort,
+  struct pld__comm_env env = {&fabric.base, &self_world->abort,
                               &self_world->progress, &ctl->running,
-                              &ctl->queued,  &ctl->aicpu_busy,
-                              ctl->waits,    spin_ns};
+                              &ctl->queued, ctl->waits, spin_ns};
   struct pld__sched *sched = NULL;
   struct pld__dims dims;
   struct pld__aicpu a;
@@ -189,7 +188,9 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
     a.dims = &dims;
     a.sched = sched;
     a.busy = &ctl->aicpu_busy;
+    atomic_store(a.busy, 1);
     int st = run_plan(plan, data, &fabric.base, &a, ctl->msg, sizeof ctl->msg);
+    atomic_store(a.busy, 0);
     ctl->status = st;
     if (st)
       ctl->ticket = atomic_fetch_add(&self_world->tickets, 1);

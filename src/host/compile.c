@@ -479,6 +479,7 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
     return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
   p->host = host;
   p->plat = plat;
+  p->keep_windows = cfg->keep_windows;
   p->wait_timeout_ns =
       (cfg->wait_timeout_ms > 0 ? cfg->wait_timeout_ms
                                 : pld__tunables()->PLD_WAIT_TIMEOUT_MS) *

@@ -50,6 +50,7 @@ struct pld_program {
   struct pld__devplan *plans; /* per rank */
   char *artifact_dir;
   int64_t wait_timeout_ns;
+  int keep_windows;
 
   /* Window buffers and their domains. */
   int nwinbufs;

@@ -372,7 +372,8 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   struct pld__worldctl *w = p->world;
   atomic_store(&w->abort, PLD__ABORT_NONE);
   atomic_store(&w->tickets, 0);
-  pld__shm_zero(p->region, &p->lay); /* windows start at zero every run */
+  if (!p->keep_windows) /* fresh mappings are zero already */
+    pld__shm_zero(p->region, &p->lay);
   copy_slices(p, argv, 1);
   uint32_t seq[PLD_MAX_RANKS_INLINE];
   uint32_t *posted = p->nranks <= PLD_MAX_RANKS_INLINE
