@@ -68,13 +68,7 @@ PLD_HOST(ring_host, h,
 int main(int argc, char **argv) {
   struct example ex;
   example_init(&ex, argc, argv, N, N);
-  const char *mode = ex.mode ? ex.mode : "load";
-  if (strcmp(mode, "load") && strcmp(mode, "store")) {
-    fprintf(stderr, "%s: --mode: expected load or store, got '%s'\n", ex.name,
-            mode);
-    return 2;
-  }
-  bool store_mode = strcmp(mode, "store") == 0;
+  bool store_mode = example_mode(&ex, "load", "store");
   const int64_t shape[] = {N, ROWS, COLS};
   pld_tensor x = example_tensor(&ex, 3, shape, 1);
   pld_tensor y = example_tensor(&ex, 3, shape, 0);
@@ -82,14 +76,7 @@ int main(int argc, char **argv) {
   example_run(&ex, ring_host, x, y, store_mode);
 
   /* load: y[r] = x[(r + 1) % N]; store: y[r] = x[(r - 1) % N]. */
-  float want[N * ROWS * COLS];
-  const float *xs = pld_tensor_data(x);
-  for (int r = 0; r < N; r++) {
-    int from = store_mode ? (r + N - 1) % N : (r + 1) % N;
-    memcpy(want + r * ROWS * COLS, xs + from * ROWS * COLS,
-           sizeof(float) * ROWS * COLS);
-  }
-  int bad = example_golden(&ex, y, want);
+  int bad = example_golden_shift(&ex, x, y, store_mode ? -1 : 1);
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);
   return bad;

@@ -6,6 +6,7 @@
 #define PLD_EXAMPLE_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ struct example {
   unsigned long long seed;
 };
 
-static void example_usage(const struct example *ex, const char *extra) {
+static inline void example_usage(const struct example *ex, const char *extra) {
   fprintf(stderr,
           "usage: %s [-p a2a3sim|a5sim] [-d ID,ID] [--compile-only]%s\n",
           ex->name, extra ? extra : "");
@@ -34,7 +35,7 @@ static void example_usage(const struct example *ex, const char *extra) {
 
 /* Parses the command line.  min_devices..max_devices is how many -d ids
  * the example takes.  Exits with status 2 after a message on bad usage. */
-static void example_init(struct example *ex, int argc, char **argv,
+static inline void example_init(struct example *ex, int argc, char **argv,
                          int min_devices, int max_devices) {
   memset(ex, 0, sizeof *ex);
   ex->name = argv[0];
@@ -91,7 +92,7 @@ static void example_init(struct example *ex, int argc, char **argv,
 }
 
 /* A pld call failed: its message and the status name, then exit 1. */
-static void example_check(int status, const char *what) {
+static inline void example_check(int status, const char *what) {
   if (status == PLD_OK)
     return;
   fprintf(stderr, "%s failed (%s): %s\n", what, pld_status_name(status),
@@ -100,7 +101,7 @@ static void example_check(int status, const char *what) {
 }
 
 /* A host tensor of FP32 values, uniform in [-1, 1) when `random`. */
-static pld_tensor example_tensor(struct example *ex, int ndim,
+static inline pld_tensor example_tensor(struct example *ex, int ndim,
                                  const int64_t *shape, int random) {
   pld_tensor t;
   example_check(pld_tensor_create(PLD_FP32, ndim, shape, &t),
@@ -132,7 +133,7 @@ static pld_tensor example_tensor(struct example *ex, int ndim,
 
 /* The golden check, rtol = atol = 1e-5: prints OK and returns 0, or the
  * largest difference and returns 1. */
-static int example_golden(const struct example *ex, pld_tensor got,
+static inline int example_golden(const struct example *ex, pld_tensor got,
                           const float *want) {
   const float *g = pld_tensor_data(got);
   double worst = 0;
@@ -156,6 +157,36 @@ static int example_golden(const struct example *ex, pld_tensor got,
          (long long)bad, (long long)pld_tensor_numel(got), worst,
          (long long)at, (double)g[at], (double)want[at], ex->seed);
   return 1;
+}
+
+/* --mode: `first` (the default) or `second`; true for `second`.  Exits
+ * with status 2 after a message for anything else. */
+static inline bool example_mode(const struct example *ex, const char *first,
+                         const char *second) {
+  const char *mode = ex->mode ? ex->mode : first;
+  if (strcmp(mode, first) != 0 && strcmp(mode, second) != 0) {
+    fprintf(stderr, "%s: --mode: expected %s or %s, got '%s'\n", ex->name,
+            first, second, mode);
+    exit(2);
+  }
+  return strcmp(mode, second) == 0;
+}
+
+/* The golden check of a ring shift over the leading dimension:
+ * y[r] == x[(r + shift) mod n] for every rank r. */
+static inline int example_golden_shift(const struct example *ex, pld_tensor x,
+                                pld_tensor y, int shift) {
+  int64_t n = pld_tensor_dim(x, 0), per = pld_tensor_numel(x) / n;
+  float *want = malloc(sizeof(float) * (size_t)(n * per));
+  if (!want)
+    example_check(PLD_ERR_NOMEM, "example_golden_shift");
+  const float *xs = pld_tensor_data(x);
+  for (int64_t r = 0; r < n; r++)
+    memcpy(want + r * per, xs + ((r + shift + n) % n) * per,
+           sizeof(float) * (size_t)per);
+  int bad = example_golden(ex, y, want);
+  free(want);
+  return bad;
 }
 
 #endif

@@ -226,84 +226,72 @@ static void stage_copy(unsigned char *dst, size_t dst_stride,
            row_bytes);
 }
 
-int pld_put(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
-            const pld_xfer *opt) {
+/* A put (local tensor -> peer's window) or a get (peer's window -> local
+ * tensor), chunk by chunk through the staging tiles. */
+static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
+                    pld_window win, int32_t peer, const pld_xfer *opt) {
   struct pld__core *c = k.p;
-  const char *fn = "pld_put";
-  int st = pld__win_check(c, fn, dst, peer);
+  int st = pld__win_check(c, fn, win, peer);
   if (st)
     return st;
-  if (!src.p || !src.p->data || (src.p->flags & PLD__T_INVALID))
-    return pld__kfail(c, PLD_ERR_ARG, fn, "src: expected a tensor with data");
-  if ((st = check_atomic(c, fn, dst.p, opt ? opt->atomic : PLD_ATOMIC_NONE)))
+  const char *lname = loc.p && loc.p->name ? loc.p->name : "?";
+  pld_atomic atomic = opt ? opt->atomic : PLD_ATOMIC_NONE;
+  if (!loc.p || !loc.p->data || (loc.p->flags & PLD__T_INVALID))
+    return pld__kfail(c, PLD_ERR_ARG, fn, "%s: expected a tensor with data",
+                      put ? "src" : "dst");
+  if (!put && loc.p->dir == PLD_DIR_IN)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "dst: tensor '%s' is an In parameter: only Out and "
+                      "InOut tensors can be written",
+                      lname);
+  if (!put && atomic != PLD_ATOMIC_NONE)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "atomic: a get cannot accumulate; use PLD_ATOMIC_NONE");
+  if (put && (st = check_atomic(c, fn, win.p, atomic)))
     return st;
-  char dwhat[160], swhat[96];
-  peer_str(dwhat, sizeof dwhat, dst.p, peer);
-  pld__catf(swhat, sizeof swhat, "source '%s'", src.p->name ? src.p->name : "?");
+  char wwhat[160], lwhat[96];
+  peer_str(wwhat, sizeof wwhat, win.p, peer);
+  pld__catf(lwhat, sizeof lwhat, "%s '%s'", put ? "source" : "destination",
+            lname);
   struct xfer x;
-  if ((st = xfer_plan(c, k, fn, src.p, swhat, dst.p, dwhat, opt, &x)))
+  if ((st = put ? xfer_plan(c, k, fn, loc.p, lwhat, win.p, wwhat, opt, &x)
+                : xfer_plan(c, k, fn, win.p, wwhat, loc.p, lwhat, opt, &x)))
     return st;
-  int world = dst.p->comm->members[peer];
-  size_t es = pld_dtype_size(src.p->dtype);
-  size_t src_stride = (size_t)pld__tensor_cols(src.p) * es;
+  int world = win.p->comm->members[peer];
+  size_t es = pld_dtype_size(loc.p->dtype);
+  size_t loc_stride = (size_t)pld__tensor_cols(loc.p) * es;
+  int64_t lrow = put ? x.src_row : x.dst_row, lcol = put ? x.src_col : x.dst_col;
+  int64_t wrow = put ? x.dst_row : x.src_row, wcol = put ? x.dst_col : x.src_col;
   int which = 0;
   for (int64_t r = 0; r < x.rows && !st; r += x.chunk_rows)
     for (int64_t q = 0; q < x.cols && !st; q += x.chunk_cols) {
       int64_t nr = x.rows - r < x.chunk_rows ? x.rows - r : x.chunk_rows;
       int64_t nc = x.cols - q < x.chunk_cols ? x.cols - q : x.chunk_cols;
       pld_tile *t = x.stage[which];
+      unsigned char *l = tensor_at(loc.p, lrow + r, lcol + q);
       which ^= 1;
-      stage_copy(t->data, t->row_bytes,
-                 tensor_at(src.p, x.src_row + r, x.src_col + q), src_stride,
-                 nr, (size_t)nc * es);
-      st = write_rows(c, fn, dst.p, world, x.dst_row + r, x.dst_col + q, nr,
-                      nc, t->data, t->row_bytes,
-                      opt ? opt->atomic : PLD_ATOMIC_NONE);
+      if (put) {
+        stage_copy(t->data, t->row_bytes, l, loc_stride, nr, (size_t)nc * es);
+        st = write_rows(c, fn, win.p, world, wrow + r, wcol + q, nr, nc,
+                        t->data, t->row_bytes, atomic);
+      } else {
+        st = read_rows(c, fn, win.p, world, wrow + r, wcol + q, nr, nc,
+                       t->data, t->row_bytes);
+        if (!st)
+          stage_copy(l, loc_stride, t->data, t->row_bytes, nr,
+                     (size_t)nc * es);
+      }
     }
   xfer_release(k, &x);
   return st;
 }
 
+int pld_put(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
+            const pld_xfer *opt) {
+  return transfer(k, "pld_put", 1, src, dst, peer, opt);
+}
+
 int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
             const pld_xfer *opt) {
-  struct pld__core *c = k.p;
-  const char *fn = "pld_get";
-  int st = pld__win_check(c, fn, src, peer);
-  if (st)
-    return st;
-  if (!dst.p || !dst.p->data || (dst.p->flags & PLD__T_INVALID))
-    return pld__kfail(c, PLD_ERR_ARG, fn, "dst: expected a tensor with data");
-  if (dst.p->dir == PLD_DIR_IN)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "dst: tensor '%s' is an In parameter: only Out and "
-                      "InOut tensors can be written",
-                      dst.p->name ? dst.p->name : "?");
-  if (opt && opt->atomic != PLD_ATOMIC_NONE)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "atomic: a get cannot accumulate; use PLD_ATOMIC_NONE");
-  char swhat[160], dwhat[96];
-  peer_str(swhat, sizeof swhat, src.p, peer);
-  pld__catf(dwhat, sizeof dwhat, "destination '%s'",
-            dst.p->name ? dst.p->name : "?");
-  struct xfer x;
-  if ((st = xfer_plan(c, k, fn, src.p, swhat, dst.p, dwhat, opt, &x)))
-    return st;
-  int world = src.p->comm->members[peer];
-  size_t es = pld_dtype_size(src.p->dtype);
-  size_t dst_stride = (size_t)pld__tensor_cols(dst.p) * es;
-  int which = 0;
-  for (int64_t r = 0; r < x.rows && !st; r += x.chunk_rows)
-    for (int64_t q = 0; q < x.cols && !st; q += x.chunk_cols) {
-      int64_t nr = x.rows - r < x.chunk_rows ? x.rows - r : x.chunk_rows;
-      int64_t nc = x.cols - q < x.chunk_cols ? x.cols - q : x.chunk_cols;
-      pld_tile *t = x.stage[which];
-      which ^= 1;
-      st = read_rows(c, fn, src.p, world, x.src_row + r, x.src_col + q, nr, nc,
-                     t->data, t->row_bytes);
-      if (!st)
-        stage_copy(tensor_at(dst.p, x.dst_row + r, x.dst_col + q), dst_stride,
-                   t->data, t->row_bytes, nr, (size_t)nc * es);
-    }
-  xfer_release(k, &x);
-  return st;
+  return transfer(k, "pld_get", 0, dst, src, peer, opt);
 }
