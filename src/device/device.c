@@ -163,6 +163,12 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
     ctl->status = PLD_ERR_NOMEM;
     pld__catf(ctl->msg, sizeof ctl->msg, "%s", pld_last_error());
   }
+  a.rank = plan->rank;
+  a.device = plan->device_id;
+  a.plat = plan->plat;
+  a.dims = &dims;
+  a.sched = sched;
+  a.busy = &ctl->aicpu_busy;
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
   report(ctl, 0);
 
@@ -181,13 +187,6 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
     }
     /* Dynamic dimensions start from the compiled bindings on every run. */
     dims = *plan->dims;
-    a.trace = 0;
-    a.rank = plan->rank;
-    a.device = plan->device_id;
-    a.plat = plan->plat;
-    a.dims = &dims;
-    a.sched = sched;
-    a.busy = &ctl->aicpu_busy;
     atomic_store(a.busy, 1);
     int st = run_plan(plan, data, &fabric.base, &a, ctl->msg, sizeof ctl->msg);
     atomic_store(a.busy, 0);
