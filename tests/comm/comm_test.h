@@ -1,0 +1,83 @@
+/* tests/comm/comm_test.h: what the communication suites share - the rank
+ * counts every primitive runs over, host tensors and their checks, and a
+ * timed program run. */
+#ifndef PLD_COMM_TEST_H
+#define PLD_COMM_TEST_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "pld_test.h"
+#include "../host/programs.h"
+
+/* Every primitive runs over each of these world sizes. */
+static const int comm_rank_counts[] = {2, 3, 4};
+#define COMM_NCOUNTS ((int)(sizeof comm_rank_counts / sizeof comm_rank_counts[0]))
+
+static int comm_ids[16];
+
+/* n ranks on devices that are neither contiguous nor start at 0 for n > 2,
+ * so that domain ranks, world ranks and device ids all differ. */
+static inline pld_config comm_config(int n) {
+  return n == 2 ? test_config(comm_ids, n, 0, 1)
+                : test_config(comm_ids, n, 2 * n - 1, -2);
+}
+
+/* A host tensor of `dtype` and the shape (a PLD_SHAPE list), zero-filled. */
+static inline pld_tensor comm_tensor(pld_dtype dtype, int ndim,
+                                     const int64_t *shape) {
+  pld_tensor t;
+  assert_ok(pld_tensor_create(dtype, ndim, shape, &t));
+  return t;
+}
+
+/* An INT32 host tensor of the shape with every element `value`. */
+static inline pld_tensor comm_int_tensor(int32_t value, int ndim,
+                                         const int64_t *shape) {
+  pld_tensor t = comm_tensor(PLD_INT32, ndim, shape);
+  int32_t *d = pld_tensor_data(t);
+  for (int64_t i = 0; i < pld_tensor_numel(t); i++)
+    d[i] = value;
+  return t;
+}
+
+/* Asserts got[i] == want[i] for i < n, exactly; `what` names the values in
+ * the report of the first difference. */
+static inline void comm_expect_f32(const char *what, const float *got,
+                                   const float *want, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (!(got[i] == want[i])) {
+      print_error("%s: element %lld: got %.9g, expected %.9g\n", what,
+                  (long long)i, (double)got[i], (double)want[i]);
+      fail();
+    }
+}
+
+static inline void comm_expect_i32(const char *what, const int32_t *got,
+                                   const int32_t *want, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (got[i] != want[i]) {
+      print_error("%s: element %lld: got %d, expected %d\n", what,
+                  (long long)i, (int)got[i], (int)want[i]);
+      fail();
+    }
+}
+
+/* Runs p and stores the wall time it took in *seconds. */
+static inline int comm_timed_run(pld_program *p, int argc, const pld_arg *argv,
+                                 double *seconds) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int st = pld_program_run(p, argc, argv);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *seconds = (double)(t1.tv_sec - t0.tv_sec) +
+             (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  return st;
+}
+
+/* Previous and next rank of r in a ring of n. */
+static inline int comm_prev(int r, int n) { return (r + n - 1) % n; }
+static inline int comm_next(int r, int n) { return (r + 1) % n; }
+
+#endif
