@@ -1,0 +1,499 @@
+/* One-sided movement: remote loads and stores at offsets, atomic remote
+ * stores for every dtype that has them, puts and gets of regions, of a
+ * tensor larger than tile memory (chunked, pipelined or not), and puts that
+ * accumulate. */
+#include "comm_test.h"
+
+/* ---- remote load and store ----------------------------------------------- */
+
+enum { RR = 6, RC = 24, WRR = 16, WRC = 40 };
+/* Where x is staged in `stage` and where it lands in the next rank's
+ * `inbox`. */
+enum { STAGE_ROW = 3, STAGE_COL = 8, INBOX_ROW = 9, INBOX_COL = 16 };
+
+/* Stage x in my window at an offset and store it into the next rank's
+ * inbox at another; after a barrier, load the next rank's staged x and my
+ * own (from myself, remotely), and copy out my inbox. */
+PLD_KERNEL(k_load_store, k,
+           PLD_IN(x, FP32, RR, RC),
+           PLD_WINDOW(stage, FP32, WRR, WRC),
+           PLD_WINDOW(inbox, FP32, WRR, WRC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(from_next, FP32, RR, RC),
+           PLD_OUT(from_self, FP32, RR, RC),
+           PLD_OUT(box, FP32, WRR, WRC))
+{
+  pld_comm comm = pld_get_comm(stage);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  pld_tile *t = pld_load(k, x, 0, 0, RR, RC);
+  pld_store(k, t, pld_local(stage), STAGE_ROW, STAGE_COL);
+  pld_remote_store(k, t, inbox, (me + 1) % n, INBOX_ROW, INBOX_COL,
+                   PLD_ATOMIC_NONE);
+  pld_barrier(k, sig);
+  pld_store(k,
+            pld_remote_load(k, stage, (me + 1) % n, STAGE_ROW, STAGE_COL, RR,
+                            RC),
+            from_next, 0, 0);
+  pld_store(k, pld_remote_load(k, stage, me, STAGE_ROW, STAGE_COL, RR, RC),
+            from_self, 0, 0);
+  pld_store(k, pld_load(k, pld_local(inbox), 0, 0, WRR, WRC), box, 0, 0);
+}
+
+PLD_DEVICE(d_load_store, a,
+           PLD_IN(x, FP32, RR, RC),
+           PLD_WINDOW(stage, FP32, WRR, WRC),
+           PLD_WINDOW(inbox, FP32, WRR, WRC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(from_next, FP32, RR, RC),
+           PLD_OUT(from_self, FP32, RR, RC),
+           PLD_OUT(box, FP32, WRR, WRC))
+{
+  pld_launch(a, k_load_store, 1, x, stage, inbox, sig, from_next, from_self,
+             box);
+}
+
+PLD_HOST(h_load_store, h,
+         PLD_IN(x, FP32, NR, RR, RC),
+         PLD_OUT(from_next, FP32, NR, RR, RC),
+         PLD_OUT(from_self, FP32, NR, RR, RC),
+         PLD_OUT(box, FP32, NR, WRR, WRC))
+{
+  int n = pld_world_size(h);
+  pld_window_buf stage =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(WRR, WRC));
+  pld_window_buf inbox =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(WRR, WRC));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_load_store, r, pld_slice(h, x, r),
+                 pld_window_view(h, stage, PLD_FP32, PLD_SHAPE(WRR, WRC)),
+                 pld_window_view(h, inbox, PLD_FP32, PLD_SHAPE(WRR, WRC)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+                 pld_slice(h, from_next, r), pld_slice(h, from_self, r),
+                 pld_slice(h, box, r));
+}
+
+/* want[r] = src[map(r)] for each of the n ranks' blocks of `per` floats. */
+static void shifted(float *want, const float *src, int n, int per, int step) {
+  for (int r = 0; r < n; r++)
+    memcpy(want + r * per, src + ((r + step + n) % n) * per,
+           sizeof(float) * (size_t)per);
+}
+
+static void test_remote_load_store(void **state) {
+  (void)state;
+  for (int c = 0; c < COMM_NCOUNTS; c++) {
+    int n = comm_rank_counts[c];
+    pld_config cfg = comm_config(n);
+    pld_tensor x = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0.75f, -20);
+    pld_tensor from_next = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0, 0);
+    pld_tensor from_self = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0, 0);
+    pld_tensor box = pld_test_tensor(3, (int64_t[]){n, WRR, WRC}, 0, 0);
+    assert_ok(pld_run(h_load_store, &cfg,
+                      PLD_ARGS(x, from_next, from_self, box)));
+    const float *xs = pld_tensor_data(x);
+    float want[4 * WRR * WRC];
+    shifted(want, xs, n, RR * RC, 1);
+    comm_expect_f32("from_next", pld_tensor_data(from_next), want,
+                    n * RR * RC);
+    comm_expect_f32("from_self", pld_tensor_data(from_self), xs, n * RR * RC);
+    /* The inbox: zero but for the previous rank's x at its offset. */
+    memset(want, 0, sizeof want);
+    for (int r = 0; r < n; r++)
+      for (int i = 0; i < RR; i++)
+        for (int j = 0; j < RC; j++)
+          want[(r * WRR + INBOX_ROW + i) * WRC + INBOX_COL + j] =
+              xs[(comm_prev(r, n) * RR + i) * RC + j];
+    comm_expect_f32("box", pld_tensor_data(box), want, n * WRR * WRC);
+    pld_tensor_destroy(x);
+    pld_tensor_destroy(from_next);
+    pld_tensor_destroy(from_self);
+    pld_tensor_destroy(box);
+  }
+}
+
+/* ---- atomic remote stores, every dtype --------------------------------------- */
+
+enum { AR = 4, AC = 32, REPS = 8, NDT = 6 };
+
+/* Every rank adds x (whole numbers in [-3, 3], exact in every dtype) REPS
+ * times into each dtype's window of every rank, all at once; after a
+ * barrier each rank converts its windows back to FP32, one block of rows
+ * per dtype.  The sums stay within INT8. */
+PLD_KERNEL(k_atomic, k,
+           PLD_IN(x, FP32, AR, AC),
+           PLD_WINDOW(f32, FP32, AR, AC),
+           PLD_WINDOW(f16, FP16, AR, AC),
+           PLD_WINDOW(bf16, BF16, AR, AC),
+           PLD_WINDOW(i32, INT32, AR, AC),
+           PLD_WINDOW(i16, INT16, AR, AC),
+           PLD_WINDOW(i8, INT8, AR, AC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, FP32, NDT * AR, AC))
+{
+  const pld_window acc[NDT] = {f32, f16, bf16, i32, i16, i8};
+  int32_t n = pld_nranks(k, pld_get_comm(sig));
+  pld_tile *xs = pld_load(k, x, 0, 0, AR, AC);
+  pld_tile *back = pld_tile_new(k, PLD_FP32, AR, AC);
+  for (int d = 0; d < NDT; d++) {
+    pld_tile *t =
+        pld_tile_new(k, pld_tensor_dtype(pld_local(acc[d])), AR, AC);
+    pld_cast(k, t, xs);
+    for (int rep = 0; rep < REPS; rep++)
+      for (int32_t p = 0; p < n; p++)
+        pld_remote_store(k, t, acc[d], p, 0, 0, PLD_ATOMIC_ADD);
+    pld_tile_free(k, t);
+  }
+  pld_barrier(k, sig);
+  for (int d = 0; d < NDT; d++) {
+    pld_tile *t = pld_load(k, pld_local(acc[d]), 0, 0, AR, AC);
+    pld_cast(k, back, t);
+    pld_store(k, back, y, d * AR, 0);
+    pld_tile_free(k, t);
+  }
+}
+
+PLD_DEVICE(d_atomic, a,
+           PLD_IN(x, FP32, AR, AC),
+           PLD_WINDOW(f32, FP32, AR, AC),
+           PLD_WINDOW(f16, FP16, AR, AC),
+           PLD_WINDOW(bf16, BF16, AR, AC),
+           PLD_WINDOW(i32, INT32, AR, AC),
+           PLD_WINDOW(i16, INT16, AR, AC),
+           PLD_WINDOW(i8, INT8, AR, AC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, FP32, NDT * AR, AC))
+{
+  pld_launch(a, k_atomic, 1, x, f32, f16, bf16, i32, i16, i8, sig, y);
+}
+
+static const pld_dtype atomic_dtypes[NDT] = {PLD_FP32,  PLD_FP16,  PLD_BF16,
+                                             PLD_INT32, PLD_INT16, PLD_INT8};
+
+PLD_HOST(h_atomic, h, PLD_IN(x, FP32, NR, AR, AC),
+         PLD_OUT(y, FP32, NR, NDT * AR, AC)) {
+  int n = pld_world_size(h);
+  pld_window_buf buf[NDT];
+  for (int d = 0; d < NDT; d++)
+    buf[d] = pld_window_alloc_shape(h, atomic_dtypes[d], PLD_SHAPE(AR, AC));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++) {
+    pld_window v[NDT];
+    for (int d = 0; d < NDT; d++)
+      v[d] = pld_window_view(h, buf[d], atomic_dtypes[d], PLD_SHAPE(AR, AC));
+    pld_dispatch(h, d_atomic, r, pld_slice(h, x, r), v[0], v[1], v[2], v[3],
+                 v[4], v[5], pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+                 pld_slice(h, y, r));
+  }
+}
+
+static void test_remote_store_atomic_add(void **state) {
+  (void)state;
+  for (int c = 0; c < COMM_NCOUNTS; c++) {
+    int n = comm_rank_counts[c];
+    pld_config cfg = comm_config(n);
+    pld_tensor x = comm_tensor(PLD_FP32, 3, (int64_t[]){n, AR, AC});
+    float *xs = pld_tensor_data(x);
+    for (int64_t i = 0; i < pld_tensor_numel(x); i++)
+      xs[i] = (float)((i * 3 + i / (AR * AC) * 5) % 7 - 3);
+    pld_tensor y = pld_test_tensor(3, (int64_t[]){n, NDT * AR, AC}, 0, 0);
+    pld_program *p;
+    assert_ok(pld_compile(h_atomic, &cfg, PLD_ARGS(x, y), &p));
+    float want[4 * NDT * AR * AC];
+    for (int r = 0; r < n; r++)
+      for (int d = 0; d < NDT; d++)
+        for (int e = 0; e < AR * AC; e++) {
+          float sum = 0;
+          for (int q = 0; q < n; q++)
+            sum += xs[q * AR * AC + e];
+          want[(r * NDT + d) * AR * AC + e] = REPS * sum;
+        }
+    for (int run = 0; run < 3; run++) {
+      assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
+      for (int d = 0; d < NDT; d++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s sums of rank 0..%d",
+                 pld_dtype_name(atomic_dtypes[d]), n - 1);
+        for (int r = 0; r < n; r++)
+          comm_expect_f32(what,
+                          (const float *)pld_tensor_data(y) +
+                              (r * NDT + d) * AR * AC,
+                          want + (r * NDT + d) * AR * AC, AR * AC);
+      }
+    }
+    pld_program_destroy(p);
+    pld_tensor_destroy(x);
+    pld_tensor_destroy(y);
+  }
+}
+
+/* ---- put and get of regions -------------------------------------------------- */
+
+enum { GR = 12, GC = 40 };
+
+/* Put a 5 x 13 region of x at (2, 8) into the next rank's window at
+ * (7, 16); after a barrier, copy out my window, and get a 4 x 20 region at
+ * (6, 14) of the next rank's window into `got` at (1, 3) (the rest of got
+ * keeps the host's values). */
+static const pld_xfer put_region = {7, 16, 2, 8, 5, 13, PLD_ATOMIC_NONE, 0};
+static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE, 1};
+
+PLD_KERNEL(k_regions, k,
+           PLD_IN(x, FP32, GR, GC),
+           PLD_WINDOW(data, FP32, GR, GC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(box, FP32, GR, GC),
+           PLD_INOUT(got, FP32, GR, GC))
+{
+  pld_comm comm = pld_get_comm(data);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  pld_put(k, data, (me + 1) % n, x, &put_region);
+  pld_barrier(k, sig);
+  pld_get(k, box, me, data, NULL);
+  pld_get(k, got, (me + 1) % n, data, &get_region);
+}
+
+PLD_DEVICE(d_regions, a,
+           PLD_IN(x, FP32, GR, GC),
+           PLD_WINDOW(data, FP32, GR, GC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(box, FP32, GR, GC),
+           PLD_INOUT(got, FP32, GR, GC))
+{
+  pld_launch(a, k_regions, 1, x, data, sig, box, got);
+}
+
+PLD_HOST(h_regions, h,
+         PLD_IN(x, FP32, NR, GR, GC),
+         PLD_OUT(box, FP32, NR, GR, GC),
+         PLD_INOUT(got, FP32, NR, GR, GC))
+{
+  int n = pld_world_size(h);
+  pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(GR, GC));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_regions, r, pld_slice(h, x, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(GR, GC)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+                 pld_slice(h, box, r), pld_slice(h, got, r));
+}
+
+/* dst (GR x GC) gets the region of src that o describes. */
+static void paste(float *dst, const float *src, const pld_xfer *o) {
+  for (int i = 0; i < o->rows; i++)
+    for (int j = 0; j < o->cols; j++)
+      dst[(o->dst_row + i) * GC + o->dst_col + j] =
+          src[(o->src_row + i) * GC + o->src_col + j];
+}
+
+static void test_put_get_regions(void **state) {
+  (void)state;
+  for (int c = 0; c < COMM_NCOUNTS; c++) {
+    int n = comm_rank_counts[c];
+    pld_config cfg = comm_config(n);
+    pld_tensor x = pld_test_tensor(3, (int64_t[]){n, GR, GC}, 0.5f, 3);
+    pld_tensor box = pld_test_tensor(3, (int64_t[]){n, GR, GC}, 0, 0);
+    pld_tensor got = pld_test_tensor(3, (int64_t[]){n, GR, GC}, -1, -1);
+    float *want_got = malloc(sizeof(float) * (size_t)(n * GR * GC));
+    assert_non_null(want_got);
+    memcpy(want_got, pld_tensor_data(got), sizeof(float) * (size_t)(n * GR * GC));
+    assert_ok(pld_run(h_regions, &cfg, PLD_ARGS(x, box, got)));
+    /* A model of each rank's window: zero but for the previous rank's
+     * region. */
+    float win[4 * GR * GC];
+    memset(win, 0, sizeof win);
+    const float *xs = pld_tensor_data(x);
+    for (int r = 0; r < n; r++)
+      paste(win + r * GR * GC, xs + comm_prev(r, n) * GR * GC, &put_region);
+    comm_expect_f32("box (my window)", pld_tensor_data(box), win, n * GR * GC);
+    for (int r = 0; r < n; r++)
+      paste(want_got + r * GR * GC, win + comm_next(r, n) * GR * GC,
+            &get_region);
+    comm_expect_f32("got (the next rank's region)", pld_tensor_data(got),
+                    want_got, n * GR * GC);
+    free(want_got);
+    pld_tensor_destroy(x);
+    pld_tensor_destroy(box);
+    pld_tensor_destroy(got);
+  }
+}
+
+/* ---- put and get larger than tile memory ------------------------------------ */
+
+enum { BR = 512, BC = 1024 }; /* 2 MiB of FP32 */
+
+/* Put x into the next rank's window; after a barrier get my own window
+ * (the previous rank's x) and the previous rank's (the x of the rank
+ * before it), chunked through tile memory; flag[0] says pipelined. */
+PLD_KERNEL(k_big, k,
+           PLD_IN(x, FP32, BR, BC),
+           PLD_WINDOW(data, FP32, BR, BC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_IN(flag, INT32, 1),
+           PLD_OUT(mine, FP32, BR, BC),
+           PLD_OUT(far, FP32, BR, BC))
+{
+  pld_comm comm = pld_get_comm(data);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  pld_xfer o;
+  memset(&o, 0, sizeof o);
+  o.pipelined = (int)pld_read(k, flag, PLD_AT(0));
+  pld_put(k, data, (me + 1) % n, x, &o);
+  pld_barrier(k, sig);
+  pld_get(k, mine, me, data, &o);
+  pld_get(k, far, (me + n - 1) % n, data, &o);
+}
+
+PLD_DEVICE(d_big, a,
+           PLD_IN(x, FP32, BR, BC),
+           PLD_WINDOW(data, FP32, BR, BC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_IN(flag, INT32, 1),
+           PLD_OUT(mine, FP32, BR, BC),
+           PLD_OUT(far, FP32, BR, BC))
+{
+  pld_launch(a, k_big, 1, x, data, sig, flag, mine, far);
+}
+
+PLD_HOST(h_big, h,
+         PLD_IN(x, FP32, NR, BR, BC),
+         PLD_IN(flag, INT32, 1),
+         PLD_OUT(mine, FP32, NR, BR, BC),
+         PLD_OUT(far, FP32, NR, BR, BC))
+{
+  int n = pld_world_size(h);
+  pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(BR, BC));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_big, r, pld_slice(h, x, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(BR, BC)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), flag,
+                 pld_slice(h, mine, r), pld_slice(h, far, r));
+}
+
+static void test_put_get_larger_than_tile_memory(void **state) {
+  (void)state;
+  for (int c = 0; c < COMM_NCOUNTS; c++) {
+    int n = comm_rank_counts[c];
+    pld_config cfg = comm_config(n);
+    const int64_t shape[] = {n, BR, BC};
+    const int per = BR * BC;
+    pld_tensor x = pld_test_tensor(3, shape, 1, -1e6f);
+    pld_tensor mine = pld_test_tensor(3, shape, 0, 0);
+    pld_tensor far = pld_test_tensor(3, shape, 0, 0);
+    pld_tensor flag = comm_int_tensor(0, 1, (int64_t[]){1});
+    float *want = malloc(sizeof(float) * (size_t)(n * per));
+    assert_non_null(want);
+    pld_program *p;
+    assert_ok(pld_compile(h_big, &cfg, PLD_ARGS(x, flag, mine, far), &p));
+    for (int pipelined = 0; pipelined < 2; pipelined++) {
+      *(int32_t *)pld_tensor_data(flag) = pipelined;
+      memset(pld_tensor_data(mine), 0, sizeof(float) * (size_t)(n * per));
+      memset(pld_tensor_data(far), 0, sizeof(float) * (size_t)(n * per));
+      assert_ok(pld_program_run(p, PLD_ARGS(x, flag, mine, far)));
+      shifted(want, pld_tensor_data(x), n, per, -1);
+      comm_expect_f32(pipelined ? "mine (pipelined)" : "mine",
+                      pld_tensor_data(mine), want, n * per);
+      shifted(want, pld_tensor_data(x), n, per, -2);
+      comm_expect_f32(pipelined ? "far (pipelined)" : "far",
+                      pld_tensor_data(far), want, n * per);
+    }
+    pld_program_destroy(p);
+    free(want);
+    pld_tensor_destroy(x);
+    pld_tensor_destroy(mine);
+    pld_tensor_destroy(far);
+    pld_tensor_destroy(flag);
+  }
+}
+
+/* ---- put with atomic add -------------------------------------------------------- */
+
+enum { PR = 100, PC = 256 }; /* 100 KiB: two staging chunks, the last short */
+
+/* Each rank stages x in a window (a put to itself), then puts that window
+ * into `acc` of every rank, accumulating, pipelined; after a barrier,
+ * acc = the sum of all x.  x holds quarters, so every order of addition
+ * gives the exact sum. */
+PLD_KERNEL(k_put_add, k,
+           PLD_IN(x, FP32, PR, PC),
+           PLD_WINDOW(src, FP32, PR, PC),
+           PLD_WINDOW(acc, FP32, PR, PC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, FP32, PR, PC))
+{
+  pld_comm comm = pld_get_comm(acc);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  pld_put(k, src, me, x, NULL);
+  pld_xfer o;
+  memset(&o, 0, sizeof o);
+  o.atomic = PLD_ATOMIC_ADD;
+  o.pipelined = 1;
+  for (int32_t p = 0; p < n; p++)
+    pld_put(k, acc, (me + p) % n, pld_local(src), &o);
+  pld_barrier(k, sig);
+  pld_get(k, y, me, acc, NULL);
+}
+
+PLD_DEVICE(d_put_add, a,
+           PLD_IN(x, FP32, PR, PC),
+           PLD_WINDOW(src, FP32, PR, PC),
+           PLD_WINDOW(acc, FP32, PR, PC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, FP32, PR, PC))
+{
+  pld_launch(a, k_put_add, 1, x, src, acc, sig, y);
+}
+
+PLD_HOST(h_put_add, h, PLD_IN(x, FP32, NR, PR, PC),
+         PLD_OUT(y, FP32, NR, PR, PC)) {
+  int n = pld_world_size(h);
+  pld_window_buf src = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(PR, PC));
+  pld_window_buf acc = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(PR, PC));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_put_add, r, pld_slice(h, x, r),
+                 pld_window_view(h, src, PLD_FP32, PLD_SHAPE(PR, PC)),
+                 pld_window_view(h, acc, PLD_FP32, PLD_SHAPE(PR, PC)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+                 pld_slice(h, y, r));
+}
+
+static void test_put_atomic_add(void **state) {
+  (void)state;
+  for (int c = 0; c < COMM_NCOUNTS; c++) {
+    int n = comm_rank_counts[c];
+    pld_config cfg = comm_config(n);
+    const int per = PR * PC;
+    pld_tensor x = comm_tensor(PLD_FP32, 3, (int64_t[]){n, PR, PC});
+    float *xs = pld_tensor_data(x);
+    for (int64_t i = 0; i < pld_tensor_numel(x); i++)
+      xs[i] = (float)((i * 13 + i / per) % 64 - 32) * 0.25f;
+    pld_tensor y = pld_test_tensor(3, (int64_t[]){n, PR, PC}, 0, 0);
+    assert_ok(pld_run(h_put_add, &cfg, PLD_ARGS(x, y)));
+    float *want = malloc(sizeof(float) * (size_t)(n * per));
+    assert_non_null(want);
+    for (int e = 0; e < per; e++) {
+      float sum = 0;
+      for (int q = 0; q < n; q++)
+        sum += xs[q * per + e];
+      for (int r = 0; r < n; r++)
+        want[r * per + e] = sum;
+    }
+    comm_expect_f32("y (the sum of every rank's x)", pld_tensor_data(y), want,
+                    n * per);
+    free(want);
+    pld_tensor_destroy(x);
+    pld_tensor_destroy(y);
+  }
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_remote_load_store),
+    cmocka_unit_test(test_remote_store_atomic_add),
+    cmocka_unit_test(test_put_get_regions),
+    cmocka_unit_test(test_put_get_larger_than_tile_memory),
+    cmocka_unit_test(test_put_atomic_add),
+};
+
+PLD_TEST_MAIN("comm_rma", tests)
