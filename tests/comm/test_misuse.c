@@ -1,0 +1,528 @@
+/* Misuse of windows, signals and remote operations: each is refused with
+ * its status and a message naming the call, the rank, the window, the peer
+ * and the region.  Mistakes a host makes are refused when compiling;
+ * kernels' mistakes fail the run, and the devices run again afterwards. */
+#include "comm_test.h"
+
+/* ---- mistakes of the host and of device functions, refused by pld_compile */
+
+enum { VIEW_BUF = 4096 };
+
+/* What h_views gets wrong, by `how`. */
+enum {
+  VIEW_OK,
+  VIEW_UNDER_ALLOCATED, /* NR bytes for NR INT32 cells */
+  VIEW_PAST_END,        /* a view at an offset that runs past the buffer */
+  VIEW_MISALIGNED,      /* an offset that is no multiple of the element */
+  VIEW_ZERO_BYTES,      /* a buffer of 0 bytes */
+  VIEW_PLAIN_TENSOR,    /* a plain tensor dispatched for a window */
+  VIEW_PLAIN_LAUNCH,    /* a device tensor launched for a window */
+  VIEW_RANK_SKIPPED     /* rank 1 never dispatched */
+};
+
+PLD_KERNEL(k_count, k, PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, INT32, NR)) {
+  int32_t n = pld_nranks(k, pld_get_comm(sig));
+  pld_barrier(k, sig);
+  for (int64_t i = 0; i < n; i++)
+    pld_write(k, y, PLD_AT(i), n);
+}
+
+PLD_DEVICE(d_count, a, PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, INT32, NR)) {
+  pld_launch(a, k_count, 1, sig, y);
+}
+
+/* Launches k_count with a device tensor where it takes a window. */
+PLD_DEVICE(d_count_plain, a, PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, INT32, NR)) {
+  pld_tensor t = pld_device_alloc(
+      a, PLD_INT32, PLD_SHAPE(pld_tensor_dim(pld_local(sig), 0)));
+  pld_launch(a, k_count, 1, t, y);
+}
+
+PLD_HOST(h_views, h, PLD_OUT(y, INT32, NR, NR), PLD_SCALAR(how, INT32)) {
+  int n = pld_world_size(h);
+  size_t bytes = how == VIEW_UNDER_ALLOCATED ? (size_t)n
+                 : how == VIEW_ZERO_BYTES    ? 0
+                                             : VIEW_BUF;
+  size_t offset = how == VIEW_PAST_END     ? VIEW_BUF - 4
+                  : how == VIEW_MISALIGNED ? 2
+                                           : 0;
+  pld_window_buf buf = pld_window_alloc(h, bytes);
+  for (int r = 0; r < n; r++) {
+    if (how == VIEW_RANK_SKIPPED && r == 1)
+      continue;
+    pld_window w =
+        pld_window_view_at(h, buf, offset, PLD_INT32, PLD_SHAPE(n));
+    if (how == VIEW_PLAIN_TENSOR)
+      pld_dispatch(h, d_count, r, pld_slice(h, y, r), pld_slice(h, y, r));
+    else
+      pld_dispatch(h, how == VIEW_PLAIN_LAUNCH ? d_count_plain : d_count, r,
+                   w, pld_slice(h, y, r));
+  }
+}
+
+/* Compiles h_views for n ranks, mistake `how`; returns the status (the
+ * message is pld_last_error()) after checking that a failure gave no
+ * program. */
+static int compile_views(int n, int how) {
+  pld_config cfg = comm_config(n);
+  pld_tensor y = comm_int_tensor(0, 2, (int64_t[]){n, n});
+  pld_program *p = NULL;
+  int st = pld_compile(h_views, &cfg, PLD_ARGS(y, how), &p);
+  if (st == PLD_OK) {
+    assert_ok(pld_program_run(p, PLD_ARGS(y, how)));
+    const int32_t *ys = pld_tensor_data(y);
+    for (int i = 0; i < n * n; i++)
+      assert_int_equal(ys[i], n);
+  }
+  assert_true((st == PLD_OK) == (p != NULL));
+  pld_program_destroy(p);
+  pld_tensor_destroy(y);
+  return st;
+}
+
+/* Window sizes are bytes: NR bytes for NR INT32 cells is caught when the
+ * view is taken, with the size it needs. */
+static void test_window_under_allocated(void **state) {
+  (void)state;
+  for (int c = 0; c < COMM_NCOUNTS; c++) {
+    int n = comm_rank_counts[c];
+    char view[64], needs[64], alloc[64];
+    snprintf(view, sizeof view, "view INT32[%d] at byte 0 needs %d bytes", n,
+             4 * n);
+    snprintf(alloc, sizeof alloc,
+             "window buffer #0 was allocated with %d bytes", n);
+    snprintf(needs, sizeof needs, "allocate at least %d)", 4 * n);
+    assert_fails_with(compile_views(n, VIEW_UNDER_ALLOCATED), PLD_ERR_BOUNDS,
+                      "pld_window_view (in h_views): ", view, alloc,
+                      "sizes are in bytes, not elements", needs);
+    assert_ok(compile_views(n, VIEW_OK));
+  }
+}
+
+static void test_window_view_outside_buffer(void **state) {
+  (void)state;
+  assert_fails_with(compile_views(3, VIEW_PAST_END), PLD_ERR_BOUNDS,
+                    "pld_window_view (in h_views): view INT32[3] at byte 4092 "
+                    "needs 4104 bytes",
+                    "window buffer #0 was allocated with 4096 bytes");
+  assert_fails_with(compile_views(2, VIEW_MISALIGNED), PLD_ERR_ARG,
+                    "pld_window_view (in h_views): offset: expected a "
+                    "multiple of 4 (the size of INT32), got 2");
+  assert_fails_with(compile_views(2, VIEW_ZERO_BYTES), PLD_ERR_ARG,
+                    "pld_window_alloc (in h_views): bytes: expected > 0, got "
+                    "0");
+}
+
+/* A plain tensor is no window, whether the host dispatches it or a device
+ * function launches it. */
+static void test_plain_tensor_for_window(void **state) {
+  (void)state;
+  assert_fails_with(compile_views(2, VIEW_PLAIN_TENSOR), PLD_ERR_ARG,
+                    "pld_dispatch to rank 0 (in h_views): d_count: parameter "
+                    "'sig' (1 of 2)",
+                    "expected a window INT32[NR], got a plain tensor: peers "
+                    "cannot reach it");
+  assert_fails_with(compile_views(4, VIEW_PLAIN_LAUNCH), PLD_ERR_ARG,
+                    "pld_launch", "k_count: parameter 'sig' (1 of 2)",
+                    "expected a window INT32[NR], got a plain tensor");
+}
+
+/* Every rank must be dispatched, or its peers would wait forever. */
+static void test_rank_never_dispatched(void **state) {
+  (void)state;
+  assert_fails_with(compile_views(3, VIEW_RANK_SKIPPED), PLD_ERR_ARG,
+                    "pld_compile: h_views: rank 1 (device 3) is never "
+                    "dispatched; every rank of the world (3) must be");
+  assert_no_children();
+}
+
+/* ---- kernels' mistakes, at run time ------------------------------------- */
+
+enum { MR = 4, MC = 16, MB = 32 };
+
+/* What k_misuse does wrong on rank flag[0], by flag[1]. */
+enum {
+  MIS_NONE,
+  MIS_LOAD_ROWS,    /* remote_load rows [1, 5) of a 4-row window */
+  MIS_STORE_COLS,   /* remote_store cols [1, 17) of a 16-column window */
+  MIS_PUT_DST,      /* put to rows [2, 6) */
+  MIS_GET_SRC,      /* get from cols [13, 17) */
+  MIS_LOAD_EMPTY,   /* remote_load of 0 rows */
+  MIS_PUT_SRC,      /* put from outside the source tensor */
+  MIS_LOAD_PEER_N,  /* peer == nranks */
+  MIS_LOAD_PEER_NEG,
+  MIS_STORE_PEER_NEG,
+  MIS_PUT_PEER_NEG,
+  MIS_GET_PEER_NEG,
+  MIS_PUT_PEER_N,
+  MIS_NOTIFY_PEER_N,
+  MIS_NOTIFY_PEER_NEG,
+  MIS_WAIT_FP32,    /* wait on an FP32 window */
+  MIS_NOTIFY_FP32,
+  MIS_WAIT_RANK2,   /* a 2-D index into a 1-D signal window */
+  MIS_NOTIFY_CELL,  /* a cell past the end */
+  MIS_WAIT_CMP,     /* a comparison that does not exist */
+  MIS_NOTIFY_OP,
+  MIS_ATOMIC_UINT8, /* atomic add on a UINT8 window */
+  MIS_GET_ATOMIC,   /* a get cannot accumulate */
+  MIS_STORE_DTYPE,  /* an FP32 tile into a UINT8 window */
+  MIS_PUT_DTYPE,
+  MIS_GET_INTO_IN,  /* get into an In tensor */
+  MIS_NO_COMM,      /* rank of an empty window handle */
+  MIS_BARRIER_SMALL /* barrier on a window of fewer cells than ranks */
+};
+
+PLD_KERNEL(k_misuse, k,
+           PLD_IN(x, FP32, MR, MC),
+           PLD_WINDOW(data, FP32, MR, MC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_WINDOW(bytes, UINT8, MR, MB),
+           PLD_WINDOW(one, INT32, 1),
+           PLD_OUT(y, FP32, MR, MC),
+           PLD_IN(flag, INT32, 2),
+           PLD_SCALAR(rank, INT32))
+{
+  int32_t n = pld_nranks(k, pld_get_comm(data));
+  pld_tile *t = pld_load(k, x, 0, 0, MR, MC);
+  pld_store(k, t, y, 0, 0);
+  if (rank != (int32_t)pld_read(k, flag, PLD_AT(0)))
+    return;
+  pld_xfer o;
+  memset(&o, 0, sizeof o);
+  pld_window none = {NULL};
+  switch ((int)pld_read(k, flag, PLD_AT(1))) {
+  case MIS_LOAD_ROWS:
+    pld_remote_load(k, data, 1, 1, 0, MR, MC);
+    break;
+  case MIS_STORE_COLS:
+    pld_remote_store(k, t, data, 1, 0, 1, PLD_ATOMIC_NONE);
+    break;
+  case MIS_PUT_DST:
+    o.dst_row = 2;
+    pld_put(k, data, 1, x, &o);
+    break;
+  case MIS_GET_SRC:
+    o.src_col = MC - 3, o.rows = 1, o.cols = 4;
+    pld_get(k, y, 1, data, &o);
+    break;
+  case MIS_LOAD_EMPTY:
+    pld_remote_load(k, data, 1, 0, 0, 0, MC);
+    break;
+  case MIS_PUT_SRC:
+    o.src_row = 3, o.rows = 2;
+    pld_put(k, data, 1, x, &o);
+    break;
+  case MIS_LOAD_PEER_N:
+    pld_remote_load(k, data, n, 0, 0, MR, MC);
+    break;
+  case MIS_LOAD_PEER_NEG:
+    pld_remote_load(k, data, -1, 0, 0, MR, MC);
+    break;
+  case MIS_STORE_PEER_NEG:
+    pld_remote_store(k, t, data, -2, 0, 0, PLD_ATOMIC_NONE);
+    break;
+  case MIS_PUT_PEER_NEG:
+    pld_put(k, data, -1, x, NULL);
+    break;
+  case MIS_GET_PEER_NEG:
+    pld_get(k, y, -1, data, NULL);
+    break;
+  case MIS_PUT_PEER_N:
+    pld_put(k, data, n, x, NULL);
+    break;
+  case MIS_NOTIFY_PEER_N:
+    pld_notify(k, sig, n, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+    break;
+  case MIS_NOTIFY_PEER_NEG:
+    pld_notify(k, sig, -1, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+    break;
+  case MIS_WAIT_FP32:
+    pld_wait(k, data, PLD_AT(0, 0), 1, PLD_WAIT_GE);
+    break;
+  case MIS_NOTIFY_FP32:
+    pld_notify(k, data, 0, PLD_AT(0, 0), 1, PLD_NOTIFY_SET);
+    break;
+  case MIS_WAIT_RANK2:
+    pld_wait(k, sig, PLD_AT(0, 0), 1, PLD_WAIT_GE);
+    break;
+  case MIS_NOTIFY_CELL:
+    pld_notify(k, sig, 1, PLD_AT(n), 1, PLD_NOTIFY_ADD);
+    break;
+  case MIS_WAIT_CMP:
+    pld_wait(k, sig, PLD_AT(0), 1, (pld_wait_cmp)2);
+    break;
+  case MIS_NOTIFY_OP:
+    pld_notify(k, sig, 1, PLD_AT(0), 1, (pld_notify_op)5);
+    break;
+  case MIS_ATOMIC_UINT8:
+    pld_remote_store(k, pld_full(k, PLD_UINT8, 1, MB, 1), bytes, 1, 0, 0,
+                     PLD_ATOMIC_ADD);
+    break;
+  case MIS_GET_ATOMIC:
+    o.atomic = PLD_ATOMIC_ADD;
+    pld_get(k, y, 1, data, &o);
+    break;
+  case MIS_STORE_DTYPE:
+    pld_remote_store(k, t, bytes, 1, 0, 0, PLD_ATOMIC_NONE);
+    break;
+  case MIS_PUT_DTYPE:
+    pld_put(k, bytes, 1, x, NULL);
+    break;
+  case MIS_GET_INTO_IN:
+    pld_get(k, x, 1, data, NULL);
+    break;
+  case MIS_NO_COMM:
+    pld_rank(k, pld_get_comm(none));
+    break;
+  case MIS_BARRIER_SMALL:
+    pld_barrier(k, one);
+    break;
+  default:
+    break;
+  }
+}
+
+PLD_DEVICE(d_misuse, a,
+           PLD_IN(x, FP32, MR, MC),
+           PLD_WINDOW(data, FP32, MR, MC),
+           PLD_WINDOW(sig, INT32, NR),
+           PLD_WINDOW(bytes, UINT8, MR, MB),
+           PLD_WINDOW(one, INT32, 1),
+           PLD_OUT(y, FP32, MR, MC),
+           PLD_IN(flag, INT32, 2),
+           PLD_SCALAR(rank, INT32))
+{
+  pld_launch(a, k_misuse, 1, x, data, sig, bytes, one, y, flag, rank);
+}
+
+PLD_HOST(h_misuse, h,
+         PLD_IN(x, FP32, NR, MR, MC),
+         PLD_OUT(y, FP32, NR, MR, MC),
+         PLD_IN(flag, INT32, 2))
+{
+  int n = pld_world_size(h);
+  pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(MR, MC));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  pld_window_buf bytes = pld_window_alloc(h, MR * MB);
+  pld_window_buf one = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_misuse, r, pld_slice(h, x, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(MR, MC)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+                 pld_window_view(h, bytes, PLD_UINT8, PLD_SHAPE(MR, MB)),
+                 pld_window_view(h, one, PLD_INT32, PLD_SHAPE(1)),
+                 pld_slice(h, y, r), flag, r);
+}
+
+struct misuse {
+  int n;
+  pld_tensor x, y, flag;
+  pld_program *p;
+};
+
+static void misuse_setup(struct misuse *m, int n) {
+  pld_config cfg = comm_config(n);
+  m->n = n;
+  m->x = pld_test_tensor(3, (int64_t[]){n, MR, MC}, 1, 0);
+  m->y = pld_test_tensor(3, (int64_t[]){n, MR, MC}, 0, 0);
+  m->flag = comm_int_tensor(0, 1, (int64_t[]){2});
+  assert_ok(pld_compile(h_misuse, &cfg, PLD_ARGS(m->x, m->y, m->flag), &m->p));
+}
+
+/* Runs with rank `bad` making mistake `how`. */
+static int misuse_run(struct misuse *m, int bad, int how) {
+  int32_t *f = pld_tensor_data(m->flag);
+  f[0] = bad;
+  f[1] = how;
+  return pld_program_run(m->p, PLD_ARGS(m->x, m->y, m->flag));
+}
+
+/* The devices outlive their kernels' mistakes: a correct run works, and
+ * destroying the program leaves no process behind. */
+static void misuse_teardown(struct misuse *m) {
+  assert_ok(misuse_run(m, 0, MIS_NONE));
+  comm_expect_f32("y after the mistakes", pld_tensor_data(m->y),
+                  pld_tensor_data(m->x), pld_tensor_numel(m->x));
+  pld_program_destroy(m->p);
+  assert_no_children();
+  pld_tensor_destroy(m->x);
+  pld_tensor_destroy(m->y);
+  pld_tensor_destroy(m->flag);
+}
+
+/* The region of a remote access, and of a put's or get's local side, must
+ * lie inside the tensor; the message names window, peer and region. */
+static void test_remote_region_out_of_range(void **state) {
+  (void)state;
+  struct misuse m;
+  misuse_setup(&m, 3);
+  const char *who = "kernel k_misuse (rank 1, device 3, AIV core 0, block 0 "
+                    "of 1): ";
+  assert_fails_with(misuse_run(&m, 1, MIS_LOAD_ROWS), PLD_ERR_BOUNDS,
+                    "pld_remote_load: ", who,
+                    "window 'data' (buffer #0) of peer 1: rows [1, 5) cols "
+                    "[0, 16) outside FP32[4, 16]");
+  assert_fails_with(misuse_run(&m, 1, MIS_STORE_COLS), PLD_ERR_BOUNDS,
+                    "pld_remote_store: ", who,
+                    "window 'data' (buffer #0) of peer 1: rows [0, 4) cols "
+                    "[1, 17) outside FP32[4, 16]");
+  assert_fails_with(misuse_run(&m, 1, MIS_PUT_DST), PLD_ERR_BOUNDS,
+                    "pld_put: ", who,
+                    "window 'data' (buffer #0) of peer 1: rows [2, 6) cols "
+                    "[0, 16) outside FP32[4, 16]");
+  assert_fails_with(misuse_run(&m, 1, MIS_GET_SRC), PLD_ERR_BOUNDS,
+                    "pld_get: ", who,
+                    "window 'data' (buffer #0) of peer 1: rows [0, 1) cols "
+                    "[13, 17) outside FP32[4, 16]");
+  assert_fails_with(misuse_run(&m, 1, MIS_LOAD_EMPTY), PLD_ERR_BOUNDS,
+                    "pld_remote_load: ", who,
+                    "window 'data' (buffer #0) of peer 1: rows [0, 0) cols "
+                    "[0, 16) outside");
+  assert_fails_with(misuse_run(&m, 1, MIS_PUT_SRC), PLD_ERR_BOUNDS,
+                    "pld_put: ", who,
+                    "source 'x': rows [3, 5) cols [0, 16) outside FP32[4, 16]");
+  misuse_teardown(&m);
+}
+
+/* A peer is a rank of the window's domain: 0 to nranks - 1. */
+static void test_peer_out_of_range(void **state) {
+  (void)state;
+  struct misuse m;
+  misuse_setup(&m, 4);
+  const char *who = "kernel k_misuse (rank 2, device 3, AIV core 0, block 0 "
+                    "of 1): ";
+  assert_fails_with(misuse_run(&m, 2, MIS_LOAD_PEER_N), PLD_ERR_BOUNDS,
+                    "pld_remote_load: ", who,
+                    "window 'data' (buffer #0): peer 4 outside its domain of "
+                    "4 ranks (peers are 0 to 3)");
+  assert_fails_with(misuse_run(&m, 2, MIS_PUT_PEER_N), PLD_ERR_BOUNDS,
+                    "pld_put: ", who,
+                    "window 'data' (buffer #0): peer 4 outside its domain");
+  assert_fails_with(misuse_run(&m, 2, MIS_NOTIFY_PEER_N), PLD_ERR_BOUNDS,
+                    "pld_notify: ", who,
+                    "window 'sig' (buffer #1): peer 4 outside its domain of "
+                    "4 ranks (peers are 0 to 3)");
+  assert_fails_with(misuse_run(&m, 2, MIS_NOTIFY_PEER_NEG), PLD_ERR_BOUNDS,
+                    "pld_notify: ", who,
+                    "peer -1: expected a rank of the window's domain");
+  misuse_teardown(&m);
+}
+
+/* BUG: src/comm/window.c, pld__win_check checks a peer against the domain
+ * only when peer >= 0 (a negative peer means "no peer" to pld_wait and
+ * pld_barrier), so pld_remote_load, pld_remote_store, pld_put and pld_get
+ * accept a negative peer, index comm->members[peer] before the array and
+ * move data to or from whatever rank that garbage names: the run returns
+ * PLD_OK (plain build) or the device crashes (ASan: heap-buffer-overflow
+ * in pld_remote_load).  They must fail with PLD_ERR_BOUNDS as pld_notify
+ * does. */
+static void test_negative_peer_rma(void **state) {
+  (void)state;
+  struct misuse m;
+  misuse_setup(&m, 2);
+  static const struct {
+    int how;
+    const char *fn;
+  } cases[] = {{MIS_LOAD_PEER_NEG, "pld_remote_load: "},
+               {MIS_STORE_PEER_NEG, "pld_remote_store: "},
+               {MIS_PUT_PEER_NEG, "pld_put: "},
+               {MIS_GET_PEER_NEG, "pld_get: "}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    assert_fails_with(misuse_run(&m, 1, cases[i].how), PLD_ERR_BOUNDS,
+                      cases[i].fn, "kernel k_misuse (rank 1, device 1",
+                      "window 'data' (buffer #0)", "peer -");
+  misuse_teardown(&m);
+}
+
+static void test_signal_on_non_int32_window(void **state) {
+  (void)state;
+  struct misuse m;
+  misuse_setup(&m, 2);
+  assert_fails_with(misuse_run(&m, 0, MIS_WAIT_FP32), PLD_ERR_ARG,
+                    "pld_wait: kernel k_misuse (rank 0, device 0",
+                    "window 'data' (buffer #0) is FP32: signals are INT32 "
+                    "cells");
+  assert_fails_with(misuse_run(&m, 1, MIS_NOTIFY_FP32), PLD_ERR_ARG,
+                    "pld_notify: kernel k_misuse (rank 1, device 1",
+                    "window 'data' (buffer #0) is FP32: signals are INT32 "
+                    "cells");
+  misuse_teardown(&m);
+}
+
+/* Cell indices have the window's rank and lie inside it; comparisons and
+ * operations are the enums' values. */
+static void test_signal_index_and_enums(void **state) {
+  (void)state;
+  struct misuse m;
+  misuse_setup(&m, 3);
+  assert_fails_with(misuse_run(&m, 2, MIS_WAIT_RANK2), PLD_ERR_BOUNDS,
+                    "pld_wait: kernel k_misuse (rank 2, device 1",
+                    "window 'sig' (buffer #1) has 1 dimension, got an index "
+                    "of 2");
+  assert_fails_with(misuse_run(&m, 0, MIS_NOTIFY_CELL), PLD_ERR_BOUNDS,
+                    "pld_notify: kernel k_misuse (rank 0, device 5",
+                    "window 'sig' (buffer #1) of peer 1: index 3 of dimension "
+                    "0 outside INT32[3]");
+  assert_fails_with(misuse_run(&m, 1, MIS_WAIT_CMP), PLD_ERR_ARG,
+                    "pld_wait: kernel k_misuse (rank 1",
+                    "cmp: expected PLD_WAIT_EQ or PLD_WAIT_GE, got 2");
+  assert_fails_with(misuse_run(&m, 1, MIS_NOTIFY_OP), PLD_ERR_ARG,
+                    "pld_notify: kernel k_misuse (rank 1",
+                    "op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got 5");
+  misuse_teardown(&m);
+}
+
+static void test_atomic_and_dtype_misuse(void **state) {
+  (void)state;
+  struct misuse m;
+  misuse_setup(&m, 2);
+  assert_fails_with(misuse_run(&m, 0, MIS_ATOMIC_UINT8), PLD_ERR_UNSUPPORTED,
+                    "pld_remote_store: kernel k_misuse (rank 0",
+                    "atomic add on UINT8: supported for FP32, FP16, BF16, "
+                    "INT32, INT16 and INT8");
+  assert_fails_with(misuse_run(&m, 0, MIS_GET_ATOMIC), PLD_ERR_ARG,
+                    "pld_get: kernel k_misuse (rank 0",
+                    "a get cannot accumulate");
+  assert_fails_with(misuse_run(&m, 1, MIS_STORE_DTYPE), PLD_ERR_ARG,
+                    "pld_remote_store: kernel k_misuse (rank 1",
+                    "tile is FP32, window 'bytes' (buffer #2) is UINT8");
+  assert_fails_with(misuse_run(&m, 1, MIS_PUT_DTYPE), PLD_ERR_ARG,
+                    "pld_put: kernel k_misuse (rank 1",
+                    "source 'x' is FP32 but window 'bytes' (buffer #2) of "
+                    "peer 1 is UINT8");
+  misuse_teardown(&m);
+}
+
+static void test_kernel_argument_misuse(void **state) {
+  (void)state;
+  struct misuse m;
+  misuse_setup(&m, 3);
+  assert_fails_with(misuse_run(&m, 2, MIS_GET_INTO_IN), PLD_ERR_ARG,
+                    "pld_get: kernel k_misuse (rank 2",
+                    "dst: tensor 'x' is an In parameter");
+  assert_fails_with(misuse_run(&m, 0, MIS_NO_COMM), PLD_ERR_ARG,
+                    "pld_rank: kernel k_misuse (rank 0",
+                    "comm: expected the context of a window, got none");
+  assert_fails_with(misuse_run(&m, 1, MIS_BARRIER_SMALL), PLD_ERR_ARG,
+                    "pld_barrier: kernel k_misuse (rank 1",
+                    "window 'one' (buffer #3) is INT32[1]: expected INT32[n] "
+                    "with n >= 3 (the domain's size)");
+  misuse_teardown(&m);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_window_under_allocated),
+    cmocka_unit_test(test_window_view_outside_buffer),
+    cmocka_unit_test(test_plain_tensor_for_window),
+    cmocka_unit_test(test_rank_never_dispatched),
+    cmocka_unit_test(test_remote_region_out_of_range),
+    cmocka_unit_test(test_peer_out_of_range),
+    cmocka_unit_test(test_negative_peer_rma),
+    cmocka_unit_test(test_signal_on_non_int32_window),
+    cmocka_unit_test(test_signal_index_and_enums),
+    cmocka_unit_test(test_atomic_and_dtype_misuse),
+    cmocka_unit_test(test_kernel_argument_misuse),
+};
+
+PLD_TEST_MAIN("comm_misuse", tests)
