@@ -1,0 +1,275 @@
+/* Waits that can never return are reported, not waited out: each deadlock
+ * of the model's pitfalls ends the run within a second with
+ * PLD_ERR_DEADLOCK and the blocked waits; a wait longer than the limit
+ * while other cores still run ends it with PLD_ERR_TIMEOUT; a wait on a
+ * peer that is slow but running is neither.  After each, the program runs
+ * correctly again, and nothing is left behind when it is destroyed. */
+#include "comm_test.h"
+
+/* ---- the tally barrier and its mistakes ------------------------------- */
+
+/* What rank flag[0] does wrong, by flag[1]. */
+enum {
+  DL_NONE,
+  DL_MISSING_NOTIFY, /* it notifies nobody */
+  DL_NOTIFY_ZERO,    /* it notifies 0, awaited with Ge 1 */
+  DL_WAIT_FIRST,     /* every rank waits before it notifies */
+  DL_WRONG_ROW       /* it notifies row 1 where row 0 is awaited */
+};
+
+/* Rank me adds 1 to cell [0, me] of every other rank, then waits until
+ * each of its own cells [0, p], p != me, is >= 1, and copies row 0 out:
+ * y[r][i] = (i != r). */
+PLD_KERNEL(k_tally, k,
+           PLD_WINDOW(sig, INT32, 2, NR),
+           PLD_IN(flag, INT32, 2),
+           PLD_OUT(y, INT32, NR))
+{
+  pld_comm comm = pld_get_comm(sig);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  int bad = me == (int32_t)pld_read(k, flag, PLD_AT(0));
+  int how = (int)pld_read(k, flag, PLD_AT(1));
+  int32_t value = bad && how == DL_NOTIFY_ZERO ? 0 : 1;
+  int64_t row = bad && how == DL_WRONG_ROW ? 1 : 0;
+  int notifies = !(bad && how == DL_MISSING_NOTIFY);
+  for (int pass = 0; pass < 2; pass++) {
+    int waiting = (pass == 0) == (how == DL_WAIT_FIRST);
+    for (int32_t p = 0; p < n; p++) {
+      if (p == me)
+        continue;
+      if (waiting)
+        pld_wait(k, sig, PLD_AT(0, p), 1, PLD_WAIT_GE);
+      else if (notifies)
+        pld_notify(k, sig, p, PLD_AT(row, me), value, PLD_NOTIFY_ADD);
+    }
+  }
+  for (int64_t i = 0; i < n; i++)
+    pld_write(k, y, PLD_AT(i), pld_read(k, pld_local(sig), PLD_AT(0, i)));
+}
+
+PLD_DEVICE(d_tally, a,
+           PLD_WINDOW(sig, INT32, 2, NR),
+           PLD_IN(flag, INT32, 2),
+           PLD_OUT(y, INT32, NR))
+{
+  pld_launch(a, k_tally, 1, sig, flag, y);
+}
+
+PLD_HOST(h_tally, h, PLD_IN(flag, INT32, 2), PLD_OUT(y, INT32, NR, NR)) {
+  int n = pld_world_size(h);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(2, n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_tally, r,
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(2, n)), flag,
+                 pld_slice(h, y, r));
+}
+
+/* A compiled, prepared tally over n ranks. */
+struct tally {
+  int n;
+  pld_tensor flag, y;
+  pld_program *p;
+};
+
+static void tally_setup(struct tally *t, int n) {
+  pld_config cfg = comm_config(n);
+  t->n = n;
+  t->flag = comm_int_tensor(0, 1, (int64_t[]){2});
+  t->y = comm_int_tensor(-1, 2, (int64_t[]){n, n});
+  assert_ok(pld_compile(h_tally, &cfg, PLD_ARGS(t->flag, t->y), &t->p));
+  assert_ok(pld_program_prepare(t->p));
+}
+
+/* Runs with rank `bad` making mistake `how`; *seconds is how long the run
+ * took. */
+static int tally_run(struct tally *t, int bad, int how, double *seconds) {
+  int32_t *f = pld_tensor_data(t->flag);
+  f[0] = bad;
+  f[1] = how;
+  return comm_timed_run(t->p, PLD_ARGS(t->flag, t->y), seconds);
+}
+
+/* The correct run works after whatever happened before it. */
+static void tally_run_correctly(struct tally *t) {
+  double seconds;
+  assert_ok(tally_run(t, 0, DL_NONE, &seconds));
+  const int32_t *ys = pld_tensor_data(t->y);
+  for (int r = 0; r < t->n; r++)
+    for (int i = 0; i < t->n; i++)
+      assert_int_equal(ys[r * t->n + i], i != r);
+}
+
+/* The line of the report for a wait of rank r on cell [0, cell]. */
+static void wait_line(char *buf, size_t cap, int r, int cell) {
+  snprintf(buf, cap,
+           "rank %d (device %d): kernel k_tally on AIV core 0 (block 0 of 1) "
+           "waits on window 'sig' (buffer #0) cell [0, %d] >= 1; it holds 0",
+           r, comm_ids[r], cell);
+}
+
+/* Runs mistake `how` of rank `bad` over n ranks: a deadlock reported
+ * within a second, whose report names the wait of every rank but `bad`
+ * on cell [0, waited(r)] and the ranks already finished; then a correct
+ * run, and nothing left behind. */
+static void expect_deadlock(int n, int bad, int how, const char *finished) {
+  int shm_before = comm_count_dev_shm();
+  struct tally t;
+  tally_setup(&t, n);
+  for (int round = 0; round < 2; round++) {
+    double seconds;
+    int st = tally_run(&t, bad, how, &seconds);
+    assert_fails_with(st, PLD_ERR_DEADLOCK,
+                      "pld_program_run: deadlock: these waits can never be "
+                      "satisfied",
+                      finished);
+    if (seconds >= 1.0) {
+      print_error("the deadlock took %.3f s to report\n", seconds);
+      fail();
+    }
+    for (int r = 0; r < n; r++) {
+      char line[256];
+      if (how == DL_WAIT_FIRST)
+        wait_line(line, sizeof line, r, r == 0 ? 1 : 0);
+      else if (r != bad)
+        wait_line(line, sizeof line, r, bad);
+      else
+        continue;
+      assert_fails_with(st, PLD_ERR_DEADLOCK, line);
+    }
+    tally_run_correctly(&t);
+  }
+  pld_program_destroy(t.p);
+  assert_no_children();
+  assert_int_equal(comm_count_dev_shm(), shm_before);
+  pld_tensor_destroy(t.flag);
+  pld_tensor_destroy(t.y);
+}
+
+/* Rank 1 of 3 notifies nobody: ranks 0 and 2 wait on its cell. */
+static void test_deadlock_missing_notify(void **state) {
+  (void)state;
+  expect_deadlock(3, 1, DL_MISSING_NOTIFY, "ranks already finished: 1");
+}
+
+/* A notify of 0 never satisfies Ge 1. */
+static void test_deadlock_notify_zero(void **state) {
+  (void)state;
+  expect_deadlock(2, 0, DL_NOTIFY_ZERO, "ranks already finished: 0");
+}
+
+/* The notify loop after the wait loop: every rank waits, none finished. */
+static void test_deadlock_wait_before_notify(void **state) {
+  (void)state;
+  expect_deadlock(4, -1, DL_WAIT_FIRST, "ranks already finished: none");
+}
+
+/* Rank 3 of 4 notifies row 1; row 0 is awaited. */
+static void test_deadlock_wrong_row(void **state) {
+  (void)state;
+  expect_deadlock(4, 3, DL_WRONG_ROW, "ranks already finished: 3");
+}
+
+/* ---- wait timeout, and a slow peer ------------------------------------- */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Keeps a core busy for `ms` milliseconds, reading t. */
+static void spin(pld_core k, pld_tensor t, double ms) {
+  double until = now_ms() + ms;
+  while (now_ms() < until)
+    (void)pld_read(k, t, PLD_AT(0));
+}
+
+/* Two blocks a rank.  Rank 0: block 0 waits on cell [0]; block 1 computes
+ * for flag[0] ms.  Rank 1: block 0 computes for flag[1] ms, then notifies
+ * rank 0 if flag[2]; block 1 does nothing. */
+PLD_KERNEL(k_slow, k, PLD_WINDOW(sig, INT32, NR), PLD_IN(flag, INT32, 3)) {
+  int32_t me = pld_rank(k, pld_get_comm(sig)), b = pld_block_idx(k);
+  if (me == 0 && b == 0)
+    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
+  else if (me == 0)
+    spin(k, flag, pld_read(k, flag, PLD_AT(0)));
+  else if (b == 0) {
+    spin(k, flag, pld_read(k, flag, PLD_AT(1)));
+    if (pld_read(k, flag, PLD_AT(2)) != 0)
+      pld_notify(k, sig, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+  }
+}
+
+PLD_DEVICE(d_slow, a, PLD_WINDOW(sig, INT32, NR), PLD_IN(flag, INT32, 3)) {
+  pld_launch(a, k_slow, 2, sig, flag);
+}
+
+PLD_HOST(h_slow, h, PLD_IN(flag, INT32, 3)) {
+  int n = pld_world_size(h);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_slow, r, pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+                 flag);
+}
+
+/* Runs h_slow with flag = {busy0, busy1, notify}; *seconds is how long it
+ * took. */
+static int slow_run(pld_program *p, pld_tensor flag, int busy0, int busy1,
+                    int notify, double *seconds) {
+  int32_t *f = pld_tensor_data(flag);
+  f[0] = busy0;
+  f[1] = busy1;
+  f[2] = notify;
+  return comm_timed_run(p, PLD_ARGS(flag), seconds);
+}
+
+/* Rank 0's wait is never satisfied, but block 1 of the same kernel keeps
+ * computing, so it is no deadlock: the 200 ms limit ends it. */
+static void test_wait_timeout(void **state) {
+  (void)state;
+  pld_config cfg = comm_config(2);
+  cfg.wait_timeout_ms = 200;
+  pld_tensor flag = comm_int_tensor(0, 1, (int64_t[]){3});
+  pld_program *p;
+  assert_ok(pld_compile(h_slow, &cfg, PLD_ARGS(flag), &p));
+  assert_ok(pld_program_prepare(p));
+  double seconds;
+  assert_fails_with(slow_run(p, flag, 450, 0, 0, &seconds), PLD_ERR_TIMEOUT,
+                    "pld_program_run: wait timeout: a wait was blocked longer "
+                    "than 200 ms",
+                    "rank 0 (device 0): kernel k_slow on AIV core ",
+                    "(block 0 of 2) waits on window 'sig' (buffer #0) cell "
+                    "[0] >= 1; it holds 0",
+                    "ranks already finished: 1");
+  assert_true(seconds >= 0.2);
+  assert_ok(slow_run(p, flag, 50, 0, 1, &seconds));
+  pld_program_destroy(p);
+  assert_no_children();
+  pld_tensor_destroy(flag);
+}
+
+/* Rank 0 waits for 300 ms on rank 1, which computes before it notifies:
+ * a slow peer is no deadlock. */
+static void test_slow_peer_is_no_deadlock(void **state) {
+  (void)state;
+  pld_config cfg = comm_config(2);
+  pld_tensor flag = comm_int_tensor(0, 1, (int64_t[]){3});
+  pld_program *p;
+  assert_ok(pld_compile(h_slow, &cfg, PLD_ARGS(flag), &p));
+  double seconds;
+  assert_ok(slow_run(p, flag, 0, 300, 1, &seconds));
+  assert_true(seconds >= 0.3);
+  pld_program_destroy(p);
+  pld_tensor_destroy(flag);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_deadlock_missing_notify),
+    cmocka_unit_test(test_deadlock_notify_zero),
+    cmocka_unit_test(test_deadlock_wait_before_notify),
+    cmocka_unit_test(test_deadlock_wrong_row),
+    cmocka_unit_test(test_wait_timeout),
+    cmocka_unit_test(test_slow_peer_is_no_deadlock),
+};
+
+PLD_TEST_MAIN("comm_deadlock", tests)
