@@ -494,9 +494,9 @@ static void bench_bandwidth(int reps) {
   prog_release(&g);
   memcpy_bw(reps, mem);
   /* MPI with the one-sided component Open MPI picks for MPI_Win_allocate
-   * (osc rdma over the vader BTL here), and with osc sm (plain loads and
-   * stores into the peer's shared segment, the same mechanism as pld's
-   * fabric). */
+   * (osc rdma over the vader BTL with Open MPI 4.1 on one node: its gets
+   * go through CMA), and with osc sm (plain copies into and out of the
+   * peer's shared segment, the same mechanism as pld's fabric). */
   static const char *const mca[2] = {"", "--mca osc sm "};
   char args[64];
   snprintf(args, sizeof args, "bw %zu %d", MAX_BYTES, reps);
@@ -516,15 +516,16 @@ static void bench_bandwidth(int reps) {
          "its own, contiguous rows\n");
   printf("    memcpy: one process, private buffers; MPI: rank 0 <-> rank 1's "
          "MPI_Win_allocate window,\n"
-         "    each op + MPI_Win_flush; 'osc rdma' is Open MPI's default "
-         "choice, 'osc sm' forced\n");
+         "    each op + MPI_Win_flush, with the osc component Open MPI picks "
+         "(osc rdma over vader\n"
+         "    with Open MPI 4.1 on one node) and with osc sm forced\n");
   int met = 1, measured = 0;
   for (int op = 0; op < 2; op++) {
     printf("  %-8s %8s %8s %7s %10s %10s %8s\n", "size", "memcpy",
            op ? "pld_get" : "pld_put", "/memcpy",
            op ? "MPI_Get" : "MPI_Put", op ? "MPI_Get" : "MPI_Put", "pld/MPI");
     printf("  %-8s %8s %8s %7s %10s %10s %8s\n", "", "", "", "",
-           "osc rdma", "osc sm", "rdma");
+           "default", "osc sm", "default");
     for (int s = 0; s < NSIZES; s++) {
       const size_t bytes = MIN_BYTES << (2 * s);
       char size[16], a[16], b[16], c[16], d[16], e[16], f[16];
@@ -550,6 +551,39 @@ static void bench_bandwidth(int reps) {
          !measured ? "n/a" : met ? "met" : "MISSED");
 }
 
+/* The share of the machine's CPU time that was busy over `seconds`, from
+ * /proc/stat (all processes, also those of other containers on this
+ * kernel), or -1.  Printed before the figures: the waits spin while there
+ * is a CPU for them, so other load on a small machine moves the latencies
+ * by integer factors. */
+static double busy_share(double seconds) {
+  unsigned long long v[2][8];
+  for (int i = 0; i < 2; i++) {
+    FILE *f = fopen("/proc/stat", "r");
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+                       &v[i][0], &v[i][1], &v[i][2], &v[i][3], &v[i][4],
+                       &v[i][5], &v[i][6], &v[i][7])
+              : 0;
+    if (f)
+      fclose(f);
+    if (n != 8)
+      return -1;
+    if (i == 0) {
+      struct timespec ts = {(time_t)seconds,
+                            (long)((seconds - (double)(time_t)seconds) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
+  }
+  double busy = 0, all = 0;
+  for (int j = 0; j < 8; j++) {
+    const double d = (double)(v[1][j] - v[0][j]);
+    all += d;
+    if (j != 3 && j != 4) /* idle, iowait */
+      busy += d;
+  }
+  return all > 0 ? busy / all : -1;
+}
+
 int main(int argc, char **argv) {
   int quick = 0, only = 0; /* only: bit 1 barrier, 2 ping-pong, 4 bandwidth */
   static const char *const parts[] = {"barrier", "pingpong", "bandwidth"};
@@ -572,6 +606,11 @@ int main(int argc, char **argv) {
   printf("bench_comm: pld's shared-memory fabric (a2a3sim, one process per "
          "device) vs Open MPI, %ld CPUs\n",
          ncpu);
+  const double busy = busy_share(1.0);
+  if (busy >= 0)
+    printf("CPU time used by other processes in the second before: %.0f%%%s\n",
+           busy * 100,
+           busy > 0.1 ? " (a busy machine: the latencies below suffer)" : "");
   if (HAVE_MPI) {
     char cmd[1024];
     mpi_cmd(cmd, sizeof cmd, 2, "", "<mode> ...");
