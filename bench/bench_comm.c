@@ -494,9 +494,10 @@ static void bench_bandwidth(int reps) {
   prog_release(&g);
   memcpy_bw(reps, mem);
   /* MPI with the one-sided component Open MPI picks for MPI_Win_allocate
-   * (osc rdma over the vader BTL with Open MPI 4.1 on one node: its gets
-   * go through CMA), and with osc sm (plain copies into and out of the
-   * peer's shared segment, the same mechanism as pld's fabric). */
+   * (osc rdma over the vader BTL with Open MPI 4.1 on one node, whose
+   * MPI_Get is slow at every size), and with osc sm (plain copies into
+   * and out of the peer's shared segment, the mechanism of pld's shm
+   * fabric). */
   static const char *const mca[2] = {"", "--mca osc sm "};
   char args[64];
   snprintf(args, sizeof args, "bw %zu %d", MAX_BYTES, reps);
