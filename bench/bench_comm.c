@@ -150,20 +150,39 @@ static int64_t batch_of(size_t bytes) {
   return bytes >= (size_t)BATCH_BYTES ? 1 : (int64_t)(BATCH_BYTES / bytes);
 }
 
-/* Rank 0 puts its copy of `src` into rank 1's `dst`, then gets rank 1's
- * `src` into its own `dst`, every size in turn; the region is the first
- * bytes / 4 KiB rows, contiguous.  Rank 1 only waits for the end (it must
- * not return: its windows would go away).  t[op][size][rep] is seconds per
- * transfer; repetition -1 of each warms up (page tables of the freshly
- * zeroed windows, caches). */
+/* The reference copy: memcpy between two private buffers of this process,
+ * with an effect the compiler cannot see through. */
+static void copy_private(unsigned char *dst, const unsigned char *src,
+                         size_t bytes) {
+  memcpy(dst, src, bytes);
+  __asm__ volatile("" : : "r"(dst) : "memory");
+}
+
+/* For every size in turn, rank 0 puts its copy of `src` into rank 1's
+ * `dst`, gets rank 1's `src` into its own `dst`, and memcpys between two
+ * private buffers; the region is the first bytes / 4 KiB rows, contiguous.
+ * Each op loops alone over its own buffers (caches as a loop of that op
+ * finds them), and the three follow each other within the same second, so
+ * that the drift of a shared host's memory bandwidth (2x within a minute
+ * here) stays out of the ratio.  Rank 1 only waits for the end (it must
+ * not return: its windows would go away).  t[op][size][rep] is seconds per transfer (op 0 put, 1 get, 2
+ * memcpy; -1 when the private buffers could not be allocated);
+ * repetition -1 warms up (page tables of the freshly zeroed windows,
+ * caches). */
 PLD_KERNEL(bandwidth, k, PLD_IN(params, INT64, NPARAMS),
            PLD_WINDOW(src, FP32, MAX_ROWS, COLS),
            PLD_WINDOW(dst, FP32, MAX_ROWS, COLS), PLD_WINDOW(sig, INT32, 1),
-           PLD_OUT(t, FP64, 2, NSIZES, MAX_REPS)) {
+           PLD_OUT(t, FP64, 3, NSIZES, MAX_REPS)) {
   const int64_t reps = (int64_t)pld_read(k, params, PLD_AT(P_REPS));
   if (pld_rank(k, pld_get_comm(sig)) != 0) {
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
     return;
+  }
+  unsigned char *pa = aligned_alloc(4096, MAX_BYTES);
+  unsigned char *pb = aligned_alloc(4096, MAX_BYTES);
+  if (pa && pb) {
+    memset(pa, 1, MAX_BYTES); /* every page present, as in the windows */
+    memset(pb, 2, MAX_BYTES);
   }
   int64_t s = 0;
   for (size_t bytes = MIN_BYTES; bytes <= MAX_BYTES; bytes *= 4, s++) {
@@ -172,30 +191,38 @@ PLD_KERNEL(bandwidth, k, PLD_IN(params, INT64, NPARAMS),
     x.rows = (int32_t)(bytes / (COLS * sizeof(float)));
     x.cols = COLS;
     const int64_t batch = batch_of(bytes);
-    for (int64_t op = 0; op < 2; op++)
+    for (int64_t op = 0; op < 3; op++)
       for (int64_t r = -1; r < reps; r++) {
+        if (op == 2 && !(pa && pb)) {
+          pld_write(k, t, PLD_AT(op, s, r < 0 ? 0 : r), -1);
+          continue;
+        }
         const double t0 = now_s();
         for (int64_t i = 0; i < batch; i++)
           if (op == 0)
             pld_put(k, dst, 1, pld_local(src), &x);
-          else
+          else if (op == 1)
             pld_get(k, pld_local(dst), 1, src, &x);
+          else
+            copy_private(pb, pa, bytes);
         if (r >= 0)
           pld_write(k, t, PLD_AT(op, s, r), (now_s() - t0) / (double)batch);
       }
   }
+  free(pa);
+  free(pb);
   pld_notify(k, sig, 1, PLD_AT(0), 1, PLD_NOTIFY_ADD);
 }
 
 PLD_DEVICE(bandwidth_device, a, PLD_IN(params, INT64, NPARAMS),
            PLD_WINDOW(src, FP32, MAX_ROWS, COLS),
            PLD_WINDOW(dst, FP32, MAX_ROWS, COLS), PLD_WINDOW(sig, INT32, 1),
-           PLD_OUT(t, FP64, 2, NSIZES, MAX_REPS)) {
+           PLD_OUT(t, FP64, 3, NSIZES, MAX_REPS)) {
   pld_launch(a, bandwidth, 1, params, src, dst, sig, t);
 }
 
 PLD_HOST(bandwidth_host, h, PLD_IN(params, INT64, NR, NPARAMS),
-         PLD_OUT(t, FP64, NR, 2, NSIZES, MAX_REPS)) {
+         PLD_OUT(t, FP64, NR, 3, NSIZES, MAX_REPS)) {
   pld_window_buf src =
       pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(MAX_ROWS, COLS));
   pld_window_buf dst =
@@ -439,60 +466,26 @@ static void bench_pingpong(int reps) {
 
 /* ---- (3) ------------------------------------------------------------------ */
 
-/* memcpy GB/s for each size, between two private buffers of this process,
- * timed like the kernel times pld (same batches, repetitions, medians). */
-static void memcpy_bw(int reps, double *gbs) {
-  unsigned char *a = aligned_alloc(4096, MAX_BYTES);
-  unsigned char *b = aligned_alloc(4096, MAX_BYTES);
-  if (!a || !b) {
-    for (int s = 0; s < NSIZES; s++)
-      gbs[s] = -1;
-    free(a);
-    free(b);
-    return;
-  }
-  memset(a, 1, MAX_BYTES); /* every page present */
-  memset(b, 2, MAX_BYTES);
-  int s = 0;
-  for (size_t bytes = MIN_BYTES; bytes <= MAX_BYTES; bytes *= 4, s++) {
-    const int64_t batch = batch_of(bytes);
-    double t[MAX_REPS];
-    for (int r = -1; r < reps; r++) {
-      const double t0 = now_s();
-      for (int64_t i = 0; i < batch; i++) {
-        memcpy(b, a, bytes);
-        /* The copy has an effect the compiler cannot see through. */
-        __asm__ volatile("" : : "r"(b) : "memory");
-      }
-      if (r >= 0)
-        t[r] = (now_s() - t0) / (double)batch;
-    }
-    gbs[s] = (double)bytes / median(t, reps) * 1e-9;
-  }
-  free(a);
-  free(b);
-}
-
 static void bench_bandwidth(int reps) {
-  double pld_gbs[2][NSIZES], mem[NSIZES], mpi[2][2][NSIZES]; /* [osc][op] */
+  double gbs[3][NSIZES], mpi[2][2][NSIZES]; /* [op]; [osc][op] */
   for (int s = 0; s < NSIZES; s++)
-    pld_gbs[0][s] = pld_gbs[1][s] = mpi[0][0][s] = mpi[0][1][s] =
+    gbs[0][s] = gbs[1][s] = gbs[2][s] = mpi[0][0][s] = mpi[0][1][s] =
         mpi[1][0][s] = mpi[1][1][s] = -1;
   struct prog g;
-  const int64_t tshape[] = {2, NSIZES, MAX_REPS};
+  const int64_t tshape[] = {3, NSIZES, MAX_REPS};
   if (prog_init(&g, bandwidth_host, 2, 3, tshape) == PLD_OK &&
       prog_run(&g, 1, reps) == PLD_OK) {
     const double *tv = pld_tensor_data(g.t); /* rank 0's */
-    for (int op = 0; op < 2; op++)
+    for (int op = 0; op < 3; op++)
       for (int s = 0; s < NSIZES; s++) {
         double v[MAX_REPS];
         memcpy(v, tv + (op * NSIZES + s) * MAX_REPS,
                (size_t)reps * sizeof *v);
-        pld_gbs[op][s] = (double)(MIN_BYTES << (2 * s)) / median(v, reps) * 1e-9;
+        const double m = median(v, reps);
+        gbs[op][s] = m > 0 ? (double)(MIN_BYTES << (2 * s)) / m * 1e-9 : -1;
       }
   }
   prog_release(&g);
-  memcpy_bw(reps, mem);
   /* MPI with the one-sided component Open MPI picks for MPI_Win_allocate
    * (osc rdma over the vader BTL with Open MPI 4.1 on one node, whose
    * MPI_Get is slow at every size), and with osc sm (plain copies into
@@ -515,8 +508,9 @@ static void bench_bandwidth(int reps) {
          reps, BATCH_BYTES >> 20);
   printf("    pld: rank 0 puts its window into rank 1's / gets rank 1's into "
          "its own, contiguous rows\n");
-  printf("    memcpy: one process, private buffers; MPI: rank 0 <-> rank 1's "
-         "MPI_Win_allocate window,\n"
+  printf("    memcpy: between private buffers of rank 0's process, timed "
+         "right after pld's put and get;\n"
+         "    MPI: rank 0 <-> rank 1's MPI_Win_allocate window,\n"
          "    each op + MPI_Win_flush, with the osc component Open MPI picks "
          "(osc rdma over vader\n"
          "    with Open MPI 4.1 on one node) and with osc sm forced\n");
@@ -534,7 +528,7 @@ static void bench_bandwidth(int reps) {
         snprintf(size, sizeof size, "%zu MiB", bytes >> 20);
       else
         snprintf(size, sizeof size, "%zu KiB", bytes >> 10);
-      const double p = pld_gbs[op][s], m = mem[s], q = mpi[0][op][s];
+      const double p = gbs[op][s], m = gbs[2][s], q = mpi[0][op][s];
       const double ratio = p > 0 && m > 0 ? p / m : -1;
       if (bytes >= ((size_t)1 << 20) && ratio >= 0) {
         measured = 1;
