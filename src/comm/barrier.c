@@ -5,7 +5,7 @@
 
 int pld_barrier(pld_core k, pld_window sig) {
   struct pld__core *c = k.p;
-  int st = pld__win_check(c, "pld_barrier", sig, -1);
+  int st = pld__win_check(c, "pld_barrier", sig, PLD__NO_PEER);
   if (st)
     return st;
   const struct pld__comm *comm = sig.p->comm;

@@ -90,9 +90,13 @@ struct pld__comm_env {
 enum { PLD__ABORT_NONE = 0, PLD__ABORT_FAILED = 1, PLD__ABORT_DEADLOCK = 2,
        PLD__ABORT_TIMEOUT = 3 };
 
+/* The peer argument of pld__win_check for calls that take none. */
+#define PLD__NO_PEER INT32_MIN
+
 /* Checks that w is a window usable by remote operations from core c, and
- * for peer >= 0 that peer is in its domain.  On failure records it in c
- * (fn names the calling function) and returns the status. */
+ * unless peer is PLD__NO_PEER that peer is in its domain.  On failure
+ * records it in c (fn names the calling function) and returns the
+ * status. */
 int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
                    int32_t peer);
 

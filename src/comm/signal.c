@@ -30,7 +30,8 @@ static int cell_offset(struct pld__core *c, const char *fn, pld_window sig,
       pld__tensor_str(ts, sizeof ts, w);
       return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                         "%s%s%d: index %lld of dimension %d outside %s", ws,
-                        peer >= 0 ? " of peer " : "", peer >= 0 ? (int)peer : 0,
+                        peer != PLD__NO_PEER ? " of peer " : "",
+                        peer != PLD__NO_PEER ? (int)peer : 0,
                         (long long)idx[d], d, ts);
     }
     linear = linear * (size_t)w->shape[d] + (size_t)idx[d];
@@ -83,7 +84,7 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
                       "cmp: expected PLD_WAIT_EQ or PLD_WAIT_GE, got %d",
                       (int)cmp);
   size_t off;
-  int st = cell_offset(c, "pld_wait", sig, -1, n, idx, &off);
+  int st = cell_offset(c, "pld_wait", sig, PLD__NO_PEER, n, idx, &off);
   if (st)
     return st;
   const struct pld__comm_env *env = c->env;

@@ -41,7 +41,7 @@ int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
                       !w.p ? "NULL" : "a plain tensor (peers cannot reach it)");
   if (!c->env || !c->env->fabric)
     return pld__kfail(c, PLD_ERR_STATE, fn, "no fabric on this device");
-  if (peer >= 0 && peer >= w.p->comm->nranks) {
+  if (peer != PLD__NO_PEER && (peer < 0 || peer >= w.p->comm->nranks)) {
     char ws[128];
     pld__win_str(ws, sizeof ws, w.p);
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,

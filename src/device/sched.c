@@ -322,10 +322,11 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   const pld_signature *sig = spec->kernel.sig;
   for (int i = 0; i < n; i++) {
     t->argv[i] = spec->argv[i];
-    if (spec->argv[i].kind != PLD_ARG_TENSOR)
+    if (spec->argv[i].kind == PLD_ARG_SCALAR)
       continue;
-    /* The kernel sees the tensor under its own parameter's name and
-     * direction, which also decide what this task conflicts with. */
+    /* The kernel sees the tensor (or window view: this rank's copy) under
+     * its own parameter's name and direction, which also decide what this
+     * task conflicts with. */
     t->tensors[i] = *spec->argv[i].v.t;
     t->tensors[i].dir = sig->params[i].dir;
     t->tensors[i].name = sig->params[i].name;
