@@ -48,7 +48,7 @@ enum {
   COLS = 1024,       /* bandwidth windows: rows of 1024 FP32 = 4 KiB */
   MAX_ROWS = 16384,  /* 16384 rows of 4 KiB = 64 MiB */
   NSIZES = 8,        /* 4 KiB, 16 KiB, ..., 64 MiB: powers of 4 */
-  BATCH_BYTES = 8 << 20 /* a timing moves at least this much */
+  BATCH_BYTES = 32 << 20 /* a timing moves at least this much */
 };
 
 #define MIN_BYTES ((size_t)4096)

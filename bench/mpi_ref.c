@@ -138,9 +138,10 @@ static void bench_bw(int me, size_t max_bytes, int reps) {
   MPI_Barrier(MPI_COMM_WORLD);
   double *t = calloc((size_t)reps, sizeof *t);
   for (size_t bytes = 4096; me == 0 && bytes <= max_bytes; bytes *= 4) {
-    /* A batch of at least 8 MiB per timing, so small sizes are not lost in
-     * the clock's cost. */
-    const int inner = bytes >= ((size_t)8 << 20) ? 1 : (int)((8 << 20) / bytes);
+    /* A batch of at least 32 MiB per timing, as bench_comm times pld, so
+     * that small sizes are not lost in the clock's cost. */
+    const int inner =
+        bytes >= ((size_t)32 << 20) ? 1 : (int)((32 << 20) / bytes);
     double gbs[2];
     for (int op = 0; op < 2; op++) {
       for (int r = -1; r < reps; r++) { /* repetition -1 warms up */
