@@ -341,9 +341,10 @@ static void mpi_cmd(char *buf, size_t cap, int np, const char *mca,
 
 /* Runs mpi_ref under mpirun and reads up to cap numbers from its output
  * (whitespace-separated).  Returns how many it read; 0 when it could not
- * run.  If it fails once, it and every later run go without the vader
- * BTL's single-copy mechanism (CMA, process_vm_readv): containers without
- * ptrace rights refuse it, and Open MPI then aborts large transfers. */
+ * run.  If it fails once, it and every later run go without what
+ * containers most often refuse: the vader BTL's single-copy mechanism
+ * (CMA, process_vm_readv, needs ptrace rights) and its backing files in
+ * /dev/shm (64 MiB in a default Docker container). */
 static int mpi_run(int np, const char *mca, const char *args, double *out,
                    int cap) {
   if (!HAVE_MPI)
@@ -366,9 +367,10 @@ static int mpi_run(int np, const char *mca, const char *args, double *out,
       return 0;
     single_copy_off = 1;
     setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
-    printf("  (Open MPI failed with its default single-copy mechanism; MPI "
-           "figures from here on use OMPI_MCA_btl_vader_single_copy_"
-           "mechanism=none)\n");
+    setenv("OMPI_MCA_btl_vader_backing_directory", "/tmp", 1);
+    printf("  (mpirun failed with Open MPI's defaults; MPI figures from here "
+           "on use OMPI_MCA_btl_vader_single_copy_mechanism=none and "
+           "OMPI_MCA_btl_vader_backing_directory=/tmp)\n");
   }
 }
 
