@@ -12,7 +12,7 @@ int pld_barrier(pld_core k, pld_window sig) {
   int32_t me = comm->rank, n = comm->nranks;
   if (sig.p->dtype != PLD_INT32 || sig.p->ndim != 1 || sig.p->shape[0] < n) {
     char ws[128], ts[128];
-    pld__win_str(ws, sizeof ws, sig.p);
+    pld__describe(ws, sizeof ws, sig.p, PLD__NO_PEER, NULL);
     pld__tensor_str(ts, sizeof ts, sig.p);
     return pld__kfail(c, PLD_ERR_ARG, "pld_barrier",
                       "%s is %s: expected INT32[n] with n >= %d (the domain's "

@@ -101,13 +101,17 @@ int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
                    int32_t peer);
 
 /* Checks a (row, col, rows, cols) region against the matrix view of a
- * tensor or window; `what` names it in the message ("window 'x' of peer
- * 1"). */
+ * tensor or window (peer's copy of it unless peer is PLD__NO_PEER); role
+ * names a plain tensor's part in messages (NULL: "tensor"). */
 int pld__region_check(struct pld__core *c, const char *fn,
-                      const struct pld__tensor *t, const char *what,
-                      int64_t row, int64_t col, int64_t rows, int64_t cols);
+                      const struct pld__tensor *t, int32_t peer,
+                      const char *role, int64_t row, int64_t col, int64_t rows,
+                      int64_t cols);
 
-/* "window 'sig' (buffer #2)" into buf. */
-size_t pld__win_str(char *buf, size_t cap, const struct pld__tensor *w);
+/* For messages, composed only when something failed: "window 'sig'
+ * (buffer #2)", with " of peer 1" unless peer is PLD__NO_PEER, or "<role>
+ * 'x'" for a plain tensor (role NULL: "tensor"). */
+size_t pld__describe(char *buf, size_t cap, const struct pld__tensor *t,
+                     int32_t peer, const char *role);
 
 #endif

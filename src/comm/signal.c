@@ -1,5 +1,4 @@
 /* comm/signal.c: notify and wait on INT32 cells of windows. */
-#include <stdio.h>
 #include <string.h>
 
 #include "comm/comm.h"
@@ -13,25 +12,25 @@ static int cell_offset(struct pld__core *c, const char *fn, pld_window sig,
   if (st)
     return st;
   const struct pld__tensor *w = sig.p;
-  char ws[128];
-  pld__win_str(ws, sizeof ws, w);
-  if (w->dtype != PLD_INT32)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "%s is %s: signals are INT32 cells", ws,
-                      pld_dtype_name(w->dtype));
-  if (n != w->ndim || !idx)
+  char ws[160], ts[128];
+  if (w->dtype != PLD_INT32) {
+    pld__describe(ws, sizeof ws, w, PLD__NO_PEER, NULL);
+    return pld__kfail(c, PLD_ERR_ARG, fn, "%s is %s: signals are INT32 cells",
+                      ws, pld_dtype_name(w->dtype));
+  }
+  if (n != w->ndim || !idx) {
+    pld__describe(ws, sizeof ws, w, PLD__NO_PEER, NULL);
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                       "%s has %d dimension%s, got an index of %d", ws, w->ndim,
                       w->ndim == 1 ? "" : "s", n);
+  }
   size_t linear = 0;
   for (int d = 0; d < n; d++) {
     if (idx[d] < 0 || idx[d] >= w->shape[d]) {
-      char ts[128];
+      pld__describe(ws, sizeof ws, w, peer, NULL);
       pld__tensor_str(ts, sizeof ts, w);
       return pld__kfail(c, PLD_ERR_BOUNDS, fn,
-                        "%s%s%d: index %lld of dimension %d outside %s", ws,
-                        peer != PLD__NO_PEER ? " of peer " : "",
-                        peer != PLD__NO_PEER ? (int)peer : 0,
+                        "%s: index %lld of dimension %d outside %s", ws,
                         (long long)idx[d], d, ts);
     }
     linear = linear * (size_t)w->shape[d] + (size_t)idx[d];
@@ -70,8 +69,12 @@ static int satisfied(int32_t v, int32_t expected, pld_wait_cmp cmp) {
   return cmp == PLD_WAIT_EQ ? v == expected : v >= expected;
 }
 
+/* A bounded copy: this runs on every blocking wait, printf would not do. */
 static void copy_name(char *dst, size_t cap, const char *src) {
-  snprintf(dst, cap, "%s", src ? src : "?");
+  size_t i = 0;
+  for (; src && src[i] && i + 1 < cap; i++)
+    dst[i] = src[i];
+  dst[i] = '\0';
 }
 
 int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
@@ -127,8 +130,8 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   atomic_store_explicit(&w->waiting, 0, memory_order_release);
   if (why == PLD__ABORT_NONE)
     return PLD_OK;
-  char ws[128];
-  pld__win_str(ws, sizeof ws, sig.p);
+  char ws[160];
+  pld__describe(ws, sizeof ws, sig.p, PLD__NO_PEER, NULL);
   return pld__kfail(c,
                     why == PLD__ABORT_DEADLOCK ? PLD_ERR_DEADLOCK
                     : why == PLD__ABORT_TIMEOUT ? PLD_ERR_TIMEOUT

@@ -26,9 +26,15 @@ int32_t pld_nranks(pld_core k, pld_comm c) {
   return c.p->nranks;
 }
 
-size_t pld__win_str(char *buf, size_t cap, const struct pld__tensor *w) {
-  return pld__catf(buf, cap, "window '%s' (buffer #%d)",
-                   w->name ? w->name : "?", w->win_buf);
+size_t pld__describe(char *buf, size_t cap, const struct pld__tensor *t,
+                     int32_t peer, const char *role) {
+  const char *name = t->name ? t->name : "?";
+  if (!(t->flags & PLD__T_WINDOW) || role)
+    return pld__catf(buf, cap, "%s '%s'", role ? role : "tensor", name);
+  size_t n = pld__catf(buf, cap, "window '%s' (buffer #%d)", name, t->win_buf);
+  if (peer != PLD__NO_PEER)
+    n += pld__catf(buf + n, cap - n, " of peer %d", (int)peer);
+  return n;
 }
 
 int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
@@ -43,7 +49,7 @@ int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
     return pld__kfail(c, PLD_ERR_STATE, fn, "no fabric on this device");
   if (peer != PLD__NO_PEER && (peer < 0 || peer >= w.p->comm->nranks)) {
     char ws[128];
-    pld__win_str(ws, sizeof ws, w.p);
+    pld__describe(ws, sizeof ws, w.p, PLD__NO_PEER, NULL);
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                       "%s: peer %d outside its domain of %d rank%s (peers are "
                       "0 to %d)",
@@ -55,13 +61,15 @@ int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
 }
 
 int pld__region_check(struct pld__core *c, const char *fn,
-                      const struct pld__tensor *t, const char *what,
-                      int64_t row, int64_t col, int64_t rows, int64_t cols) {
+                      const struct pld__tensor *t, int32_t peer,
+                      const char *role, int64_t row, int64_t col, int64_t rows,
+                      int64_t cols) {
   int64_t trows = pld__tensor_rows(t), tcols = pld__tensor_cols(t);
   if (rows <= 0 || cols <= 0 || row < 0 || col < 0 || row > trows - rows ||
       col > tcols - cols) {
-    char ts[128];
+    char ts[128], what[160];
     pld__tensor_str(ts, sizeof ts, t);
+    pld__describe(what, sizeof what, t, peer, role);
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                       "%s: rows [%lld, %lld) cols [%lld, %lld) outside %s "
                       "(a %lld x %lld matrix)",

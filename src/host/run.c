@@ -391,6 +391,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
 
   int failed_rank = -1;
   struct watch wt = {0, 0, 0, 0};
+  int64_t last_reap = pld__now_ns();
   int watch_st = PLD_OK;
   static _Thread_local char watch_msg[PLD__MSG_MAX];
   for (;;) {
@@ -428,10 +429,13 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
                             memory_order_release);
       pld__shm_wake_all(p->region, &p->lay);
     }
-    int64_t t0 = pld__now_ns();
     pld__event_wait(&w->event, ev, &w->event_sleepers, spin_ns,
                     wt.quiet ? QUIET_NS / 4 : LIVENESS_NS, 1);
-    if (pld__now_ns() - t0 >= LIVENESS_NS && (dead = find_dead(p, 1)) >= 0) {
+    /* A device killed from outside rings no bell: look for it every
+     * LIVENESS_NS, however often the loop wakes. */
+    int64_t now = pld__now_ns();
+    if (now - last_reap >= LIVENESS_NS && (last_reap = now) &&
+        (dead = find_dead(p, 1)) >= 0) {
       st = device_died(p, dead);
       goto out;
     }
