@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/futex.h"
 #include "core/kctx.h"
 #include "core/tensor.h"
 #include "pld/signal.h"
@@ -46,10 +47,11 @@ struct pld__fabric_ops {
   /* This rank's INT32 cell, with acquire semantics. */
   int32_t (*cell)(struct pld__fabric *f, int buf, size_t off);
   /* The count of signals delivered to this rank so far, and a sleep until
-   * it differs from `seen` (after polling spin_ns), at most timeout_ns. */
+   * it differs from `seen` (after polling as spin says), at most
+   * timeout_ns. */
   uint32_t (*events)(struct pld__fabric *f);
-  void (*wait_events)(struct pld__fabric *f, uint32_t seen, int64_t spin_ns,
-                      int64_t timeout_ns);
+  void (*wait_events)(struct pld__fabric *f, uint32_t seen,
+                      const struct pld__spin *spin, int64_t timeout_ns);
 };
 
 struct pld__fabric {
@@ -79,11 +81,11 @@ struct pld__waitslot {
 struct pld__comm_env {
   struct pld__fabric *fabric;
   _Atomic uint32_t *abort;    /* the run is being stopped (world) */
-  _Atomic uint32_t *progress; /* bumped by every signal (world) */
+  _Atomic uint32_t *progress; /* bumped by every signal this device sends */
   _Atomic int32_t *running;   /* blocks of this device running, not waiting */
   _Atomic int32_t *queued;    /* blocks ready but not started */
   struct pld__waitslot *slots; /* PLD__MAX_CORES, by core slot */
-  int64_t spin_ns;
+  struct pld__spin spin;
 };
 
 /* Values of the abort word. */

@@ -124,7 +124,7 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
     if (why != PLD__ABORT_NONE)
       break;
     /* The timeout only bounds the sleep: the abort word is checked again. */
-    f->ops->wait_events(f, seen, env->spin_ns, 50 * (int64_t)1000000);
+    f->ops->wait_events(f, seen, &env->spin, 50 * (int64_t)1000000);
   }
   atomic_fetch_add(env->running, 1);
   atomic_store_explicit(&w->waiting, 0, memory_order_release);

@@ -39,38 +39,51 @@ static inline int64_t pld__now_ns(void) {
 }
 
 
-/* Polls until *word != old for up to spin_ns, yielding the CPU between
- * looks (this machine may have fewer CPUs than busy threads).  Returns the
- * new value, or old if the time ran out and the caller should sleep. */
+/* How a waiter polls before it sleeps: for ns nanoseconds, pausing
+ * between looks, and yielding the CPU instead only while more threads poll
+ * than there are CPUs (spinners counts them across all the processes of a
+ * program), so polling threads never starve the thread they wait for. */
+struct pld__spin {
+  int64_t ns;
+  _Atomic uint32_t *spinners;
+  uint32_t cpus;
+};
+
+/* Polls until *word != old, as spin says.  Returns the new value, or old
+ * if the time ran out and the caller should sleep. */
 static inline uint32_t pld__spin_change(_Atomic uint32_t *word, uint32_t old,
-                                        int64_t spin_ns) {
-  if (spin_ns <= 0)
-    return atomic_load_explicit(word, memory_order_acquire);
-  int64_t deadline = pld__now_ns() + spin_ns;
+                                        const struct pld__spin *spin) {
+  uint32_t v = atomic_load_explicit(word, memory_order_acquire);
+  if (v != old || spin->ns <= 0)
+    return v;
+  atomic_fetch_add_explicit(spin->spinners, 1, memory_order_relaxed);
+  int64_t deadline = pld__now_ns() + spin->ns;
   for (int i = 0;; i++) {
-    uint32_t v = atomic_load_explicit(word, memory_order_acquire);
+    v = atomic_load_explicit(word, memory_order_acquire);
     if (v != old)
-      return v;
-    if (i < 64) {
+      break;
+    if ((i & 63) == 63 && pld__now_ns() > deadline)
+      break;
+    if (i >= 64 && atomic_load_explicit(spin->spinners,
+                                        memory_order_relaxed) > spin->cpus)
+      sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
+    else
       __builtin_ia32_pause();
 #endif
-      continue;
-    }
-    if ((i & 7) == 0 && pld__now_ns() > deadline)
-      return v;
-    sched_yield();
   }
+  atomic_fetch_sub_explicit(spin->spinners, 1, memory_order_relaxed);
+  return v;
 }
 
-/* Waits until *word != old: polls for spin_ns, then sleeps, at most
+/* Waits until *word != old: polls as spin says, then sleeps, at most
  * timeout_ns in all (< 0: no limit).  sleepers counts the threads asleep
  * on word, so that pld__event_signal wakes only when someone sleeps. */
 static inline uint32_t pld__event_wait(_Atomic uint32_t *word, uint32_t old,
                                        _Atomic uint32_t *sleepers,
-                                       int64_t spin_ns, int64_t timeout_ns,
-                                       int shared) {
-  uint32_t v = pld__spin_change(word, old, spin_ns);
+                                       const struct pld__spin *spin,
+                                       int64_t timeout_ns, int shared) {
+  uint32_t v = pld__spin_change(word, old, spin);
   if (v != old)
     return v;
   atomic_fetch_add(sleepers, 1);

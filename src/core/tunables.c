@@ -1,6 +1,7 @@
 #include "core/tunables.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 static struct pld__tunables values;
@@ -32,4 +33,11 @@ void pld__tunables_each(void (*fn)(const char *name, long long def,
   fn(#name, (long long)(def), (long long)v->name, help);
   PLD_TUNABLES(PLD__TUNABLE_EACH)
 #undef PLD__TUNABLE_EACH
+}
+
+uint32_t pld__cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (uint32_t)CPU_COUNT(&set);
+  return 1;
 }

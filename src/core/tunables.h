@@ -10,9 +10,9 @@
 #define PLD_TUNABLES(X)                                                        \
   X(PLD_SPIN_US, int64_t, 50,                                                  \
     "Microseconds a waiting thread (host, AICPU or AI core) polls for its "    \
-    "event, yielding the CPU, before it sleeps in the kernel. Higher cuts "    \
-    "dispatch latency; 0 always sleeps at once. Idle threads always end "      \
-    "up asleep.")                                                              \
+    "event before it sleeps in the kernel; while more threads poll than "     \
+    "there are CPUs, polling yields the CPU. Higher cuts latency; 0 always " \
+    "sleeps at once. Idle threads always end up asleep.")                     \
   X(PLD_WAIT_TIMEOUT_MS, int64_t, 60000,                                       \
     "Milliseconds a pld_wait may stay blocked before the run fails with "      \
     "PLD_ERR_TIMEOUT and a report of every blocked wait (a wait that can "     \
@@ -28,6 +28,9 @@ struct pld__tunables {
 /* The values, read from the environment once (defaults where unset or
  * unparsable). */
 const struct pld__tunables *pld__tunables(void);
+
+/* The CPUs this process may run on (at least 1). */
+uint32_t pld__cpus(void);
 
 /* Calls fn for each tunable: name, default and value in force as text,
  * help. */

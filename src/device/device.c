@@ -60,6 +60,12 @@ void pld__devices_unmap(struct pld__device *devs, int n,
     munmap(world, sizeof *world);
 }
 
+struct pld__spin pld__world_spin(struct pld__worldctl *world) {
+  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000, &world->spinners,
+                        pld__cpus()};
+  return s;
+}
+
 /* ---- inside the device process ---------------------------------------- */
 
 static struct pld__devctl *self_ctl;
@@ -150,10 +156,10 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   install_crash_handlers();
   struct pld__shm_fabric fabric;
   pld__shm_fabric_init(&fabric, region, plan->lay, plan->rank);
-  int64_t spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
+  struct pld__spin spin = pld__world_spin(self_world);
   struct pld__comm_env env = {&fabric.base, &self_world->abort,
-                              &self_world->progress, &ctl->running,
-                              &ctl->queued, ctl->waits, spin_ns};
+                              &ctl->progress, &ctl->running,
+                              &ctl->queued, ctl->waits, spin};
   struct pld__sched *sched = NULL;
   struct pld__dims dims;
   struct pld__aicpu a;
@@ -176,7 +182,7 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   for (;;) {
     uint32_t seq;
     while ((seq = pld__event_wait(&ctl->cmd_seq, seen, &ctl->cmd_sleepers,
-                                  spin_ns, -1, 1)) == seen)
+                                  &spin, -1, 1)) == seen)
       ;
     seen = seq;
     if (atomic_load_explicit(&ctl->cmd, memory_order_relaxed) != PLD__CMD_RUN)

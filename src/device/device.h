@@ -37,6 +37,7 @@ struct pld__devctl {
   _Atomic int32_t running;    /* blocks running and not in a wait */
   _Atomic int32_t queued;     /* blocks ready but not started */
   _Atomic int32_t aicpu_busy; /* the AICPU runs device-function code */
+  _Atomic uint32_t progress;  /* bumped by every signal this device sends */
   struct pld__waitslot waits[PLD__MAX_CORES];
 };
 
@@ -45,7 +46,7 @@ struct pld__worldctl {
   _Atomic uint32_t event_sleepers; /* host: asleep on event */
   _Atomic uint32_t abort;   /* host: stop the current run (a rank failed) */
   _Atomic uint32_t tickets; /* failure order */
-  _Atomic uint32_t progress; /* bumped by every signal between ranks */
+  _Atomic uint32_t spinners; /* threads polling, in all processes */
 };
 
 /* The host's handle on one device process. */
@@ -57,6 +58,10 @@ struct pld__device {
   int reaped;  /* waitpid collected it */
   int wstatus; /* its status then */
 };
+
+/* How the threads of a program poll: PLD_SPIN_US, the world's spinner
+ * count, the CPUs. */
+struct pld__spin pld__world_spin(struct pld__worldctl *world);
 
 /* Maps the shared region of each device (sized for its plan) and of the
  * world.  Returns PLD_OK or PLD_ERR_SYSTEM (message set). */

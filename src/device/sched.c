@@ -62,7 +62,8 @@ struct pld__sched {
   struct task *head, *tail; /* every task of the current dispatch */
   int unfinished;
   _Atomic uint32_t finish_seq; /* bumped when unfinished reaches 0 */
-  int64_t spin_ns;
+  struct pld__spin spin;
+  _Atomic uint32_t local_spinners; /* without an env */
   int stopping;
   int cancelled;
   int status; /* first block failure */
@@ -85,7 +86,13 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
   s->rank = rank;
   s->device = device;
-  s->spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
+  if (env) {
+    s->spin = env->spin;
+  } else {
+    s->spin.ns = pld__tunables()->PLD_SPIN_US * 1000;
+    s->spin.spinners = &s->local_spinners;
+    s->spin.cpus = pld__cpus();
+  }
   s->env = env;
   s->types[PLD_CORE_VECTOR].max = plat->vector_cores;
   s->types[PLD_CORE_VECTOR].spec = (struct pld__core_spec){
@@ -191,7 +198,7 @@ static void *core_main(void *arg) {
     if (!s->stopping && !type->ready_head) {
       uint32_t seq = atomic_load_explicit(&type->work_seq, memory_order_acquire);
       pthread_mutex_unlock(&s->mu);
-      pld__spin_change(&type->work_seq, seq, s->spin_ns);
+      pld__spin_change(&type->work_seq, seq, &s->spin);
       pthread_mutex_lock(&s->mu);
     }
     while (!s->stopping && !type->ready_head) {
@@ -378,7 +385,7 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   if (s->unfinished > 0) {
     uint32_t seq = atomic_load_explicit(&s->finish_seq, memory_order_acquire);
     pthread_mutex_unlock(&s->mu);
-    pld__spin_change(&s->finish_seq, seq, s->spin_ns);
+    pld__spin_change(&s->finish_seq, seq, &s->spin);
     pthread_mutex_lock(&s->mu);
   }
   while (s->unfinished > 0) {

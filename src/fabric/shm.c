@@ -138,10 +138,10 @@ static uint32_t shm_events(struct pld__fabric *fb) {
 }
 
 static void shm_wait_events(struct pld__fabric *fb, uint32_t seen,
-                            int64_t spin_ns, int64_t timeout_ns) {
+                            const struct pld__spin *spin, int64_t timeout_ns) {
   struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
   struct bell *b = bell_of(f->region, f->lay, fb->rank);
-  pld__event_wait(&b->count, seen, &b->sleepers, spin_ns, timeout_ns, 1);
+  pld__event_wait(&b->count, seen, &b->sleepers, spin, timeout_ns, 1);
 }
 
 static const struct pld__fabric_ops shm_ops = {

@@ -164,8 +164,9 @@ int pld_program_prepare(pld_program *p) {
                                        "did not start within 30 s",
                        p->nranks - up, p->nranks);
     }
-    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, 0,
-                    LIVENESS_NS, 1);
+    struct pld__spin sleep_now = {0, &p->world->spinners, 1};
+    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers,
+                    &sleep_now, LIVENESS_NS, 1);
   }
   for (int r = 0; r < p->nranks; r++)
     if (p->devs[r].ctl->status) {
@@ -237,7 +238,7 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
 struct watch {
   int quiet;          /* the last look found every device quiet */
   int64_t quiet_since;
-  uint32_t progress;  /* world progress then */
+  uint32_t progress;  /* signals sent by all devices then */
   int done;           /* devices done then */
 };
 
@@ -343,7 +344,9 @@ static int watch_waits(struct pld_program *p, const uint32_t *posted,
     wt->quiet = 0;
     return PLD_OK;
   }
-  uint32_t progress = atomic_load(&p->world->progress);
+  uint32_t progress = 0;
+  for (int r = 0; r < p->nranks; r++)
+    progress += atomic_load(&p->devs[r].ctl->progress);
   if (!wt->quiet || progress != wt->progress || done != wt->done) {
     wt->quiet = 1;
     wt->quiet_since = now;
@@ -387,7 +390,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     posted[r] = atomic_load_explicit(&c->cmd_seq, memory_order_relaxed) + 1;
     pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
   }
-  int64_t spin_ns = pld__tunables()->PLD_SPIN_US * 1000;
+  struct pld__spin spin = pld__world_spin(w);
 
   int failed_rank = -1;
   struct watch wt = {0, 0, 0, 0};
@@ -429,7 +432,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
                             memory_order_release);
       pld__shm_wake_all(p->region, &p->lay);
     }
-    pld__event_wait(&w->event, ev, &w->event_sleepers, spin_ns,
+    pld__event_wait(&w->event, ev, &w->event_sleepers, &spin,
                     wt.quiet ? QUIET_NS / 4 : LIVENESS_NS, 1);
     /* A device killed from outside rings no bell: look for it every
      * LIVENESS_NS, however often the loop wakes. */
