@@ -19,6 +19,7 @@ struct region {
 
 struct task {
   pld_kernel_fn kernel;
+  int32_t launched;   /* the launch's block count: read without the lock */
   int32_t blocks;     /* blocks to run (cut short when cancelled) */
   int32_t next_block; /* next block to hand to a core */
   int32_t done_blocks;
@@ -220,7 +221,7 @@ static void *core_main(void *arg) {
     pthread_mutex_unlock(&s->mu);
 
     pld__core_begin(&ct->core, t->kernel.sig->name, s->rank, s->device, block,
-                    t->blocks);
+                    t->launched);
     pld__running_core = &ct->core;
     t->kernel.entry(k, t->argv);
     pld__running_core = NULL;
@@ -324,7 +325,7 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
     return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
   }
   t->kernel = spec->kernel;
-  t->blocks = spec->blocks;
+  t->launched = t->blocks = spec->blocks;
   t->argc = n;
   const pld_signature *sig = spec->kernel.sig;
   for (int i = 0; i < n; i++) {
