@@ -4,6 +4,9 @@
  * while other cores still run ends it with PLD_ERR_TIMEOUT; a wait on a
  * peer that is slow but running is neither.  After each, the program runs
  * correctly again, and nothing is left behind when it is destroyed. */
+#include <signal.h>
+#include <unistd.h>
+
 #include "comm_test.h"
 
 /* ---- the tally barrier and its mistakes ------------------------------- */
@@ -263,6 +266,76 @@ static void test_slow_peer_is_no_deadlock(void **state) {
   pld_tensor_destroy(flag);
 }
 
+/* ---- a device process killed --------------------------------------------- */
+
+/* Both ranks wait on a cell nobody notifies.  Rank 1's process is killed
+ * (as by the OOM killer, or a sanitizer ending it: no crash handler runs),
+ * before its wait if when[0] is 0, else once its wait is stopped as a
+ * deadlock. */
+PLD_KERNEL(k_killed, k, PLD_WINDOW(sig, INT32, NR), PLD_IN(when, INT32, 1)) {
+  int32_t me = pld_rank(k, pld_get_comm(sig));
+  int after_deadlock = pld_read(k, when, PLD_AT(0)) != 0;
+  if (me == 1 && !after_deadlock)
+    kill(getpid(), SIGKILL);
+  if (pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE) == PLD_ERR_DEADLOCK &&
+      me == 1)
+    kill(getpid(), SIGKILL);
+}
+
+PLD_DEVICE(d_killed, a, PLD_WINDOW(sig, INT32, NR), PLD_IN(when, INT32, 1)) {
+  pld_launch(a, k_killed, 1, sig, when);
+}
+
+PLD_HOST(h_killed, h, PLD_IN(when, INT32, 1), PLD_OUT(y, INT32, NR, 1)) {
+  int n = pld_world_size(h);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_killed, r,
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), when);
+}
+
+/* Rank 1's process is killed; the run must end within 2 s with
+ * PLD_ERR_CRASH naming it, and leave no process behind. */
+static void expect_killed(int after_deadlock) {
+  alarm(10); /* a hang ends here rather than at the CTest timeout */
+  pld_config cfg = comm_config(2);
+  pld_tensor when = comm_int_tensor(after_deadlock, 1, (int64_t[]){1});
+  pld_tensor y = comm_int_tensor(0, 2, (int64_t[]){2, 1});
+  pld_program *p;
+  assert_ok(pld_compile(h_killed, &cfg, PLD_ARGS(when, y), &p));
+  assert_ok(pld_program_prepare(p));
+  double seconds;
+  assert_fails_with(comm_timed_run(p, PLD_ARGS(when, y), &seconds),
+                    PLD_ERR_CRASH,
+                    "pld_program_run: rank 1 (device 1) was killed by signal "
+                    "SIGKILL");
+  assert_true(seconds < 2.0);
+  pld_program_destroy(p);
+  assert_no_children();
+  pld_tensor_destroy(when);
+  pld_tensor_destroy(y);
+  alarm(0);
+}
+
+static void test_device_killed_while_peer_waits(void **state) {
+  (void)state;
+  expect_killed(0);
+}
+
+/* BUG: src/host/run.c, pld_program_run: once the deadlock watch has found
+ * every device quiet (wt.quiet), the host waits QUIET_NS / 4 at a time,
+ * so `pld__now_ns() - t0 >= LIVENESS_NS` never holds and find_dead(p, 1)
+ * (waitpid) is never called; after a deadlock is reported (watch_st set)
+ * wt.quiet stays 1 for good.  A device process that then dies without its
+ * crash handler (SIGKILL, _exit, a sanitizer's halt_on_error) is never
+ * noticed and pld_program_run waits forever.  It must return
+ * PLD_ERR_CRASH naming the rank, as it does when the world is not quiet
+ * (test_device_killed_while_peer_waits). */
+static void test_device_killed_after_deadlock(void **state) {
+  (void)state;
+  expect_killed(1);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_deadlock_missing_notify),
     cmocka_unit_test(test_deadlock_notify_zero),
@@ -270,6 +343,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_deadlock_wrong_row),
     cmocka_unit_test(test_wait_timeout),
     cmocka_unit_test(test_slow_peer_is_no_deadlock),
+    cmocka_unit_test(test_device_killed_while_peer_waits),
+    cmocka_unit_test(test_device_killed_after_deadlock),
 };
 
 PLD_TEST_MAIN("comm_deadlock", tests)

@@ -173,21 +173,29 @@ enum {
   MIS_BARRIER_SMALL /* barrier on a window of fewer cells than ranks */
 };
 
+/* Every rank copies x to y.  The others then tell the one at fault, which
+ * waits for all of them before its mistake: its failure stops no kernel
+ * midway, so each run's result is that mistake and nothing else. */
 PLD_KERNEL(k_misuse, k,
            PLD_IN(x, FP32, MR, MC),
            PLD_WINDOW(data, FP32, MR, MC),
            PLD_WINDOW(sig, INT32, NR),
            PLD_WINDOW(bytes, UINT8, MR, MB),
            PLD_WINDOW(one, INT32, 1),
+           PLD_WINDOW(gate, INT32, 1),
            PLD_OUT(y, FP32, MR, MC),
            PLD_IN(flag, INT32, 2),
            PLD_SCALAR(rank, INT32))
 {
   int32_t n = pld_nranks(k, pld_get_comm(data));
+  int32_t bad = (int32_t)pld_read(k, flag, PLD_AT(0));
   pld_tile *t = pld_load(k, x, 0, 0, MR, MC);
   pld_store(k, t, y, 0, 0);
-  if (rank != (int32_t)pld_read(k, flag, PLD_AT(0)))
+  if (rank != bad) {
+    pld_notify(k, gate, bad, PLD_AT(0), 1, PLD_NOTIFY_ADD);
     return;
+  }
+  pld_wait(k, gate, PLD_AT(0), n - 1, PLD_WAIT_GE);
   pld_xfer o;
   memset(&o, 0, sizeof o);
   pld_window none = {NULL};
@@ -289,11 +297,12 @@ PLD_DEVICE(d_misuse, a,
            PLD_WINDOW(sig, INT32, NR),
            PLD_WINDOW(bytes, UINT8, MR, MB),
            PLD_WINDOW(one, INT32, 1),
+           PLD_WINDOW(gate, INT32, 1),
            PLD_OUT(y, FP32, MR, MC),
            PLD_IN(flag, INT32, 2),
            PLD_SCALAR(rank, INT32))
 {
-  pld_launch(a, k_misuse, 1, x, data, sig, bytes, one, y, flag, rank);
+  pld_launch(a, k_misuse, 1, x, data, sig, bytes, one, gate, y, flag, rank);
 }
 
 PLD_HOST(h_misuse, h,
@@ -306,12 +315,14 @@ PLD_HOST(h_misuse, h,
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
   pld_window_buf bytes = pld_window_alloc(h, MR * MB);
   pld_window_buf one = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  pld_window_buf gate = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
   for (int r = 0; r < n; r++)
     pld_dispatch(h, d_misuse, r, pld_slice(h, x, r),
                  pld_window_view(h, data, PLD_FP32, PLD_SHAPE(MR, MC)),
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
                  pld_window_view(h, bytes, PLD_UINT8, PLD_SHAPE(MR, MB)),
                  pld_window_view(h, one, PLD_INT32, PLD_SHAPE(1)),
+                 pld_window_view(h, gate, PLD_INT32, PLD_SHAPE(1)),
                  pld_slice(h, y, r), flag, r);
 }
 
