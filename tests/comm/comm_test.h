@@ -14,15 +14,25 @@
 
 /* Every primitive runs over each of these world sizes. */
 static const int comm_rank_counts[] = {2, 3, 4};
-#define COMM_NCOUNTS ((int)(sizeof comm_rank_counts / sizeof comm_rank_counts[0]))
+#define COMM_NCOUNTS                                                           \
+  ((int)(sizeof comm_rank_counts / sizeof comm_rank_counts[0]))
 
 static int comm_ids[16];
 
+/* Runs run(n) for each of those world sizes n. */
+static inline void comm_over_rank_counts(void (*run)(int n)) {
+  for (int c = 0; c < COMM_NCOUNTS; c++)
+    run(comm_rank_counts[c]);
+}
+
 /* n ranks on devices that are neither contiguous nor start at 0 for n > 2,
- * so that domain ranks, world ranks and device ids all differ. */
+ * so that domain ranks, world ranks and device ids all differ; 3 ranks on
+ * the a5 simulator, the others on a2a3. */
 static inline pld_config comm_config(int n) {
-  return n == 2 ? test_config(comm_ids, n, 0, 1)
-                : test_config(comm_ids, n, 2 * n - 1, -2);
+  pld_config cfg = n == 2 ? test_config(comm_ids, n, 0, 1)
+                          : test_config(comm_ids, n, 2 * n - 1, -2);
+  cfg.platform = n == 3 ? "a5sim" : "a2a3sim";
+  return cfg;
 }
 
 /* A host tensor of `dtype` and the shape (a PLD_SHAPE list), zero-filled. */

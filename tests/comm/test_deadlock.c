@@ -9,7 +9,7 @@
 
 #include "comm_test.h"
 
-/* ---- the tally barrier and its mistakes ------------------------------- */
+/* ---- the tally barrier and its mistakes --------------------------------- */
 
 /* What rank flag[0] does wrong, by flag[1]. */
 enum {
@@ -23,10 +23,12 @@ enum {
 /* Rank me adds 1 to cell [0, me] of every other rank, then waits until
  * each of its own cells [0, p], p != me, is >= 1, and copies row 0 out:
  * y[r][i] = (i != r). */
-PLD_KERNEL(k_tally, k,
-           PLD_WINDOW(sig, INT32, 2, NR),
-           PLD_IN(flag, INT32, 2),
-           PLD_OUT(y, INT32, NR))
+#define TALLY_PARAMS                    \
+  PLD_WINDOW(sig, INT32, 2, NR),        \
+  PLD_IN(flag, INT32, 2),               \
+  PLD_OUT(y, INT32, NR)
+
+PLD_KERNEL(k_tally, k, TALLY_PARAMS)
 {
   pld_comm comm = pld_get_comm(sig);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
@@ -50,10 +52,7 @@ PLD_KERNEL(k_tally, k,
     pld_write(k, y, PLD_AT(i), pld_read(k, pld_local(sig), PLD_AT(0, i)));
 }
 
-PLD_DEVICE(d_tally, a,
-           PLD_WINDOW(sig, INT32, 2, NR),
-           PLD_IN(flag, INT32, 2),
-           PLD_OUT(y, INT32, NR))
+PLD_DEVICE(d_tally, a, TALLY_PARAMS)
 {
   pld_launch(a, k_tally, 1, sig, flag, y);
 }
@@ -172,7 +171,7 @@ static void test_deadlock_wrong_row(void **state) {
   expect_deadlock(4, 3, DL_WRONG_ROW, "ranks already finished: 3");
 }
 
-/* ---- wait timeout, and a slow peer ------------------------------------- */
+/* ---- wait timeout, and a slow peer -------------------------------------- */
 
 static double now_ms(void) {
   struct timespec ts;
@@ -190,7 +189,11 @@ static void spin(pld_core k, pld_tensor t, double ms) {
 /* Two blocks a rank.  Rank 0: block 0 waits on cell [0]; block 1 computes
  * for flag[0] ms.  Rank 1: block 0 computes for flag[1] ms, then notifies
  * rank 0 if flag[2]; block 1 does nothing. */
-PLD_KERNEL(k_slow, k, PLD_WINDOW(sig, INT32, NR), PLD_IN(flag, INT32, 3)) {
+#define SLOW_PARAMS                     \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_IN(flag, INT32, 3)
+
+PLD_KERNEL(k_slow, k, SLOW_PARAMS) {
   int32_t me = pld_rank(k, pld_get_comm(sig)), b = pld_block_idx(k);
   if (me == 0 && b == 0)
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
@@ -203,7 +206,7 @@ PLD_KERNEL(k_slow, k, PLD_WINDOW(sig, INT32, NR), PLD_IN(flag, INT32, 3)) {
   }
 }
 
-PLD_DEVICE(d_slow, a, PLD_WINDOW(sig, INT32, NR), PLD_IN(flag, INT32, 3)) {
+PLD_DEVICE(d_slow, a, SLOW_PARAMS) {
   pld_launch(a, k_slow, 2, sig, flag);
 }
 
@@ -266,13 +269,17 @@ static void test_slow_peer_is_no_deadlock(void **state) {
   pld_tensor_destroy(flag);
 }
 
-/* ---- a device process killed --------------------------------------------- */
+/* ---- a device process killed -------------------------------------------- */
 
 /* Both ranks wait on a cell nobody notifies.  Rank 1's process is killed
  * (as by the OOM killer, or a sanitizer ending it: no crash handler runs),
  * before its wait if when[0] is 0, else once its wait is stopped as a
  * deadlock. */
-PLD_KERNEL(k_killed, k, PLD_WINDOW(sig, INT32, NR), PLD_IN(when, INT32, 1)) {
+#define KILLED_PARAMS                   \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_IN(when, INT32, 1)
+
+PLD_KERNEL(k_killed, k, KILLED_PARAMS) {
   int32_t me = pld_rank(k, pld_get_comm(sig));
   int after_deadlock = pld_read(k, when, PLD_AT(0)) != 0;
   if (me == 1 && !after_deadlock)
@@ -282,7 +289,7 @@ PLD_KERNEL(k_killed, k, PLD_WINDOW(sig, INT32, NR), PLD_IN(when, INT32, 1)) {
     kill(getpid(), SIGKILL);
 }
 
-PLD_DEVICE(d_killed, a, PLD_WINDOW(sig, INT32, NR), PLD_IN(when, INT32, 1)) {
+PLD_DEVICE(d_killed, a, KILLED_PARAMS) {
   pld_launch(a, k_killed, 1, sig, when);
 }
 

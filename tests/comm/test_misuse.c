@@ -20,14 +20,18 @@ enum {
   VIEW_RANK_SKIPPED     /* rank 1 never dispatched */
 };
 
-PLD_KERNEL(k_count, k, PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, INT32, NR)) {
+#define COUNT_PARAMS                    \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_OUT(y, INT32, NR)
+
+PLD_KERNEL(k_count, k, COUNT_PARAMS) {
   int32_t n = pld_nranks(k, pld_get_comm(sig));
   pld_barrier(k, sig);
   for (int64_t i = 0; i < n; i++)
     pld_write(k, y, PLD_AT(i), n);
 }
 
-PLD_DEVICE(d_count, a, PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, INT32, NR)) {
+PLD_DEVICE(d_count, a, COUNT_PARAMS) {
   pld_launch(a, k_count, 1, sig, y);
 }
 
@@ -83,21 +87,22 @@ static int compile_views(int n, int how) {
 
 /* Window sizes are bytes: NR bytes for NR INT32 cells is caught when the
  * view is taken, with the size it needs. */
+static void run_window_under_allocated(int n) {
+  char view[64], needs[64], alloc[64];
+  snprintf(view, sizeof view, "view INT32[%d] at byte 0 needs %d bytes", n,
+           4 * n);
+  snprintf(alloc, sizeof alloc,
+           "window buffer #0 was allocated with %d bytes", n);
+  snprintf(needs, sizeof needs, "allocate at least %d)", 4 * n);
+  assert_fails_with(compile_views(n, VIEW_UNDER_ALLOCATED), PLD_ERR_BOUNDS,
+                    "pld_window_view (in h_views): ", view, alloc,
+                    "sizes are in bytes, not elements", needs);
+  assert_ok(compile_views(n, VIEW_OK));
+}
+
 static void test_window_under_allocated(void **state) {
   (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    char view[64], needs[64], alloc[64];
-    snprintf(view, sizeof view, "view INT32[%d] at byte 0 needs %d bytes", n,
-             4 * n);
-    snprintf(alloc, sizeof alloc,
-             "window buffer #0 was allocated with %d bytes", n);
-    snprintf(needs, sizeof needs, "allocate at least %d)", 4 * n);
-    assert_fails_with(compile_views(n, VIEW_UNDER_ALLOCATED), PLD_ERR_BOUNDS,
-                      "pld_window_view (in h_views): ", view, alloc,
-                      "sizes are in bytes, not elements", needs);
-    assert_ok(compile_views(n, VIEW_OK));
-  }
+  comm_over_rank_counts(run_window_under_allocated);
 }
 
 static void test_window_view_outside_buffer(void **state) {
@@ -176,16 +181,18 @@ enum {
 /* Every rank copies x to y.  The others then tell the one at fault, which
  * waits for all of them before its mistake: its failure stops no kernel
  * midway, so each run's result is that mistake and nothing else. */
-PLD_KERNEL(k_misuse, k,
-           PLD_IN(x, FP32, MR, MC),
-           PLD_WINDOW(data, FP32, MR, MC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_WINDOW(bytes, UINT8, MR, MB),
-           PLD_WINDOW(one, INT32, 1),
-           PLD_WINDOW(gate, INT32, 1),
-           PLD_OUT(y, FP32, MR, MC),
-           PLD_IN(flag, INT32, 2),
-           PLD_SCALAR(rank, INT32))
+#define MISUSE_PARAMS                   \
+  PLD_IN(x, FP32, MR, MC),              \
+  PLD_WINDOW(data, FP32, MR, MC),       \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_WINDOW(bytes, UINT8, MR, MB),     \
+  PLD_WINDOW(one, INT32, 1),            \
+  PLD_WINDOW(gate, INT32, 1),           \
+  PLD_OUT(y, FP32, MR, MC),             \
+  PLD_IN(flag, INT32, 2),               \
+  PLD_SCALAR(rank, INT32)
+
+PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
 {
   int32_t n = pld_nranks(k, pld_get_comm(data));
   int32_t bad = (int32_t)pld_read(k, flag, PLD_AT(0));
@@ -291,16 +298,7 @@ PLD_KERNEL(k_misuse, k,
   }
 }
 
-PLD_DEVICE(d_misuse, a,
-           PLD_IN(x, FP32, MR, MC),
-           PLD_WINDOW(data, FP32, MR, MC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_WINDOW(bytes, UINT8, MR, MB),
-           PLD_WINDOW(one, INT32, 1),
-           PLD_WINDOW(gate, INT32, 1),
-           PLD_OUT(y, FP32, MR, MC),
-           PLD_IN(flag, INT32, 2),
-           PLD_SCALAR(rank, INT32))
+PLD_DEVICE(d_misuse, a, MISUSE_PARAMS)
 {
   pld_launch(a, k_misuse, 1, x, data, sig, bytes, one, gate, y, flag, rank);
 }
@@ -326,200 +324,172 @@ PLD_HOST(h_misuse, h,
                  pld_slice(h, y, r), flag, r);
 }
 
-struct misuse {
-  int n;
-  pld_tensor x, y, flag;
-  pld_program *p;
+/* One mistake and what it must give: rank `bad` calls `fn` wrongly (by
+ * `how`); the run fails with `status` and a message that starts with fn
+ * and the kernel's identity and contains each of `says`. */
+struct misuse_case {
+  int bad, how, status;
+  const char *fn;
+  const char *says[3];
 };
 
-static void misuse_setup(struct misuse *m, int n) {
+#define NCASES(cases) (sizeof(cases) / sizeof((cases)[0]))
+
+/* Compiles h_misuse over n ranks and runs each case; then a correct run
+ * works (the devices outlive their kernels' mistakes), and destroying the
+ * program leaves no process behind. */
+static void expect_misuses(int n, const struct misuse_case *cases,
+                           size_t ncases) {
   pld_config cfg = comm_config(n);
-  m->n = n;
-  m->x = pld_test_tensor(3, (int64_t[]){n, MR, MC}, 1, 0);
-  m->y = pld_test_tensor(3, (int64_t[]){n, MR, MC}, 0, 0);
-  m->flag = comm_int_tensor(0, 1, (int64_t[]){2});
-  assert_ok(pld_compile(h_misuse, &cfg, PLD_ARGS(m->x, m->y, m->flag), &m->p));
-}
-
-/* Runs with rank `bad` making mistake `how`. */
-static int misuse_run(struct misuse *m, int bad, int how) {
-  int32_t *f = pld_tensor_data(m->flag);
-  f[0] = bad;
-  f[1] = how;
-  return pld_program_run(m->p, PLD_ARGS(m->x, m->y, m->flag));
-}
-
-/* The devices outlive their kernels' mistakes: a correct run works, and
- * destroying the program leaves no process behind. */
-static void misuse_teardown(struct misuse *m) {
-  assert_ok(misuse_run(m, 0, MIS_NONE));
-  comm_expect_f32("y after the mistakes", pld_tensor_data(m->y),
-                  pld_tensor_data(m->x), pld_tensor_numel(m->x));
-  pld_program_destroy(m->p);
+  pld_tensor x = pld_test_tensor(3, (int64_t[]){n, MR, MC}, 1, 0);
+  pld_tensor y = pld_test_tensor(3, (int64_t[]){n, MR, MC}, 0, 0);
+  pld_tensor flag = comm_int_tensor(0, 1, (int64_t[]){2});
+  int32_t *f = pld_tensor_data(flag);
+  pld_program *p;
+  assert_ok(pld_compile(h_misuse, &cfg, PLD_ARGS(x, y, flag), &p));
+  for (size_t i = 0; i < ncases; i++) {
+    const struct misuse_case *c = &cases[i];
+    f[0] = c->bad;
+    f[1] = c->how;
+    int st = pld_program_run(p, PLD_ARGS(x, y, flag));
+    char who[160];
+    snprintf(who, sizeof who,
+             "%s: kernel k_misuse (rank %d, device %d, AIV core 0, block 0 "
+             "of 1): ",
+             c->fn, c->bad, comm_ids[c->bad]);
+    const char *subs[] = {who, c->says[0], c->says[1], c->says[2], NULL};
+    pld_test_assert_fails(st, c->status, __FILE__, __LINE__, subs);
+  }
+  f[0] = 0;
+  f[1] = MIS_NONE;
+  assert_ok(pld_program_run(p, PLD_ARGS(x, y, flag)));
+  comm_expect_f32("y after the mistakes", pld_tensor_data(y),
+                  pld_tensor_data(x), pld_tensor_numel(x));
+  pld_program_destroy(p);
   assert_no_children();
-  pld_tensor_destroy(m->x);
-  pld_tensor_destroy(m->y);
-  pld_tensor_destroy(m->flag);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  pld_tensor_destroy(flag);
 }
 
 /* The region of a remote access, and of a put's or get's local side, must
  * lie inside the tensor; the message names window, peer and region. */
 static void test_remote_region_out_of_range(void **state) {
   (void)state;
-  struct misuse m;
-  misuse_setup(&m, 3);
-  const char *who = "kernel k_misuse (rank 1, device 3, AIV core 0, block 0 "
-                    "of 1): ";
-  assert_fails_with(misuse_run(&m, 1, MIS_LOAD_ROWS), PLD_ERR_BOUNDS,
-                    "pld_remote_load: ", who,
-                    "window 'data' (buffer #0) of peer 1: rows [1, 5) cols "
-                    "[0, 16) outside FP32[4, 16]");
-  assert_fails_with(misuse_run(&m, 1, MIS_STORE_COLS), PLD_ERR_BOUNDS,
-                    "pld_remote_store: ", who,
-                    "window 'data' (buffer #0) of peer 1: rows [0, 4) cols "
-                    "[1, 17) outside FP32[4, 16]");
-  assert_fails_with(misuse_run(&m, 1, MIS_PUT_DST), PLD_ERR_BOUNDS,
-                    "pld_put: ", who,
-                    "window 'data' (buffer #0) of peer 1: rows [2, 6) cols "
-                    "[0, 16) outside FP32[4, 16]");
-  assert_fails_with(misuse_run(&m, 1, MIS_GET_SRC), PLD_ERR_BOUNDS,
-                    "pld_get: ", who,
-                    "window 'data' (buffer #0) of peer 1: rows [0, 1) cols "
-                    "[13, 17) outside FP32[4, 16]");
-  assert_fails_with(misuse_run(&m, 1, MIS_LOAD_EMPTY), PLD_ERR_BOUNDS,
-                    "pld_remote_load: ", who,
-                    "window 'data' (buffer #0) of peer 1: rows [0, 0) cols "
-                    "[0, 16) outside");
-  assert_fails_with(misuse_run(&m, 1, MIS_PUT_SRC), PLD_ERR_BOUNDS,
-                    "pld_put: ", who,
-                    "source 'x': rows [3, 5) cols [0, 16) outside FP32[4, 16]");
-  misuse_teardown(&m);
+  static const struct misuse_case cases[] = {
+      {1, MIS_LOAD_ROWS, PLD_ERR_BOUNDS, "pld_remote_load",
+       {"window 'data' (buffer #0) of peer 1: rows [1, 5) cols [0, 16) "
+        "outside FP32[4, 16]"}},
+      {1, MIS_STORE_COLS, PLD_ERR_BOUNDS, "pld_remote_store",
+       {"window 'data' (buffer #0) of peer 1: rows [0, 4) cols [1, 17) "
+        "outside FP32[4, 16]"}},
+      {1, MIS_PUT_DST, PLD_ERR_BOUNDS, "pld_put",
+       {"window 'data' (buffer #0) of peer 1: rows [2, 6) cols [0, 16) "
+        "outside FP32[4, 16]"}},
+      {1, MIS_GET_SRC, PLD_ERR_BOUNDS, "pld_get",
+       {"window 'data' (buffer #0) of peer 1: rows [0, 1) cols [13, 17) "
+        "outside FP32[4, 16]"}},
+      {1, MIS_LOAD_EMPTY, PLD_ERR_BOUNDS, "pld_remote_load",
+       {"window 'data' (buffer #0) of peer 1: rows [0, 0) cols [0, 16) "
+        "outside"}},
+      {1, MIS_PUT_SRC, PLD_ERR_BOUNDS, "pld_put",
+       {"source 'x': rows [3, 5) cols [0, 16) outside FP32[4, 16]"}},
+  };
+  expect_misuses(3, cases, NCASES(cases));
 }
 
 /* A peer is a rank of the window's domain: 0 to nranks - 1. */
 static void test_peer_out_of_range(void **state) {
   (void)state;
-  struct misuse m;
-  misuse_setup(&m, 4);
-  const char *who = "kernel k_misuse (rank 2, device 3, AIV core 0, block 0 "
-                    "of 1): ";
-  assert_fails_with(misuse_run(&m, 2, MIS_LOAD_PEER_N), PLD_ERR_BOUNDS,
-                    "pld_remote_load: ", who,
-                    "window 'data' (buffer #0): peer 4 outside its domain of "
-                    "4 ranks (peers are 0 to 3)");
-  assert_fails_with(misuse_run(&m, 2, MIS_PUT_PEER_N), PLD_ERR_BOUNDS,
-                    "pld_put: ", who,
-                    "window 'data' (buffer #0): peer 4 outside its domain");
-  assert_fails_with(misuse_run(&m, 2, MIS_NOTIFY_PEER_N), PLD_ERR_BOUNDS,
-                    "pld_notify: ", who,
-                    "window 'sig' (buffer #1): peer 4 outside its domain of "
-                    "4 ranks (peers are 0 to 3)");
-  assert_fails_with(misuse_run(&m, 2, MIS_NOTIFY_PEER_NEG), PLD_ERR_BOUNDS,
-                    "pld_notify: ", who,
-                    "peer -1: expected a rank of the window's domain");
-  misuse_teardown(&m);
+  static const struct misuse_case cases[] = {
+      {2, MIS_LOAD_PEER_N, PLD_ERR_BOUNDS, "pld_remote_load",
+       {"window 'data' (buffer #0): peer 4 outside its domain of 4 ranks "
+        "(peers are 0 to 3)"}},
+      {2, MIS_PUT_PEER_N, PLD_ERR_BOUNDS, "pld_put",
+       {"window 'data' (buffer #0): peer 4 outside its domain"}},
+      {2, MIS_NOTIFY_PEER_N, PLD_ERR_BOUNDS, "pld_notify",
+       {"window 'sig' (buffer #1): peer 4 outside its domain of 4 ranks "
+        "(peers are 0 to 3)"}},
+      {2, MIS_NOTIFY_PEER_NEG, PLD_ERR_BOUNDS, "pld_notify",
+       {"peer -1: expected a rank of the window's domain"}},
+  };
+  expect_misuses(4, cases, NCASES(cases));
 }
 
 /* BUG: src/comm/window.c, pld__win_check checks a peer against the domain
  * only when peer >= 0 (a negative peer means "no peer" to pld_wait and
  * pld_barrier), so pld_remote_load, pld_remote_store, pld_put and pld_get
- * accept a negative peer, index comm->members[peer] before the array and
+ * accept a negative peer, read comm->members[peer] before the array and
  * move data to or from whatever rank that garbage names: the run returns
- * PLD_OK (plain build) or the device crashes (ASan: heap-buffer-overflow
- * in pld_remote_load).  They must fail with PLD_ERR_BOUNDS as pld_notify
- * does. */
+ * PLD_OK (plain build) or the device dies (ASan: heap-buffer-overflow in
+ * pld_remote_load, src/comm/rma.c).  They must fail with PLD_ERR_BOUNDS as
+ * pld_notify does. */
 static void test_negative_peer_rma(void **state) {
   (void)state;
-  struct misuse m;
-  misuse_setup(&m, 2);
-  static const struct {
-    int how;
-    const char *fn;
-  } cases[] = {{MIS_LOAD_PEER_NEG, "pld_remote_load: "},
-               {MIS_STORE_PEER_NEG, "pld_remote_store: "},
-               {MIS_PUT_PEER_NEG, "pld_put: "},
-               {MIS_GET_PEER_NEG, "pld_get: "}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    assert_fails_with(misuse_run(&m, 1, cases[i].how), PLD_ERR_BOUNDS,
-                      cases[i].fn, "kernel k_misuse (rank 1, device 1",
-                      "window 'data' (buffer #0)", "peer -");
-  misuse_teardown(&m);
+  static const struct misuse_case cases[] = {
+      {1, MIS_LOAD_PEER_NEG, PLD_ERR_BOUNDS, "pld_remote_load",
+       {"window 'data' (buffer #0)", "peer -1"}},
+      {1, MIS_STORE_PEER_NEG, PLD_ERR_BOUNDS, "pld_remote_store",
+       {"window 'data' (buffer #0)", "peer -2"}},
+      {1, MIS_PUT_PEER_NEG, PLD_ERR_BOUNDS, "pld_put",
+       {"window 'data' (buffer #0)", "peer -1"}},
+      {1, MIS_GET_PEER_NEG, PLD_ERR_BOUNDS, "pld_get",
+       {"window 'data' (buffer #0)", "peer -1"}},
+  };
+  expect_misuses(2, cases, NCASES(cases));
 }
 
-static void test_signal_on_non_int32_window(void **state) {
+/* Signals are INT32 cells, at indices of the window's rank inside it;
+ * comparisons and operations are the enums' values. */
+static void test_signal_misuse(void **state) {
   (void)state;
-  struct misuse m;
-  misuse_setup(&m, 2);
-  assert_fails_with(misuse_run(&m, 0, MIS_WAIT_FP32), PLD_ERR_ARG,
-                    "pld_wait: kernel k_misuse (rank 0, device 0",
-                    "window 'data' (buffer #0) is FP32: signals are INT32 "
-                    "cells");
-  assert_fails_with(misuse_run(&m, 1, MIS_NOTIFY_FP32), PLD_ERR_ARG,
-                    "pld_notify: kernel k_misuse (rank 1, device 1",
-                    "window 'data' (buffer #0) is FP32: signals are INT32 "
-                    "cells");
-  misuse_teardown(&m);
-}
-
-/* Cell indices have the window's rank and lie inside it; comparisons and
- * operations are the enums' values. */
-static void test_signal_index_and_enums(void **state) {
-  (void)state;
-  struct misuse m;
-  misuse_setup(&m, 3);
-  assert_fails_with(misuse_run(&m, 2, MIS_WAIT_RANK2), PLD_ERR_BOUNDS,
-                    "pld_wait: kernel k_misuse (rank 2, device 1",
-                    "window 'sig' (buffer #1) has 1 dimension, got an index "
-                    "of 2");
-  assert_fails_with(misuse_run(&m, 0, MIS_NOTIFY_CELL), PLD_ERR_BOUNDS,
-                    "pld_notify: kernel k_misuse (rank 0, device 5",
-                    "window 'sig' (buffer #1) of peer 1: index 3 of dimension "
-                    "0 outside INT32[3]");
-  assert_fails_with(misuse_run(&m, 1, MIS_WAIT_CMP), PLD_ERR_ARG,
-                    "pld_wait: kernel k_misuse (rank 1",
-                    "cmp: expected PLD_WAIT_EQ or PLD_WAIT_GE, got 2");
-  assert_fails_with(misuse_run(&m, 1, MIS_NOTIFY_OP), PLD_ERR_ARG,
-                    "pld_notify: kernel k_misuse (rank 1",
-                    "op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got 5");
-  misuse_teardown(&m);
+  static const struct misuse_case cases[] = {
+      {0, MIS_WAIT_FP32, PLD_ERR_ARG, "pld_wait",
+       {"window 'data' (buffer #0) is FP32: signals are INT32 cells"}},
+      {1, MIS_NOTIFY_FP32, PLD_ERR_ARG, "pld_notify",
+       {"window 'data' (buffer #0) is FP32: signals are INT32 cells"}},
+      {2, MIS_WAIT_RANK2, PLD_ERR_BOUNDS, "pld_wait",
+       {"window 'sig' (buffer #1) has 1 dimension, got an index of 2"}},
+      {0, MIS_NOTIFY_CELL, PLD_ERR_BOUNDS, "pld_notify",
+       {"window 'sig' (buffer #1) of peer 1: index 3 of dimension 0 outside "
+        "INT32[3]"}},
+      {1, MIS_WAIT_CMP, PLD_ERR_ARG, "pld_wait",
+       {"cmp: expected PLD_WAIT_EQ or PLD_WAIT_GE, got 2"}},
+      {1, MIS_NOTIFY_OP, PLD_ERR_ARG, "pld_notify",
+       {"op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got 5"}},
+  };
+  expect_misuses(3, cases, NCASES(cases));
 }
 
 static void test_atomic_and_dtype_misuse(void **state) {
   (void)state;
-  struct misuse m;
-  misuse_setup(&m, 2);
-  assert_fails_with(misuse_run(&m, 0, MIS_ATOMIC_UINT8), PLD_ERR_UNSUPPORTED,
-                    "pld_remote_store: kernel k_misuse (rank 0",
-                    "atomic add on UINT8: supported for FP32, FP16, BF16, "
-                    "INT32, INT16 and INT8");
-  assert_fails_with(misuse_run(&m, 0, MIS_GET_ATOMIC), PLD_ERR_ARG,
-                    "pld_get: kernel k_misuse (rank 0",
-                    "a get cannot accumulate");
-  assert_fails_with(misuse_run(&m, 1, MIS_STORE_DTYPE), PLD_ERR_ARG,
-                    "pld_remote_store: kernel k_misuse (rank 1",
-                    "tile is FP32, window 'bytes' (buffer #2) is UINT8");
-  assert_fails_with(misuse_run(&m, 1, MIS_PUT_DTYPE), PLD_ERR_ARG,
-                    "pld_put: kernel k_misuse (rank 1",
-                    "source 'x' is FP32 but window 'bytes' (buffer #2) of "
-                    "peer 1 is UINT8");
-  misuse_teardown(&m);
+  static const struct misuse_case cases[] = {
+      {0, MIS_ATOMIC_UINT8, PLD_ERR_UNSUPPORTED, "pld_remote_store",
+       {"atomic add on UINT8: supported for FP32, FP16, BF16, INT32, INT16 "
+        "and INT8"}},
+      {0, MIS_GET_ATOMIC, PLD_ERR_ARG, "pld_get",
+       {"a get cannot accumulate"}},
+      {1, MIS_STORE_DTYPE, PLD_ERR_ARG, "pld_remote_store",
+       {"tile is FP32, window 'bytes' (buffer #2) is UINT8"}},
+      {1, MIS_PUT_DTYPE, PLD_ERR_ARG, "pld_put",
+       {"source 'x' is FP32 but window 'bytes' (buffer #2) of peer 1 is "
+        "UINT8"}},
+  };
+  expect_misuses(2, cases, NCASES(cases));
 }
 
 static void test_kernel_argument_misuse(void **state) {
   (void)state;
-  struct misuse m;
-  misuse_setup(&m, 3);
-  assert_fails_with(misuse_run(&m, 2, MIS_GET_INTO_IN), PLD_ERR_ARG,
-                    "pld_get: kernel k_misuse (rank 2",
-                    "dst: tensor 'x' is an In parameter");
-  assert_fails_with(misuse_run(&m, 0, MIS_NO_COMM), PLD_ERR_ARG,
-                    "pld_rank: kernel k_misuse (rank 0",
-                    "comm: expected the context of a window, got none");
-  assert_fails_with(misuse_run(&m, 1, MIS_BARRIER_SMALL), PLD_ERR_ARG,
-                    "pld_barrier: kernel k_misuse (rank 1",
-                    "window 'one' (buffer #3) is INT32[1]: expected INT32[n] "
-                    "with n >= 3 (the domain's size)");
-  misuse_teardown(&m);
+  static const struct misuse_case cases[] = {
+      {2, MIS_GET_INTO_IN, PLD_ERR_ARG, "pld_get",
+       {"dst: tensor 'x' is an In parameter"}},
+      {0, MIS_NO_COMM, PLD_ERR_ARG, "pld_rank",
+       {"comm: expected the context of a window, got none"}},
+      {1, MIS_BARRIER_SMALL, PLD_ERR_ARG, "pld_barrier",
+       {"window 'one' (buffer #3) is INT32[1]: expected INT32[n] with n >= 3 "
+        "(the domain's size)"}},
+  };
+  expect_misuses(3, cases, NCASES(cases));
 }
 
 static const struct CMUnitTest tests[] = {
@@ -530,8 +500,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_remote_region_out_of_range),
     cmocka_unit_test(test_peer_out_of_range),
     cmocka_unit_test(test_negative_peer_rma),
-    cmocka_unit_test(test_signal_on_non_int32_window),
-    cmocka_unit_test(test_signal_index_and_enums),
+    cmocka_unit_test(test_signal_misuse),
     cmocka_unit_test(test_atomic_and_dtype_misuse),
     cmocka_unit_test(test_kernel_argument_misuse),
 };

@@ -4,7 +4,7 @@
  * accumulate. */
 #include "comm_test.h"
 
-/* ---- remote load and store ----------------------------------------------- */
+/* ---- remote load and store ---------------------------------------------- */
 
 enum { RR = 6, RC = 24, WRR = 16, WRC = 40 };
 /* Where x is staged in `stage` and where it lands in the next rank's
@@ -14,14 +14,16 @@ enum { STAGE_ROW = 3, STAGE_COL = 8, INBOX_ROW = 9, INBOX_COL = 16 };
 /* Stage x in my window at an offset and store it into the next rank's
  * inbox at another; after a barrier, load the next rank's staged x and my
  * own (from myself, remotely), and copy out my inbox. */
-PLD_KERNEL(k_load_store, k,
-           PLD_IN(x, FP32, RR, RC),
-           PLD_WINDOW(stage, FP32, WRR, WRC),
-           PLD_WINDOW(inbox, FP32, WRR, WRC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(from_next, FP32, RR, RC),
-           PLD_OUT(from_self, FP32, RR, RC),
-           PLD_OUT(box, FP32, WRR, WRC))
+#define LOAD_STORE_PARAMS               \
+  PLD_IN(x, FP32, RR, RC),              \
+  PLD_WINDOW(stage, FP32, WRR, WRC),    \
+  PLD_WINDOW(inbox, FP32, WRR, WRC),    \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_OUT(from_next, FP32, RR, RC),     \
+  PLD_OUT(from_self, FP32, RR, RC),     \
+  PLD_OUT(box, FP32, WRR, WRC)
+
+PLD_KERNEL(k_load_store, k, LOAD_STORE_PARAMS)
 {
   pld_comm comm = pld_get_comm(stage);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
@@ -39,14 +41,7 @@ PLD_KERNEL(k_load_store, k,
   pld_store(k, pld_load(k, pld_local(inbox), 0, 0, WRR, WRC), box, 0, 0);
 }
 
-PLD_DEVICE(d_load_store, a,
-           PLD_IN(x, FP32, RR, RC),
-           PLD_WINDOW(stage, FP32, WRR, WRC),
-           PLD_WINDOW(inbox, FP32, WRR, WRC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(from_next, FP32, RR, RC),
-           PLD_OUT(from_self, FP32, RR, RC),
-           PLD_OUT(box, FP32, WRR, WRC))
+PLD_DEVICE(d_load_store, a, LOAD_STORE_PARAMS)
 {
   pld_launch(a, k_load_store, 1, x, stage, inbox, sig, from_next, from_self,
              box);
@@ -80,39 +75,40 @@ static void shifted(float *want, const float *src, int n, int per, int step) {
            sizeof(float) * (size_t)per);
 }
 
-static void test_remote_load_store(void **state) {
-  (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    pld_tensor x = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0.75f, -20);
-    pld_tensor from_next = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0, 0);
-    pld_tensor from_self = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0, 0);
-    pld_tensor box = pld_test_tensor(3, (int64_t[]){n, WRR, WRC}, 0, 0);
-    assert_ok(pld_run(h_load_store, &cfg,
-                      PLD_ARGS(x, from_next, from_self, box)));
-    const float *xs = pld_tensor_data(x);
-    float want[4 * WRR * WRC];
-    shifted(want, xs, n, RR * RC, 1);
-    comm_expect_f32("from_next", pld_tensor_data(from_next), want,
-                    n * RR * RC);
-    comm_expect_f32("from_self", pld_tensor_data(from_self), xs, n * RR * RC);
-    /* The inbox: zero but for the previous rank's x at its offset. */
-    memset(want, 0, sizeof want);
-    for (int r = 0; r < n; r++)
-      for (int i = 0; i < RR; i++)
-        for (int j = 0; j < RC; j++)
-          want[(r * WRR + INBOX_ROW + i) * WRC + INBOX_COL + j] =
-              xs[(comm_prev(r, n) * RR + i) * RC + j];
-    comm_expect_f32("box", pld_tensor_data(box), want, n * WRR * WRC);
-    pld_tensor_destroy(x);
-    pld_tensor_destroy(from_next);
-    pld_tensor_destroy(from_self);
-    pld_tensor_destroy(box);
-  }
+static void run_remote_load_store(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor x = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0.75f, -20);
+  pld_tensor from_next = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0, 0);
+  pld_tensor from_self = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0, 0);
+  pld_tensor box = pld_test_tensor(3, (int64_t[]){n, WRR, WRC}, 0, 0);
+  assert_ok(pld_run(h_load_store, &cfg,
+                    PLD_ARGS(x, from_next, from_self, box)));
+  const float *xs = pld_tensor_data(x);
+  float want[4 * WRR * WRC];
+  shifted(want, xs, n, RR * RC, 1);
+  comm_expect_f32("from_next", pld_tensor_data(from_next), want,
+                  n * RR * RC);
+  comm_expect_f32("from_self", pld_tensor_data(from_self), xs, n * RR * RC);
+  /* The inbox: zero but for the previous rank's x at its offset. */
+  memset(want, 0, sizeof want);
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < RR; i++)
+      for (int j = 0; j < RC; j++)
+        want[(r * WRR + INBOX_ROW + i) * WRC + INBOX_COL + j] =
+            xs[(comm_prev(r, n) * RR + i) * RC + j];
+  comm_expect_f32("box", pld_tensor_data(box), want, n * WRR * WRC);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(from_next);
+  pld_tensor_destroy(from_self);
+  pld_tensor_destroy(box);
 }
 
-/* ---- atomic remote stores, every dtype --------------------------------------- */
+static void test_remote_load_store(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_remote_load_store);
+}
+
+/* ---- atomic remote stores, every dtype ---------------------------------- */
 
 enum { AR = 4, AC = 32, REPS = 8, NDT = 6 };
 
@@ -120,16 +116,18 @@ enum { AR = 4, AC = 32, REPS = 8, NDT = 6 };
  * times into each dtype's window of every rank, all at once; after a
  * barrier each rank converts its windows back to FP32, one block of rows
  * per dtype.  The sums stay within INT8. */
-PLD_KERNEL(k_atomic, k,
-           PLD_IN(x, FP32, AR, AC),
-           PLD_WINDOW(f32, FP32, AR, AC),
-           PLD_WINDOW(f16, FP16, AR, AC),
-           PLD_WINDOW(bf16, BF16, AR, AC),
-           PLD_WINDOW(i32, INT32, AR, AC),
-           PLD_WINDOW(i16, INT16, AR, AC),
-           PLD_WINDOW(i8, INT8, AR, AC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, NDT * AR, AC))
+#define ATOMIC_PARAMS                   \
+  PLD_IN(x, FP32, AR, AC),              \
+  PLD_WINDOW(f32, FP32, AR, AC),        \
+  PLD_WINDOW(f16, FP16, AR, AC),        \
+  PLD_WINDOW(bf16, BF16, AR, AC),       \
+  PLD_WINDOW(i32, INT32, AR, AC),       \
+  PLD_WINDOW(i16, INT16, AR, AC),       \
+  PLD_WINDOW(i8, INT8, AR, AC),         \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_OUT(y, FP32, NDT * AR, AC)
+
+PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS)
 {
   const pld_window acc[NDT] = {f32, f16, bf16, i32, i16, i8};
   int32_t n = pld_nranks(k, pld_get_comm(sig));
@@ -153,16 +151,7 @@ PLD_KERNEL(k_atomic, k,
   }
 }
 
-PLD_DEVICE(d_atomic, a,
-           PLD_IN(x, FP32, AR, AC),
-           PLD_WINDOW(f32, FP32, AR, AC),
-           PLD_WINDOW(f16, FP16, AR, AC),
-           PLD_WINDOW(bf16, BF16, AR, AC),
-           PLD_WINDOW(i32, INT32, AR, AC),
-           PLD_WINDOW(i16, INT16, AR, AC),
-           PLD_WINDOW(i8, INT8, AR, AC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, NDT * AR, AC))
+PLD_DEVICE(d_atomic, a, ATOMIC_PARAMS)
 {
   pld_launch(a, k_atomic, 1, x, f32, f16, bf16, i32, i16, i8, sig, y);
 }
@@ -187,47 +176,48 @@ PLD_HOST(h_atomic, h, PLD_IN(x, FP32, NR, AR, AC),
   }
 }
 
-static void test_remote_store_atomic_add(void **state) {
-  (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    pld_tensor x = comm_tensor(PLD_FP32, 3, (int64_t[]){n, AR, AC});
-    float *xs = pld_tensor_data(x);
-    for (int64_t i = 0; i < pld_tensor_numel(x); i++)
-      xs[i] = (float)((i * 3 + i / (AR * AC) * 5) % 7 - 3);
-    pld_tensor y = pld_test_tensor(3, (int64_t[]){n, NDT * AR, AC}, 0, 0);
-    pld_program *p;
-    assert_ok(pld_compile(h_atomic, &cfg, PLD_ARGS(x, y), &p));
-    float want[4 * NDT * AR * AC];
-    for (int r = 0; r < n; r++)
-      for (int d = 0; d < NDT; d++)
-        for (int e = 0; e < AR * AC; e++) {
-          float sum = 0;
-          for (int q = 0; q < n; q++)
-            sum += xs[q * AR * AC + e];
-          want[(r * NDT + d) * AR * AC + e] = REPS * sum;
-        }
-    for (int run = 0; run < 3; run++) {
-      assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
-      for (int d = 0; d < NDT; d++) {
-        char what[64];
-        snprintf(what, sizeof what, "%s sums of rank 0..%d",
-                 pld_dtype_name(atomic_dtypes[d]), n - 1);
-        for (int r = 0; r < n; r++)
-          comm_expect_f32(what,
-                          (const float *)pld_tensor_data(y) +
-                              (r * NDT + d) * AR * AC,
-                          want + (r * NDT + d) * AR * AC, AR * AC);
+static void run_remote_store_atomic_add(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor x = comm_tensor(PLD_FP32, 3, (int64_t[]){n, AR, AC});
+  float *xs = pld_tensor_data(x);
+  for (int64_t i = 0; i < pld_tensor_numel(x); i++)
+    xs[i] = (float)((i * 3 + i / (AR * AC) * 5) % 7 - 3);
+  pld_tensor y = pld_test_tensor(3, (int64_t[]){n, NDT * AR, AC}, 0, 0);
+  pld_program *p;
+  assert_ok(pld_compile(h_atomic, &cfg, PLD_ARGS(x, y), &p));
+  float want[4 * NDT * AR * AC];
+  for (int r = 0; r < n; r++)
+    for (int d = 0; d < NDT; d++)
+      for (int e = 0; e < AR * AC; e++) {
+        float sum = 0;
+        for (int q = 0; q < n; q++)
+          sum += xs[q * AR * AC + e];
+        want[(r * NDT + d) * AR * AC + e] = REPS * sum;
       }
+  for (int run = 0; run < 3; run++) {
+    assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
+    for (int d = 0; d < NDT; d++) {
+      char what[64];
+      snprintf(what, sizeof what, "%s sums of rank 0..%d",
+               pld_dtype_name(atomic_dtypes[d]), n - 1);
+      for (int r = 0; r < n; r++)
+        comm_expect_f32(what,
+                        (const float *)pld_tensor_data(y) +
+                            (r * NDT + d) * AR * AC,
+                        want + (r * NDT + d) * AR * AC, AR * AC);
     }
-    pld_program_destroy(p);
-    pld_tensor_destroy(x);
-    pld_tensor_destroy(y);
   }
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
 }
 
-/* ---- put and get of regions -------------------------------------------------- */
+static void test_remote_store_atomic_add(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_remote_store_atomic_add);
+}
+
+/* ---- put and get of regions --------------------------------------------- */
 
 enum { GR = 12, GC = 40 };
 
@@ -238,12 +228,14 @@ enum { GR = 12, GC = 40 };
 static const pld_xfer put_region = {7, 16, 2, 8, 5, 13, PLD_ATOMIC_NONE, 0};
 static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE, 1};
 
-PLD_KERNEL(k_regions, k,
-           PLD_IN(x, FP32, GR, GC),
-           PLD_WINDOW(data, FP32, GR, GC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(box, FP32, GR, GC),
-           PLD_INOUT(got, FP32, GR, GC))
+#define REGIONS_PARAMS                  \
+  PLD_IN(x, FP32, GR, GC),              \
+  PLD_WINDOW(data, FP32, GR, GC),       \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_OUT(box, FP32, GR, GC),           \
+  PLD_INOUT(got, FP32, GR, GC)
+
+PLD_KERNEL(k_regions, k, REGIONS_PARAMS)
 {
   pld_comm comm = pld_get_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
@@ -253,12 +245,7 @@ PLD_KERNEL(k_regions, k,
   pld_get(k, got, (me + 1) % n, data, &get_region);
 }
 
-PLD_DEVICE(d_regions, a,
-           PLD_IN(x, FP32, GR, GC),
-           PLD_WINDOW(data, FP32, GR, GC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(box, FP32, GR, GC),
-           PLD_INOUT(got, FP32, GR, GC))
+PLD_DEVICE(d_regions, a, REGIONS_PARAMS)
 {
   pld_launch(a, k_regions, 1, x, data, sig, box, got);
 }
@@ -286,52 +273,55 @@ static void paste(float *dst, const float *src, const pld_xfer *o) {
           src[(o->src_row + i) * GC + o->src_col + j];
 }
 
-static void test_put_get_regions(void **state) {
-  (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    pld_tensor x = pld_test_tensor(3, (int64_t[]){n, GR, GC}, 0.5f, 3);
-    pld_tensor box = pld_test_tensor(3, (int64_t[]){n, GR, GC}, 0, 0);
-    pld_tensor got = pld_test_tensor(3, (int64_t[]){n, GR, GC}, -1, -1);
-    float *want_got = malloc(sizeof(float) * (size_t)(n * GR * GC));
-    assert_non_null(want_got);
-    memcpy(want_got, pld_tensor_data(got), sizeof(float) * (size_t)(n * GR * GC));
-    assert_ok(pld_run(h_regions, &cfg, PLD_ARGS(x, box, got)));
-    /* A model of each rank's window: zero but for the previous rank's
-     * region. */
-    float win[4 * GR * GC];
-    memset(win, 0, sizeof win);
-    const float *xs = pld_tensor_data(x);
-    for (int r = 0; r < n; r++)
-      paste(win + r * GR * GC, xs + comm_prev(r, n) * GR * GC, &put_region);
-    comm_expect_f32("box (my window)", pld_tensor_data(box), win, n * GR * GC);
-    for (int r = 0; r < n; r++)
-      paste(want_got + r * GR * GC, win + comm_next(r, n) * GR * GC,
-            &get_region);
-    comm_expect_f32("got (the next rank's region)", pld_tensor_data(got),
-                    want_got, n * GR * GC);
-    free(want_got);
-    pld_tensor_destroy(x);
-    pld_tensor_destroy(box);
-    pld_tensor_destroy(got);
-  }
+static void run_put_get_regions(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor x = pld_test_tensor(3, (int64_t[]){n, GR, GC}, 0.5f, 3);
+  pld_tensor box = pld_test_tensor(3, (int64_t[]){n, GR, GC}, 0, 0);
+  pld_tensor got = pld_test_tensor(3, (int64_t[]){n, GR, GC}, -1, -1);
+  float *want_got = malloc(sizeof(float) * (size_t)(n * GR * GC));
+  assert_non_null(want_got);
+  memcpy(want_got, pld_tensor_data(got), sizeof(float) * (size_t)(n * GR * GC));
+  assert_ok(pld_run(h_regions, &cfg, PLD_ARGS(x, box, got)));
+  /* A model of each rank's window: zero but for the previous rank's
+   * region. */
+  float win[4 * GR * GC];
+  memset(win, 0, sizeof win);
+  const float *xs = pld_tensor_data(x);
+  for (int r = 0; r < n; r++)
+    paste(win + r * GR * GC, xs + comm_prev(r, n) * GR * GC, &put_region);
+  comm_expect_f32("box (my window)", pld_tensor_data(box), win, n * GR * GC);
+  for (int r = 0; r < n; r++)
+    paste(want_got + r * GR * GC, win + comm_next(r, n) * GR * GC,
+          &get_region);
+  comm_expect_f32("got (the next rank's region)", pld_tensor_data(got),
+                  want_got, n * GR * GC);
+  free(want_got);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(box);
+  pld_tensor_destroy(got);
 }
 
-/* ---- put and get larger than tile memory ------------------------------------ */
+static void test_put_get_regions(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_put_get_regions);
+}
+
+/* ---- put and get larger than tile memory -------------------------------- */
 
 enum { BR = 512, BC = 1024 }; /* 2 MiB of FP32 */
 
 /* Put x into the next rank's window; after a barrier get my own window
  * (the previous rank's x) and the previous rank's (the x of the rank
  * before it), chunked through tile memory; flag[0] says pipelined. */
-PLD_KERNEL(k_big, k,
-           PLD_IN(x, FP32, BR, BC),
-           PLD_WINDOW(data, FP32, BR, BC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_IN(flag, INT32, 1),
-           PLD_OUT(mine, FP32, BR, BC),
-           PLD_OUT(far, FP32, BR, BC))
+#define BIG_PARAMS                      \
+  PLD_IN(x, FP32, BR, BC),              \
+  PLD_WINDOW(data, FP32, BR, BC),       \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_IN(flag, INT32, 1),               \
+  PLD_OUT(mine, FP32, BR, BC),          \
+  PLD_OUT(far, FP32, BR, BC)
+
+PLD_KERNEL(k_big, k, BIG_PARAMS)
 {
   pld_comm comm = pld_get_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
@@ -344,13 +334,7 @@ PLD_KERNEL(k_big, k,
   pld_get(k, far, (me + n - 1) % n, data, &o);
 }
 
-PLD_DEVICE(d_big, a,
-           PLD_IN(x, FP32, BR, BC),
-           PLD_WINDOW(data, FP32, BR, BC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_IN(flag, INT32, 1),
-           PLD_OUT(mine, FP32, BR, BC),
-           PLD_OUT(far, FP32, BR, BC))
+PLD_DEVICE(d_big, a, BIG_PARAMS)
 {
   pld_launch(a, k_big, 1, x, data, sig, flag, mine, far);
 }
@@ -371,43 +355,44 @@ PLD_HOST(h_big, h,
                  pld_slice(h, mine, r), pld_slice(h, far, r));
 }
 
-static void test_put_get_larger_than_tile_memory(void **state) {
-  (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    const int64_t shape[] = {n, BR, BC};
-    const int per = BR * BC;
-    pld_tensor x = pld_test_tensor(3, shape, 1, -1e6f);
-    pld_tensor mine = pld_test_tensor(3, shape, 0, 0);
-    pld_tensor far = pld_test_tensor(3, shape, 0, 0);
-    pld_tensor flag = comm_int_tensor(0, 1, (int64_t[]){1});
-    float *want = malloc(sizeof(float) * (size_t)(n * per));
-    assert_non_null(want);
-    pld_program *p;
-    assert_ok(pld_compile(h_big, &cfg, PLD_ARGS(x, flag, mine, far), &p));
-    for (int pipelined = 0; pipelined < 2; pipelined++) {
-      *(int32_t *)pld_tensor_data(flag) = pipelined;
-      memset(pld_tensor_data(mine), 0, sizeof(float) * (size_t)(n * per));
-      memset(pld_tensor_data(far), 0, sizeof(float) * (size_t)(n * per));
-      assert_ok(pld_program_run(p, PLD_ARGS(x, flag, mine, far)));
-      shifted(want, pld_tensor_data(x), n, per, -1);
-      comm_expect_f32(pipelined ? "mine (pipelined)" : "mine",
-                      pld_tensor_data(mine), want, n * per);
-      shifted(want, pld_tensor_data(x), n, per, -2);
-      comm_expect_f32(pipelined ? "far (pipelined)" : "far",
-                      pld_tensor_data(far), want, n * per);
-    }
-    pld_program_destroy(p);
-    free(want);
-    pld_tensor_destroy(x);
-    pld_tensor_destroy(mine);
-    pld_tensor_destroy(far);
-    pld_tensor_destroy(flag);
+static void run_put_get_larger_than_tile_memory(int n) {
+  pld_config cfg = comm_config(n);
+  const int64_t shape[] = {n, BR, BC};
+  const int per = BR * BC;
+  pld_tensor x = pld_test_tensor(3, shape, 1, -1e6f);
+  pld_tensor mine = pld_test_tensor(3, shape, 0, 0);
+  pld_tensor far = pld_test_tensor(3, shape, 0, 0);
+  pld_tensor flag = comm_int_tensor(0, 1, (int64_t[]){1});
+  float *want = malloc(sizeof(float) * (size_t)(n * per));
+  assert_non_null(want);
+  pld_program *p;
+  assert_ok(pld_compile(h_big, &cfg, PLD_ARGS(x, flag, mine, far), &p));
+  for (int pipelined = 0; pipelined < 2; pipelined++) {
+    *(int32_t *)pld_tensor_data(flag) = pipelined;
+    memset(pld_tensor_data(mine), 0, sizeof(float) * (size_t)(n * per));
+    memset(pld_tensor_data(far), 0, sizeof(float) * (size_t)(n * per));
+    assert_ok(pld_program_run(p, PLD_ARGS(x, flag, mine, far)));
+    shifted(want, pld_tensor_data(x), n, per, -1);
+    comm_expect_f32(pipelined ? "mine (pipelined)" : "mine",
+                    pld_tensor_data(mine), want, n * per);
+    shifted(want, pld_tensor_data(x), n, per, -2);
+    comm_expect_f32(pipelined ? "far (pipelined)" : "far",
+                    pld_tensor_data(far), want, n * per);
   }
+  pld_program_destroy(p);
+  free(want);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(mine);
+  pld_tensor_destroy(far);
+  pld_tensor_destroy(flag);
 }
 
-/* ---- put with atomic add -------------------------------------------------------- */
+static void test_put_get_larger_than_tile_memory(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_put_get_larger_than_tile_memory);
+}
+
+/* ---- put with atomic add ------------------------------------------------ */
 
 enum { PR = 100, PC = 256 }; /* 100 KiB: two staging chunks, the last short */
 
@@ -415,12 +400,14 @@ enum { PR = 100, PC = 256 }; /* 100 KiB: two staging chunks, the last short */
  * into `acc` of every rank, accumulating, pipelined; after a barrier,
  * acc = the sum of all x.  x holds quarters, so every order of addition
  * gives the exact sum. */
-PLD_KERNEL(k_put_add, k,
-           PLD_IN(x, FP32, PR, PC),
-           PLD_WINDOW(src, FP32, PR, PC),
-           PLD_WINDOW(acc, FP32, PR, PC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, PR, PC))
+#define PUT_ADD_PARAMS                  \
+  PLD_IN(x, FP32, PR, PC),              \
+  PLD_WINDOW(src, FP32, PR, PC),        \
+  PLD_WINDOW(acc, FP32, PR, PC),        \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_OUT(y, FP32, PR, PC)
+
+PLD_KERNEL(k_put_add, k, PUT_ADD_PARAMS)
 {
   pld_comm comm = pld_get_comm(acc);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
@@ -435,12 +422,7 @@ PLD_KERNEL(k_put_add, k,
   pld_get(k, y, me, acc, NULL);
 }
 
-PLD_DEVICE(d_put_add, a,
-           PLD_IN(x, FP32, PR, PC),
-           PLD_WINDOW(src, FP32, PR, PC),
-           PLD_WINDOW(acc, FP32, PR, PC),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, PR, PC))
+PLD_DEVICE(d_put_add, a, PUT_ADD_PARAMS)
 {
   pld_launch(a, k_put_add, 1, x, src, acc, sig, y);
 }
@@ -459,33 +441,34 @@ PLD_HOST(h_put_add, h, PLD_IN(x, FP32, NR, PR, PC),
                  pld_slice(h, y, r));
 }
 
+static void run_put_atomic_add(int n) {
+  pld_config cfg = comm_config(n);
+  const int per = PR * PC;
+  pld_tensor x = comm_tensor(PLD_FP32, 3, (int64_t[]){n, PR, PC});
+  float *xs = pld_tensor_data(x);
+  for (int64_t i = 0; i < pld_tensor_numel(x); i++)
+    xs[i] = (float)((i * 13 + i / per) % 64 - 32) * 0.25f;
+  pld_tensor y = pld_test_tensor(3, (int64_t[]){n, PR, PC}, 0, 0);
+  assert_ok(pld_run(h_put_add, &cfg, PLD_ARGS(x, y)));
+  float *want = malloc(sizeof(float) * (size_t)(n * per));
+  assert_non_null(want);
+  for (int e = 0; e < per; e++) {
+    float sum = 0;
+    for (int q = 0; q < n; q++)
+      sum += xs[q * per + e];
+    for (int r = 0; r < n; r++)
+      want[r * per + e] = sum;
+  }
+  comm_expect_f32("y (the sum of every rank's x)", pld_tensor_data(y), want,
+                  n * per);
+  free(want);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
 static void test_put_atomic_add(void **state) {
   (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    const int per = PR * PC;
-    pld_tensor x = comm_tensor(PLD_FP32, 3, (int64_t[]){n, PR, PC});
-    float *xs = pld_tensor_data(x);
-    for (int64_t i = 0; i < pld_tensor_numel(x); i++)
-      xs[i] = (float)((i * 13 + i / per) % 64 - 32) * 0.25f;
-    pld_tensor y = pld_test_tensor(3, (int64_t[]){n, PR, PC}, 0, 0);
-    assert_ok(pld_run(h_put_add, &cfg, PLD_ARGS(x, y)));
-    float *want = malloc(sizeof(float) * (size_t)(n * per));
-    assert_non_null(want);
-    for (int e = 0; e < per; e++) {
-      float sum = 0;
-      for (int q = 0; q < n; q++)
-        sum += xs[q * per + e];
-      for (int r = 0; r < n; r++)
-        want[r * per + e] = sum;
-    }
-    comm_expect_f32("y (the sum of every rank's x)", pld_tensor_data(y), want,
-                    n * per);
-    free(want);
-    pld_tensor_destroy(x);
-    pld_tensor_destroy(y);
-  }
+  comm_over_rank_counts(run_put_atomic_add);
 }
 
 static const struct CMUnitTest tests[] = {

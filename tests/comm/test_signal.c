@@ -22,8 +22,11 @@ static inline int32_t set_by(int32_t p) {
  * [0] is complete; [2] the previous rank sets set_by(prev), awaited with
  * Eq; [3] two notifies to this rank itself, -5 then +12, awaited with Ge 7
  * and Eq 7; [4] the previous rank adds 3, awaited with Ge 2. */
-PLD_KERNEL(k_signals, k, PLD_WINDOW(sig, INT32, NCELLS),
-           PLD_OUT(cells, INT32, NCELLS)) {
+#define SIGNALS_PARAMS                  \
+  PLD_WINDOW(sig, INT32, NCELLS),       \
+  PLD_OUT(cells, INT32, NCELLS)
+
+PLD_KERNEL(k_signals, k, SIGNALS_PARAMS) {
   pld_comm comm = pld_get_comm(sig);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n;
@@ -48,8 +51,7 @@ PLD_KERNEL(k_signals, k, PLD_WINDOW(sig, INT32, NCELLS),
     pld_write(k, cells, PLD_AT(i), pld_read(k, pld_local(sig), PLD_AT(i)));
 }
 
-PLD_DEVICE(d_signals, a, PLD_WINDOW(sig, INT32, NCELLS),
-           PLD_OUT(cells, INT32, NCELLS)) {
+PLD_DEVICE(d_signals, a, SIGNALS_PARAMS) {
   pld_launch(a, k_signals, 1, sig, cells);
 }
 
@@ -61,33 +63,34 @@ PLD_HOST(h_signals, h, PLD_OUT(cells, INT32, NR, NCELLS)) {
                  pld_slice(h, cells, r));
 }
 
-static void test_notify_and_wait(void **state) {
-  (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    pld_tensor cells = comm_int_tensor(-1, 2, (int64_t[]){n, NCELLS});
-    pld_program *p;
-    assert_ok(pld_compile(h_signals, &cfg, PLD_ARGS(cells), &p));
-    int32_t sum = 0;
-    for (int q = 0; q < n; q++)
-      sum += added_by(q);
-    int32_t want[4 * NCELLS];
-    for (int r = 0; r < n; r++) {
-      const int32_t row[NCELLS] = {sum, n, set_by(comm_prev(r, n)), 7, 3};
-      memcpy(&want[r * NCELLS], row, sizeof row);
-    }
-    /* Twice: the second run starts from zero cells again. */
-    for (int run = 0; run < 2; run++) {
-      assert_ok(pld_program_run(p, PLD_ARGS(cells)));
-      comm_expect_i32("cells", pld_tensor_data(cells), want, n * NCELLS);
-    }
-    pld_program_destroy(p);
-    pld_tensor_destroy(cells);
+static void run_notify_and_wait(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor cells = comm_int_tensor(-1, 2, (int64_t[]){n, NCELLS});
+  pld_program *p;
+  assert_ok(pld_compile(h_signals, &cfg, PLD_ARGS(cells), &p));
+  int32_t sum = 0;
+  for (int q = 0; q < n; q++)
+    sum += added_by(q);
+  int32_t want[4 * NCELLS];
+  for (int r = 0; r < n; r++) {
+    const int32_t row[NCELLS] = {sum, n, set_by(comm_prev(r, n)), 7, 3};
+    memcpy(&want[r * NCELLS], row, sizeof row);
   }
+  /* Twice: the second run starts from zero cells again. */
+  for (int run = 0; run < 2; run++) {
+    assert_ok(pld_program_run(p, PLD_ARGS(cells)));
+    comm_expect_i32("cells", pld_tensor_data(cells), want, n * NCELLS);
+  }
+  pld_program_destroy(p);
+  pld_tensor_destroy(cells);
 }
 
-/* ---- publish before notify ------------------------------------------------ */
+static void test_notify_and_wait(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_notify_and_wait);
+}
+
+/* ---- publish before notify ---------------------------------------------- */
 
 enum { OR = 8, OC = 64, ITERS = 200 };
 
@@ -170,28 +173,29 @@ PLD_HOST(h_publish, h, PLD_IN(ramp, FP32, NR, OR, OC),
                  pld_slice(h, bad, r));
 }
 
-static void test_publish_before_notify(void **state) {
-  (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    pld_tensor ramp = comm_tensor(PLD_FP32, 3, (int64_t[]){n, OR, OC});
-    float *rs = pld_tensor_data(ramp);
-    for (int64_t i = 0; i < pld_tensor_numel(ramp); i++)
-      rs[i] = (float)(i % (OR * OC) % 97); /* the same on every rank */
-    pld_tensor bad = comm_int_tensor(-1, 2, (int64_t[]){n, 2});
-    assert_ok(pld_run(h_publish, &cfg, PLD_ARGS(ramp, bad)));
-    int32_t want[4 * 2];
-    for (int r = 0; r < n; r++)
-      want[2 * r] = 0, want[2 * r + 1] = ITERS;
-    comm_expect_i32("bad (mismatches, iterations)", pld_tensor_data(bad), want,
-                    2 * n);
-    pld_tensor_destroy(ramp);
-    pld_tensor_destroy(bad);
-  }
+static void run_publish_before_notify(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor ramp = comm_tensor(PLD_FP32, 3, (int64_t[]){n, OR, OC});
+  float *rs = pld_tensor_data(ramp);
+  for (int64_t i = 0; i < pld_tensor_numel(ramp); i++)
+    rs[i] = (float)(i % (OR * OC) % 97); /* the same on every rank */
+  pld_tensor bad = comm_int_tensor(-1, 2, (int64_t[]){n, 2});
+  assert_ok(pld_run(h_publish, &cfg, PLD_ARGS(ramp, bad)));
+  int32_t want[4 * 2];
+  for (int r = 0; r < n; r++)
+    want[2 * r] = 0, want[2 * r + 1] = ITERS;
+  comm_expect_i32("bad (mismatches, iterations)", pld_tensor_data(bad), want,
+                  2 * n);
+  pld_tensor_destroy(ramp);
+  pld_tensor_destroy(bad);
 }
 
-/* ---- the builtin barrier ------------------------------------------------- */
+static void test_publish_before_notify(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_publish_before_notify);
+}
+
+/* ---- the builtin barrier ------------------------------------------------ */
 
 enum { NBAR = 100 };
 
@@ -199,11 +203,13 @@ enum { NBAR = 100 };
  * it, every rank records count[i] (all n arrivals: n) and the sum of
  * count[j] for j >= i + 2 (no rank can be two barriers ahead: 0).  After
  * the last one, the signal window is copied out: zero again. */
-PLD_KERNEL(k_barriers, k,
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_WINDOW(count, INT32, NBAR),
-           PLD_OUT(seen, INT32, 2, NBAR),
-           PLD_OUT(after, INT32, NR))
+#define BARRIERS_PARAMS                 \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_WINDOW(count, INT32, NBAR),       \
+  PLD_OUT(seen, INT32, 2, NBAR),        \
+  PLD_OUT(after, INT32, NR)
+
+PLD_KERNEL(k_barriers, k, BARRIERS_PARAMS)
 {
   pld_comm comm = pld_get_comm(sig);
   int32_t n = pld_nranks(k, comm);
@@ -222,11 +228,7 @@ PLD_KERNEL(k_barriers, k,
     pld_write(k, after, PLD_AT(p), pld_read(k, pld_local(sig), PLD_AT(p)));
 }
 
-PLD_DEVICE(d_barriers, a,
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_WINDOW(count, INT32, NBAR),
-           PLD_OUT(seen, INT32, 2, NBAR),
-           PLD_OUT(after, INT32, NR))
+PLD_DEVICE(d_barriers, a, BARRIERS_PARAMS)
 {
   pld_launch(a, k_barriers, 1, sig, count, seen, after);
 }
@@ -243,28 +245,29 @@ PLD_HOST(h_barriers, h, PLD_OUT(seen, INT32, NR, 2, NBAR),
                  pld_slice(h, seen, r), pld_slice(h, after, r));
 }
 
+static void run_barrier_back_to_back(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor seen = comm_int_tensor(-1, 3, (int64_t[]){n, 2, NBAR});
+  pld_tensor after = comm_int_tensor(-1, 2, (int64_t[]){n, n});
+  assert_ok(pld_run(h_barriers, &cfg, PLD_ARGS(seen, after)));
+  int32_t want[4 * 2 * NBAR];
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < NBAR; i++) {
+      want[(r * 2 + 0) * NBAR + i] = n; /* every rank arrived */
+      want[(r * 2 + 1) * NBAR + i] = 0; /* none is two barriers ahead */
+    }
+  comm_expect_i32("seen (count[i] after barrier i, counts two ahead)",
+                  pld_tensor_data(seen), want, n * 2 * NBAR);
+  memset(want, 0, sizeof want);
+  comm_expect_i32("after (the signal window after the last barrier)",
+                  pld_tensor_data(after), want, n * n);
+  pld_tensor_destroy(seen);
+  pld_tensor_destroy(after);
+}
+
 static void test_barrier_back_to_back(void **state) {
   (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    pld_tensor seen = comm_int_tensor(-1, 3, (int64_t[]){n, 2, NBAR});
-    pld_tensor after = comm_int_tensor(-1, 2, (int64_t[]){n, n});
-    assert_ok(pld_run(h_barriers, &cfg, PLD_ARGS(seen, after)));
-    int32_t want[4 * 2 * NBAR];
-    for (int r = 0; r < n; r++)
-      for (int i = 0; i < NBAR; i++) {
-        want[(r * 2 + 0) * NBAR + i] = n; /* every rank arrived */
-        want[(r * 2 + 1) * NBAR + i] = 0; /* none is two barriers ahead */
-      }
-    comm_expect_i32("seen (count[i] after barrier i, counts two ahead)",
-                    pld_tensor_data(seen), want, n * 2 * NBAR);
-    memset(want, 0, sizeof want);
-    comm_expect_i32("after (the signal window after the last barrier)",
-                    pld_tensor_data(after), want, n * n);
-    pld_tensor_destroy(seen);
-    pld_tensor_destroy(after);
-  }
+  comm_over_rank_counts(run_barrier_back_to_back);
 }
 
 /* ---- blocks of one kernel ----------------------------------------------- */
@@ -277,11 +280,13 @@ enum { CB = 8, CC = 16 };
  * rank.  Block 0 then holds the suffix sums.  Every block but the last
  * starts by waiting, so a waiting core must not keep the others from
  * running. */
-PLD_KERNEL(k_chain, k,
-           PLD_IN(x, FP32, CB, CC),
-           PLD_WINDOW(data, FP32, CB, CC),
-           PLD_WINDOW(sig, INT32, CB),
-           PLD_OUT(y, FP32, CB, CC))
+#define CHAIN_PARAMS                    \
+  PLD_IN(x, FP32, CB, CC),              \
+  PLD_WINDOW(data, FP32, CB, CC),       \
+  PLD_WINDOW(sig, INT32, CB),           \
+  PLD_OUT(y, FP32, CB, CC)
+
+PLD_KERNEL(k_chain, k, CHAIN_PARAMS)
 {
   int32_t b = pld_block_idx(k), nb = pld_block_num(k);
   int32_t me = pld_rank(k, pld_get_comm(sig));
@@ -297,11 +302,7 @@ PLD_KERNEL(k_chain, k,
     pld_store(k, pld_load(k, pld_local(data), 0, 0, CB, CC), y, 0, 0);
 }
 
-PLD_DEVICE(d_chain, a,
-           PLD_IN(x, FP32, CB, CC),
-           PLD_WINDOW(data, FP32, CB, CC),
-           PLD_WINDOW(sig, INT32, CB),
-           PLD_OUT(y, FP32, CB, CC))
+PLD_DEVICE(d_chain, a, CHAIN_PARAMS)
 {
   pld_launch(a, k_chain, CB, x, data, sig, y);
 }

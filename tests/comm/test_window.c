@@ -5,7 +5,7 @@
  * window. */
 #include "comm_test.h"
 
-/* ---- buffers and views ---------------------------------------------------- */
+/* ---- buffers and views -------------------------------------------------- */
 
 enum { WR = 8, WC = 16, SMALL = 3 };
 
@@ -13,17 +13,19 @@ enum { WR = 8, WC = 16, SMALL = 3 };
  * views of each half, `all` of the whole.  Buffer B (allocated by shape) is
  * three INT32 cells.  Before writing anything the kernel copies both
  * buffers out (`before`, ids[4..6]): they must be zero on every run. */
-PLD_KERNEL(k_views, k,
-           PLD_IN(x, FP32, WR, WC),
-           PLD_WINDOW(lo, FP32, WR, WC),
-           PLD_WINDOW(hi, FP32, WR, WC),
-           PLD_WINDOW(all, FP32, 2 * WR, WC),
-           PLD_WINDOW(cells, INT32, SMALL),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(before, FP32, 2 * WR, WC),
-           PLD_OUT(after, FP32, 2 * WR, WC),
-           PLD_OUT(next_hi, FP32, WR, WC),
-           PLD_OUT(ids, INT32, 8))
+#define VIEWS_PARAMS                    \
+  PLD_IN(x, FP32, WR, WC),              \
+  PLD_WINDOW(lo, FP32, WR, WC),         \
+  PLD_WINDOW(hi, FP32, WR, WC),         \
+  PLD_WINDOW(all, FP32, 2 * WR, WC),    \
+  PLD_WINDOW(cells, INT32, SMALL),      \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_OUT(before, FP32, 2 * WR, WC),    \
+  PLD_OUT(after, FP32, 2 * WR, WC),     \
+  PLD_OUT(next_hi, FP32, WR, WC),       \
+  PLD_OUT(ids, INT32, 8)
+
+PLD_KERNEL(k_views, k, VIEWS_PARAMS)
 {
   pld_store(k, pld_load(k, pld_local(all), 0, 0, 2 * WR, WC), before, 0, 0);
   for (int64_t i = 0; i < SMALL; i++)
@@ -53,17 +55,7 @@ PLD_KERNEL(k_views, k,
             0);
 }
 
-PLD_DEVICE(d_views, a,
-           PLD_IN(x, FP32, WR, WC),
-           PLD_WINDOW(lo, FP32, WR, WC),
-           PLD_WINDOW(hi, FP32, WR, WC),
-           PLD_WINDOW(all, FP32, 2 * WR, WC),
-           PLD_WINDOW(cells, INT32, SMALL),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(before, FP32, 2 * WR, WC),
-           PLD_OUT(after, FP32, 2 * WR, WC),
-           PLD_OUT(next_hi, FP32, WR, WC),
-           PLD_OUT(ids, INT32, 8))
+PLD_DEVICE(d_views, a, VIEWS_PARAMS)
 {
   pld_launch(a, k_views, 1, x, lo, hi, all, cells, sig, before, after, next_hi,
              ids);
@@ -125,37 +117,38 @@ static void check_views(int n, pld_tensor x, pld_tensor before,
 
 /* Every view works across 2, 3 and 4 ranks, and each run starts from zero
  * windows although the previous run left data in them. */
-static void test_views_and_zero_start(void **state) {
-  (void)state;
-  for (int c = 0; c < COMM_NCOUNTS; c++) {
-    int n = comm_rank_counts[c];
-    pld_config cfg = comm_config(n);
-    pld_tensor x = pld_test_tensor(3, (int64_t[]){n, WR, WC}, 0.5f, -7);
-    pld_tensor before = pld_test_tensor(3, (int64_t[]){n, 2 * WR, WC}, 0, 1);
-    pld_tensor after = pld_test_tensor(3, (int64_t[]){n, 2 * WR, WC}, 0, 0);
-    pld_tensor next_hi = pld_test_tensor(3, (int64_t[]){n, WR, WC}, 0, 0);
-    pld_tensor ids = comm_int_tensor(-1, 2, (int64_t[]){n, 8});
-    pld_program *p;
-    assert_ok(pld_compile(h_views, &cfg,
-                          PLD_ARGS(x, before, after, next_hi, ids), &p));
-    for (int run = 0; run < 2; run++) {
-      float *xs = pld_tensor_data(x);
-      for (int64_t i = 0; i < pld_tensor_numel(x); i++)
-        xs[i] = (float)(run * 1000 + i % 251) - 3.25f;
-      assert_ok(pld_program_run(p, PLD_ARGS(x, before, after, next_hi, ids)));
-      check_views(n, x, before, after, next_hi, ids);
-    }
-    pld_program_destroy(p);
-    assert_no_children();
-    pld_tensor_destroy(x);
-    pld_tensor_destroy(before);
-    pld_tensor_destroy(after);
-    pld_tensor_destroy(next_hi);
-    pld_tensor_destroy(ids);
+static void run_views_and_zero_start(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor x = pld_test_tensor(3, (int64_t[]){n, WR, WC}, 0.5f, -7);
+  pld_tensor before = pld_test_tensor(3, (int64_t[]){n, 2 * WR, WC}, 0, 1);
+  pld_tensor after = pld_test_tensor(3, (int64_t[]){n, 2 * WR, WC}, 0, 0);
+  pld_tensor next_hi = pld_test_tensor(3, (int64_t[]){n, WR, WC}, 0, 0);
+  pld_tensor ids = comm_int_tensor(-1, 2, (int64_t[]){n, 8});
+  pld_program *p;
+  assert_ok(pld_compile(h_views, &cfg,
+                        PLD_ARGS(x, before, after, next_hi, ids), &p));
+  for (int run = 0; run < 2; run++) {
+    float *xs = pld_tensor_data(x);
+    for (int64_t i = 0; i < pld_tensor_numel(x); i++)
+      xs[i] = (float)(run * 1000 + i % 251) - 3.25f;
+    assert_ok(pld_program_run(p, PLD_ARGS(x, before, after, next_hi, ids)));
+    check_views(n, x, before, after, next_hi, ids);
   }
+  pld_program_destroy(p);
+  assert_no_children();
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(before);
+  pld_tensor_destroy(after);
+  pld_tensor_destroy(next_hi);
+  pld_tensor_destroy(ids);
 }
 
-/* ---- comm domains ----------------------------------------------------------- */
+static void test_views_and_zero_start(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_views_and_zero_start);
+}
+
+/* ---- comm domains ------------------------------------------------------- */
 
 enum { DW = 8, NDOM = 2, DOM_RANKS = 4 };
 
@@ -163,12 +156,14 @@ enum { DW = 8, NDOM = 2, DOM_RANKS = 4 };
  * domain, its rank in sig's domain) in its window, meets its domain at a
  * barrier, and copies the next domain rank's cells into row `slot` of ids:
  * which world rank that is shows how domain ranks map to devices. */
-PLD_KERNEL(k_domain, k,
-           PLD_WINDOW(win, INT32, DW),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_INOUT(ids, INT32, NDOM, DW),
-           PLD_SCALAR(slot, INT32),
-           PLD_SCALAR(world, INT32))
+#define DOMAIN_PARAMS                   \
+  PLD_WINDOW(win, INT32, DW),           \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_INOUT(ids, INT32, NDOM, DW),      \
+  PLD_SCALAR(slot, INT32),              \
+  PLD_SCALAR(world, INT32)
+
+PLD_KERNEL(k_domain, k, DOMAIN_PARAMS)
 {
   pld_comm comm = pld_get_comm(win);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
@@ -185,12 +180,7 @@ PLD_DEVICE(d_in_none, a, PLD_INOUT(ids, INT32, NDOM, DW)) {
   (void)a; /* in no domain: ids keeps what the host put there */
 }
 
-PLD_DEVICE(d_in_one, a,
-           PLD_WINDOW(win, INT32, DW),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_INOUT(ids, INT32, NDOM, DW),
-           PLD_SCALAR(slot, INT32),
-           PLD_SCALAR(world, INT32))
+PLD_DEVICE(d_in_one, a, DOMAIN_PARAMS)
 {
   pld_launch(a, k_domain, 1, win, sig, ids, slot, world);
 }
@@ -299,7 +289,7 @@ static void test_domains_overlap(void **state) {
   run_domains(1);
 }
 
-/* ---- kernels of one device sharing a window ------------------------------ */
+/* ---- kernels of one device sharing a window ----------------------------- */
 
 /* k_stage_late stores x into the window after a pause; k_read_window,
  * launched after it, copies the window out.  The window is an InOut
