@@ -108,14 +108,16 @@ static void test_remote_load_store(void **state) {
   comm_over_rank_counts(run_remote_load_store);
 }
 
-/* ---- atomic remote stores, every dtype ---------------------------------- */
+/* ---- remote loads and stores, plain and atomic, every dtype ------------- */
 
 enum { AR = 4, AC = 32, REPS = 8, NDT = 6 };
 
 /* Every rank adds x (whole numbers in [-3, 3], exact in every dtype) REPS
- * times into each dtype's window of every rank, all at once; after a
- * barrier each rank converts its windows back to FP32, one block of rows
- * per dtype.  The sums stay within INT8. */
+ * times into each dtype's window of every rank, all at once (the sums stay
+ * within INT8).  After a barrier each rank loads the next rank's sums
+ * remotely, converted back to FP32 into rows [d * AR, (d + 1) * AR) of y;
+ * after another, it stores x plainly into the next rank's windows, and
+ * after a third copies its own windows into the second half of y. */
 #define ATOMIC_PARAMS                   \
   PLD_IN(x, FP32, AR, AC),              \
   PLD_WINDOW(f32, FP32, AR, AC),        \
@@ -125,7 +127,7 @@ enum { AR = 4, AC = 32, REPS = 8, NDT = 6 };
   PLD_WINDOW(i16, INT16, AR, AC),       \
   PLD_WINDOW(i8, INT8, AR, AC),         \
   PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(y, FP32, NDT * AR, AC)
+  PLD_OUT(y, FP32, 2 * NDT * AR, AC)
 
 PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS)
 {
@@ -142,11 +144,27 @@ PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS)
         pld_remote_store(k, t, acc[d], p, 0, 0, PLD_ATOMIC_ADD);
     pld_tile_free(k, t);
   }
+  int32_t next = (pld_rank(k, pld_get_comm(sig)) + 1) % n;
+  pld_barrier(k, sig);
+  for (int d = 0; d < NDT; d++) {
+    pld_tile *t = pld_remote_load(k, acc[d], next, 0, 0, AR, AC);
+    pld_cast(k, back, t);
+    pld_store(k, back, y, d * AR, 0);
+    pld_tile_free(k, t);
+  }
+  pld_barrier(k, sig); /* nobody reads the sums any more */
+  for (int d = 0; d < NDT; d++) {
+    pld_tile *t =
+        pld_tile_new(k, pld_tensor_dtype(pld_local(acc[d])), AR, AC);
+    pld_cast(k, t, xs);
+    pld_remote_store(k, t, acc[d], next, 0, 0, PLD_ATOMIC_NONE);
+    pld_tile_free(k, t);
+  }
   pld_barrier(k, sig);
   for (int d = 0; d < NDT; d++) {
     pld_tile *t = pld_load(k, pld_local(acc[d]), 0, 0, AR, AC);
     pld_cast(k, back, t);
-    pld_store(k, back, y, d * AR, 0);
+    pld_store(k, back, y, (NDT + d) * AR, 0);
     pld_tile_free(k, t);
   }
 }
@@ -160,7 +178,7 @@ static const pld_dtype atomic_dtypes[NDT] = {PLD_FP32,  PLD_FP16,  PLD_BF16,
                                              PLD_INT32, PLD_INT16, PLD_INT8};
 
 PLD_HOST(h_atomic, h, PLD_IN(x, FP32, NR, AR, AC),
-         PLD_OUT(y, FP32, NR, NDT * AR, AC)) {
+         PLD_OUT(y, FP32, NR, 2 * NDT * AR, AC)) {
   int n = pld_world_size(h);
   pld_window_buf buf[NDT];
   for (int d = 0; d < NDT; d++)
@@ -176,35 +194,36 @@ PLD_HOST(h_atomic, h, PLD_IN(x, FP32, NR, AR, AC),
   }
 }
 
-static void run_remote_store_atomic_add(int n) {
+static void run_remote_every_dtype(int n) {
   pld_config cfg = comm_config(n);
   pld_tensor x = comm_tensor(PLD_FP32, 3, (int64_t[]){n, AR, AC});
   float *xs = pld_tensor_data(x);
   for (int64_t i = 0; i < pld_tensor_numel(x); i++)
     xs[i] = (float)((i * 3 + i / (AR * AC) * 5) % 7 - 3);
-  pld_tensor y = pld_test_tensor(3, (int64_t[]){n, NDT * AR, AC}, 0, 0);
+  pld_tensor y = pld_test_tensor(3, (int64_t[]){n, 2 * NDT * AR, AC}, 0, 0);
   pld_program *p;
   assert_ok(pld_compile(h_atomic, &cfg, PLD_ARGS(x, y), &p));
-  float want[4 * NDT * AR * AC];
+  /* Rank r: the sums, then the previous rank's x, per dtype. */
+  float want[4 * 2 * NDT * AR * AC];
   for (int r = 0; r < n; r++)
     for (int d = 0; d < NDT; d++)
       for (int e = 0; e < AR * AC; e++) {
         float sum = 0;
         for (int q = 0; q < n; q++)
           sum += xs[q * AR * AC + e];
-        want[(r * NDT + d) * AR * AC + e] = REPS * sum;
+        want[((r * 2 + 0) * NDT + d) * AR * AC + e] = REPS * sum;
+        want[((r * 2 + 1) * NDT + d) * AR * AC + e] =
+            xs[comm_prev(r, n) * AR * AC + e];
       }
   for (int run = 0; run < 3; run++) {
     assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
-    for (int d = 0; d < NDT; d++) {
-      char what[64];
-      snprintf(what, sizeof what, "%s sums of rank 0..%d",
-               pld_dtype_name(atomic_dtypes[d]), n - 1);
-      for (int r = 0; r < n; r++)
-        comm_expect_f32(what,
-                        (const float *)pld_tensor_data(y) +
-                            (r * NDT + d) * AR * AC,
-                        want + (r * NDT + d) * AR * AC, AR * AC);
+    for (int i = 0; i < 2 * n * NDT; i++) {
+      char what[80];
+      snprintf(what, sizeof what, "rank %d of %d: %s %s", i / (2 * NDT), n,
+               pld_dtype_name(atomic_dtypes[i % NDT]),
+               i / NDT % 2 ? "plain stores" : "atomic sums");
+      comm_expect_f32(what, (const float *)pld_tensor_data(y) + i * AR * AC,
+                      want + i * AR * AC, AR * AC);
     }
   }
   pld_program_destroy(p);
@@ -212,9 +231,9 @@ static void run_remote_store_atomic_add(int n) {
   pld_tensor_destroy(y);
 }
 
-static void test_remote_store_atomic_add(void **state) {
+static void test_remote_every_dtype(void **state) {
   (void)state;
-  comm_over_rank_counts(run_remote_store_atomic_add);
+  comm_over_rank_counts(run_remote_every_dtype);
 }
 
 /* ---- put and get of regions --------------------------------------------- */
@@ -473,7 +492,7 @@ static void test_put_atomic_add(void **state) {
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_remote_load_store),
-    cmocka_unit_test(test_remote_store_atomic_add),
+    cmocka_unit_test(test_remote_every_dtype),
     cmocka_unit_test(test_put_get_regions),
     cmocka_unit_test(test_put_get_larger_than_tile_memory),
     cmocka_unit_test(test_put_atomic_add),
