@@ -329,15 +329,10 @@ static void test_device_killed_while_peer_waits(void **state) {
   expect_killed(0);
 }
 
-/* BUG: src/host/run.c, pld_program_run: once the deadlock watch has found
- * every device quiet (wt.quiet), the host waits QUIET_NS / 4 at a time,
- * so `pld__now_ns() - t0 >= LIVENESS_NS` never holds and find_dead(p, 1)
- * (waitpid) is never called; after a deadlock is reported (watch_st set)
- * wt.quiet stays 1 for good.  A device process that then dies without its
- * crash handler (SIGKILL, _exit, a sanitizer's halt_on_error) is never
- * noticed and pld_program_run waits forever.  It must return
- * PLD_ERR_CRASH naming the rank, as it does when the world is not quiet
- * (test_device_killed_while_peer_waits). */
+/* The same once the world is quiet: the deadlock is found and being
+ * stopped when the process dies.  (A regression test: the host used to
+ * stop reaping devices while it watched a quiet world, and waited for
+ * this one forever; fixed in 89ffe51.) */
 static void test_device_killed_after_deadlock(void **state) {
   (void)state;
   expect_killed(1);

@@ -416,14 +416,9 @@ static void test_peer_out_of_range(void **state) {
   expect_misuses(4, cases, NCASES(cases));
 }
 
-/* BUG: src/comm/window.c, pld__win_check checks a peer against the domain
- * only when peer >= 0 (a negative peer means "no peer" to pld_wait and
- * pld_barrier), so pld_remote_load, pld_remote_store, pld_put and pld_get
- * accept a negative peer, read comm->members[peer] before the array and
- * move data to or from whatever rank that garbage names: the run returns
- * PLD_OK (plain build) or the device dies (ASan: heap-buffer-overflow in
- * pld_remote_load, src/comm/rma.c).  They must fail with PLD_ERR_BOUNDS as
- * pld_notify does. */
+/* A negative peer is outside the domain too.  (A regression test: the
+ * remote operations used to accept it and read comm->members[-1]; fixed in
+ * a8575b8.) */
 static void test_negative_peer_rma(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {

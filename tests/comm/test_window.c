@@ -318,10 +318,9 @@ PLD_HOST(h_stage_read, h, PLD_IN(x, FP32, NR, WR, WC),
                  pld_slice(h, y, r));
 }
 
-/* BUG: src/device/sched.c, pld__sched_submit: only PLD_ARG_TENSOR
- * arguments become task regions, so a window argument orders nothing and
- * k_read_window runs alongside k_stage_late, reading the window before it
- * is written (and racing with the store). */
+/* (A regression test: window arguments used to be no task regions, so
+ * k_read_window ran alongside k_stage_late and read zeros; fixed in
+ * a8575b8.) */
 static void test_window_tasks_keep_order(void **state) {
   (void)state;
   pld_config cfg = comm_config(2);
