@@ -44,10 +44,6 @@ int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
   struct pld__core *c = k.p;
   if (c->status)
     return c->status;
-  if (peer < 0)
-    return pld__kfail(c, PLD_ERR_BOUNDS, "pld_notify",
-                      "peer %d: expected a rank of the window's domain",
-                      (int)peer);
   if (op != PLD_NOTIFY_ADD && op != PLD_NOTIFY_SET)
     return pld__kfail(c, PLD_ERR_ARG, "pld_notify",
                       "op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got %d",

@@ -248,6 +248,12 @@ static int slot_satisfied(const struct pld_program *p, int r,
   return w->cmp == PLD_WAIT_EQ ? *value == w->expected : *value >= w->expected;
 }
 
+/* Rank r finished this run. */
+static int finished(const struct pld_program *p, const uint32_t *posted,
+                    int r) {
+  return atomic_load(&p->devs[r].ctl->done_seq) == posted[r];
+}
+
 /* Every device is finished, or has its AICPU waiting for its tasks, no
  * block running outside a wait and none ready to start; at least one wait
  * is blocked and none of them could return now. */
@@ -257,7 +263,7 @@ static int all_quiet(const struct pld_program *p, const uint32_t *posted,
   *ndone = 0;
   for (int r = 0; r < p->nranks; r++) {
     struct pld__devctl *c = p->devs[r].ctl;
-    if (atomic_load(&c->done_seq) == posted[r]) {
+    if (finished(p, posted, r)) {
       (*ndone)++;
       continue;
     }
@@ -277,7 +283,9 @@ static int all_quiet(const struct pld_program *p, const uint32_t *posted,
   return waits > 0;
 }
 
-/* The report: every blocked wait, and the ranks already finished. */
+/* The report: every blocked wait, who could still notify it (the
+ * unfinished ranks of its window's domain), and the ranks already
+ * finished. */
 static int report_waits(struct pld_program *p, const uint32_t *posted,
                         int status, const char *head) {
   static _Thread_local char msg[PLD__MSG_MAX];
@@ -300,15 +308,25 @@ static int report_waits(struct pld_program *p, const uint32_t *posted,
         n += pld__catf(msg + n, sizeof msg - n, d ? ", %lld" : "%lld",
                        (long long)w->idx[d]);
       n += pld__catf(msg + n, sizeof msg - n,
-                     "] %s %d; it holds %d; waiting for %.1f ms",
+                     "] %s %d; it holds %d; waiting for %.1f ms; who could "
+                     "still notify it:",
                      w->cmp == PLD_WAIT_EQ ? "==" : ">=", (int)w->expected,
                      (int)v, (double)(pld__now_ns() - w->since_ns) / 1e6);
+      int any = 0;
+      for (int q = 0; q < p->nranks; q++)
+        if (p->winbufs[w->buf]->member[q] && !finished(p, posted, q)) {
+          n += pld__catf(msg + n, sizeof msg - n, "%s rank %d", any ? "," : "",
+                         q);
+          any = 1;
+        }
+      if (!any)
+        n += pld__catf(msg + n, sizeof msg - n, " no rank (all finished)");
     }
   }
   n += pld__catf(msg + n, sizeof msg - n, "\n  ranks already finished:");
   int any = 0;
   for (int r = 0; r < p->nranks; r++)
-    if (atomic_load(&p->devs[r].ctl->done_seq) == posted[r]) {
+    if (finished(p, posted, r)) {
       n += pld__catf(msg + n, sizeof msg - n, " %d", r);
       any = 1;
     }
@@ -324,7 +342,7 @@ static int watch_waits(struct pld_program *p, const uint32_t *posted,
   int64_t now = pld__now_ns();
   for (int r = 0; r < p->nranks; r++) {
     struct pld__devctl *c = p->devs[r].ctl;
-    if (atomic_load(&c->done_seq) == posted[r])
+    if (finished(p, posted, r))
       continue;
     for (int i = 0; i < PLD__MAX_CORES; i++) {
       const struct pld__waitslot *w = &c->waits[i];

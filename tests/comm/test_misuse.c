@@ -411,7 +411,7 @@ static void test_peer_out_of_range(void **state) {
        {"window 'sig' (buffer #1): peer 4 outside its domain of 4 ranks "
         "(peers are 0 to 3)"}},
       {2, MIS_NOTIFY_PEER_NEG, PLD_ERR_BOUNDS, "pld_notify",
-       {"peer -1: expected a rank of the window's domain"}},
+       {"window 'sig' (buffer #1): peer -1 outside its domain of 4 ranks"}},
   };
   expect_misuses(4, cases, NCASES(cases));
 }

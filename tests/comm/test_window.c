@@ -333,8 +333,52 @@ static void test_window_tasks_keep_order(void **state) {
   pld_tensor_destroy(y);
 }
 
+/* ---- keep_windows ----------------------------------------------------- */
+
+/* Each run, every rank records the count in its window and adds 1 to it. */
+PLD_KERNEL(k_count_runs, k, PLD_WINDOW(count, INT32, 1),
+           PLD_OUT(seen, INT32, 1)) {
+  pld_write(k, seen, PLD_AT(0), pld_read(k, pld_local(count), PLD_AT(0)));
+  pld_notify(k, count, pld_rank(k, pld_get_comm(count)), PLD_AT(0), 1,
+             PLD_NOTIFY_ADD);
+}
+PLD_DEVICE(d_count_runs, a, PLD_WINDOW(count, INT32, 1),
+           PLD_OUT(seen, INT32, 1)) {
+  pld_launch(a, k_count_runs, 1, count, seen);
+}
+PLD_HOST(h_count_runs, h, PLD_OUT(seen, INT32, NR, 1)) {
+  pld_window_buf buf = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_count_runs, r,
+                 pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(1)),
+                 pld_slice(h, seen, r));
+}
+
+/* Windows start every run at zero, unless the program keeps them: then a
+ * run sees what the one before left. */
+static void test_keep_windows(void **state) {
+  (void)state;
+  for (int keep = 0; keep <= 1; keep++) {
+    pld_config cfg = comm_config(3);
+    cfg.keep_windows = keep;
+    pld_tensor seen;
+    assert_ok(pld_tensor_create(PLD_INT32, 2, (int64_t[]){3, 1}, &seen));
+    pld_program *p;
+    assert_ok(pld_compile(h_count_runs, &cfg, PLD_ARGS(seen), &p));
+    for (int run = 0; run < 4; run++) {
+      assert_ok(pld_program_run(p, PLD_ARGS(seen)));
+      const int32_t *got = pld_tensor_data(seen);
+      for (int r = 0; r < 3; r++)
+        assert_int_equal(got[r], keep ? run : 0);
+    }
+    pld_program_destroy(p);
+    pld_tensor_destroy(seen);
+  }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_views_and_zero_start),
+    cmocka_unit_test(test_keep_windows),
     cmocka_unit_test(test_domain_subset),
     cmocka_unit_test(test_domains_overlap),
     cmocka_unit_test(test_window_tasks_keep_order),
