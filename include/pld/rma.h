@@ -26,9 +26,12 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
 
 /* The region of a put or get: (rows, cols) at (src_row, src_col) in the
  * source and (dst_row, dst_col) in the destination; rows = cols = 0 means
- * the whole source.  Transfers are staged through this core's tile memory,
- * chunked when larger than it; `pipelined` alternates two staging
- * buffers. */
+ * the whole source.  A transfer moves in chunks of one staging tile (up to
+ * 64 KiB) and holds that tile in this core's tile memory while it runs
+ * (two with `pipelined`, which alternates them), so it fails with
+ * PLD_ERR_TILE_MEMORY where the hardware would.  The simulator moves each
+ * chunk's bytes once, directly: a second copy through the tile would
+ * change nothing any core can observe. */
 typedef struct pld_xfer {
   int64_t dst_row, dst_col, src_row, src_col;
   int32_t rows, cols;
