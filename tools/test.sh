@@ -7,18 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-need=""
-command -v cc >/dev/null 2>&1 || need="$need gcc"
-command -v cmake >/dev/null 2>&1 || need="$need cmake"
-[ -f /usr/include/cmocka.h ] || need="$need libcmocka-dev"
-if [ -n "$need" ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "tools/test.sh: the tests need:$need; install them or run as root" >&2
-    exit 1
-  fi
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
-fi
+sh tools/need.sh tools/test.sh cmake gcc libcmocka-dev
 
 san=${1:-}
 dir=build-test${san:+-$san}
