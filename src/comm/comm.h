@@ -52,11 +52,18 @@ struct pld__fabric_ops {
   uint32_t (*events)(struct pld__fabric *f);
   void (*wait_events)(struct pld__fabric *f, uint32_t seen,
                       const struct pld__spin *spin, int64_t timeout_ns);
+
+  /* The host's side: zero every copy of every buffer before a run; read
+   * any rank's cell (for a deadlock report); wake every rank's waiting
+   * cores (they re-check their cells and the abort word). */
+  void (*zero_all)(struct pld__fabric *f);
+  int32_t (*peek)(struct pld__fabric *f, int buf, int rank, size_t off);
+  void (*wake_all)(struct pld__fabric *f);
 };
 
 struct pld__fabric {
   const struct pld__fabric_ops *ops;
-  int rank; /* world rank of this device */
+  int rank; /* world rank of this device; -1 on the host */
 };
 
 /* One core's wait, published for the host's deadlock watch. */

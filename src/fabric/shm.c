@@ -144,9 +144,37 @@ static void shm_wait_events(struct pld__fabric *fb, uint32_t seen,
   pld__event_wait(&b->count, seen, &b->sleepers, spin, timeout_ns, 1);
 }
 
+static void shm_zero_all(struct pld__fabric *fb) {
+  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+  const struct pld__winlayout *lay = f->lay;
+  for (int b = 0; b < lay->nbufs; b++)
+    for (int r = 0; r < lay->nranks; r++) {
+      size_t c = lay->copy[(size_t)b * (size_t)lay->nranks + (size_t)r];
+      if (c != SIZE_MAX)
+        memset(f->region + c, 0, lay->phys[b]);
+    }
+}
+
+static int32_t shm_peek(struct pld__fabric *fb, int buf, int rank,
+                        size_t off) {
+  const int32_t *cell =
+      (const int32_t *)(copy_of((struct pld__shm_fabric *)fb, buf, rank) + off);
+  return __atomic_load_n(cell, __ATOMIC_ACQUIRE);
+}
+
+static void shm_wake_all(struct pld__fabric *fb) {
+  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+  for (int r = 0; r < f->lay->nranks; r++) {
+    struct bell *b = bell_of(f->region, f->lay, r);
+    atomic_fetch_add(&b->count, 1);
+    pld__futex_wake(&b->count, 1);
+  }
+}
+
 static const struct pld__fabric_ops shm_ops = {
-    "shm",      shm_local, shm_write,  shm_read,       shm_accumulate,
-    shm_signal, shm_cell,  shm_events, shm_wait_events};
+    "shm",        shm_local,       shm_write,    shm_read,
+    shm_accumulate, shm_signal,    shm_cell,     shm_events,
+    shm_wait_events, shm_zero_all, shm_peek,     shm_wake_all};
 
 void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,
                           const struct pld__winlayout *lay, int rank) {
@@ -154,29 +182,4 @@ void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,
   f->base.rank = rank;
   f->region = region;
   f->lay = lay;
-}
-
-void pld__shm_zero(unsigned char *region, const struct pld__winlayout *lay) {
-  for (int b = 0; b < lay->nbufs; b++)
-    for (int r = 0; r < lay->nranks; r++) {
-      size_t c = lay->copy[(size_t)b * (size_t)lay->nranks + (size_t)r];
-      if (c != SIZE_MAX)
-        memset(region + c, 0, lay->phys[b]);
-    }
-}
-
-int32_t pld__shm_peek(const unsigned char *region,
-                      const struct pld__winlayout *lay, int buf, int rank,
-                      size_t off) {
-  size_t c = lay->copy[(size_t)buf * (size_t)lay->nranks + (size_t)rank];
-  return __atomic_load_n((const int32_t *)(region + c + off), __ATOMIC_ACQUIRE);
-}
-
-void pld__shm_wake_all(unsigned char *region,
-                       const struct pld__winlayout *lay) {
-  for (int r = 0; r < lay->nranks; r++) {
-    struct bell *b = bell_of(region, lay, r);
-    atomic_fetch_add(&b->count, 1);
-    pld__futex_wake(&b->count, 1);
-  }
 }

@@ -31,16 +31,8 @@ int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
                         const size_t *phys, const unsigned char *member);
 void pld__winlayout_release(struct pld__winlayout *lay);
 
-/* The fabric of world rank `rank` over a mapped region. */
+/* The fabric of world rank `rank` (-1: the host) over a mapped region. */
 void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,
                           const struct pld__winlayout *lay, int rank);
-
-/* Host side: zero every window copy; read a rank's cell; wake every rank's
- * waiting cores (they re-check their cells and the abort word). */
-void pld__shm_zero(unsigned char *region, const struct pld__winlayout *lay);
-int32_t pld__shm_peek(const unsigned char *region,
-                      const struct pld__winlayout *lay, int buf, int rank,
-                      size_t off);
-void pld__shm_wake_all(unsigned char *region, const struct pld__winlayout *lay);
 
 #endif

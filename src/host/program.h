@@ -60,6 +60,7 @@ struct pld_program {
   int *comm_members;         /* [buf * nranks + i]: world rank of domain rank i */
   struct pld__winlayout lay;
   unsigned char *region;     /* the windows' shared region, while started */
+  struct pld__shm_fabric fabric; /* the host's side of it */
 
   /* Device processes, from the first run (or prepare) to destroy. */
   struct pld__device *devs;

@@ -136,6 +136,7 @@ int pld_program_prepare(pld_program *p) {
                      p->lay.total, strerror(e));
   }
   p->region = region;
+  pld__shm_fabric_init(&p->fabric, p->region, &p->lay, -1);
   fflush(NULL); /* nothing buffered is written twice */
   for (int r = 0; r < p->nranks; r++) {
     st = pld__device_spawn(p->devs, p->nranks, r, &p->plans[r], p->world,
@@ -242,9 +243,9 @@ struct watch {
   int done;           /* devices done then */
 };
 
-static int slot_satisfied(const struct pld_program *p, int r,
+static int slot_satisfied(struct pld_program *p, int r,
                           const struct pld__waitslot *w, int32_t *value) {
-  *value = pld__shm_peek(p->region, &p->lay, w->buf, r, w->off);
+  *value = p->fabric.base.ops->peek(&p->fabric.base, w->buf, r, w->off);
   return w->cmp == PLD_WAIT_EQ ? *value == w->expected : *value >= w->expected;
 }
 
@@ -257,7 +258,7 @@ static int finished(const struct pld_program *p, const uint32_t *posted,
 /* Every device is finished, or has its AICPU waiting for its tasks, no
  * block running outside a wait and none ready to start; at least one wait
  * is blocked and none of them could return now. */
-static int all_quiet(const struct pld_program *p, const uint32_t *posted,
+static int all_quiet(struct pld_program *p, const uint32_t *posted,
                      int *ndone) {
   int waits = 0;
   *ndone = 0;
@@ -394,7 +395,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   atomic_store(&w->abort, PLD__ABORT_NONE);
   atomic_store(&w->tickets, 0);
   if (!p->keep_windows) /* fresh mappings are zero already */
-    pld__shm_zero(p->region, &p->lay);
+    p->fabric.base.ops->zero_all(&p->fabric.base);
   copy_slices(p, argv, 1);
   uint32_t seq[PLD_MAX_RANKS_INLINE];
   uint32_t *posted = p->nranks <= PLD_MAX_RANKS_INLINE
@@ -438,7 +439,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     if (failed_rank >= 0 &&
         atomic_load(&w->abort) == PLD__ABORT_NONE) {
       atomic_store_explicit(&w->abort, PLD__ABORT_FAILED, memory_order_release);
-      pld__shm_wake_all(p->region, &p->lay);
+      p->fabric.base.ops->wake_all(&p->fabric.base);
     }
     if (!watch_st && (watch_st = watch_waits(p, posted, &wt))) {
       /* Keep the report: it is the run's result, whatever the devices say
@@ -448,7 +449,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
                             watch_st == PLD_ERR_DEADLOCK ? PLD__ABORT_DEADLOCK
                                                          : PLD__ABORT_TIMEOUT,
                             memory_order_release);
-      pld__shm_wake_all(p->region, &p->lay);
+      p->fabric.base.ops->wake_all(&p->fabric.base);
     }
     pld__event_wait(&w->event, ev, &w->event_sleepers, &spin,
                     wt.quiet ? QUIET_NS / 4 : LIVENESS_NS, 1);
