@@ -65,6 +65,14 @@ static int is_float_dtype(pld_dtype d) {
   return d == PLD_FP32 || d == PLD_FP16 || d == PLD_BF16 || d == PLD_FP64;
 }
 
+size_t pld__scalar_str(char *buf, size_t cap, const pld_param *p,
+                       const pld_arg *a) {
+  if (is_float_dtype(p->dtype))
+    return pld__catf(buf, cap, "%s = %g", pld_dtype_name(p->dtype), a->v.f);
+  return pld__catf(buf, cap, "%s = %lld", pld_dtype_name(p->dtype),
+                   (long long)a->v.i);
+}
+
 static void int_range(pld_dtype d, int64_t *lo, int64_t *hi) {
   switch (d) {
   case PLD_INT32:

@@ -28,6 +28,10 @@ int pld__sig_check(const pld_signature *sig, const char *what,
                    struct pld__dims *dims, int argc, const pld_arg *argv,
                    pld_arg *norm, char *msg, size_t cap);
 
+/* "INT32 = 3" for a scalar argument of parameter p, into buf. */
+size_t pld__scalar_str(char *buf, size_t cap, const pld_param *p,
+                       const pld_arg *a);
+
 /* "x: FP32[8, 8] In" for a parameter, into buf. */
 size_t pld__param_str(char *buf, size_t cap, const pld_param *p);
 

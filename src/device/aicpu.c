@@ -56,17 +56,19 @@ static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
   for (int i = 0; i < sig->nparams; i++) {
     const pld_param *p = &sig->params[i];
     n += pld__catf(line + n, sizeof line - n, "      %s: ", p->name);
-    if (p->kind == PLD_ARG_TENSOR) {
-      n += pld__tensor_str(line + n, sizeof line - n, argv[i].v.t);
-      n += pld__catf(line + n, sizeof line - n, " %s\n",
-                     pld__dir_name(p->dir));
-    } else if (argv[i].dtype == PLD_FP32 || argv[i].dtype == PLD_FP64 ||
-               argv[i].dtype == PLD_FP16 || argv[i].dtype == PLD_BF16) {
-      n += pld__catf(line + n, sizeof line - n, "%s = %g\n",
-                     pld_dtype_name(p->dtype), argv[i].v.f);
+    if (argv[i].kind != PLD_ARG_SCALAR) {
+      const struct pld__tensor *t = argv[i].v.t;
+      n += pld__tensor_str(line + n, sizeof line - n, t);
+      if (argv[i].kind == PLD_ARG_WINDOW && t->comm)
+        n += pld__catf(line + n, sizeof line - n,
+                       " window (buffer #%d, rank %d of %d)\n", t->win_buf,
+                       t->comm->rank, t->comm->nranks);
+      else
+        n += pld__catf(line + n, sizeof line - n, " %s\n",
+                       pld__dir_name(p->dir));
     } else {
-      n += pld__catf(line + n, sizeof line - n, "%s = %lld\n",
-                     pld_dtype_name(p->dtype), (long long)argv[i].v.i);
+      n += pld__scalar_str(line + n, sizeof line - n, p, &argv[i]);
+      n += pld__catf(line + n, sizeof line - n, "\n");
     }
   }
   log_append(a, line);

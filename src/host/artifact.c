@@ -32,20 +32,25 @@ static void write_call(FILE *f, const struct pld_program *p,
   for (int i = 0; i < call->argc; i++) {
     const struct pld__call_arg *a = &call->args[i];
     const pld_param *pm = &sig->params[i];
-    if (a->buf < 0) {
-      if (a->scalar.dtype == PLD_FP32 || a->scalar.dtype == PLD_FP64 ||
-          a->scalar.dtype == PLD_FP16 || a->scalar.dtype == PLD_BF16)
-        fprintf(f, "    %s: %s = %g\n", pm->name, pld_dtype_name(pm->dtype),
-                a->scalar.v.f);
-      else
-        fprintf(f, "    %s: %s = %lld\n", pm->name, pld_dtype_name(pm->dtype),
-                (long long)a->scalar.v.i);
+    char ts[128], ex[128];
+    if (a->buf < 0 && a->win_buf < 0) {
+      pld__scalar_str(ts, sizeof ts, pm, &a->scalar);
+      fprintf(f, "    %s: %s\n", pm->name, ts);
       continue;
     }
     struct pld__tensor t;
     pld__tensor_init(&t, "pld_compile", a->dtype, a->ndim, a->shape);
-    char ts[128], ex[128];
     pld__tensor_str(ts, sizeof ts, &t);
+    if (a->win_buf >= 0) {
+      const struct pld__comm *comm =
+          &p->comms[(size_t)a->win_buf * (size_t)p->nranks + (size_t)pl->rank];
+      fprintf(f,
+              "    %s: %s window, view of buffer #%d at byte %zu; rank %d of "
+              "%d in its domain\n",
+              pm->name, ts, a->win_buf, a->win_offset, comm->rank,
+              comm->nranks);
+      continue;
+    }
     const struct pld__devbuf *b = &pl->bufs[a->buf];
     slice_expr(ex, sizeof ex, p, b, a->ndim);
     fprintf(f,
@@ -98,6 +103,16 @@ static int write_file(const char *dir, const char *name,
     for (int d = 0; d < p->dims.n; d++)
       fprintf(f, "  dynamic dimension %s = %lld (bound by %s)\n",
               p->dims.name[d], (long long)p->dims.size[d], p->dims.by[d]);
+    for (int b = 0; b < p->nwinbufs; b++) {
+      const struct pld__winbuf *wb = p->winbufs[b];
+      fprintf(f, "  window buffer #%d: %zu bytes on each rank of its domain "
+                 "(copies of %zu bytes): ranks",
+              b, wb->bytes, wb->phys);
+      for (int r = 0; r < p->nranks; r++)
+        if (wb->member[r])
+          fprintf(f, " %d", r);
+      fprintf(f, "\n");
+    }
   } else {
     const struct pld__devplan *pl = &p->plans[rank];
     fprintf(f, "rank %d on device %d: %d dispatch%s, %zu bytes of dispatched "

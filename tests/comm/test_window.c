@@ -376,9 +376,48 @@ static void test_keep_windows(void **state) {
   }
 }
 
+static void read_file(const char *dir, const char *name, char *buf,
+                      size_t cap) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+}
+
+/* The artifact folder shows window buffers, their domains, and each view
+ * with this rank's place in its domain. */
+static void test_window_artifacts(void **state) {
+  (void)state;
+  pld_config cfg = comm_config(3);
+  cfg.artifact_dir = "";
+  pld_tensor seen;
+  assert_ok(pld_tensor_create(PLD_INT32, 2, (int64_t[]){3, 1}, &seen));
+  pld_program *p;
+  assert_ok(pld_compile(h_count_runs, &cfg, PLD_ARGS(seen), &p));
+  static char text[65536];
+  read_file(pld_program_artifact_dir(p), "program.txt", text, sizeof text);
+  assert_non_null(strstr(text, "window buffer #0: 4 bytes on each rank of "
+                               "its domain (copies of 4096 bytes): ranks 0 "
+                               "1 2"));
+  read_file(pld_program_artifact_dir(p), "rank2.txt", text, sizeof text);
+  assert_non_null(strstr(text, "count: INT32[1] window, view of buffer #0 at "
+                               "byte 0; rank 2 of 3 in its domain"));
+  assert_non_null(strstr(text, "count: INT32[1] window (buffer #0, rank 2 of "
+                               "3)"));
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", pld_program_artifact_dir(p));
+  assert_int_equal(system(cmd), 0);
+  pld_program_destroy(p);
+  pld_tensor_destroy(seen);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_views_and_zero_start),
     cmocka_unit_test(test_keep_windows),
+    cmocka_unit_test(test_window_artifacts),
     cmocka_unit_test(test_domain_subset),
     cmocka_unit_test(test_domains_overlap),
     cmocka_unit_test(test_window_tasks_keep_order),
