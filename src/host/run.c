@@ -381,6 +381,13 @@ static int watch_waits(struct pld_program *p, const uint32_t *posted,
                       "and nothing is in flight):");
 }
 
+/* Tells every device to stop the run (why: PLD__ABORT_*), waking its
+ * waiting cores. */
+static void stop_run(struct pld_program *p, uint32_t why) {
+  atomic_store_explicit(&p->world->abort, why, memory_order_release);
+  p->fabric.base.ops->wake_all(&p->fabric.base);
+}
+
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   if (!p)
     return pld__fail(PLD_ERR_ARG, "pld_program_run: p: expected a program, "
@@ -436,30 +443,26 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     }
     if (done == p->nranks)
       break;
-    if (failed_rank >= 0 &&
-        atomic_load(&w->abort) == PLD__ABORT_NONE) {
-      atomic_store_explicit(&w->abort, PLD__ABORT_FAILED, memory_order_release);
-      p->fabric.base.ops->wake_all(&p->fabric.base);
-    }
+    if (failed_rank >= 0 && atomic_load(&w->abort) == PLD__ABORT_NONE)
+      stop_run(p, PLD__ABORT_FAILED);
     if (!watch_st && (watch_st = watch_waits(p, posted, &wt))) {
       /* Keep the report: it is the run's result, whatever the devices say
        * when their waits are stopped. */
       memcpy(watch_msg, pld_last_error(), sizeof watch_msg);
-      atomic_store_explicit(&w->abort,
-                            watch_st == PLD_ERR_DEADLOCK ? PLD__ABORT_DEADLOCK
-                                                         : PLD__ABORT_TIMEOUT,
-                            memory_order_release);
-      p->fabric.base.ops->wake_all(&p->fabric.base);
+      stop_run(p, watch_st == PLD_ERR_DEADLOCK ? PLD__ABORT_DEADLOCK
+                                               : PLD__ABORT_TIMEOUT);
     }
     pld__event_wait(&w->event, ev, &w->event_sleepers, &spin,
                     wt.quiet ? QUIET_NS / 4 : LIVENESS_NS, 1);
     /* A device killed from outside rings no bell: look for it every
      * LIVENESS_NS, however often the loop wakes. */
     int64_t now = pld__now_ns();
-    if (now - last_reap >= LIVENESS_NS && (last_reap = now) &&
-        (dead = find_dead(p, 1)) >= 0) {
-      st = device_died(p, dead);
-      goto out;
+    if (now - last_reap >= LIVENESS_NS) {
+      last_reap = now;
+      if ((dead = find_dead(p, 1)) >= 0) {
+        st = device_died(p, dead);
+        goto out;
+      }
     }
   }
   if (watch_st) {
