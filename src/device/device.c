@@ -109,7 +109,7 @@ static void install_crash_handlers(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = crash_handler;
-  sa.sa_flags = (int)(SA_SIGINFO | SA_RESETHAND);
+  sa.sa_flags = (int)(SA_SIGINFO | SA_RESETHAND | SA_ONSTACK);
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
     sigaction(sigs[i], &sa, NULL);

@@ -1,6 +1,7 @@
 #include "device/sched.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -187,11 +188,18 @@ static void cancel_all(struct pld__sched *s) {
   }
 }
 
+/* Bytes of each core thread's signal stack: the crash handler must run
+ * even when a kernel overflowed its stack. */
+#define ALT_STACK_BYTES ((size_t)64 * 1024)
+
 static void *core_main(void *arg) {
   struct corethread *ct = arg;
   struct pld__sched *s = ct->s;
   struct coretype *type = &s->types[ct->core.spec.type];
   pld_core k = {&ct->core};
+  stack_t alt = {pld__malloc(ALT_STACK_BYTES), 0, ALT_STACK_BYTES};
+  if (alt.ss_sp)
+    sigaltstack(&alt, NULL);
   pthread_mutex_lock(&s->mu);
   for (;;) {
     /* Poll a little for the next block before sleeping: dispatches come in
@@ -246,6 +254,11 @@ static void *core_main(void *arg) {
     }
   }
   pthread_mutex_unlock(&s->mu);
+  if (alt.ss_sp) {
+    stack_t off = {NULL, SS_DISABLE, 0};
+    sigaltstack(&off, NULL);
+    pld__free(alt.ss_sp);
+  }
   return NULL;
 }
 

@@ -223,6 +223,13 @@ static void test_cube_matmul(void **state) {
  * the fault coming. */
 static volatile uintptr_t bad_address = 16, bad_address2 = 24;
 
+/* Recurses until the core's stack overflows. */
+static int overflow(volatile char *prev, int depth) {
+  volatile char frame[1024];
+  frame[0] = prev ? prev[0] : 1;
+  return depth > 1000000000 ? frame[0] : overflow(frame, depth + 1) + frame[1];
+}
+
 /* Rank `bad` misbehaves as told by flag[0]; the others work normally. */
 PLD_KERNEL(k_misbehave, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
            PLD_IN(flag, INT32, 1), PLD_SCALAR(rank, INT32)) {
@@ -240,6 +247,8 @@ PLD_KERNEL(k_misbehave, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
     *(volatile int *)bad_address = 1; /* a bad pointer */
   else if (how == 4)
     t = pld_load(k, x, 0, 0, TR, TC), pld_store(k, t, y, 0, 1);
+  else if (how == 5)
+    pld_write(k, y, PLD_AT(0, 0), overflow(NULL, 0));
   pld_store(k, t, y, 0, 0);
 }
 PLD_DEVICE(d_misbehave, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
@@ -352,6 +361,18 @@ static void test_kernel_crash(void **state) {
 /* Compiling traces device functions in the host process, so d_crash
  * crashes only where it is not the test's own process: on the device. */
 static pid_t test_pid;
+/* A kernel that overflows its stack is reported like any crash, by name
+ * (the crash handler runs on a stack of its own). */
+static void test_kernel_stack_overflow(void **state) {
+  (void)state;
+  struct misbehave m;
+  misbehave_setup(&m, 2, 0, "a5sim");
+  assert_fails_with(misbehave_run(&m, 1, 5), PLD_ERR_CRASH,
+                    "rank 1 (device 1) crashed with signal SIGSEGV",
+                    "in kernel k_misbehave on AIV core 0");
+  misbehave_teardown(&m);
+}
+
 PLD_DEVICE(d_crash, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
            PLD_SCALAR(rank, INT32)) {
   (void)a;
@@ -392,6 +413,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_store_outside_tensor),
     cmocka_unit_test(test_tile_memory_over_capacity),
     cmocka_unit_test(test_kernel_crash),
+    cmocka_unit_test(test_kernel_stack_overflow),
     cmocka_unit_test(test_device_function_crash),
 };
 
