@@ -208,7 +208,8 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
 
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
                       const struct pld__devplan *plan,
-                      struct pld__worldctl *world, unsigned char *region) {
+                      struct pld__worldctl *world, unsigned char *region,
+                      const struct pld__mapping *foreign, int nforeign) {
   pid_t host = getpid();
   pid_t pid = fork();
   if (pid < 0)
@@ -227,6 +228,8 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
   for (int r = 0; r < n; r++)
     if (r != rank && devs[r].ctl)
       munmap(devs[r].ctl, devs[r].map_bytes);
+  for (int i = 0; i < nforeign; i++)
+    munmap(foreign[i].addr, foreign[i].len);
   self_ctl = devs[rank].ctl;
   self_world = world;
   device_main(plan, devs[rank].ctl, devs[rank].data, region);

@@ -71,10 +71,19 @@ int pld__devices_map(struct pld__device *devs, int n,
 void pld__devices_unmap(struct pld__device *devs, int n,
                         struct pld__worldctl *world);
 
+/* A shared mapping a new device process must not keep. */
+struct pld__mapping {
+  void *addr;
+  size_t len;
+};
+
 /* Starts the process of device `rank`; region is the windows' shared
- * region (plan->lay lays it out).  The child never returns. */
+ * region (plan->lay lays it out).  The child drops the other devices'
+ * regions and the `nforeign` mappings of other programs, so it can reach
+ * no memory but its own and the windows.  The child never returns. */
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
                       const struct pld__devplan *plan,
-                      struct pld__worldctl *world, unsigned char *region);
+                      struct pld__worldctl *world, unsigned char *region,
+                      const struct pld__mapping *foreign, int nforeign);
 
 #endif

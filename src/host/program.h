@@ -66,6 +66,7 @@ struct pld_program {
   struct pld__device *devs;
   struct pld__worldctl *world;
   int started;
+  struct pld_program *live_next; /* the started programs of this process */
   int dead; /* a device crashed: the program cannot run again */
   char dead_msg[PLD__MSG_MAX];
 };

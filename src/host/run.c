@@ -1,4 +1,5 @@
 /* host/run.c: starting device processes and running a compiled program. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,8 +37,44 @@ static int reap(struct pld__device *d, int block) {
   return 0;
 }
 
+/* The programs of this process whose devices run: a device process
+ * started later must drop their memory (fork gives it all of it). */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pld_program *live;
+
+static void live_remove(struct pld_program *p) {
+  pthread_mutex_lock(&live_mu);
+  for (struct pld_program **q = &live; *q; q = &(*q)->live_next)
+    if (*q == p) {
+      *q = p->live_next;
+      break;
+    }
+  pthread_mutex_unlock(&live_mu);
+}
+
+/* Called with live_mu held: the shared mappings of the other live
+ * programs, in *out (the caller frees it). */
+static int live_mappings(struct pld__mapping **out, int *n) {
+  int count = 0;
+  for (struct pld_program *q = live; q; q = q->live_next)
+    count += q->nranks + 2;
+  *out = pld__calloc((size_t)(count ? count : 1), sizeof **out);
+  if (!*out)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+  *n = 0;
+  for (struct pld_program *q = live; q; q = q->live_next) {
+    (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
+    (*out)[(*n)++] = (struct pld__mapping){q->region, q->lay.total};
+    for (int r = 0; r < q->nranks; r++)
+      (*out)[(*n)++] =
+          (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
+  }
+  return PLD_OK;
+}
+
 /* Stops every device process at once and frees their memory. */
 static void kill_devices(struct pld_program *p) {
+  live_remove(p);
   for (int r = 0; r < p->nranks; r++)
     if (p->devs[r].pid > 0 && !p->devs[r].reaped)
       kill(p->devs[r].pid, SIGKILL);
@@ -138,13 +175,24 @@ int pld_program_prepare(pld_program *p) {
   p->region = region;
   pld__shm_fabric_init(&p->fabric, p->region, &p->lay, -1);
   fflush(NULL); /* nothing buffered is written twice */
-  for (int r = 0; r < p->nranks; r++) {
+  /* Hold the list while forking, so no mapping in it goes away (and its
+   * address comes back as another) before the children dropped it. */
+  pthread_mutex_lock(&live_mu);
+  struct pld__mapping *foreign = NULL;
+  int nforeign = 0;
+  st = live_mappings(&foreign, &nforeign);
+  for (int r = 0; r < p->nranks && st == PLD_OK; r++)
     st = pld__device_spawn(p->devs, p->nranks, r, &p->plans[r], p->world,
-                           p->region);
-    if (st) {
-      kill_devices(p);
-      return st;
-    }
+                           p->region, foreign, nforeign);
+  if (st == PLD_OK) {
+    p->live_next = live;
+    live = p;
+  }
+  pthread_mutex_unlock(&live_mu);
+  pld__free(foreign);
+  if (st) {
+    kill_devices(p);
+    return st;
   }
   /* Wait until each device is up, or one died on the way. */
   int64_t deadline = pld__now_ns() + 30 * (int64_t)1000000000;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "host/program.h"
 #include "pld_test.h"
 #include "../host/programs.h"
 
@@ -401,11 +402,63 @@ static void test_device_function_crash(void **state) {
   pld_tensor_destroy(y);
 }
 
+/* Does process pid map a region starting at addr? */
+static int maps_address(pid_t pid, const void *addr) {
+  char path[64], line[512], want[32];
+  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+  snprintf(want, sizeof want, "%lx-", (unsigned long)(uintptr_t)addr);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    found = strncmp(line, want, strlen(want)) == 0;
+  fclose(f);
+  return found;
+}
+
+/* A device reaches only its own memory and its program's windows: the
+ * devices of a program started while another runs do not keep the other
+ * program's regions that fork handed them. */
+static void test_devices_isolated_between_programs(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  const int64_t shape[] = {2, TR, TC};
+  pld_tensor x = pld_test_tensor(3, shape, 1, 0);
+  pld_tensor y = pld_test_tensor(3, shape, 0, 0);
+  pld_program *a, *b;
+  assert_ok(pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &a));
+  assert_ok(pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &b));
+  assert_ok(pld_program_prepare(a));
+  assert_ok(pld_program_prepare(b));
+  for (int r = 0; r < 2; r++) {
+    pid_t pid = b->devs[r].pid;
+    assert_true(maps_address(pid, b->devs[r].ctl)); /* its own */
+    assert_false(maps_address(pid, b->devs[1 - r].ctl)); /* its peer's */
+    assert_true(maps_address(pid, b->region));
+    assert_false(maps_address(pid, a->region));
+    assert_false(maps_address(pid, a->world));
+    for (int q = 0; q < 2; q++)
+      assert_false(maps_address(pid, a->devs[q].ctl));
+  }
+  /* Both still run, in any order. */
+  assert_ok(pld_program_run(b, PLD_ARGS(x, y)));
+  assert_scaled(x, y);
+  assert_ok(pld_program_run(a, PLD_ARGS(x, y)));
+  assert_scaled(x, y);
+  pld_program_destroy(a);
+  assert_ok(pld_program_run(b, PLD_ARGS(x, y)));
+  pld_program_destroy(b);
+  assert_no_children();
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_two_ranks),
     cmocka_unit_test(test_three_ranks),
     cmocka_unit_test(test_four_ranks),
     cmocka_unit_test(test_replay_keeps_devices),
+    cmocka_unit_test(test_devices_isolated_between_programs),
     cmocka_unit_test(test_blocks_and_order),
     cmocka_unit_test(test_many_tasks),
     cmocka_unit_test(test_cube_matmul),
