@@ -88,34 +88,40 @@ typedef struct pld_arg {
   } v;
 } pld_arg;
 
-static inline pld_arg pld__arg_tensor(pld_tensor t) {
+/* The constructors PLD_ARG chooses from. */
+static inline pld_arg pld__arg_make(int kind, pld_dtype dtype) {
   pld_arg a;
-  a.kind = PLD_ARG_TENSOR;
-  a.dtype = PLD_DTYPE_COUNT;
+  a.kind = kind;
+  a.dtype = dtype;
+  a.v.u = 0;
+  return a;
+}
+static inline pld_arg pld__arg_tensor(pld_tensor t) {
+  pld_arg a = pld__arg_make(PLD_ARG_TENSOR, PLD_DTYPE_COUNT);
   a.v.t = t.p;
   return a;
 }
 static inline pld_arg pld__arg_window(pld_window w) {
-  pld_arg a;
-  a.kind = PLD_ARG_WINDOW;
-  a.dtype = PLD_DTYPE_COUNT;
+  pld_arg a = pld__arg_make(PLD_ARG_WINDOW, PLD_DTYPE_COUNT);
   a.v.t = w.p;
   return a;
 }
 static inline pld_arg pld__arg_int(int64_t v, pld_dtype dt) {
-  pld_arg a;
-  a.kind = PLD_ARG_SCALAR;
-  a.dtype = dt;
+  pld_arg a = pld__arg_make(PLD_ARG_SCALAR, dt);
   a.v.i = v;
   return a;
 }
+static inline pld_arg pld__arg_float(double v, pld_dtype dt) {
+  pld_arg a = pld__arg_make(PLD_ARG_SCALAR, dt);
+  a.v.f = v;
+  return a;
+}
 static inline pld_arg pld__arg_u64(uint64_t v) {
-  pld_arg a;
-  a.kind = PLD_ARG_SCALAR;
-  a.dtype = PLD_INT64;
+  /* Above INT64_MAX it is no INT64: rejected when checked. */
+  pld_arg a = pld__arg_make(PLD_ARG_SCALAR, v > (uint64_t)INT64_MAX
+                                                ? PLD_DTYPE_COUNT
+                                                : PLD_INT64);
   a.v.u = v;
-  if (v > (uint64_t)INT64_MAX)
-    a.dtype = PLD_DTYPE_COUNT; /* not representable: rejected when checked */
   return a;
 }
 static inline pld_arg pld__arg_sc(signed char v) { return pld__arg_int(v, PLD_INT8); }
@@ -127,20 +133,8 @@ static inline pld_arg pld__arg_ui(unsigned v) { return pld__arg_int(v, PLD_INT64
 static inline pld_arg pld__arg_l(long v) { return pld__arg_int(v, PLD_INT64); }
 static inline pld_arg pld__arg_ll(long long v) { return pld__arg_int(v, PLD_INT64); }
 static inline pld_arg pld__arg_b(bool v) { return pld__arg_int(v, PLD_BOOL); }
-static inline pld_arg pld__arg_f(float v) {
-  pld_arg a;
-  a.kind = PLD_ARG_SCALAR;
-  a.dtype = PLD_FP32;
-  a.v.f = v;
-  return a;
-}
-static inline pld_arg pld__arg_d(double v) {
-  pld_arg a;
-  a.kind = PLD_ARG_SCALAR;
-  a.dtype = PLD_FP64;
-  a.v.f = v;
-  return a;
-}
+static inline pld_arg pld__arg_f(float v) { return pld__arg_float(v, PLD_FP32); }
+static inline pld_arg pld__arg_d(double v) { return pld__arg_float(v, PLD_FP64); }
 
 /* PLD_ARG(x): the pld_arg of a tensor handle or a C scalar.  The dtype of a
  * scalar is that of its C type (int -> INT32, float -> FP32, double ->
