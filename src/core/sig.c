@@ -73,6 +73,10 @@ size_t pld__scalar_str(char *buf, size_t cap, const pld_param *p,
                    (long long)a->v.i);
 }
 
+int pld__arg_is_integer(const pld_arg *a) {
+  return a->kind == PLD_ARG_SCALAR && is_int_dtype(a->dtype);
+}
+
 static void int_range(pld_dtype d, int64_t *lo, int64_t *hi) {
   switch (d) {
   case PLD_INT32:

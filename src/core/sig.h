@@ -28,6 +28,9 @@ int pld__sig_check(const pld_signature *sig, const char *what,
                    struct pld__dims *dims, int argc, const pld_arg *argv,
                    pld_arg *norm, char *msg, size_t cap);
 
+/* a is an integer scalar whose value fits an int64_t (v.i holds it). */
+int pld__arg_is_integer(const pld_arg *a);
+
 /* "INT32 = 3" for a scalar argument of parameter p, into buf. */
 size_t pld__scalar_str(char *buf, size_t cap, const pld_param *p,
                        const pld_arg *a);

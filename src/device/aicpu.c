@@ -85,13 +85,11 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
                  "kernel: expected a function declared with PLD_KERNEL or "
                  "PLD_CUBE_KERNEL, got %s",
                  sig ? pld__level_name(sig->level) : "an empty descriptor");
-  int integer = argv[0].kind == PLD_ARG_SCALAR && argv[0].dtype != PLD_FP32 &&
-                argv[0].dtype != PLD_FP64;
-  if (!integer)
+  if (!pld__arg_is_integer(&argv[0]))
     return afail(a, PLD_ERR_ARG, "pld_launch",
                  "%s: blocks: expected an integer in [1, 65535], got a %s",
                  sig->name,
-                 argv[0].kind == PLD_ARG_TENSOR ? "tensor" : "float");
+                 argv[0].kind != PLD_ARG_SCALAR ? "tensor" : "float");
   if (argv[0].v.i < 1 || argv[0].v.i > 65535)
     return afail(a, PLD_ERR_ARG, "pld_launch",
                  "%s: blocks: expected an integer in [1, 65535], got %lld",

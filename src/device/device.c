@@ -164,9 +164,10 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   struct pld__dims dims;
   struct pld__aicpu a;
   memset(&a, 0, sizeof a);
-  if (pld__sched_create(plan->plat, plan->rank, plan->device_id, &env,
-                        &sched)) {
-    ctl->status = PLD_ERR_NOMEM;
+  int st = pld__sched_create(plan->plat, plan->rank, plan->device_id, &env,
+                             &sched);
+  if (st) {
+    ctl->status = st;
     pld__catf(ctl->msg, sizeof ctl->msg, "%s", pld_last_error());
   }
   a.rank = plan->rank;
@@ -194,7 +195,7 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
     /* Dynamic dimensions start from the compiled bindings on every run. */
     dims = *plan->dims;
     atomic_store(a.busy, 1);
-    int st = run_plan(plan, data, &fabric.base, &a, ctl->msg, sizeof ctl->msg);
+    st = run_plan(plan, data, &fabric.base, &a, ctl->msg, sizeof ctl->msg);
     atomic_store(a.busy, 0);
     ctl->status = st;
     if (st)

@@ -41,7 +41,6 @@ struct corethread {
   pthread_t thread;
   struct pld__sched *s;
   struct pld__core core;
-  int started;
 };
 
 struct coretype {
@@ -285,7 +284,6 @@ static int spawn_cores(struct pld__sched *s, struct coretype *ct) {
       pld__core_release(&th->core);
       return PLD_ERR_SYSTEM;
     }
-    th->started = 1;
     ct->spawned++;
   }
   return PLD_OK;
@@ -362,18 +360,18 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   for (struct task *o = s->head; o && st == PLD_OK; o = o->next)
     if (!o->finished && conflicts(o, t))
       st = add_dependent(o, t);
-  if (st) {
-    pthread_mutex_unlock(&s->mu);
-    /* t may be in some dependents lists already: keep it, finished, so the
-     * drain frees it with the others. */
-    t->finished = 1;
-    return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
-  }
+  /* Listed even when it cannot run, so the drain frees it: it may be in
+   * some dependents lists already. */
   if (s->tail)
     s->tail->next = t;
   else
     s->head = t;
   s->tail = t;
+  if (st) {
+    t->finished = 1;
+    pthread_mutex_unlock(&s->mu);
+    return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
+  }
   s->unfinished++;
   if (s->cancelled) {
     t->blocks = 0;

@@ -73,23 +73,23 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
 
 struct pld__tensor *pld__host_keep(struct pld__host *h,
                                    struct pld__tensor *t) {
-  if (t && h->nslices == h->capslices) {
-    int cap = h->capslices ? 2 * h->capslices : 16;
+  if (t && h->nkept == h->capkept) {
+    int cap = h->capkept ? 2 * h->capkept : 16;
     struct pld__tensor **v =
-        pld__realloc(h->slices, (size_t)cap * sizeof *h->slices);
+        pld__realloc(h->kept, (size_t)cap * sizeof *h->kept);
     if (!v) {
       pld__free(t);
       t = NULL;
     } else {
-      h->slices = v;
-      h->capslices = cap;
+      h->kept = v;
+      h->capkept = cap;
     }
   }
   if (!t) {
     pld__hfail(h, PLD_ERR_NOMEM, "%s: out of memory", h->prog->host.sig->name);
     return NULL;
   }
-  h->slices[h->nslices++] = t;
+  h->kept[h->nkept++] = t;
   return t;
 }
 
@@ -107,11 +107,10 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
                  "PLD_DEVICE, got %s",
                  name, sig ? pld__level_name(sig->level) : "an empty descriptor");
   const pld_arg *r = &argv[0];
-  if (r->kind != PLD_ARG_SCALAR || r->dtype == PLD_FP32 ||
-      r->dtype == PLD_FP64 || r->dtype == PLD_DTYPE_COUNT)
+  if (!pld__arg_is_integer(r))
     return pld__hfail(h, PLD_ERR_ARG,
                  "pld_dispatch (in %s): rank: expected an integer, got a %s",
-                 name, r->kind == PLD_ARG_TENSOR ? "tensor" : "float");
+                 name, r->kind != PLD_ARG_SCALAR ? "tensor" : "float");
   if (r->v.i < 0 || r->v.i >= p->nranks)
     return pld__hfail(h, PLD_ERR_ARG,
                  "pld_dispatch (in %s): rank: expected [0, %d) (the world "
@@ -139,10 +138,9 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
     if (d->argv[i].kind == PLD_ARG_SCALAR)
       continue;
     const struct pld__tensor *t = d->argv[i].v.t;
-    if ((t->flags & PLD__T_WINDOW) &&
-        (st = pld__windows_member(p, t->win_buf, rank)))
-      return pld__hfail(h, st, "%s", pld_last_error());
-    if (!(t->flags & PLD__T_WINDOW) && t->host_arg < 0)
+    if (t->flags & PLD__T_WINDOW)
+      pld__windows_member(p, t->win_buf, rank);
+    else if (t->host_arg < 0)
       return pld__hfail(h, PLD_ERR_ARG,
                    "%s: %s: parameter '%s' (%d of %d): expected a parameter of "
                    "%s or a slice of one, got another tensor",
@@ -375,9 +373,9 @@ static int check_config(const pld_config *cfg, const pld_platform_info **plat) {
 }
 
 static void host_release(struct pld__host *h) {
-  for (int i = 0; i < h->nslices; i++)
-    pld__free(h->slices[i]);
-  pld__free(h->slices);
+  for (int i = 0; i < h->nkept; i++)
+    pld__free(h->kept[i]);
+  pld__free(h->kept);
   pld__free(h->disps);
   pld__free(h->args);
 }

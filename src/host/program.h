@@ -30,8 +30,8 @@ struct pld__winbuf {
 struct pld__host {
   struct pld_program *prog;
   struct pld__tensor *args; /* the host arguments, host_arg = index */
-  struct pld__tensor **slices;
-  int nslices, capslices;
+  struct pld__tensor **kept; /* slices and window views of the trace */
+  int nkept, capkept;
   struct pld__dispatch *disps;
   int ndisps, capdisps;
   int status; /* first failure: sticky */
@@ -80,7 +80,7 @@ void pld__plans_free(struct pld_program *p);
 
 /* Window buffers: records that `rank` receives a view of buf; after the
  * trace, numbers every domain and lays the copies out; frees them. */
-int pld__windows_member(struct pld_program *p, int buf, int rank);
+void pld__windows_member(struct pld_program *p, int buf, int rank);
 int pld__windows_plan(struct pld_program *p);
 void pld__windows_free(struct pld_program *p);
 

@@ -116,9 +116,8 @@ pld_window pld_window_view_at(pld_host hh, pld_window_buf buf, size_t offset,
   return (pld_window){v};
 }
 
-int pld__windows_member(struct pld_program *p, int buf, int rank) {
+void pld__windows_member(struct pld_program *p, int buf, int rank) {
   p->winbufs[buf]->member[rank] = 1;
-  return PLD_OK;
 }
 
 int pld__windows_plan(struct pld_program *p) {
