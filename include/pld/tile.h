@@ -2,11 +2,41 @@
  *
  * A tile is a 2-D block in the local memory of the AI core running the
  * kernel: the Unified Buffer of a vector core (a2a3: 192 KiB, a5: 256 KiB)
- * or the L1 buffer of a cube core (512 KiB).  Rows are padded to 32 bytes,
- * as the hardware requires, and the padding counts against capacity.  A
- * tile lives until pld_tile_free or the end of the kernel.  Allocating past
- * the core's capacity fails with PLD_ERR_TILE_MEMORY and a message naming
- * the kernel, the bytes in use, requested and available.
+ * or the L1 buffer of a cube core (512 KiB).  A tile lives until
+ * pld_tile_free or the end of the kernel block.
+ *
+ * Tile memory follows the hardware's rules, and only those:
+ *  - Capacity: the tiles live at once on a core fit its Unified Buffer
+ *    (vector core) or L1 (cube core).  Matmul operands must also each fit
+ *    their cube buffer: a L0A, b L0B, c L0C (64, 64 and 128 KiB on a2a3;
+ *    64, 64 and 256 KiB on a5).
+ *  - Rows are padded to 32 bytes, the hardware granule, and the padding
+ *    counts against capacity: pld_tile_bytes is rows * padded row.
+ *  - Tiles start on 32-byte boundaries, so they pack with no space
+ *    between them: tiles whose pld_tile_bytes add up to the capacity all
+ *    fit at once.
+ *  - Allocation is contiguous and first fit: a tile takes the lowest gap
+ *    between live tiles that holds it whole, and tiles never move (as at
+ *    fixed on-chip addresses: there is no compaction).  After frees, an
+ *    allocation can therefore fail although enough bytes are free in
+ *    total; its message says the memory is fragmented and gives the
+ *    largest free gap.
+ *  - The number of tiles is not limited: a core holds as many as fit
+ *    (capacity / 32 one-row tiles of 32 bytes).
+ * An allocation that breaks them fails with PLD_ERR_TILE_MEMORY and a
+ * message naming the kernel, the tile, the bytes it needs, and the bytes
+ * in use of the core's capacity.
+ *
+ * Vector and cube cores.  A PLD_KERNEL runs on vector cores and may call
+ * everything here but matmul.  A PLD_CUBE_KERNEL runs on cube cores, which
+ * do matmul and data movement only, and may call: pld_tile_new, pld_full,
+ * pld_fill (the cube unit initialises its buffers with a constant),
+ * pld_tile_free and the pld_tile_* accessors, pld_load, pld_load_into,
+ * pld_store, pld_read, pld_write (pld/tensor.h), pld_matmul and
+ * pld_matmul_acc, besides block identity and communication (signals,
+ * remote loads and stores, barriers).  The operations marked "Vector
+ * cores only" below (elementwise, tile-scalar, unary, pld_cast,
+ * reductions, expansions) fail there with PLD_ERR_LEVEL.
  *
  * Every call here takes the pld_core of the running kernel, so none of
  * them compiles outside a kernel.  Operations write into a destination tile
@@ -31,8 +61,9 @@
  *
  * Statuses: PLD_OK; PLD_ERR_ARG (NULL tile, shape or dtype mismatch, a
  * store to an In tensor, integer division by zero); PLD_ERR_BOUNDS
- * (outside a tensor); PLD_ERR_TILE_MEMORY; PLD_ERR_UNSUPPORTED (an op the
- * dtype lacks); PLD_ERR_LEVEL (matmul on a vector core); PLD_ERR_NOMEM
+ * (outside a tensor); PLD_ERR_TILE_MEMORY (the rules above);
+ * PLD_ERR_UNSUPPORTED (an op the dtype lacks); PLD_ERR_LEVEL (matmul on a
+ * vector core, a vector-only operation on a cube core); PLD_ERR_NOMEM
  * (matmul whose c is also a or b copies that operand to the heap).
  */
 #ifndef PLD_TILE_H
@@ -44,8 +75,9 @@ typedef struct pld_tile pld_tile; /* owned by the kernel's core */
 
 /* Dtypes tiles may hold: FP32, FP16, BF16, INT32, INT16, INT8, UINT8. */
 
-/* Allocation.  pld_tile_new: uninitialised; pld_full: every element =
- * value.  rows and cols must be > 0. */
+/* Allocation (any core).  pld_tile_new: uninitialised; pld_full: every
+ * element = value.  rows and cols must be > 0.  The tile takes the lowest
+ * free gap of tile memory that holds it (rules at the top of this file). */
 pld_tile *pld_tile_new(pld_core k, pld_dtype dtype, int32_t rows,
                        int32_t cols);
 pld_tile *pld_full(pld_core k, pld_dtype dtype, int32_t rows, int32_t cols,
@@ -60,9 +92,9 @@ pld_dtype pld_tile_dtype(const pld_tile *t);
 /* Bytes the tile occupies in tile memory (rows * padded row). */
 size_t pld_tile_bytes(const pld_tile *t);
 
-/* Tensor <-> tile.  pld_load allocates a rows x cols tile of the tensor's
- * dtype and fills it from the tensor's matrix at (row, col); pld_store
- * writes the tile there.  Any part outside the tensor fails with
+/* Tensor <-> tile (any core).  pld_load allocates a rows x cols tile of
+ * the tensor's dtype and fills it from the tensor's matrix at (row, col);
+ * pld_store writes the tile there.  Any part outside the tensor fails with
  * PLD_ERR_BOUNDS, naming the tensor, its shape and the region. */
 pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
                    int32_t rows, int32_t cols);
@@ -71,10 +103,10 @@ int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
 int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
               int64_t col);
 
-/* dst = value everywhere. */
+/* dst = value everywhere (any core). */
 int pld_fill(pld_core k, pld_tile *dst, double value);
 
-/* Elementwise, tile op tile. */
+/* Elementwise, tile op tile.  Vector cores only. */
 int pld_add(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
 int pld_sub(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
 int pld_mul(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
@@ -84,7 +116,8 @@ int pld_maximum(pld_core k, pld_tile *dst, const pld_tile *a,
 int pld_minimum(pld_core k, pld_tile *dst, const pld_tile *a,
                 const pld_tile *b);
 
-/* Elementwise, tile op scalar (the scalar converted to the tile's dtype). */
+/* Elementwise, tile op scalar (the scalar converted to the tile's dtype).
+ * Vector cores only. */
 int pld_adds(pld_core k, pld_tile *dst, const pld_tile *a, double s);
 int pld_subs(pld_core k, pld_tile *dst, const pld_tile *a, double s);
 int pld_muls(pld_core k, pld_tile *dst, const pld_tile *a, double s);
@@ -92,7 +125,7 @@ int pld_divs(pld_core k, pld_tile *dst, const pld_tile *a, double s);
 int pld_maxs(pld_core k, pld_tile *dst, const pld_tile *a, double s);
 int pld_mins(pld_core k, pld_tile *dst, const pld_tile *a, double s);
 
-/* Elementwise, unary. */
+/* Elementwise, unary.  Vector cores only. */
 int pld_neg(pld_core k, pld_tile *dst, const pld_tile *a);
 int pld_abs(pld_core k, pld_tile *dst, const pld_tile *a);
 int pld_relu(pld_core k, pld_tile *dst, const pld_tile *a);
@@ -102,10 +135,12 @@ int pld_sqrt(pld_core k, pld_tile *dst, const pld_tile *a);
 int pld_rsqrt(pld_core k, pld_tile *dst, const pld_tile *a);
 int pld_reciprocal(pld_core k, pld_tile *dst, const pld_tile *a);
 
-/* dst = a converted to dst's dtype (rules at the top of this file). */
+/* dst = a converted to dst's dtype (rules at the top of this file).
+ * Vector cores only. */
 int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a);
 
-/* Reductions: row_* give dst [rows, 1], col_* give dst [1, cols]. */
+/* Reductions: row_* give dst [rows, 1], col_* give dst [1, cols].  Vector
+ * cores only. */
 int pld_row_sum(pld_core k, pld_tile *dst, const pld_tile *a);
 int pld_row_max(pld_core k, pld_tile *dst, const pld_tile *a);
 int pld_row_min(pld_core k, pld_tile *dst, const pld_tile *a);
@@ -114,14 +149,16 @@ int pld_col_max(pld_core k, pld_tile *dst, const pld_tile *a);
 int pld_col_min(pld_core k, pld_tile *dst, const pld_tile *a);
 
 /* Broadcast back: dst[i][j] = v[i][0] (row_expand, v is [rows, 1]) or
- * v[0][j] (col_expand, v is [1, cols]). */
+ * v[0][j] (col_expand, v is [1, cols]).  Vector cores only. */
 int pld_row_expand(pld_core k, pld_tile *dst, const pld_tile *v);
 int pld_col_expand(pld_core k, pld_tile *dst, const pld_tile *v);
 
 /* Cube cores only.  c = a @ b (pld_matmul) or c += a @ b
  * (pld_matmul_acc); a [M, K], b [K, N], c [M, N] FP32; a and b both FP32,
  * FP16 or BF16.  a must fit L0A, b L0B and c L0C of the platform, or the
- * call fails with PLD_ERR_TILE_MEMORY.  On a vector core: PLD_ERR_LEVEL. */
+ * call fails with PLD_ERR_TILE_MEMORY.  On a vector core: PLD_ERR_LEVEL.
+ * Nothing is applied to c on the way out: an activation is a vector
+ * kernel's work. */
 int pld_matmul(pld_core k, pld_tile *c, const pld_tile *a, const pld_tile *b);
 int pld_matmul_acc(pld_core k, pld_tile *c, const pld_tile *a,
                    const pld_tile *b);

@@ -31,6 +31,32 @@ const char *pld_strerror(int status) {
 
 const char *pld_last_error(void) { return last_msg; }
 
+int pld__status_valid(int status) {
+  switch (status) {
+#define PLD__STATUS_VALID(name, value, text) case value:
+    PLD_STATUS_MAP(PLD__STATUS_VALID)
+#undef PLD__STATUS_VALID
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+size_t pld__copy_printable(char *dst, size_t cap, const char *src,
+                           size_t srccap, int newlines) {
+  if (cap == 0)
+    return 0;
+  size_t n = 0;
+  for (; n < srccap && n + 1 < cap && src[n]; n++) {
+    unsigned char ch = (unsigned char)src[n];
+    dst[n] = (ch >= 0x20 && ch < 0x7f) || (newlines && ch == '\n')
+                 ? (char)ch
+                 : '?';
+  }
+  dst[n] = '\0';
+  return n;
+}
+
 int pld__vfail(int status, const char *fmt, va_list ap) {
   vsnprintf(last_msg, sizeof last_msg, fmt, ap);
   return status;

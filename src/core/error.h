@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pld/status.h"
 
@@ -28,6 +29,25 @@ int pld__fail_msg(int status, const char *msg);
 /* snprintf that never overflows and returns the bytes written, so calls can
  * be chained: n += pld__catf(buf + n, cap - n, ...). */
 size_t pld__catf(char *buf, size_t cap, const char *fmt, ...) PLD__PRINTF(3, 4);
+
+/* Copies text another process wrote (and may have scribbled over) into
+ * dst: at most srccap bytes of src up to its first NUL, cut to fit cap,
+ * every byte that is not printable ASCII (or a newline, if newlines) made
+ * '?'.  Returns the bytes written. */
+size_t pld__copy_printable(char *dst, size_t cap, const char *src,
+                           size_t srccap, int newlines);
+
+/* status is one of the codes of pld/status.h. */
+int pld__status_valid(int status);
+
+/* Region ends for messages, start + len saturated at INT64_MAX: a message
+ * about a bad region must not overflow computing it. */
+static inline long long pld__region_end(int64_t start, int64_t len) {
+  int64_t end;
+  return __builtin_add_overflow(start, len, &end)
+             ? (len > 0 ? INT64_MAX : INT64_MIN)
+             : end;
+}
 
 /* "[8, 8]" or "[NR=2, 8]" formatting of a shape into buf. */
 size_t pld__shape_str(char *buf, size_t cap, int ndim, const long long *dims);

@@ -12,24 +12,39 @@ const char *pld__core_type_name(pld_core_type t) {
 int pld__core_init(struct pld__core *c, const struct pld__core_spec *spec) {
   memset(c, 0, sizeof *c);
   c->spec = *spec;
+  /* Descriptors start at block_seq 0: none is live before a block. */
+  c->block_seq = 1;
+  c->tiles_max = spec->capacity / PLD__TILE_GRANULE;
   c->mem = pld__aligned_alloc(spec->capacity);
-  if (!c->mem)
+  c->tiles = c->mem ? pld__calloc(c->tiles_max, sizeof *c->tiles) : NULL;
+  if (!c->tiles) {
+    pld__core_release(c);
     return pld__fail(PLD_ERR_NOMEM,
                      "pld runtime: out of memory for %zu bytes of %s tile "
-                     "memory",
-                     spec->capacity, pld__core_type_name(spec->type));
+                     "memory and its %zu tile descriptors",
+                     spec->capacity, pld__core_type_name(spec->type),
+                     spec->capacity / PLD__TILE_GRANULE);
+  }
   return PLD_OK;
 }
 
 void pld__core_release(struct pld__core *c) {
   pld__free(c->mem);
+  pld__free(c->tiles);
   c->mem = NULL;
+  c->tiles = NULL;
+  c->tiles_max = 0;
 }
 
+/* This runs before every block, so it touches no descriptor: the new
+ * block_seq is what makes the last block's tiles dead. */
 void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
                      int device, int32_t block_idx, int32_t block_num) {
-  for (int i = 0; i < PLD__MAX_TILES; i++)
-    c->tiles[i].live = 0;
+  c->block_seq++;
+  c->tiles_issued = 0;
+  c->tiles_free = NULL;
+  c->live = NULL;
+  c->packed = NULL;
   c->used = 0;
   c->kernel = kernel;
   c->rank = rank;

@@ -12,17 +12,25 @@
 #include "pld/levels.h"
 #include "pld/tile.h"
 
-/* The most tiles one core holds at once. */
-#define PLD__MAX_TILES 64
+/* The hardware's granule of tile memory: rows are padded to it and tiles
+ * start on it.  A tile thus takes one granule at least, and a core holds at
+ * most capacity / PLD__TILE_GRANULE tiles. */
+#define PLD__TILE_GRANULE 32u
 
 struct pld_tile {
   unsigned char *data; /* in the core's tile memory */
   pld_dtype dtype;
   int32_t rows, cols;
-  size_t row_bytes; /* cols * element size, rounded up to 32 */
-  size_t offset;    /* in the core's tile memory */
+  size_t row_bytes; /* cols * element size, rounded up to the granule */
+  size_t offset;    /* in the core's tile memory, a multiple of the granule */
   size_t bytes;     /* rows * row_bytes */
-  int live;
+  /* The core's block_seq when the tile was allocated, 0 once freed: a tile
+   * is live while this equals the core's, so starting a block kills every
+   * tile of the last one without touching them. */
+  uint64_t block_seq;
+  /* A live tile's neighbours in the core's offset order; a free
+   * descriptor's next is the next free one. */
+  struct pld_tile *prev, *next;
 };
 
 /* Static facts of one core, from the platform. */
@@ -42,7 +50,22 @@ struct pld__core {
   int slot;                        /* this core's wait slot on the device */
   unsigned char *mem; /* capacity bytes, 64-byte aligned */
   size_t used;        /* bytes held by live tiles */
-  struct pld_tile tiles[PLD__MAX_TILES];
+
+  /* Tile descriptors: as many as the most tiles that can be live
+   * (capacity / granule), so that only capacity limits the count.  They
+   * never move, so a pld_tile pointer stays valid while its tile lives and
+   * checking one is a range test; calloc commits the pages of the array
+   * only as descriptors are first used. */
+  struct pld_tile *tiles;
+  size_t tiles_max;
+  size_t tiles_issued;         /* this block has used tiles[0, issued) */
+  struct pld_tile *tiles_free; /* freed in this block, reused first */
+  struct pld_tile *live;       /* the live tiles by increasing offset */
+  /* The last of the live tiles that fill tile memory from offset 0 with no
+   * gap (NULL if offset 0 is free): first fit searches from its end, so
+   * tiles allocated one after another take constant time each. */
+  struct pld_tile *packed;
+  uint64_t block_seq;          /* counts blocks; never 0 */
 
   /* The block running now (set by the device layer before each block). */
   const char *kernel;
@@ -54,10 +77,12 @@ struct pld__core {
   char msg[PLD__MSG_MAX];
 };
 
-/* Allocates tile memory.  Returns PLD_OK or PLD_ERR_NOMEM (message set). */
+/* Allocates tile memory and its descriptors.  Returns PLD_OK or
+ * PLD_ERR_NOMEM (message set). */
 int pld__core_init(struct pld__core *c, const struct pld__core_spec *spec);
 void pld__core_release(struct pld__core *c);
-/* Before a block: frees every tile, clears the status, sets identity. */
+/* Before a block: frees every tile (in constant time), clears the status,
+ * sets identity. */
 void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
                      int device, int32_t block_idx, int32_t block_num);
 

@@ -9,7 +9,8 @@
 
 int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a) {
   struct pld__core *c = k.p;
-  if (pld__tile_check2(c, "pld_cast", "dst", dst, "a", a, 0))
+  if (pld__vector_only(c, "pld_cast") ||
+      pld__tile_check2(c, "pld_cast", "dst", dst, "a", a, 0))
     return c->status;
   const struct pld__runs runs = pld__tile_runs(dst, a);
   if (dst->dtype == a->dtype) {

@@ -168,7 +168,8 @@ static int check_divisor(struct pld__core *c, const char *fn,
 static int ew_binary(struct pld__core *c, const char *fn, ew_kernel *kern,
                      int divides, pld_tile *dst, const pld_tile *a,
                      const pld_tile *b) {
-  if (pld__tile_check2(c, fn, "dst", dst, "a", a, 1) ||
+  if (pld__vector_only(c, fn) ||
+      pld__tile_check2(c, fn, "dst", dst, "a", a, 1) ||
       pld__tile_check2(c, fn, "a", a, "b", b, 1))
     return c->status;
   if (divides && !pld__is_float_dtype(b->dtype) && check_divisor(c, fn, b))
@@ -179,7 +180,8 @@ static int ew_binary(struct pld__core *c, const char *fn, ew_kernel *kern,
 
 static int ew_scalar(struct pld__core *c, const char *fn, ew_kernel *kern,
                      int divides, pld_tile *dst, const pld_tile *a, double s) {
-  if (pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
+  if (pld__vector_only(c, fn) ||
+      pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
     return c->status;
   const union scalar v = scalar_of(a->dtype, s);
   if (divides && !pld__is_float_dtype(a->dtype) &&
@@ -193,7 +195,8 @@ static int ew_scalar(struct pld__core *c, const char *fn, ew_kernel *kern,
 
 static int ew_unary(struct pld__core *c, const char *fn, ew_kernel *kern,
                     int float_only, pld_tile *dst, const pld_tile *a) {
-  if (pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
+  if (pld__vector_only(c, fn) ||
+      pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
     return c->status;
   if (float_only && !pld__is_float_dtype(a->dtype)) {
     char sa[64];

@@ -193,12 +193,14 @@ static void reduce_cols(enum red op, pld_tile *dst, const pld_tile *a) {
   }
 }
 
-/* `a` (the larger tile) and `v` (a row or column of it) have one dtype and
- * v is [a.rows, 1] (by_row) or [1, a.cols]. */
+/* The check every reduction and expansion starts with: a vector core, and
+ * `a` (the larger tile) and `v` (a row or column of it) of one dtype with
+ * v [a.rows, 1] (by_row) or [1, a.cols]. */
 static int check_vector(struct pld__core *c, const char *fn, const char *wv,
                         const pld_tile *v, const char *wa, const pld_tile *a,
                         int by_row) {
-  if (pld__tile_check(c, fn, wv, v) || pld__tile_check(c, fn, wa, a))
+  if (pld__vector_only(c, fn) || pld__tile_check(c, fn, wv, v) ||
+      pld__tile_check(c, fn, wa, a))
     return c->status;
   const int32_t rows = by_row ? a->rows : 1, cols = by_row ? 1 : a->cols;
   if (v->rows == rows && v->cols == cols && v->dtype == a->dtype)

@@ -6,11 +6,9 @@
 
 #include "tile/convert.h"
 
-/* Rows are padded to the hardware's 32-byte granule; tiles start on 64
- * bytes, which also keeps every row of a tile vector-aligned. */
-#define ROW_ALIGN 32u
-#define TILE_ALIGN 64u
-
+/* Rows are padded to the hardware's 32-byte granule and tiles start on
+ * one, as on the chip: tiles pack with no space between them, so whatever
+ * fits the hardware's buffer fits here. */
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 /* ---- dtypes ------------------------------------------------------------- */
@@ -36,6 +34,14 @@ int pld__is_half_dtype(pld_dtype dt) {
 
 /* ---- checks ------------------------------------------------------------- */
 
+int pld__vector_only(struct pld__core *c, const char *fn) {
+  if (c->status || c->spec.type != PLD_CORE_CUBE)
+    return c->status;
+  return pld__kfail(c, PLD_ERR_LEVEL, fn,
+                    "runs on vector cores (PLD_KERNEL); a cube core "
+                    "(PLD_CUBE_KERNEL) does matmul and data movement only");
+}
+
 size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t) {
   return pld__catf(buf, cap, "%s[%d, %d]", pld_dtype_name(t->dtype),
                    (int)t->rows, (int)t->cols);
@@ -47,11 +53,11 @@ static const char *tile_problem(const struct pld__core *c, const pld_tile *t) {
     return "expected a tile, got NULL";
   /* Compared as integers: t may point anywhere. */
   const uintptr_t p = (uintptr_t)t, first = (uintptr_t)c->tiles;
-  if (p < first || p >= (uintptr_t)(c->tiles + PLD__MAX_TILES) ||
+  if (p < first || p >= (uintptr_t)(c->tiles + c->tiles_max) ||
       (p - first) % sizeof *t != 0)
     return "not a tile of this core (a tile belongs to the kernel block that "
            "allocated it)";
-  if (!t->live)
+  if (t->block_seq != c->block_seq)
     return "the tile was freed (pld_tile_free) or belongs to an earlier block";
   return NULL;
 }
@@ -149,38 +155,49 @@ void pld__fill_elems(void *dst, const void *elem, size_t esize, size_t n) {
 
 /* ---- allocation --------------------------------------------------------- */
 
-/* The lowest 64-byte aligned offset where `bytes` fit between the live
- * tiles (first fit); capacity if none.  *largest gets the largest gap. */
-static size_t find_gap(const struct pld__core *c, size_t bytes,
-                       size_t *largest) {
-  const struct pld_tile *order[PLD__MAX_TILES];
-  int n = 0;
-  for (int i = 0; i < PLD__MAX_TILES; i++) {
-    if (!c->tiles[i].live)
-      continue;
-    /* Insertion sort by offset: at most PLD__MAX_TILES entries. */
-    int j = n++;
-    for (; j > 0 && order[j - 1]->offset > c->tiles[i].offset; j--)
-      order[j] = order[j - 1];
-    order[j] = &c->tiles[i];
-  }
-  const size_t cap = c->spec.capacity;
-  size_t pos = 0;
+static size_t offset_end(const pld_tile *t) { return t->offset + t->bytes; }
+
+/* First fit: the lowest offset where `bytes` fit between the live tiles,
+ * and the live tile just below it (*below, NULL at offset 0).  Offsets and
+ * sizes are multiples of the granule, so every gap starts aligned.
+ * Returns 0 if no gap is large enough, with *largest the largest one.
+ * There is no gap below the end of c->packed. */
+static int find_gap(const struct pld__core *c, size_t bytes, size_t *offset,
+                    pld_tile **below, size_t *largest) {
+  pld_tile *prev = c->packed;
+  size_t pos = prev ? offset_end(prev) : 0;
   *largest = 0;
-  for (int i = 0; i <= n; i++) {
-    const size_t end = i < n ? order[i]->offset : cap;
-    const size_t gap = end > pos ? end - pos : 0;
-    if (gap >= bytes)
-      return pos;
+  for (pld_tile *t = prev ? prev->next : c->live;; t = t->next) {
+    const size_t gap = (t ? t->offset : c->spec.capacity) - pos;
+    if (gap >= bytes) {
+      *offset = pos;
+      *below = prev;
+      return 1;
+    }
     *largest = gap > *largest ? gap : *largest;
-    if (i < n)
-      pos = round_up(order[i]->offset + order[i]->bytes, TILE_ALIGN);
+    if (!t)
+      return 0;
+    pos = offset_end(t);
+    prev = t;
   }
-  return cap;
 }
 
-static pld_tile *tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
-                            int32_t rows, int32_t cols) {
+/* A free descriptor: one freed in this block, else the next never used in
+ * it.  There is always one when the tile fits: then the free list being
+ * empty means every used descriptor holds a live tile, and the live tiles
+ * with the new one take a granule each at least, so there are fewer than
+ * capacity / granule = tiles_max of them. */
+static pld_tile *descriptor_take(struct pld__core *c) {
+  pld_tile *t = c->tiles_free;
+  if (t) {
+    c->tiles_free = t->next;
+    return t;
+  }
+  return &c->tiles[c->tiles_issued++];
+}
+
+pld_tile *pld__tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
+                          int32_t rows, int32_t cols) {
   if (c->status)
     return NULL;
   if (!pld__is_tile_dtype(dt)) {
@@ -198,38 +215,29 @@ static pld_tile *tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
   }
   /* At most (2^31 - 1) * 2^33 bytes: no overflow in 64 bits. */
   const uint64_t row_bytes =
-      round_up((size_t)cols * pld_dtype_size(dt), ROW_ALIGN);
+      round_up((size_t)cols * pld_dtype_size(dt), PLD__TILE_GRANULE);
   const uint64_t bytes = (uint64_t)rows * row_bytes;
-  const char *mem = c->spec.memory ? c->spec.memory : "tile memory";
-  size_t largest = 0;
-  const size_t offset = bytes <= c->spec.capacity
-                            ? find_gap(c, (size_t)bytes, &largest)
-                            : c->spec.capacity;
-  if (offset >= c->spec.capacity) {
-    char gap[96] = "";
-    if (bytes <= c->spec.capacity - c->used)
+  const size_t free_bytes = c->spec.capacity - c->used;
+  size_t offset = 0, largest = 0;
+  pld_tile *below = NULL;
+  if (bytes > free_bytes ||
+      !find_gap(c, (size_t)bytes, &offset, &below, &largest)) {
+    char gap[128] = "";
+    if (bytes <= free_bytes)
       pld__catf(gap, sizeof gap,
-                " (fragmented: the largest free gap is %zu bytes)", largest);
+                " (fragmented: a tile needs one contiguous gap; the largest "
+                "free gap is %zu bytes)",
+                largest);
     pld__kfail(c, PLD_ERR_TILE_MEMORY, fn,
                "tile memory over capacity: %s[%d, %d] tile needs %llu bytes; "
                "%zu of %zu bytes of the %s core %s in use%s",
                pld_dtype_name(dt), (int)rows, (int)cols,
                (unsigned long long)bytes, c->used, c->spec.capacity,
-               pld__core_type_name(c->spec.type), mem, gap);
+               pld__core_type_name(c->spec.type),
+               c->spec.memory ? c->spec.memory : "tile memory", gap);
     return NULL;
   }
-  pld_tile *t = NULL;
-  for (int i = 0; i < PLD__MAX_TILES && !t; i++)
-    if (!c->tiles[i].live)
-      t = &c->tiles[i];
-  if (!t) {
-    pld__kfail(c, PLD_ERR_TILE_MEMORY, fn,
-               "all %d tile descriptors of the %s core are in use (%zu of "
-               "%zu bytes of the %s): free tiles with pld_tile_free",
-               PLD__MAX_TILES, pld__core_type_name(c->spec.type), c->used,
-               c->spec.capacity, mem);
-    return NULL;
-  }
+  pld_tile *t = descriptor_take(c);
   t->data = c->mem + offset;
   t->dtype = dt;
   t->rows = rows;
@@ -237,14 +245,27 @@ static pld_tile *tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
   t->row_bytes = (size_t)row_bytes;
   t->offset = offset;
   t->bytes = (size_t)bytes;
-  t->live = 1;
+  t->block_seq = c->block_seq;
+  t->prev = below;
+  t->next = below ? below->next : c->live;
+  if (t->next)
+    t->next->prev = t;
+  *(below ? &below->next : &c->live) = t;
+  /* Placed at the end of the packed tiles: they now end with t, or with
+   * the tiles t joins them to. */
+  if (below == c->packed) {
+    c->packed = t;
+    while (c->packed->next &&
+           c->packed->next->offset == offset_end(c->packed))
+      c->packed = c->packed->next;
+  }
   c->used += t->bytes;
   return t;
 }
 
 pld_tile *pld_tile_new(pld_core k, pld_dtype dtype, int32_t rows,
                        int32_t cols) {
-  return tile_alloc(k.p, "pld_tile_new", dtype, rows, cols);
+  return pld__tile_alloc(k.p, "pld_tile_new", dtype, rows, cols);
 }
 
 /* dst = value converted to dst's dtype, on the elements only (the row
@@ -260,7 +281,7 @@ static void fill_value(pld_tile *dst, double value) {
 
 pld_tile *pld_full(pld_core k, pld_dtype dtype, int32_t rows, int32_t cols,
                    double value) {
-  pld_tile *t = tile_alloc(k.p, "pld_full", dtype, rows, cols);
+  pld_tile *t = pld__tile_alloc(k.p, "pld_full", dtype, rows, cols);
   if (t)
     fill_value(t, value);
   return t;
@@ -276,7 +297,14 @@ void pld_tile_free(pld_core k, pld_tile *t) {
     pld__tile_check(c, "pld_tile_free", "t", t);
     return;
   }
-  t->live = 0;
+  if (c->packed && t->offset <= c->packed->offset)
+    c->packed = t->prev;
+  *(t->prev ? &t->prev->next : &c->live) = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  t->block_seq = 0;
+  t->next = c->tiles_free;
+  c->tiles_free = t;
   c->used -= t->bytes;
 }
 
@@ -310,13 +338,11 @@ static int region_check(struct pld__core *c, const char *fn,
   if (t->ndim != 2)
     pld__catf(matrix, sizeof matrix, " (seen as a [%lld, %lld] matrix)",
               (long long)trows, (long long)tcols);
-  /* The ends are clamped only so that printing cannot overflow. */
-  const long long rend = row > INT64_MAX - rows ? INT64_MAX : row + rows;
-  const long long cend = col > INT64_MAX - cols ? INT64_MAX : col + cols;
   return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                     "rows [%lld, %lld) cols [%lld, %lld) are outside %s "
                     "%s%s",
-                    (long long)row, rend, (long long)col, cend, name, shape,
+                    (long long)row, pld__region_end(row, rows),
+                    (long long)col, pld__region_end(col, cols), name, shape,
                     matrix);
 }
 
@@ -383,7 +409,7 @@ pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
   }
   if (rows > 0 && cols > 0 && region_check(c, fn, src.p, row, col, rows, cols))
     return NULL;
-  pld_tile *t = tile_alloc(c, fn, src.p->dtype, rows, cols);
+  pld_tile *t = pld__tile_alloc(c, fn, src.p->dtype, rows, cols);
   if (t)
     load_block(t, src.p, row, col);
   return t;

@@ -87,6 +87,13 @@ int pld__is_half_dtype(pld_dtype dt);
 
 /* ---- checks ------------------------------------------------------------- */
 
+/* The operation fn runs only on vector cores: on a cube core it fails the
+ * kernel with PLD_ERR_LEVEL, as the chip's cube cores have no vector unit
+ * (they do matmul and data movement).  Every elementwise, tile-scalar,
+ * unary, cast, reduction and expand operation starts with it.  Returns the
+ * kernel's status. */
+int pld__vector_only(struct pld__core *c, const char *fn);
+
 /* "FP32[8, 16]" into buf. */
 size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t);
 
@@ -105,6 +112,11 @@ int pld__tensor_check(struct pld__core *c, const char *fn, pld_tensor t,
                       int writing);
 /* "tensor 'x'", or "tensor" when it has no name. */
 size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t);
+
+/* A rows x cols tile of dt in c's tile memory, failures reported as fn's
+ * (pld_tile_new's rules); NULL on failure. */
+pld_tile *pld__tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
+                          int32_t rows, int32_t cols);
 
 /* ---- walking a tile's elements ------------------------------------------ */
 

@@ -155,12 +155,11 @@ void test_cast_same_dtype_and_in_place(void **state) {
 
 /* ---- exp and log --------------------------------------------------------- */
 
-typedef int unary_fn(pld_core, pld_tile *, const pld_tile *);
-
 /* Applies fn to the n values of xs (FP32), chunk by chunk, and checks each
  * against ref within max_ulps float ulps of the exact result. */
-static void check_accuracy(const char *name, unary_fn *fn, double (*ref)(double),
-                           const float *xs, size_t n, double max_ulps) {
+static void check_accuracy(const char *name, tt_unary_fn *fn,
+                           double (*ref)(double), const float *xs, size_t n,
+                           double max_ulps) {
   enum { ROWS = 64, COLS = 512 };
   struct pld__core c;
   pld_core k = tt_vector_core(&c);

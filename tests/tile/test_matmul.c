@@ -119,17 +119,17 @@ void test_matmul_aliasing(void **state) {
   tt_check_aliasing(k, pld_matmul, x, y);
   pld_tensor want = tt_tensor(PLD_FP32, 40, 40, PLD_DIR_OUT, "want");
   pld_tensor got = tt_tensor(PLD_FP32, 40, 40, PLD_DIR_OUT, "got");
-  pld_tile *a = tt_load(k, x), *b = pld_tile_new(k, PLD_FP32, 40, 40);
+  pld_tile *a = tt_load(k, x);
   pld_tile *t = pld_tile_new(k, PLD_FP32, 40, 40);
   assert_int_equal(pld_matmul(k, t, a, a), PLD_OK);
   tt_store(k, t, want);
-  /* a = a + a @ a with all three the same tile; minus a gives a @ a. */
+  /* a = a + a @ a with all three the same tile; minus a gives a @ a
+   * (exactly: the operands are small multiples of 1/4).  The subtraction
+   * is the test's, as a cube core has no elementwise ops. */
   assert_int_equal(pld_matmul_acc(k, a, a, a), PLD_OK);
-  assert_int_equal(pld_load_into(k, b, x, 0, 0), PLD_OK);
-  assert_int_equal(pld_sub(k, a, a, b), PLD_OK);
   tt_store(k, a, got);
   for (size_t i = 0; i < 1600; i++)
-    assert_true(tt_get(got, i) == tt_get(want, i));
+    assert_true(tt_get(got, i) - tt_get(x, i) == tt_get(want, i));
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);
   pld_tensor_destroy(want);

@@ -1,6 +1,7 @@
 /* Tile memory, loads and stores, element access, and the failure rules
  * (messages, sticky status). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test_main.h"
@@ -27,6 +28,11 @@ void test_tile_new_pads_rows(void **state) {
   assert_int_equal(pld_tile_bytes(b), 32);
   assert_int_equal(pld_tile_bytes(h), 2 * 32);
   assert_int_equal(k.p->used, 3 * 160 + 32 + 64);
+  /* Tiles pack on the 32-byte granule: b right after a's 480 bytes, h
+   * after b's 32. */
+  assert_ptr_equal(a->data, c.mem);
+  assert_ptr_equal(b->data, c.mem + 480);
+  assert_ptr_equal(h->data, c.mem + 512);
   assert_int_equal(pld_tile_rows(NULL), 0);
   assert_int_equal(pld_tile_bytes(NULL), 0);
   assert_int_equal(pld_tile_dtype(NULL), PLD_DTYPE_COUNT);
@@ -42,23 +48,23 @@ void test_tile_first_fit_reuses_gap(void **state) {
   pld_tile *b = pld_tile_new(k, PLD_FP32, 32, 16); /* 2048 */
   pld_tile *t = pld_tile_new(k, PLD_FP32, 16, 16);
   assert_non_null(t);
-  unsigned char *gap = b->data;
+  assert_ptr_equal(t->data, c.mem + 3072);
   pld_tile_free(k, b);
   assert_int_equal(k.p->used, 2048);
-  /* A smaller tile fits the gap b left; a larger one goes past t. */
-  pld_tile *d = pld_tile_new(k, PLD_INT8, 8, 64);
-  assert_ptr_equal(d->data, gap);
-  pld_tile *e = pld_tile_new(k, PLD_FP32, 48, 16);
-  assert_true(e->data > t->data);
-  /* Tiles never overlap, and start 64-byte aligned. */
-  pld_tile *all[] = {a, t, d, e};
-  for (int i = 0; i < 4; i++) {
-    assert_int_equal((uintptr_t)all[i]->data % 64, 0);
-    for (int j = 0; j < 4; j++)
-      if (i != j)
-        assert_false(all[i]->data < all[j]->data + all[j]->bytes &&
-                     all[j]->data < all[i]->data + all[i]->bytes);
-  }
+  /* Smaller tiles fill the gap b left from its start, one after the
+   * other on 32-byte boundaries; a larger one goes past t. */
+  pld_tile *d = pld_tile_new(k, PLD_INT8, 5, 32); /* 160 */
+  pld_tile *f = pld_tile_new(k, PLD_INT8, 1, 1);  /* 32 */
+  assert_ptr_equal(d->data, c.mem + 1024);
+  assert_ptr_equal(f->data, c.mem + 1184);
+  pld_tile *e = pld_tile_new(k, PLD_FP32, 48, 16); /* 3072 > 1856 left */
+  assert_ptr_equal(e->data, c.mem + 4096);
+  /* What is left of the gap, exactly, still takes a tile. */
+  pld_tile *g = pld_tile_new(k, PLD_INT8, 58, 32); /* 1856 */
+  assert_ptr_equal(g->data, c.mem + 1216);
+  pld_tile *all[] = {a, t, d, f, e, g};
+  tt_assert_tile_layout(k, all, 6);
+  assert_int_equal(k.p->status, PLD_OK);
   tt_core_release(&c);
 }
 
@@ -101,19 +107,245 @@ void test_tile_fragmented(void **state) {
   assert_null(pld_tile_new(k, PLD_FP32, 64, 256));
   tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "65536 bytes",
                    "98304 of 196608 bytes", "fragmented",
+                   "a tile needs one contiguous gap",
                    "largest free gap is 32768 bytes", NULL);
+
+  /* Gaps count to the granule: freed, a 32 KiB tile and the 32-byte one
+   * after it leave a 32800-byte gap, and another 32-byte tile freed
+   * elsewhere makes 32832 bytes free, which a tile of that size does not
+   * fit. */
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  pld_tile *big = pld_tile_new(k, PLD_FP32, 32, 256);   /* at 0 */
+  pld_tile *small = pld_tile_new(k, PLD_INT8, 1, 1);    /* at 32768 */
+  assert_non_null(pld_tile_new(k, PLD_FP32, 32, 256));  /* at 32800 */
+  pld_tile *hole = pld_tile_new(k, PLD_INT8, 1, 1);     /* at 65568 */
+  assert_non_null(pld_tile_new(k, PLD_INT8, 4094, 32)); /* the rest */
+  assert_int_equal(k.p->used, 196608);
+  pld_tile_free(k, big);
+  pld_tile_free(k, small);
+  pld_tile_free(k, hole);
+  assert_null(pld_tile_new(k, PLD_INT8, 1026, 32));
+  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "needs 32832 bytes",
+                   "163776 of 196608 bytes", "fragmented",
+                   "largest free gap is 32800 bytes", NULL);
   tt_core_release(&c);
 }
 
-void test_tile_descriptors_run_out(void **state) {
+/* The a5sim Unified Buffer (256 KiB) takes six FP32 [1365, 8] tiles of
+ * 43680 bytes, 262080 in all, with 64 bytes to spare; then exactly what is
+ * left; then nothing. */
+void test_tile_a5sim_six_tiles_fit(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_platform_core(&c, "a5sim", PLD_CORE_VECTOR);
+  assert_int_equal(c.spec.capacity, 262144);
+  pld_tile *t[7];
+  for (int i = 0; i < 6; i++) {
+    t[i] = pld_tile_new(k, PLD_FP32, 1365, 8);
+    if (!t[i])
+      fail_msg("tile %d: %s", i, c.msg);
+    assert_int_equal(pld_tile_bytes(t[i]), 43680);
+    assert_ptr_equal(t[i]->data, c.mem + (size_t)i * 43680);
+  }
+  assert_int_equal(c.used, 262080);
+  t[6] = pld_full(k, PLD_FP32, 2, 8, 1.0); /* the last 64 bytes */
+  assert_non_null(t[6]);
+  assert_ptr_equal(t[6]->data, c.mem + 262080);
+  assert_int_equal(c.used, 262144);
+  tt_assert_tile_layout(k, t, 7);
+  assert_null(pld_tile_new(k, PLD_INT8, 1, 1));
+  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "pld_tile_new",
+                   "INT8[1, 1] tile needs 32 bytes",
+                   "262144 of 262144 bytes of the AIV core Unified Buffer",
+                   NULL);
+  tt_core_release(&c);
+}
+
+/* Five of those tiles leave 43744 bytes: a tile of exactly that fits, one
+ * granule more does not, and the message says memory is short, not
+ * fragmented. */
+void test_tile_one_granule_over(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_platform_core(&c, "a5sim", PLD_CORE_VECTOR);
+  for (int over = 0; over < 2; over++) {
+    pld__core_begin(&c, "k", 0, 0, 0, 1);
+    for (int i = 0; i < 5; i++)
+      assert_non_null(pld_tile_new(k, PLD_FP32, 1365, 8));
+    pld_tile *last = pld_tile_new(k, PLD_FP32, over ? 1368 : 1367, 8);
+    if (!over) {
+      assert_non_null(last);
+      assert_int_equal(pld_tile_bytes(last), 43744);
+      assert_int_equal(c.used, 262144);
+      continue;
+    }
+    assert_null(last);
+    tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "pld_tile_new",
+                     "tile memory over capacity: FP32[1368, 8] tile needs "
+                     "43776 bytes; 218400 of 262144 bytes of the AIV core "
+                     "Unified Buffer in use",
+                     NULL);
+    assert_null(strstr(c.msg, "fragmented"));
+    assert_int_equal(c.used, 218400);
+  }
+  tt_core_release(&c);
+}
+
+/* A core holds as many tiles as its capacity has 32-byte granules, back
+ * to back (twice: the second time from freed descriptors only); freed ones
+ * are reused in place while the others keep their address and data; one
+ * more than fits fails for lack of memory alone. */
+static void fill_with_granules(pld_core_type type, size_t n,
+                               const char *full) {
+  struct pld__core c;
+  pld_core k = type == PLD_CORE_CUBE ? tt_cube_core(&c) : tt_vector_core(&c);
+  assert_int_equal(c.spec.capacity, n * 32);
+  pld_tile **t = test_malloc(n * sizeof *t);
+  for (int round = 0; round < 2; round++) {
+    for (size_t i = 0; i < n; i++) {
+      t[i] = pld_tile_new(k, PLD_INT8, 1, 32);
+      if (!t[i])
+        fail_msg("round %d, tile %zu of %zu: %s", round, i, n, c.msg);
+      assert_ptr_equal(t[i]->data, c.mem + 32 * i);
+      memset(t[i]->data, (int)(i % 251), 32);
+    }
+    assert_int_equal(c.used, n * 32);
+    tt_assert_tile_layout(k, t, n);
+    for (size_t i = 0; round == 0 && i < n; i++)
+      pld_tile_free(k, t[i]);
+  }
+  pld_tile_free(k, t[1000]);
+  pld_tile_free(k, t[1001]);
+  pld_tile *two = pld_tile_new(k, PLD_INT16, 2, 16);
+  assert_ptr_equal(two->data, c.mem + 32000);
+  for (size_t i = 0; i < n; i++)
+    if (i != 1000 && i != 1001 &&
+        (t[i]->data[0] != i % 251 || t[i]->data[31] != i % 251))
+      fail_msg("tile %zu moved or was overwritten", i);
+  assert_null(pld_full(k, PLD_UINT8, 1, 1, 0.0));
+  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "pld_full",
+                   "tile memory over capacity: UINT8[1, 1] tile needs 32 "
+                   "bytes",
+                   full, NULL);
+  assert_null(strstr(c.msg, "fragmented"));
+  test_free(t);
+  tt_core_release(&c);
+}
+
+void test_tile_count_bound_by_capacity_only(void **state) {
+  (void)state;
+  fill_with_granules(PLD_CORE_VECTOR, 6144,
+                     "196608 of 196608 bytes of the AIV core Unified Buffer");
+  fill_with_granules(PLD_CORE_CUBE, 16384,
+                     "524288 of 524288 bytes of the AIC core L1");
+}
+
+/* Random allocations and frees against a first-fit model written here:
+ * every tile lands where the model puts it, starts on 32 bytes and
+ * overlaps no other, and an allocation fails exactly when the model finds
+ * no gap. */
+struct model_tile {
+  pld_tile *t;
+  size_t offset, bytes;
+};
+
+static int by_offset(const void *a, const void *b) {
+  const size_t x = ((const struct model_tile *)a)->offset;
+  const size_t y = ((const struct model_tile *)b)->offset;
+  return (x > y) - (x < y);
+}
+
+/* The lowest offset where bytes fit between the n live tiles (sorted
+ * here), or capacity if none. */
+static size_t model_first_fit(struct model_tile *live, size_t n,
+                              size_t capacity, size_t bytes) {
+  qsort(live, n, sizeof *live, by_offset);
+  size_t pos = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (live[i].offset - pos >= bytes)
+      return pos;
+    pos = live[i].offset + live[i].bytes;
+  }
+  return capacity - pos >= bytes ? pos : capacity;
+}
+
+void test_tile_first_fit_model(void **state) {
+  (void)state;
+  enum { MAXLIVE = 512, CAP = 196608 };
+  struct model_tile live[MAXLIVE];
+  pld_tile *ptrs[MAXLIVE];
+  uint64_t seed = 7;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  size_t n = 0, placed = 0, refused = 0;
+  for (int step = 0; step < 20000; step++) {
+    const uint64_t r = tt_rand(&seed);
+    if (n > 0 && (r % 5 < 2 || n == MAXLIVE)) {
+      const size_t i = (size_t)(r >> 8) % n;
+      pld_tile_free(k, live[i].t);
+      live[i] = live[--n];
+      continue;
+    }
+    const pld_dtype dt = tt_tile_dtypes[(r >> 8) % 7];
+    const int32_t rows = 1 + (int32_t)((r >> 16) % 64);
+    const int32_t cols = 1 + (int32_t)((r >> 24) % 200);
+    const size_t row = ((size_t)cols * pld_dtype_size(dt) + 31) / 32 * 32;
+    const size_t bytes = (size_t)rows * row;
+    const size_t want = model_first_fit(live, n, CAP, bytes);
+    pld_tile *t = pld_tile_new(k, dt, rows, cols);
+    if (want == CAP) {
+      if (t)
+        fail_msg("step %d: %zu bytes placed at %zu, the model finds no gap",
+                 step, bytes, (size_t)(t->data - c.mem));
+      tt_assert_failed(k, PLD_ERR_TILE_MEMORY, NULL);
+      refused++;
+      /* A new block: everything is free again. */
+      pld__core_begin(&c, "k", 0, 0, 0, 1);
+      n = 0;
+      continue;
+    }
+    if (!t)
+      fail_msg("step %d: %zu bytes refused, the model fits them at %zu: %s",
+               step, bytes, want, c.msg);
+    assert_int_equal(pld_tile_bytes(t), bytes);
+    assert_ptr_equal(t->data, c.mem + want);
+    live[n++] = (struct model_tile){t, want, bytes};
+    placed++;
+    for (size_t i = 0; i < n; i++)
+      ptrs[i] = live[i].t;
+    tt_assert_tile_layout(k, ptrs, n);
+  }
+  /* Both outcomes happened many times. */
+  assert_true(placed > 1000);
+  assert_true(refused > 20);
+  tt_core_release(&c);
+}
+
+/* Starting a block frees every tile of the last one: blocks that never
+ * free use up neither memory nor descriptors, and a tile kept from an
+ * earlier block is refused. */
+void test_tile_dead_after_block(void **state) {
   (void)state;
   struct pld__core c;
   pld_core k = tt_vector_core(&c);
-  for (int i = 0; i < PLD__MAX_TILES; i++)
-    assert_non_null(pld_tile_new(k, PLD_INT8, 1, 1));
-  assert_null(pld_tile_new(k, PLD_INT8, 1, 1));
-  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "all 64 tile descriptors",
-                   "pld_tile_free", NULL);
+  pld_tile *old = NULL;
+  for (int block = 0; block < 100000; block++) {
+    pld__core_begin(&c, "k", 0, 0, block, 100000);
+    for (int i = 0; i < 6; i++)
+      if (!(old = pld_tile_new(k, PLD_FP32, 64, 128))) /* 32 KiB: 6 fill */
+        fail_msg("block %d, tile %d: %s", block, i, c.msg);
+  }
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  assert_int_equal(c.used, 0);
+  /* The new block's one tile takes the first descriptor, not old's. */
+  pld_tile *t = pld_full(k, PLD_FP32, 4, 4, 2.0);
+  assert_ptr_equal(t->data, c.mem);
+  assert_ptr_not_equal(t, old);
+  assert_int_equal(pld_fill(k, old, 0.0), PLD_ERR_ARG);
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_fill",
+                   "dst: the tile was freed (pld_tile_free) or belongs to an "
+                   "earlier block",
+                   NULL);
   tt_core_release(&c);
 }
 
@@ -164,6 +396,22 @@ void test_tile_of_another_core(void **state) {
   tt_assert_failed(k2, PLD_ERR_ARG, "a: not a tile of this core", NULL);
   assert_int_equal(pld_neg(k1, NULL, a), PLD_ERR_ARG);
   tt_assert_failed(k1, PLD_ERR_ARG, "dst: expected a tile, got NULL", NULL);
+  /* Inside this core's descriptors but not at one; past them; at one not
+   * in use. */
+  pld_tile *inside = (pld_tile *)(void *)((unsigned char *)b + 8);
+  pld_tile *past = c2.tiles + c2.tiles_max;
+  pld_tile *unused = b + 1;
+  pld_tile *bad[] = {inside, past, unused};
+  const char *why[] = {"dst: not a tile of this core",
+                       "dst: not a tile of this core",
+                       "dst: the tile was freed"};
+  for (int i = 0; i < 3; i++) {
+    pld__core_begin(&c2, "k", 0, 0, 0, 1);
+    b = pld_full(k2, PLD_FP32, 2, 2, 1.0);
+    assert_ptr_equal(b, c2.tiles);
+    assert_int_equal(pld_fill(k2, bad[i], 0.0), PLD_ERR_ARG);
+    tt_assert_failed(k2, PLD_ERR_ARG, "pld_fill", why[i], NULL);
+  }
   tt_core_release(&c1);
   tt_core_release(&c2);
 }

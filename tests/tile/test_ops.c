@@ -122,11 +122,6 @@ static void expect_element(const char *what, enum op op, pld_dtype dt,
              what, op_names[op], pld_dtype_name(dt), i, x, y, got, want);
 }
 
-typedef int binary_fn(pld_core, pld_tile *, const pld_tile *,
-                      const pld_tile *);
-typedef int scalar_fn(pld_core, pld_tile *, const pld_tile *, double);
-typedef int unary_fn(pld_core, pld_tile *, const pld_tile *);
-
 /* Integer divisors: zeros are the subject of their own test. */
 static void no_zeros(pld_tensor t) {
   for (size_t i = 0; i < (size_t)pld_tensor_numel(t); i++)
@@ -134,7 +129,7 @@ static void no_zeros(pld_tensor t) {
       tt_set(t, i, 1);
 }
 
-static void check_binary(enum op op, binary_fn *fn, scalar_fn *sfn) {
+static void check_binary(enum op op, tt_binary_fn *fn, tt_scalar_fn *sfn) {
   static const double scalars[] = {2.5, -3.0, 300.0, 1e10, -0.75, 7.0, NAN};
   uint64_t seed = 1000 + (uint64_t)op;
   for (int d = 0; d < 7; d++) {
@@ -177,7 +172,7 @@ static void check_binary(enum op op, binary_fn *fn, scalar_fn *sfn) {
   }
 }
 
-static void check_unary(enum op op, unary_fn *fn, int float_only) {
+static void check_unary(enum op op, tt_unary_fn *fn, int float_only) {
   uint64_t seed = 2000 + (uint64_t)op;
   for (int d = 0; d < 7; d++) {
     const pld_dtype dt = tt_tile_dtypes[d];
@@ -411,8 +406,8 @@ void test_int_divide_by_zero_scalar(void **state) {
 
 void test_float_only_ops_reject_integers(void **state) {
   (void)state;
-  unary_fn *const fns[] = {pld_exp, pld_log, pld_sqrt, pld_rsqrt,
-                           pld_reciprocal};
+  tt_unary_fn *const fns[] = {pld_exp, pld_log, pld_sqrt, pld_rsqrt,
+                              pld_reciprocal};
   const char *const names[] = {"pld_exp", "pld_log", "pld_sqrt", "pld_rsqrt",
                                "pld_reciprocal"};
   for (int i = 0; i < 5; i++) {

@@ -8,7 +8,11 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tile_over_capacity),
     cmocka_unit_test(test_tile_capacity_exact_fit),
     cmocka_unit_test(test_tile_fragmented),
-    cmocka_unit_test(test_tile_descriptors_run_out),
+    cmocka_unit_test(test_tile_a5sim_six_tiles_fit),
+    cmocka_unit_test(test_tile_one_granule_over),
+    cmocka_unit_test(test_tile_count_bound_by_capacity_only),
+    cmocka_unit_test(test_tile_first_fit_model),
+    cmocka_unit_test(test_tile_dead_after_block),
     cmocka_unit_test(test_tile_bad_shape_and_dtype),
     cmocka_unit_test(test_tile_free_rules),
     cmocka_unit_test(test_tile_of_another_core),
@@ -54,6 +58,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_matmul_on_vector_core),
     cmocka_unit_test(test_matmul_operand_too_large),
     cmocka_unit_test(test_matmul_argument_errors),
+    cmocka_unit_test(test_cube_core_refuses_vector_ops),
+    cmocka_unit_test(test_vector_op_table_is_complete),
+    cmocka_unit_test(test_cube_core_allowed_calls),
 };
 
 PLD_TEST_MAIN("tile", tests)

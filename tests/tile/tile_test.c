@@ -3,6 +3,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test_main.h"
@@ -31,7 +32,50 @@ pld_core tt_cube_core(struct pld__core *c) {
   return core_start(c, &spec);
 }
 
+pld_core tt_platform_core(struct pld__core *c, const char *platform,
+                          pld_core_type type) {
+  const pld_platform_info *p = pld_platform_find(platform);
+  assert_non_null(p);
+  const struct pld__core_spec vector = {PLD_CORE_VECTOR, 0, p->ub_bytes,
+                                        "Unified Buffer", 0, 0, 0};
+  const struct pld__core_spec cube = {PLD_CORE_CUBE, 0, p->l1_bytes,
+                                      "L1", p->l0a_bytes, p->l0b_bytes,
+                                      p->l0c_bytes};
+  return core_start(c, type == PLD_CORE_CUBE ? &cube : &vector);
+}
+
 void tt_core_release(struct pld__core *c) { pld__core_release(c); }
+
+static int by_address(const void *a, const void *b) {
+  const uintptr_t x = (uintptr_t)(*(pld_tile *const *)a)->data;
+  const uintptr_t y = (uintptr_t)(*(pld_tile *const *)b)->data;
+  return (x > y) - (x < y);
+}
+
+void tt_assert_tile_layout(pld_core k, pld_tile *const *tiles, size_t n) {
+  const struct pld__core *c = k.p;
+  pld_tile **sorted = test_malloc((n ? n : 1) * sizeof *sorted);
+  memcpy(sorted, tiles, n * sizeof *sorted);
+  qsort(sorted, n, sizeof *sorted, by_address);
+  size_t bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    const pld_tile *t = sorted[i];
+    assert_true(t->block_seq == c->block_seq); /* live */
+    assert_ptr_equal(t->data, c->mem + t->offset);
+    if ((uintptr_t)t->data % 32 != 0 || t->data < c->mem ||
+        t->data + t->bytes > c->mem + c->spec.capacity)
+      fail_msg("tile at offset %td (%zu bytes) is not 32-byte aligned "
+               "inside the %zu bytes of tile memory",
+               t->data - c->mem, t->bytes, c->spec.capacity);
+    if (i > 0 && sorted[i - 1]->data + sorted[i - 1]->bytes > t->data)
+      fail_msg("tiles at offsets %td (%zu bytes) and %td overlap",
+               sorted[i - 1]->data - c->mem, sorted[i - 1]->bytes,
+               t->data - c->mem);
+    bytes += t->bytes;
+  }
+  assert_int_equal(c->used, bytes);
+  test_free(sorted);
+}
 
 void tt_assert_failed(pld_core k, int status, ...) {
   if (k.p->status != status)

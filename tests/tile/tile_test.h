@@ -17,7 +17,16 @@
  * and L0B 64 KiB, L0C 128 KiB), running block 0 of 1 of kernel "k". */
 pld_core tt_vector_core(struct pld__core *c);
 pld_core tt_cube_core(struct pld__core *c);
+/* A core of the given type with the buffers of a platform of the table
+ * ("a5sim"), as the device layer makes it. */
+pld_core tt_platform_core(struct pld__core *c, const char *platform,
+                          pld_core_type type);
 void tt_core_release(struct pld__core *c);
+
+/* Asserts the n tiles are live tiles of k's core laid out as the hardware
+ * would: each starts on 32 bytes inside the core's memory, none overlaps
+ * another, and the bytes in use are theirs. */
+void tt_assert_tile_layout(pld_core k, pld_tile *const *tiles, size_t n);
 
 /* Asserts the kernel failed with status and its message contains every
  * one of the NULL-terminated fragments. */
@@ -38,11 +47,15 @@ void tt_fill_random(pld_tensor t, uint64_t *seed);
 pld_tile *tt_load(pld_core k, pld_tensor t);
 void tt_store(pld_core k, const pld_tile *tile, pld_tensor t);
 
+/* The shapes of the tile operations: dst = op(a, b), op(a, s), op(a). */
+typedef int tt_binary_fn(pld_core, pld_tile *, const pld_tile *,
+                         const pld_tile *);
+typedef int tt_scalar_fn(pld_core, pld_tile *, const pld_tile *, double);
+typedef int tt_unary_fn(pld_core, pld_tile *, const pld_tile *);
+
 /* fn(dst, a, b) gives the same bytes with dst a tile of its own, dst == a,
  * dst == b, and (with b = a) dst == a == b; a and b hold x and y, of one
  * shape and dtype, which is also dst's. */
-typedef int tt_binary_fn(pld_core, pld_tile *, const pld_tile *,
-                         const pld_tile *);
 void tt_check_aliasing(pld_core k, tt_binary_fn *fn, pld_tensor x,
                        pld_tensor y);
 

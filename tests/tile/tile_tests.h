@@ -9,7 +9,11 @@ void test_tile_first_fit_reuses_gap(void **state);
 void test_tile_over_capacity(void **state);
 void test_tile_capacity_exact_fit(void **state);
 void test_tile_fragmented(void **state);
-void test_tile_descriptors_run_out(void **state);
+void test_tile_a5sim_six_tiles_fit(void **state);
+void test_tile_one_granule_over(void **state);
+void test_tile_count_bound_by_capacity_only(void **state);
+void test_tile_first_fit_model(void **state);
+void test_tile_dead_after_block(void **state);
 void test_tile_bad_shape_and_dtype(void **state);
 void test_tile_free_rules(void **state);
 void test_tile_of_another_core(void **state);
@@ -61,5 +65,10 @@ void test_matmul_aliasing(void **state);
 void test_matmul_on_vector_core(void **state);
 void test_matmul_operand_too_large(void **state);
 void test_matmul_argument_errors(void **state);
+
+/* test_levels.c */
+void test_cube_core_refuses_vector_ops(void **state);
+void test_vector_op_table_is_complete(void **state);
+void test_cube_core_allowed_calls(void **state);
 
 #endif
