@@ -62,7 +62,7 @@ PLD_HOST(host_orch, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init(&ex, argc, argv, N_RANKS, N_RANKS);
+  example_init(&ex, argc, argv, N_RANKS, N_RANKS, NULL);
   const int64_t shape[] = {N_RANKS, ROWS, COLS};
   pld_tensor x = example_tensor(&ex, 3, shape, 1);
   pld_tensor y = example_tensor(&ex, 3, shape, 0);

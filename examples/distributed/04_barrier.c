@@ -88,7 +88,11 @@ PLD_HOST(builtin_host, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init(&ex, argc, argv, N, N);
+  example_init(&ex, argc, argv, N, N,
+               "  --use-builtin        pld_barrier, then read the next rank's "
+               "data (default: a\n"
+               "                       barrier by hand, tallying who "
+               "arrived)\n");
   int bad;
   if (!ex.use_builtin) {
     pld_tensor y = example_tensor(&ex, 2, (const int64_t[]){N, N}, 0);

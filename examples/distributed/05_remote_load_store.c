@@ -67,7 +67,10 @@ PLD_HOST(ring_host, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init(&ex, argc, argv, N, N);
+  example_init(&ex, argc, argv, N, N,
+               "  --mode load|store    load the next rank's window (the "
+               "default), or store\n"
+               "                       into it\n");
   bool store_mode = example_mode(&ex, "load", "store");
   const int64_t shape[] = {N, ROWS, COLS};
   pld_tensor x = example_tensor(&ex, 3, shape, 1);

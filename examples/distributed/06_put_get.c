@@ -73,7 +73,10 @@ PLD_HOST(put_get_host, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init(&ex, argc, argv, N, N);
+  example_init(&ex, argc, argv, N, N,
+               "  --mode put|get       put into the next rank's window (the "
+               "default), or get\n"
+               "                       from it\n");
   bool get_mode = example_mode(&ex, "put", "get");
   const int64_t shape[] = {N, ROWS, COLS};
   pld_tensor x = example_tensor(&ex, 3, shape, 1);

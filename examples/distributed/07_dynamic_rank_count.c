@@ -67,7 +67,10 @@ PLD_HOST(exchange_host, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init(&ex, argc, argv, 2, MAX_RANKS);
+  example_init(&ex, argc, argv, 2, MAX_RANKS,
+               "  --mode put|get       put into the next rank's window (the "
+               "default), or get\n"
+               "                       from it\n");
   bool get_mode = example_mode(&ex, "put", "get");
   const int64_t shape[] = {ex.cfg.ndevices, ROWS, COLS};
   pld_tensor x = example_tensor(&ex, 3, shape, 1);

@@ -29,15 +29,23 @@ typedef struct pld_config {
    * NULL: nowhere; "": a new folder under $TMPDIR (or /tmp); otherwise
    * that folder, created if missing. */
   const char *artifact_dir;
-  /* A wait pending longer than this fails the run with PLD_ERR_TIMEOUT and
-   * a report of the blocked waits.  0: PLD_WAIT_TIMEOUT_MS (see pld-env). */
+  /* A wait pending longer than this many milliseconds fails the run with
+   * PLD_ERR_TIMEOUT and a report of the blocked waits.  0: the value of
+   * PLD_WAIT_TIMEOUT_MS (see pld-env), where 0 means no limit; negative
+   * values are refused (PLD_ERR_CONFIG). */
   int64_t wait_timeout_ms;
   /* Window buffers live as long as the program and start every run at
    * zero; non-zero keeps their content from one run to the next. */
   int keep_windows;
+  /* A kernel block or device function that runs this many milliseconds
+   * without finishing and without waiting (in pld_wait, or for its tasks)
+   * fails the run with PLD_ERR_TIMEOUT and a report naming rank, device,
+   * kernel or function, core and how long.  0: PLD_KERNEL_TIMEOUT_MS
+   * (0 there: no limit); negative values are refused. */
+  int64_t kernel_timeout_ms;
 } pld_config;
 
-#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL, 0, 0}
+#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL, 0, 0, 0}
 
 typedef struct pld_program pld_program;
 
@@ -48,11 +56,14 @@ typedef struct pld_program pld_program;
   }
 
 /* Compiles `host` for the arguments (see the top of this file).  On
- * success *out is a program the caller destroys.  Returns PLD_OK,
- * PLD_ERR_CONFIG (platform, device ids), PLD_ERR_UNSUPPORTED (hardware
- * platform), PLD_ERR_ARG (argument count, dtype, shape, dynamic dimension,
- * dispatch), PLD_ERR_BOUNDS, PLD_ERR_NOMEM, PLD_ERR_SYSTEM (artifact
- * folder). */
+ * success *out is a program the caller destroys; out must not be NULL
+ * (PLD_ERR_ARG, before any work).  Returns PLD_OK, PLD_ERR_CONFIG
+ * (platform, device ids, negative time limits, an invalid PLD_*
+ * environment variable), PLD_ERR_UNSUPPORTED (hardware platform),
+ * PLD_ERR_ARG (argument count, dtype, shape, dynamic dimension, dispatch,
+ * window sizes beyond a device's global memory), PLD_ERR_BOUNDS,
+ * PLD_ERR_NOMEM (also: a rank's tensors and windows exceed its device's
+ * global memory), PLD_ERR_SYSTEM (artifact folder). */
 int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
                 const pld_arg *argv, pld_program **out);
 
@@ -65,10 +76,21 @@ int pld_program_prepare(pld_program *p);
 /* Runs the program with tensors of the shapes it was compiled for (and the
  * same scalar values).  Blocks until every device finished.  Returns
  * PLD_OK or the first failure: PLD_ERR_ARG (arguments differ from the
- * compiled ones), a kernel's or device function's failure, PLD_ERR_CRASH
- * (a device process died: the message names rank, device, kernel and
- * signal; the other devices are stopped and the program can no longer
- * run), PLD_ERR_SYSTEM. */
+ * compiled ones, or NULL argv with argc > 0), a kernel's or device
+ * function's failure, PLD_ERR_DEADLOCK or PLD_ERR_TIMEOUT (with a report
+ * of the waits and running kernels), PLD_ERR_CRASH (a device process died,
+ * however: a fatal signal, exit() in a kernel or device function, killed
+ * from outside, or its control memory overwritten by a wild write; the
+ * message names rank, device, the kernel or function it was in, core and
+ * the signal or exit status; the other devices are stopped and the
+ * program can no longer run: PLD_ERR_STATE after that), PLD_ERR_SYSTEM.
+ *
+ * However a run fails, it returns promptly: once a failure, deadlock or
+ * time limit stops the run, the devices get half a second to finish their
+ * dispatch; a device still running then (a kernel computing without
+ * waiting) has its process killed and a new one started in its place, and
+ * the message says so.  The program then runs again as usual (unless that
+ * restart failed, which the message says too). */
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv);
 
 /* Stops the device processes and frees the program.  NULL is a no-op. */
@@ -87,6 +109,9 @@ typedef struct pld_platform_info {
   int vector_cores;      /* AIV per device */
   size_t ub_bytes;       /* vector core Unified Buffer */
   size_t l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes; /* cube core buffers */
+  /* Device global memory (HBM): what one rank's tensor slices, window
+   * buffers and device allocations must fit together. */
+  uint64_t global_bytes;
 } pld_platform_info;
 const pld_platform_info *pld_platform_find(const char *name);
 

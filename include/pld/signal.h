@@ -8,11 +8,18 @@
  * collective's epilogue.  Never mix Set and AtomicAdd on one cell.
  *
  * A wait that can never return is not waited out: when every core of every
- * device is finished or blocked in a wait and nothing is in flight, the run
- * stops within a second with PLD_ERR_DEADLOCK and a report of each blocked
- * wait (rank, device, kernel, core, window, cell, comparison, the value the
- * cell holds, the ranks already finished).  A wait pending longer than the
- * limit (PLD_WAIT_TIMEOUT_MS) is reported the same way, PLD_ERR_TIMEOUT.
+ * device is finished or blocked in a wait, nothing is in flight, and no
+ * ready block can start (every core of its type holds a block that waits,
+ * as happens with more blocks than cores when the running ones wait for
+ * one that has not started), the run stops within a second with
+ * PLD_ERR_DEADLOCK and a report of each blocked wait (rank, device,
+ * kernel, core, window, cell, comparison, the value the cell holds, who
+ * could still notify it), of the blocks that cannot start, and of the ranks
+ * already finished.  A wait pending longer than its limit
+ * (pld_config.wait_timeout_ms, PLD_WAIT_TIMEOUT_MS) is reported the same
+ * way with PLD_ERR_TIMEOUT, and so is a kernel running longer than its
+ * limit without waiting (pld_config.kernel_timeout_ms,
+ * PLD_KERNEL_TIMEOUT_MS).
  */
 #ifndef PLD_SIGNAL_H
 #define PLD_SIGNAL_H
@@ -26,7 +33,8 @@ typedef enum pld_wait_cmp { PLD_WAIT_EQ = 0, PLD_WAIT_GE = 1 } pld_wait_cmp;
 /* On peer's copy of sig[idx] (an INT32 cell): add value (signed; a notify
  * to this rank's own number hits its own cell) or set it.  idx is given
  * with PLD_AT(i, j, ...).  Returns PLD_OK, PLD_ERR_ARG (not an INT32
- * window), PLD_ERR_BOUNDS (peer or cell outside), or an earlier failure. */
+ * window, NULL idx, unknown op), PLD_ERR_BOUNDS (peer or cell outside, an
+ * index of the wrong rank), or an earlier failure. */
 int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
                const int64_t *idx, int32_t value, pld_notify_op op);
 

@@ -14,13 +14,16 @@
 #include "pld/types.h"
 
 /* A host tensor of the given shape, zero-filled, in memory the library
- * owns (64-byte aligned).  Host code (outside any pld function).  Returns
- * PLD_OK, PLD_ERR_ARG (bad dtype, ndim or dimension), PLD_ERR_NOMEM. */
+ * owns (64-byte aligned), stored in *out (which must not be NULL).  Host
+ * code (outside any pld function).  Returns PLD_OK, PLD_ERR_ARG (NULL out,
+ * bad dtype, ndim or dimension, or a size beyond half the address space),
+ * PLD_ERR_NOMEM. */
 int pld_tensor_create(pld_dtype dtype, int ndim, const int64_t *shape,
                       pld_tensor *out);
 
 /* A host tensor over `data`, which the caller owns and keeps alive and
- * unmoved while the tensor is used.  Same statuses as pld_tensor_create. */
+ * unmoved while the tensor is used.  Same statuses as pld_tensor_create,
+ * and PLD_ERR_ARG for NULL data. */
 int pld_tensor_wrap(pld_dtype dtype, void *data, int ndim,
                     const int64_t *shape, pld_tensor *out);
 

@@ -29,9 +29,13 @@ typedef struct pld_comm {
   const struct pld__comm *p;
 } pld_comm;
 
-/* A window buffer of `bytes` per rank.  Host only.  bytes == 0 fails with
- * PLD_ERR_ARG; failures are recorded in h (see pld/levels.h) and the
- * buffer returned is rejected by every later call. */
+/* A window buffer of `bytes` per rank.  Host only.  bytes must be 1 to the
+ * platform's device global memory (pld_platform_info.global_bytes), or it
+ * fails with PLD_ERR_ARG; failures are recorded in h (see pld/levels.h)
+ * and the buffer returned is rejected by every later call.  Every rank of
+ * the domain holds a copy in its device's global memory: pld_compile
+ * refuses (PLD_ERR_NOMEM) a rank whose tensor slices and window copies
+ * together exceed it. */
 pld_window_buf pld_window_alloc(pld_host h, size_t bytes);
 
 /* A window buffer holding one tensor of the shape and dtype per rank. */

@@ -1,7 +1,7 @@
 /* comm/comm.h: what crosses devices, as kernels see it.  Windows, comm
  * contexts, and the operations table every fabric implements (the shared-
  * memory one in fabric/shm.c; an MPI one for several machines fits the
- * same table), plus the wait bookkeeping the host reads to find deadlocks.
+ * same table).
  * Kernels, collectives and the device layer use only what is here. */
 #ifndef PLD_COMM_COMM_H
 #define PLD_COMM_COMM_H
@@ -13,6 +13,7 @@
 #include "core/futex.h"
 #include "core/kctx.h"
 #include "core/tensor.h"
+#include "core/watch.h"
 #include "pld/signal.h"
 
 /* A rank's view of a window buffer's comm domain. */
@@ -28,7 +29,10 @@ struct pld__fabric;
  * bytes into the peer's copy of the buffer.  Every call has been bounds-
  * checked by the comm layer already.  Calls return PLD_OK or a failure
  * with its message set (pld__fail). */
+#define PLD__FABRIC_OPS_VERSION 1
+
 struct pld__fabric_ops {
+  int version; /* PLD__FABRIC_OPS_VERSION of the table's layout */
   const char *name;
   /* This rank's copy of buffer buf. */
   void *(*local)(struct pld__fabric *f, int buf);
@@ -55,10 +59,13 @@ struct pld__fabric_ops {
 
   /* The host's side: zero every copy of every buffer before a run; read
    * any rank's cell (for a deadlock report); wake every rank's waiting
-   * cores (they re-check their cells and the abort word). */
+   * cores (they re-check their cells and the abort word); forget what a
+   * rank's process left behind when it was killed (before a new process
+   * takes its place; no run is in progress then). */
   void (*zero_all)(struct pld__fabric *f);
   int32_t (*peek)(struct pld__fabric *f, int buf, int rank, size_t off);
   void (*wake_all)(struct pld__fabric *f);
+  void (*reset_rank)(struct pld__fabric *f, int rank);
 };
 
 struct pld__fabric {
@@ -66,32 +73,11 @@ struct pld__fabric {
   int rank; /* world rank of this device; -1 on the host */
 };
 
-/* One core's wait, published for the host's deadlock watch. */
-struct pld__waitslot {
-  _Atomic int waiting; /* 1 while the core is blocked in pld_wait */
-  int buf;
-  size_t off;
-  int cmp;
-  int32_t expected;
-  int core_type, core, block, blocks;
-  int ndim;
-  int64_t idx[PLD_MAX_DIMS];
-  int64_t since_ns;
-  char kernel[48];
-  char window[48];
-};
-
-/* The most cores a device has (a5: 36 AIC + 72 AIV). */
-#define PLD__MAX_CORES 128
-
 /* Everything a device's cores need for communication. */
 struct pld__comm_env {
   struct pld__fabric *fabric;
   _Atomic uint32_t *abort;    /* the run is being stopped (world) */
-  _Atomic uint32_t *progress; /* bumped by every signal this device sends */
-  _Atomic int32_t *running;   /* blocks of this device running, not waiting */
-  _Atomic int32_t *queued;    /* blocks ready but not started */
-  struct pld__waitslot *slots; /* PLD__MAX_CORES, by core slot */
+  struct pld__watch *watch;   /* what the device publishes for the host */
   struct pld__spin spin;
 };
 

@@ -4,6 +4,7 @@
 
 #include "comm/comm.h"
 #include "pld/rma.h"
+#include "tile/tile.h"
 
 /* Bytes into a window buffer of (row, col) of a window view. */
 static size_t win_at(const struct pld__tensor *w, int64_t row, int64_t col) {
@@ -62,7 +63,7 @@ pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
   if (pld__win_check(c, fn, src, peer) ||
       pld__region_check(c, fn, src.p, peer, NULL, row, col, rows, cols))
     return NULL;
-  pld_tile *t = pld_tile_new(k, src.p->dtype, rows, cols);
+  pld_tile *t = pld__tile_alloc(c, fn, src.p->dtype, rows, cols);
   if (!t)
     return NULL;
   if (move_rows(c, fn, 0, src.p, src.p->comm->members[peer], row, col, rows,
@@ -191,7 +192,7 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
     crows = rows;
   pld_tile *stage[2] = {NULL, NULL};
   for (int i = 0; i < (o.pipelined ? 2 : 1); i++)
-    if (!(stage[i] = pld_tile_new(k, src->dtype, (int32_t)crows,
+    if (!(stage[i] = pld__tile_alloc(c, fn, src->dtype, (int32_t)crows,
                                   (int32_t)ccols))) {
       pld_tile_free(k, stage[0]);
       return c->status;

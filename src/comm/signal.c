@@ -18,7 +18,10 @@ static int cell_offset(struct pld__core *c, const char *fn, pld_window sig,
     return pld__kfail(c, PLD_ERR_ARG, fn, "%s is %s: signals are INT32 cells",
                       ws, pld_dtype_name(w->dtype));
   }
-  if (n != w->ndim || !idx) {
+  if (!idx)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "idx: expected an index (PLD_AT(...)), got NULL");
+  if (n != w->ndim) {
     pld__describe(ws, sizeof ws, w, PLD__NO_PEER, NULL);
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                       "%s has %d dimension%s, got an index of %d", ws, w->ndim,
@@ -57,20 +60,8 @@ int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
                                 sig.p->comm->members[peer], off, value, op);
   if (st)
     return pld__kfail(c, st, "pld_notify", "%s", pld_last_error());
-  atomic_fetch_add_explicit(env->progress, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&env->watch->progress, 1, memory_order_relaxed);
   return PLD_OK;
-}
-
-static int satisfied(int32_t v, int32_t expected, pld_wait_cmp cmp) {
-  return cmp == PLD_WAIT_EQ ? v == expected : v >= expected;
-}
-
-/* A bounded copy: this runs on every blocking wait, printf would not do. */
-static void copy_name(char *dst, size_t cap, const char *src) {
-  size_t i = 0;
-  for (; src && src[i] && i + 1 < cap; i++)
-    dst[i] = src[i];
-  dst[i] = '\0';
 }
 
 int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
@@ -89,32 +80,27 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   const struct pld__comm_env *env = c->env;
   struct pld__fabric *f = env->fabric;
   int buf = sig.p->win_buf;
-  if (satisfied(f->ops->cell(f, buf, off), expected, cmp))
+  if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp))
     return PLD_OK;
 
-  /* Publish the wait for the host's deadlock watch, then stop counting as
-   * running. */
-  struct pld__waitslot *w = &env->slots[c->slot];
+  /* Publish the wait for the host's deadlock watch (the slot already names
+   * the block), then stop counting as running. */
+  struct pld__coreslot *w = &env->watch->cores[c->slot];
   w->buf = buf;
   w->off = off;
-  w->cmp = (int)cmp;
+  w->cmp = (int32_t)cmp;
   w->expected = expected;
-  w->core_type = (int)c->spec.type;
-  w->core = c->spec.index;
-  w->block = (int)c->block_idx;
-  w->blocks = (int)c->block_num;
   w->ndim = n;
   memcpy(w->idx, idx, (size_t)n * sizeof *idx);
-  w->since_ns = pld__now_ns();
-  copy_name(w->kernel, sizeof w->kernel, c->kernel);
-  copy_name(w->window, sizeof w->window, sig.p->name);
-  atomic_store_explicit(&w->waiting, 1, memory_order_release);
-  atomic_fetch_sub(env->running, 1);
+  pld__name_copy(w->window, sizeof w->window, sig.p->name);
+  atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&w->state, PLD__CORE_WAITING, memory_order_release);
+  atomic_fetch_sub(&env->watch->running, 1);
 
   uint32_t why = PLD__ABORT_NONE;
   for (;;) {
     uint32_t seen = f->ops->events(f);
-    if (satisfied(f->ops->cell(f, buf, off), expected, cmp))
+    if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp))
       break;
     why = atomic_load_explicit(env->abort, memory_order_acquire);
     if (why != PLD__ABORT_NONE)
@@ -122,8 +108,10 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
     /* The timeout only bounds the sleep: the abort word is checked again. */
     f->ops->wait_events(f, seen, &env->spin, 50 * (int64_t)1000000);
   }
-  atomic_fetch_add(env->running, 1);
-  atomic_store_explicit(&w->waiting, 0, memory_order_release);
+  /* Running again: the kernel's time limit counts from here. */
+  atomic_fetch_add(&env->watch->running, 1);
+  atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&w->state, PLD__CORE_RUNNING, memory_order_release);
   if (why == PLD__ABORT_NONE)
     return PLD_OK;
   char ws[160];

@@ -73,8 +73,8 @@ int pld__region_check(struct pld__core *c, const char *fn,
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                       "%s: rows [%lld, %lld) cols [%lld, %lld) outside %s "
                       "(a %lld x %lld matrix)",
-                      what, (long long)row, (long long)(row + rows),
-                      (long long)col, (long long)(col + cols), ts,
+                      what, (long long)row, pld__region_end(row, rows),
+                      (long long)col, pld__region_end(col, cols), ts,
                       (long long)trows, (long long)tcols);
   }
   return PLD_OK;

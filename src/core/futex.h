@@ -5,8 +5,8 @@
 #define PLD_CORE_FUTEX_H
 
 #include <errno.h>
-#include <sched.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -23,13 +23,13 @@ static inline void pld__futex_wait(_Atomic uint32_t *word, uint32_t expected,
     ts.tv_nsec = (long)(timeout_ns % 1000000000);
     tp = &ts;
   }
-  syscall(SYS_futex, (uint32_t *)word,
-          shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, expected, tp, NULL, 0);
+  syscall(SYS_futex, (uint32_t *)word, shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE,
+          expected, tp, NULL, 0);
 }
 
 static inline void pld__futex_wake(_Atomic uint32_t *word, int shared) {
-  syscall(SYS_futex, (uint32_t *)word,
-          shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+  syscall(SYS_futex, (uint32_t *)word, shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE,
+          INT32_MAX, NULL, NULL, 0);
 }
 
 static inline int64_t pld__now_ns(void) {
@@ -38,16 +38,52 @@ static inline int64_t pld__now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-
 /* How a waiter polls before it sleeps: for ns nanoseconds, pausing
- * between looks, and yielding the CPU instead only while more threads poll
- * than there are CPUs (spinners counts them across all the processes of a
- * program), so polling threads never starve the thread they wait for. */
+ * between looks while every awake thread of the program can have a CPU,
+ * and yielding the CPU at every look while more are awake than there are
+ * CPUs.  Then a polling thread never keeps the thread it waits for off a
+ * CPU, even when that thread is not polling but computing (counting only
+ * the pollers, as this did once, let two pollers hold both CPUs while the
+ * thread they waited for sat in a run queue for their whole polling time).
+ *
+ * awake counts the threads of the program, in all its processes, that are
+ * running or polling, not asleep: a thread is counted from its start, and
+ * leaves the count only while it sleeps (pld__event_wait and the
+ * condition waits of the device layer do that through pld__asleep /
+ * pld__awake).  own, if not NULL, counts this process's share, so that the
+ * share of a killed process can be taken back.
+ *
+ * The polling time adapts, per thread: a thread that slept and was woken
+ * soon after would have done better polling on, so it polls longer next
+ * time (up to PLD__SPIN_GROWTH times ns); one that slept long is idle
+ * between bursts, and polls ns again.  Without this, two devices taking
+ * turns can lock into a rhythm where each one's polling runs out while it
+ * waits for the other to wake up, and every run pays a wake-up, for the
+ * whole life of the process. */
 struct pld__spin {
   int64_t ns;
-  _Atomic uint32_t *spinners;
+  _Atomic uint32_t *awake;
+  _Atomic uint32_t *own;
   uint32_t cpus;
 };
+
+#define PLD__SPIN_GROWTH 16
+
+/* What the calling thread polls beyond spin->ns now. */
+extern _Thread_local int64_t pld__spin_extra_ns;
+
+/* The calling thread starts counting as awake (at its start, or when it
+ * wakes up), or stops (before it sleeps, or at its end). */
+static inline void pld__awake(const struct pld__spin *spin) {
+  atomic_fetch_add_explicit(spin->awake, 1, memory_order_relaxed);
+  if (spin->own)
+    atomic_fetch_add_explicit(spin->own, 1, memory_order_relaxed);
+}
+static inline void pld__asleep(const struct pld__spin *spin) {
+  if (spin->own)
+    atomic_fetch_sub_explicit(spin->own, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(spin->awake, 1, memory_order_relaxed);
+}
 
 /* Polls until *word != old, as spin says.  Returns the new value, or old
  * if the time ran out and the caller should sleep. */
@@ -56,29 +92,45 @@ static inline uint32_t pld__spin_change(_Atomic uint32_t *word, uint32_t old,
   uint32_t v = atomic_load_explicit(word, memory_order_acquire);
   if (v != old || spin->ns <= 0)
     return v;
-  atomic_fetch_add_explicit(spin->spinners, 1, memory_order_relaxed);
-  int64_t deadline = pld__now_ns() + spin->ns;
+  int64_t deadline = pld__now_ns() + spin->ns + pld__spin_extra_ns;
   for (int i = 0;; i++) {
     v = atomic_load_explicit(word, memory_order_acquire);
     if (v != old)
       break;
     if ((i & 63) == 63 && pld__now_ns() > deadline)
       break;
-    if (i >= 64 && atomic_load_explicit(spin->spinners,
-                                        memory_order_relaxed) > spin->cpus)
+    if (atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus)
       sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
     else
       __builtin_ia32_pause();
 #endif
   }
-  atomic_fetch_sub_explicit(spin->spinners, 1, memory_order_relaxed);
   return v;
+}
+
+/* Brackets a sleep of the calling thread (a futex or condition wait):
+ * it leaves the awake count, and on waking adapts its polling time.
+ * pld__sleep_begin returns the time the sleep began. */
+static inline int64_t pld__sleep_begin(const struct pld__spin *spin) {
+  pld__asleep(spin);
+  return pld__now_ns();
+}
+static inline void pld__sleep_end(const struct pld__spin *spin, int64_t began) {
+  pld__awake(spin);
+  int64_t slept = pld__now_ns() - began, most = PLD__SPIN_GROWTH * spin->ns;
+  if (spin->ns <= 0 || slept >= most)
+    pld__spin_extra_ns = 0;
+  else if (pld__spin_extra_ns < most - spin->ns)
+    pld__spin_extra_ns = 2 * pld__spin_extra_ns + spin->ns < most - spin->ns
+                             ? 2 * pld__spin_extra_ns + spin->ns
+                             : most - spin->ns;
 }
 
 /* Waits until *word != old: polls as spin says, then sleeps, at most
  * timeout_ns in all (< 0: no limit).  sleepers counts the threads asleep
- * on word, so that pld__event_signal wakes only when someone sleeps. */
+ * on word, so that pld__event_signal wakes only when someone sleeps.  The
+ * caller counts as awake (see struct pld__spin). */
 static inline uint32_t pld__event_wait(_Atomic uint32_t *word, uint32_t old,
                                        _Atomic uint32_t *sleepers,
                                        const struct pld__spin *spin,
@@ -88,8 +140,11 @@ static inline uint32_t pld__event_wait(_Atomic uint32_t *word, uint32_t old,
     return v;
   atomic_fetch_add(sleepers, 1);
   v = atomic_load(word);
-  if (v == old)
+  if (v == old) {
+    int64_t began = pld__sleep_begin(spin);
     pld__futex_wait(word, old, timeout_ns, shared);
+    pld__sleep_end(spin, began);
+  }
   atomic_fetch_sub(sleepers, 1);
   return atomic_load_explicit(word, memory_order_acquire);
 }

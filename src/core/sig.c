@@ -29,6 +29,22 @@ const char *pld__level_name(pld_level l) {
   return "?";
 }
 
+const char *pld__sig_problem(const pld_signature *sig, pld_level level,
+                             int entry) {
+  if (!sig || !entry)
+    return "an empty descriptor";
+  if (sig->level != level)
+    return pld__level_name(sig->level);
+  if (sig->nparams < 0 || sig->nparams > PLD__MAX_PARAMS ||
+      (sig->nparams > 0 && !sig->params))
+    return "a descriptor whose parameter table is invalid (more than 32 "
+           "parameters?)";
+  if (level == PLD_LEVEL_KERNEL && sig->core_type != PLD_CORE_VECTOR &&
+      sig->core_type != PLD_CORE_CUBE)
+    return "a kernel descriptor of no known core type";
+  return NULL;
+}
+
 static size_t dims_str(char *buf, size_t cap, const pld_param *p) {
   size_t n = pld__catf(buf, cap, "%s[", pld_dtype_name(p->dtype));
   for (int i = 0; i < p->ndim; i++) {
@@ -182,6 +198,18 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
     size_t n = head(msg, cap, what, sig, i);
     pld__catf(msg + n, cap - n, "expected a tensor %s, got %s", want,
               t ? "the result of a failed call" : "a NULL tensor");
+    return PLD_ERR_ARG;
+  }
+  /* Read-only data stays read-only: an In tensor given to a parameter
+   * that writes would be written (and an In host argument copied back). */
+  if ((p->dir & PLD_DIR_OUT) && t->dir == PLD_DIR_IN) {
+    size_t n = head(msg, cap, what, sig, i);
+    pld__catf(msg + n, cap - n,
+              "an %s parameter is written, but the tensor passed is %s%s%s, "
+              "an In parameter (read only): pass a tensor the caller may "
+              "write",
+              pld__dir_name(p->dir), t->name ? "'" : "",
+              t->name ? t->name : "a tensor", t->name ? "'" : "");
     return PLD_ERR_ARG;
   }
   pld__tensor_str(got, sizeof got, t);

@@ -9,6 +9,18 @@
 
 #define PLD__MAX_DYN_DIMS 32
 
+/* The most parameters a function may have (the declaration macros allow
+ * 31; argument arrays hold this many). */
+#define PLD__MAX_PARAMS 32
+
+/* Why sig cannot be the signature of a function of `level` with an entry
+ * (entry != 0): its level, no descriptor, a parameter count outside [0,
+ * PLD__MAX_PARAMS], a kernel's unknown core type; or NULL when it can.
+ * Descriptors are made by the declaration macros, but they are public
+ * structs: one made by hand must not overflow the argument arrays. */
+const char *pld__sig_problem(const pld_signature *sig, pld_level level,
+                             int entry);
+
 /* Dynamic dimension bindings: name -> size, and who bound it. */
 struct pld__dims {
   int n;

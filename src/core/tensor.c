@@ -41,11 +41,25 @@ int pld__tensor_init(struct pld__tensor *t, const char *fn, pld_dtype dtype,
     return pld__fail(PLD_ERR_ARG, "%s: shape: expected an array, got NULL",
                      fn);
   size_t n = pld_dtype_size(dtype);
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] <= 0 || (uint64_t)shape[i] > SIZE_MAX / 2 / n)
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] <= 0)
       return pld__fail(PLD_ERR_ARG,
                        "%s: shape[%d]: expected a size > 0, got %lld", fn, i,
                        (long long)shape[i]);
+  /* Half the address space at most, so that sums of two sizes cannot wrap
+   * either. */
+  for (int i = 0; i < ndim; i++) {
+    if ((uint64_t)shape[i] > SIZE_MAX / 2 / n) {
+      char s[256];
+      long long dims[PLD_MAX_DIMS];
+      for (int d = 0; d < ndim; d++)
+        dims[d] = (long long)shape[d];
+      pld__shape_str(s, sizeof s, ndim, dims);
+      return pld__fail(PLD_ERR_ARG,
+                       "%s: shape: %s%s holds more than %zu bytes (half the "
+                       "address space)",
+                       fn, pld_dtype_name(dtype), s, (size_t)SIZE_MAX / 2);
+    }
     n *= (size_t)shape[i];
   }
   memset(t, 0, sizeof *t);
@@ -60,6 +74,10 @@ int pld__tensor_init(struct pld__tensor *t, const char *fn, pld_dtype dtype,
 
 static int tensor_new(const char *fn, pld_dtype dtype, void *data, int ndim,
                       const int64_t *shape, pld_tensor *out) {
+  if (!out)
+    return pld__fail(PLD_ERR_ARG,
+                     "%s: out: expected where to store the tensor, got NULL",
+                     fn);
   struct pld__tensor tmp;
   int st = pld__tensor_init(&tmp, fn, dtype, ndim, shape);
   if (st)

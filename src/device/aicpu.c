@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/futex.h"
 #include "core/kctx.h"
 
 /* Records the first failure of the call: "fn (rank r, device d, in F): ". */
@@ -80,11 +81,13 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
   if (a->status)
     return a->status;
   const pld_signature *sig = kernel.sig;
-  if (!sig || sig->level != PLD_LEVEL_KERNEL || !kernel.entry)
+  const char *problem =
+      pld__sig_problem(sig, PLD_LEVEL_KERNEL, !!kernel.entry);
+  if (problem)
     return afail(a, PLD_ERR_ARG, "pld_launch",
                  "kernel: expected a function declared with PLD_KERNEL or "
                  "PLD_CUBE_KERNEL, got %s",
-                 sig ? pld__level_name(sig->level) : "an empty descriptor");
+                 problem);
   if (!pld__arg_is_integer(&argv[0]))
     return afail(a, PLD_ERR_ARG, "pld_launch",
                  "%s: blocks: expected an integer in [1, 65535], got a %s",
@@ -95,7 +98,7 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
                  "%s: blocks: expected an integer in [1, 65535], got %lld",
                  sig->name, (long long)argv[0].v.i);
   int32_t blocks = (int32_t)argv[0].v.i;
-  pld_arg norm[32];
+  pld_arg norm[PLD__MAX_PARAMS];
   char what[160];
   pld__catf(what, sizeof what, "pld_launch (rank %d, device %d, in %s)",
             a->rank, a->device, a->fn);
@@ -132,6 +135,18 @@ pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
     afail(a, PLD_ERR_ARG, "pld_device_alloc", "%s", pld_last_error());
     return bad;
   }
+  if (a->plat &&
+      pld__mem_exceeded(a->plat, a->mem_bytes + a->alloc_bytes, tmp.nbytes)) {
+    char s[128];
+    pld__tensor_str(s, sizeof s, &tmp);
+    afail(a, PLD_ERR_NOMEM, "pld_device_alloc",
+          "%s needs %zu bytes, but %llu of the %llu bytes of the device's "
+          "global memory are taken (tensor slices, window buffers, earlier "
+          "allocations of this call)",
+          s, tmp.nbytes, (unsigned long long)(a->mem_bytes + a->alloc_bytes),
+          (unsigned long long)a->plat->global_bytes);
+    return bad;
+  }
   if (a->nallocs == a->capallocs) {
     int cap = a->capallocs ? 2 * a->capallocs : 8;
     struct pld__tensor **v =
@@ -164,6 +179,7 @@ pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
     }
   }
   a->allocs[a->nallocs++] = t;
+  a->alloc_bytes += t->nbytes;
   if (a->trace) {
     char line[256];
     size_t n = pld__catf(line, sizeof line, "    device tensor ");
@@ -174,17 +190,28 @@ pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
   return (pld_tensor){t};
 }
 
+void pld__aicpu_busy(struct pld__aicpu *a, int busy) {
+  if (busy)
+    atomic_store_explicit(&a->watch->aicpu_since_ns, pld__now_ns(),
+                          memory_order_relaxed);
+  atomic_store(&a->watch->aicpu_busy, busy);
+}
+
 int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
                     const pld_arg *argv) {
   a->fn = fn.sig->name;
+  if (!a->trace) {
+    pld__name_copy(a->watch->aicpu_fn, sizeof a->watch->aicpu_fn, a->fn);
+    pld__aicpu_busy(a, 1);
+  }
   fn.entry((pld_aicpu){a}, argv);
   if (!a->trace) {
     /* Only while it waits for its tasks can the AICPU be part of a
      * deadlock: the host's watch reads this. */
     char msg[PLD__MSG_MAX];
-    atomic_store(a->busy, 0);
+    pld__aicpu_busy(a, 0);
     int st = pld__sched_drain(a->sched, msg, sizeof msg);
-    atomic_store(a->busy, 1);
+    pld__aicpu_busy(a, 1);
     if (st && !a->status) {
       a->status = st;
       memcpy(a->msg, msg, sizeof msg);
@@ -195,6 +222,7 @@ int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
     pld__free(a->allocs[i]);
   }
   a->nallocs = 0;
+  a->alloc_bytes = 0;
   return a->status;
 }
 

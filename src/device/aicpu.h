@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "core/sig.h"
 #include "core/tensor.h"
+#include "core/watch.h"
+#include "device/plan.h"
 #include "device/sched.h"
 
 #include <stdatomic.h>
@@ -19,11 +21,13 @@ struct pld__aicpu {
   const char *fn; /* the device function's name */
   struct pld__dims *dims;
   struct pld__sched *sched; /* real mode */
-  _Atomic int32_t *busy;    /* real mode: cleared while draining tasks */
+  struct pld__watch *watch; /* real mode: busy except while draining */
 
-  /* Tensors from pld_device_alloc, freed at the end of the call. */
+  /* Tensors from pld_device_alloc, freed at the end of the call, and the
+   * device global memory they take beside the plan's (mem_bytes). */
   struct pld__tensor **allocs;
   int nallocs, capallocs;
+  uint64_t mem_bytes, alloc_bytes;
 
   /* Trace mode: a readable line per launch. */
   char *log;
@@ -35,8 +39,14 @@ struct pld__aicpu {
 
 /* Runs (or traces) one call of a device function: entry(args), then waits
  * for its tasks and frees its allocations.  Returns the first failure,
- * whose message is in a->msg. */
+ * whose message is in a->msg.  In real mode the watch shows the function
+ * running from the call on, except while it waits for its tasks. */
 int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn, const pld_arg *argv);
+
+/* Publishes whether the AICPU runs device-function code (busy) or waits
+ * (for a command, or for its tasks); busy time counts against the kernel
+ * time limit from now. */
+void pld__aicpu_busy(struct pld__aicpu *a, int busy);
 
 /* Frees what the context owns (not the log, which the caller takes). */
 void pld__aicpu_release(struct pld__aicpu *a);

@@ -1,6 +1,7 @@
 #include "device/device.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -15,8 +16,17 @@
 #include "device/sched.h"
 #include "fabric/shm.h"
 
+#define PAGE ((size_t)4096)
+
 static size_t ctl_bytes(void) {
-  return (sizeof(struct pld__devctl) + 4095) & ~(size_t)4095;
+  return (sizeof(struct pld__devctl) + PAGE - 1) & ~(PAGE - 1);
+}
+
+void pld__devctl_reset(struct pld__devctl *c) {
+  memset(c, 0, sizeof *c);
+  c->magic = PLD__CTL_MAGIC;
+  c->magic_mid = PLD__CTL_MAGIC;
+  c->magic_end = PLD__CTL_MAGIC;
 }
 
 static void *map_shared(size_t n) {
@@ -34,17 +44,19 @@ int pld__devices_map(struct pld__device *devs, int n,
                      strerror(errno));
   for (int r = 0; r < n; r++) {
     memset(&devs[r], 0, sizeof devs[r]);
-    devs[r].map_bytes = ctl_bytes() + plans[r].data_bytes;
+    devs[r].map_bytes = ctl_bytes() + PAGE + plans[r].data_bytes;
     devs[r].ctl = map_shared(devs[r].map_bytes);
-    if (!devs[r].ctl) {
+    unsigned char *guard = (unsigned char *)devs[r].ctl + ctl_bytes();
+    if (!devs[r].ctl || mprotect(guard, PAGE, PROT_NONE) != 0) {
       int e = errno;
-      pld__devices_unmap(devs, r, *world);
+      pld__devices_unmap(devs, r + 1, *world);
       *world = NULL;
       return pld__fail(PLD_ERR_SYSTEM,
-                       "pld_program_prepare: rank %d: mmap of %zu bytes: %s",
-                       r, plans[r].data_bytes, strerror(e));
+                       "pld_program_prepare: rank %d: mapping %zu bytes: %s",
+                       r, devs[r].map_bytes, strerror(e));
     }
-    devs[r].data = (unsigned char *)devs[r].ctl + ctl_bytes();
+    pld__devctl_reset(devs[r].ctl);
+    devs[r].data = guard + PAGE;
   }
   return PLD_OK;
 }
@@ -60,9 +72,10 @@ void pld__devices_unmap(struct pld__device *devs, int n,
     munmap(world, sizeof *world);
 }
 
-struct pld__spin pld__world_spin(struct pld__worldctl *world) {
-  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000, &world->spinners,
-                        pld__cpus()};
+struct pld__spin pld__world_spin(struct pld__worldctl *world,
+                                 _Atomic uint32_t *own) {
+  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000, &world->awake,
+                        own, pld__cpus()};
   return s;
 }
 
@@ -72,40 +85,53 @@ static struct pld__devctl *self_ctl;
 static struct pld__worldctl *self_world;
 static _Thread_local const char *aicpu_running_fn;
 
-static void copy_name(char *dst, size_t cap, const char *src) {
-  size_t i = 0;
-  for (; src && src[i] && i + 1 < cap; i++)
-    dst[i] = src[i];
-  dst[i] = '\0';
-}
-
-/* Async-signal-safe: plain stores into shared memory and a futex wake.
- * SA_RESETHAND restored the default action, so returning re-raises a
- * synchronous fault (or abort() raises again) and the process dies. */
-static void crash_handler(int sig, siginfo_t *si, void *uctx) {
-  (void)uctx;
-  struct pld__devctl *c = self_ctl;
-  int expected = 0;
-  if (!atomic_compare_exchange_strong(&c->crash_signal, &expected, sig))
+/* Records in the control block what this thread was running as the
+ * process dies (kind PLD__CRASH_*); the first dying thread wins.  Async-
+ * signal-safe: plain stores into shared memory and a futex wake. */
+static void record_death(int kind, int sig, uintptr_t addr) {
+  struct pld__crash *cr = &self_ctl->crash;
+  int32_t expected = 0;
+  if (!atomic_compare_exchange_strong(&cr->claimed, &expected, 1))
     return;
   const struct pld__core *core = pld__running_core;
   if (core) {
-    c->crash_core_type = (int)core->spec.type;
-    c->crash_core = core->spec.index;
-    c->crash_block = (int)core->block_idx;
-    c->crash_blocks = (int)core->block_num;
-    copy_name(c->crash_fn, sizeof c->crash_fn, core->kernel);
+    cr->core_type = (int32_t)core->spec.type;
+    cr->core = core->spec.index;
+    cr->block = core->block_idx;
+    cr->blocks = core->block_num;
+    pld__name_copy(cr->fn, sizeof cr->fn, core->kernel);
   } else {
-    c->crash_core_type = -1;
-    copy_name(c->crash_fn, sizeof c->crash_fn, aicpu_running_fn);
+    cr->core_type = -1;
+    pld__name_copy(cr->fn, sizeof cr->fn, aicpu_running_fn);
   }
-  c->crash_addr = (uintptr_t)si->si_addr;
+  cr->signal = sig;
+  cr->addr = addr;
+  atomic_store_explicit(&cr->kind, kind, memory_order_release);
   atomic_fetch_add(&self_world->event, 1);
   pld__futex_wake(&self_world->event, 1);
 }
 
+/* SA_RESETHAND restored the default action; raising the signal again
+ * makes the process die of it once the handler returns, whether it came
+ * from a fault (which would also recur) or from kill or raise. */
+static void crash_handler(int sig, siginfo_t *si, void *uctx) {
+  (void)uctx;
+  record_death(PLD__CRASH_SIGNAL, sig, (uintptr_t)si->si_addr);
+  raise(sig);
+}
+
+/* The device's code called exit(): the process ends with it, so that is
+ * reported like a crash, naming the kernel or function that called it.
+ * (The device itself leaves through _exit, which runs no exit hooks.) */
+static void exit_hook(void) { record_death(PLD__CRASH_EXIT, 0, 0); }
+
+/* Every signal whose default action ends the process, and that a handler
+ * can catch. */
 static void install_crash_handlers(void) {
-  static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  static const int sigs[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGABRT,
+                             SIGTRAP, SIGSYS,  SIGTERM, SIGINT,  SIGQUIT,
+                             SIGHUP,  SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU,
+                             SIGXFSZ, SIGPIPE, SIGVTALRM, SIGPROF};
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = crash_handler;
@@ -113,6 +139,7 @@ static void install_crash_handlers(void) {
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
     sigaction(sigs[i], &sa, NULL);
+  atexit(exit_hook);
 }
 
 /* Runs every dispatch of the plan once.  Returns the first failure. */
@@ -122,8 +149,8 @@ static int run_plan(const struct pld__devplan *plan, unsigned char *data,
   for (int c = 0; c < plan->ncalls; c++) {
     const struct pld__call *call = &plan->calls[c];
     const pld_signature *sig = call->fn.sig;
-    struct pld__tensor tensors[32];
-    pld_arg argv[32];
+    struct pld__tensor tensors[PLD__MAX_PARAMS];
+    pld_arg argv[PLD__MAX_PARAMS];
     for (int i = 0; i < call->argc; i++)
       argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], plan,
                                      data, fabric, &tensors[i]);
@@ -156,10 +183,10 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   install_crash_handlers();
   struct pld__shm_fabric fabric;
   pld__shm_fabric_init(&fabric, region, plan->lay, plan->rank);
-  struct pld__spin spin = pld__world_spin(self_world);
-  struct pld__comm_env env = {&fabric.base, &self_world->abort,
-                              &ctl->progress, &ctl->running,
-                              &ctl->queued, ctl->waits, spin};
+  struct pld__spin spin = pld__world_spin(self_world, &ctl->awake);
+  pld__awake(&spin); /* the AICPU thread */
+  struct pld__comm_env env = {&fabric.base, &self_world->abort, &ctl->watch,
+                              spin};
   struct pld__sched *sched = NULL;
   struct pld__dims dims;
   struct pld__aicpu a;
@@ -173,9 +200,10 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   a.rank = plan->rank;
   a.device = plan->device_id;
   a.plat = plan->plat;
+  a.mem_bytes = plan->mem_bytes;
   a.dims = &dims;
   a.sched = sched;
-  a.busy = &ctl->aicpu_busy;
+  a.watch = &ctl->watch;
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
   report(ctl, 0);
 
@@ -194,9 +222,9 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
     }
     /* Dynamic dimensions start from the compiled bindings on every run. */
     dims = *plan->dims;
-    atomic_store(a.busy, 1);
+    pld__aicpu_busy(&a, 1);
     st = run_plan(plan, data, &fabric.base, &a, ctl->msg, sizeof ctl->msg);
-    atomic_store(a.busy, 0);
+    pld__aicpu_busy(&a, 0);
     ctl->status = st;
     if (st)
       ctl->ticket = atomic_fetch_add(&self_world->tickets, 1);
@@ -204,6 +232,7 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   }
   pld__aicpu_release(&a);
   pld__sched_destroy(sched);
+  pld__asleep(&spin);
   _exit(0);
 }
 

@@ -14,42 +14,63 @@
 #include <sys/types.h>
 
 #include "core/error.h"
+#include "core/watch.h"
 #include "device/plan.h"
 
 enum { PLD__CMD_RUN = 1, PLD__CMD_STOP = 2 };
 
+/* Written at both ends and in the middle of every control block by the
+ * host, so that it can tell a block a device's code overwrote. */
+#define PLD__CTL_MAGIC 0x31746374636c6470ull /* "pldctlc1" */
+
+/* How a device process said it was dying. */
+enum { PLD__CRASH_NONE = 0, PLD__CRASH_SIGNAL = 1, PLD__CRASH_EXIT = 2 };
+
+/* Written by the device's crash handler (a fatal signal) or exit hook (its
+ * code called exit()): what it was running.  kind is stored last. */
+struct pld__crash {
+  _Atomic int32_t claimed; /* the first of several dying threads writes */
+  _Atomic int32_t kind;
+  int32_t signal;
+  int32_t core_type; /* -1: the AICPU */
+  int32_t core, block, blocks;
+  char fn[PLD__NAME_MAX]; /* kernel or device function */
+  uint64_t addr;
+};
+
 struct pld__devctl {
+  uint64_t magic;            /* PLD__CTL_MAGIC */
   _Atomic uint32_t cmd_seq;  /* host: bumped after setting cmd */
   _Atomic uint32_t cmd_sleepers; /* device: asleep on cmd_seq */
   _Atomic uint32_t cmd;
   _Atomic uint32_t done_seq; /* device: the cmd_seq it finished */
   _Atomic uint32_t ready;    /* device: started and waiting */
+  _Atomic uint32_t awake;    /* device: its share of the world's awake
+                                threads (see struct pld__spin) */
   int status;                /* result of the last run */
   uint32_t ticket;           /* order of failure among the ranks */
   char msg[PLD__MSG_MAX];
-  /* Written by the crash handler of the device process. */
-  _Atomic int crash_signal;
-  int crash_core_type; /* -1: the AICPU thread */
-  int crash_core, crash_block, crash_blocks;
-  char crash_fn[64]; /* kernel or device function running */
-  uintptr_t crash_addr;
-  /* Read by the host's deadlock watch. */
-  _Atomic int32_t running;    /* blocks running and not in a wait */
-  _Atomic int32_t queued;     /* blocks ready but not started */
-  _Atomic int32_t aicpu_busy; /* the AICPU runs device-function code */
-  _Atomic uint32_t progress;  /* bumped by every signal this device sends */
-  struct pld__waitslot waits[PLD__MAX_CORES];
+  struct pld__crash crash;
+  uint64_t magic_mid;        /* PLD__CTL_MAGIC */
+  struct pld__watch watch;   /* read by the host's watch */
+  uint64_t magic_end;        /* PLD__CTL_MAGIC */
 };
+
+/* Clears a control block for a new device process. */
+void pld__devctl_reset(struct pld__devctl *c);
 
 struct pld__worldctl {
   _Atomic uint32_t event;   /* bumped and woken by a device done or dying */
   _Atomic uint32_t event_sleepers; /* host: asleep on event */
   _Atomic uint32_t abort;   /* host: stop the current run (a rank failed) */
   _Atomic uint32_t tickets; /* failure order */
-  _Atomic uint32_t spinners; /* threads polling, in all processes */
+  _Atomic uint32_t awake;   /* threads awake, in all processes */
 };
 
-/* The host's handle on one device process. */
+/* The host's handle on one device process.  Its region is the control
+ * block, one inaccessible guard page (a kernel writing just before its
+ * first tensor faults instead of corrupting the block), then the data
+ * area. */
 struct pld__device {
   struct pld__devctl *ctl;
   unsigned char *data;
@@ -59,9 +80,11 @@ struct pld__device {
   int wstatus; /* its status then */
 };
 
-/* How the threads of a program poll: PLD_SPIN_US, the world's spinner
- * count, the CPUs. */
-struct pld__spin pld__world_spin(struct pld__worldctl *world);
+/* How the threads of a program poll: PLD_SPIN_US, the world's count of
+ * awake threads (and this process's share of it, or NULL on the host), the
+ * CPUs. */
+struct pld__spin pld__world_spin(struct pld__worldctl *world,
+                                 _Atomic uint32_t *own);
 
 /* Maps the shared region of each device (sized for its plan) and of the
  * world.  Returns PLD_OK or PLD_ERR_SYSTEM (message set). */

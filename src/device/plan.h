@@ -51,13 +51,21 @@ struct pld__devplan {
   int nbufs;
   struct pld__devbuf *bufs;
   size_t data_bytes;
+  /* Device global memory its tensor slices and window copies take (device
+   * allocations must fit the rest). */
+  uint64_t mem_bytes;
   /* Window buffers: where their copies are, and this rank's comm context
    * in each (comms[win_buf * nranks + rank]). */
   const struct pld__winlayout *lay;
   const struct pld__comm *comms;
 };
 
-#endif
+/* Adding n bytes to `used` bytes of a device's global memory would exceed
+ * the platform's (computed without overflow for any n). */
+static inline int pld__mem_exceeded(const pld_platform_info *plat,
+                                    uint64_t used, uint64_t n) {
+  return used > plat->global_bytes || n > plat->global_bytes - used;
+}
 
 /* The argument a device function receives for ca: the scalar, or a tensor
  * descriptor built in *t (named and directed as parameter pm; window views
@@ -69,3 +77,5 @@ pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
                              const struct pld__devplan *pl,
                              unsigned char *data, struct pld__fabric *f,
                              struct pld__tensor *t);
+
+#endif

@@ -49,7 +49,7 @@ struct coretype {
   int idle;    /* threads asleep waiting for work */
   int busy;    /* threads running a block */
   int pending; /* blocks in the ready queue not handed out yet */
-  _Atomic uint32_t work_seq; /* bumped when work arrives: spinners watch it */
+  _Atomic uint32_t work_seq; /* bumped when work arrives: pollers watch it */
   struct corethread *threads;
   pthread_cond_t work;
   struct task *ready_head, *ready_tail;
@@ -64,19 +64,34 @@ struct pld__sched {
   int unfinished;
   _Atomic uint32_t finish_seq; /* bumped when unfinished reaches 0 */
   struct pld__spin spin;
-  _Atomic uint32_t local_spinners; /* without an env */
+  _Atomic uint32_t local_awake; /* without an env */
   int stopping;
   int cancelled;
   int status; /* first block failure */
   char msg[PLD__MSG_MAX];
   int rank, device;
   const struct pld__comm_env *env;
+  const struct task *published_head[2]; /* see publish_queued */
 };
 
-/* Called with mu held: the host's deadlock watch sees ready blocks. */
+/* Called with mu held: the host's deadlock watch sees the blocks ready to
+ * start and the cores holding blocks, per core type, and which task is
+ * first in line (its name copied only when another task comes first). */
 static void publish_queued(struct pld__sched *s) {
-  if (s->env)
-    atomic_store(s->env->queued, s->types[0].pending + s->types[1].pending);
+  if (!s->env)
+    return;
+  for (int i = 0; i < 2; i++) {
+    struct coretype *ct = &s->types[i];
+    struct pld__readyq *q = &s->env->watch->queue[i];
+    const struct task *head = ct->ready_head;
+    if (head && head != s->published_head[i])
+      pld__name_copy(q->kernel, sizeof q->kernel, head->kernel.sig->name);
+    s->published_head[i] = head;
+    q->next_block = head ? head->next_block : 0;
+    q->nblocks = head ? head->blocks : 0;
+    atomic_store(&q->held, ct->busy);
+    atomic_store(&q->blocks, ct->pending);
+  }
 }
 
 int pld__sched_create(const pld_platform_info *plat, int rank, int device,
@@ -91,7 +106,7 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     s->spin = env->spin;
   } else {
     s->spin.ns = pld__tunables()->PLD_SPIN_US * 1000;
-    s->spin.spinners = &s->local_spinners;
+    s->spin.awake = &s->local_awake;
     s->spin.cpus = pld__cpus();
   }
   s->env = env;
@@ -187,6 +202,24 @@ static void cancel_all(struct pld__sched *s) {
   }
 }
 
+/* Publishes that core c starts its block now (for the host's kernel time
+ * limit, deadlock report and crash report).  Returns its slot, or NULL
+ * without a watch. */
+static struct pld__coreslot *slot_begin(struct pld__sched *s,
+                                        const struct pld__core *c) {
+  if (!s->env)
+    return NULL;
+  struct pld__coreslot *slot = &s->env->watch->cores[c->slot];
+  slot->core_type = (int32_t)c->spec.type;
+  slot->core = c->spec.index;
+  slot->block = c->block_idx;
+  slot->blocks = c->block_num;
+  pld__name_copy(slot->kernel, sizeof slot->kernel, c->kernel);
+  atomic_store_explicit(&slot->since_ns, pld__now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&slot->state, PLD__CORE_RUNNING, memory_order_release);
+  return slot;
+}
+
 /* Bytes of each core thread's signal stack: the crash handler must run
  * even when a kernel overflowed its stack. */
 #define ALT_STACK_BYTES ((size_t)64 * 1024)
@@ -199,6 +232,7 @@ static void *core_main(void *arg) {
   stack_t alt = {pld__malloc(ALT_STACK_BYTES), 0, ALT_STACK_BYTES};
   if (alt.ss_sp)
     sigaltstack(&alt, NULL);
+  pld__awake(&s->spin);
   pthread_mutex_lock(&s->mu);
   for (;;) {
     /* Poll a little for the next block before sleeping: dispatches come in
@@ -211,7 +245,9 @@ static void *core_main(void *arg) {
     }
     while (!s->stopping && !type->ready_head) {
       type->idle++;
+      int64_t began = pld__sleep_begin(&s->spin);
       pthread_cond_wait(&type->work, &s->mu);
+      pld__sleep_end(&s->spin, began);
       type->idle--;
     }
     if (s->stopping)
@@ -223,20 +259,27 @@ static void *core_main(void *arg) {
     type->pending--;
     type->busy++;
     if (s->env)
-      atomic_fetch_add(s->env->running, 1);
+      atomic_fetch_add(&s->env->watch->running, 1);
     publish_queued(s);
     pthread_mutex_unlock(&s->mu);
 
     pld__core_begin(&ct->core, t->kernel.sig->name, s->rank, s->device, block,
                     t->launched);
+    struct pld__coreslot *slot = slot_begin(s, &ct->core);
     pld__running_core = &ct->core;
     t->kernel.entry(k, t->argv);
     pld__running_core = NULL;
+    if (slot)
+      atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_release);
 
     pthread_mutex_lock(&s->mu);
     type->busy--;
-    if (s->env)
-      atomic_fetch_sub(s->env->running, 1);
+    if (s->env) {
+      atomic_fetch_sub(&s->env->watch->running, 1);
+      atomic_fetch_add_explicit(&s->env->watch->progress, 1,
+                                memory_order_relaxed);
+    }
+    publish_queued(s);
     if (ct->core.status && !s->status) {
       s->status = ct->core.status;
       memcpy(s->msg, ct->core.msg, sizeof s->msg);
@@ -253,6 +296,7 @@ static void *core_main(void *arg) {
     }
   }
   pthread_mutex_unlock(&s->mu);
+  pld__asleep(&s->spin);
   if (alt.ss_sp) {
     stack_t off = {NULL, SS_DISABLE, 0};
     sigaltstack(&off, NULL);
@@ -419,13 +463,16 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000;
     }
+    int64_t began = pld__sleep_begin(&s->spin);
     pthread_cond_timedwait(&s->drained, &s->mu, &ts);
+    pld__sleep_end(&s->spin, began);
   }
   int st = s->status;
   if (st && msg)
     pld__catf(msg, cap, "%s", s->msg);
   struct task *t = s->head;
   s->head = s->tail = NULL;
+  s->published_head[0] = s->published_head[1] = NULL;
   s->status = PLD_OK;
   s->cancelled = 0;
   pthread_mutex_unlock(&s->mu);

@@ -1,6 +1,7 @@
 #include "fabric/shm.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/alloc.h"
 #include "core/futex.h"
@@ -41,7 +42,15 @@ int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
         continue;
       }
       *c = at;
-      at += round_up(phys[b], 4096);
+      /* Each buffer fits a device (the host checked), but many of them
+       * over many ranks may not fit an address space. */
+      if (phys[b] > SIZE_MAX - 4095 ||
+          __builtin_add_overflow(at, round_up(phys[b], 4096), &at)) {
+        pld__winlayout_release(lay);
+        return pld__fail(PLD_ERR_NOMEM,
+                         "pld_compile: the window buffers of all ranks need "
+                         "more bytes than an address space holds");
+      }
     }
   }
   lay->total = at;
@@ -144,13 +153,24 @@ static void shm_wait_events(struct pld__fabric *fb, uint32_t seen,
   pld__event_wait(&b->count, seen, &b->sleepers, spin, timeout_ns, 1);
 }
 
+/* Copies up to this size are zeroed with memset; larger ones have their
+ * pages dropped instead, which reads back as zeros: a window of many GiB
+ * that a program touches only in part must not be written (and so
+ * committed to memory) whole before every run. */
+#define ZERO_BY_MEMSET_MAX ((size_t)1 << 20)
+
 static void shm_zero_all(struct pld__fabric *fb) {
   struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
   const struct pld__winlayout *lay = f->lay;
   for (int b = 0; b < lay->nbufs; b++)
     for (int r = 0; r < lay->nranks; r++) {
       size_t c = lay->copy[(size_t)b * (size_t)lay->nranks + (size_t)r];
-      if (c != SIZE_MAX)
+      if (c == SIZE_MAX)
+        continue;
+      /* Copies start on pages and own whole pages (winlayout_init). */
+      size_t whole = round_up(lay->phys[b], 4096);
+      if (lay->phys[b] <= ZERO_BY_MEMSET_MAX ||
+          madvise(f->region + c, whole, MADV_REMOVE) != 0)
         memset(f->region + c, 0, lay->phys[b]);
     }
 }
@@ -171,10 +191,30 @@ static void shm_wake_all(struct pld__fabric *fb) {
   }
 }
 
+/* Nothing of a killed rank's process may linger: a count of sleepers on
+ * its doorbell would make every later signal to the rank pay a wake-up
+ * call for nobody. */
+static void shm_reset_rank(struct pld__fabric *fb, int rank) {
+  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+  atomic_store(&bell_of(f->region, f->lay, rank)->sleepers, 0);
+}
+
 static const struct pld__fabric_ops shm_ops = {
-    "shm",        shm_local,       shm_write,    shm_read,
-    shm_accumulate, shm_signal,    shm_cell,     shm_events,
-    shm_wait_events, shm_zero_all, shm_peek,     shm_wake_all};
+    .version = PLD__FABRIC_OPS_VERSION,
+    .name = "shm",
+    .local = shm_local,
+    .write = shm_write,
+    .read = shm_read,
+    .accumulate = shm_accumulate,
+    .signal = shm_signal,
+    .cell = shm_cell,
+    .events = shm_events,
+    .wait_events = shm_wait_events,
+    .zero_all = shm_zero_all,
+    .peek = shm_peek,
+    .wake_all = shm_wake_all,
+    .reset_rank = shm_reset_rank,
+};
 
 void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,
                           const struct pld__winlayout *lay, int rank) {

@@ -101,11 +101,12 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
   struct pld_program *p = h->prog;
   const char *name = p->host.sig->name;
   const pld_signature *sig = fn.sig;
-  if (!sig || sig->level != PLD_LEVEL_DEVICE || !fn.entry)
+  const char *problem = pld__sig_problem(sig, PLD_LEVEL_DEVICE, !!fn.entry);
+  if (problem)
     return pld__hfail(h, PLD_ERR_ARG,
-                 "pld_dispatch (in %s): fn: expected a function declared with "
-                 "PLD_DEVICE, got %s",
-                 name, sig ? pld__level_name(sig->level) : "an empty descriptor");
+                      "pld_dispatch (in %s): fn: expected a function declared "
+                      "with PLD_DEVICE, got %s",
+                      name, problem);
   const pld_arg *r = &argv[0];
   if (!pld__arg_is_integer(r))
     return pld__hfail(h, PLD_ERR_ARG,
@@ -181,6 +182,21 @@ static const char *host_arg_name(const struct pld_program *p, int i) {
   return p->host.sig->params[i].name;
 }
 
+/* Rank pl's device cannot hold `what` (n bytes) beyond the `used` bytes
+ * of its global memory already planned. */
+static int memory_refused(const struct pld_program *p,
+                          const struct pld__devplan *pl, uint64_t used,
+                          const char *what, uint64_t n) {
+  return pld__fail(PLD_ERR_NOMEM,
+                   "pld_compile: %s: rank %d (device %d): its tensor slices "
+                   "and window buffers need more than the %llu bytes of an "
+                   "%s device's global memory (%llu bytes before %s of %llu "
+                   "bytes)",
+                   p->host.sig->name, pl->rank, pl->device_id,
+                   (unsigned long long)p->plat->global_bytes, p->plat->name,
+                   (unsigned long long)used, what, (unsigned long long)n);
+}
+
 /* The device buffer for a tensor slice of a host argument: the same slice
  * dispatched twice to one device is one buffer, as it would be one region
  * of the device's memory; slices overlapping otherwise are refused. */
@@ -213,7 +229,14 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
     return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
   pl->bufs = v;
   struct pld__devbuf *buf = &pl->bufs[pl->nbufs];
+  /* data_bytes stays within the device's memory, so this cannot wrap. */
   buf->offset = (pl->data_bytes + 63) & ~(size_t)63;
+  if (pld__mem_exceeded(p->plat, buf->offset, t->nbytes)) {
+    char what[128];
+    pld__catf(what, sizeof what, "a slice of '%s'",
+              host_arg_name(p, t->host_arg));
+    return memory_refused(p, pl, buf->offset, what, t->nbytes);
+  }
   buf->nbytes = t->nbytes;
   buf->host_arg = t->host_arg;
   buf->host_offset = t->host_offset;
@@ -272,6 +295,20 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
         return st;
     }
   }
+  /* Its copies of the window buffers of its domains live in its memory
+   * too. */
+  pl->mem_bytes = pl->data_bytes;
+  for (int b = 0; b < p->nwinbufs; b++) {
+    const struct pld__winbuf *wb = p->winbufs[b];
+    if (!wb->member[rank])
+      continue;
+    if (pld__mem_exceeded(p->plat, pl->mem_bytes, wb->phys)) {
+      char what[64];
+      pld__catf(what, sizeof what, "window buffer #%d", b);
+      return memory_refused(p, pl, pl->mem_bytes, what, wb->phys);
+    }
+    pl->mem_bytes += wb->phys;
+  }
   return PLD_OK;
 }
 
@@ -310,8 +347,8 @@ static int trace_devices(struct pld_program *p) {
     for (int c = 0; c < pl->ncalls; c++) {
       struct pld__call *call = &pl->calls[c];
       const pld_signature *sig = call->fn.sig;
-      struct pld__tensor tensors[32];
-      pld_arg argv[32];
+      struct pld__tensor tensors[PLD__MAX_PARAMS];
+      pld_arg argv[PLD__MAX_PARAMS];
       for (int i = 0; i < call->argc; i++)
         argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i],
                                        pl, NULL, NULL, &tensors[i]);
@@ -322,6 +359,7 @@ static int trace_devices(struct pld_program *p) {
       a.device = pl->device_id;
       a.plat = p->plat;
       a.dims = &p->dims;
+      a.mem_bytes = pl->mem_bytes;
       int st = pld__aicpu_call(&a, call->fn, argv);
       pld__aicpu_release(&a);
       call->launches = a.log;
@@ -354,6 +392,16 @@ static int check_config(const pld_config *cfg, const pld_platform_info **plat) {
                      "pld_compile: cfg.device_ids: expected at least one "
                      "device id, got %d",
                      cfg->device_ids ? cfg->ndevices : 0);
+  if (cfg->wait_timeout_ms < 0)
+    return pld__fail(PLD_ERR_CONFIG,
+                     "pld_compile: cfg.wait_timeout_ms: expected a limit in "
+                     "milliseconds >= 0 (0: PLD_WAIT_TIMEOUT_MS), got %lld",
+                     (long long)cfg->wait_timeout_ms);
+  if (cfg->kernel_timeout_ms < 0)
+    return pld__fail(PLD_ERR_CONFIG,
+                     "pld_compile: cfg.kernel_timeout_ms: expected a limit in "
+                     "milliseconds >= 0 (0: PLD_KERNEL_TIMEOUT_MS), got %lld",
+                     (long long)cfg->kernel_timeout_ms);
   int limit = (*plat)->max_devices;
   for (int r = 0; r < cfg->ndevices; r++) {
     int id = cfg->device_ids[r];
@@ -370,6 +418,14 @@ static int check_config(const pld_config *cfg, const pld_platform_info **plat) {
                          r, id, q);
   }
   return PLD_OK;
+}
+
+/* A time limit in nanoseconds from the configuration's milliseconds
+ * (checked >= 0; 0 takes the environment's, whose 0 means no limit): 0 for
+ * no limit, saturated where milliseconds would overflow. */
+static int64_t limit_ns(int64_t cfg_ms, int64_t env_ms) {
+  int64_t ms = cfg_ms > 0 ? cfg_ms : env_ms;
+  return ms > INT64_MAX / 1000000 ? INT64_MAX : ms * 1000000;
 }
 
 static void host_release(struct pld__host *h) {
@@ -414,7 +470,7 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
   memset(&h, 0, sizeof h);
   h.prog = p;
   int st = PLD_OK;
-  pld_arg args[32];
+  pld_arg args[PLD__MAX_PARAMS];
   h.args = pld__calloc((size_t)(p->nargs > 0 ? p->nargs : 1), sizeof *h.args);
   if (!h.args) {
     st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
@@ -462,26 +518,36 @@ release:
 
 int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
                 const pld_arg *argv, pld_program **out) {
-  const pld_platform_info *plat = NULL;
-  int st = check_config(cfg, &plat);
+  /* A refused environment variable fails every program at its start,
+   * rather than leaving it to run with a value nobody asked for. */
+  int st = pld__tunables_check("pld_compile");
   if (st)
     return st;
-  if (!host.sig || host.sig->level != PLD_LEVEL_HOST || !host.entry)
+  if (!out)
+    return pld__fail(PLD_ERR_ARG,
+                     "pld_compile: out: expected where to store the program, "
+                     "got NULL");
+  const pld_platform_info *plat = NULL;
+  st = check_config(cfg, &plat);
+  if (st)
+    return st;
+  const char *problem = pld__sig_problem(host.sig, PLD_LEVEL_HOST,
+                                         !!host.entry);
+  if (problem)
     return pld__fail(PLD_ERR_ARG,
                      "pld_compile: host: expected a function declared with "
                      "PLD_HOST, got %s",
-                     host.sig ? pld__level_name(host.sig->level)
-                              : "an empty descriptor");
+                     problem);
   struct pld_program *p = pld__calloc(1, sizeof *p);
   if (!p)
     return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
   p->host = host;
   p->plat = plat;
   p->keep_windows = cfg->keep_windows;
-  p->wait_timeout_ns =
-      (cfg->wait_timeout_ms > 0 ? cfg->wait_timeout_ms
-                                : pld__tunables()->PLD_WAIT_TIMEOUT_MS) *
-      (int64_t)1000000;
+  p->wait_timeout_ns = limit_ns(cfg->wait_timeout_ms,
+                                pld__tunables()->PLD_WAIT_TIMEOUT_MS);
+  p->kernel_timeout_ns = limit_ns(cfg->kernel_timeout_ms,
+                                  pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
   p->nranks = cfg->ndevices;
   p->device_ids = pld__calloc((size_t)cfg->ndevices, sizeof *p->device_ids);
   if (!p->device_ids) {

@@ -14,8 +14,8 @@ struct pld__dispatch {
   int rank;
   pld_device_fn fn;
   int argc;
-  pld_arg argv[32];                 /* normalized scalars (kind for all) */
-  struct pld__tensor t[32];         /* copies of the tensor arguments */
+  pld_arg argv[PLD__MAX_PARAMS];         /* normalized scalars (kind for all) */
+  struct pld__tensor t[PLD__MAX_PARAMS]; /* copies of the tensor arguments */
 };
 
 /* A window buffer, as pld_window_alloc made it. */
@@ -49,7 +49,8 @@ struct pld_program {
   struct pld__dims dims;
   struct pld__devplan *plans; /* per rank */
   char *artifact_dir;
-  int64_t wait_timeout_ns;
+  int64_t wait_timeout_ns;   /* 0: no limit */
+  int64_t kernel_timeout_ns; /* 0: no limit */
   int keep_windows;
 
   /* Window buffers and their domains. */

@@ -1,4 +1,12 @@
-/* host/run.c: starting device processes and running a compiled program. */
+/* host/run.c: starting device processes, running a compiled program, and
+ * watching the run: deadlocks, time limits, crashes, devices that do not
+ * stop.
+ *
+ * Everything the host reads from a device's control block was written by a
+ * process that runs user code: a kernel's wild write can put anything
+ * there.  So every field is checked before use (magic words at both ends,
+ * statuses, signal numbers, indices, names made printable and bounded),
+ * and a block that fails a check is reported as a crash of that rank. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,7 +21,19 @@
 #include "host/program.h"
 
 /* How long the host sleeps between checks that its devices are alive. */
-#define LIVENESS_NS 100000000 /* 100 ms */
+#define LIVENESS_NS ((int64_t)100000000) /* 100 ms */
+/* How long a quiet state must last, unchanged, to be called a deadlock. */
+#define QUIET_NS ((int64_t)50000000) /* 50 ms */
+/* Once a run is stopped (a failure, a deadlock, a time limit), how long
+ * devices have to finish their dispatch before the ones still running are
+ * killed and restarted: well within the second the run may take. */
+#define STOP_GRACE_NS ((int64_t)500000000) /* 500 ms */
+/* How often the host looks while a stopped run winds down. */
+#define STOPPING_NS ((int64_t)20000000) /* 20 ms */
+/* How long a new device process may take to report ready. */
+#define START_NS ((int64_t)30000000000) /* 30 s */
+/* How long a device that called exit() may take to be gone. */
+#define EXIT_NS ((int64_t)1000000000) /* 1 s */
 
 /* Ranks whose run bookkeeping fits on the stack. */
 #define PLD_MAX_RANKS_INLINE 64
@@ -23,7 +43,9 @@ static const char *sig_name(int sig) {
   return n ? n : "?";
 }
 
-/* Collects device r if it exited.  Returns 1 if it is gone. */
+static int sig_valid(int sig) { return sig >= 1 && sig <= SIGRTMAX; }
+
+/* Collects device d if it exited.  Returns 1 if it is gone. */
 static int reap(struct pld__device *d, int block) {
   if (d->reaped)
     return 1;
@@ -36,6 +58,134 @@ static int reap(struct pld__device *d, int block) {
   }
   return 0;
 }
+
+/* Waits up to ns for device d to be gone by itself, then kills it.  */
+static void reap_within(struct pld__device *d, int64_t ns) {
+  int64_t deadline = pld__now_ns() + ns;
+  while (!reap(d, 0) && pld__now_ns() < deadline) {
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+  if (!d->reaped) {
+    kill(d->pid, SIGKILL);
+    reap(d, 1);
+  }
+}
+
+/* ---- what a device wrote, checked --------------------------------------- */
+
+/* The magic words of rank r's control block (at both ends and in the
+ * middle) are intact.  Otherwise *what says which and what it holds. */
+static int ctl_intact(const struct pld_program *p, int r, char *what,
+                      size_t cap) {
+  const struct pld__devctl *c = p->devs[r].ctl;
+  const uint64_t words[3] = {c->magic, c->magic_mid, c->magic_end};
+  static const char *const names[3] = {"first", "middle", "last"};
+  for (int i = 0; i < 3; i++)
+    if (words[i] != PLD__CTL_MAGIC) {
+      pld__catf(what, cap, "its %s word holds %#llx instead of %#llx", names[i],
+                (unsigned long long)words[i],
+                (unsigned long long)PLD__CTL_MAGIC);
+      return 0;
+    }
+  return 1;
+}
+
+/* A copy of one core's slot, validated: returns its state, or -1 (with
+ * *what saying why) when the slot cannot be what a device wrote. */
+static int slot_read(const struct pld_program *p, int r, int i,
+                     struct pld__coreslot *s, char *what, size_t cap) {
+  const struct pld__coreslot *w = &p->devs[r].ctl->watch.cores[i];
+  int state = atomic_load_explicit(&w->state, memory_order_acquire);
+  if (state == PLD__CORE_IDLE)
+    return state;
+  s->since_ns = atomic_load_explicit(&w->since_ns, memory_order_relaxed);
+  s->core_type = w->core_type;
+  s->core = w->core;
+  s->block = w->block;
+  s->blocks = w->blocks;
+  s->buf = w->buf;
+  s->cmp = w->cmp;
+  s->expected = w->expected;
+  s->ndim = w->ndim;
+  s->off = w->off;
+  memcpy(s->idx, w->idx, sizeof s->idx);
+  pld__copy_printable(s->kernel, sizeof s->kernel, w->kernel, sizeof w->kernel,
+                      0);
+  pld__copy_printable(s->window, sizeof s->window, w->window, sizeof w->window,
+                      0);
+  const pld_platform_info *pl = p->plat;
+  int cores = s->core_type == PLD_CORE_CUBE ? pl->cube_cores : pl->vector_cores;
+  const char *bad = NULL;
+  if (state != PLD__CORE_RUNNING && state != PLD__CORE_WAITING)
+    bad = "state";
+  else if ((s->core_type != PLD_CORE_VECTOR && s->core_type != PLD_CORE_CUBE) ||
+           s->core < 0 || s->core >= cores)
+    bad = "core";
+  else if (s->blocks < 1 || s->blocks > 65535 || s->block < 0 ||
+           s->block >= s->blocks)
+    bad = "block";
+  else if (state == PLD__CORE_WAITING &&
+           (s->buf < 0 || s->buf >= p->nwinbufs ||
+            !p->winbufs[s->buf]->member[r] || s->off % 4 != 0 ||
+            s->off + 4 > p->winbufs[s->buf]->phys ||
+            (s->cmp != PLD_WAIT_EQ && s->cmp != PLD_WAIT_GE) || s->ndim < 1 ||
+            s->ndim > PLD_MAX_DIMS))
+    bad = "wait";
+  if (bad) {
+    pld__catf(what, cap, "the %s of its core slot %d is invalid", bad, i);
+    return -1;
+  }
+  return state;
+}
+
+/* " in kernel k on AIV core 3 (block 0 of 2)". */
+static size_t where_str(char *buf, size_t cap, const struct pld__coreslot *s) {
+  return pld__catf(buf, cap, "kernel %s on %s core %d (block %d of %d)",
+                   s->kernel, pld__core_type_name((pld_core_type)s->core_type),
+                   s->core, s->block, s->blocks);
+}
+
+/* What rank r runs, from its watch: every block on a core ("kernel k on
+ * AIV core 0 (block 0 of 1), running for 12.5 ms") and the AICPU's device
+ * function if it runs one; "nothing" if none.  Returns -1 and says why in
+ * buf if the watch is corrupt. */
+static int running_str(const struct pld_program *p, int r, int64_t now,
+                       char *buf, size_t cap) {
+  const struct pld__watch *w = &p->devs[r].ctl->watch;
+  size_t n = 0;
+  int any = 0;
+  if (atomic_load(&w->aicpu_busy)) {
+    char fn[PLD__NAME_MAX];
+    pld__copy_printable(fn, sizeof fn, w->aicpu_fn, sizeof w->aicpu_fn, 0);
+    n += pld__catf(buf + n, cap - n,
+                   "device function %s on the AICPU, running for %.1f ms", fn,
+                   (double)(now - atomic_load(&w->aicpu_since_ns)) / 1e6);
+    any = 1;
+  }
+  for (int i = 0; i < PLD__MAX_CORES; i++) {
+    struct pld__coreslot s;
+    char why[96];
+    int state = slot_read(p, r, i, &s, why, sizeof why);
+    if (state < 0) {
+      pld__catf(buf, cap, "%s", why);
+      return -1;
+    }
+    if (state == PLD__CORE_IDLE)
+      continue;
+    n += pld__catf(buf + n, cap - n, "%s", any ? ", " : "");
+    n += where_str(buf + n, cap - n, &s);
+    n += pld__catf(buf + n, cap - n, ", %s for %.1f ms",
+                   state == PLD__CORE_WAITING ? "waiting" : "running",
+                   (double)(now - s.since_ns) / 1e6);
+    any = 1;
+  }
+  if (!any)
+    pld__catf(buf, cap, "nothing");
+  return 0;
+}
+
+/* ---- device processes ------------------------------------------------- */
 
 /* The programs of this process whose devices run: a device process
  * started later must drop their memory (fork gives it all of it). */
@@ -52,9 +202,10 @@ static void live_remove(struct pld_program *p) {
   pthread_mutex_unlock(&live_mu);
 }
 
-/* Called with live_mu held: the shared mappings of the other live
- * programs, in *out (the caller frees it). */
-static int live_mappings(struct pld__mapping **out, int *n) {
+/* Called with live_mu held: the shared mappings of the live programs but
+ * self, in *out (the caller frees it). */
+static int live_mappings(const struct pld_program *self,
+                         struct pld__mapping **out, int *n) {
   int count = 0;
   for (struct pld_program *q = live; q; q = q->live_next)
     count += q->nranks + 2;
@@ -63,6 +214,8 @@ static int live_mappings(struct pld__mapping **out, int *n) {
     return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
   *n = 0;
   for (struct pld_program *q = live; q; q = q->live_next) {
+    if (q == self)
+      continue;
     (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
     (*out)[(*n)++] = (struct pld__mapping){q->region, q->lay.total};
     for (int r = 0; r < q->nranks; r++)
@@ -70,6 +223,32 @@ static int live_mappings(struct pld__mapping **out, int *n) {
           (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
   }
   return PLD_OK;
+}
+
+/* Starts the process of each rank r with start[r] set (NULL: every rank),
+ * and makes p live if it was not. */
+static int spawn(struct pld_program *p, const unsigned char *start) {
+  fflush(NULL); /* nothing buffered is written twice */
+  /* Hold the list while forking, so no mapping in it goes away (and its
+   * address comes back as another) before the children dropped it. */
+  pthread_mutex_lock(&live_mu);
+  struct pld__mapping *foreign = NULL;
+  int nforeign = 0;
+  int st = live_mappings(p, &foreign, &nforeign);
+  for (int r = 0; r < p->nranks && st == PLD_OK; r++)
+    if (!start || start[r])
+      st = pld__device_spawn(p->devs, p->nranks, r, &p->plans[r], p->world,
+                             p->region, foreign, nforeign);
+  int is_live = 0;
+  for (struct pld_program *q = live; q; q = q->live_next)
+    is_live |= q == p;
+  if (st == PLD_OK && !is_live) {
+    p->live_next = live;
+    live = p;
+  }
+  pthread_mutex_unlock(&live_mu);
+  pld__free(foreign);
+  return st;
 }
 
 /* Stops every device process at once and frees their memory. */
@@ -90,31 +269,73 @@ static void kill_devices(struct pld_program *p) {
   p->started = 0;
 }
 
-/* A device died: the message names rank, device, what it was running and
- * the signal; the others are stopped and the program is done for. */
-static int device_died(struct pld_program *p, int r) {
+/* A device died, or wrote over its control block: the message names rank,
+ * device, what it was running and how it died; the others are stopped and
+ * the program is done for.  corrupt (if not NULL) says what was found
+ * overwritten. */
+static int device_died(struct pld_program *p, int r, const char *corrupt) {
   struct pld__device *d = &p->devs[r];
   struct pld__devctl *c = d->ctl;
-  char msg[PLD__MSG_MAX];
-  int sig = atomic_load(&c->crash_signal);
+  char msg[PLD__MSG_MAX], running[2048];
+  const pld_platform_info *pl = p->plat;
+  int64_t now = pld__now_ns();
   size_t n = pld__catf(msg, sizeof msg, "pld_program_run: rank %d (device %d) ",
                        r, p->device_ids[r]);
-  if (sig) {
-    n += pld__catf(msg + n, sizeof msg - n, "crashed with signal SIG%s (%s)",
-                   sig_name(sig), strsignal(sig));
-    if (sig == SIGSEGV || sig == SIGBUS)
-      n += pld__catf(msg + n, sizeof msg - n, " at address %#lx",
-                     (unsigned long)c->crash_addr);
-    if (c->crash_core_type >= 0)
+  struct pld__crash cr;
+  int kind = corrupt
+                 ? PLD__CRASH_NONE
+                 : atomic_load_explicit(&c->crash.kind, memory_order_acquire);
+  if (kind != PLD__CRASH_NONE) {
+    cr.signal = c->crash.signal;
+    cr.core_type = c->crash.core_type;
+    cr.core = c->crash.core;
+    cr.block = c->crash.block;
+    cr.blocks = c->crash.blocks;
+    cr.addr = c->crash.addr;
+    pld__copy_printable(cr.fn, sizeof cr.fn, c->crash.fn, sizeof c->crash.fn,
+                        0);
+    int cores =
+        cr.core_type == PLD_CORE_CUBE ? pl->cube_cores : pl->vector_cores;
+    if ((kind != PLD__CRASH_SIGNAL && kind != PLD__CRASH_EXIT) ||
+        (kind == PLD__CRASH_SIGNAL && !sig_valid(cr.signal)) ||
+        cr.core_type < -1 || cr.core_type > PLD_CORE_CUBE ||
+        (cr.core_type >= 0 &&
+         (cr.core < 0 || cr.core >= cores || cr.blocks < 1 ||
+          cr.blocks > 65535 || cr.block < 0 || cr.block >= cr.blocks))) {
+      corrupt = "its crash record is invalid";
+      kind = PLD__CRASH_NONE;
+    }
+  }
+  if (corrupt) {
+    n += pld__catf(msg + n, sizeof msg - n,
+                   "wrote over its control block in shared memory (%s): a "
+                   "kernel or device function wrote outside its memory",
+                   corrupt);
+  } else if (kind == PLD__CRASH_SIGNAL || kind == PLD__CRASH_EXIT) {
+    if (kind == PLD__CRASH_SIGNAL) {
+      n += pld__catf(msg + n, sizeof msg - n, "crashed with signal SIG%s (%s)",
+                     sig_name(cr.signal), strsignal(cr.signal));
+      if (cr.signal == SIGSEGV || cr.signal == SIGBUS)
+        n += pld__catf(msg + n, sizeof msg - n, " at address %#llx",
+                       (unsigned long long)cr.addr);
+    } else {
+      reap_within(d, EXIT_NS);
+      n += pld__catf(msg + n, sizeof msg - n, "called exit()");
+      if (WIFEXITED(d->wstatus))
+        n += pld__catf(msg + n, sizeof msg - n, " and exited with status %d",
+                       WEXITSTATUS(d->wstatus));
+    }
+    if (cr.core_type >= 0)
       n += pld__catf(msg + n, sizeof msg - n,
-                     " in kernel %s on %s core %d (block %d of %d)",
-                     c->crash_fn,
-                     pld__core_type_name((pld_core_type)c->crash_core_type),
-                     c->crash_core, c->crash_block, c->crash_blocks);
-    else if (c->crash_fn[0])
+                     " in kernel %s on %s core %d (block %d of %d)", cr.fn,
+                     pld__core_type_name((pld_core_type)cr.core_type), cr.core,
+                     cr.block, cr.blocks);
+    else if (cr.fn[0])
       n += pld__catf(msg + n, sizeof msg - n,
-                     " in device function %s on the AICPU", c->crash_fn);
+                     " in device function %s on the AICPU", cr.fn);
   } else {
+    /* No word from the process itself: it was killed, or left without
+     * running its exit hook (_exit); its watch says what it was doing. */
     reap(d, 1);
     if (WIFSIGNALED(d->wstatus))
       n += pld__catf(msg + n, sizeof msg - n, "was killed by signal SIG%s (%s)",
@@ -123,6 +344,11 @@ static int device_died(struct pld_program *p, int r) {
     else
       n += pld__catf(msg + n, sizeof msg - n, "exited with status %d",
                      WEXITSTATUS(d->wstatus));
+    if (running_str(p, r, now, running, sizeof running) == 0)
+      n += pld__catf(msg + n, sizeof msg - n, " while running %s", running);
+    else
+      n += pld__catf(msg + n, sizeof msg - n,
+                     "; what it ran is unknown: %s (a wild write?)", running);
   }
   pld__catf(msg + n, sizeof msg - n,
             "; the other devices were stopped and the program cannot run "
@@ -133,15 +359,99 @@ static int device_died(struct pld_program *p, int r) {
   return pld__fail_msg(PLD_ERR_CRASH, msg);
 }
 
-/* Returns the rank of a device process that died, or -1. */
-static int find_dead(struct pld_program *p, int check_pids) {
+/* Returns the rank of a device process that died or whose control block
+ * is overwritten (*corrupt then says what), or -1. */
+static int find_dead(struct pld_program *p, int check_pids, char *corrupt,
+                     size_t cap) {
+  corrupt[0] = '\0';
   for (int r = 0; r < p->nranks; r++) {
-    if (atomic_load(&p->devs[r].ctl->crash_signal))
+    if (!ctl_intact(p, r, corrupt, cap))
+      return r;
+    if (atomic_load(&p->devs[r].ctl->crash.kind) != PLD__CRASH_NONE)
       return r;
     if (check_pids && reap(&p->devs[r], 0))
       return r;
   }
   return -1;
+}
+
+static int died(struct pld_program *p, int r, const char *corrupt) {
+  return device_died(p, r, corrupt[0] ? corrupt : NULL);
+}
+
+/* Waits until each rank with start[r] set (NULL: every rank) reports
+ * ready, or one died on the way. */
+static int await_ready(struct pld_program *p, const unsigned char *start,
+                       const char *fn) {
+  int64_t deadline = pld__now_ns() + START_NS;
+  char corrupt[160];
+  for (;;) {
+    uint32_t ev = atomic_load(&p->world->event);
+    int up = 0, want = 0;
+    for (int r = 0; r < p->nranks; r++)
+      if (!start || start[r]) {
+        want++;
+        up += (int)atomic_load_explicit(&p->devs[r].ctl->ready,
+                                        memory_order_acquire);
+      }
+    if (up == want)
+      break;
+    int dead = find_dead(p, 1, corrupt, sizeof corrupt);
+    if (dead >= 0)
+      return died(p, dead, corrupt);
+    if (pld__now_ns() > deadline) {
+      kill_devices(p);
+      return pld__fail(PLD_ERR_SYSTEM,
+                       "%s: %d of %d devices did not start within %lld s", fn,
+                       want - up, want, (long long)(START_NS / 1000000000));
+    }
+    /* The host does not poll here, nor count as awake: devices start. */
+    _Atomic uint32_t uncounted = 1;
+    struct pld__spin sleep_now = {0, &uncounted, NULL, 1};
+    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &sleep_now,
+                    LIVENESS_NS, 1);
+  }
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    if ((!start || start[r]) && c->status) {
+      char msg[PLD__MSG_MAX];
+      pld__copy_printable(msg, sizeof msg, c->msg, sizeof c->msg, 1);
+      int st = pld__status_valid(c->status) ? c->status : PLD_ERR_SYSTEM;
+      kill_devices(p);
+      return pld__fail_msg(st, msg);
+    }
+  }
+  return PLD_OK;
+}
+
+/* Kills and reaps rank r's process, takes back what it left in shared
+ * state (its share of the world's pollers, its doorbell's sleepers, its
+ * control block) and starts a new one in its place, ready for the next
+ * run.  Returns PLD_OK or the failure (message set). */
+static int restart_device(struct pld_program *p, int r) {
+  struct pld__device *d = &p->devs[r];
+  if (!d->reaped)
+    kill(d->pid, SIGKILL);
+  reap(d, 1);
+  atomic_fetch_sub(&p->world->awake, atomic_load(&d->ctl->awake));
+  p->fabric.base.ops->reset_rank(&p->fabric.base, r);
+  pld__devctl_reset(d->ctl);
+  d->pid = 0;
+  d->reaped = 0;
+  unsigned char start[PLD_MAX_RANKS_INLINE];
+  unsigned char *mask = p->nranks <= PLD_MAX_RANKS_INLINE
+                            ? start
+                            : pld__calloc((size_t)p->nranks, 1);
+  if (!mask)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
+  memset(mask, 0, (size_t)p->nranks);
+  mask[r] = 1;
+  int st = spawn(p, mask);
+  if (st == PLD_OK)
+    st = await_ready(p, mask, "pld_program_run");
+  if (mask != start)
+    pld__free(mask);
+  return st;
 }
 
 int pld_program_prepare(pld_program *p) {
@@ -174,56 +484,11 @@ int pld_program_prepare(pld_program *p) {
   }
   p->region = region;
   pld__shm_fabric_init(&p->fabric, p->region, &p->lay, -1);
-  fflush(NULL); /* nothing buffered is written twice */
-  /* Hold the list while forking, so no mapping in it goes away (and its
-   * address comes back as another) before the children dropped it. */
-  pthread_mutex_lock(&live_mu);
-  struct pld__mapping *foreign = NULL;
-  int nforeign = 0;
-  st = live_mappings(&foreign, &nforeign);
-  for (int r = 0; r < p->nranks && st == PLD_OK; r++)
-    st = pld__device_spawn(p->devs, p->nranks, r, &p->plans[r], p->world,
-                           p->region, foreign, nforeign);
-  if (st == PLD_OK) {
-    p->live_next = live;
-    live = p;
-  }
-  pthread_mutex_unlock(&live_mu);
-  pld__free(foreign);
-  if (st) {
+  if ((st = spawn(p, NULL))) {
     kill_devices(p);
     return st;
   }
-  /* Wait until each device is up, or one died on the way. */
-  int64_t deadline = pld__now_ns() + 30 * (int64_t)1000000000;
-  for (;;) {
-    uint32_t ev = atomic_load(&p->world->event);
-    int up = 0;
-    for (int r = 0; r < p->nranks; r++)
-      up += (int)atomic_load_explicit(&p->devs[r].ctl->ready,
-                                      memory_order_acquire);
-    if (up == p->nranks)
-      break;
-    int dead = find_dead(p, 1);
-    if (dead >= 0)
-      return device_died(p, dead);
-    if (pld__now_ns() > deadline) {
-      kill_devices(p);
-      return pld__fail(PLD_ERR_SYSTEM, "pld_program_prepare: %d of %d devices "
-                                       "did not start within 30 s",
-                       p->nranks - up, p->nranks);
-    }
-    struct pld__spin sleep_now = {0, &p->world->spinners, 1};
-    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers,
-                    &sleep_now, LIVENESS_NS, 1);
-  }
-  for (int r = 0; r < p->nranks; r++)
-    if (p->devs[r].ctl->status) {
-      st = pld__fail_msg(p->devs[r].ctl->status, p->devs[r].ctl->msg);
-      kill_devices(p);
-      return st;
-    }
-  return PLD_OK;
+  return await_ready(p, NULL, "pld_program_prepare");
 }
 
 /* The arguments of a run must be those the program was compiled for. */
@@ -233,8 +498,9 @@ static int check_run_args(const struct pld_program *p, int argc,
   if (argc != p->nargs || (argc > 0 && !argv))
     return pld__fail(PLD_ERR_ARG,
                      "pld_program_run: %s: expected the %d arguments it was "
-                     "compiled for, got %d",
-                     sig->name, p->nargs, argc);
+                     "compiled for, got %d%s",
+                     sig->name, p->nargs, argc,
+                     argc > 0 && !argv ? " and a NULL argv" : "");
   for (int i = 0; i < argc; i++) {
     const pld_arg *want = &p->args[i], *got = &argv[i];
     const char *pn = sig->params[i].name;
@@ -279,141 +545,288 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
   }
 }
 
-/* ---- the deadlock and wait-timeout watch --------------------------------- */
-
-/* How long a quiet state must last, unchanged, to be called a deadlock. */
-#define QUIET_NS 50000000 /* 50 ms */
+/* ---- the watch: deadlocks and time limits -------------------------------- */
 
 struct watch {
-  int quiet;          /* the last look found every device quiet */
+  const uint32_t *posted; /* the command each rank runs */
+  int quiet;              /* the last look found every device quiet */
   int64_t quiet_since;
-  uint32_t progress;  /* signals sent by all devices then */
-  int done;           /* devices done then */
+  uint32_t progress; /* signals sent and blocks finished then */
+  int done;          /* devices done then */
+  char corrupt[160]; /* set when a device's watch failed a check */
+  int corrupt_rank;
 };
 
-static int slot_satisfied(struct pld_program *p, int r,
-                          const struct pld__waitslot *w, int32_t *value) {
-  *value = p->fabric.base.ops->peek(&p->fabric.base, w->buf, r, w->off);
-  return w->cmp == PLD_WAIT_EQ ? *value == w->expected : *value >= w->expected;
-}
-
 /* Rank r finished this run. */
-static int finished(const struct pld_program *p, const uint32_t *posted,
+static int finished(const struct pld_program *p, const struct watch *wt,
                     int r) {
-  return atomic_load(&p->devs[r].ctl->done_seq) == posted[r];
+  return atomic_load(&p->devs[r].ctl->done_seq) == wt->posted[r];
 }
 
-/* Every device is finished, or has its AICPU waiting for its tasks, no
- * block running outside a wait and none ready to start; at least one wait
- * is blocked and none of them could return now. */
-static int all_quiet(struct pld_program *p, const uint32_t *posted,
-                     int *ndone) {
+/* Marks rank r's watch corrupt (what says how); returns 0, so that a
+ * corrupt watch counts as neither quiet nor over a limit. */
+static int corrupt(struct watch *wt, int r, const char *what) {
+  if (!wt->corrupt[0]) {
+    pld__catf(wt->corrupt, sizeof wt->corrupt, "%s", what);
+    wt->corrupt_rank = r;
+  }
+  return 0;
+}
+
+/* The cell a waiting slot waits on holds a value that satisfies it. */
+static int slot_satisfied(struct pld_program *p, int r,
+                          const struct pld__coreslot *s, int32_t *value) {
+  *value = p->fabric.base.ops->peek(&p->fabric.base, s->buf, r, (size_t)s->off);
+  return pld__wait_satisfied(*value, s->expected, s->cmp);
+}
+
+/* Rank r can do nothing more by itself: its AICPU waits for its tasks, no
+ * block runs outside a wait, and no ready block can start (there is none,
+ * or every core of its type holds a block that waits: on the hardware too
+ * a block that never gets a core never runs); no blocked wait of it could
+ * return now.  *waits counts its blocked waits. */
+static int rank_quiet(struct pld_program *p, struct watch *wt, int r,
+                      int *waits) {
+  const struct pld__watch *w = &p->devs[r].ctl->watch;
+  const int cores[2] = {p->plat->vector_cores, p->plat->cube_cores};
+  int32_t running = atomic_load(&w->running);
+  if (running < 0 || running > PLD__MAX_CORES)
+    return corrupt(wt, r, "its count of running blocks is invalid");
+  if (atomic_load(&w->aicpu_busy) || running > 0)
+    return 0;
+  for (int t = 0; t < 2; t++) {
+    int32_t held = atomic_load(&w->queue[t].held);
+    if (held < 0 || held > cores[t])
+      return corrupt(wt, r, "its count of cores holding blocks is invalid");
+    if (atomic_load(&w->queue[t].blocks) > 0 && held < cores[t])
+      return 0;
+  }
+  for (int i = 0; i < PLD__MAX_CORES; i++) {
+    struct pld__coreslot s;
+    char why[96];
+    int32_t v;
+    int state = slot_read(p, r, i, &s, why, sizeof why);
+    if (state < 0)
+      return corrupt(wt, r, why);
+    if (state != PLD__CORE_WAITING)
+      continue;
+    if (slot_satisfied(p, r, &s, &v))
+      return 0;
+    (*waits)++;
+  }
+  return 1;
+}
+
+/* Every device is finished or quiet, and at least one wait is blocked. */
+static int all_quiet(struct pld_program *p, struct watch *wt, int *ndone) {
   int waits = 0;
   *ndone = 0;
   for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
-    if (finished(p, posted, r)) {
+    if (finished(p, wt, r)) {
       (*ndone)++;
       continue;
     }
-    if (atomic_load(&c->aicpu_busy) || atomic_load(&c->running) > 0 ||
-        atomic_load(&c->queued) > 0)
+    if (!rank_quiet(p, wt, r, &waits))
       return 0;
-    for (int i = 0; i < PLD__MAX_CORES; i++) {
-      const struct pld__waitslot *w = &c->waits[i];
-      int32_t v;
-      if (!atomic_load_explicit(&w->waiting, memory_order_acquire))
-        continue;
-      if (slot_satisfied(p, r, w, &v))
-        return 0;
-      waits++;
-    }
   }
   return waits > 0;
 }
 
-/* The report: every blocked wait, who could still notify it (the
- * unfinished ranks of its window's domain), and the ranks already
- * finished. */
-static int report_waits(struct pld_program *p, const uint32_t *posted,
-                        int status, const char *head) {
-  static _Thread_local char msg[PLD__MSG_MAX];
-  size_t n = pld__catf(msg, sizeof msg, "pld_program_run: %s", head);
-  for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
-    for (int i = 0; i < PLD__MAX_CORES; i++) {
-      const struct pld__waitslot *w = &c->waits[i];
+/* Slots a and b show blocks of one kernel doing the same: running, or
+ * waiting on the same cell for the same value. */
+static int same_activity(int state, const struct pld__coreslot *a,
+                         const struct pld__coreslot *b) {
+  return strcmp(a->kernel, b->kernel) == 0 &&
+         (state == PLD__CORE_RUNNING ||
+          (a->buf == b->buf && a->off == b->off && a->cmp == b->cmp &&
+           a->expected == b->expected));
+}
+
+static size_t rank_head(char *buf, size_t cap, const struct pld_program *p,
+                        int r);
+
+/* The lines of a report for rank r's cores: each block running (how long)
+ * or waiting (on what, what the cell holds, who could still notify it),
+ * the blocks of one kernel doing the same summed up in one line. */
+static size_t report_cores(struct pld_program *p, struct watch *wt, int r,
+                           char *msg, size_t cap) {
+  static _Thread_local struct pld__coreslot slots[PLD__MAX_CORES];
+  int state[PLD__MAX_CORES];
+  const int64_t now = pld__now_ns();
+  size_t n = 0;
+  for (int i = 0; i < PLD__MAX_CORES; i++) {
+    char why[96];
+    state[i] = slot_read(p, r, i, &slots[i], why, sizeof why);
+  }
+  for (int i = 0; i < PLD__MAX_CORES; i++) {
+    const struct pld__coreslot *s = &slots[i];
+    if (state[i] <= 0)
+      continue;
+    int more = 0;
+    for (int j = i + 1; j < PLD__MAX_CORES; j++)
+      if (state[j] == state[i] && same_activity(state[i], s, &slots[j])) {
+        state[j] = PLD__CORE_IDLE; /* told by this line */
+        more++;
+      }
+    n += rank_head(msg + n, cap - n, p, r);
+    n += where_str(msg + n, cap - n, s);
+    if (state[i] == PLD__CORE_RUNNING) {
+      n += pld__catf(msg + n, cap - n,
+                     " has run for %.1f ms without finishing or waiting",
+                     (double)(now - s->since_ns) / 1e6);
+    } else {
       int32_t v;
-      if (!atomic_load_explicit(&w->waiting, memory_order_acquire))
-        continue;
-      slot_satisfied(p, r, w, &v);
-      n += pld__catf(msg + n, sizeof msg - n,
-                     "\n  rank %d (device %d): kernel %s on %s core %d (block "
-                     "%d of %d) waits on window '%s' (buffer #%d) cell [",
-                     r, p->device_ids[r], w->kernel,
-                     pld__core_type_name((pld_core_type)w->core_type), w->core,
-                     w->block, w->blocks, w->window, w->buf);
-      for (int d = 0; d < w->ndim; d++)
-        n += pld__catf(msg + n, sizeof msg - n, d ? ", %lld" : "%lld",
-                       (long long)w->idx[d]);
-      n += pld__catf(msg + n, sizeof msg - n,
+      slot_satisfied(p, r, s, &v);
+      n += pld__catf(msg + n, cap - n,
+                     " waits on window '%s' (buffer #%d) cell [", s->window,
+                     s->buf);
+      for (int d = 0; d < s->ndim; d++)
+        n += pld__catf(msg + n, cap - n, d ? ", %lld" : "%lld",
+                       (long long)s->idx[d]);
+      n += pld__catf(msg + n, cap - n,
                      "] %s %d; it holds %d; waiting for %.1f ms; who could "
                      "still notify it:",
-                     w->cmp == PLD_WAIT_EQ ? "==" : ">=", (int)w->expected,
-                     (int)v, (double)(pld__now_ns() - w->since_ns) / 1e6);
+                     s->cmp == PLD_WAIT_EQ ? "==" : ">=", (int)s->expected,
+                     (int)v, (double)(now - s->since_ns) / 1e6);
       int any = 0;
       for (int q = 0; q < p->nranks; q++)
-        if (p->winbufs[w->buf]->member[q] && !finished(p, posted, q)) {
-          n += pld__catf(msg + n, sizeof msg - n, "%s rank %d", any ? "," : "",
-                         q);
+        if (p->winbufs[s->buf]->member[q] && !finished(p, wt, q)) {
+          n += pld__catf(msg + n, cap - n, "%s rank %d", any ? "," : "", q);
           any = 1;
         }
       if (!any)
-        n += pld__catf(msg + n, sizeof msg - n, " no rank (all finished)");
+        n += pld__catf(msg + n, cap - n, " no rank (all finished)");
     }
+    if (more)
+      n += pld__catf(msg + n, cap - n,
+                     "; and %d more block%s of kernel %s on other cores %s",
+                     more, more == 1 ? "" : "s", s->kernel,
+                     state[i] == PLD__CORE_RUNNING ? "run too"
+                                                   : "wait on the same cell");
+  }
+  return n;
+}
+
+/* "\n  rank 1 (device 5): ", the head of a line of a report. */
+static size_t rank_head(char *buf, size_t cap, const struct pld_program *p,
+                        int r) {
+  return pld__catf(buf, cap, "\n  rank %d (device %d): ", r, p->device_ids[r]);
+}
+
+/* The report: for every unfinished rank, what runs (with how long), every
+ * blocked wait (and who could still notify it: the unfinished ranks of its
+ * window's domain), the ready blocks that have no core; then the ranks
+ * already finished. */
+static int report(struct pld_program *p, struct watch *wt, int status,
+                  const char *head) {
+  static _Thread_local char msg[PLD__MSG_MAX];
+  const int64_t now = pld__now_ns();
+  size_t n = pld__catf(msg, sizeof msg, "pld_program_run: %s", head);
+  for (int r = 0; r < p->nranks; r++) {
+    if (finished(p, wt, r))
+      continue;
+    const struct pld__watch *w = &p->devs[r].ctl->watch;
+    if (atomic_load(&w->aicpu_busy)) {
+      char fn[PLD__NAME_MAX];
+      pld__copy_printable(fn, sizeof fn, w->aicpu_fn, sizeof w->aicpu_fn, 0);
+      n += rank_head(msg + n, sizeof msg - n, p, r);
+      n += pld__catf(msg + n, sizeof msg - n,
+                     "device function %s on the AICPU has run for %.1f ms "
+                     "without waiting",
+                     fn, (double)(now - atomic_load(&w->aicpu_since_ns)) / 1e6);
+    }
+    for (int t = 0; t < 2; t++) {
+      const struct pld__readyq *q = &w->queue[t];
+      int32_t blocks = atomic_load(&q->blocks);
+      if (blocks <= 0)
+        continue;
+      char kernel[PLD__NAME_MAX];
+      const char *type = pld__core_type_name((pld_core_type)t);
+      pld__copy_printable(kernel, sizeof kernel, q->kernel, sizeof q->kernel,
+                          0);
+      n += rank_head(msg + n, sizeof msg - n, p, r);
+      n += pld__catf(msg + n, sizeof msg - n,
+                     "%d %s block%s cannot start for lack of a core: all %d "
+                     "%s cores hold blocks that wait (first in line: kernel "
+                     "%s, blocks %d to %d of %d)",
+                     (int)blocks, type, blocks == 1 ? "" : "s",
+                     (int)atomic_load(&q->held), type, kernel,
+                     (int)q->next_block, (int)q->nblocks - 1, (int)q->nblocks);
+    }
+    n += report_cores(p, wt, r, msg + n, sizeof msg - n);
   }
   n += pld__catf(msg + n, sizeof msg - n, "\n  ranks already finished:");
   int any = 0;
   for (int r = 0; r < p->nranks; r++)
-    if (finished(p, posted, r)) {
+    if (finished(p, wt, r)) {
       n += pld__catf(msg + n, sizeof msg - n, " %d", r);
       any = 1;
     }
   if (!any)
-    pld__catf(msg + n, sizeof msg - n, " none");
+    n += pld__catf(msg + n, sizeof msg - n, " none");
+  /* A report longer than a message is cut; say so where it ends. */
+  static const char cut[] = "\n  ... (the report is cut here)";
+  if (n + 1 >= sizeof msg)
+    memcpy(msg + sizeof msg - sizeof cut, cut, sizeof cut);
   return pld__fail_msg(status, msg);
 }
 
-/* Looks once; returns PLD_OK, or the status of a deadlock or timeout with
- * its report as the thread's message (the run is then being stopped). */
-static int watch_waits(struct pld_program *p, const uint32_t *posted,
-                       struct watch *wt) {
-  int64_t now = pld__now_ns();
+/* Some unfinished rank has a wait (waiting) or a kernel or device function
+ * (running) older than limit_ns (0: no limit). */
+static int over_limit(struct pld_program *p, struct watch *wt, int waiting,
+                      int64_t limit_ns, int64_t now) {
+  if (limit_ns <= 0)
+    return 0;
   for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
-    if (finished(p, posted, r))
+    if (finished(p, wt, r))
       continue;
+    const struct pld__watch *w = &p->devs[r].ctl->watch;
+    if (!waiting && atomic_load(&w->aicpu_busy) &&
+        now - atomic_load(&w->aicpu_since_ns) > limit_ns)
+      return 1;
     for (int i = 0; i < PLD__MAX_CORES; i++) {
-      const struct pld__waitslot *w = &c->waits[i];
-      if (atomic_load_explicit(&w->waiting, memory_order_acquire) &&
-          now - w->since_ns > p->wait_timeout_ns) {
-        char head[160];
-        pld__catf(head, sizeof head,
-                  "wait timeout: a wait was blocked longer than %lld ms "
-                  "(pld_config.wait_timeout_ms or PLD_WAIT_TIMEOUT_MS):",
-                  (long long)(p->wait_timeout_ns / 1000000));
-        return report_waits(p, posted, PLD_ERR_TIMEOUT, head);
-      }
+      struct pld__coreslot s;
+      char why[96];
+      int state = slot_read(p, r, i, &s, why, sizeof why);
+      if (state < 0)
+        return corrupt(wt, r, why);
+      if (state == (waiting ? PLD__CORE_WAITING : PLD__CORE_RUNNING) &&
+          now - s.since_ns > limit_ns)
+        return 1;
     }
   }
+  return 0;
+}
+
+/* Looks once; returns PLD_OK, or the status of a deadlock or time limit
+ * with its report as the thread's message (the run is then being
+ * stopped).  A watch found corrupt is left in wt->corrupt. */
+static int watch_run(struct pld_program *p, struct watch *wt) {
+  int64_t now = pld__now_ns();
+  char head[256];
+  if (over_limit(p, wt, 1, p->wait_timeout_ns, now)) {
+    pld__catf(head, sizeof head,
+              "wait timeout: a wait was blocked longer than %lld ms "
+              "(pld_config.wait_timeout_ms or PLD_WAIT_TIMEOUT_MS):",
+              (long long)(p->wait_timeout_ns / 1000000));
+    return report(p, wt, PLD_ERR_TIMEOUT, head);
+  }
+  if (over_limit(p, wt, 0, p->kernel_timeout_ns, now)) {
+    pld__catf(head, sizeof head,
+              "kernel time limit: a kernel or device function ran longer "
+              "than %lld ms without finishing or waiting "
+              "(pld_config.kernel_timeout_ms or PLD_KERNEL_TIMEOUT_MS):",
+              (long long)(p->kernel_timeout_ns / 1000000));
+    return report(p, wt, PLD_ERR_TIMEOUT, head);
+  }
   int done;
-  if (!all_quiet(p, posted, &done)) {
+  if (!all_quiet(p, wt, &done)) {
     wt->quiet = 0;
     return PLD_OK;
   }
   uint32_t progress = 0;
   for (int r = 0; r < p->nranks; r++)
-    progress += atomic_load(&p->devs[r].ctl->progress);
+    progress += atomic_load(&p->devs[r].ctl->watch.progress);
   if (!wt->quiet || progress != wt->progress || done != wt->done) {
     wt->quiet = 1;
     wt->quiet_since = now;
@@ -423,10 +836,10 @@ static int watch_waits(struct pld_program *p, const uint32_t *posted,
   }
   if (now - wt->quiet_since < QUIET_NS)
     return PLD_OK;
-  return report_waits(p, posted, PLD_ERR_DEADLOCK,
-                      "deadlock: these waits can never be satisfied (every "
-                      "core of every device is finished or blocked in a wait, "
-                      "and nothing is in flight):");
+  return report(p, wt, PLD_ERR_DEADLOCK,
+                "deadlock: these waits can never be satisfied (every core of "
+                "every device is finished or blocked in a wait, and nothing "
+                "is in flight):");
 }
 
 /* Tells every device to stop the run (why: PLD__ABORT_*), waking its
@@ -434,6 +847,46 @@ static int watch_waits(struct pld_program *p, const uint32_t *posted,
 static void stop_run(struct pld_program *p, uint32_t why) {
   atomic_store_explicit(&p->world->abort, why, memory_order_release);
   p->fabric.base.ops->wake_all(&p->fabric.base);
+}
+
+/* The grace after a stop is over: every rank still running is killed and
+ * restarted; what each was running is appended to msg (which holds n
+ * bytes).  Returns PLD_OK, or the failure of a restart (the program is
+ * then dead and its devices stopped). */
+static int stop_stragglers(struct pld_program *p, struct watch *wt, char *msg,
+                           size_t cap) {
+  size_t n = strlen(msg);
+  int64_t now = pld__now_ns();
+  for (int r = 0; r < p->nranks; r++) {
+    if (finished(p, wt, r))
+      continue;
+    char running[2048];
+    if (running_str(p, r, now, running, sizeof running) != 0)
+      pld__catf(running, sizeof running,
+                "code unknown (its watch is "
+                "corrupt)");
+    n += pld__catf(msg + n, cap - n,
+                   "\n  rank %d (device %d) was still running %s %lld ms "
+                   "after the run was stopped: its process was killed and a "
+                   "new one started",
+                   r, p->device_ids[r], running,
+                   (long long)(STOP_GRACE_NS / 1000000));
+    int st = restart_device(p, r);
+    if (st) {
+      n += pld__catf(msg + n, cap - n, ", but that failed: %s",
+                     pld_last_error());
+      if (p->started)
+        kill_devices(p);
+      p->dead = 1;
+      pld__catf(p->dead_msg, sizeof p->dead_msg,
+                "a device could not be restarted after a run was stopped: %s",
+                pld_last_error());
+      pld__catf(msg + n, cap - n, "; the program cannot run again");
+      return st;
+    }
+  }
+  pld__catf(msg + n, cap - n, "; the program can run again");
+  return PLD_OK;
 }
 
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
@@ -464,65 +917,102 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     posted[r] = atomic_load_explicit(&c->cmd_seq, memory_order_relaxed) + 1;
     pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
   }
-  struct pld__spin spin = pld__world_spin(w);
+  struct pld__spin spin = pld__world_spin(w, NULL);
+  pld__awake(&spin); /* until the run returns (label out) */
 
   int failed_rank = -1;
-  struct watch wt = {0, 0, 0, 0};
-  int64_t last_reap = pld__now_ns();
-  int watch_st = PLD_OK;
-  static _Thread_local char watch_msg[PLD__MSG_MAX];
+  struct watch wt;
+  memset(&wt, 0, sizeof wt);
+  wt.posted = posted;
+  int64_t last_reap = pld__now_ns(), stopped_at = 0;
+  int watch_st = PLD_OK, stragglers = 0;
+  /* The run's result when the watch or a rank failed it: it stands,
+   * whatever the devices say when they are stopped. */
+  static _Thread_local char result[PLD__MSG_MAX];
+  char corrupt_what[160];
   for (;;) {
     uint32_t ev = atomic_load_explicit(&w->event, memory_order_acquire);
+    int dead = find_dead(p, 0, corrupt_what, sizeof corrupt_what);
+    if (dead >= 0) {
+      st = died(p, dead, corrupt_what);
+      goto out;
+    }
     int done = 0;
     for (int r = 0; r < p->nranks; r++) {
       struct pld__devctl *c = p->devs[r].ctl;
-      if (atomic_load_explicit(&c->done_seq, memory_order_acquire) !=
-          posted[r])
+      if (!finished(p, &wt, r))
         continue;
       done++;
-      if (c->status && (failed_rank < 0 ||
-                        c->ticket < p->devs[failed_rank].ctl->ticket))
+      int cs = c->status;
+      if (cs && !pld__status_valid(cs)) {
+        pld__catf(corrupt_what, sizeof corrupt_what,
+                  "its run status holds %d, no pld status", cs);
+        st = died(p, r, corrupt_what);
+        goto out;
+      }
+      if (cs &&
+          (failed_rank < 0 || c->ticket < p->devs[failed_rank].ctl->ticket))
         failed_rank = r;
-    }
-    int dead = find_dead(p, 0);
-    if (dead >= 0) {
-      st = device_died(p, dead);
-      goto out;
     }
     if (done == p->nranks)
       break;
-    if (failed_rank >= 0 && atomic_load(&w->abort) == PLD__ABORT_NONE)
+    int64_t now = pld__now_ns();
+    if (failed_rank >= 0 && !stopped_at) {
       stop_run(p, PLD__ABORT_FAILED);
-    if (!watch_st && (watch_st = watch_waits(p, posted, &wt))) {
-      /* Keep the report: it is the run's result, whatever the devices say
-       * when their waits are stopped. */
-      memcpy(watch_msg, pld_last_error(), sizeof watch_msg);
+      stopped_at = now;
+    }
+    /* Once stopped, the first reason stands: a wait or kernel going over
+     * its limit while the run winds down is only a straggler. */
+    if (!stopped_at && (watch_st = watch_run(p, &wt))) {
+      memcpy(result, pld_last_error(), sizeof result);
       stop_run(p, watch_st == PLD_ERR_DEADLOCK ? PLD__ABORT_DEADLOCK
                                                : PLD__ABORT_TIMEOUT);
+      stopped_at = now;
+    }
+    if (wt.corrupt[0]) {
+      st = device_died(p, wt.corrupt_rank, wt.corrupt);
+      goto out;
+    }
+    if (stopped_at && now - stopped_at >= STOP_GRACE_NS) {
+      /* Whoever is still running now does not stop by itself. */
+      stragglers = 1;
+      break;
     }
     pld__event_wait(&w->event, ev, &w->event_sleepers, &spin,
-                    wt.quiet ? QUIET_NS / 4 : LIVENESS_NS, 1);
+                    stopped_at ? STOPPING_NS
+                    : wt.quiet ? QUIET_NS / 4
+                               : LIVENESS_NS,
+                    1);
     /* A device killed from outside rings no bell: look for it every
      * LIVENESS_NS, however often the loop wakes. */
-    int64_t now = pld__now_ns();
+    now = pld__now_ns();
     if (now - last_reap >= LIVENESS_NS) {
       last_reap = now;
-      if ((dead = find_dead(p, 1)) >= 0) {
-        st = device_died(p, dead);
+      if ((dead = find_dead(p, 1, corrupt_what, sizeof corrupt_what)) >= 0) {
+        st = died(p, dead, corrupt_what);
         goto out;
       }
     }
   }
-  if (watch_st) {
-    st = pld__fail_msg(watch_st, watch_msg);
-  } else if (failed_rank >= 0) {
-    struct pld__devctl *c = p->devs[failed_rank].ctl;
-    st = pld__fail_msg(c->status, c->msg);
+  if (watch_st || failed_rank >= 0) {
+    st = watch_st;
+    if (!watch_st) {
+      /* The earliest failure (ranks finished: their reports are final). */
+      struct pld__devctl *c = p->devs[failed_rank].ctl;
+      st = c->status;
+      pld__copy_printable(result, sizeof result, c->msg, sizeof c->msg, 1);
+    }
+    if (stragglers && stop_stragglers(p, &wt, result, sizeof result))
+      st = PLD_ERR_CRASH;
+    st = pld__fail_msg(st, result);
   } else {
     copy_slices(p, argv, 0);
     st = PLD_OK;
   }
 out:
+  /* After device_died the world is gone, and with it the count. */
+  if (p->started)
+    pld__asleep(&spin);
   if (posted != seq)
     pld__free(posted);
   return st;

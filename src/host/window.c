@@ -19,9 +19,15 @@ static pld_window_buf window_alloc(struct pld__host *h, const char *fn,
   struct pld_program *p = h->prog;
   if (h->status)
     return bad;
-  if (bytes == 0) {
-    pld__hfail(h, PLD_ERR_ARG, "%s (in %s): bytes: expected > 0, got 0", fn,
-               p->host.sig->name);
+  /* Every rank holds a copy in its device's global memory: a size beyond
+   * it is refused here, before any size computation could wrap. */
+  if (bytes == 0 || bytes > p->plat->global_bytes) {
+    pld__hfail(h, PLD_ERR_ARG,
+               "%s (in %s): bytes: expected 1 to %llu (the global memory of "
+               "an %s device), got %zu",
+               fn, p->host.sig->name,
+               (unsigned long long)p->plat->global_bytes, p->plat->name,
+               bytes);
     return bad;
   }
   struct pld__winbuf **v =
@@ -98,12 +104,18 @@ pld_window pld_window_view_at(pld_host hh, pld_window_buf buf, size_t offset,
     return bad;
   }
   if (offset > buf.p->bytes || t.nbytes > buf.p->bytes - offset) {
+    /* offset + t.nbytes may not fit a size_t: said in words then. */
+    char need[64];
+    size_t end;
+    if (__builtin_add_overflow(offset, t.nbytes, &end))
+      pld__catf(need, sizeof need, "more than %zu", (size_t)SIZE_MAX);
+    else
+      pld__catf(need, sizeof need, "%zu", end);
     pld__hfail(h, PLD_ERR_BOUNDS,
-               "pld_window_view (in %s): view %s at byte %zu needs %zu bytes, "
-               "but window buffer #%d was allocated with %zu bytes (sizes "
-               "are in bytes, not elements: allocate at least %zu)",
-               name, ts, offset, offset + t.nbytes, buf.p->id, buf.p->bytes,
-               offset + t.nbytes);
+               "pld_window_view (in %s): view %s at byte %zu needs %s bytes, "
+               "but window buffer #%d was allocated with %zu bytes (sizes are "
+               "in bytes, not elements: allocate at least %s)",
+               name, ts, offset, need, buf.p->id, buf.p->bytes, need);
     return bad;
   }
   struct pld__tensor *v = pld__host_keep(h, pld__malloc(sizeof *v));

@@ -1,7 +1,8 @@
 /* Misuse of windows, signals and remote operations: each is refused with
  * its status and a message naming the call, the rank, the window, the peer
  * and the region.  Mistakes a host makes are refused when compiling;
- * kernels' mistakes fail the run, and the devices run again afterwards. */
+ * kernels' mistakes fail the run, and the devices run again afterwards.
+ * Limits are tested at the limit and one past it. */
 #include "comm_test.h"
 
 /* ---- mistakes of the host and of device functions, refused by pld_compile */
@@ -115,8 +116,8 @@ static void test_window_view_outside_buffer(void **state) {
                     "pld_window_view (in h_views): offset: expected a "
                     "multiple of 4 (the size of INT32), got 2");
   assert_fails_with(compile_views(2, VIEW_ZERO_BYTES), PLD_ERR_ARG,
-                    "pld_window_alloc (in h_views): bytes: expected > 0, got "
-                    "0");
+                    "pld_window_alloc (in h_views): bytes: expected 1 to ",
+                    "got 0");
 }
 
 /* A plain tensor is no window, whether the host dispatches it or a device
@@ -175,7 +176,12 @@ enum {
   MIS_PUT_DTYPE,
   MIS_GET_INTO_IN,  /* get into an In tensor */
   MIS_NO_COMM,      /* rank of an empty window handle */
-  MIS_BARRIER_SMALL /* barrier on a window of fewer cells than ranks */
+  MIS_BARRIER_SMALL, /* barrier on a window of fewer cells than ranks */
+  MIS_BARRIER_FP32,  /* barrier on an FP32 window of nranks cells */
+  MIS_BARRIER_2D,    /* barrier on an INT32[nranks, 1] window */
+  MIS_GET_DST,       /* get into rows [1, 5) of a 4-row tensor */
+  MIS_NOTIFY_NULL_IDX, /* an index pointer that is NULL */
+  MIS_WAIT_NULL_IDX
 };
 
 /* Every rank copies x to y.  The others then tell the one at fault, which
@@ -190,7 +196,9 @@ enum {
   PLD_WINDOW(gate, INT32, 1),           \
   PLD_OUT(y, FP32, MR, MC),             \
   PLD_IN(flag, INT32, 2),               \
-  PLD_SCALAR(rank, INT32)
+  PLD_SCALAR(rank, INT32),              \
+  PLD_WINDOW(fsig, FP32, NR),           \
+  PLD_WINDOW(sig2d, INT32, NR, 1)
 
 PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
 {
@@ -293,6 +301,22 @@ PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
   case MIS_BARRIER_SMALL:
     pld_barrier(k, one);
     break;
+  case MIS_BARRIER_FP32:
+    pld_barrier(k, fsig);
+    break;
+  case MIS_BARRIER_2D:
+    pld_barrier(k, sig2d);
+    break;
+  case MIS_GET_DST:
+    o.dst_row = 1;
+    pld_get(k, y, 1, data, &o);
+    break;
+  case MIS_NOTIFY_NULL_IDX:
+    pld_notify(k, sig, 1, 1, NULL, 1, PLD_NOTIFY_ADD);
+    break;
+  case MIS_WAIT_NULL_IDX:
+    pld_wait(k, sig, 1, NULL, 1, PLD_WAIT_GE);
+    break;
   default:
     break;
   }
@@ -300,7 +324,8 @@ PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
 
 PLD_DEVICE(d_misuse, a, MISUSE_PARAMS)
 {
-  pld_launch(a, k_misuse, 1, x, data, sig, bytes, one, gate, y, flag, rank);
+  pld_launch(a, k_misuse, 1, x, data, sig, bytes, one, gate, y, flag, rank,
+             fsig, sig2d);
 }
 
 PLD_HOST(h_misuse, h,
@@ -314,6 +339,8 @@ PLD_HOST(h_misuse, h,
   pld_window_buf bytes = pld_window_alloc(h, MR * MB);
   pld_window_buf one = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
   pld_window_buf gate = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  pld_window_buf fsig = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(n));
+  pld_window_buf sig2d = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n, 1));
   for (int r = 0; r < n; r++)
     pld_dispatch(h, d_misuse, r, pld_slice(h, x, r),
                  pld_window_view(h, data, PLD_FP32, PLD_SHAPE(MR, MC)),
@@ -321,7 +348,9 @@ PLD_HOST(h_misuse, h,
                  pld_window_view(h, bytes, PLD_UINT8, PLD_SHAPE(MR, MB)),
                  pld_window_view(h, one, PLD_INT32, PLD_SHAPE(1)),
                  pld_window_view(h, gate, PLD_INT32, PLD_SHAPE(1)),
-                 pld_slice(h, y, r), flag, r);
+                 pld_slice(h, y, r), flag, r,
+                 pld_window_view(h, fsig, PLD_FP32, PLD_SHAPE(n)),
+                 pld_window_view(h, sig2d, PLD_INT32, PLD_SHAPE(n, 1)));
 }
 
 /* One mistake and what it must give: rank `bad` calls `fn` wrongly (by
@@ -452,6 +481,10 @@ static void test_signal_misuse(void **state) {
        {"cmp: expected PLD_WAIT_EQ or PLD_WAIT_GE, got 2"}},
       {1, MIS_NOTIFY_OP, PLD_ERR_ARG, "pld_notify",
        {"op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got 5"}},
+      {2, MIS_NOTIFY_NULL_IDX, PLD_ERR_ARG, "pld_notify",
+       {"idx: expected an index (PLD_AT(...)), got NULL"}},
+      {0, MIS_WAIT_NULL_IDX, PLD_ERR_ARG, "pld_wait",
+       {"idx: expected an index (PLD_AT(...)), got NULL"}},
   };
   expect_misuses(3, cases, NCASES(cases));
 }
@@ -487,6 +520,112 @@ static void test_kernel_argument_misuse(void **state) {
   expect_misuses(3, cases, NCASES(cases));
 }
 
+/* The barrier's window is checked as a whole: dtype and rank too, not
+ * only its length. */
+static void test_barrier_window_dtype_and_rank(void **state) {
+  (void)state;
+  static const struct misuse_case cases[] = {
+      {0, MIS_BARRIER_FP32, PLD_ERR_ARG, "pld_barrier",
+       {"window 'fsig' (buffer #5) is FP32[3]: expected INT32[n] with n >= 3 "
+        "(the domain's size)"}},
+      {2, MIS_BARRIER_2D, PLD_ERR_ARG, "pld_barrier",
+       {"window 'sig2d' (buffer #6) is INT32[3, 1]: expected INT32[n] with "
+        "n >= 3"}},
+  };
+  expect_misuses(3, cases, NCASES(cases));
+}
+
+/* A get's local destination is checked like a put's source. */
+static void test_get_destination_out_of_range(void **state) {
+  (void)state;
+  static const struct misuse_case cases[] = {
+      {0, MIS_GET_DST, PLD_ERR_BOUNDS, "pld_get",
+       {"destination 'y': rows [1, 5) cols [0, 16) outside FP32[4, 16]"}},
+  };
+  expect_misuses(2, cases, NCASES(cases));
+}
+
+/* ---- the barrier's window at its limit ---------------------------------- */
+
+PLD_DYNAMIC(NS); /* cells of the barrier's window */
+
+/* Every rank adds 1 to `count` on every rank, then two barriers on a
+ * window of NS cells; arrived = count after the first (n: every rank's
+ * add came before), after = the window after the second (zero again). */
+#define CELLS_PARAMS                    \
+  PLD_WINDOW(sig, INT32, NS),           \
+  PLD_WINDOW(count, INT32, 1),          \
+  PLD_OUT(arrived, INT32, 1),           \
+  PLD_OUT(after, INT32, NS)
+
+PLD_KERNEL(k_cells, k, CELLS_PARAMS) {
+  int32_t n = pld_nranks(k, pld_get_comm(count));
+  for (int32_t p = 0; p < n; p++)
+    pld_notify(k, count, p, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+  pld_barrier(k, sig);
+  pld_write(k, arrived, PLD_AT(0), pld_read(k, pld_local(count), PLD_AT(0)));
+  pld_barrier(k, sig);
+  for (int64_t i = 0; i < pld_tensor_dim(after, 0); i++)
+    pld_write(k, after, PLD_AT(i), pld_read(k, pld_local(sig), PLD_AT(i)));
+}
+
+PLD_DEVICE(d_cells, a, CELLS_PARAMS) {
+  pld_launch(a, k_cells, 1, sig, count, arrived, after);
+}
+
+PLD_HOST(h_cells, h, PLD_OUT(arrived, INT32, NR, 1),
+         PLD_OUT(after, INT32, NR, NS)) {
+  int64_t cells = pld_tensor_dim(after, 1);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(cells));
+  pld_window_buf count = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_cells, r,
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(cells)),
+                 pld_window_view(h, count, PLD_INT32, PLD_SHAPE(1)),
+                 pld_slice(h, arrived, r), pld_slice(h, after, r));
+}
+
+/* Runs h_cells over n ranks with a barrier window of `cells` cells;
+ * returns its status, after checking the results when it worked. */
+static int barrier_cells(int n, int cells) {
+  pld_config cfg = comm_config(n);
+  pld_tensor arrived = comm_int_tensor(-1, 2, (int64_t[]){n, 1});
+  pld_tensor after = comm_int_tensor(-1, 2, (int64_t[]){n, cells});
+  int st = pld_run(h_cells, &cfg, PLD_ARGS(arrived, after));
+  if (st == PLD_OK) {
+    int32_t want[4 * 5];
+    for (int i = 0; i < n; i++)
+      want[i] = n;
+    comm_expect_i32("arrived (count after the first barrier)",
+                    pld_tensor_data(arrived), want, n);
+    memset(want, 0, sizeof want);
+    comm_expect_i32("after (the window after the second barrier)",
+                    pld_tensor_data(after), want, n * cells);
+  }
+  pld_tensor_destroy(arrived);
+  pld_tensor_destroy(after);
+  return st;
+}
+
+/* One cell short is refused with the clear message (not a notify out of
+ * bounds or a deadlock); exactly nranks cells work, and more. */
+static void run_barrier_window_limit(int n) {
+  char shape[64], need[64];
+  snprintf(shape, sizeof shape, "window 'sig' (buffer #0) is INT32[%d]: ",
+           n - 1);
+  snprintf(need, sizeof need,
+           "expected INT32[n] with n >= %d (the domain's size)", n);
+  assert_fails_with(barrier_cells(n, n - 1), PLD_ERR_ARG,
+                    "pld_barrier: kernel k_cells (rank ", shape, need);
+  assert_ok(barrier_cells(n, n));
+  assert_ok(barrier_cells(n, n + 1));
+}
+
+static void test_barrier_window_one_cell_short(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_barrier_window_limit);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_window_under_allocated),
     cmocka_unit_test(test_window_view_outside_buffer),
@@ -498,6 +637,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_signal_misuse),
     cmocka_unit_test(test_atomic_and_dtype_misuse),
     cmocka_unit_test(test_kernel_argument_misuse),
+    cmocka_unit_test(test_barrier_window_dtype_and_rank),
+    cmocka_unit_test(test_get_destination_out_of_range),
+    cmocka_unit_test(test_barrier_window_one_cell_short),
 };
 
 PLD_TEST_MAIN("comm_misuse", tests)

@@ -1,7 +1,9 @@
 /* One-sided movement: remote loads and stores at offsets, atomic remote
  * stores for every dtype that has them, puts and gets of regions, of a
- * tensor larger than tile memory (chunked, pipelined or not), and puts that
- * accumulate. */
+ * tensor larger than tile memory (chunked, pipelined or not), puts that
+ * accumulate, the tile memory staging needs (exactly one tile's room, or
+ * two pipelined), and transfers whose last chunk of rows or last piece of
+ * a row is partial, whole or at offsets. */
 #include "comm_test.h"
 
 /* ---- remote load and store ---------------------------------------------- */
@@ -284,12 +286,15 @@ PLD_HOST(h_regions, h,
                  pld_slice(h, box, r), pld_slice(h, got, r));
 }
 
-/* dst (GR x GC) gets the region of src that o describes. */
-static void paste(float *dst, const float *src, const pld_xfer *o) {
-  for (int i = 0; i < o->rows; i++)
-    for (int j = 0; j < o->cols; j++)
-      dst[(o->dst_row + i) * GC + o->dst_col + j] =
-          src[(o->src_row + i) * GC + o->src_col + j];
+/* dst gets the region of src that o describes, both matrices of `cols`
+ * columns; rows = cols = 0 in o mean all of src (rows x cols). */
+static void paste(float *dst, const float *src, const pld_xfer *o,
+                  int64_t rows, int64_t cols) {
+  int64_t nr = o->rows ? o->rows : rows, nc = o->cols ? o->cols : cols;
+  for (int64_t i = 0; i < nr; i++)
+    for (int64_t j = 0; j < nc; j++)
+      dst[(o->dst_row + i) * cols + o->dst_col + j] =
+          src[(o->src_row + i) * cols + o->src_col + j];
 }
 
 static void run_put_get_regions(int n) {
@@ -307,11 +312,12 @@ static void run_put_get_regions(int n) {
   memset(win, 0, sizeof win);
   const float *xs = pld_tensor_data(x);
   for (int r = 0; r < n; r++)
-    paste(win + r * GR * GC, xs + comm_prev(r, n) * GR * GC, &put_region);
+    paste(win + r * GR * GC, xs + comm_prev(r, n) * GR * GC, &put_region, GR,
+          GC);
   comm_expect_f32("box (my window)", pld_tensor_data(box), win, n * GR * GC);
   for (int r = 0; r < n; r++)
     paste(want_got + r * GR * GC, win + comm_next(r, n) * GR * GC,
-          &get_region);
+          &get_region, GR, GC);
   comm_expect_f32("got (the next rank's region)", pld_tensor_data(got),
                   want_got, n * GR * GC);
   free(want_got);
@@ -490,12 +496,300 @@ static void test_put_atomic_add(void **state) {
   comm_over_rank_counts(run_put_atomic_add);
 }
 
+/* ---- room for the staging tiles ----------------------------------------- */
+
+enum { SR = 96, SC = 256 }; /* FP32 rows of 1 KiB */
+enum { STAGE = 64 * 1024 }; /* a staging tile: 64 of those rows */
+
+/* plan = {bytes of tile memory to take before the transfers, put
+ * pipelined, get pipelined}.  Takes them in tiles of multiples of 64
+ * bytes, which pack without gaps whatever the alignment of tile starts,
+ * puts x into the next rank's window, and after a barrier gets its own
+ * window (the previous rank's x) into y. */
+#define ROOM_PARAMS                     \
+  PLD_IN(x, FP32, SR, SC),              \
+  PLD_WINDOW(data, FP32, SR, SC),       \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_IN(plan, INT32, 3),               \
+  PLD_OUT(y, FP32, SR, SC)
+
+PLD_KERNEL(k_room, k, ROOM_PARAMS)
+{
+  pld_comm comm = pld_get_comm(data);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  int32_t taken = (int32_t)pld_read(k, plan, PLD_AT(0));
+  if (taken >= 1024)
+    pld_tile_new(k, PLD_FP32, taken / 1024, 256);
+  if (taken % 1024)
+    pld_tile_new(k, PLD_FP32, taken % 1024 / 64, 16);
+  pld_xfer o;
+  memset(&o, 0, sizeof o);
+  o.pipelined = (int)pld_read(k, plan, PLD_AT(1));
+  pld_put(k, data, (me + 1) % n, x, &o);
+  pld_barrier(k, sig);
+  o.pipelined = (int)pld_read(k, plan, PLD_AT(2));
+  pld_get(k, y, me, data, &o);
+}
+
+PLD_DEVICE(d_room, a, ROOM_PARAMS)
+{
+  pld_launch(a, k_room, 1, x, data, sig, plan, y);
+}
+
+PLD_HOST(h_room, h,
+         PLD_IN(x, FP32, NR, SR, SC),
+         PLD_IN(plan, INT32, 3),
+         PLD_OUT(y, FP32, NR, SR, SC))
+{
+  int n = pld_world_size(h);
+  pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(SR, SC));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_room, r, pld_slice(h, x, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(SR, SC)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), plan,
+                 pld_slice(h, y, r));
+}
+
+/* Tile memory left free for the transfers, whether the put and the get
+ * are pipelined, and whether one of them must fail for want of room. */
+struct room_case {
+  int room, put_pipelined, get_pipelined, fails;
+};
+
+static void run_staging_tile_room(int n) {
+  static const struct room_case cases[] = {
+      {STAGE, 0, 0, 0},      /* one staging tile: enough unpipelined */
+      {STAGE, 1, 0, 1},      /* a pipelined put needs two */
+      {STAGE, 0, 1, 1},      /* so does a pipelined get */
+      {STAGE - 64, 0, 0, 1}, /* not even one */
+      {2 * STAGE, 1, 1, 0},  /* two: pipelined works */
+      {STAGE, 0, 0, 0},      /* and the devices still run */
+  };
+  pld_config cfg = comm_config(n);
+  const int ub = (int)pld_platform_find(cfg.platform)->ub_bytes;
+  const int64_t shape[] = {n, SR, SC};
+  pld_tensor x = pld_test_tensor(3, shape, 1, 1);
+  pld_tensor y = pld_test_tensor(3, shape, 0, 0);
+  pld_tensor plan = comm_int_tensor(0, 1, (int64_t[]){3});
+  int32_t *pl = pld_tensor_data(plan);
+  float *want = malloc(sizeof(float) * (size_t)(n * SR * SC));
+  assert_non_null(want);
+  shifted(want, pld_tensor_data(x), n, SR * SC, -1);
+  pld_program *p;
+  assert_ok(pld_compile(h_room, &cfg, PLD_ARGS(x, plan, y), &p));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const struct room_case *c = &cases[i];
+    pl[0] = ub - c->room;
+    pl[1] = c->put_pipelined;
+    pl[2] = c->get_pipelined;
+    memset(pld_tensor_data(y), 0, sizeof(float) * (size_t)(n * SR * SC));
+    int st = pld_program_run(p, PLD_ARGS(x, plan, y));
+    if (!c->fails) {
+      assert_ok(st);
+      comm_expect_f32("y (the previous rank's x)", pld_tensor_data(y), want,
+                      n * SR * SC);
+      continue;
+    }
+    /* The first staging tile fits when there is room for one. */
+    char over[192];
+    snprintf(over, sizeof over,
+             "tile memory over capacity: FP32[64, 256] tile needs %d bytes; "
+             "%d of %d bytes of the AIV core Unified Buffer in use",
+             STAGE, ub - c->room + (c->room >= STAGE ? STAGE : 0), ub);
+    /* The put comes first: it fails unless only the get is pipelined. */
+    const char *who = c->put_pipelined || c->room < STAGE
+                          ? "pld_put: kernel k_room (rank "
+                          : "pld_get: kernel k_room (rank ";
+    assert_fails_with(st, PLD_ERR_TILE_MEMORY, who, over);
+  }
+  pld_program_destroy(p);
+  free(want);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  pld_tensor_destroy(plan);
+}
+
+/* A transfer holds one staging tile of 64 KiB, two when pipelined: with
+ * exactly one tile's room left, plain transfers work and pipelined ones
+ * fail; with one 64-byte granule less, plain ones fail too; with room for
+ * two, pipelined ones work.  2 ranks on a2a3sim, 3 on a5sim. */
+static void test_staging_tile_room(void **state) {
+  (void)state;
+  run_staging_tile_room(2);
+  run_staging_tile_room(3);
+}
+
+/* ---- transfers whose last chunk is partial ------------------------------ */
+
+PLD_DYNAMIC(XR);
+PLD_DYNAMIC(XC);
+
+/* plan = a region {dst_row, dst_col, src_row, src_col, rows, cols} and
+ * whether to pipeline.  Each rank puts bg into its own window, then after
+ * a barrier x's region into the next rank's window; after another it gets
+ * its whole window into box, and the region of the next rank's window
+ * into got (whose other elements keep the host's values). */
+#define PARTIAL_PARAMS                  \
+  PLD_IN(x, FP32, XR, XC),              \
+  PLD_IN(bg, FP32, XR, XC),             \
+  PLD_WINDOW(data, FP32, XR, XC),       \
+  PLD_WINDOW(sig, INT32, NR),           \
+  PLD_IN(plan, INT32, 7),               \
+  PLD_OUT(box, FP32, XR, XC),           \
+  PLD_INOUT(got, FP32, XR, XC)
+
+PLD_KERNEL(k_partial, k, PARTIAL_PARAMS)
+{
+  pld_comm comm = pld_get_comm(data);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  int32_t v[7];
+  for (int64_t i = 0; i < 7; i++)
+    v[i] = (int32_t)pld_read(k, plan, PLD_AT(i));
+  pld_xfer whole, o;
+  memset(&whole, 0, sizeof whole);
+  whole.pipelined = v[6];
+  o = whole;
+  o.dst_row = v[0], o.dst_col = v[1], o.src_row = v[2], o.src_col = v[3];
+  o.rows = v[4], o.cols = v[5];
+  pld_put(k, data, me, bg, &whole);
+  pld_barrier(k, sig);
+  pld_put(k, data, (me + 1) % n, x, &o);
+  pld_barrier(k, sig);
+  pld_get(k, box, me, data, &whole);
+  pld_get(k, got, (me + 1) % n, data, &o);
+}
+
+PLD_DEVICE(d_partial, a, PARTIAL_PARAMS)
+{
+  pld_launch(a, k_partial, 1, x, bg, data, sig, plan, box, got);
+}
+
+PLD_HOST(h_partial, h,
+         PLD_IN(x, FP32, NR, XR, XC),
+         PLD_IN(bg, FP32, NR, XR, XC),
+         PLD_IN(plan, INT32, 7),
+         PLD_OUT(box, FP32, NR, XR, XC),
+         PLD_INOUT(got, FP32, NR, XR, XC))
+{
+  int n = pld_world_size(h);
+  int64_t rows = pld_tensor_dim(x, 1), cols = pld_tensor_dim(x, 2);
+  pld_window_buf data =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(rows, cols));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_partial, r, pld_slice(h, x, r), pld_slice(h, bg, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(rows, cols)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), plan,
+                 pld_slice(h, box, r), pld_slice(h, got, r));
+}
+
+/* Runs h_partial over n ranks with tensors of rows x cols and the region
+ * o (rows = cols = 0: whole tensors), unpipelined then pipelined, and
+ * checks every element of box and got against a model of the windows.
+ * Every element of x, bg and got differs from every other, so a chunk
+ * dropped, moved or moved twice shows. */
+static void run_partial(int n, int64_t rows, int64_t cols, const pld_xfer *o) {
+  pld_config cfg = comm_config(n);
+  const int64_t shape[] = {n, rows, cols}, per = rows * cols;
+  const size_t bytes = sizeof(float) * (size_t)(n * per);
+  pld_tensor x = pld_test_tensor(3, shape, 1, 1);
+  pld_tensor bg = pld_test_tensor(3, shape, -1, -1);
+  pld_tensor box = pld_test_tensor(3, shape, 0, 0);
+  pld_tensor got0 = pld_test_tensor(3, shape, -1, 0.5f);
+  pld_tensor got = pld_test_tensor(3, shape, 0, 0);
+  pld_tensor plan = comm_int_tensor(0, 1, (int64_t[]){7});
+  int32_t *pl = pld_tensor_data(plan);
+  const int64_t region[6] = {o->dst_row, o->dst_col, o->src_row,
+                             o->src_col, o->rows, o->cols};
+  for (int i = 0; i < 6; i++)
+    pl[i] = (int32_t)region[i];
+  float *win = malloc(bytes), *want = malloc(bytes);
+  assert_non_null(win);
+  assert_non_null(want);
+  /* Rank r's window: bg[r] with the previous rank's region of x. */
+  const float *xs = pld_tensor_data(x);
+  memcpy(win, pld_tensor_data(bg), bytes);
+  for (int r = 0; r < n; r++)
+    paste(win + r * per, xs + comm_prev(r, n) * per, o, rows, cols);
+  memcpy(want, pld_tensor_data(got0), bytes);
+  for (int r = 0; r < n; r++)
+    paste(want + r * per, win + comm_next(r, n) * per, o, rows, cols);
+  pld_program *p;
+  assert_ok(pld_compile(h_partial, &cfg, PLD_ARGS(x, bg, plan, box, got),
+                        &p));
+  for (int pipelined = 0; pipelined < 2; pipelined++) {
+    pl[6] = pipelined;
+    memset(pld_tensor_data(box), 0, bytes);
+    memcpy(pld_tensor_data(got), pld_tensor_data(got0), bytes);
+    assert_ok(pld_program_run(p, PLD_ARGS(x, bg, plan, box, got)));
+    comm_expect_f32(pipelined ? "box (my window, pipelined)"
+                              : "box (my window)",
+                    pld_tensor_data(box), win, n * per);
+    comm_expect_f32(pipelined ? "got (the next rank's region, pipelined)"
+                              : "got (the next rank's region)",
+                    pld_tensor_data(got), want, n * per);
+  }
+  pld_program_destroy(p);
+  free(win);
+  free(want);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(bg);
+  pld_tensor_destroy(box);
+  pld_tensor_destroy(got0);
+  pld_tensor_destroy(got);
+  pld_tensor_destroy(plan);
+}
+
+static void run_partial_over_rank_counts(int64_t rows, int64_t cols,
+                                         const pld_xfer *o) {
+  for (int c = 0; c < COMM_NCOUNTS; c++)
+    run_partial(comm_rank_counts[c], rows, cols, o);
+}
+
+static const pld_xfer whole_tensor = {0, 0, 0, 0, 0, 0, PLD_ATOMIC_NONE, 0};
+
+/* Rows of 800 bytes: chunks of 81 rows, the last of 69. */
+static void test_put_get_last_chunk_partial(void **state) {
+  (void)state;
+  run_partial_over_rank_counts(150, 200, &whole_tensor);
+}
+
+/* A row wider than a staging tile goes in pieces: 16384 elements, then
+ * the last 5. */
+static void test_put_get_row_in_pieces(void **state) {
+  (void)state;
+  run_partial_over_rank_counts(3, 16384 + 5, &whole_tensor);
+}
+
+/* A region at offsets: chunks of 65 rows of 250 elements, the last of 5;
+ * the source region ends at the source's last row and column. */
+static void test_put_get_region_last_chunk_partial(void **state) {
+  (void)state;
+  static const pld_xfer o = {3, 7, 10, 50, 70, 250, PLD_ATOMIC_NONE, 0};
+  run_partial_over_rank_counts(80, 300, &o);
+}
+
+/* A region of rows wider than a staging tile at offsets: pieces of 16384
+ * elements and the last of 1; the destination region ends at the
+ * destination's last row and column. */
+static void test_put_get_region_row_in_pieces(void **state) {
+  (void)state;
+  static const pld_xfer o = {1, 15, 0, 3, 3, 16385, PLD_ATOMIC_NONE, 0};
+  run_partial_over_rank_counts(4, 16400, &o);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_remote_load_store),
     cmocka_unit_test(test_remote_every_dtype),
     cmocka_unit_test(test_put_get_regions),
     cmocka_unit_test(test_put_get_larger_than_tile_memory),
     cmocka_unit_test(test_put_atomic_add),
+    cmocka_unit_test(test_staging_tile_room),
+    cmocka_unit_test(test_put_get_last_chunk_partial),
+    cmocka_unit_test(test_put_get_row_in_pieces),
+    cmocka_unit_test(test_put_get_region_last_chunk_partial),
+    cmocka_unit_test(test_put_get_region_row_in_pieces),
 };
 
 PLD_TEST_MAIN("comm_rma", tests)

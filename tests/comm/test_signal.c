@@ -1,7 +1,7 @@
 /* Signals: notify (Set, AtomicAdd with signed values, to self) and wait
  * (Eq, Ge); data published before a notify is seen after the wait; the
  * builtin barrier back to back; blocks of one kernel synchronising through
- * signals on their own device. */
+ * signals on their own device; cells of 2-D views at an offset. */
 #include "comm_test.h"
 
 /* ---- notify and wait ---------------------------------------------------- */
@@ -346,11 +346,91 @@ static void test_blocks_chain_through_signals(void **state) {
   pld_tensor_destroy(y);
 }
 
+/* ---- signal cells in views at an offset --------------------------------- */
+
+PLD_DYNAMIC(NA); /* cells of the whole buffer: 3 * NR + 1 */
+
+/* One buffer of NA INT32 cells and three views of it: `all` of every
+ * cell, `lo` of cells [0, n) (the barrier's window) and `hi` = INT32[2, n]
+ * from cell n + 1 (cell n is in no view but `all`).  Every rank adds
+ * me + 1 to hi[0][me] and sets hi[1][me] = set_by(me) on every rank, waits
+ * until it holds every rank's, then a barrier on lo; then all is copied
+ * out.  Each cell must be where its view and index put it. */
+#define OFFSET_CELLS_PARAMS             \
+  PLD_WINDOW(all, INT32, NA),           \
+  PLD_WINDOW(lo, INT32, NR),            \
+  PLD_WINDOW(hi, INT32, 2, NR),         \
+  PLD_OUT(cells, INT32, NA)
+
+PLD_KERNEL(k_offset_cells, k, OFFSET_CELLS_PARAMS) {
+  pld_comm comm = pld_get_comm(hi);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  for (int32_t p = 0; p < n; p++) {
+    pld_notify(k, hi, p, PLD_AT(0, me), me + 1, PLD_NOTIFY_ADD);
+    pld_notify(k, hi, p, PLD_AT(1, me), set_by(me), PLD_NOTIFY_SET);
+  }
+  for (int32_t p = 0; p < n; p++) {
+    pld_wait(k, hi, PLD_AT(0, p), p + 1, PLD_WAIT_EQ);
+    pld_wait(k, hi, PLD_AT(1, p), set_by(p), PLD_WAIT_EQ);
+  }
+  pld_barrier(k, lo);
+  for (int64_t i = 0; i < pld_tensor_dim(cells, 0); i++)
+    pld_write(k, cells, PLD_AT(i), pld_read(k, pld_local(all), PLD_AT(i)));
+}
+
+PLD_DEVICE(d_offset_cells, a, OFFSET_CELLS_PARAMS) {
+  pld_launch(a, k_offset_cells, 1, all, lo, hi, cells);
+}
+
+PLD_HOST(h_offset_cells, h, PLD_OUT(cells, INT32, NR, NA)) {
+  int n = pld_world_size(h);
+  int64_t na = pld_tensor_dim(cells, 1);
+  pld_window_buf buf = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(na));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_offset_cells, r,
+                 pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(na)),
+                 pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(n)),
+                 pld_window_view_at(h, buf, sizeof(int32_t) * (size_t)(n + 1),
+                                    PLD_INT32, PLD_SHAPE(2, n)),
+                 pld_slice(h, cells, r));
+}
+
+static void run_signals_in_view_at_offset(int n) {
+  pld_config cfg = comm_config(n);
+  const int na = 3 * n + 1;
+  pld_tensor cells = comm_int_tensor(-1, 2, (int64_t[]){n, na});
+  pld_program *p;
+  assert_ok(pld_compile(h_offset_cells, &cfg, PLD_ARGS(cells), &p));
+  /* Rank r: lo and the gap zero; hi[0][q] = q + 1, hi[1][q] = set_by(q). */
+  int32_t want[4 * (3 * 4 + 1)];
+  memset(want, 0, sizeof want);
+  for (int r = 0; r < n; r++)
+    for (int q = 0; q < n; q++) {
+      want[r * na + n + 1 + q] = q + 1;
+      want[r * na + 2 * n + 1 + q] = set_by(q);
+    }
+  for (int run = 0; run < 2; run++) {
+    assert_ok(pld_program_run(p, PLD_ARGS(cells)));
+    comm_expect_i32("cells (the whole buffer)", pld_tensor_data(cells), want,
+                    n * na);
+  }
+  pld_program_destroy(p);
+  pld_tensor_destroy(cells);
+}
+
+/* Notify and wait address a cell by its view's offset in the buffer and
+ * its index in the view (row-major in a 2-D view). */
+static void test_signals_in_view_at_offset(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_signals_in_view_at_offset);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_notify_and_wait),
     cmocka_unit_test(test_publish_before_notify),
     cmocka_unit_test(test_barrier_back_to_back),
     cmocka_unit_test(test_blocks_chain_through_signals),
+    cmocka_unit_test(test_signals_in_view_at_offset),
 };
 
 PLD_TEST_MAIN("comm_signal", tests)

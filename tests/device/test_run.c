@@ -1,8 +1,11 @@
 /* Running programs: results over 2, 3 and 4 ranks, replay of a prepared
  * program, SPMD blocks, task ordering, kernel failures and crashes. */
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "host/program.h"
@@ -231,12 +234,59 @@ static int overflow(volatile char *prev, int depth) {
   return depth > 1000000000 ? frame[0] : overflow(frame, depth + 1) + frame[1];
 }
 
+/* Reads a byte of a file mapping past the end of the (empty) file:
+ * SIGBUS, as when a file a kernel maps is truncated under it. */
+static int read_past_file_end(void) {
+  char path[] = "/tmp/pld-sigbus-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return -1;
+  unlink(path);
+  volatile unsigned char *m =
+      mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  return m == MAP_FAILED ? -1 : m[0];
+}
+
+/* An integer division by zero the compiler cannot see, done by the CPU:
+ * SIGFPE.  (In C it would be undefined, and UBSan would end the process
+ * its own way first.) */
+static int divide_by_zero(void) {
+#if defined(__x86_64__)
+  int q, zero = 0;
+  __asm__ volatile("cltd\n\tidivl %2"
+                   : "=a"(q)
+                   : "a"(1), "r"(zero)
+                   : "edx");
+  return q;
+#else
+  return raise(SIGFPE);
+#endif
+}
+
+/* What rank flag[0] / 100 does wrong, by flag[0] % 100. */
+enum {
+  MB_NONE,
+  MB_LOAD_PAST_END,
+  MB_TILE_TOO_LARGE,
+  MB_BAD_POINTER,
+  MB_STORE_PAST_END,
+  MB_STACK_OVERFLOW,
+  MB_ABORT,
+  MB_SIGBUS,
+  MB_SIGILL,
+  MB_SIGFPE,
+  MB_SIGKILL,
+  MB_SIGTERM,
+  MB_UNDERSCORE_EXIT
+};
+
 /* Rank `bad` misbehaves as told by flag[0]; the others work normally. */
 PLD_KERNEL(k_misbehave, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
            PLD_IN(flag, INT32, 1), PLD_SCALAR(rank, INT32)) {
   int how = (int)pld_read(k, flag, PLD_AT(0));
-  int bad = how / 10;
-  how %= 10;
+  int bad = how / 100;
+  how %= 100;
   pld_tile *t = NULL;
   if (rank != bad || how == 0)
     t = pld_load(k, x, 0, 0, TR, TC);
@@ -250,6 +300,20 @@ PLD_KERNEL(k_misbehave, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
     t = pld_load(k, x, 0, 0, TR, TC), pld_store(k, t, y, 0, 1);
   else if (how == 5)
     pld_write(k, y, PLD_AT(0, 0), overflow(NULL, 0));
+  else if (how == MB_ABORT)
+    abort();
+  else if (how == MB_SIGBUS)
+    pld_write(k, y, PLD_AT(0, 0), read_past_file_end());
+  else if (how == MB_SIGILL)
+    __builtin_trap();
+  else if (how == MB_SIGFPE)
+    pld_write(k, y, PLD_AT(0, 0), divide_by_zero());
+  else if (how == MB_SIGKILL)
+    kill(getpid(), SIGKILL);
+  else if (how == MB_SIGTERM)
+    raise(SIGTERM);
+  else if (how == MB_UNDERSCORE_EXIT)
+    _exit(7);
   pld_store(k, t, y, 0, 0);
 }
 PLD_DEVICE(d_misbehave, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
@@ -281,7 +345,7 @@ static void misbehave_setup(struct misbehave *m, int n, int first,
 }
 
 static int misbehave_run(struct misbehave *m, int bad_rank, int how) {
-  *(int32_t *)pld_tensor_data(m->flag) = bad_rank * 10 + how;
+  *(int32_t *)pld_tensor_data(m->flag) = bad_rank * 100 + how;
   return pld_program_run(m->p, PLD_ARGS(m->x, m->y, m->flag));
 }
 
@@ -359,6 +423,73 @@ static void test_kernel_crash(void **state) {
   misbehave_teardown(&m);
 }
 
+/* Every way a kernel can kill its device process is reported with the
+ * signal (or exit status) and the kernel it was in. */
+static void expect_death(int how, const char *head, const char *where) {
+  struct misbehave m;
+  misbehave_setup(&m, 3, 2, "a5sim");
+  assert_ok(misbehave_run(&m, 0, MB_NONE));
+  assert_fails_with(misbehave_run(&m, 1, how), PLD_ERR_CRASH, head, where,
+                    "the other devices were stopped");
+  assert_fails_with(misbehave_run(&m, 0, MB_NONE), PLD_ERR_STATE, head);
+  misbehave_teardown(&m);
+}
+
+static const char *const in_kernel =
+    "in kernel k_misbehave on AIV core 0 (block 0 of 1)";
+
+static void test_kernel_abort(void **state) {
+  (void)state;
+  expect_death(MB_ABORT,
+               "rank 1 (device 3) crashed with signal SIGABRT (Aborted)",
+               in_kernel);
+}
+
+static void test_kernel_sigbus(void **state) {
+  (void)state;
+  expect_death(MB_SIGBUS, "rank 1 (device 3) crashed with signal SIGBUS (Bus "
+                          "error) at address 0x",
+               in_kernel);
+}
+
+static void test_kernel_sigill(void **state) {
+  (void)state;
+  expect_death(MB_SIGILL, "rank 1 (device 3) crashed with signal SIGILL "
+                          "(Illegal instruction)",
+               in_kernel);
+}
+
+static void test_kernel_sigfpe(void **state) {
+  (void)state;
+  expect_death(MB_SIGFPE, "rank 1 (device 3) crashed with signal SIGFPE "
+                          "(Floating point exception)",
+               in_kernel);
+}
+
+/* No handler runs for SIGKILL or _exit: what the device was running comes
+ * from what it publishes for the watch. */
+static void test_kernel_sigkill(void **state) {
+  (void)state;
+  expect_death(MB_SIGKILL,
+               "rank 1 (device 3) was killed by signal SIGKILL (Killed) while "
+               "running ",
+               "kernel k_misbehave on AIV core 0 (block 0 of 1), running for");
+}
+
+static void test_kernel_sigterm(void **state) {
+  (void)state;
+  expect_death(MB_SIGTERM,
+               "rank 1 (device 3) crashed with signal SIGTERM (Terminated)",
+               in_kernel);
+}
+
+static void test_kernel_underscore_exit(void **state) {
+  (void)state;
+  expect_death(MB_UNDERSCORE_EXIT,
+               "rank 1 (device 3) exited with status 7 while running ",
+               "kernel k_misbehave on AIV core 0 (block 0 of 1), running for");
+}
+
 /* Compiling traces device functions in the host process, so d_crash
  * crashes only where it is not the test's own process: on the device. */
 static pid_t test_pid;
@@ -374,19 +505,24 @@ static void test_kernel_stack_overflow(void **state) {
   misbehave_teardown(&m);
 }
 
+/* On the device, rank 1's device function faults (exits, with `exits`). */
 PLD_DEVICE(d_crash, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
-           PLD_SCALAR(rank, INT32)) {
+           PLD_SCALAR(rank, INT32), PLD_SCALAR(exits, INT32)) {
   (void)a;
+  if (getpid() != test_pid && rank == 1 && exits)
+    exit(4);
   if (getpid() != test_pid && rank == 1)
     *(volatile int *)bad_address2 = 1;
 }
 PLD_HOST(h_crash, h, PLD_IN(x, FP32, NR, TR, TC),
-         PLD_OUT(y, FP32, NR, TR, TC)) {
+         PLD_OUT(y, FP32, NR, TR, TC), PLD_SCALAR(exits, INT32)) {
   for (int r = 0; r < pld_world_size(h); r++)
-    pld_dispatch(h, d_crash, r, pld_slice(h, x, r), pld_slice(h, y, r), r);
+    pld_dispatch(h, d_crash, r, pld_slice(h, x, r), pld_slice(h, y, r), r,
+                 exits);
 }
 
-/* A crash in a device function (not a kernel), on the AICPU. */
+/* A crash in a device function (not a kernel), on the AICPU: a fault, or
+ * exit(). */
 static void test_device_function_crash(void **state) {
   (void)state;
   test_pid = getpid();
@@ -394,8 +530,16 @@ static void test_device_function_crash(void **state) {
   const int64_t shape[] = {2, TR, TC};
   pld_tensor x = pld_test_tensor(3, shape, 1, 0);
   pld_tensor y = pld_test_tensor(3, shape, 0, 0);
-  assert_fails_with(pld_run(h_crash, &cfg, PLD_ARGS(x, y)), PLD_ERR_CRASH,
+  int32_t exits = 0;
+  assert_fails_with(pld_run(h_crash, &cfg, PLD_ARGS(x, y, exits)),
+                    PLD_ERR_CRASH,
                     "rank 1 (device 7) crashed with signal SIGSEGV",
+                    "in device function d_crash on the AICPU");
+  assert_no_children();
+  exits = 1;
+  assert_fails_with(pld_run(h_crash, &cfg, PLD_ARGS(x, y, exits)),
+                    PLD_ERR_CRASH,
+                    "rank 1 (device 7) called exit() and exited with status ",
                     "in device function d_crash on the AICPU");
   assert_no_children();
   pld_tensor_destroy(x);
@@ -467,6 +611,13 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tile_memory_over_capacity),
     cmocka_unit_test(test_kernel_crash),
     cmocka_unit_test(test_kernel_stack_overflow),
+    cmocka_unit_test(test_kernel_abort),
+    cmocka_unit_test(test_kernel_sigbus),
+    cmocka_unit_test(test_kernel_sigill),
+    cmocka_unit_test(test_kernel_sigfpe),
+    cmocka_unit_test(test_kernel_sigkill),
+    cmocka_unit_test(test_kernel_sigterm),
+    cmocka_unit_test(test_kernel_underscore_exit),
     cmocka_unit_test(test_device_function_crash),
 };
 

@@ -424,6 +424,274 @@ static void test_tensor_create_errors(void **state) {
   pld_tensor_destroy(t); /* a NULL handle is a no-op */
 }
 
+/* ---- NULL out-parameters ------------------------------------------------ */
+
+/* A NULL result pointer is refused before any work (no artifact folder is
+ * written), never written through. */
+static void test_null_out_parameters(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  cfg.artifact_dir = "/nonexistent-parent/pld-null-out";
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  assert_fails_with(pld_compile(h_scale, &cfg, PLD_ARGS(x, y), NULL),
+                    PLD_ERR_ARG,
+                    "pld_compile: out: expected where to store the program, "
+                    "got NULL");
+  float data[4];
+  assert_fails_with(pld_tensor_create(PLD_FP32, 1, (int64_t[]){4}, NULL),
+                    PLD_ERR_ARG,
+                    "pld_tensor_create: out: expected where to store the "
+                    "tensor, got NULL");
+  assert_fails_with(pld_tensor_wrap(PLD_FP32, data, 1, (int64_t[]){4}, NULL),
+                    PLD_ERR_ARG,
+                    "pld_tensor_wrap: out: expected where to store the "
+                    "tensor, got NULL");
+  assert_fails_with(pld_program_run(NULL, PLD_ARGS(x, y)), PLD_ERR_ARG,
+                    "pld_program_run: p: expected a program, got NULL");
+  assert_fails_with(pld_program_prepare(NULL), PLD_ERR_ARG,
+                    "pld_program_prepare: p: expected a program, got NULL");
+  assert_fails_with(pld_run(h_scale, NULL, PLD_ARGS(x, y)), PLD_ERR_CONFIG,
+                    "pld_compile: cfg: expected a configuration, got NULL");
+  pld_program *p;
+  cfg.artifact_dir = NULL;
+  assert_ok(pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &p));
+  assert_fails_with(pld_program_run(p, 2, NULL), PLD_ERR_ARG,
+                    "pld_program_run: h_scale: expected the 2 arguments it "
+                    "was compiled for, got 2 and a NULL argv");
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+/* Read-only data stays read-only at every level: an In slice of the host
+ * given to a device function's Out parameter (it would be copied back over
+ * the host's input), and a device function's In tensor given to a
+ * kernel's InOut parameter, are refused when compiling. */
+PLD_DEVICE(d_writes_input, a, PLD_IN(x, FP32, TR, TC),
+           PLD_OUT(y, FP32, TR, TC)) {
+  (void)a;
+  (void)x;
+  (void)y;
+}
+PLD_HOST(h_input_as_output, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_writes_input, r, pld_slice(h, x, r), pld_slice(h, x, r));
+}
+PLD_KERNEL(k_inout, k, PLD_INOUT(t, FP32, TR, TC)) {
+  (void)k;
+  (void)t;
+}
+PLD_DEVICE(d_kernel_writes_input, a, PLD_IN(x, FP32, TR, TC),
+           PLD_OUT(y, FP32, TR, TC)) {
+  pld_launch(a, k_inout, 1, y);
+  pld_launch(a, k_inout, 1, x);
+}
+PLD_HOST(h_kernel_writes_input, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_kernel_writes_input, r, pld_slice(h, x, r),
+                 pld_slice(h, y, r));
+}
+
+static void test_input_passed_as_output(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_input_as_output, &cfg, x, y, PLD_ERR_ARG,
+                "pld_dispatch to rank 0 (in h_input_as_output): "
+                "d_writes_input: parameter 'y' (2 of 2): an Out parameter is "
+                "written, but the tensor passed is 'x', an In parameter (read "
+                "only)");
+  COMPILE_FAILS(h_kernel_writes_input, &cfg, x, y, PLD_ERR_ARG,
+                "pld_launch (rank 0, device 0, in d_kernel_writes_input): "
+                "k_inout: parameter 't' (1 of 1): an InOut parameter is "
+                "written, but the tensor passed is 'x', an In parameter");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+/* A descriptor made by hand with more parameters than any function may
+ * have is refused, not copied into argument arrays past their end. */
+static void test_descriptor_too_many_parameters(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  pld_param params[40];
+  memset(params, 0, sizeof params);
+  pld_signature sig = *h_scale.sig;
+  sig.nparams = 40;
+  sig.params = params;
+  pld_host_fn forged = {&sig, h_scale.entry};
+  COMPILE_FAILS(forged, &cfg, x, y, PLD_ERR_ARG,
+                "pld_compile: host: expected a function declared with "
+                "PLD_HOST, got a descriptor whose parameter table is invalid");
+  sig.nparams = -1;
+  COMPILE_FAILS(forged, &cfg, x, y, PLD_ERR_ARG, "parameter table is invalid");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+/* ---- sizes beyond a device ----------------------------------------------- */
+
+/* A window of (hi << 32 | lo) bytes, viewed as FP32[4] at byte `at`; and
+ * if `second`, a second window of that many bytes, viewed too. */
+PLD_DEVICE(d_window, a, PLD_WINDOW(w, FP32, 4)) { (void)a; (void)w; }
+PLD_HOST(h_window, h, PLD_SCALAR(lo, INT64), PLD_SCALAR(hi, INT64),
+         PLD_SCALAR(at, INT64), PLD_SCALAR(second, INT64)) {
+  size_t bytes = (size_t)hi << 32 | (size_t)lo;
+  pld_window_buf b = pld_window_alloc(h, bytes);
+  pld_window_buf b2 = {NULL};
+  if (second)
+    b2 = pld_window_alloc(h, (size_t)second);
+  for (int r = 0; r < pld_world_size(h); r++) {
+    pld_dispatch(h, d_window, r,
+                 pld_window_view_at(h, b, (size_t)at, PLD_FP32,
+                                    PLD_SHAPE(4)));
+    if (second)
+      pld_dispatch(h, d_window, r,
+                   pld_window_view(h, b2, PLD_FP32, PLD_SHAPE(4)));
+  }
+}
+
+static int compile_window(const char *platform, uint64_t bytes, uint64_t at,
+                          uint64_t second) {
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  cfg.platform = platform;
+  int64_t lo = (int64_t)(bytes & 0xffffffffu), hi = (int64_t)(bytes >> 32);
+  int64_t off = (int64_t)at, sec = (int64_t)second;
+  pld_program *p = NULL;
+  int st = pld_compile(h_window, &cfg, PLD_ARGS(lo, hi, off, sec), &p);
+  assert_true((st == PLD_OK) == (p != NULL));
+  pld_program_destroy(p);
+  return st;
+}
+
+#define GIB ((uint64_t)1 << 30)
+
+/* A window must fit a device's global memory: a size near SIZE_MAX is
+ * refused with the size given, never rounded up into a small one. */
+static void test_window_size_beyond_device(void **state) {
+  (void)state;
+  const uint64_t sizes[] = {SIZE_MAX, SIZE_MAX - 10, SIZE_MAX - 31,
+                            64 * GIB + 1};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    char got[64];
+    snprintf(got, sizeof got, "got %llu", (unsigned long long)sizes[i]);
+    assert_fails_with(compile_window("a2a3sim", sizes[i], 0, 0), PLD_ERR_ARG,
+                      "pld_window_alloc (in h_window): bytes: expected 1 to "
+                      "68719476736 (the global memory of an a2a3sim device)",
+                      got);
+  }
+  assert_fails_with(compile_window("a5sim", 128 * GIB + 1, 0, 0), PLD_ERR_ARG,
+                    "expected 1 to 137438953472 (the global memory of an "
+                    "a5sim device), got 137438953473");
+  assert_fails_with(compile_window("a2a3sim", 0, 0, 0), PLD_ERR_ARG,
+                    "bytes: expected 1 to 68719476736", "got 0");
+  /* Exactly the device's memory compiles (it is not mapped until run). */
+  assert_ok(compile_window("a2a3sim", 64 * GIB, 0, 0));
+  assert_ok(compile_window("a5sim", 128 * GIB, 0, 0));
+  /* Two windows that fit one by one but not together. */
+  assert_fails_with(compile_window("a2a3sim", 32 * GIB, 0, 32 * GIB + 4096),
+                    PLD_ERR_NOMEM,
+                    "pld_compile: h_window: rank 0 (device 0): its tensor "
+                    "slices and window buffers need more than the "
+                    "68719476736 bytes of an a2a3sim device's global memory "
+                    "(34359738368 bytes before window buffer #1 of "
+                    "34359742464 bytes)");
+  assert_ok(compile_window("a2a3sim", 32 * GIB, 0, 32 * GIB));
+}
+
+/* A view at an offset near SIZE_MAX: the message says what it needs
+ * without wrapping. */
+static void test_window_view_offset_wraps(void **state) {
+  (void)state;
+  assert_fails_with(compile_window("a2a3sim", 4096, SIZE_MAX - 7, 0),
+                    PLD_ERR_BOUNDS,
+                    "pld_window_view (in h_window): view FP32[4] at byte "
+                    "18446744073709551608 needs more than "
+                    "18446744073709551615 bytes, but window buffer #0 was "
+                    "allocated with 4096 bytes");
+  assert_fails_with(compile_window("a2a3sim", 4096, 4084, 0), PLD_ERR_BOUNDS,
+                    "view FP32[4] at byte 4084 needs 4100 bytes");
+  assert_ok(compile_window("a2a3sim", 4096, 4080, 0));
+}
+
+/* Tensor slices and device allocations beyond a device's memory.  Host
+ * tensors wrapped over a small buffer can claim any size (nothing reads
+ * them while compiling); compiling refuses what a device cannot hold. */
+PLD_DYNAMIC(RW);
+PLD_DEVICE(d_big, a, PLD_IN(x, FP32, RW, 8), PLD_OUT(y, FP32, RW, 8),
+           PLD_SCALAR(alloc_rows, INT64)) {
+  if (alloc_rows > 0)
+    (void)pld_device_alloc(a, PLD_FP32, PLD_SHAPE(alloc_rows, 8));
+}
+PLD_HOST(h_big, h, PLD_IN(x, FP32, NR, RW, 8), PLD_OUT(y, FP32, NR, RW, 8),
+         PLD_SCALAR(alloc_rows, INT64)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_big, r, pld_slice(h, x, r), pld_slice(h, y, r),
+                 alloc_rows);
+}
+
+/* x and y of `rows` rows of 32 bytes per rank; the device function
+ * allocates alloc_rows more. */
+static int compile_big(int64_t rows, int64_t alloc_rows) {
+  static float small[8];
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x, y;
+  assert_ok(pld_tensor_wrap(PLD_FP32, small, 3, (int64_t[]){2, rows, 8}, &x));
+  assert_ok(pld_tensor_wrap(PLD_FP32, small, 3, (int64_t[]){2, rows, 8}, &y));
+  pld_program *p = NULL;
+  int st = pld_compile(h_big, &cfg, PLD_ARGS(x, y, alloc_rows), &p);
+  assert_true((st == PLD_OK) == (p != NULL));
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  return st;
+}
+
+static void test_slices_beyond_device(void **state) {
+  (void)state;
+  const int64_t half = (int64_t)(32 * GIB / 32); /* rows of 32 GiB */
+  /* x and y of 32 GiB each fill an a2a3sim device exactly. */
+  assert_ok(compile_big(half, 0));
+  assert_fails_with(compile_big(half + 2, 0), PLD_ERR_NOMEM,
+                    "pld_compile: h_big: rank 0 (device 0): its tensor slices "
+                    "and window buffers need more than the 68719476736 bytes "
+                    "of an a2a3sim device's global memory (34359738432 bytes "
+                    "before a slice of 'y' of 34359738432 bytes)");
+  /* Then nothing is left for a device allocation, even of one row. */
+  assert_fails_with(compile_big(half, 1), PLD_ERR_NOMEM,
+                    "pld_device_alloc (rank 0, device 0, in d_big): FP32[1, "
+                    "8] needs 32 bytes, but 68719476736 of the 68719476736 "
+                    "bytes of the device's global memory are taken");
+  /* With 32 GiB of slices, 32 GiB can be allocated, and not a row more. */
+  assert_ok(compile_big(half / 2, half));
+  assert_fails_with(compile_big(half / 2, half + 1), PLD_ERR_NOMEM,
+                    "FP32[1073741825, 8] needs 34359738400 bytes, but "
+                    "34359738368 of the 68719476736 bytes");
+}
+
+/* A shape whose size overflows is refused naming the shape. */
+static void test_tensor_size_overflow(void **state) {
+  (void)state;
+  pld_tensor t = {NULL};
+  assert_fails_with(
+      pld_tensor_create(PLD_FP32, 2, (int64_t[]){INT64_MAX, 2}, &t),
+      PLD_ERR_ARG,
+      "pld_tensor_create: shape: FP32[9223372036854775807, 2] holds more "
+      "than 9223372036854775807 bytes (half the address space)");
+  assert_fails_with(
+      pld_tensor_create(PLD_INT8, 2, (int64_t[]){(int64_t)1 << 32,
+                                                 (int64_t)1 << 31},
+                        &t),
+      PLD_ERR_ARG, "INT8[4294967296, 2147483648] holds more than");
+  assert_null(t.p);
+}
+
 static const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_ok),
       cmocka_unit_test(test_host_arg_count),
@@ -449,6 +717,13 @@ static const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_artifacts),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_tensor_create_errors),
+      cmocka_unit_test(test_null_out_parameters),
+      cmocka_unit_test(test_descriptor_too_many_parameters),
+      cmocka_unit_test(test_input_passed_as_output),
+      cmocka_unit_test(test_window_size_beyond_device),
+      cmocka_unit_test(test_window_view_offset_wraps),
+      cmocka_unit_test(test_slices_beyond_device),
+      cmocka_unit_test(test_tensor_size_overflow),
 };
 
 PLD_TEST_MAIN("compile", tests)

@@ -1,0 +1,83 @@
+/* core/watch.h: what a device publishes about itself for the host's watch
+ * (deadlocks, time limits, crash reports): what each of its AI cores and
+ * its AICPU are doing and since when, and its ready queues.
+ *
+ * It lives in memory shared with the host that the device's own code,
+ * kernels included, can write.  A kernel that scribbles over it must not
+ * make the host read out of bounds or report nonsense as success, so the
+ * host validates every field before it uses it (see host/run.c). */
+#ifndef PLD_CORE_WATCH_H
+#define PLD_CORE_WATCH_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pld/signal.h"
+
+/* The most cores a device has (a5: 36 AIC + 72 AIV). */
+#define PLD__MAX_CORES 128
+
+/* Room for a kernel, function or window name, terminator included; longer
+ * names are cut. */
+#define PLD__NAME_MAX 48
+
+/* What a core is doing. */
+enum { PLD__CORE_IDLE = 0, PLD__CORE_RUNNING = 1, PLD__CORE_WAITING = 2 };
+
+/* One core.  The fields are written before `state` (release), so a host
+ * that reads state (acquire) sees the block they describe. */
+struct pld__coreslot {
+  _Atomic int32_t state;
+  _Atomic int64_t since_ns; /* running since the block started or its last
+                               wait returned; waiting since the wait began */
+  int32_t core_type, core, block, blocks;
+  char kernel[PLD__NAME_MAX];
+  /* While waiting: the cell (window buffer, byte offset), the condition,
+   * and the index and window name for the report. */
+  int32_t buf;
+  int32_t cmp;
+  int32_t expected;
+  int32_t ndim;
+  uint64_t off;
+  int64_t idx[PLD_MAX_DIMS];
+  char window[PLD__NAME_MAX];
+};
+
+/* The ready queue of one core type. */
+struct pld__readyq {
+  _Atomic int32_t blocks; /* blocks ready to start, not started */
+  _Atomic int32_t held;   /* cores of this type holding a block */
+  /* The first ready task, for the report of blocks that cannot start. */
+  int32_t next_block, nblocks;
+  char kernel[PLD__NAME_MAX];
+};
+
+struct pld__watch {
+  _Atomic int32_t running;    /* blocks running, not in a wait */
+  _Atomic uint32_t progress;  /* bumped by every signal sent, every block
+                                 finished */
+  _Atomic int32_t aicpu_busy; /* the AICPU runs device-function code */
+  _Atomic int64_t aicpu_since_ns;
+  char aicpu_fn[PLD__NAME_MAX]; /* the device function it runs */
+  struct pld__readyq queue[2];  /* by pld_core_type */
+  struct pld__coreslot cores[PLD__MAX_CORES];
+};
+
+/* The one definition of a satisfied wait, used by the waiting core and by
+ * the host's deadlock watch alike. */
+static inline int pld__wait_satisfied(int32_t value, int32_t expected,
+                                      int cmp) {
+  return cmp == PLD_WAIT_EQ ? value == expected : value >= expected;
+}
+
+/* A bounded copy of a name (NULL copies as ""): it runs on hot paths,
+ * where printf would not do. */
+static inline void pld__name_copy(char *dst, size_t cap, const char *src) {
+  size_t i = 0;
+  for (; src && src[i] && i + 1 < cap; i++)
+    dst[i] = src[i];
+  dst[i] = '\0';
+}
+
+#endif
