@@ -141,8 +141,10 @@ pld_tensor pld_slice(pld_host h, pld_tensor t, int64_t index);
  * tensors) and scalars.  Host only.  Asynchronous: devices run
  * concurrently; the program run returns when every dispatch has finished.
  * The arguments are checked against device_fn's signature (count, dtype,
- * shape, dynamic dimensions).  Returns PLD_OK, PLD_ERR_ARG,
- * PLD_ERR_BOUNDS, or the status of an earlier failure of this host call. */
+ * shape, dynamic dimensions; an In tensor given to an Out or InOut
+ * parameter is refused: what the caller may only read stays read-only).
+ * Returns PLD_OK, PLD_ERR_ARG, PLD_ERR_BOUNDS, or the status of an earlier
+ * failure of this host call. */
 #define pld_dispatch(h, fn, ...)                                               \
   pld__dispatch((h), (fn), PLD__NARG(__VA_ARGS__),                             \
                 (const pld_arg[]){PLD__MAPI(PLD__ARGF, __VA_ARGS__)})
@@ -155,8 +157,9 @@ int pld__dispatch(pld_host h, pld_device_fn fn, int argc, const pld_arg *argv);
  * only.  The task runs once every earlier task whose tensor regions
  * conflict with its own (one of them writes) has finished; independent
  * tasks may run at once on different cores.  The device function returns
- * only after all its tasks have finished.  Returns PLD_OK, PLD_ERR_ARG, or
- * the status of an earlier failure of this device call. */
+ * only after all its tasks have finished.  Arguments are checked as
+ * pld_dispatch's are.  Returns PLD_OK, PLD_ERR_ARG, or the status of an
+ * earlier failure of this device call. */
 #define pld_launch(a, kernel, ...)                                             \
   pld__launch((a), (kernel), PLD__NARG(__VA_ARGS__),                           \
               (const pld_arg[]){PLD__MAPI(PLD__ARGF, __VA_ARGS__)})
@@ -165,9 +168,11 @@ int pld__launch(pld_aicpu a, pld_kernel_fn kernel, int argc,
 
 /* An intermediate tensor in device global memory, uninitialised, freed when
  * the device function returns.  Device only.  PLD_SHAPE(d0, d1, ...) gives
- * the shape.  On failure (PLD_ERR_ARG, PLD_ERR_NOMEM) the failure is
- * recorded in `a` and the tensor returned is rejected by every later
- * call. */
+ * the shape.  On failure (PLD_ERR_ARG; PLD_ERR_NOMEM, also when the
+ * device's global memory, pld_platform_info.global_bytes, cannot hold it
+ * beside the rank's tensor slices, window copies and this call's earlier
+ * allocations: checked when compiling) the failure is recorded in `a` and
+ * the tensor returned is rejected by every later call. */
 #define PLD_SHAPE(...) PLD__NARG(__VA_ARGS__), (const int64_t[]){__VA_ARGS__}
 pld_tensor pld_device_alloc(pld_aicpu a, pld_dtype dtype, int ndim,
                             const int64_t *shape);

@@ -20,10 +20,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* pld_test.h first: programs.h uses cmocka. */
-#include "pld_test.h"
-
 #include "../host/programs.h"
+#include "pld_test.h"
 
 static int ids[16];
 

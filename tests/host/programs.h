@@ -4,6 +4,7 @@
 #define PLD_TEST_PROGRAMS_H
 
 #include "pld.h"
+#include "pld_test.h" /* the checks below use cmocka */
 
 enum { TR = 4, TC = 8 };
 PLD_DYNAMIC(NR);
