@@ -108,9 +108,11 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
     /* The timeout only bounds the sleep: the abort word is checked again. */
     f->ops->wait_events(f, seen, &env->spin, 50 * (int64_t)1000000);
   }
-  /* Running again: the kernel's time limit counts from here. */
+  /* Running again: the kernel's time limit counts from here (see
+   * struct pld__coreslot for why no clock is read). */
   atomic_fetch_add(&env->watch->running, 1);
-  atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&w->since_ns, 0, memory_order_relaxed);
+  atomic_fetch_add_explicit(&w->resumes, 1, memory_order_relaxed);
   atomic_store_explicit(&w->state, PLD__CORE_RUNNING, memory_order_release);
   if (why == PLD__ABORT_NONE)
     return PLD_OK;

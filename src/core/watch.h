@@ -29,8 +29,13 @@ enum { PLD__CORE_IDLE = 0, PLD__CORE_RUNNING = 1, PLD__CORE_WAITING = 2 };
  * that reads state (acquire) sees the block they describe. */
 struct pld__coreslot {
   _Atomic int32_t state;
-  _Atomic int64_t since_ns; /* running since the block started or its last
-                               wait returned; waiting since the wait began */
+  /* Running since the block started, or waiting since the wait began.  A
+   * wait that returns does not read the clock (on the notify-to-wait path
+   * that costs more than the rest of the hand-over): it sets since_ns to 0
+   * and bumps `resumes`, and the host counts the kernel's running time
+   * from when it first sees that resume. */
+  _Atomic int64_t since_ns;
+  _Atomic uint32_t resumes;
   int32_t core_type, core, block, blocks;
   char kernel[PLD__NAME_MAX];
   /* While waiting: the cell (window buffer, byte offset), the condition,

@@ -65,6 +65,11 @@ struct pld_program {
 
   /* Device processes, from the first run (or prepare) to destroy. */
   struct pld__device *devs;
+  /* Per core slot of each rank ([rank * PLD__MAX_CORES + slot]): the last
+   * resume from a wait the host saw, and when it saw it (see struct
+   * pld__coreslot). */
+  uint32_t *resumes_seen;
+  int64_t *resumed_at;
   struct pld__worldctl *world;
   int started;
   struct pld_program *live_next; /* the started programs of this process */

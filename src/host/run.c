@@ -92,7 +92,8 @@ static int ctl_intact(const struct pld_program *p, int r, char *what,
 }
 
 /* A copy of one core's slot, validated: returns its state, or -1 (with
- * *what saying why) when the slot cannot be what a device wrote. */
+ * *what saying why) when the slot cannot be what a device wrote.  A block
+ * resumed from a wait has run since the host first saw the resume. */
 static int slot_read(const struct pld_program *p, int r, int i,
                      struct pld__coreslot *s, char *what, size_t cap) {
   const struct pld__coreslot *w = &p->devs[r].ctl->watch.cores[i];
@@ -100,6 +101,15 @@ static int slot_read(const struct pld_program *p, int r, int i,
   if (state == PLD__CORE_IDLE)
     return state;
   s->since_ns = atomic_load_explicit(&w->since_ns, memory_order_relaxed);
+  if (s->since_ns == 0 && state == PLD__CORE_RUNNING) {
+    size_t at = (size_t)r * PLD__MAX_CORES + (size_t)i;
+    uint32_t resumes = atomic_load_explicit(&w->resumes, memory_order_relaxed);
+    if (p->resumes_seen[at] != resumes) {
+      p->resumes_seen[at] = resumes;
+      p->resumed_at[at] = pld__now_ns();
+    }
+    s->since_ns = p->resumed_at[at];
+  }
   s->core_type = w->core_type;
   s->core = w->core;
   s->block = w->block;
@@ -263,7 +273,11 @@ static void kill_devices(struct pld_program *p) {
   if (p->region)
     munmap(p->region, p->lay.total);
   pld__free(p->devs);
+  pld__free(p->resumes_seen);
+  pld__free(p->resumed_at);
   p->devs = NULL;
+  p->resumes_seen = NULL;
+  p->resumed_at = NULL;
   p->world = NULL;
   p->region = NULL;
   p->started = 0;
@@ -462,13 +476,20 @@ int pld_program_prepare(pld_program *p) {
     return pld__fail(PLD_ERR_STATE, "pld_program_prepare: %s", p->dead_msg);
   if (p->started)
     return PLD_OK;
+  const size_t slots = (size_t)p->nranks * PLD__MAX_CORES;
   p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
-  if (!p->devs)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
-  int st = pld__devices_map(p->devs, p->nranks, p->plans, &p->world);
+  p->resumes_seen = pld__calloc(slots, sizeof *p->resumes_seen);
+  p->resumed_at = pld__calloc(slots, sizeof *p->resumed_at);
+  int st = !p->devs || !p->resumes_seen || !p->resumed_at
+               ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
+               : pld__devices_map(p->devs, p->nranks, p->plans, &p->world);
   if (st) {
     pld__free(p->devs);
+    pld__free(p->resumes_seen);
+    pld__free(p->resumed_at);
     p->devs = NULL;
+    p->resumes_seen = NULL;
+    p->resumed_at = NULL;
     return st;
   }
   p->started = 1;

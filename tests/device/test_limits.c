@@ -58,7 +58,8 @@ enum {
   DO_SPIN_AICPU,  /* compute forever in the device function */
   DO_COMPUTE_150, /* compute 150 ms, wait for a notify, compute 150 ms */
   DO_NOTIFY_LATE, /* compute 250 ms, then notify rank 0 */
-  DO_EXIT         /* call exit(3) in the kernel */
+  DO_EXIT,        /* call exit(3) in the kernel */
+  DO_WAIT_SPIN    /* wait for a notify, then compute forever */
 };
 
 #define RUNAWAY_PARAMS PLD_WINDOW(sig, INT32, NR), PLD_IN(mode, INT32, NR)
@@ -77,8 +78,12 @@ PLD_KERNEL(k_runaway, k, RUNAWAY_PARAMS) {
   } else if (how == DO_NOTIFY_LATE) {
     compute(k, mode, 250);
     pld_notify(k, sig, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
-  } else if (how == DO_EXIT)
+  } else if (how == DO_EXIT) {
     exit(3);
+  } else if (how == DO_WAIT_SPIN) {
+    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
+    compute(k, mode, -1);
+  }
 }
 
 static pid_t test_pid; /* device functions trace in the test's process */
@@ -236,6 +241,25 @@ static void test_kernel_time_limit_restarts_after_a_wait(void **state) {
   assert_ok(runaway_run(&ra, (const int[]){DO_COMPUTE_150, DO_NOTIFY_LATE},
                         &seconds));
   assert_true(seconds >= 0.4);
+  runaway_teardown(&ra);
+}
+
+/* ... and a kernel that computes forever after a wait returned is stopped
+ * at the limit counted from that wait. */
+static void test_kernel_time_limit_after_a_wait(void **state) {
+  (void)state;
+  struct runaway ra;
+  runaway_setup(&ra, 2, 99, 0, 300);
+  double seconds;
+  int st = runaway_run(&ra, (const int[]){DO_WAIT_SPIN, DO_NOTIFY_LATE},
+                       &seconds);
+  assert_fails_with(st, PLD_ERR_TIMEOUT, "kernel time limit",
+                    "rank 0 (device 1): kernel k_runaway on AIV core 0 (block "
+                    "0 of 1) has run for",
+                    "ranks already finished: 1", "the program can run again");
+  assert_true(seconds >= 0.25 + 0.3);
+  assert_within(seconds, 0.25 + 0.3 + 1.0);
+  assert_runs_again(&ra);
   runaway_teardown(&ra);
 }
 
@@ -510,6 +534,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wait_timeout_device_function_never_stops),
     cmocka_unit_test(test_kernel_time_limit),
     cmocka_unit_test(test_kernel_time_limit_restarts_after_a_wait),
+    cmocka_unit_test(test_kernel_time_limit_after_a_wait),
     cmocka_unit_test(test_exit_in_kernel),
     cmocka_unit_test(test_negative_limits_refused),
     cmocka_unit_test(test_deadlock_blocks_without_core_a2a3),
