@@ -86,6 +86,7 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   /* Publish the wait for the host's deadlock watch (the slot already names
    * the block), then stop counting as running. */
   struct pld__coreslot *w = &env->watch->cores[c->slot];
+  pld__slot_write_begin(w);
   w->buf = buf;
   w->off = off;
   w->cmp = (int32_t)cmp;
@@ -94,7 +95,8 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   memcpy(w->idx, idx, (size_t)n * sizeof *idx);
   pld__name_copy(w->window, sizeof w->window, sig.p->name);
   atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
-  atomic_store_explicit(&w->state, PLD__CORE_WAITING, memory_order_release);
+  atomic_store_explicit(&w->state, PLD__CORE_WAITING, memory_order_relaxed);
+  pld__slot_write_end(w);
   atomic_fetch_sub(&env->watch->running, 1);
 
   uint32_t why = PLD__ABORT_NONE;
@@ -111,9 +113,11 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   /* Running again: the kernel's time limit counts from here (see
    * struct pld__coreslot for why no clock is read). */
   atomic_fetch_add(&env->watch->running, 1);
+  pld__slot_write_begin(w);
   atomic_store_explicit(&w->since_ns, 0, memory_order_relaxed);
   atomic_fetch_add_explicit(&w->resumes, 1, memory_order_relaxed);
-  atomic_store_explicit(&w->state, PLD__CORE_RUNNING, memory_order_release);
+  atomic_store_explicit(&w->state, PLD__CORE_RUNNING, memory_order_relaxed);
+  pld__slot_write_end(w);
   if (why == PLD__ABORT_NONE)
     return PLD_OK;
   char ws[160];

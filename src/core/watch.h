@@ -25,9 +25,12 @@
 /* What a core is doing. */
 enum { PLD__CORE_IDLE = 0, PLD__CORE_RUNNING = 1, PLD__CORE_WAITING = 2 };
 
-/* One core.  The fields are written before `state` (release), so a host
- * that reads state (acquire) sees the block they describe. */
+/* One core.  Its core writes it, the host reads it: `seq` is odd while
+ * the core writes, so that the host can tell a consistent copy from one
+ * taken while the fields changed (pld__slot_write_begin / _end on the
+ * device, a retry or "in passing" on the host). */
 struct pld__coreslot {
+  _Atomic uint32_t seq;
   _Atomic int32_t state;
   /* Running since the block started, or waiting since the wait began.  A
    * wait that returns does not read the clock (on the notify-to-wait path
@@ -68,6 +71,17 @@ struct pld__watch {
   struct pld__readyq queue[2];  /* by pld_core_type */
   struct pld__coreslot cores[PLD__MAX_CORES];
 };
+
+/* Brackets the core's writes to its slot. */
+static inline void pld__slot_write_begin(struct pld__coreslot *s) {
+  uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+  atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+}
+static inline void pld__slot_write_end(struct pld__coreslot *s) {
+  uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+  atomic_store_explicit(&s->seq, q + 1, memory_order_release);
+}
 
 /* The one definition of a satisfied wait, used by the waiting core and by
  * the host's deadlock watch alike. */

@@ -210,13 +210,15 @@ static struct pld__coreslot *slot_begin(struct pld__sched *s,
   if (!s->env)
     return NULL;
   struct pld__coreslot *slot = &s->env->watch->cores[c->slot];
+  pld__slot_write_begin(slot);
   slot->core_type = (int32_t)c->spec.type;
   slot->core = c->spec.index;
   slot->block = c->block_idx;
   slot->blocks = c->block_num;
   pld__name_copy(slot->kernel, sizeof slot->kernel, c->kernel);
   atomic_store_explicit(&slot->since_ns, pld__now_ns(), memory_order_relaxed);
-  atomic_store_explicit(&slot->state, PLD__CORE_RUNNING, memory_order_release);
+  atomic_store_explicit(&slot->state, PLD__CORE_RUNNING, memory_order_relaxed);
+  pld__slot_write_end(slot);
   return slot;
 }
 
@@ -269,8 +271,11 @@ static void *core_main(void *arg) {
     pld__running_core = &ct->core;
     t->kernel.entry(k, t->argv);
     pld__running_core = NULL;
-    if (slot)
-      atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_release);
+    if (slot) {
+      pld__slot_write_begin(slot);
+      atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_relaxed);
+      pld__slot_write_end(slot);
+    }
 
     pthread_mutex_lock(&s->mu);
     type->busy--;

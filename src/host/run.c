@@ -92,24 +92,19 @@ static int ctl_intact(const struct pld_program *p, int r, char *what,
 }
 
 /* A copy of one core's slot, validated: returns its state, or -1 (with
- * *what saying why) when the slot cannot be what a device wrote.  A block
- * resumed from a wait has run since the host first saw the resume. */
+ * *what saying why) when the slot cannot be what a device wrote.  A slot
+ * that changed while it was copied (its core is passing from one state to
+ * another) is idle for this look.  A block resumed from a wait has run
+ * since the host first saw the resume. */
 static int slot_read(const struct pld_program *p, int r, int i,
                      struct pld__coreslot *s, char *what, size_t cap) {
   const struct pld__coreslot *w = &p->devs[r].ctl->watch.cores[i];
-  int state = atomic_load_explicit(&w->state, memory_order_acquire);
-  if (state == PLD__CORE_IDLE)
-    return state;
+  uint32_t seq = atomic_load_explicit(&w->seq, memory_order_acquire);
+  int state = atomic_load_explicit(&w->state, memory_order_relaxed);
+  if (state == PLD__CORE_IDLE || (seq & 1))
+    return PLD__CORE_IDLE;
   s->since_ns = atomic_load_explicit(&w->since_ns, memory_order_relaxed);
-  if (s->since_ns == 0 && state == PLD__CORE_RUNNING) {
-    size_t at = (size_t)r * PLD__MAX_CORES + (size_t)i;
-    uint32_t resumes = atomic_load_explicit(&w->resumes, memory_order_relaxed);
-    if (p->resumes_seen[at] != resumes) {
-      p->resumes_seen[at] = resumes;
-      p->resumed_at[at] = pld__now_ns();
-    }
-    s->since_ns = p->resumed_at[at];
-  }
+  uint32_t resumes = atomic_load_explicit(&w->resumes, memory_order_relaxed);
   s->core_type = w->core_type;
   s->core = w->core;
   s->block = w->block;
@@ -124,6 +119,17 @@ static int slot_read(const struct pld_program *p, int r, int i,
                       0);
   pld__copy_printable(s->window, sizeof s->window, w->window, sizeof w->window,
                       0);
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&w->seq, memory_order_relaxed) != seq)
+    return PLD__CORE_IDLE;
+  if (s->since_ns == 0 && state == PLD__CORE_RUNNING) {
+    size_t at = (size_t)r * PLD__MAX_CORES + (size_t)i;
+    if (p->resumes_seen[at] != resumes) {
+      p->resumes_seen[at] = resumes;
+      p->resumed_at[at] = pld__now_ns();
+    }
+    s->since_ns = p->resumed_at[at];
+  }
   const pld_platform_info *pl = p->plat;
   int cores = s->core_type == PLD_CORE_CUBE ? pl->cube_cores : pl->vector_cores;
   const char *bad = NULL;
@@ -136,7 +142,7 @@ static int slot_read(const struct pld_program *p, int r, int i,
            s->block >= s->blocks)
     bad = "block";
   else if (state == PLD__CORE_WAITING &&
-           (s->buf < 0 || s->buf >= p->nwinbufs ||
+           (s->since_ns <= 0 || s->buf < 0 || s->buf >= p->nwinbufs ||
             !p->winbufs[s->buf]->member[r] || s->off % 4 != 0 ||
             s->off + 4 > p->winbufs[s->buf]->phys ||
             (s->cmp != PLD_WAIT_EQ && s->cmp != PLD_WAIT_GE) || s->ndim < 1 ||

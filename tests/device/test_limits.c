@@ -7,6 +7,7 @@
  * over its device's control memory is reported as a failure of its rank,
  * never as success. */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -251,8 +252,8 @@ static void test_kernel_time_limit_after_a_wait(void **state) {
   struct runaway ra;
   runaway_setup(&ra, 2, 99, 0, 300);
   double seconds;
-  int st = runaway_run(&ra, (const int[]){DO_WAIT_SPIN, DO_NOTIFY_LATE},
-                       &seconds);
+  int st =
+      runaway_run(&ra, (const int[]){DO_WAIT_SPIN, DO_NOTIFY_LATE}, &seconds);
   assert_fails_with(st, PLD_ERR_TIMEOUT, "kernel time limit",
                     "rank 0 (device 1): kernel k_runaway on AIV core 0 (block "
                     "0 of 1) has run for",
@@ -261,6 +262,45 @@ static void test_kernel_time_limit_after_a_wait(void **state) {
   assert_within(seconds, 0.25 + 0.3 + 1.0);
   assert_runs_again(&ra);
   runaway_teardown(&ra);
+}
+
+/* The host copies a core's slot while the core may be changing it: a copy
+ * taken while a wait returns (the old state, waiting, with the new start,
+ * still unset) must read as a core in passing, not as a wait begun at time
+ * 0, which a wait limit would at once call too long, nor as a corrupt
+ * slot.  The kernel holds its slot in the middle of such a change for
+ * 300 ms, past a 100 ms limit and several looks of the host. */
+PLD_KERNEL(k_torn_slot, k, PLD_WINDOW(sig, INT32, NR),
+           PLD_IN(mode, INT32, NR)) {
+  (void)sig;
+  struct pld__coreslot *slot = &k.p->env->watch->cores[k.p->slot];
+  pld__slot_write_begin(slot);
+  atomic_store(&slot->since_ns, 0);
+  atomic_store(&slot->state, PLD__CORE_WAITING);
+  compute(k, mode, 300);
+  atomic_store(&slot->state, PLD__CORE_RUNNING);
+  pld__slot_write_end(slot);
+}
+PLD_DEVICE(d_torn_slot, a, PLD_WINDOW(sig, INT32, NR),
+           PLD_IN(mode, INT32, NR)) {
+  pld_launch(a, k_torn_slot, 1, sig, mode);
+}
+PLD_HOST(h_torn_slot, h, PLD_IN(mode, INT32, NR)) {
+  int n = pld_world_size(h);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_torn_slot, r,
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), mode);
+}
+
+static void test_wait_limit_ignores_a_slot_in_passing(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  cfg.wait_timeout_ms = 100;
+  pld_tensor mode;
+  assert_ok(pld_tensor_create(PLD_INT32, 1, (int64_t[]){2}, &mode));
+  assert_ok(pld_run(h_torn_slot, &cfg, PLD_ARGS(mode)));
+  pld_tensor_destroy(mode);
 }
 
 /* exit() in a kernel ends the device process: a crash naming the kernel. */
@@ -535,6 +575,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_kernel_time_limit),
     cmocka_unit_test(test_kernel_time_limit_restarts_after_a_wait),
     cmocka_unit_test(test_kernel_time_limit_after_a_wait),
+    cmocka_unit_test(test_wait_limit_ignores_a_slot_in_passing),
     cmocka_unit_test(test_exit_in_kernel),
     cmocka_unit_test(test_negative_limits_refused),
     cmocka_unit_test(test_deadlock_blocks_without_core_a2a3),
