@@ -1,17 +1,136 @@
 /* pld/collective.h: collectives built on signals and one-sided movement.
- * Every rank of the domain calls the same collective, one block per rank. */
+ *
+ * Kernels only.  Every rank of a window's domain calls the same collective
+ * with the same arguments (dtype, shapes, op, mode, root), from a kernel
+ * launched on the same number of blocks C on every rank.  A collective
+ * launched on C > 1 blocks splits its data into C contiguous parts, one per
+ * block, each block its own lane of the signal window; every block takes
+ * part, with or without data, and the C blocks must run at once (a block
+ * that waits for a block that has no core is a deadlock, and is reported
+ * as one).  Only the comm layer's primitives move data and order ranks, so
+ * every fabric carries the collectives.
+ *
+ * Signal windows.  A collective's signal is a 1-D INT32 window of at least
+ * PLD_SIGNAL_CELLS(nranks, blocks) cells, zero when first used and written
+ * by nothing but collectives and pld_barrier.  Each call leaves it zero
+ * again (the self-clearing credit protocol: every synchronisation adds 1 to
+ * the sender's cell on the receiver, and each call takes back what it
+ * received), so one signal window serves back-to-back calls, calls in
+ * loops, and different collectives in one kernel.
+ *
+ * Exactness.  Every rank ends with the bitwise-same result, and the same
+ * inputs give the same bits on every run, whatever the timing.  Each
+ * element is reduced over the ranks in one order fixed by the mode and the
+ * rank count: mesh and two-phase combine ranks 0, 1, ..., P-1 in that
+ * order; the ring combines the ranks of chunk c in ring order starting at
+ * rank c+1 and ending with rank c.  FP16 and BF16 are reduced in FP32 and
+ * rounded once (mesh, two-phase, reduce-scatter); the ring keeps partial
+ * results in the data's dtype between its hops, so FP16 and BF16 are
+ * rounded at each of its P-1 hops.  Integer sums and products wrap (two's
+ * complement), which makes them independent of the order; with integer
+ * values that every partial sum holds exactly, every mode gives the same
+ * bits.  Max and Min propagate NaN.
+ *
+ * Mistakes.  Each call first checks its arguments against the rank's own
+ * view (PLD_ERR_ARG, PLD_ERR_BOUNDS: dtype, shapes, op, root, a signal
+ * window too small for the rank count or block count, stage and target
+ * overlapping), then compares its call with every other rank's at the same
+ * point of the signal window: ranks that reached it with different calls
+ * (another collective, op, dtype, element count, root, mode or block count)
+ * all fail with PLD_ERR_MISMATCH and a message naming each rank's call.  A
+ * deadlock report names, for each blocked rank, the collective, its call
+ * number and its round.  Tile memory: reductions stage data through tiles
+ * of the core (an FP32 accumulator and a staging tile, sized to the free
+ * tile memory), transfers through one staging tile, so a call fails with
+ * PLD_ERR_TILE_MEMORY where too little is free.  Reducing collectives run
+ * on vector cores only (PLD_ERR_LEVEL on a cube core).
+ *
+ * Returns: PLD_OK, or the statuses above, or those of pld_wait (deadlock,
+ * time limit, abort), or an earlier failure of the kernel.
+ */
 #ifndef PLD_COLLECTIVE_H
 #define PLD_COLLECTIVE_H
 
+#include "pld/rma.h"
 #include "pld/signal.h"
 
-/* All ranks of sig's domain rendezvous.  sig is an INT32 window of at
- * least nranks cells, zero when first used and not written by anything
- * else.  The self-clearing protocol (each rank adds 1 to its own cell on
- * every peer, waits until every peer's cell on itself is >= 1, then adds -1
- * to each of those cells) leaves it zero again, so the same window serves
- * back-to-back barriers and barriers in loops.  Kernels only.  Returns as
- * pld_wait does. */
+/* Values are the original ABI's. */
+typedef enum pld_reduce_op {
+  PLD_REDUCE_SUM = 0,
+  PLD_REDUCE_MAX = 1,
+  PLD_REDUCE_MIN = 2,
+  PLD_REDUCE_PROD = 3
+} pld_reduce_op;
+
+/* How pld_allreduce moves data (P ranks, N elements each):
+ *   MESH: every rank reads every rank's data and reduces; (P-1) N read per
+ *     rank, one synchronisation per tile-memory's worth: best for small N.
+ *   TWO_PHASE: rank c reduces chunk c of every rank, then every rank reads
+ *     the reduced chunks: 2 (P-1)/P N per rank, three synchronisations.
+ *   RING: P-1 reduce-scatter rounds then P-1 all-gather rounds between
+ *     neighbours: 2 (P-1)/P N per rank, each round waiting on the left
+ *     neighbour only.
+ *   AUTO: chosen by size and rank count (see pld_allreduce_auto). */
+typedef enum pld_allreduce_mode {
+  PLD_ALLREDUCE_AUTO = 0,
+  PLD_ALLREDUCE_MESH = 1,
+  PLD_ALLREDUCE_TWO_PHASE = 2,
+  PLD_ALLREDUCE_RING = 3
+} pld_allreduce_mode;
+
+/* INT32 cells of one lane of a signal window for a domain of nranks
+ * ranks, and of a signal window for collectives launched on `blocks`
+ * blocks.  A barrier on one block needs nranks cells (its lane's first). */
+#define PLD_SIGNAL_LANE_CELLS(nranks) (2 * (nranks) + 16)
+#define PLD_SIGNAL_CELLS(nranks, blocks)                                       \
+  ((blocks) * PLD_SIGNAL_LANE_CELLS(nranks))
+
+/* All ranks of sig's domain rendezvous.  One block: sig needs nranks
+ * cells; launched on C blocks, each block uses its own lane and sig needs
+ * PLD_SIGNAL_CELLS(nranks, C).  Self-clearing (see the top of this file).
+ * Returns as pld_wait does. */
 int pld_barrier(pld_core k, pld_window sig);
+
+/* data = op over every rank's data, in place, on every rank. */
+int pld_allreduce(pld_core k, pld_window data, pld_window sig,
+                  pld_reduce_op op, pld_allreduce_mode mode);
+
+/* The mode PLD_ALLREDUCE_AUTO takes for `bytes` bytes per rank over
+ * nranks ranks (any level). */
+pld_allreduce_mode pld_allreduce_auto(int32_t nranks, int64_t bytes);
+
+/* data = root's data, on every rank; root is a rank of data's domain. */
+int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root);
+
+/* Row r of target = rank r's stage, on every rank.  stage is any tensor
+ * of this rank (plain, or pld_local of a window) of N elements; target a
+ * window [P, ...] of P * N elements of stage's dtype (its leading
+ * dimension P).  stage must not overlap target. */
+int pld_allgather(pld_core k, pld_tensor stage, pld_window target,
+                  pld_window sig);
+
+/* data is [P, ...]: afterwards row r of rank r (its leading-dimension
+ * index r) holds op over every rank's row r; the other rows are left as
+ * they were. */
+int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
+                       pld_reduce_op op);
+
+/* input is [P, ...] (any tensor of this rank), target a window of input's
+ * dtype and shape: row d of input goes to row r of rank d's target, so
+ * afterwards row s of target came from rank s.  input must not overlap
+ * target. */
+int pld_all_to_all(pld_core k, pld_tensor input, pld_window target,
+                   pld_window sig);
+
+/* As pld_all_to_all with blocks of at most MAX rows per peer: input and
+ * target are [P * MAX, cols] (MAX = leading dimension / P); rank r sends
+ * rows [d * MAX, d * MAX + send_counts[d]) of input to rows [r * MAX, ...)
+ * of rank d's target, and learns in recv_counts[s] how many rows came from
+ * rank s (rows past the count are left as they were).  send_counts and
+ * recv_counts are INT32[P] tensors; a count outside [0, MAX] fails with
+ * PLD_ERR_BOUNDS before anything moves. */
+int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
+                     pld_window target, pld_tensor recv_counts,
+                     pld_window sig);
 
 #endif /* PLD_COLLECTIVE_H */

@@ -21,7 +21,8 @@ typedef struct pld_config {
    * build has no backend for (PLD_ERR_UNSUPPORTED). */
   const char *platform;
   /* Rank r runs on device_ids[r]; ids distinct, >= 0 and below the
-   * platform's device limit.  The world size is ndevices. */
+   * platform's device limit (pld_platform_info.max_devices: 128, a cluster
+   * of 8 servers of 16 cards).  The world size is ndevices. */
   const int *device_ids;
   int ndevices;
   /* Where pld_compile writes a readable description of the program (which
@@ -104,7 +105,8 @@ int pld_run(pld_host_fn host, const pld_config *cfg, int argc,
 typedef struct pld_platform_info {
   const char *name;
   int simulated;
-  int max_devices;       /* device ids range over [0, max_devices) */
+  int max_devices;       /* device ids range over [0, max_devices): the
+                            cards of a cluster of servers */
   int cube_cores;        /* AIC per device */
   int vector_cores;      /* AIV per device */
   size_t ub_bytes;       /* vector core Unified Buffer */
@@ -112,6 +114,8 @@ typedef struct pld_platform_info {
   /* Device global memory (HBM): what one rank's tensor slices, window
    * buffers and device allocations must fit together. */
   uint64_t global_bytes;
+  int server_devices;    /* cards per server: ids s * server_devices on
+                            are server s */
 } pld_platform_info;
 const pld_platform_info *pld_platform_find(const char *name);
 

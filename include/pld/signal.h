@@ -26,9 +26,16 @@
 
 #include "pld/window.h"
 
-/* Values are the original ABI's. */
+/* Values 0 and 1 are the original ABI's; the other comparisons are pld's. */
 typedef enum pld_notify_op { PLD_NOTIFY_ADD = 0, PLD_NOTIFY_SET = 1 } pld_notify_op;
-typedef enum pld_wait_cmp { PLD_WAIT_EQ = 0, PLD_WAIT_GE = 1 } pld_wait_cmp;
+typedef enum pld_wait_cmp {
+  PLD_WAIT_EQ = 0, /* cell == expected */
+  PLD_WAIT_GE = 1, /* cell >= expected */
+  PLD_WAIT_NE = 2, /* cell != expected */
+  PLD_WAIT_GT = 3, /* cell > expected */
+  PLD_WAIT_LT = 4, /* cell < expected */
+  PLD_WAIT_LE = 5  /* cell <= expected */
+} pld_wait_cmp;
 
 /* On peer's copy of sig[idx] (an INT32 cell): add value (signed; a notify
  * to this rank's own number hits its own cell) or set it.  idx is given
@@ -38,9 +45,9 @@ typedef enum pld_wait_cmp { PLD_WAIT_EQ = 0, PLD_WAIT_GE = 1 } pld_wait_cmp;
 int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
                const int64_t *idx, int32_t value, pld_notify_op op);
 
-/* Blocks until this rank's sig[idx] == expected (PLD_WAIT_EQ) or >=
- * expected (PLD_WAIT_GE).  Other cores keep running meanwhile.  Returns
- * PLD_OK, PLD_ERR_ARG, PLD_ERR_BOUNDS, PLD_ERR_DEADLOCK or PLD_ERR_TIMEOUT
+/* Blocks until this rank's sig[idx] compares with expected as cmp says
+ * (==, >=, !=, >, <, <=).  Other cores keep running meanwhile.  Returns
+ * PLD_OK, PLD_ERR_ARG (also an unknown cmp), PLD_ERR_BOUNDS, PLD_ERR_DEADLOCK or PLD_ERR_TIMEOUT
  * (the run's report says which waits), PLD_ERR_ABORTED (another rank
  * failed). */
 int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,

@@ -103,6 +103,17 @@ int pld__region_check(struct pld__core *c, const char *fn,
                       const char *role, int64_t row, int64_t col, int64_t rows,
                       int64_t cols);
 
+/* Notify and wait on the cell `off` bytes into the buffer of window w
+ * (checked by the caller), failures reported as fn's: the body of
+ * pld_notify (peer is a domain rank) and pld_wait, for the collectives.
+ * idx (n coordinates) names the cell in deadlock reports. */
+int pld__signal_cell(struct pld__core *c, const char *fn,
+                     const struct pld__tensor *w, int32_t peer, size_t off,
+                     int32_t value, pld_notify_op op);
+int pld__wait_cell(struct pld__core *c, const char *fn,
+                   const struct pld__tensor *w, size_t off, int n,
+                   const int64_t *idx, int32_t expected, int cmp);
+
 /* For messages, composed only when something failed: "window 'sig'
  * (buffer #2)", with " of peer 1" unless peer is PLD__NO_PEER, or "<role>
  * 'x'" for a plain tensor (role NULL: "tensor"). */

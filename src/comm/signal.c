@@ -42,6 +42,18 @@ static int cell_offset(struct pld__core *c, const char *fn, pld_window sig,
   return PLD_OK;
 }
 
+int pld__signal_cell(struct pld__core *c, const char *fn,
+                     const struct pld__tensor *w, int32_t peer, size_t off,
+                     int32_t value, pld_notify_op op) {
+  const struct pld__comm_env *env = c->env;
+  int st = env->fabric->ops->signal(env->fabric, w->win_buf,
+                                    w->comm->members[peer], off, value, op);
+  if (st)
+    return pld__kfail(c, st, fn, "%s", pld_last_error());
+  atomic_fetch_add_explicit(&env->watch->progress, 1, memory_order_relaxed);
+  return PLD_OK;
+}
+
 int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
                const int64_t *idx, int32_t value, pld_notify_op op) {
   struct pld__core *c = k.p;
@@ -55,13 +67,7 @@ int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
   int st = cell_offset(c, "pld_notify", sig, peer, n, idx, &off);
   if (st)
     return st;
-  const struct pld__comm_env *env = c->env;
-  st = env->fabric->ops->signal(env->fabric, sig.p->win_buf,
-                                sig.p->comm->members[peer], off, value, op);
-  if (st)
-    return pld__kfail(c, st, "pld_notify", "%s", pld_last_error());
-  atomic_fetch_add_explicit(&env->watch->progress, 1, memory_order_relaxed);
-  return PLD_OK;
+  return pld__signal_cell(c, "pld_notify", sig.p, peer, off, value, op);
 }
 
 int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
@@ -69,17 +75,24 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   struct pld__core *c = k.p;
   if (c->status)
     return c->status;
-  if (cmp != PLD_WAIT_EQ && cmp != PLD_WAIT_GE)
+  if (!pld__wait_cmp_str((int)cmp))
     return pld__kfail(c, PLD_ERR_ARG, "pld_wait",
-                      "cmp: expected PLD_WAIT_EQ or PLD_WAIT_GE, got %d",
+                      "cmp: expected PLD_WAIT_EQ, _GE, _NE, _GT, _LT or _LE, "
+                      "got %d",
                       (int)cmp);
   size_t off;
   int st = cell_offset(c, "pld_wait", sig, PLD__NO_PEER, n, idx, &off);
   if (st)
     return st;
+  return pld__wait_cell(c, "pld_wait", sig.p, off, n, idx, expected, cmp);
+}
+
+int pld__wait_cell(struct pld__core *c, const char *fn,
+                   const struct pld__tensor *sig, size_t off, int n,
+                   const int64_t *idx, int32_t expected, int cmp) {
   const struct pld__comm_env *env = c->env;
   struct pld__fabric *f = env->fabric;
-  int buf = sig.p->win_buf;
+  int buf = sig->win_buf;
   if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp))
     return PLD_OK;
 
@@ -93,7 +106,10 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   w->expected = expected;
   w->ndim = n;
   memcpy(w->idx, idx, (size_t)n * sizeof *idx);
-  pld__name_copy(w->window, sizeof w->window, sig.p->name);
+  w->coll = c->coll_kind;
+  w->call = c->coll_call;
+  w->round = c->coll_round;
+  pld__name_copy(w->window, sizeof w->window, sig->name);
   atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
   atomic_store_explicit(&w->state, PLD__CORE_WAITING, memory_order_relaxed);
   pld__slot_write_end(w);
@@ -121,12 +137,12 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   if (why == PLD__ABORT_NONE)
     return PLD_OK;
   char ws[160];
-  pld__describe(ws, sizeof ws, sig.p, PLD__NO_PEER, NULL);
+  pld__describe(ws, sizeof ws, sig, PLD__NO_PEER, NULL);
   return pld__kfail(c,
                     why == PLD__ABORT_DEADLOCK ? PLD_ERR_DEADLOCK
                     : why == PLD__ABORT_TIMEOUT ? PLD_ERR_TIMEOUT
                                                 : PLD_ERR_ABORTED,
-                    "pld_wait", "stopped waiting on %s: %s", ws,
+                    fn, "stopped waiting on %s: %s", ws,
                     why == PLD__ABORT_DEADLOCK  ? "the run deadlocked"
                     : why == PLD__ABORT_TIMEOUT ? "a wait timed out"
                                                 : "another rank failed");

@@ -51,6 +51,7 @@ void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
   c->device = device;
   c->block_idx = block_idx;
   c->block_num = block_num;
+  c->coll_kind = c->coll_call = c->coll_round = 0;
   c->status = PLD_OK;
   c->msg[0] = '\0';
 }

@@ -72,6 +72,10 @@ struct pld__core {
   int rank, device;
   int32_t block_idx, block_num;
 
+  /* The collective the block is in (PLD__COLL_* of core/watch.h, 0 for
+   * none), its call number and round: waits publish them. */
+  int32_t coll_kind, coll_call, coll_round;
+
   /* First failure of this block: sticky; every later call returns it. */
   int status;
   char msg[PLD__MSG_MAX];

@@ -22,6 +22,33 @@
  * names are cut. */
 #define PLD__NAME_MAX 48
 
+/* The collectives, as the watch names them. */
+#define PLD__COLLECTIVES(X)                                                    \
+  X(NONE, "")                                                                  \
+  X(BARRIER, "pld_barrier")                                                    \
+  X(ALLREDUCE, "pld_allreduce")                                                \
+  X(BROADCAST, "pld_broadcast")                                                \
+  X(ALLGATHER, "pld_allgather")                                                \
+  X(REDUCE_SCATTER, "pld_reduce_scatter")                                      \
+  X(ALL_TO_ALL, "pld_all_to_all")                                              \
+  X(ALL_TO_ALL_V, "pld_all_to_all_v")
+enum {
+#define PLD__COLL_ENUM(name, fn) PLD__COLL_##name,
+  PLD__COLLECTIVES(PLD__COLL_ENUM)
+#undef PLD__COLL_ENUM
+  PLD__COLL_COUNT
+};
+
+/* The function of collective kind, or NULL for no known kind. */
+static inline const char *pld__coll_name(int kind) {
+  static const char *const names[] = {
+#define PLD__COLL_NAME(name, fn) fn,
+      PLD__COLLECTIVES(PLD__COLL_NAME)
+#undef PLD__COLL_NAME
+  };
+  return kind >= 0 && kind < PLD__COLL_COUNT ? names[kind] : NULL;
+}
+
 /* What a core is doing. */
 enum { PLD__CORE_IDLE = 0, PLD__CORE_RUNNING = 1, PLD__CORE_WAITING = 2 };
 
@@ -50,6 +77,9 @@ struct pld__coreslot {
   uint64_t off;
   int64_t idx[PLD_MAX_DIMS];
   char window[PLD__NAME_MAX];
+  /* The collective the wait belongs to (PLD__COLL_*, 0 for none), the
+   * call's number on its signal window and the round within the call. */
+  int32_t coll, call, round;
 };
 
 /* The ready queue of one core type. */
@@ -87,7 +117,29 @@ static inline void pld__slot_write_end(struct pld__coreslot *s) {
  * the host's deadlock watch alike. */
 static inline int pld__wait_satisfied(int32_t value, int32_t expected,
                                       int cmp) {
-  return cmp == PLD_WAIT_EQ ? value == expected : value >= expected;
+  switch (cmp) {
+  case PLD_WAIT_EQ:
+    return value == expected;
+  case PLD_WAIT_GE:
+    return value >= expected;
+  case PLD_WAIT_NE:
+    return value != expected;
+  case PLD_WAIT_GT:
+    return value > expected;
+  case PLD_WAIT_LT:
+    return value < expected;
+  case PLD_WAIT_LE:
+    return value <= expected;
+  default:
+    return 0;
+  }
+}
+
+/* "==", ">=", ...; NULL for no comparison. */
+static inline const char *pld__wait_cmp_str(int cmp) {
+  static const char *const str[] = {"==", ">=", "!=", ">", "<", "<="};
+  return cmp >= 0 && cmp < (int)(sizeof str / sizeof str[0]) ? str[cmp]
+                                                             : NULL;
 }
 
 /* A bounded copy of a name (NULL copies as ""): it runs on hot paths,

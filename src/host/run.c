@@ -114,6 +114,9 @@ static int slot_read(const struct pld_program *p, int r, int i,
   s->expected = w->expected;
   s->ndim = w->ndim;
   s->off = w->off;
+  s->coll = w->coll;
+  s->call = w->call;
+  s->round = w->round;
   memcpy(s->idx, w->idx, sizeof s->idx);
   pld__copy_printable(s->kernel, sizeof s->kernel, w->kernel, sizeof w->kernel,
                       0);
@@ -145,8 +148,8 @@ static int slot_read(const struct pld_program *p, int r, int i,
            (s->since_ns <= 0 || s->buf < 0 || s->buf >= p->nwinbufs ||
             !p->winbufs[s->buf]->member[r] || s->off % 4 != 0 ||
             s->off + 4 > p->winbufs[s->buf]->phys ||
-            (s->cmp != PLD_WAIT_EQ && s->cmp != PLD_WAIT_GE) || s->ndim < 1 ||
-            s->ndim > PLD_MAX_DIMS))
+            !pld__wait_cmp_str(s->cmp) || s->ndim < 1 ||
+            s->ndim > PLD_MAX_DIMS || !pld__coll_name(s->coll)))
     bad = "wait";
   if (bad) {
     pld__catf(what, cap, "the %s of its core slot %d is invalid", bad, i);
@@ -711,10 +714,13 @@ static size_t report_cores(struct pld_program *p, struct watch *wt, int r,
         n += pld__catf(msg + n, cap - n, d ? ", %lld" : "%lld",
                        (long long)s->idx[d]);
       n += pld__catf(msg + n, cap - n,
-                     "] %s %d; it holds %d; waiting for %.1f ms; who could "
-                     "still notify it:",
-                     s->cmp == PLD_WAIT_EQ ? "==" : ">=", (int)s->expected,
-                     (int)v, (double)(now - s->since_ns) / 1e6);
+                     "] %s %d; it holds %d; waiting for %.1f ms; ",
+                     pld__wait_cmp_str(s->cmp), (int)s->expected, (int)v,
+                     (double)(now - s->since_ns) / 1e6);
+      if (s->coll != PLD__COLL_NONE)
+        n += pld__catf(msg + n, cap - n, "in %s call %d, round %d; ",
+                       pld__coll_name(s->coll), (int)s->call, (int)s->round);
+      n += pld__catf(msg + n, cap - n, "who could still notify it:");
       int any = 0;
       for (int q = 0; q < p->nranks; q++)
         if (p->winbufs[s->buf]->member[q] && !finished(p, wt, q)) {

@@ -63,13 +63,13 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
  * Integer division goes through double, which holds every quotient of two
  * INT32s closely enough that truncation is exact (the rounding error is
  * below 1/|divisor|), and which vectorizes where integer division does
- * not; INT32_MIN / -1 wraps to INT32_MIN on narrowing.  Float maximum and
- * minimum propagate NaN. */
+ * not; INT32_MIN / -1 wraps to INT32_MIN on narrowing.  Maximum and
+ * minimum are tile/tile.h's. */
 #define IDIV(x, y) ((int64_t)__builtin_trunc((double)(x) / (double)(y)))
-#define FMAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
-#define FMIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
-#define IMAX(x, y) ((x) > (y) ? (x) : (y))
-#define IMIN(x, y) ((x) < (y) ? (x) : (y))
+#define FMAX PLD__FMAX
+#define FMIN PLD__FMIN
+#define IMAX PLD__IMAX
+#define IMIN PLD__IMIN
 /* |x| with -INT_MIN wrapping to INT_MIN; the identity for UINT8. */
 #define ISIGN(x) ((uint32_t)(x) >> 31)
 #define IABS(x) (((uint32_t)(x) ^ (0u - ISIGN(x))) + ISIGN(x))

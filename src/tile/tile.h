@@ -52,6 +52,13 @@
     }                                                                          \
   } while (0)
 
+/* Maximum and minimum, as the tile operations and the reducing
+ * collectives compute them: float ones propagate NaN (x != x). */
+#define PLD__FMAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
+#define PLD__FMIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+#define PLD__IMAX(x, y) ((x) > (y) ? (x) : (y))
+#define PLD__IMIN(x, y) ((x) < (y) ? (x) : (y))
+
 /* Elements of a float scratch buffer: FP16 and BF16 tiles are computed
  * through one (convert a chunk in, compute in float, convert back). */
 #define PLD__CHUNK 512

@@ -273,7 +273,7 @@ PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
     pld_notify(k, sig, 1, PLD_AT(n), 1, PLD_NOTIFY_ADD);
     break;
   case MIS_WAIT_CMP:
-    pld_wait(k, sig, PLD_AT(0), 1, (pld_wait_cmp)2);
+    pld_wait(k, sig, PLD_AT(0), 1, (pld_wait_cmp)6);
     break;
   case MIS_NOTIFY_OP:
     pld_notify(k, sig, 1, PLD_AT(0), 1, (pld_notify_op)5);
@@ -478,7 +478,7 @@ static void test_signal_misuse(void **state) {
        {"window 'sig' (buffer #1) of peer 1: index 3 of dimension 0 outside "
         "INT32[3]"}},
       {1, MIS_WAIT_CMP, PLD_ERR_ARG, "pld_wait",
-       {"cmp: expected PLD_WAIT_EQ or PLD_WAIT_GE, got 2"}},
+       {"cmp: expected PLD_WAIT_EQ, _GE, _NE, _GT, _LT or _LE, got 6"}},
       {1, MIS_NOTIFY_OP, PLD_ERR_ARG, "pld_notify",
        {"op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got 5"}},
       {2, MIS_NOTIFY_NULL_IDX, PLD_ERR_ARG, "pld_notify",

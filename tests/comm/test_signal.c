@@ -425,12 +425,98 @@ static void test_signals_in_view_at_offset(void **state) {
   comm_over_rank_counts(run_signals_in_view_at_offset);
 }
 
+/* ---- every comparison ------------------------------------------------------ */
+
+/* Rank 0 sets cell [0] of every other rank to value[0] (after a barrier on
+ * cells [1, n], so the cell is still 0 when the others look first); each
+ * other rank waits until its cell compares with value[1] as value[2]
+ * says, then writes what it saw. */
+#define CMP_PARAMS                      \
+  PLD_WINDOW(sig, INT32, NR1),          \
+  PLD_IN(value, INT32, 3),              \
+  PLD_OUT(seen, INT32, 1)
+PLD_DYNAMIC(NR1); /* cells: NR + 1 */
+
+PLD_KERNEL(k_cmp, k, CMP_PARAMS) {
+  int32_t me = pld_rank(k, pld_get_comm(sig)), n = pld_nranks(k, pld_get_comm(sig));
+  int32_t v = (int32_t)pld_read(k, value, PLD_AT(0));
+  int32_t want = (int32_t)pld_read(k, value, PLD_AT(1));
+  pld_wait_cmp cmp = (pld_wait_cmp)pld_read(k, value, PLD_AT(2));
+  if (me == 0) {
+    for (int32_t p = 1; p < n; p++)
+      pld_notify(k, sig, p, PLD_AT(0), v, PLD_NOTIFY_SET);
+    pld_write(k, seen, PLD_AT(0), v);
+    return;
+  }
+  pld_wait(k, sig, PLD_AT(0), want, cmp);
+  pld_write(k, seen, PLD_AT(0), pld_read(k, pld_local(sig), PLD_AT(0)));
+}
+PLD_DEVICE(d_cmp, a, CMP_PARAMS) { pld_launch(a, k_cmp, 1, sig, value, seen); }
+PLD_HOST(h_cmp, h, PLD_IN(value, INT32, 3), PLD_OUT(seen, INT32, NR, 1)) {
+  int n = pld_world_size(h);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n + 1));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_cmp, r, pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n + 1)),
+                 value, pld_slice(h, seen, r));
+}
+
+/* For each comparison: a value that satisfies it returns with that value;
+ * one that cannot (the cell is only ever 0 or v) is a deadlock whose
+ * report shows the comparison. */
+static void run_every_comparison(int n) {
+  static const struct {
+    int cmp;
+    int32_t v, ok, never;
+    const char *sym;
+  } cases[] = {
+      {PLD_WAIT_EQ, 7, 7, 8, "=="},  {PLD_WAIT_GE, 7, 7, 8, ">="},
+      {PLD_WAIT_NE, -3, 0, -3, "!="}, {PLD_WAIT_GT, 7, 6, 7, ">"},
+      {PLD_WAIT_LT, -5, -4, -5, "<"}, {PLD_WAIT_LE, -5, -5, -6, "<="},
+  };
+  pld_config cfg = comm_config(n);
+  pld_tensor value = comm_int_tensor(0, 1, (int64_t[]){3});
+  pld_tensor seen = comm_int_tensor(99, 2, (int64_t[]){n, 1});
+  int32_t *v = pld_tensor_data(value);
+  const int32_t *got = pld_tensor_data(seen);
+  pld_program *p;
+  assert_ok(pld_compile(h_cmp, &cfg, PLD_ARGS(value, seen), &p));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    v[0] = cases[i].v;
+    v[1] = cases[i].ok;
+    v[2] = cases[i].cmp;
+    assert_ok(pld_program_run(p, PLD_ARGS(value, seen)));
+    for (int r = 0; r < n; r++)
+      assert_int_equal(got[r], cases[i].v);
+    /* A cell that is 0 and then v never satisfies `never`: a deadlock
+     * that says what the wait waited for and what the cell holds. */
+    v[1] = cases[i].never;
+    char line[96];
+    snprintf(line, sizeof line, "cell [0] %s %d; it holds %d", cases[i].sym,
+             (int)cases[i].never, (int)cases[i].v);
+    int st = pld_program_run(p, PLD_ARGS(value, seen));
+    /* != -3 is satisfied by the 0 the cell starts with, if the wait
+     * looks before rank 0's set lands: either outcome is legal then. */
+    if (cases[i].cmp == PLD_WAIT_NE && st == PLD_OK)
+      continue;
+    assert_fails_with(st, PLD_ERR_DEADLOCK, line);
+  }
+  pld_program_destroy(p);
+  pld_tensor_destroy(value);
+  pld_tensor_destroy(seen);
+}
+
+static void test_every_wait_comparison(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_every_comparison);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_notify_and_wait),
     cmocka_unit_test(test_publish_before_notify),
     cmocka_unit_test(test_barrier_back_to_back),
     cmocka_unit_test(test_blocks_chain_through_signals),
     cmocka_unit_test(test_signals_in_view_at_offset),
+    cmocka_unit_test(test_every_wait_comparison),
 };
 
 PLD_TEST_MAIN("comm_signal", tests)

@@ -303,16 +303,25 @@ static void test_config_negative_device(void **state) {
   (void)state;
   config_fails("a5sim", (int[]){0, -2}, 2, PLD_ERR_CONFIG,
                "pld_compile: cfg.device_ids[1]: expected a device id in [0, "
-               "16) for a5sim",
+               "128) for a5sim",
                "got -2");
 }
 
 static void test_config_device_beyond_limit(void **state) {
   (void)state;
-  config_fails("a2a3sim", (int[]){16, 0}, 2, PLD_ERR_CONFIG,
+  config_fails("a2a3sim", (int[]){128, 0}, 2, PLD_ERR_CONFIG,
                "pld_compile: cfg.device_ids[0]: expected a device id in [0, "
-               "16) for a2a3sim",
-               "got 16");
+               "128) for a2a3sim",
+               "got 128");
+  /* The last card of the cluster is a device like any other. */
+  pld_config cfg = test_config(ids, 2, 127, -100);
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  pld_program *p;
+  assert_ok(pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &p));
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
 }
 
 static void test_config_unknown_platform(void **state) {

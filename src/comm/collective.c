@@ -1,0 +1,917 @@
+/* comm/collective.c: the builtin barrier and collectives, built from the
+ * comm layer's primitives alone (credit signals, waits, fabric reads and
+ * writes), so that every fabric carries them.
+ *
+ * The signal window is cut into lanes, one per block of the kernel, of
+ * PLD_SIGNAL_LANE_CELLS(P) INT32 cells each (P: the domain's size):
+ *
+ *   [0, P)        credits: cell s counts what rank s signalled this rank
+ *                 (added to only; each call takes back what it received);
+ *   [P, 2P)       all-to-all-v row counts: cell s is set by rank s;
+ *   [2P, 2P+8)    this rank's call descriptor, two slots by call parity:
+ *                 written by this rank, read by the others;
+ *   2P+8          the number of calls this rank made on the lane.
+ *
+ * A call: check the arguments locally; write the call's descriptor; the
+ * entry barrier (every rank credits every rank, waits for every credit);
+ * compare every rank's descriptor with this one (PLD_ERR_MISMATCH); the
+ * algorithm, whose synchronisations are credits too; the epilogue, which
+ * takes back every credit the call waited for, so the lane is zero again.
+ * A fast rank can only be one call ahead (it needs everyone's credits to
+ * finish a call), so its credits for the next call wait in the cells for
+ * that call, and its next descriptor goes in the other slot. */
+#include <stdio.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "pld/collective.h"
+#include "tile/convert.h"
+#include "tile/tile.h"
+
+/* The most ranks a domain has: the platform's device ids. */
+#define MAX_RANKS 128
+
+/* Cells of a lane (see the top of this file). */
+#define CREDIT(s) (s)
+#define COUNT(n, s) ((n) + (s))
+#define DESC(n, slot) (2 * (n) + 4 * (slot))
+#define CALLS(n) (2 * (n) + 8)
+
+/* Descriptor words: what a call is, so that ranks can compare calls. */
+enum { D_WHAT, D_COUNT_LO, D_COUNT_HI, D_CALL, D_WORDS };
+
+/* A call in progress on one lane. */
+struct coll {
+  struct pld__core *c;
+  const char *fn;
+  int kind;
+  const struct pld__tensor *sig;
+  struct pld__fabric *f;
+  const struct pld__comm *comm;
+  int32_t me, n;
+  int32_t lane, lanes;
+  size_t base;    /* bytes into the signal's buffer of the lane's cell 0 */
+  int32_t *cells; /* the lane's cells in this rank's copy */
+  int32_t desc[D_WORDS];
+  int32_t exp[MAX_RANKS]; /* credits from each rank this call waited for */
+  /* Tile memory of the call: a staging tile (bytes of the data) and, for
+   * reductions, an accumulator (FP32 or INT32, `group` elements). */
+  pld_tile *stage, *acc;
+  size_t group;
+};
+
+/* ---- the lane: credits, waits, descriptors -------------------------------- */
+
+static size_t cell_off(const struct coll *cc, int cell) {
+  return cc->base + (size_t)cell * sizeof(int32_t);
+}
+
+/* Adds 1 to my credit cell on rank `to`. */
+static int credit(struct coll *cc, int32_t to) {
+  return pld__signal_cell(cc->c, cc->fn, cc->sig, to,
+                          cell_off(cc, CREDIT(cc->me)), 1, PLD_NOTIFY_ADD);
+}
+
+/* Waits for one more credit from rank `from` than this call waited for so
+ * far. */
+static int await(struct coll *cc, int32_t from) {
+  int64_t idx = (int64_t)((cell_off(cc, CREDIT(from)) - cc->sig->win_offset) /
+                          sizeof(int32_t));
+  cc->c->coll_round++;
+  return pld__wait_cell(cc->c, cc->fn, cc->sig, cell_off(cc, CREDIT(from)),
+                        1, &idx, ++cc->exp[from], PLD_WAIT_GE);
+}
+
+/* Every rank credits every rank and waits for every rank's credit. */
+static int barrier(struct coll *cc) {
+  int st = PLD_OK;
+  for (int32_t q = 0; q < cc->n && !st; q++)
+    st = credit(cc, q);
+  for (int32_t q = 0; q < cc->n && !st; q++)
+    st = await(cc, q);
+  return st;
+}
+
+/* Takes back the credits this call waited for: the lane is zero again
+ * (but for credits a faster rank already sent for its next call). */
+static int give_back(struct coll *cc) {
+  int st = PLD_OK;
+  for (int32_t q = 0; q < cc->n && !st; q++)
+    if (cc->exp[q])
+      st = pld__signal_cell(cc->c, cc->fn, cc->sig, cc->me,
+                            cell_off(cc, CREDIT(q)), -cc->exp[q],
+                            PLD_NOTIFY_ADD);
+  return st;
+}
+
+static const char *op_name(int op) {
+  static const char *const names[] = {"SUM", "MAX", "MIN", "PROD"};
+  return op >= 0 && op < 4 ? names[op] : "?";
+}
+
+static const char *mode_name(int mode) {
+  static const char *const names[] = {"auto", "mesh", "two-phase", "ring"};
+  return mode >= 0 && mode < 4 ? names[mode] : "?";
+}
+
+/* "pld_allreduce(SUM, FP32, 1024 elements, ring, 2 blocks)" for a
+ * descriptor, or what stands where call `call` should be. */
+static size_t desc_str(char *buf, size_t cap, const int32_t *d, int32_t call) {
+  if (d[D_CALL] != call + 1)
+    return pld__catf(buf, cap,
+                     "no collective call %d on this window (a pld_barrier, "
+                     "or another window's collective; its last call here "
+                     "is %d)",
+                     (int)call + 1, (int)d[D_CALL]);
+  uint32_t w = (uint32_t)d[D_WHAT];
+  int kind = (int)(w & 15), op = (int)(w >> 4 & 15), mode = (int)(w >> 12 & 15);
+  pld_dtype dt = (pld_dtype)(w >> 8 & 15);
+  int lanes = (int)(w >> 16) + 1;
+  long long count = (long long)((uint64_t)(uint32_t)d[D_COUNT_LO] |
+                                (uint64_t)((uint32_t)d[D_COUNT_HI] & 0xffff)
+                                    << 32);
+  int root = (int)((uint32_t)d[D_COUNT_HI] >> 16);
+  const char *name = pld__coll_name(kind);
+  size_t n = pld__catf(buf, cap, "%s(", name ? name : "?");
+  if (kind == PLD__COLL_ALLREDUCE || kind == PLD__COLL_REDUCE_SCATTER)
+    n += pld__catf(buf + n, cap - n, "%s, ", op_name(op));
+  n += pld__catf(buf + n, cap - n, "%s, %lld elements", pld_dtype_name(dt),
+                 count);
+  if (kind == PLD__COLL_ALLREDUCE)
+    n += pld__catf(buf + n, cap - n, ", %s", mode_name(mode));
+  if (kind == PLD__COLL_BROADCAST)
+    n += pld__catf(buf + n, cap - n, ", root %d", root);
+  return n + pld__catf(buf + n, cap - n, ", %d block%s)", lanes,
+                       lanes == 1 ? "" : "s");
+}
+
+/* Every rank's descriptor of this call equals mine, or the call fails
+ * with PLD_ERR_MISMATCH naming each rank's call. */
+static int compare_calls(struct coll *cc) {
+  int32_t call = cc->desc[D_CALL] - 1;
+  size_t at = cell_off(cc, DESC(cc->n, call & 1));
+  int32_t (*d)[D_WORDS] = (int32_t(*)[D_WORDS])cc->stage->data;
+  int same = 1;
+  for (int32_t q = 0; q < cc->n; q++) {
+    int st = cc->f->ops->read(cc->f, cc->sig->win_buf, cc->comm->members[q], at,
+                              d[q], sizeof d[q]);
+    if (st)
+      return pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error());
+    same &= memcmp(d[q], cc->desc, sizeof cc->desc) == 0;
+  }
+  if (same)
+    return PLD_OK;
+  char msg[4096], ws[160];
+  pld__describe(ws, sizeof ws, cc->sig, PLD__NO_PEER, NULL);
+  size_t m = pld__catf(msg, sizeof msg,
+                       "ranks reached call %d of signal %s (lane %d) with "
+                       "different calls:",
+                       (int)call + 1, ws, (int)cc->lane);
+  for (int32_t q = 0; q < cc->n; q++) {
+    m += pld__catf(msg + m, sizeof msg - m, " rank %d: ", (int)q);
+    m += desc_str(msg + m, sizeof msg - m, d[q], call);
+    m += pld__catf(msg + m, sizeof msg - m, ";");
+  }
+  msg[m ? m - 1 : 0] = '\0';
+  return pld__kfail(cc->c, PLD_ERR_MISMATCH, cc->fn, "%s", msg);
+}
+
+/* ---- arguments -------------------------------------------------------- */
+
+static int reducible(pld_dtype dt) {
+  return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16 ||
+         dt == PLD_INT32 || dt == PLD_INT16 || dt == PLD_INT8;
+}
+
+static int check_op(struct pld__core *c, const char *fn, pld_reduce_op op,
+                    const struct pld__tensor *t) {
+  if (op < PLD_REDUCE_SUM || op > PLD_REDUCE_PROD)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "op: expected PLD_REDUCE_SUM, _MAX, _MIN or _PROD, got "
+                      "%d",
+                      (int)op);
+  if (!reducible(t->dtype)) {
+    char ws[160];
+    pld__describe(ws, sizeof ws, t, PLD__NO_PEER, NULL);
+    return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
+                      "%s %s is %s: reductions take FP32, FP16, BF16, INT32, "
+                      "INT16 or INT8",
+                      op_name(op), ws, pld_dtype_name(t->dtype));
+  }
+  return pld__vector_only(c, fn);
+}
+
+/* Windows a and b (or a plain tensor a) share bytes of this rank's
+ * memory. */
+static int overlap(const struct pld__tensor *a, const struct pld__tensor *b) {
+  return pld__ranges_overlap(a->data, a->nbytes, b->data, b->nbytes);
+}
+
+static int refuse_overlap(struct pld__core *c, const char *fn,
+                          const struct pld__tensor *a, const char *ra,
+                          const struct pld__tensor *b, const char *rb) {
+  if (!overlap(a, b))
+    return PLD_OK;
+  char sa[160], sb[160];
+  pld__describe(sa, sizeof sa, a, PLD__NO_PEER, ra);
+  pld__describe(sb, sizeof sb, b, PLD__NO_PEER, rb);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "%s and %s share memory: the collective would read what "
+                    "it writes; use separate buffers",
+                    sa, sb);
+}
+
+/* A tensor a kernel can read (or write) locally, of `dtype`. */
+static int check_local(struct pld__core *c, const char *fn, pld_tensor t,
+                       int writing) {
+  return pld__tensor_check(c, fn, t, writing);
+}
+
+/* The leading dimension of t is the domain's size n (with `multiple`, a
+ * multiple of it); *row gets the elements per rank's row (block). */
+static int check_rows(struct pld__core *c, const char *fn,
+                      const struct pld__tensor *t, int32_t n, int multiple,
+                      int64_t *row) {
+  if (multiple ? t->shape[0] % n == 0 : t->shape[0] == n) {
+    *row = (int64_t)(t->nbytes / pld_dtype_size(t->dtype)) / n;
+    return PLD_OK;
+  }
+  char ts[160], shape[128];
+  pld__describe(ts, sizeof ts, t, PLD__NO_PEER, NULL);
+  pld__tensor_str(shape, sizeof shape, t);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "%s is %s: its leading dimension must be %s %d, the "
+                    "ranks of its domain",
+                    ts, shape, multiple ? "a multiple of" : "", (int)n);
+}
+
+/* Checks the signal window of a call of c's block and lays out its lane;
+ * kind, what and count describe the call (barriers write no descriptor). */
+static int begin(struct coll *cc, struct pld__core *c, const char *fn,
+                 int kind, pld_window sig) {
+  memset(cc, 0, sizeof *cc);
+  cc->c = c;
+  cc->fn = fn;
+  cc->kind = kind;
+  int st = pld__win_check(c, fn, sig, PLD__NO_PEER);
+  if (st)
+    return st;
+  const struct pld__tensor *w = sig.p;
+  cc->sig = w;
+  cc->f = c->env->fabric;
+  cc->comm = w->comm;
+  cc->me = w->comm->rank;
+  cc->n = w->comm->nranks;
+  cc->lane = c->block_idx;
+  cc->lanes = c->block_num;
+  const int64_t lane = PLD_SIGNAL_LANE_CELLS(cc->n);
+  /* A barrier on one block needs only its credits. */
+  const int64_t need = kind == PLD__COLL_BARRIER
+                           ? (int64_t)(cc->lanes - 1) * lane + cc->n
+                           : (int64_t)cc->lanes * lane;
+  if (w->dtype != PLD_INT32 || w->ndim != 1 || w->shape[0] < need) {
+    char ws[160], ts[128];
+    pld__describe(ws, sizeof ws, w, PLD__NO_PEER, NULL);
+    pld__tensor_str(ts, sizeof ts, w);
+    char why[64];
+    if (kind == PLD__COLL_BARRIER && cc->lanes == 1)
+      pld__catf(why, sizeof why, "the domain's size");
+    else
+      pld__catf(why, sizeof why, "%s(%d, %d)",
+                kind == PLD__COLL_BARRIER ? "lanes of PLD_SIGNAL_CELLS"
+                                          : "PLD_SIGNAL_CELLS",
+                (int)cc->n, (int)cc->lanes);
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s is %s: expected INT32[n] with n >= %lld (%s)", ws,
+                      ts, (long long)need, why);
+  }
+  cc->base = w->win_offset + (size_t)(cc->lane * lane) * sizeof(int32_t);
+  cc->cells = (int32_t *)w->data + cc->lane * lane;
+  return PLD_OK;
+}
+
+/* Elements of a group: what a reduction reads from each rank, combines in
+ * the accumulator and stores at a time.  The same on every rank, since
+ * mesh synchronises once per group: FP32 data takes 32 KiB of staging and
+ * 32 KiB of accumulator, which every core's tile memory holds. */
+#define GROUP ((size_t)8192)
+
+/* Reserves the call's tile memory: a staging tile for groups of elements
+ * of `es` bytes (room for every rank's descriptor at least), and for a
+ * reduction an accumulator; groups are at most `most` elements. */
+static int reserve(struct coll *cc, size_t es, int reduce, int64_t most) {
+  struct pld__core *c = cc->c;
+  size_t g = most > 0 && (size_t)most < GROUP ? (size_t)most : GROUP;
+  size_t floor_bytes = (size_t)MAX_RANKS * D_WORDS * sizeof(int32_t);
+  cc->group = g;
+  cc->stage = pld__tile_alloc(c, cc->fn, PLD_UINT8, 1,
+                              (int32_t)(g * es > floor_bytes ? g * es
+                                                             : floor_bytes));
+  if (cc->stage && reduce)
+    cc->acc = pld__tile_alloc(c, cc->fn, PLD_UINT8, 1,
+                              (int32_t)(g * sizeof(float)));
+  return c->status;
+}
+
+/* Writes the call's descriptor and counts the call; then the entry
+ * barrier and the comparison of every rank's call. */
+static int start(struct coll *cc, pld_dtype dt, int op, int mode, int root,
+                 int64_t count) {
+  int32_t call = cc->cells[CALLS(cc->n)];
+  cc->desc[D_WHAT] = (int32_t)((uint32_t)cc->kind | (uint32_t)op << 4 |
+                               (uint32_t)dt << 8 | (uint32_t)mode << 12 |
+                               (uint32_t)(cc->lanes - 1) << 16);
+  cc->desc[D_COUNT_LO] = (int32_t)(uint32_t)((uint64_t)count & 0xffffffffu);
+  cc->desc[D_COUNT_HI] =
+      (int32_t)((uint32_t)((uint64_t)count >> 32 & 0xffff) |
+                (uint32_t)root << 16);
+  cc->desc[D_CALL] = call + 1;
+  memcpy(&cc->cells[DESC(cc->n, call & 1)], cc->desc, sizeof cc->desc);
+  cc->cells[CALLS(cc->n)] = call + 1;
+  cc->c->coll_kind = cc->kind;
+  cc->c->coll_call = call + 1;
+  cc->c->coll_round = 0;
+  int st = barrier(cc);
+  return st ? st : compare_calls(cc);
+}
+
+/* The end of every call, however it went: the credits back, the tiles
+ * freed.  Returns st, or a failure of the epilogue. */
+static int finish(struct coll *cc, int st) {
+  struct pld__core *c = cc->c;
+  if (!st && cc->sig)
+    st = give_back(cc);
+  pld_core k = {c};
+  pld_tile_free(k, cc->acc);
+  pld_tile_free(k, cc->stage);
+  c->coll_kind = c->coll_call = c->coll_round = 0;
+  return c->status ? c->status : st;
+}
+
+/* This lane's part of n elements: [*lo, *hi). */
+static void lane_part(const struct coll *cc, int64_t n, int64_t *lo,
+                      int64_t *hi) {
+  *lo = n * cc->lane / cc->lanes;
+  *hi = n * (cc->lane + 1) / cc->lanes;
+}
+
+/* Part c of P parts of [lo, hi). */
+static void chunk(int64_t lo, int64_t hi, int32_t c, int32_t p, int64_t *c0,
+                  int64_t *c1) {
+  *c0 = lo + (hi - lo) * c / p;
+  *c1 = lo + (hi - lo) * (c + 1) / p;
+}
+
+/* ---- moving bytes ------------------------------------------------------- */
+
+/* Reads `bytes` bytes at byte `off` of rank q's copy of window w into dst
+ * (this rank's own copy: a local copy). */
+static int read_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
+                     size_t off, void *dst, size_t bytes) {
+  if (!bytes)
+    return PLD_OK;
+  if (q == cc->me) {
+    memmove(dst, (const unsigned char *)w->data + off, bytes);
+    return PLD_OK;
+  }
+  int st = cc->f->ops->read(cc->f, w->win_buf, cc->comm->members[q],
+                            w->win_offset + off, dst, bytes);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
+static int write_rank(struct coll *cc, const struct pld__tensor *w,
+                      int32_t q, size_t off, const void *src, size_t bytes) {
+  if (!bytes)
+    return PLD_OK;
+  if (q == cc->me) {
+    memmove((unsigned char *)w->data + off, src, bytes);
+    return PLD_OK;
+  }
+  int st = cc->f->ops->write(cc->f, w->win_buf, cc->comm->members[q],
+                             w->win_offset + off, src, bytes);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
+/* ---- reducing ----------------------------------------------------------- */
+
+/* acc (FP32 for float dtypes, INT32 for integer ones) = in, or op(acc, in)
+ * when combining, over n elements of dtype dt. */
+#define COMBINE_LOOP(T, A, EXPR)                                               \
+  do {                                                                         \
+    A *a_ = acc;                                                               \
+    const T *in_ = in;                                                         \
+    PLD__VLOOP(A, i, n, const A x = a_[i]; const A y = (A)in_[i];             \
+               a_[i] = (EXPR););                                               \
+  } while (0)
+
+static void combine_f32(pld_reduce_op op, float *acc, const float *in,
+                        size_t n) {
+  switch (op) {
+  case PLD_REDUCE_SUM:
+    COMBINE_LOOP(float, float, x + y);
+    break;
+  case PLD_REDUCE_PROD:
+    COMBINE_LOOP(float, float, x * y);
+    break;
+  case PLD_REDUCE_MAX:
+    COMBINE_LOOP(float, float, PLD__FMAX(x, y));
+    break;
+  case PLD_REDUCE_MIN:
+    COMBINE_LOOP(float, float, PLD__FMIN(x, y));
+    break;
+  }
+}
+
+/* Integers wrap: sums and products go through uint32_t. */
+static void combine_i32(pld_reduce_op op, int32_t *acc, const int32_t *in,
+                        size_t n) {
+  switch (op) {
+  case PLD_REDUCE_SUM:
+    COMBINE_LOOP(int32_t, int32_t, (int32_t)((uint32_t)x + (uint32_t)y));
+    break;
+  case PLD_REDUCE_PROD:
+    COMBINE_LOOP(int32_t, int32_t, (int32_t)((uint32_t)x * (uint32_t)y));
+    break;
+  case PLD_REDUCE_MAX:
+    COMBINE_LOOP(int32_t, int32_t, PLD__IMAX(x, y));
+    break;
+  case PLD_REDUCE_MIN:
+    COMBINE_LOOP(int32_t, int32_t, PLD__IMIN(x, y));
+    break;
+  }
+}
+
+static int is_float(pld_dtype dt) {
+  return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16;
+}
+
+/* acc = in (first) or op(acc, in), n elements of dt at in. */
+static void accumulate(pld_dtype dt, pld_reduce_op op, int first, void *acc,
+                       const void *in, size_t n) {
+  if (dt == PLD_FP32 || dt == PLD_INT32) {
+    if (first)
+      memcpy(acc, in, n * 4);
+    else if (dt == PLD_FP32)
+      combine_f32(op, acc, in, n);
+    else
+      combine_i32(op, acc, in, n);
+    return;
+  }
+  /* Narrow dtypes: widened a chunk at a time. */
+  const size_t es = pld_dtype_size(dt);
+  for (size_t i = 0; i < n; i += PLD__CHUNK) {
+    size_t m = n - i < PLD__CHUNK ? n - i : PLD__CHUNK;
+    const unsigned char *src = (const unsigned char *)in + i * es;
+    if (is_float(dt)) {
+      float *a = (float *)acc + i, wide[PLD__CHUNK];
+      pld__load_f32(dt, first ? a : wide, src, m);
+      if (!first)
+        combine_f32(op, a, wide, m);
+    } else {
+      int32_t *a = (int32_t *)acc + i, wide[PLD__CHUNK];
+      pld__load_i32(dt, first ? a : wide, src, m);
+      if (!first)
+        combine_i32(op, a, wide, m);
+    }
+  }
+}
+
+/* out (n elements of dt) = acc: floats rounded to nearest even, integers
+ * wrapped to their width. */
+static void store_acc(pld_dtype dt, void *out, const void *acc, size_t n) {
+  if (dt == PLD_FP32 || dt == PLD_INT32) {
+    memcpy(out, acc, n * 4);
+  } else if (is_float(dt)) {
+    pld__store_f32(dt, out, acc, n);
+  } else {
+    const int32_t *a = acc;
+    if (dt == PLD_INT16) {
+      int16_t *o = out;
+      PLD__VLOOP(int32_t, i, n, o[i] = (int16_t)(uint16_t)(uint32_t)a[i];);
+    } else {
+      int8_t *o = out;
+      PLD__VLOOP(int32_t, i, n, o[i] = (int8_t)(uint8_t)(uint32_t)a[i];);
+    }
+  }
+}
+
+/* acc[0, len) = op over ranks 0, 1, ..., P-1 in that order of their
+ * elements [e, e + len) of window w. */
+static int reduce_ranks(struct coll *cc, const struct pld__tensor *w,
+                        int64_t e, size_t len, pld_reduce_op op) {
+  const size_t es = pld_dtype_size(w->dtype);
+  for (int32_t q = 0; q < cc->n; q++) {
+    const void *in = (const unsigned char *)w->data + (size_t)e * es;
+    if (q != cc->me) {
+      int st = read_rank(cc, w, q, (size_t)e * es, cc->stage->data, len * es);
+      if (st)
+        return st;
+      in = cc->stage->data;
+    }
+    accumulate(w->dtype, op, q == 0, cc->acc->data, in, len);
+  }
+  return PLD_OK;
+}
+
+/* My elements [e0, e1) of w = op over every rank's, group by group; with
+ * `sync`, a barrier between reading a group and storing it (a peer may
+ * still read my unreduced group: mesh). */
+static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
+                            int64_t e0, int64_t e1, pld_reduce_op op,
+                            int sync) {
+  const size_t es = pld_dtype_size(w->dtype);
+  int st = PLD_OK;
+  for (int64_t g = e0; g < e1 && !st; g += (int64_t)cc->group) {
+    size_t len = (size_t)(e1 - g) < cc->group ? (size_t)(e1 - g) : cc->group;
+    st = reduce_ranks(cc, w, g, len, op);
+    if (!st && sync)
+      st = barrier(cc);
+    if (!st)
+      store_acc(w->dtype, (unsigned char *)w->data + (size_t)g * es,
+                cc->acc->data, len);
+  }
+  return st;
+}
+
+/* ---- the collectives ---------------------------------------------------- */
+
+pld_allreduce_mode pld_allreduce_auto(int32_t nranks, int64_t bytes) {
+  /* Mesh reads (P-1) N per rank but synchronises once per tile-memory's
+   * worth; the others move 2 (P-1)/P N and synchronise more.  Small
+   * buffers are latency-bound: mesh.  Above, two-phase needs three
+   * barriers whatever P is, the ring 2 (P-1) neighbour hand-overs: the
+   * ring only pays off for many ranks. */
+  if (nranks <= 1 || bytes <= 64 * 1024)
+    return PLD_ALLREDUCE_MESH;
+  return nranks <= 8 ? PLD_ALLREDUCE_TWO_PHASE : PLD_ALLREDUCE_RING;
+}
+
+/* Ring allreduce of my lane's part [lo, hi): chunk c is reduced by the
+ * ranks c+1, c+2, ..., c in turn (each adds its own to its left
+ * neighbour's partial), then passed around.  Stage t (1 to 2 (P-1)) reads
+ * from the left neighbour what it finished at stage t-1: before it, a
+ * credit from the left; after it, one to the right (but for the last). */
+static int ring(struct coll *cc, const struct pld__tensor *w, int64_t lo,
+                int64_t hi, pld_reduce_op op) {
+  const int32_t n = cc->n, me = cc->me, left = (me + n - 1) % n;
+  const int32_t right = (me + 1) % n;
+  const size_t es = pld_dtype_size(w->dtype);
+  int st = PLD_OK;
+  for (int32_t t = 1; t <= 2 * (n - 1) && !st; t++) {
+    if (t > 1)
+      st = await(cc, left);
+    /* Reducing, chunk me-t-1 (the left's partial of it is finished);
+     * then passing on, chunk me-s at round s = t - (P-1) (the left has
+     * it: its own, or received at its round s-1). */
+    int reducing = t <= n - 1;
+    int32_t k = reducing ? ((me - t - 1) % n + n) % n
+                         : ((me - (t - (n - 1))) % n + n) % n;
+    int64_t c0, c1;
+    chunk(lo, hi, k, n, &c0, &c1);
+    for (int64_t g = c0; g < c1 && !st; g += (int64_t)cc->group) {
+      size_t len =
+          (size_t)(c1 - g) < cc->group ? (size_t)(c1 - g) : cc->group;
+      unsigned char *mine = (unsigned char *)w->data + (size_t)g * es;
+      if (!reducing) {
+        st = read_rank(cc, w, left, (size_t)g * es, mine, len * es);
+        continue;
+      }
+      st = read_rank(cc, w, left, (size_t)g * es, cc->stage->data, len * es);
+      if (!st) {
+        accumulate(w->dtype, op, 1, cc->acc->data, cc->stage->data, len);
+        accumulate(w->dtype, op, 0, cc->acc->data, mine, len);
+        store_acc(w->dtype, mine, cc->acc->data, len);
+      }
+    }
+    if (!st && t < 2 * (n - 1))
+      st = credit(cc, right);
+  }
+  return st;
+}
+
+int pld_allreduce(pld_core k, pld_window data, pld_window sig,
+                  pld_reduce_op op, pld_allreduce_mode mode) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_allreduce";
+  struct coll cc;
+  int st = begin(&cc, c, fn, PLD__COLL_ALLREDUCE, sig);
+  if (!st)
+    st = pld__win_check(c, fn, data, PLD__NO_PEER);
+  if (!st)
+    st = check_op(c, fn, op, data.p);
+  if (!st && (mode < PLD_ALLREDUCE_AUTO || mode > PLD_ALLREDUCE_RING))
+    st = pld__kfail(c, PLD_ERR_ARG, fn,
+                    "mode: expected PLD_ALLREDUCE_AUTO, _MESH, _TWO_PHASE or "
+                    "_RING, got %d",
+                    (int)mode);
+  if (!st)
+    st = refuse_overlap(c, fn, data.p, NULL, sig.p, NULL);
+  if (st)
+    return finish(&cc, st);
+  const struct pld__tensor *w = data.p;
+  const int64_t n = (int64_t)(w->nbytes / pld_dtype_size(w->dtype));
+  if (mode == PLD_ALLREDUCE_AUTO)
+    mode = pld_allreduce_auto(cc.n, (int64_t)w->nbytes);
+  int64_t lo, hi;
+  lane_part(&cc, n, &lo, &hi);
+  if ((st = reserve(&cc, pld_dtype_size(w->dtype), 1, hi - lo)) ||
+      (st = start(&cc, w->dtype, op, mode, 0, n)))
+    return finish(&cc, st);
+  if (cc.n == 1)
+    return finish(&cc, PLD_OK);
+  if (mode == PLD_ALLREDUCE_MESH) {
+    st = reduce_into_mine(&cc, w, lo, hi, op, 1);
+  } else if (mode == PLD_ALLREDUCE_TWO_PHASE) {
+    /* Rank c reduces chunk c: nobody else reads my chunk me, so it is
+     * stored at once; then every rank reads every reduced chunk. */
+    const size_t es = pld_dtype_size(w->dtype);
+    int64_t c0, c1;
+    chunk(lo, hi, cc.me, cc.n, &c0, &c1);
+    st = reduce_into_mine(&cc, w, c0, c1, op, 0);
+    if (!st)
+      st = barrier(&cc);
+    for (int32_t q = 0; q < cc.n && !st; q++) {
+      if (q == cc.me)
+        continue;
+      chunk(lo, hi, q, cc.n, &c0, &c1);
+      st = read_rank(&cc, w, q, (size_t)c0 * es,
+                     (unsigned char *)w->data + (size_t)c0 * es,
+                     (size_t)(c1 - c0) * es);
+    }
+    if (!st) /* nobody returns while others read its chunk */
+      st = barrier(&cc);
+  } else {
+    st = ring(&cc, w, lo, hi, op);
+    if (!st)
+      st = barrier(&cc);
+  }
+  return finish(&cc, st);
+}
+
+int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_broadcast";
+  struct coll cc;
+  int st = begin(&cc, c, fn, PLD__COLL_BROADCAST, sig);
+  if (!st)
+    st = pld__win_check(c, fn, data, PLD__NO_PEER);
+  if (!st && (root < 0 || root >= cc.n)) {
+    char ws[160];
+    pld__describe(ws, sizeof ws, data.p, PLD__NO_PEER, NULL);
+    st = pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                    "root: expected a rank of the domain of %s, [0, %d), got "
+                    "%d",
+                    ws, (int)cc.n, (int)root);
+  }
+  if (!st)
+    st = refuse_overlap(c, fn, data.p, NULL, sig.p, NULL);
+  if (st)
+    return finish(&cc, st);
+  const struct pld__tensor *w = data.p;
+  const size_t es = pld_dtype_size(w->dtype);
+  const int64_t n = (int64_t)(w->nbytes / es);
+  int64_t lo, hi;
+  lane_part(&cc, n, &lo, &hi);
+  if ((st = reserve(&cc, es, 0, hi - lo)) ||
+      (st = start(&cc, w->dtype, 0, 0, root, n)))
+    return finish(&cc, st);
+  if (cc.me != root)
+    st = read_rank(&cc, w, root, (size_t)lo * es,
+                   (unsigned char *)w->data + (size_t)lo * es,
+                   (size_t)(hi - lo) * es);
+  if (!st) /* the root stays until everyone has read it */
+    st = barrier(&cc);
+  return finish(&cc, st);
+}
+
+int pld_allgather(pld_core k, pld_tensor stage, pld_window target,
+                  pld_window sig) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_allgather";
+  struct coll cc;
+  int64_t row = 0;
+  int st = begin(&cc, c, fn, PLD__COLL_ALLGATHER, sig);
+  if (!st)
+    st = pld__win_check(c, fn, target, PLD__NO_PEER);
+  if (!st)
+    st = check_local(c, fn, stage, 0);
+  if (!st)
+    st = check_rows(c, fn, target.p, cc.n, 0, &row);
+  if (!st && (stage.p->dtype != target.p->dtype ||
+              (int64_t)(stage.p->nbytes / pld_dtype_size(stage.p->dtype)) !=
+                  row)) {
+    char ss[160], ts[160], sshape[128], tshape[128];
+    pld__describe(ss, sizeof ss, stage.p, PLD__NO_PEER, "stage");
+    pld__describe(ts, sizeof ts, target.p, PLD__NO_PEER, NULL);
+    pld__tensor_str(sshape, sizeof sshape, stage.p);
+    pld__tensor_str(tshape, sizeof tshape, target.p);
+    st = pld__kfail(c, PLD_ERR_ARG, fn,
+                    "%s is %s, %s is %s: the target holds one stage per rank "
+                    "(%d rows of %lld %s elements)",
+                    ss, sshape, ts, tshape, (int)cc.n, (long long)row,
+                    pld_dtype_name(target.p->dtype));
+  }
+  if (!st)
+    st = refuse_overlap(c, fn, stage.p, "stage", target.p, NULL);
+  if (!st)
+    st = refuse_overlap(c, fn, target.p, NULL, sig.p, NULL);
+  if (st)
+    return finish(&cc, st);
+  const struct pld__tensor *w = target.p;
+  const size_t es = pld_dtype_size(w->dtype);
+  int64_t lo, hi;
+  lane_part(&cc, row, &lo, &hi);
+  if ((st = reserve(&cc, es, 0, hi - lo)) ||
+      (st = start(&cc, w->dtype, 0, 0, 0, row)))
+    return finish(&cc, st);
+  const unsigned char *mine = (const unsigned char *)stage.p->data;
+  for (int32_t i = 0; i < cc.n && !st; i++) {
+    int32_t q = (cc.me + i) % cc.n; /* spread the pushes over the ranks */
+    st = write_rank(&cc, w, q, ((size_t)(cc.me * row) + (size_t)lo) * es,
+                    mine + (size_t)lo * es, (size_t)(hi - lo) * es);
+  }
+  if (!st) /* every row has landed */
+    st = barrier(&cc);
+  return finish(&cc, st);
+}
+
+int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
+                       pld_reduce_op op) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_reduce_scatter";
+  struct coll cc;
+  int64_t row = 0;
+  int st = begin(&cc, c, fn, PLD__COLL_REDUCE_SCATTER, sig);
+  if (!st)
+    st = pld__win_check(c, fn, data, PLD__NO_PEER);
+  if (!st)
+    st = check_op(c, fn, op, data.p);
+  if (!st)
+    st = check_rows(c, fn, data.p, cc.n, 0, &row);
+  if (!st)
+    st = refuse_overlap(c, fn, data.p, NULL, sig.p, NULL);
+  if (st)
+    return finish(&cc, st);
+  const struct pld__tensor *w = data.p;
+  const int64_t n = (int64_t)(w->nbytes / pld_dtype_size(w->dtype));
+  int64_t lo, hi;
+  lane_part(&cc, row, &lo, &hi);
+  if ((st = reserve(&cc, pld_dtype_size(w->dtype), 1, hi - lo)) ||
+      (st = start(&cc, w->dtype, op, 0, 0, n)))
+    return finish(&cc, st);
+  /* Nobody else reads my row me: it is stored as it is reduced. */
+  st = reduce_into_mine(&cc, w, cc.me * row + lo, cc.me * row + hi, op, 0);
+  if (!st) /* nobody changes its rows while others read them */
+    st = barrier(&cc);
+  return finish(&cc, st);
+}
+
+int pld_all_to_all(pld_core k, pld_tensor input, pld_window target,
+                   pld_window sig) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_all_to_all";
+  struct coll cc;
+  int64_t row = 0;
+  int st = begin(&cc, c, fn, PLD__COLL_ALL_TO_ALL, sig);
+  if (!st)
+    st = pld__win_check(c, fn, target, PLD__NO_PEER);
+  if (!st)
+    st = check_local(c, fn, input, 0);
+  if (!st)
+    st = check_rows(c, fn, target.p, cc.n, 0, &row);
+  if (!st && (input.p->dtype != target.p->dtype ||
+              input.p->nbytes != target.p->nbytes ||
+              input.p->shape[0] != target.p->shape[0])) {
+    char is[160], ts[160], ishape[128], tshape[128];
+    pld__describe(is, sizeof is, input.p, PLD__NO_PEER, "input");
+    pld__describe(ts, sizeof ts, target.p, PLD__NO_PEER, NULL);
+    pld__tensor_str(ishape, sizeof ishape, input.p);
+    pld__tensor_str(tshape, sizeof tshape, target.p);
+    st = pld__kfail(c, PLD_ERR_ARG, fn,
+                    "%s is %s, %s is %s: expected the same dtype and shape",
+                    is, ishape, ts, tshape);
+  }
+  if (!st)
+    st = refuse_overlap(c, fn, input.p, "input", target.p, NULL);
+  if (!st)
+    st = refuse_overlap(c, fn, target.p, NULL, sig.p, NULL);
+  if (st)
+    return finish(&cc, st);
+  const struct pld__tensor *w = target.p;
+  const size_t es = pld_dtype_size(w->dtype);
+  int64_t lo, hi;
+  lane_part(&cc, row, &lo, &hi);
+  if ((st = reserve(&cc, es, 0, hi - lo)) ||
+      (st = start(&cc, w->dtype, 0, 0, 0, row * cc.n)))
+    return finish(&cc, st);
+  const unsigned char *in = (const unsigned char *)input.p->data;
+  for (int32_t i = 0; i < cc.n && !st; i++) {
+    int32_t d = (cc.me + i) % cc.n;
+    st = write_rank(&cc, w, d, ((size_t)(cc.me * row) + (size_t)lo) * es,
+                    in + ((size_t)(d * row) + (size_t)lo) * es,
+                    (size_t)(hi - lo) * es);
+  }
+  if (!st)
+    st = barrier(&cc);
+  return finish(&cc, st);
+}
+
+int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
+                     pld_window target, pld_tensor recv_counts,
+                     pld_window sig) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_all_to_all_v";
+  struct coll cc;
+  int st = begin(&cc, c, fn, PLD__COLL_ALL_TO_ALL_V, sig);
+  if (!st)
+    st = pld__win_check(c, fn, target, PLD__NO_PEER);
+  if (!st)
+    st = check_local(c, fn, input, 0);
+  if (!st)
+    st = check_local(c, fn, send_counts, 0);
+  if (!st)
+    st = check_local(c, fn, recv_counts, 1);
+  const pld_tensor counts[2] = {send_counts, recv_counts};
+  for (int i = 0; i < 2 && !st; i++)
+    if (counts[i].p->dtype != PLD_INT32 ||
+        counts[i].p->nbytes != (size_t)cc.n * sizeof(int32_t)) {
+      char ts[160], shape[128];
+      pld__describe(ts, sizeof ts, counts[i].p, PLD__NO_PEER,
+                    i ? "recv_counts" : "send_counts");
+      pld__tensor_str(shape, sizeof shape, counts[i].p);
+      st = pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s is %s: expected INT32[%d], a count per rank", ts,
+                      shape, (int)cc.n);
+    }
+  int64_t per = 0;
+  if (!st)
+    st = check_rows(c, fn, target.p, cc.n, 1, &per);
+  if (!st && (input.p->dtype != target.p->dtype ||
+              input.p->nbytes != target.p->nbytes ||
+              input.p->shape[0] != target.p->shape[0])) {
+    char is[160], ts[160], ishape[128], tshape[128];
+    pld__describe(is, sizeof is, input.p, PLD__NO_PEER, "input");
+    pld__describe(ts, sizeof ts, target.p, PLD__NO_PEER, NULL);
+    pld__tensor_str(ishape, sizeof ishape, input.p);
+    pld__tensor_str(tshape, sizeof tshape, target.p);
+    st = pld__kfail(c, PLD_ERR_ARG, fn,
+                    "%s is %s, %s is %s: expected the same dtype and shape",
+                    is, ishape, ts, tshape);
+  }
+  if (!st)
+    st = refuse_overlap(c, fn, input.p, "input", target.p, NULL);
+  if (!st)
+    st = refuse_overlap(c, fn, target.p, NULL, sig.p, NULL);
+  if (st)
+    return finish(&cc, st);
+  const struct pld__tensor *w = target.p;
+  const size_t es = pld_dtype_size(w->dtype);
+  /* Blocks of MAX rows of `cols` elements; lane b serves the ranks d with
+   * d % C == b. */
+  const int64_t max = w->shape[0] / cc.n, cols = per / max;
+  const int32_t *send = send_counts.p->data;
+  for (int32_t d = 0; d < cc.n && !st; d++)
+    if (send[d] < 0 || send[d] > max)
+      st = pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                      "send_counts[%d] is %d: expected 0 to %lld, the rows of "
+                      "a block of target %s[%lld, ...] over %d ranks",
+                      (int)d, (int)send[d], (long long)max,
+                      pld_dtype_name(w->dtype), (long long)w->shape[0],
+                      (int)cc.n);
+  if (st || (st = reserve(&cc, es, 0, max * cols)) ||
+      (st = start(&cc, w->dtype, 0, 0, 0, (int64_t)(w->nbytes / es))))
+    return finish(&cc, st);
+  const unsigned char *in = (const unsigned char *)input.p->data;
+  const size_t block = (size_t)(max * cols) * es;
+  for (int32_t i = 0; i < cc.n && !st; i++) {
+    int32_t d = (cc.me + i) % cc.n;
+    if (d % cc.lanes != cc.lane)
+      continue;
+    st = write_rank(&cc, w, d, (size_t)cc.me * block, in + (size_t)d * block,
+                    (size_t)(send[d] * cols) * es);
+    if (!st)
+      st = pld__signal_cell(c, fn, cc.sig, d, cell_off(&cc, COUNT(cc.n, cc.me)),
+                            send[d], PLD_NOTIFY_SET);
+  }
+  if (!st) /* every block and count has landed */
+    st = barrier(&cc);
+  /* Senders to me wrote my counts in lane me % C: that lane reads them,
+   * once, and clears them (the cells are zero again for the next call,
+   * whose senders set them only after its entry). */
+  int32_t *recv = recv_counts.p->data;
+  for (int32_t q = 0; q < cc.n && !st && cc.me % cc.lanes == cc.lane; q++) {
+    recv[q] = __atomic_load_n(&cc.cells[COUNT(cc.n, q)], __ATOMIC_ACQUIRE);
+    cc.cells[COUNT(cc.n, q)] = 0;
+  }
+  return finish(&cc, st);
+}
+
+int pld_barrier(pld_core k, pld_window sig) {
+  struct coll cc;
+  int st = begin(&cc, k.p, "pld_barrier", PLD__COLL_BARRIER, sig);
+  if (!st) {
+    k.p->coll_kind = PLD__COLL_BARRIER;
+    st = barrier(&cc);
+  }
+  return finish(&cc, st);
+}
