@@ -133,4 +133,31 @@ int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
                      pld_window target, pld_tensor recv_counts,
                      pld_window sig);
 
+/* ---- host level --------------------------------------------------------- */
+
+/* The same collectives called by the host orchestrator on window views it
+ * made: each becomes one dispatch per rank of the world (the rank joins
+ * the windows' domains), in program order with the host's other
+ * dispatches, of a builtin device function named like the collective,
+ * which runs it on one block (the artifact folder and reports show them
+ * like any dispatch).  sig is a signal window view of at least
+ * PLD_SIGNAL_CELLS(world size, 1) cells, or PLD_NO_WINDOW: the program then
+ * uses one of its own for all its host-level collectives.  stage (allgather)
+ * and input (all-to-all) are windows here.  The arguments are checked when
+ * the host is traced: a mistake (as for the kernel forms, but for what only
+ * the data can tell) fails pld_compile.  Host only.  Returns PLD_OK,
+ * PLD_ERR_ARG, PLD_ERR_BOUNDS, PLD_ERR_UNSUPPORTED, PLD_ERR_NOMEM, or an
+ * earlier failure of the host function.  The kernel and host forms give
+ * the same result. */
+int pld_host_allreduce(pld_host h, pld_window data, pld_window sig,
+                       pld_reduce_op op, pld_allreduce_mode mode);
+int pld_host_broadcast(pld_host h, pld_window data, pld_window sig,
+                       int32_t root);
+int pld_host_allgather(pld_host h, pld_window stage, pld_window target,
+                       pld_window sig);
+int pld_host_reduce_scatter(pld_host h, pld_window data, pld_window sig,
+                            pld_reduce_op op);
+int pld_host_all_to_all(pld_host h, pld_window input, pld_window target,
+                        pld_window sig);
+
 #endif /* PLD_COLLECTIVE_H */

@@ -5,6 +5,7 @@
 #ifndef PLD_RMA_H
 #define PLD_RMA_H
 
+#include "pld/signal.h"
 #include "pld/tile.h"
 #include "pld/window.h"
 
@@ -44,6 +45,15 @@ typedef struct pld_xfer {
  * caller when it returns. */
 int pld_put(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
             const pld_xfer *opt);
+
+/* pld_put, then pld_notify(sig, peer, idx, value, op) behind the data, in
+ * one call: the peer's wait on that cell returns after the data is
+ * visible.  sig's domain must give peer the same world rank as dst's.
+ * Everything is checked before any byte moves.  Returns as pld_put and
+ * pld_notify do. */
+int pld_put_notify(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
+                   const pld_xfer *opt, pld_window sig, int n,
+                   const int64_t *idx, int32_t value, pld_notify_op op);
 
 /* Pulls peer's copy of src into dst (a plain tensor or pld_local of a
  * window). */

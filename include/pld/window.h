@@ -50,6 +50,9 @@ pld_window pld_window_view(pld_host h, pld_window_buf buf, pld_dtype dtype,
 pld_window pld_window_view_at(pld_host h, pld_window_buf buf, size_t offset,
                               pld_dtype dtype, int ndim, const int64_t *shape);
 
+/* No window: for the optional window arguments of some calls. */
+#define PLD_NO_WINDOW ((pld_window){NULL})
+
 /* The comm context of a window.  Any level. */
 pld_comm pld_get_comm(pld_window w);
 

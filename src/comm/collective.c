@@ -60,7 +60,8 @@ struct coll {
   size_t group;
 };
 
-/* ---- the lane: credits, waits, descriptors -------------------------------- */
+/* ---- the lane: credits, waits, descriptors --------------------------------
+ */
 
 static size_t cell_off(const struct coll *cc, int cell) {
   return cc->base + (size_t)cell * sizeof(int32_t);
@@ -78,8 +79,8 @@ static int await(struct coll *cc, int32_t from) {
   int64_t idx = (int64_t)((cell_off(cc, CREDIT(from)) - cc->sig->win_offset) /
                           sizeof(int32_t));
   cc->c->coll_round++;
-  return pld__wait_cell(cc->c, cc->fn, cc->sig, cell_off(cc, CREDIT(from)),
-                        1, &idx, ++cc->exp[from], PLD_WAIT_GE);
+  return pld__wait_cell(cc->c, cc->fn, cc->sig, cell_off(cc, CREDIT(from)), 1,
+                        &idx, ++cc->exp[from], PLD_WAIT_GE);
 }
 
 /* Every rank credits every rank and waits for every rank's credit. */
@@ -127,9 +128,9 @@ static size_t desc_str(char *buf, size_t cap, const int32_t *d, int32_t call) {
   int kind = (int)(w & 15), op = (int)(w >> 4 & 15), mode = (int)(w >> 12 & 15);
   pld_dtype dt = (pld_dtype)(w >> 8 & 15);
   int lanes = (int)(w >> 16) + 1;
-  long long count = (long long)((uint64_t)(uint32_t)d[D_COUNT_LO] |
-                                (uint64_t)((uint32_t)d[D_COUNT_HI] & 0xffff)
-                                    << 32);
+  long long count =
+      (long long)((uint64_t)(uint32_t)d[D_COUNT_LO] |
+                  (uint64_t)((uint32_t)d[D_COUNT_HI] & 0xffff) << 32);
   int root = (int)((uint32_t)d[D_COUNT_HI] >> 16);
   const char *name = pld__coll_name(kind);
   size_t n = pld__catf(buf, cap, "%s(", name ? name : "?");
@@ -150,7 +151,7 @@ static size_t desc_str(char *buf, size_t cap, const int32_t *d, int32_t call) {
 static int compare_calls(struct coll *cc) {
   int32_t call = cc->desc[D_CALL] - 1;
   size_t at = cell_off(cc, DESC(cc->n, call & 1));
-  int32_t (*d)[D_WORDS] = (int32_t(*)[D_WORDS])cc->stage->data;
+  int32_t(*d)[D_WORDS] = (int32_t(*)[D_WORDS])cc->stage->data;
   int same = 1;
   for (int32_t q = 0; q < cc->n; q++) {
     int st = cc->f->ops->read(cc->f, cc->sig->win_buf, cc->comm->members[q], at,
@@ -183,55 +184,38 @@ static int reducible(pld_dtype dt) {
          dt == PLD_INT32 || dt == PLD_INT16 || dt == PLD_INT8;
 }
 
-static int check_op(struct pld__core *c, const char *fn, pld_reduce_op op,
-                    const struct pld__tensor *t) {
-  if (op < PLD_REDUCE_SUM || op > PLD_REDUCE_PROD)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "op: expected PLD_REDUCE_SUM, _MAX, _MIN or _PROD, got "
-                      "%d",
-                      (int)op);
-  if (!reducible(t->dtype)) {
-    char ws[160];
-    pld__describe(ws, sizeof ws, t, PLD__NO_PEER, NULL);
-    return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
-                      "%s %s is %s: reductions take FP32, FP16, BF16, INT32, "
-                      "INT16 or INT8",
-                      op_name(op), ws, pld_dtype_name(t->dtype));
-  }
-  return pld__vector_only(c, fn);
-}
-
-/* Windows a and b (or a plain tensor a) share bytes of this rank's
- * memory. */
+/* a and b share bytes: views of one window buffer whose byte ranges
+ * overlap (known while tracing too), or tensors whose memory does. */
 static int overlap(const struct pld__tensor *a, const struct pld__tensor *b) {
-  return pld__ranges_overlap(a->data, a->nbytes, b->data, b->nbytes);
+  if ((a->flags & PLD__T_WINDOW) && (b->flags & PLD__T_WINDOW))
+    return a->win_buf == b->win_buf &&
+           a->win_offset < b->win_offset + b->nbytes &&
+           b->win_offset < a->win_offset + a->nbytes;
+  return a->data && b->data &&
+         pld__ranges_overlap(a->data, a->nbytes, b->data, b->nbytes);
 }
 
-static int refuse_overlap(struct pld__core *c, const char *fn,
-                          const struct pld__tensor *a, const char *ra,
-                          const struct pld__tensor *b, const char *rb) {
-  if (!overlap(a, b))
+/* Fails with status and the message (msg, cap); returns status. */
+#define REFUSE(status, ...) (pld__catf(msg, cap, __VA_ARGS__), (status))
+
+static int refuse_overlap(const struct pld__tensor *a, const char *ra,
+                          const struct pld__tensor *b, const char *rb,
+                          char *msg, size_t cap) {
+  if (!a || !b || !overlap(a, b))
     return PLD_OK;
   char sa[160], sb[160];
   pld__describe(sa, sizeof sa, a, PLD__NO_PEER, ra);
   pld__describe(sb, sizeof sb, b, PLD__NO_PEER, rb);
-  return pld__kfail(c, PLD_ERR_ARG, fn,
-                    "%s and %s share memory: the collective would read what "
-                    "it writes; use separate buffers",
-                    sa, sb);
-}
-
-/* A tensor a kernel can read (or write) locally, of `dtype`. */
-static int check_local(struct pld__core *c, const char *fn, pld_tensor t,
-                       int writing) {
-  return pld__tensor_check(c, fn, t, writing);
+  return REFUSE(PLD_ERR_ARG,
+                "%s and %s share memory: the collective would read what it "
+                "writes; use separate buffers",
+                sa, sb);
 }
 
 /* The leading dimension of t is the domain's size n (with `multiple`, a
  * multiple of it); *row gets the elements per rank's row (block). */
-static int check_rows(struct pld__core *c, const char *fn,
-                      const struct pld__tensor *t, int32_t n, int multiple,
-                      int64_t *row) {
+static int check_rows(const struct pld__tensor *t, int32_t n, int multiple,
+                      int64_t *row, char *msg, size_t cap) {
   if (multiple ? t->shape[0] % n == 0 : t->shape[0] == n) {
     *row = (int64_t)(t->nbytes / pld_dtype_size(t->dtype)) / n;
     return PLD_OK;
@@ -239,24 +223,164 @@ static int check_rows(struct pld__core *c, const char *fn,
   char ts[160], shape[128];
   pld__describe(ts, sizeof ts, t, PLD__NO_PEER, NULL);
   pld__tensor_str(shape, sizeof shape, t);
-  return pld__kfail(c, PLD_ERR_ARG, fn,
-                    "%s is %s: its leading dimension must be %s %d, the "
-                    "ranks of its domain",
-                    ts, shape, multiple ? "a multiple of" : "", (int)n);
+  return REFUSE(PLD_ERR_ARG,
+                "%s is %s: its leading dimension must be %s%d, the ranks of "
+                "its domain",
+                ts, shape, multiple ? "a multiple of " : "", (int)n);
 }
 
-/* Checks the signal window of a call of c's block and lays out its lane;
- * kind, what and count describe the call (barriers write no descriptor). */
+/* a's dtype and shape are b's. */
+static int same_shape(const struct pld__tensor *a, const char *ra,
+                      const struct pld__tensor *b, char *msg, size_t cap) {
+  if (a->dtype == b->dtype && a->ndim == b->ndim &&
+      !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]))
+    return PLD_OK;
+  char as[160], bs[160], ashape[128], bshape[128];
+  pld__describe(as, sizeof as, a, PLD__NO_PEER, ra);
+  pld__describe(bs, sizeof bs, b, PLD__NO_PEER, NULL);
+  pld__tensor_str(ashape, sizeof ashape, a);
+  pld__tensor_str(bshape, sizeof bshape, b);
+  return REFUSE(PLD_ERR_ARG,
+                "%s is %s, %s is %s: expected the same dtype and shape", as,
+                ashape, bs, bshape);
+}
+
+int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
+  const int32_t n = a->nranks;
+  const struct pld__tensor *sig = a->sig, *d = a->data, *t = a->target;
+  const int64_t lane = PLD_SIGNAL_LANE_CELLS(n);
+  /* A barrier on one block needs only its credits. */
+  const int64_t need = a->kind == PLD__COLL_BARRIER
+                           ? (int64_t)(a->blocks - 1) * lane + n
+                           : (int64_t)a->blocks * lane;
+  if (sig->dtype != PLD_INT32 || sig->ndim != 1 || sig->shape[0] < need) {
+    char ws[160], ts[128], why[64];
+    pld__describe(ws, sizeof ws, sig, PLD__NO_PEER, NULL);
+    pld__tensor_str(ts, sizeof ts, sig);
+    if (a->kind == PLD__COLL_BARRIER && a->blocks == 1)
+      pld__catf(why, sizeof why, "the domain's size");
+    else
+      pld__catf(why, sizeof why, "%s(%d, %d)",
+                a->kind == PLD__COLL_BARRIER ? "lanes of PLD_SIGNAL_CELLS"
+                                             : "PLD_SIGNAL_CELLS",
+                (int)n, (int)a->blocks);
+    return REFUSE(PLD_ERR_ARG,
+                  "%s is %s: expected INT32[n] with n >= %lld (%s)", ws, ts,
+                  (long long)need, why);
+  }
+  if (a->kind == PLD__COLL_BARRIER)
+    return PLD_OK;
+  const int reducing =
+      a->kind == PLD__COLL_ALLREDUCE || a->kind == PLD__COLL_REDUCE_SCATTER;
+  if (reducing && (a->op < PLD_REDUCE_SUM || a->op > PLD_REDUCE_PROD))
+    return REFUSE(PLD_ERR_ARG,
+                  "op: expected PLD_REDUCE_SUM, _MAX, _MIN or _PROD, got %d",
+                  a->op);
+  if (reducing && !reducible(d->dtype)) {
+    char ws[160];
+    pld__describe(ws, sizeof ws, d, PLD__NO_PEER, NULL);
+    return REFUSE(PLD_ERR_UNSUPPORTED,
+                  "%s %s is %s: reductions take FP32, FP16, BF16, INT32, "
+                  "INT16 or INT8",
+                  op_name(a->op), ws, pld_dtype_name(d->dtype));
+  }
+  if (reducing && a->cube)
+    return REFUSE(PLD_ERR_LEVEL,
+                  "runs on vector cores (PLD_KERNEL); a cube core "
+                  "(PLD_CUBE_KERNEL) does matmul and data movement only");
+  if (a->kind == PLD__COLL_ALLREDUCE &&
+      (a->mode < PLD_ALLREDUCE_AUTO || a->mode > PLD_ALLREDUCE_RING))
+    return REFUSE(PLD_ERR_ARG,
+                  "mode: expected PLD_ALLREDUCE_AUTO, _MESH, _TWO_PHASE or "
+                  "_RING, got %d",
+                  a->mode);
+  if (a->kind == PLD__COLL_BROADCAST && (a->root < 0 || a->root >= n)) {
+    char ws[160];
+    pld__describe(ws, sizeof ws, d, PLD__NO_PEER, NULL);
+    return REFUSE(PLD_ERR_BOUNDS,
+                  "root: expected a rank of the domain of %s, [0, %d), got %d",
+                  ws, (int)n, a->root);
+  }
+  int64_t row = 0;
+  int st = PLD_OK;
+  switch (a->kind) {
+  case PLD__COLL_ALLGATHER:
+    if ((st = check_rows(t, n, 0, &row, msg, cap)))
+      return st;
+    if (d->dtype != t->dtype ||
+        (int64_t)(d->nbytes / pld_dtype_size(d->dtype)) != row) {
+      char ss[160], ts[160], sshape[128], tshape[128];
+      pld__describe(ss, sizeof ss, d, PLD__NO_PEER, "stage");
+      pld__describe(ts, sizeof ts, t, PLD__NO_PEER, NULL);
+      pld__tensor_str(sshape, sizeof sshape, d);
+      pld__tensor_str(tshape, sizeof tshape, t);
+      return REFUSE(PLD_ERR_ARG,
+                    "%s is %s, %s is %s: the target holds one stage per rank "
+                    "(%d rows of %lld %s elements)",
+                    ss, sshape, ts, tshape, (int)n, (long long)row,
+                    pld_dtype_name(t->dtype));
+    }
+    st = refuse_overlap(d, "stage", t, NULL, msg, cap);
+    break;
+  case PLD__COLL_REDUCE_SCATTER:
+    st = check_rows(d, n, 0, &row, msg, cap);
+    break;
+  case PLD__COLL_ALL_TO_ALL_V:
+    for (int i = 0; i < 2; i++) {
+      const struct pld__tensor *ct = i ? a->recv_counts : a->send_counts;
+      if (ct->dtype != PLD_INT32 || ct->nbytes != (size_t)n * sizeof(int32_t)) {
+        char ts[160], shape[128];
+        pld__describe(ts, sizeof ts, ct, PLD__NO_PEER,
+                      i ? "recv_counts" : "send_counts");
+        pld__tensor_str(shape, sizeof shape, ct);
+        return REFUSE(PLD_ERR_ARG,
+                      "%s is %s: expected INT32[%d], a count per rank", ts,
+                      shape, (int)n);
+      }
+    }
+    /* The rows are all-to-all's, blocks of them. */
+    __attribute__((fallthrough));
+  case PLD__COLL_ALL_TO_ALL:
+    if ((st = check_rows(t, n, a->kind == PLD__COLL_ALL_TO_ALL_V, &row, msg,
+                         cap)) ||
+        (st = same_shape(d, "input", t, msg, cap)))
+      return st;
+    st = refuse_overlap(d, "input", t, NULL, msg, cap);
+    break;
+  default:
+    break;
+  }
+  if (!st)
+    st = refuse_overlap(t ? t : d, NULL, sig, NULL, msg, cap);
+  return st;
+}
+
+/* Checks a kernel's call: the windows usable from core c, local tensors
+ * with data, then pld__coll_check; lays out the call's lane of the signal
+ * window.  Failures are recorded in c as fn's. */
 static int begin(struct coll *cc, struct pld__core *c, const char *fn,
-                 int kind, pld_window sig) {
+                 struct pld__coll_args *a, pld_window sig,
+                 const pld_window *windows, int nwindows,
+                 const pld_tensor *locals, const int *writes, int nlocals) {
   memset(cc, 0, sizeof *cc);
   cc->c = c;
   cc->fn = fn;
-  cc->kind = kind;
+  cc->kind = a->kind;
   int st = pld__win_check(c, fn, sig, PLD__NO_PEER);
+  for (int i = 0; i < nwindows && !st; i++)
+    st = pld__win_check(c, fn, windows[i], PLD__NO_PEER);
+  for (int i = 0; i < nlocals && !st; i++)
+    st = pld__tensor_check(c, fn, locals[i], writes[i]);
   if (st)
     return st;
   const struct pld__tensor *w = sig.p;
+  a->sig = w;
+  a->nranks = w->comm->nranks;
+  a->blocks = c->block_num;
+  a->cube = c->spec.type == PLD_CORE_CUBE;
+  char msg[1024];
+  if ((st = pld__coll_check(a, msg, sizeof msg)))
+    return pld__kfail(c, st, fn, "%s", msg);
   cc->sig = w;
   cc->f = c->env->fabric;
   cc->comm = w->comm;
@@ -265,26 +389,6 @@ static int begin(struct coll *cc, struct pld__core *c, const char *fn,
   cc->lane = c->block_idx;
   cc->lanes = c->block_num;
   const int64_t lane = PLD_SIGNAL_LANE_CELLS(cc->n);
-  /* A barrier on one block needs only its credits. */
-  const int64_t need = kind == PLD__COLL_BARRIER
-                           ? (int64_t)(cc->lanes - 1) * lane + cc->n
-                           : (int64_t)cc->lanes * lane;
-  if (w->dtype != PLD_INT32 || w->ndim != 1 || w->shape[0] < need) {
-    char ws[160], ts[128];
-    pld__describe(ws, sizeof ws, w, PLD__NO_PEER, NULL);
-    pld__tensor_str(ts, sizeof ts, w);
-    char why[64];
-    if (kind == PLD__COLL_BARRIER && cc->lanes == 1)
-      pld__catf(why, sizeof why, "the domain's size");
-    else
-      pld__catf(why, sizeof why, "%s(%d, %d)",
-                kind == PLD__COLL_BARRIER ? "lanes of PLD_SIGNAL_CELLS"
-                                          : "PLD_SIGNAL_CELLS",
-                (int)cc->n, (int)cc->lanes);
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "%s is %s: expected INT32[n] with n >= %lld (%s)", ws,
-                      ts, (long long)need, why);
-  }
   cc->base = w->win_offset + (size_t)(cc->lane * lane) * sizeof(int32_t);
   cc->cells = (int32_t *)w->data + cc->lane * lane;
   return PLD_OK;
@@ -304,12 +408,12 @@ static int reserve(struct coll *cc, size_t es, int reduce, int64_t most) {
   size_t g = most > 0 && (size_t)most < GROUP ? (size_t)most : GROUP;
   size_t floor_bytes = (size_t)MAX_RANKS * D_WORDS * sizeof(int32_t);
   cc->group = g;
-  cc->stage = pld__tile_alloc(c, cc->fn, PLD_UINT8, 1,
-                              (int32_t)(g * es > floor_bytes ? g * es
-                                                             : floor_bytes));
+  cc->stage =
+      pld__tile_alloc(c, cc->fn, PLD_UINT8, 1,
+                      (int32_t)(g * es > floor_bytes ? g * es : floor_bytes));
   if (cc->stage && reduce)
-    cc->acc = pld__tile_alloc(c, cc->fn, PLD_UINT8, 1,
-                              (int32_t)(g * sizeof(float)));
+    cc->acc =
+        pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(g * sizeof(float)));
   return c->status;
 }
 
@@ -318,13 +422,12 @@ static int reserve(struct coll *cc, size_t es, int reduce, int64_t most) {
 static int start(struct coll *cc, pld_dtype dt, int op, int mode, int root,
                  int64_t count) {
   int32_t call = cc->cells[CALLS(cc->n)];
-  cc->desc[D_WHAT] = (int32_t)((uint32_t)cc->kind | (uint32_t)op << 4 |
-                               (uint32_t)dt << 8 | (uint32_t)mode << 12 |
-                               (uint32_t)(cc->lanes - 1) << 16);
+  cc->desc[D_WHAT] =
+      (int32_t)((uint32_t)cc->kind | (uint32_t)op << 4 | (uint32_t)dt << 8 |
+                (uint32_t)mode << 12 | (uint32_t)(cc->lanes - 1) << 16);
   cc->desc[D_COUNT_LO] = (int32_t)(uint32_t)((uint64_t)count & 0xffffffffu);
-  cc->desc[D_COUNT_HI] =
-      (int32_t)((uint32_t)((uint64_t)count >> 32 & 0xffff) |
-                (uint32_t)root << 16);
+  cc->desc[D_COUNT_HI] = (int32_t)((uint32_t)((uint64_t)count >> 32 & 0xffff) |
+                                   (uint32_t)root << 16);
   cc->desc[D_CALL] = call + 1;
   memcpy(&cc->cells[DESC(cc->n, call & 1)], cc->desc, sizeof cc->desc);
   cc->cells[CALLS(cc->n)] = call + 1;
@@ -379,8 +482,8 @@ static int read_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
   return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
 }
 
-static int write_rank(struct coll *cc, const struct pld__tensor *w,
-                      int32_t q, size_t off, const void *src, size_t bytes) {
+static int write_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
+                      size_t off, const void *src, size_t bytes) {
   if (!bytes)
     return PLD_OK;
   if (q == cc->me) {
@@ -400,7 +503,7 @@ static int write_rank(struct coll *cc, const struct pld__tensor *w,
   do {                                                                         \
     A *a_ = acc;                                                               \
     const T *in_ = in;                                                         \
-    PLD__VLOOP(A, i, n, const A x = a_[i]; const A y = (A)in_[i];             \
+    PLD__VLOOP(A, i, n, const A x = a_[i]; const A y = (A)in_[i];              \
                a_[i] = (EXPR););                                               \
   } while (0)
 
@@ -411,7 +514,7 @@ static void combine_f32(pld_reduce_op op, float *acc, const float *in,
     COMBINE_LOOP(float, float, x + y);
     break;
   case PLD_REDUCE_PROD:
-    COMBINE_LOOP(float, float, x * y);
+    COMBINE_LOOP(float, float, x *y);
     break;
   case PLD_REDUCE_MAX:
     COMBINE_LOOP(float, float, PLD__FMAX(x, y));
@@ -497,8 +600,8 @@ static void store_acc(pld_dtype dt, void *out, const void *acc, size_t n) {
 
 /* acc[0, len) = op over ranks 0, 1, ..., P-1 in that order of their
  * elements [e, e + len) of window w. */
-static int reduce_ranks(struct coll *cc, const struct pld__tensor *w,
-                        int64_t e, size_t len, pld_reduce_op op) {
+static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
+                        size_t len, pld_reduce_op op) {
   const size_t es = pld_dtype_size(w->dtype);
   for (int32_t q = 0; q < cc->n; q++) {
     const void *in = (const unsigned char *)w->data + (size_t)e * es;
@@ -569,8 +672,7 @@ static int ring(struct coll *cc, const struct pld__tensor *w, int64_t lo,
     int64_t c0, c1;
     chunk(lo, hi, k, n, &c0, &c1);
     for (int64_t g = c0; g < c1 && !st; g += (int64_t)cc->group) {
-      size_t len =
-          (size_t)(c1 - g) < cc->group ? (size_t)(c1 - g) : cc->group;
+      size_t len = (size_t)(c1 - g) < cc->group ? (size_t)(c1 - g) : cc->group;
       unsigned char *mine = (unsigned char *)w->data + (size_t)g * es;
       if (!reducing) {
         st = read_rank(cc, w, left, (size_t)g * es, mine, len * es);
@@ -589,23 +691,16 @@ static int ring(struct coll *cc, const struct pld__tensor *w, int64_t lo,
   return st;
 }
 
-int pld_allreduce(pld_core k, pld_window data, pld_window sig,
-                  pld_reduce_op op, pld_allreduce_mode mode) {
+int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
+                  pld_allreduce_mode mode) {
   struct pld__core *c = k.p;
   const char *fn = "pld_allreduce";
   struct coll cc;
-  int st = begin(&cc, c, fn, PLD__COLL_ALLREDUCE, sig);
-  if (!st)
-    st = pld__win_check(c, fn, data, PLD__NO_PEER);
-  if (!st)
-    st = check_op(c, fn, op, data.p);
-  if (!st && (mode < PLD_ALLREDUCE_AUTO || mode > PLD_ALLREDUCE_RING))
-    st = pld__kfail(c, PLD_ERR_ARG, fn,
-                    "mode: expected PLD_ALLREDUCE_AUTO, _MESH, _TWO_PHASE or "
-                    "_RING, got %d",
-                    (int)mode);
-  if (!st)
-    st = refuse_overlap(c, fn, data.p, NULL, sig.p, NULL);
+  struct pld__coll_args a = {.kind = PLD__COLL_ALLREDUCE,
+                             .data = data.p,
+                             .op = (int)op,
+                             .mode = (int)mode};
+  int st = begin(&cc, c, fn, &a, sig, &data, 1, NULL, NULL, 0);
   if (st)
     return finish(&cc, st);
   const struct pld__tensor *w = data.p;
@@ -652,19 +747,9 @@ int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
   struct pld__core *c = k.p;
   const char *fn = "pld_broadcast";
   struct coll cc;
-  int st = begin(&cc, c, fn, PLD__COLL_BROADCAST, sig);
-  if (!st)
-    st = pld__win_check(c, fn, data, PLD__NO_PEER);
-  if (!st && (root < 0 || root >= cc.n)) {
-    char ws[160];
-    pld__describe(ws, sizeof ws, data.p, PLD__NO_PEER, NULL);
-    st = pld__kfail(c, PLD_ERR_BOUNDS, fn,
-                    "root: expected a rank of the domain of %s, [0, %d), got "
-                    "%d",
-                    ws, (int)cc.n, (int)root);
-  }
-  if (!st)
-    st = refuse_overlap(c, fn, data.p, NULL, sig.p, NULL);
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_BROADCAST, .data = data.p, .root = root};
+  int st = begin(&cc, c, fn, &a, sig, &data, 1, NULL, NULL, 0);
   if (st)
     return finish(&cc, st);
   const struct pld__tensor *w = data.p;
@@ -689,34 +774,14 @@ int pld_allgather(pld_core k, pld_tensor stage, pld_window target,
   struct pld__core *c = k.p;
   const char *fn = "pld_allgather";
   struct coll cc;
-  int64_t row = 0;
-  int st = begin(&cc, c, fn, PLD__COLL_ALLGATHER, sig);
-  if (!st)
-    st = pld__win_check(c, fn, target, PLD__NO_PEER);
-  if (!st)
-    st = check_local(c, fn, stage, 0);
-  if (!st)
-    st = check_rows(c, fn, target.p, cc.n, 0, &row);
-  if (!st && (stage.p->dtype != target.p->dtype ||
-              (int64_t)(stage.p->nbytes / pld_dtype_size(stage.p->dtype)) !=
-                  row)) {
-    char ss[160], ts[160], sshape[128], tshape[128];
-    pld__describe(ss, sizeof ss, stage.p, PLD__NO_PEER, "stage");
-    pld__describe(ts, sizeof ts, target.p, PLD__NO_PEER, NULL);
-    pld__tensor_str(sshape, sizeof sshape, stage.p);
-    pld__tensor_str(tshape, sizeof tshape, target.p);
-    st = pld__kfail(c, PLD_ERR_ARG, fn,
-                    "%s is %s, %s is %s: the target holds one stage per rank "
-                    "(%d rows of %lld %s elements)",
-                    ss, sshape, ts, tshape, (int)cc.n, (long long)row,
-                    pld_dtype_name(target.p->dtype));
-  }
-  if (!st)
-    st = refuse_overlap(c, fn, stage.p, "stage", target.p, NULL);
-  if (!st)
-    st = refuse_overlap(c, fn, target.p, NULL, sig.p, NULL);
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_ALLGATHER, .data = stage.p, .target = target.p};
+  const int reads = 0;
+  int st = begin(&cc, c, fn, &a, sig, &target, 1, &stage, &reads, 1);
   if (st)
     return finish(&cc, st);
+  const int64_t row =
+      (int64_t)(stage.p->nbytes / pld_dtype_size(stage.p->dtype));
   const struct pld__tensor *w = target.p;
   const size_t es = pld_dtype_size(w->dtype);
   int64_t lo, hi;
@@ -740,20 +805,14 @@ int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
   struct pld__core *c = k.p;
   const char *fn = "pld_reduce_scatter";
   struct coll cc;
-  int64_t row = 0;
-  int st = begin(&cc, c, fn, PLD__COLL_REDUCE_SCATTER, sig);
-  if (!st)
-    st = pld__win_check(c, fn, data, PLD__NO_PEER);
-  if (!st)
-    st = check_op(c, fn, op, data.p);
-  if (!st)
-    st = check_rows(c, fn, data.p, cc.n, 0, &row);
-  if (!st)
-    st = refuse_overlap(c, fn, data.p, NULL, sig.p, NULL);
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_REDUCE_SCATTER, .data = data.p, .op = (int)op};
+  int st = begin(&cc, c, fn, &a, sig, &data, 1, NULL, NULL, 0);
   if (st)
     return finish(&cc, st);
   const struct pld__tensor *w = data.p;
   const int64_t n = (int64_t)(w->nbytes / pld_dtype_size(w->dtype));
+  const int64_t row = n / cc.n;
   int64_t lo, hi;
   lane_part(&cc, row, &lo, &hi);
   if ((st = reserve(&cc, pld_dtype_size(w->dtype), 1, hi - lo)) ||
@@ -771,32 +830,14 @@ int pld_all_to_all(pld_core k, pld_tensor input, pld_window target,
   struct pld__core *c = k.p;
   const char *fn = "pld_all_to_all";
   struct coll cc;
-  int64_t row = 0;
-  int st = begin(&cc, c, fn, PLD__COLL_ALL_TO_ALL, sig);
-  if (!st)
-    st = pld__win_check(c, fn, target, PLD__NO_PEER);
-  if (!st)
-    st = check_local(c, fn, input, 0);
-  if (!st)
-    st = check_rows(c, fn, target.p, cc.n, 0, &row);
-  if (!st && (input.p->dtype != target.p->dtype ||
-              input.p->nbytes != target.p->nbytes ||
-              input.p->shape[0] != target.p->shape[0])) {
-    char is[160], ts[160], ishape[128], tshape[128];
-    pld__describe(is, sizeof is, input.p, PLD__NO_PEER, "input");
-    pld__describe(ts, sizeof ts, target.p, PLD__NO_PEER, NULL);
-    pld__tensor_str(ishape, sizeof ishape, input.p);
-    pld__tensor_str(tshape, sizeof tshape, target.p);
-    st = pld__kfail(c, PLD_ERR_ARG, fn,
-                    "%s is %s, %s is %s: expected the same dtype and shape",
-                    is, ishape, ts, tshape);
-  }
-  if (!st)
-    st = refuse_overlap(c, fn, input.p, "input", target.p, NULL);
-  if (!st)
-    st = refuse_overlap(c, fn, target.p, NULL, sig.p, NULL);
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_ALL_TO_ALL, .data = input.p, .target = target.p};
+  const int reads = 0;
+  int st = begin(&cc, c, fn, &a, sig, &target, 1, &input, &reads, 1);
   if (st)
     return finish(&cc, st);
+  const int64_t row =
+      (int64_t)(target.p->nbytes / pld_dtype_size(target.p->dtype)) / cc.n;
   const struct pld__tensor *w = target.p;
   const size_t es = pld_dtype_size(w->dtype);
   int64_t lo, hi;
@@ -822,48 +863,18 @@ int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
   struct pld__core *c = k.p;
   const char *fn = "pld_all_to_all_v";
   struct coll cc;
-  int st = begin(&cc, c, fn, PLD__COLL_ALL_TO_ALL_V, sig);
-  if (!st)
-    st = pld__win_check(c, fn, target, PLD__NO_PEER);
-  if (!st)
-    st = check_local(c, fn, input, 0);
-  if (!st)
-    st = check_local(c, fn, send_counts, 0);
-  if (!st)
-    st = check_local(c, fn, recv_counts, 1);
-  const pld_tensor counts[2] = {send_counts, recv_counts};
-  for (int i = 0; i < 2 && !st; i++)
-    if (counts[i].p->dtype != PLD_INT32 ||
-        counts[i].p->nbytes != (size_t)cc.n * sizeof(int32_t)) {
-      char ts[160], shape[128];
-      pld__describe(ts, sizeof ts, counts[i].p, PLD__NO_PEER,
-                    i ? "recv_counts" : "send_counts");
-      pld__tensor_str(shape, sizeof shape, counts[i].p);
-      st = pld__kfail(c, PLD_ERR_ARG, fn,
-                      "%s is %s: expected INT32[%d], a count per rank", ts,
-                      shape, (int)cc.n);
-    }
-  int64_t per = 0;
-  if (!st)
-    st = check_rows(c, fn, target.p, cc.n, 1, &per);
-  if (!st && (input.p->dtype != target.p->dtype ||
-              input.p->nbytes != target.p->nbytes ||
-              input.p->shape[0] != target.p->shape[0])) {
-    char is[160], ts[160], ishape[128], tshape[128];
-    pld__describe(is, sizeof is, input.p, PLD__NO_PEER, "input");
-    pld__describe(ts, sizeof ts, target.p, PLD__NO_PEER, NULL);
-    pld__tensor_str(ishape, sizeof ishape, input.p);
-    pld__tensor_str(tshape, sizeof tshape, target.p);
-    st = pld__kfail(c, PLD_ERR_ARG, fn,
-                    "%s is %s, %s is %s: expected the same dtype and shape",
-                    is, ishape, ts, tshape);
-  }
-  if (!st)
-    st = refuse_overlap(c, fn, input.p, "input", target.p, NULL);
-  if (!st)
-    st = refuse_overlap(c, fn, target.p, NULL, sig.p, NULL);
+  struct pld__coll_args a = {.kind = PLD__COLL_ALL_TO_ALL_V,
+                             .data = input.p,
+                             .target = target.p,
+                             .send_counts = send_counts.p,
+                             .recv_counts = recv_counts.p};
+  const pld_tensor locals[3] = {input, send_counts, recv_counts};
+  const int writes[3] = {0, 0, 1};
+  int st = begin(&cc, c, fn, &a, sig, &target, 1, locals, writes, 3);
   if (st)
     return finish(&cc, st);
+  const int64_t per =
+      (int64_t)(target.p->nbytes / pld_dtype_size(target.p->dtype)) / cc.n;
   const struct pld__tensor *w = target.p;
   const size_t es = pld_dtype_size(w->dtype);
   /* Blocks of MAX rows of `cols` elements; lane b serves the ranks d with
@@ -908,7 +919,8 @@ int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
 
 int pld_barrier(pld_core k, pld_window sig) {
   struct coll cc;
-  int st = begin(&cc, k.p, "pld_barrier", PLD__COLL_BARRIER, sig);
+  struct pld__coll_args a = {.kind = PLD__COLL_BARRIER};
+  int st = begin(&cc, k.p, "pld_barrier", &a, sig, NULL, 0, NULL, NULL, 0);
   if (!st) {
     k.p->coll_kind = PLD__COLL_BARRIER;
     st = barrier(&cc);

@@ -103,6 +103,16 @@ int pld__region_check(struct pld__core *c, const char *fn,
                       const char *role, int64_t row, int64_t col, int64_t rows,
                       int64_t cols);
 
+/* The byte offset of sig[idx] in its buffer, after checking the window
+ * (an INT32 window usable from core c; peer in its domain unless
+ * PLD__NO_PEER) and the index; and the same with a notify's op checked
+ * too. */
+int pld__cell_offset(struct pld__core *c, const char *fn, pld_window sig,
+                     int32_t peer, int n, const int64_t *idx, size_t *off);
+int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
+                      int32_t peer, int n, const int64_t *idx,
+                      pld_notify_op op, size_t *off);
+
 /* Notify and wait on the cell `off` bytes into the buffer of window w
  * (checked by the caller), failures reported as fn's: the body of
  * pld_notify (peer is a domain rank) and pld_wait, for the collectives.
@@ -113,6 +123,26 @@ int pld__signal_cell(struct pld__core *c, const char *fn,
 int pld__wait_cell(struct pld__core *c, const char *fn,
                    const struct pld__tensor *w, size_t off, int n,
                    const int64_t *idx, int32_t expected, int cmp);
+
+/* A collective call's arguments, as pld__coll_check sees them: on a
+ * kernel's view (windows with their comm contexts), or while the host
+ * orchestrator is traced (window views without data). */
+struct pld__coll_args {
+  int kind; /* PLD__COLL_* of core/watch.h */
+  /* The data (allreduce, broadcast, reduce-scatter), stage (allgather) or
+   * input (all-to-all, all-to-all-v), and the target of the last three. */
+  const struct pld__tensor *data, *target, *sig;
+  const struct pld__tensor *send_counts, *recv_counts; /* all-to-all-v */
+  int op, mode, root;
+  int32_t nranks, blocks;
+  int cube; /* called on a cube core */
+};
+
+/* Checks what can be checked of a collective call without its data: the
+ * signal window's size for the rank and block counts, op and dtype, mode,
+ * root, shapes, overlapping buffers.  Returns PLD_OK, or the status with
+ * the message (no function prefix) in msg. */
+int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap);
 
 /* For messages, composed only when something failed: "window 'sig'
  * (buffer #2)", with " of peer 1" unless peer is PLD__NO_PEER, or "<role>

@@ -146,12 +146,39 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
  * directly, rather than copying them through the tile a second time,
  * which would only halve the bandwidth without changing what any core can
  * observe. */
+/* A notify that follows a put's data. */
+struct then_notify {
+  pld_window sig;
+  int n;
+  const int64_t *idx;
+  int32_t value;
+  pld_notify_op op;
+};
+
 static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
-                    pld_window win, int32_t peer, const pld_xfer *opt) {
+                    pld_window win, int32_t peer, const pld_xfer *opt,
+                    const struct then_notify *nt) {
   struct pld__core *c = k.p;
   int st = pld__win_check(c, fn, win, peer);
   if (st)
     return st;
+  /* The notify is checked before any byte moves: a put whose notify
+   * cannot be delivered does not happen.  Its peer is the same rank as
+   * the data's, so both windows' domains must give it one world rank. */
+  size_t sig_off = 0;
+  if (nt && (st = pld__notify_check(c, fn, nt->sig, peer, nt->n, nt->idx,
+                                    nt->op, &sig_off)))
+    return st;
+  if (nt && nt->sig.p->comm->members[peer] != win.p->comm->members[peer]) {
+    char ws[160], ss[160];
+    pld__describe(ws, sizeof ws, win.p, PLD__NO_PEER, NULL);
+    pld__describe(ss, sizeof ss, nt->sig.p, PLD__NO_PEER, NULL);
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "peer %d of %s is world rank %d, but of %s world rank "
+                      "%d: the data and the signal must share the domain",
+                      (int)peer, ws, win.p->comm->members[peer], ss,
+                      nt->sig.p->comm->members[peer]);
+  }
   pld_xfer o;
   memset(&o, 0, sizeof o);
   if (opt)
@@ -208,15 +235,24 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
     }
   pld_tile_free(k, stage[1]);
   pld_tile_free(k, stage[0]);
+  if (!st && nt)
+    st = pld__signal_cell(c, fn, nt->sig.p, peer, sig_off, nt->value, nt->op);
   return st;
 }
 
 int pld_put(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
             const pld_xfer *opt) {
-  return transfer(k, "pld_put", 1, src, dst, peer, opt);
+  return transfer(k, "pld_put", 1, src, dst, peer, opt, NULL);
+}
+
+int pld_put_notify(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
+                   const pld_xfer *opt, pld_window sig, int n,
+                   const int64_t *idx, int32_t value, pld_notify_op op) {
+  const struct then_notify nt = {sig, n, idx, value, op};
+  return transfer(k, "pld_put_notify", 1, src, dst, peer, opt, &nt);
 }
 
 int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
             const pld_xfer *opt) {
-  return transfer(k, "pld_get", 0, dst, src, peer, opt);
+  return transfer(k, "pld_get", 0, dst, src, peer, opt, NULL);
 }

@@ -4,10 +4,8 @@
 #include "comm/comm.h"
 #include "core/futex.h"
 
-/* The byte offset of sig[idx] in its buffer, after checking the window's
- * dtype and the index. */
-static int cell_offset(struct pld__core *c, const char *fn, pld_window sig,
-                       int32_t peer, int n, const int64_t *idx, size_t *off) {
+int pld__cell_offset(struct pld__core *c, const char *fn, pld_window sig,
+                     int32_t peer, int n, const int64_t *idx, size_t *off) {
   int st = pld__win_check(c, fn, sig, peer);
   if (st)
     return st;
@@ -54,20 +52,24 @@ int pld__signal_cell(struct pld__core *c, const char *fn,
   return PLD_OK;
 }
 
-int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
-               const int64_t *idx, int32_t value, pld_notify_op op) {
-  struct pld__core *c = k.p;
+int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
+                      int32_t peer, int n, const int64_t *idx,
+                      pld_notify_op op, size_t *off) {
   if (c->status)
     return c->status;
   if (op != PLD_NOTIFY_ADD && op != PLD_NOTIFY_SET)
-    return pld__kfail(c, PLD_ERR_ARG, "pld_notify",
+    return pld__kfail(c, PLD_ERR_ARG, fn,
                       "op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got %d",
                       (int)op);
+  return pld__cell_offset(c, fn, sig, peer, n, idx, off);
+}
+
+int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
+               const int64_t *idx, int32_t value, pld_notify_op op) {
   size_t off;
-  int st = cell_offset(c, "pld_notify", sig, peer, n, idx, &off);
-  if (st)
-    return st;
-  return pld__signal_cell(c, "pld_notify", sig.p, peer, off, value, op);
+  int st = pld__notify_check(k.p, "pld_notify", sig, peer, n, idx, op, &off);
+  return st ? st : pld__signal_cell(k.p, "pld_notify", sig.p, peer, off, value,
+                                    op);
 }
 
 int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
@@ -81,7 +83,7 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
                       "got %d",
                       (int)cmp);
   size_t off;
-  int st = cell_offset(c, "pld_wait", sig, PLD__NO_PEER, n, idx, &off);
+  int st = pld__cell_offset(c, "pld_wait", sig, PLD__NO_PEER, n, idx, &off);
   if (st)
     return st;
   return pld__wait_cell(c, "pld_wait", sig.p, off, n, idx, expected, cmp);

@@ -28,10 +28,18 @@ int32_t pld_nranks(pld_core k, pld_comm c) {
 
 size_t pld__describe(char *buf, size_t cap, const struct pld__tensor *t,
                      int32_t peer, const char *role) {
-  const char *name = t->name ? t->name : "?";
-  if (!(t->flags & PLD__T_WINDOW) || role)
-    return pld__catf(buf, cap, "%s '%s'", role ? role : "tensor", name);
-  size_t n = pld__catf(buf, cap, "window '%s' (buffer #%d)", name, t->win_buf);
+  const int window = (t->flags & PLD__T_WINDOW) != 0;
+  /* Views the host made have no name yet (names come from parameters):
+   * their buffer names them. */
+  if (!t->name)
+    return window ? pld__catf(buf, cap, "%s%swindow buffer #%d%s",
+                              role ? role : "", role ? " (" : "", t->win_buf,
+                              role ? ")" : "")
+                  : pld__catf(buf, cap, "%s", role ? role : "tensor");
+  if (!window || role)
+    return pld__catf(buf, cap, "%s '%s'", role ? role : "tensor", t->name);
+  size_t n =
+      pld__catf(buf, cap, "window '%s' (buffer #%d)", t->name, t->win_buf);
   if (peer != PLD__NO_PEER)
     n += pld__catf(buf + n, cap - n, " of peer %d", (int)peer);
   return n;

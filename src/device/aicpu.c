@@ -106,17 +106,26 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
                           a->msg, sizeof a->msg);
   if (st)
     return a->status = st;
+  return pld__launch_checked(ctx, kernel, blocks, norm);
+}
+
+int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
+                        const pld_arg *norm) {
+  struct pld__aicpu *a = ctx.p;
+  const pld_signature *sig = kernel.sig;
+  if (a->status)
+    return a->status;
   if (a->trace) {
     describe_launch(a, kernel, blocks, norm, a->plat);
     return PLD_OK;
   }
   for (int i = 0; i < sig->nparams; i++)
-    if (norm[i].kind == PLD_ARG_TENSOR && !norm[i].v.t->data)
+    if (norm[i].kind != PLD_ARG_SCALAR && !norm[i].v.t->data)
       return afail(a, PLD_ERR_ARG, "pld_launch",
                    "%s: parameter '%s': tensor has no device memory", sig->name,
                    sig->params[i].name);
   struct pld__task_spec spec = {kernel, blocks, sig->nparams, norm};
-  st = pld__sched_submit(a->sched, &spec);
+  int st = pld__sched_submit(a->sched, &spec);
   if (st)
     return afail(a, st, "pld_launch", "%s", pld_last_error());
   return PLD_OK;

@@ -43,6 +43,13 @@ struct pld__aicpu {
  * running from the call on, except while it waits for its tasks. */
 int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn, const pld_arg *argv);
 
+/* The end of pld_launch, after its checks: describes the launch (trace)
+ * or submits it.  The runtime's builtin device functions launch their
+ * builtin kernels through it directly: their arguments were checked when
+ * the host called them, and their kernels take any dtype. */
+int pld__launch_checked(pld_aicpu a, pld_kernel_fn kernel, int32_t blocks,
+                        const pld_arg *norm);
+
 /* Publishes whether the AICPU runs device-function code (busy) or waits
  * (for a command, or for its tasks); busy time counts against the kernel
  * time limit from now. */

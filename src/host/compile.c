@@ -118,27 +118,36 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
                  "size), got %lld",
                  name, p->nranks, (long long)r->v.i);
   int rank = (int)r->v.i;
+  char what[128];
+  pld__catf(what, sizeof what, "pld_dispatch to rank %d (in %s)", rank, name);
+  pld_arg norm[PLD__MAX_PARAMS];
+  int st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, norm,
+                          h->msg, sizeof h->msg);
+  if (st)
+    return h->status = st;
+  return pld__dispatch_record(h, rank, fn, norm, what);
+}
+
+int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
+                         const pld_arg *norm, const char *what) {
+  struct pld_program *p = h->prog;
+  const pld_signature *sig = fn.sig;
+  const char *name = p->host.sig->name;
   if (h->ndisps == h->capdisps) {
     int cap = h->capdisps ? 2 * h->capdisps : 8;
     struct pld__dispatch *v =
         pld__realloc(h->disps, (size_t)cap * sizeof *h->disps);
     if (!v)
-      return pld__hfail(h, PLD_ERR_NOMEM, "pld_dispatch (in %s): out of memory",
-                   name);
+      return pld__hfail(h, PLD_ERR_NOMEM, "%s: out of memory", what);
     h->disps = v;
     h->capdisps = cap;
   }
   struct pld__dispatch *d = &h->disps[h->ndisps];
-  char what[128];
-  pld__catf(what, sizeof what, "pld_dispatch to rank %d (in %s)", rank, name);
-  int st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, d->argv,
-                          h->msg, sizeof h->msg);
-  if (st)
-    return h->status = st;
   for (int i = 0; i < sig->nparams; i++) {
-    if (d->argv[i].kind == PLD_ARG_SCALAR)
+    d->argv[i] = norm[i];
+    if (norm[i].kind == PLD_ARG_SCALAR)
       continue;
-    const struct pld__tensor *t = d->argv[i].v.t;
+    const struct pld__tensor *t = norm[i].v.t;
     if (t->flags & PLD__T_WINDOW)
       pld__windows_member(p, t->win_buf, rank);
     else if (t->host_arg < 0)

@@ -8,6 +8,7 @@
 #include "device/device.h"
 #include "device/plan.h"
 #include "pld/program.h"
+#include "pld/window.h"
 
 /* One pld_dispatch as the host trace recorded it. */
 struct pld__dispatch {
@@ -34,6 +35,9 @@ struct pld__host {
   int nkept, capkept;
   struct pld__dispatch *disps;
   int ndisps, capdisps;
+  /* The signal window of host-level collectives given none (made at the
+   * first one). */
+  pld_window coll_sig;
   int status; /* first failure: sticky */
   char msg[PLD__MSG_MAX];
 };
@@ -93,6 +97,12 @@ void pld__windows_free(struct pld_program *p);
 /* Fails the host function being traced (first failure wins). */
 int pld__hfail(struct pld__host *h, int status, const char *fmt, ...)
     PLD__PRINTF(3, 4);
+
+/* Records a dispatch of fn to `rank` with arguments checked and normalized
+ * (norm: fn's parameters); `what` names the call in failures.  Windows
+ * make the rank a member of their domains. */
+int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
+                         const pld_arg *norm, const char *what);
 
 /* Keeps t (a view made while tracing) until the trace ends.  Returns t, or
  * NULL after recording PLD_ERR_NOMEM. */

@@ -779,6 +779,94 @@ static void test_put_get_region_row_in_pieces(void **state) {
   run_partial_over_rank_counts(4, 16400, &o);
 }
 
+/* ---- put with notify ------------------------------------------------------ */
+
+/* Each rank puts x into the next rank's inbox with a notify behind the
+ * data, then waits for its own inbox's notify, `rounds` times (the count
+ * grows by one a round; a barrier between rounds keeps the next put from
+ * overwriting an inbox not yet read).  With flag[0] = 1, rank 0 passes a
+ * signal cell outside the window instead: the call fails, with nothing
+ * moved. */
+enum { PN_ROWS = 70, PN_COLS = 300 };
+#define PUT_NOTIFY_PARAMS                                                      \
+  PLD_IN(x, FP32, PN_ROWS, PN_COLS), PLD_WINDOW(inbox, FP32, PN_ROWS, PN_COLS), \
+      PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(other, INT32, NR),                 \
+      PLD_IN(flag, INT32, 2), PLD_OUT(y, FP32, PN_ROWS, PN_COLS)
+
+PLD_KERNEL(k_put_notify, k, PUT_NOTIFY_PARAMS) {
+  int32_t me = pld_rank(k, pld_get_comm(inbox)),
+          n = pld_nranks(k, pld_get_comm(inbox));
+  int bad = me == 0 ? (int)pld_read(k, flag, PLD_AT(0)) : 0;
+  int rounds = (int)pld_read(k, flag, PLD_AT(1));
+  for (int r = 1; r <= rounds; r++) {
+    pld_put_notify(k, inbox, (me + 1) % n, x, NULL, sig,
+                   PLD_AT(bad == 1 ? n : me), 1, PLD_NOTIFY_ADD);
+    pld_wait(k, sig, PLD_AT((me + n - 1) % n), r, PLD_WAIT_GE);
+    /* Everyone has read its inbox before the next round overwrites it. */
+    pld_barrier(k, other);
+  }
+  pld_store(k, pld_load(k, pld_local(inbox), 0, 0, PN_ROWS, PN_COLS), y, 0,
+            0);
+}
+PLD_DEVICE(d_put_notify, a, PUT_NOTIFY_PARAMS) {
+  pld_launch(a, k_put_notify, 1, x, inbox, sig, other, flag, y);
+}
+PLD_HOST(h_put_notify, h, PLD_IN(x, FP32, NR, PN_ROWS, PN_COLS),
+         PLD_IN(flag, INT32, 2), PLD_OUT(y, FP32, NR, PN_ROWS, PN_COLS)) {
+  int n = pld_world_size(h);
+  pld_window_buf inbox =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(PN_ROWS, PN_COLS));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  pld_window_buf other = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_put_notify, r, pld_slice(h, x, r),
+                 pld_window_view(h, inbox, PLD_FP32, PLD_SHAPE(PN_ROWS, PN_COLS)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+                 pld_window_view(h, other, PLD_INT32, PLD_SHAPE(n)), flag,
+                 pld_slice(h, y, r));
+}
+
+static void run_put_notify(int n) {
+  pld_config cfg = comm_config(n);
+  const int64_t shape[] = {n, PN_ROWS, PN_COLS};
+  const int per = PN_ROWS * PN_COLS;
+  pld_tensor x = pld_test_tensor(3, shape, 0.5f, -7);
+  pld_tensor y = pld_test_tensor(3, shape, 0, 0);
+  pld_tensor flag = comm_int_tensor(0, 1, (int64_t[]){2});
+  int32_t *f = pld_tensor_data(flag);
+  float *want = malloc(sizeof(float) * (size_t)(n * per));
+  assert_non_null(want);
+  shifted(want, pld_tensor_data(x), n, per, -1);
+  pld_program *p;
+  assert_ok(pld_compile(h_put_notify, &cfg, PLD_ARGS(x, flag, y), &p));
+  for (int rounds = 1; rounds <= 3; rounds += 2) {
+    f[0] = 0;
+    f[1] = rounds;
+    memset(pld_tensor_data(y), 0, sizeof(float) * (size_t)(n * per));
+    assert_ok(pld_program_run(p, PLD_ARGS(x, flag, y)));
+    comm_expect_f32("y (the previous rank's x)", pld_tensor_data(y), want,
+                    n * per);
+  }
+  f[0] = 1;
+  f[1] = 1;
+  char where[96];
+  snprintf(where, sizeof where, "index %d of dimension 0 outside INT32[%d]", n,
+           n);
+  assert_fails_with(pld_program_run(p, PLD_ARGS(x, flag, y)), PLD_ERR_BOUNDS,
+                    "pld_put_notify: kernel k_put_notify (rank 0,",
+                    "window 'sig' (buffer #1) of peer 1", where);
+  pld_program_destroy(p);
+  free(want);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  pld_tensor_destroy(flag);
+}
+
+static void test_put_notify(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_put_notify);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_remote_load_store),
     cmocka_unit_test(test_remote_every_dtype),
@@ -790,6 +878,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_put_get_row_in_pieces),
     cmocka_unit_test(test_put_get_region_last_chunk_partial),
     cmocka_unit_test(test_put_get_region_row_in_pieces),
+    cmocka_unit_test(test_put_notify),
 };
 
 PLD_TEST_MAIN("comm_rma", tests)

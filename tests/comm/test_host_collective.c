@@ -1,0 +1,287 @@
+/* Collectives called by the host orchestrator: each becomes one builtin
+ * dispatch per rank, in program order with the host's own dispatches; the
+ * results equal the kernel forms' (and a C reference), bitwise; mistakes
+ * fail pld_compile; the artifact folder shows them like any dispatch. */
+#include "comm_test.h"
+
+PLD_DYNAMIC(R);  /* elements per row */
+PLD_DYNAMIC(NS); /* signal cells */
+
+enum { H_ALLREDUCE, H_BROADCAST, H_ALLGATHER, H_REDUCE_SCATTER, H_ALL_TO_ALL };
+
+/* Copies src to dst, both [rows, cols], through tiles. */
+static void copy_rows(pld_core k, pld_tensor src, pld_tensor dst) {
+  int64_t rows = pld_tensor_dim(dst, 0), cols = pld_tensor_dim(dst, 1);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c0 = 0; c0 < cols; c0 += 4096) {
+      int32_t n = (int32_t)(cols - c0 < 4096 ? cols - c0 : 4096);
+      pld_tile *tl = pld_load(k, src, r, c0, 1, n);
+      pld_store(k, tl, dst, r, c0);
+      pld_tile_free(k, tl);
+    }
+}
+
+PLD_KERNEL(k_in, k, PLD_IN(x, INT32, NR, R), PLD_WINDOW(w, INT32, NR, R)) {
+  copy_rows(k, x, pld_local(w));
+}
+PLD_DEVICE(d_in, a, PLD_IN(x, INT32, NR, R), PLD_WINDOW(w, INT32, NR, R)) {
+  pld_launch(a, k_in, 1, x, w);
+}
+PLD_KERNEL(k_out, k, PLD_WINDOW(w, INT32, NR, R), PLD_OUT(y, INT32, NR, R)) {
+  copy_rows(k, pld_local(w), y);
+}
+PLD_DEVICE(d_out, a, PLD_WINDOW(w, INT32, NR, R), PLD_OUT(y, INT32, NR, R)) {
+  pld_launch(a, k_out, 1, w, y);
+}
+
+/* The kernel form of the same call, for the comparison. */
+PLD_KERNEL(k_same, k, PLD_WINDOW(w, INT32, NR, R), PLD_WINDOW(t, INT32, NR, R),
+           PLD_WINDOW(sig, INT32, NS), PLD_SCALAR(kind, INT32),
+           PLD_SCALAR(root, INT32)) {
+  if (kind == H_ALLREDUCE)
+    pld_allreduce(k, w, sig, PLD_REDUCE_SUM, PLD_ALLREDUCE_RING);
+  else if (kind == H_BROADCAST)
+    pld_broadcast(k, w, sig, root);
+  else if (kind == H_REDUCE_SCATTER)
+    pld_reduce_scatter(k, w, sig, PLD_REDUCE_MAX);
+  else if (kind == H_ALL_TO_ALL)
+    pld_all_to_all(k, pld_local(w), t, sig);
+}
+PLD_DEVICE(d_same, a, PLD_WINDOW(w, INT32, NR, R), PLD_WINDOW(t, INT32, NR, R),
+           PLD_WINDOW(sig, INT32, NS), PLD_SCALAR(kind, INT32),
+           PLD_SCALAR(root, INT32)) {
+  pld_launch(a, k_same, 1, w, t, sig, kind, root);
+}
+
+/* x[r] into window w on every rank; the collective `kind` at host level
+ * (or, with `kernel`, the kernel form); the result (w, or t for the ones
+ * with a target) into y[r].  Allgather's stage is a window of one row. */
+PLD_HOST(h_coll, h, PLD_IN(x, INT32, NR, NR, R), PLD_OUT(y, INT32, NR, NR, R),
+         PLD_SCALAR(kind, INT32), PLD_SCALAR(root, INT32),
+         PLD_SCALAR(kernel, INT32)) {
+  int n = pld_world_size(h);
+  int64_t r = pld_tensor_dim(x, 2), ns = PLD_SIGNAL_CELLS(n, 1);
+  pld_window_buf wb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n, r));
+  pld_window_buf tb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n, r));
+  pld_window w = pld_window_view(h, wb, PLD_INT32, PLD_SHAPE(n, r));
+  pld_window t = pld_window_view(h, tb, PLD_INT32, PLD_SHAPE(n, r));
+  pld_window stage = pld_window_view(h, wb, PLD_INT32, PLD_SHAPE(r));
+  for (int q = 0; q < n; q++)
+    pld_dispatch(h, d_in, q, pld_slice(h, x, q), w);
+  if (kernel) {
+    pld_window_buf sb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
+    pld_window sig = pld_window_view(h, sb, PLD_INT32, PLD_SHAPE(ns));
+    for (int q = 0; q < n; q++)
+      pld_dispatch(h, d_same, q, w, t, sig, kind, root);
+  } else if (kind == H_ALLREDUCE) {
+    pld_host_allreduce(h, w, PLD_NO_WINDOW, PLD_REDUCE_SUM, PLD_ALLREDUCE_RING);
+  } else if (kind == H_BROADCAST) {
+    pld_host_broadcast(h, w, PLD_NO_WINDOW, root);
+  } else if (kind == H_ALLGATHER) {
+    pld_host_allgather(h, stage, t, PLD_NO_WINDOW);
+  } else if (kind == H_REDUCE_SCATTER) {
+    pld_host_reduce_scatter(h, w, PLD_NO_WINDOW, PLD_REDUCE_MAX);
+  } else {
+    pld_host_all_to_all(h, w, t, PLD_NO_WINDOW);
+  }
+  int has_target = kind == H_ALLGATHER || kind == H_ALL_TO_ALL;
+  for (int q = 0; q < n; q++)
+    pld_dispatch(h, d_out, q, has_target ? t : w, pld_slice(h, y, q));
+}
+
+/* The results of one call, kernel form or host form, over n ranks. */
+static pld_tensor run_kind(int n, int64_t r, int kind, int root, int kernel,
+                           pld_tensor x) {
+  pld_config cfg = comm_config(n);
+  pld_tensor y = comm_int_tensor(-1, 3, (int64_t[]){n, n, r});
+  int32_t k = kind, rt = root, kn = kernel;
+  assert_ok(pld_run(h_coll, &cfg, PLD_ARGS(x, y, k, rt, kn)));
+  return y;
+}
+
+/* The C reference of rank q's result. */
+static int32_t want(int kind, int root, int n, int64_t r, const int32_t *x,
+                    int q, int64_t row, int64_t e) {
+  const int64_t per = n * r, i = row * r + e;
+  switch (kind) {
+  case H_ALLREDUCE: {
+    int32_t s = 0;
+    for (int p = 0; p < n; p++)
+      s += x[p * per + i];
+    return s;
+  }
+  case H_BROADCAST:
+    return x[root * per + i];
+  case H_ALLGATHER:
+    return x[row * per + e];
+  case H_REDUCE_SCATTER: {
+    if (row != q)
+      return x[q * per + i];
+    int32_t m = x[i];
+    for (int p = 1; p < n; p++)
+      m = x[p * per + i] > m ? x[p * per + i] : m;
+    return m;
+  }
+  default:
+    return x[row * per + q * r + e];
+  }
+}
+
+static void run_every_kind(int n) {
+  const int64_t r = 1000 + n; /* not a multiple of n */
+  pld_tensor x = comm_tensor(PLD_INT32, 3, (int64_t[]){n, n, r});
+  int32_t *xs = pld_tensor_data(x);
+  for (int64_t i = 0; i < pld_tensor_numel(x); i++)
+    xs[i] = (int32_t)((i * 2654435761u) % 1000003) - 500000;
+  for (int kind = H_ALLREDUCE; kind <= H_ALL_TO_ALL; kind++) {
+    int root = kind == H_BROADCAST ? n - 1 : 0;
+    pld_tensor host = run_kind(n, r, kind, root, 0, x);
+    const int32_t *ys = pld_tensor_data(host);
+    for (int q = 0; q < n; q++)
+      for (int64_t row = 0; row < n; row++)
+        for (int64_t e = 0; e < r; e++) {
+          int32_t got = ys[(q * n + row) * r + e];
+          int32_t w = want(kind, root, n, r, xs, q, row, e);
+          if (got != w) {
+            print_error("kind %d, %d ranks: rank %d row %lld element %lld: "
+                        "got %d, expected %d\n",
+                        kind, n, q, (long long)row, (long long)e, (int)got,
+                        (int)w);
+            fail();
+          }
+        }
+    if (kind != H_ALLGATHER) { /* the kernel form gives the same bits */
+      pld_tensor kern = run_kind(n, r, kind, root, 1, x);
+      comm_expect_i32("kernel form vs host form", pld_tensor_data(kern), ys,
+                      pld_tensor_numel(x));
+      pld_tensor_destroy(kern);
+    }
+    pld_tensor_destroy(host);
+  }
+  pld_tensor_destroy(x);
+}
+
+static void test_host_collectives(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_every_kind);
+}
+
+/* ---- mistakes fail the compile ------------------------------------------ */
+
+enum { M_ROOT, M_ROOT_NEG, M_OP, M_DTYPE, M_TARGET_ROWS, M_OVERLAP, M_SIG,
+       M_NULL };
+
+PLD_HOST(h_mistake, h, PLD_SCALAR(how, INT32)) {
+  int n = pld_world_size(h);
+  pld_window_buf b = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n, 8));
+  pld_window w = pld_window_view(h, b, PLD_INT32, PLD_SHAPE(n, 8));
+  pld_window_buf u = pld_window_alloc(h, 64);
+  pld_window bytes = pld_window_view(h, u, PLD_UINT8, PLD_SHAPE(64));
+  pld_window_buf sb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  pld_window small = pld_window_view(h, sb, PLD_INT32, PLD_SHAPE(n));
+  switch (how) {
+  case M_ROOT:
+    pld_host_broadcast(h, w, PLD_NO_WINDOW, n);
+    break;
+  case M_ROOT_NEG:
+    pld_host_broadcast(h, w, PLD_NO_WINDOW, -1);
+    break;
+  case M_OP:
+    pld_host_allreduce(h, w, PLD_NO_WINDOW, (pld_reduce_op)4,
+                       PLD_ALLREDUCE_AUTO);
+    break;
+  case M_DTYPE:
+    pld_host_allreduce(h, bytes, PLD_NO_WINDOW, PLD_REDUCE_SUM,
+                       PLD_ALLREDUCE_AUTO);
+    break;
+  case M_TARGET_ROWS:
+    pld_host_allgather(h, pld_window_view(h, b, PLD_INT32, PLD_SHAPE(8)),
+                       pld_window_view(h, b, PLD_INT32, PLD_SHAPE(8 * n)),
+                       PLD_NO_WINDOW);
+    break;
+  case M_OVERLAP:
+    pld_host_all_to_all(h, w, w, PLD_NO_WINDOW);
+    break;
+  case M_SIG:
+    pld_host_allreduce(h, w, small, PLD_REDUCE_SUM, PLD_ALLREDUCE_AUTO);
+    break;
+  default:
+    pld_host_allreduce(h, PLD_NO_WINDOW, PLD_NO_WINDOW, PLD_REDUCE_SUM,
+                       PLD_ALLREDUCE_AUTO);
+    break;
+  }
+}
+
+static int compile_mistake(int n, int how) {
+  pld_config cfg = comm_config(n);
+  pld_program *p = NULL;
+  int32_t h = how;
+  int st = pld_compile(h_mistake, &cfg, PLD_ARGS(h), &p);
+  assert_null(p);
+  return st;
+}
+
+static void test_host_collective_mistakes(void **state) {
+  (void)state;
+  assert_fails_with(compile_mistake(3, M_ROOT), PLD_ERR_BOUNDS,
+                    "pld_host_broadcast (in h_mistake): root: expected a rank "
+                    "of the domain of window buffer #0, [0, 3), got 3");
+  assert_fails_with(compile_mistake(2, M_ROOT_NEG), PLD_ERR_BOUNDS,
+                    "root: expected a rank of the domain", "[0, 2), got -1");
+  assert_fails_with(compile_mistake(2, M_OP), PLD_ERR_ARG,
+                    "pld_host_allreduce (in h_mistake): op: expected "
+                    "PLD_REDUCE_SUM, _MAX, _MIN or _PROD, got 4");
+  assert_fails_with(compile_mistake(2, M_DTYPE), PLD_ERR_UNSUPPORTED,
+                    "pld_host_allreduce (in h_mistake): SUM window buffer #1 "
+                    "is UINT8: reductions take FP32, FP16, BF16, INT32, INT16 "
+                    "or INT8");
+  assert_fails_with(compile_mistake(4, M_TARGET_ROWS), PLD_ERR_ARG,
+                    "pld_host_allgather (in h_mistake): window buffer #0 is "
+                    "INT32[32]: its leading dimension must be 4, the ranks "
+                    "of its domain");
+  assert_fails_with(compile_mistake(2, M_OVERLAP), PLD_ERR_ARG,
+                    "pld_host_all_to_all (in h_mistake): input (window buffer "
+                    "#0) and window buffer #0 share memory");
+  assert_fails_with(compile_mistake(3, M_SIG), PLD_ERR_ARG,
+                    "pld_host_allreduce (in h_mistake): window buffer #2 is "
+                    "INT32[3]: expected INT32[n] with n >= 22 "
+                    "(PLD_SIGNAL_CELLS(3, 1))");
+  assert_fails_with(compile_mistake(2, M_NULL), PLD_ERR_ARG,
+                    "pld_host_allreduce (in h_mistake): data: expected a "
+                    "window view (pld_window_view), got NULL");
+}
+
+/* The artifact folder lists the builtin dispatches like the others. */
+static void test_host_collective_artifacts(void **state) {
+  (void)state;
+  pld_config cfg = comm_config(2);
+  cfg.artifact_dir = "";
+  pld_tensor x = comm_int_tensor(1, 3, (int64_t[]){2, 2, 16});
+  pld_tensor y = comm_int_tensor(0, 3, (int64_t[]){2, 2, 16});
+  int32_t kind = H_ALLREDUCE, root = 0, kernel = 0;
+  pld_program *p;
+  assert_ok(pld_compile(h_coll, &cfg, PLD_ARGS(x, y, kind, root, kernel), &p));
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "grep -q 'dispatch 2: pld_allreduce on the AICPU' '%s/rank1.txt' "
+           "&& grep -q 'kernel pld_allreduce on the AI cores: 1 block' "
+           "'%s/rank1.txt' && grep -q 'dispatch 3: d_out' '%s/rank1.txt'",
+           pld_program_artifact_dir(p), pld_program_artifact_dir(p),
+           pld_program_artifact_dir(p));
+  assert_int_equal(system(cmd), 0);
+  assert_ok(pld_program_run(p, PLD_ARGS(x, y, kind, root, kernel)));
+  const int32_t *ys = pld_tensor_data(y);
+  for (int64_t i = 0; i < pld_tensor_numel(y); i++)
+    assert_int_equal(ys[i], 2);
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_host_collectives),
+    cmocka_unit_test(test_host_collective_mistakes),
+    cmocka_unit_test(test_host_collective_artifacts),
+};
+
+PLD_TEST_MAIN("comm_host_collective", tests)
