@@ -374,6 +374,24 @@ static int begin(struct coll *cc, struct pld__core *c, const char *fn,
   if (st)
     return st;
   const struct pld__tensor *w = sig.p;
+  /* One domain: the signal's.  A window of another would have no copy on
+   * some of its ranks. */
+  for (int i = 0; i < nwindows; i++) {
+    const struct pld__comm *d = windows[i].p->comm;
+    if (d->nranks == w->comm->nranks &&
+        !memcmp(d->members, w->comm->members,
+                (size_t)d->nranks * sizeof d->members[0]))
+      continue;
+    char ds[160], ss[160];
+    pld__describe(ds, sizeof ds, windows[i].p, PLD__NO_PEER, NULL);
+    pld__describe(ss, sizeof ss, w, PLD__NO_PEER, NULL);
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s spans %d rank%s and signal %s %d: a collective runs "
+                      "over one domain, the ranks whose dispatches received "
+                      "views of both",
+                      ds, d->nranks, d->nranks == 1 ? "" : "s", ss,
+                      w->comm->nranks);
+  }
   a->sig = w;
   a->nranks = w->comm->nranks;
   a->blocks = c->block_num;

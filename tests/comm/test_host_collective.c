@@ -251,6 +251,45 @@ static void test_host_collective_mistakes(void **state) {
                     "window view (pld_window_view), got NULL");
 }
 
+/* A kernel-level collective runs over one domain: a data window whose
+ * domain (ranks 0 and 1) is not the signal's (ranks 0 to 2) is refused,
+ * not read on a rank that has no copy of it. */
+PLD_KERNEL(k_two_domains, k, PLD_WINDOW(data, INT32, 8),
+           PLD_WINDOW(sig, INT32, NS)) {
+  pld_allreduce(k, data, sig, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH);
+}
+PLD_DEVICE(d_two_domains, a, PLD_WINDOW(data, INT32, 8),
+           PLD_WINDOW(sig, INT32, NS)) {
+  pld_launch(a, k_two_domains, 1, data, sig);
+}
+PLD_KERNEL(k_waits, k, PLD_WINDOW(sig, INT32, NS)) { pld_barrier(k, sig); }
+PLD_DEVICE(d_waits, a, PLD_WINDOW(sig, INT32, NS)) {
+  pld_launch(a, k_waits, 1, sig);
+}
+PLD_HOST(h_two_domains, h) {
+  int n = pld_world_size(h);
+  int64_t ns = PLD_SIGNAL_CELLS(n, 1);
+  pld_window_buf d = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(8));
+  pld_window_buf s = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
+  pld_window sig = pld_window_view(h, s, PLD_INT32, PLD_SHAPE(ns));
+  for (int q = 0; q < n; q++)
+    if (q < 2)
+      pld_dispatch(h, d_two_domains, q,
+                   pld_window_view(h, d, PLD_INT32, PLD_SHAPE(8)), sig);
+    else
+      pld_dispatch(h, d_waits, q, sig);
+}
+
+static void test_collective_over_two_domains(void **state) {
+  (void)state;
+  pld_config cfg = comm_config(3);
+  assert_fails_with(pld_run(h_two_domains, &cfg, 0, NULL), PLD_ERR_ARG,
+                    "pld_allreduce: kernel k_two_domains (rank ",
+                    "window 'data' (buffer #0) spans 2 ranks and signal "
+                    "window 'sig' (buffer #1) 3: a collective runs over one "
+                    "domain");
+}
+
 /* The artifact folder lists the builtin dispatches like the others. */
 static void test_host_collective_artifacts(void **state) {
   (void)state;
@@ -282,6 +321,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_host_collectives),
     cmocka_unit_test(test_host_collective_mistakes),
     cmocka_unit_test(test_host_collective_artifacts),
+    cmocka_unit_test(test_collective_over_two_domains),
 };
 
 PLD_TEST_MAIN("comm_host_collective", tests)
