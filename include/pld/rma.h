@@ -27,7 +27,8 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
 
 /* The region of a put or get: (rows, cols) at (src_row, src_col) in the
  * source and (dst_row, dst_col) in the destination; rows = cols = 0 means
- * the whole source.  A transfer moves in chunks of one staging tile (up to
+ * the whole source, and one of them 0 (not both) an empty region: nothing
+ * moves (a put's notify is still delivered).  A transfer moves in chunks of one staging tile (up to
  * 64 KiB) and holds that tile in this core's tile memory while it runs
  * (two with `pipelined`, which alternates them), so it fails with
  * PLD_ERR_TILE_MEMORY where the hardware would.  The simulator moves each

@@ -102,11 +102,22 @@ struct pld__watch {
   struct pld__coreslot cores[PLD__MAX_CORES];
 };
 
+/* Orders a slot's stores (the writer, after making seq odd) or loads (the
+ * reader, before reading seq again).  x86 keeps stores in order and loads
+ * in order, so there the compiler's order is enough; ThreadSanitizer, which
+ * has no model of fences (gcc refuses them under -fsanitize=thread), runs
+ * on x86 only.  Elsewhere it is a real fence. */
+#if defined(__x86_64__) || defined(__i386__)
+#define PLD__SLOT_FENCE(order) atomic_signal_fence(order)
+#else
+#define PLD__SLOT_FENCE(order) atomic_thread_fence(order)
+#endif
+
 /* Brackets the core's writes to its slot. */
 static inline void pld__slot_write_begin(struct pld__coreslot *s) {
   uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
   atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
+  PLD__SLOT_FENCE(memory_order_release);
 }
 static inline void pld__slot_write_end(struct pld__coreslot *s) {
   uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);

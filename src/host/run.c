@@ -122,7 +122,7 @@ static int slot_read(const struct pld_program *p, int r, int i,
                       0);
   pld__copy_printable(s->window, sizeof s->window, w->window, sizeof w->window,
                       0);
-  atomic_thread_fence(memory_order_acquire);
+  PLD__SLOT_FENCE(memory_order_acquire);
   if (atomic_load_explicit(&w->seq, memory_order_relaxed) != seq)
     return PLD__CORE_IDLE;
   if (s->since_ns == 0 && state == PLD__CORE_RUNNING) {
