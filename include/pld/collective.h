@@ -4,19 +4,24 @@
  * with the same arguments (dtype, shapes, op, mode, root), from a kernel
  * launched on the same number of blocks C on every rank.  A collective
  * launched on C > 1 blocks splits its data into C contiguous parts, one per
- * block, each block its own lane of the signal window; every block takes
- * part, with or without data, and the C blocks must run at once (a block
+ * block (all-to-all-v: block b serves the peers d with d % C == b), each
+ * block its own lane of the signal window; every block takes part, with
+ * or without data, and the C blocks must run at once (a block
  * that waits for a block that has no core is a deadlock, and is reported
  * as one).  Only the comm layer's primitives move data and order ranks, so
  * every fabric carries the collectives.
  *
  * Signal windows.  A collective's signal is a 1-D INT32 window of at least
  * PLD_SIGNAL_CELLS(nranks, blocks) cells, zero when first used and written
- * by nothing but collectives and pld_barrier.  Each call leaves it zero
- * again (the self-clearing credit protocol: every synchronisation adds 1 to
- * the sender's cell on the receiver, and each call takes back what it
- * received), so one signal window serves back-to-back calls, calls in
- * loops, and different collectives in one kernel.
+ * by nothing but collectives and pld_barrier.  Each call leaves its
+ * synchronisation cells zero again (the self-clearing credit protocol:
+ * every synchronisation adds 1 to the sender's cell on the receiver, and
+ * each call takes back what it received), so one signal window serves
+ * back-to-back calls, calls in loops, and different collectives in one
+ * kernel.  Of each lane of PLD_SIGNAL_LANE_CELLS(P) cells, cells 2P to
+ * 2P+7 keep the rank's last two calls (for comparing calls across ranks)
+ * and cell 2P+8 its number of collective calls on the lane (barriers not
+ * counted); every other cell is zero again after each call.
  *
  * Exactness.  Every rank ends with the bitwise-same result, and the same
  * inputs give the same bits on every run, whatever the timing.  Each
@@ -86,9 +91,11 @@ typedef enum pld_allreduce_mode {
   ((blocks) * PLD_SIGNAL_LANE_CELLS(nranks))
 
 /* All ranks of sig's domain rendezvous.  One block: sig needs nranks
- * cells; launched on C blocks, each block uses its own lane and sig needs
- * PLD_SIGNAL_CELLS(nranks, C).  Self-clearing (see the top of this file).
- * Returns as pld_wait does. */
+ * cells; launched on C blocks, each block uses its own lane, and sig needs
+ * the first nranks cells of the last lane: (C-1) lanes of
+ * PLD_SIGNAL_LANE_CELLS(nranks) plus nranks (PLD_SIGNAL_CELLS(nranks, C)
+ * is always enough).  Self-clearing (see the top of this file).  Returns
+ * as pld_wait does. */
 int pld_barrier(pld_core k, pld_window sig);
 
 /* data = op over every rank's data, in place, on every rank. */

@@ -78,14 +78,15 @@ static int credit(struct coll *cc, int32_t to) {
 static int await(struct coll *cc, int32_t from) {
   int64_t idx = (int64_t)((cell_off(cc, CREDIT(from)) - cc->sig->win_offset) /
                           sizeof(int32_t));
-  cc->c->coll_round++;
   return pld__wait_cell(cc->c, cc->fn, cc->sig, cell_off(cc, CREDIT(from)), 1,
                         &idx, ++cc->exp[from], PLD_WAIT_GE);
 }
 
-/* Every rank credits every rank and waits for every rank's credit. */
+/* Every rank credits every rank and waits for every rank's credit: one
+ * round of the call. */
 static int barrier(struct coll *cc) {
   int st = PLD_OK;
+  cc->c->coll_round++;
   for (int32_t q = 0; q < cc->n && !st; q++)
     st = credit(cc, q);
   for (int32_t q = 0; q < cc->n && !st; q++)
@@ -169,7 +170,12 @@ static int compare_calls(struct coll *cc) {
                        "different calls:",
                        (int)call + 1, ws, (int)cc->lane);
   for (int32_t q = 0; q < cc->n; q++) {
-    m += pld__catf(msg + m, sizeof msg - m, " rank %d: ", (int)q);
+    /* Domain ranks; the world rank too where it differs. */
+    m += pld__catf(msg + m, sizeof msg - m, " rank %d", (int)q);
+    if (cc->comm->members[q] != q)
+      m += pld__catf(msg + m, sizeof msg - m, " (world rank %d)",
+                     cc->comm->members[q]);
+    m += pld__catf(msg + m, sizeof msg - m, ": ");
     m += desc_str(msg + m, sizeof msg - m, d[q], call);
     m += pld__catf(msg + m, sizeof msg - m, ";");
   }
@@ -328,7 +334,7 @@ int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
   case PLD__COLL_ALL_TO_ALL_V:
     for (int i = 0; i < 2; i++) {
       const struct pld__tensor *ct = i ? a->recv_counts : a->send_counts;
-      if (ct->dtype != PLD_INT32 || ct->nbytes != (size_t)n * sizeof(int32_t)) {
+      if (ct->dtype != PLD_INT32 || ct->ndim != 1 || ct->shape[0] != n) {
         char ts[160], shape[128];
         pld__describe(ts, sizeof ts, ct, PLD__NO_PEER,
                       i ? "recv_counts" : "send_counts");
@@ -679,6 +685,7 @@ static int ring(struct coll *cc, const struct pld__tensor *w, int64_t lo,
   const size_t es = pld_dtype_size(w->dtype);
   int st = PLD_OK;
   for (int32_t t = 1; t <= 2 * (n - 1) && !st; t++) {
+    cc->c->coll_round++; /* a round per stage */
     if (t > 1)
       st = await(cc, left);
     /* Reducing, chunk me-t-1 (the left's partial of it is finished);

@@ -19,6 +19,7 @@
 #include "core/kctx.h"
 #include "core/tunables.h"
 #include "host/program.h"
+#include "pld/collective.h"
 
 /* How long the host sleeps between checks that its devices are alive. */
 #define LIVENESS_NS ((int64_t)100000000) /* 100 ms */
@@ -662,6 +663,17 @@ static int all_quiet(struct pld_program *p, struct watch *wt, int *ndone) {
   return waits > 0;
 }
 
+/* The domain rank whose credits the collective's wait s counts (cell s of
+ * its lane, of PLD_SIGNAL_LANE_CELLS(P) cells), or -1 if the cell is none. */
+static int32_t credit_from(const struct pld_program *p,
+                           const struct pld__coreslot *s) {
+  int32_t size = 0;
+  for (int r = 0; r < p->nranks; r++)
+    size += p->winbufs[s->buf]->member[r] != 0;
+  int64_t cell = s->ndim == 1 ? s->idx[0] % PLD_SIGNAL_LANE_CELLS(size) : -1;
+  return cell >= 0 && cell < size ? (int32_t)cell : -1;
+}
+
 /* Slots a and b show blocks of one kernel doing the same: running, or
  * waiting on the same cell for the same value. */
 static int same_activity(int state, const struct pld__coreslot *a,
@@ -717,18 +729,33 @@ static size_t report_cores(struct pld_program *p, struct watch *wt, int r,
                      "] %s %d; it holds %d; waiting for %.1f ms; ",
                      pld__wait_cmp_str(s->cmp), (int)s->expected, (int)v,
                      (double)(now - s->since_ns) / 1e6);
-      if (s->coll != PLD__COLL_NONE)
+      int32_t from = s->coll != PLD__COLL_NONE ? credit_from(p, s) : -1;
+      if (s->coll != PLD__COLL_NONE && s->call)
         n += pld__catf(msg + n, cap - n, "in %s call %d, round %d; ",
                        pld__coll_name(s->coll), (int)s->call, (int)s->round);
-      n += pld__catf(msg + n, cap - n, "who could still notify it:");
-      int any = 0;
-      for (int q = 0; q < p->nranks; q++)
-        if (p->winbufs[s->buf]->member[q] && !finished(p, wt, q)) {
-          n += pld__catf(msg + n, cap - n, "%s rank %d", any ? "," : "", q);
-          any = 1;
-        }
-      if (!any)
-        n += pld__catf(msg + n, cap - n, " no rank (all finished)");
+      else if (s->coll != PLD__COLL_NONE)
+        n += pld__catf(msg + n, cap - n, "in %s, round %d; ",
+                       pld__coll_name(s->coll), (int)s->round);
+      if (from >= 0) {
+        /* A collective's credit cell has one sender. */
+        const int *members =
+            &p->comm_members[(size_t)s->buf * (size_t)p->nranks];
+        n += pld__catf(msg + n, cap - n, "it waits for rank %d", from);
+        if (members[from] != from)
+          n += pld__catf(msg + n, cap - n, " (world rank %d)", members[from]);
+        if (finished(p, wt, members[from]))
+          n += pld__catf(msg + n, cap - n, ", which has finished");
+      } else {
+        n += pld__catf(msg + n, cap - n, "who could still notify it:");
+        int any = 0;
+        for (int q = 0; q < p->nranks; q++)
+          if (p->winbufs[s->buf]->member[q] && !finished(p, wt, q)) {
+            n += pld__catf(msg + n, cap - n, "%s rank %d", any ? "," : "", q);
+            any = 1;
+          }
+        if (!any)
+          n += pld__catf(msg + n, cap - n, " no rank (all finished)");
+      }
     }
     if (more)
       n += pld__catf(msg + n, cap - n,
