@@ -26,9 +26,9 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
                      pld_atomic atomic);
 
 /* The region of a put or get: (rows, cols) at (src_row, src_col) in the
- * source and (dst_row, dst_col) in the destination; rows = cols = 0 means
- * the whole source, and one of them 0 (not both) an empty region: nothing
- * moves (a put's notify is still delivered).  A transfer moves in chunks of one staging tile (up to
+ * source and (dst_row, dst_col) in the destination; rows = 0 means all the
+ * source's rows and cols = 0 all its columns (so a zeroed pld_xfer is the
+ * whole source; there is no empty region: to move nothing, make no call).  A transfer moves in chunks of one staging tile (up to
  * 64 KiB) and holds that tile in this core's tile memory while it runs
  * (two with `pipelined`, which alternates them), so it fails with
  * PLD_ERR_TILE_MEMORY where the hardware would.  The simulator moves each

@@ -197,16 +197,9 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   if (put && (st = check_atomic(c, fn, win.p, o.atomic)))
     return st;
   const struct pld__tensor *src = put ? loc.p : win.p;
-  /* rows = cols = 0: the whole source.  Only one of them 0: an empty
-   * region (an empty share of a chunked algorithm), where nothing moves
-   * (but a put's notify is still delivered). */
-  const int whole = o.rows == 0 && o.cols == 0;
-  if (!whole && (o.rows == 0 || o.cols == 0) && o.rows >= 0 && o.cols >= 0)
-    return nt ? pld__signal_cell(c, fn, nt->sig.p, peer, sig_off, nt->value,
-                                 nt->op)
-              : PLD_OK;
-  int64_t rows = whole ? pld__tensor_rows(src) : o.rows;
-  int64_t cols = whole ? pld__tensor_cols(src) : o.cols;
+  /* 0 rows: all of the source's; 0 columns: all of its columns. */
+  int64_t rows = o.rows ? o.rows : pld__tensor_rows(src);
+  int64_t cols = o.cols ? o.cols : pld__tensor_cols(src);
   int64_t lrow = put ? o.src_row : o.dst_row, lcol = put ? o.src_col : o.dst_col;
   int64_t wrow = put ? o.dst_row : o.src_row, wcol = put ? o.dst_col : o.src_col;
   const char *role = put ? "source" : "destination";

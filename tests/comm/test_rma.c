@@ -826,45 +826,6 @@ PLD_HOST(h_put_notify, h, PLD_IN(x, FP32, NR, PN_ROWS, PN_COLS),
                  pld_slice(h, y, r));
 }
 
-/* Empty regions (one of rows, cols 0): nothing moves, at any offset inside
- * the tensors, and a put_notify still notifies. */
-PLD_KERNEL(k_empty, k, PLD_WINDOW(w, FP32, 1, 16), PLD_WINDOW(sig, INT32, NR),
-           PLD_INOUT(y, FP32, 1, 16)) {
-  int32_t me = pld_rank(k, pld_get_comm(w)), n = pld_nranks(k, pld_get_comm(w));
-  int32_t next = (me + 1) % n;
-  pld_get(k, y, next, w,
-          &(pld_xfer){.src_col = 8, .dst_col = 8, .rows = 1, .cols = 0});
-  pld_get(k, y, next, w, &(pld_xfer){.rows = 1, .cols = 0});
-  pld_put(k, w, next, y, &(pld_xfer){.rows = 0, .cols = 5});
-  pld_put_notify(k, w, next, y, &(pld_xfer){.dst_col = 16, .rows = 1},
-                 sig, PLD_AT(me), 1, PLD_NOTIFY_ADD);
-  pld_wait(k, sig, PLD_AT((me + n - 1) % n), 1, PLD_WAIT_GE);
-}
-PLD_DEVICE(d_empty, a, PLD_WINDOW(w, FP32, 1, 16), PLD_WINDOW(sig, INT32, NR),
-           PLD_INOUT(y, FP32, 1, 16)) {
-  pld_launch(a, k_empty, 1, w, sig, y);
-}
-PLD_HOST(h_empty, h, PLD_INOUT(y, FP32, NR, 1, 16)) {
-  int n = pld_world_size(h);
-  pld_window_buf w = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(1, 16));
-  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
-  for (int r = 0; r < n; r++)
-    pld_dispatch(h, d_empty, r, pld_window_view(h, w, PLD_FP32, PLD_SHAPE(1, 16)),
-                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
-                 pld_slice(h, y, r));
-}
-
-static void test_empty_regions(void **state) {
-  (void)state;
-  pld_config cfg = comm_config(3);
-  pld_tensor y = pld_test_tensor(3, (int64_t[]){3, 1, 16}, 0, -1);
-  assert_ok(pld_run(h_empty, &cfg, PLD_ARGS(y)));
-  const float *ys = pld_tensor_data(y);
-  for (int i = 0; i < 3 * 16; i++)
-    assert_true(ys[i] == -1.0f);
-  pld_tensor_destroy(y);
-}
-
 static void run_put_notify(int n) {
   pld_config cfg = comm_config(n);
   const int64_t shape[] = {n, PN_ROWS, PN_COLS};
@@ -918,7 +879,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_put_get_region_last_chunk_partial),
     cmocka_unit_test(test_put_get_region_row_in_pieces),
     cmocka_unit_test(test_put_notify),
-    cmocka_unit_test(test_empty_regions),
 };
 
 PLD_TEST_MAIN("comm_rma", tests)
