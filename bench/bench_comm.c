@@ -42,6 +42,8 @@
 
 #include "pld.h"
 
+#include "bench_util.h"
+
 enum {
   MAX_RANKS = 8,     /* barrier cells: the largest world measured */
   MAX_REPS = 64,     /* timings per figure, at most */
@@ -60,12 +62,6 @@ PLD_DYNAMIC(NR);
  * scalars, whose values a compiled program fixes, so that a calibration
  * run and the measured run share one program). */
 enum { P_ITERS = 0, P_REPS = 1, NPARAMS = 4 };
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- (1) barrier --------------------------------------------------------- */
 
@@ -150,14 +146,6 @@ static int64_t batch_of(size_t bytes) {
   return bytes >= (size_t)BATCH_BYTES ? 1 : (int64_t)(BATCH_BYTES / bytes);
 }
 
-/* The reference copy: memcpy between two private buffers of this process,
- * with an effect the compiler cannot see through. */
-static void copy_private(unsigned char *dst, const unsigned char *src,
-                         size_t bytes) {
-  memcpy(dst, src, bytes);
-  __asm__ volatile("" : : "r"(dst) : "memory");
-}
-
 /* For every size in turn, rank 0 puts its copy of `src` into rank 1's
  * `dst`, gets rank 1's `src` into its own `dst`, and memcpys between two
  * private buffers; the region is the first bytes / 4 KiB rows, contiguous.
@@ -238,27 +226,6 @@ PLD_HOST(bandwidth_host, h, PLD_IN(params, INT64, NR, NPARAMS),
 
 /* ---- host side: running pld programs -------------------------------------- */
 
-static int failed; /* a pld call failed: exit status 1 */
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* A pld call failed: say which and what pld said; the figure becomes n/a
- * and the exit status 1. */
-static int pld_failed(int st, const char *what) {
-  fprintf(stderr, "bench_comm: %s failed (%s): %s\n", what,
-          pld_status_name(st), pld_last_error());
-  failed = 1;
-  return st;
-}
-
 /* A program of `host` on devices 0..nranks-1, prepared, with its params
  * ([nranks, NPARAMS]) and times ([nranks, times_shape...]) tensors. */
 struct prog {
@@ -315,74 +282,6 @@ static double slowest_median(const struct prog *g, int nranks, int reps) {
         v[r] = tv[q * MAX_REPS + r];
   }
   return median(v, reps);
-}
-
-/* ---- host side: the MPI reference ----------------------------------------- */
-
-#ifdef PLD_MPI_REF
-#define HAVE_MPI 1
-#else
-#define HAVE_MPI 0
-#define PLD_MPIEXEC "mpirun"
-#define PLD_MPI_REF "mpi_ref"
-#endif
-
-/* The mpirun command line of mpi_ref.  --allow-run-as-root: mpirun refuses
- * root without it.  --oversubscribe: 4 and 8 ranks on fewer CPUs.  btl
- * self,vader: shared memory only, no probing of network interfaces.  mca:
- * more options ("--mca osc sm "), or "". */
-static void mpi_cmd(char *buf, size_t cap, int np, const char *mca,
-                    const char *args) {
-  snprintf(buf, cap,
-           "%s %s--oversubscribe --mca btl self,vader %s-np %d %s %s",
-           PLD_MPIEXEC, geteuid() == 0 ? "--allow-run-as-root " : "", mca, np,
-           PLD_MPI_REF, args);
-}
-
-/* Runs mpi_ref under mpirun and reads up to cap numbers from its output
- * (whitespace-separated).  Returns how many it read; 0 when it could not
- * run.  If it fails once, it and every later run go without what
- * containers most often refuse: the vader BTL's single-copy mechanism
- * (CMA, process_vm_readv, needs ptrace rights) and its backing files in
- * /dev/shm (64 MiB in a default Docker container). */
-static int mpi_run(int np, const char *mca, const char *args, double *out,
-                   int cap) {
-  if (!HAVE_MPI)
-    return 0;
-  static int single_copy_off;
-  char cmd[1024];
-  mpi_cmd(cmd, sizeof cmd, np, mca, args);
-  for (;;) {
-    fflush(NULL);
-    FILE *f = popen(cmd, "r");
-    int n = 0;
-    while (f && n < cap && fscanf(f, "%lf", &out[n]) == 1)
-      n++;
-    const int rc = f ? pclose(f) : -1;
-    if (rc == 0)
-      return n;
-    fprintf(stderr, "bench_comm: '%s' failed (status %d)%s\n", cmd, rc,
-            single_copy_off ? "" : "; again without single-copy transfers");
-    if (single_copy_off)
-      return 0;
-    single_copy_off = 1;
-    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
-    setenv("OMPI_MCA_btl_vader_backing_directory", "/tmp", 1);
-    printf("  (mpirun failed with Open MPI's defaults; MPI figures from here "
-           "on use OMPI_MCA_btl_vader_single_copy_mechanism=none and "
-           "OMPI_MCA_btl_vader_backing_directory=/tmp)\n");
-  }
-}
-
-/* v with prec decimals and a unit ("x", "%"), or "n/a" when v < 0 (not
- * measured). */
-static const char *fmt(char *buf, size_t cap, int prec, const char *unit,
-                       double v) {
-  if (v < 0)
-    snprintf(buf, cap, "n/a");
-  else
-    snprintf(buf, cap, "%.*f%s", prec, v, unit);
-  return buf;
 }
 
 /* ---- (1) ------------------------------------------------------------------ */
@@ -548,39 +447,6 @@ static void bench_bandwidth(int reps) {
          !measured ? "n/a" : met ? "met" : "MISSED");
 }
 
-/* The share of the machine's CPU time that was busy over `seconds`, from
- * /proc/stat (all processes, also those of other containers on this
- * kernel), or -1.  Printed before the figures: the waits spin while there
- * is a CPU for them, so other load on a small machine moves the latencies
- * by integer factors. */
-static double busy_share(double seconds) {
-  unsigned long long v[2][8];
-  for (int i = 0; i < 2; i++) {
-    FILE *f = fopen("/proc/stat", "r");
-    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
-                       &v[i][0], &v[i][1], &v[i][2], &v[i][3], &v[i][4],
-                       &v[i][5], &v[i][6], &v[i][7])
-              : 0;
-    if (f)
-      fclose(f);
-    if (n != 8)
-      return -1;
-    if (i == 0) {
-      struct timespec ts = {(time_t)seconds,
-                            (long)((seconds - (double)(time_t)seconds) * 1e9)};
-      nanosleep(&ts, NULL);
-    }
-  }
-  double busy = 0, all = 0;
-  for (int j = 0; j < 8; j++) {
-    const double d = (double)(v[1][j] - v[0][j]);
-    all += d;
-    if (j != 3 && j != 4) /* idle, iowait */
-      busy += d;
-  }
-  return all > 0 ? busy / all : -1;
-}
-
 int main(int argc, char **argv) {
   int quick = 0, only = 0; /* only: bit 1 barrier, 2 ping-pong, 4 bandwidth */
   static const char *const parts[] = {"barrier", "pingpong", "bandwidth"};
@@ -603,21 +469,8 @@ int main(int argc, char **argv) {
   printf("bench_comm: pld's shared-memory fabric (a2a3sim, one process per "
          "device) vs Open MPI, %ld CPUs\n",
          ncpu);
-  const double busy = busy_share(1.0);
-  if (busy >= 0)
-    printf("CPU time used by other processes in the second before: %.0f%%%s\n",
-           busy * 100,
-           busy > 0.1 ? " (a busy machine: the latencies below suffer)" : "");
-  if (HAVE_MPI) {
-    char cmd[1024];
-    mpi_cmd(cmd, sizeof cmd, 2, "", "<mode> ...");
-    printf("MPI figures: %s\n  (-np 4 and 8 for the barrier; see "
-           "bench/mpi_ref.c)\n",
-           cmd);
-  } else {
-    printf("  (Open MPI was not found when building: MPI figures are n/a; "
-           "bench/run.sh installs it)\n");
-  }
+  print_busy("latencies");
+  print_mpi_cmd("<mode> ...", "-np 4 and 8 for the barrier");
   if (only & 1)
     bench_barrier(reps, (int)ncpu);
   if (only & 2)

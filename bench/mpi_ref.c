@@ -1,7 +1,7 @@
-/* mpi_ref: the Open MPI figures bench_comm prints next to pld's.  An MPI
- * program of its own (built with the MPI compiler wrapper's flags), started
- * by bench_comm through mpirun; rank 0 prints one result per line on
- * stdout, which bench_comm parses.  Every figure is a median over
+/* mpi_ref: the Open MPI figures bench_comm and bench_coll print next to
+ * pld's.  An MPI program of its own (built with the MPI compiler wrapper's
+ * flags), started by them through mpirun; rank 0 prints one result per
+ * line on stdout, which they parse.  Every figure is a median over
  * repetitions, like pld's.
  *
  *   mpirun -np N mpi_ref barrier ITERS REPS
@@ -30,6 +30,24 @@
  *       complete), a batch of transfers per timing; rank 1 only waits in
  *       the closing barrier.
  *
+ *   mpirun -np N mpi_ref COLL REPS MS COUNT...
+ *       one line per COUNT: "<COUNT> <microseconds per call>", a call of
+ *       the collective COLL on COUNT floats (MPI_FLOAT, MPI_SUM, root 0),
+ *       COUNT being each rank's buffer as nccl-tests counts it (and
+ *       bench_coll prints it):
+ *         allreduce       MPI_Allreduce, MPI_IN_PLACE on COUNT;
+ *         bcast           MPI_Bcast of COUNT;
+ *         allgather       MPI_Allgather of COUNT / N from each rank into
+ *                         COUNT (another buffer);
+ *         reduce_scatter  MPI_Reduce_scatter_block, MPI_IN_PLACE, COUNT
+ *                         in, COUNT / N out;
+ *         alltoall        MPI_Alltoall, COUNT / N to each rank, into
+ *                         another buffer.
+ *       Each figure is the median of REPS timings of a loop of calls on
+ *       rank 0's clock, each timing after a barrier, the loop as long as
+ *       about MS milliseconds over all timings hold (fewer timings, but at
+ *       least 3, when one call takes longer), as bench_coll times pld.
+ *
  * Exit status 0, or 2 on bad usage. */
 #include <mpi.h>
 #include <stdint.h>
@@ -37,15 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "bench_util.h"
 
 static void bench_barrier(int me, int iters, int reps) {
   double *t = calloc((size_t)reps, sizeof *t);
@@ -170,6 +180,85 @@ static void bench_bw(int me, size_t max_bytes, int reps) {
   free(buf);
 }
 
+/* ---- collectives -------------------------------------------------------- */
+
+static const char *const coll_names[] = {"allreduce", "bcast", "allgather",
+                                         "reduce_scatter", "alltoall"};
+enum { NCOLLS = sizeof coll_names / sizeof coll_names[0] };
+
+static int coll_index(const char *name) {
+  for (int c = 0; c < NCOLLS; c++)
+    if (strcmp(name, coll_names[c]) == 0)
+      return c;
+  return -1;
+}
+
+/* One call of collective c on count floats of buf (out: the other buffer
+ * of allgather and alltoall) over n ranks. */
+static void coll_call(int c, float *buf, float *out, int count, int n) {
+  const int part = count / n;
+  if (c == 0)
+    MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  else if (c == 1)
+    MPI_Bcast(buf, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+  else if (c == 2)
+    MPI_Allgather(buf, part, MPI_FLOAT, out, part, MPI_FLOAT, MPI_COMM_WORLD);
+  else if (c == 3)
+    MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, part, MPI_FLOAT, MPI_SUM,
+                             MPI_COMM_WORLD);
+  else
+    MPI_Alltoall(buf, part, MPI_FLOAT, out, part, MPI_FLOAT, MPI_COMM_WORLD);
+}
+
+/* Seconds per call of `iters` calls after a barrier, on rank 0's clock,
+ * which every rank gets (so that all take the same decisions from it). */
+static double time_calls(int c, float *buf, float *out, int count, int n,
+                         int64_t iters) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int64_t i = 0; i < iters; i++)
+    coll_call(c, buf, out, count, n);
+  double t = (MPI_Wtime() - t0) / (double)iters;
+  MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return t;
+}
+
+/* For each count: a warm-up call, a calibration (one call; if under a
+ * millisecond, about a millisecond of calls), then `reps` timings within
+ * `budget` seconds as bench_plan divides them, the first warming up when
+ * calls are short. */
+static void bench_coll(int me, int n, int c, int reps, double budget,
+                       int ncounts, char **counts) {
+  long most = 0;
+  for (int i = 0; i < ncounts; i++)
+    most = atol(counts[i]) > most ? atol(counts[i]) : most;
+  float *buf = calloc((size_t)most, sizeof *buf);
+  float *out = calloc((size_t)most, sizeof *out);
+  double *t = calloc((size_t)reps, sizeof *t);
+  for (int i = 0; i < ncounts; i++) {
+    const int count = (int)atol(counts[i]);
+    coll_call(c, buf, out, count, n);
+    double est = time_calls(c, buf, out, count, n, 1);
+    if (est < 1e-3)
+      est = time_calls(c, buf, out, count, n,
+                       (int64_t)(1e-3 / (est > 1e-8 ? est : 1e-8)) + 1);
+    int64_t iters;
+    int nreps;
+    bench_plan(est, budget, reps, &iters, &nreps);
+    if (est < 1e-3)
+      time_calls(c, buf, out, count, n, iters);
+    for (int r = 0; r < nreps; r++)
+      t[r] = time_calls(c, buf, out, count, n, iters);
+    if (me == 0) {
+      printf("%d %.6f\n", count, median(t, nreps) * 1e6);
+      fflush(stdout);
+    }
+  }
+  free(t);
+  free(buf);
+  free(out);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int me, n;
@@ -179,7 +268,18 @@ int main(int argc, char **argv) {
   const long a = argc > 2 ? atol(argv[2]) : 0;
   const int reps = argc > 3 ? atoi(argv[3]) : 0;
   int bad = a <= 0 || reps <= 0;
-  if (!bad && strcmp(what, "barrier") == 0)
+  const int coll = coll_index(what);
+  if (coll >= 0) {
+    /* COLL REPS MS COUNT...: counts of the collectives that split the
+     * buffer over the ranks a multiple of the ranks */
+    const double ms = argc > 3 ? atof(argv[3]) : 0;
+    bad = a <= 0 || a > 1000 || ms <= 0 || argc < 5;
+    for (int i = 4; i < argc && !bad; i++)
+      bad = atol(argv[i]) <= 0 || atol(argv[i]) > (1L << 30) ||
+            (coll >= 2 && atol(argv[i]) % n != 0);
+    if (!bad)
+      bench_coll(me, n, coll, (int)a, ms * 1e-3, argc - 4, argv + 4);
+  } else if (!bad && strcmp(what, "barrier") == 0)
     bench_barrier(me, (int)a, reps);
   else if (!bad && n == 2 && strcmp(what, "pingpong") == 0)
     bench_pingpong(me, (int)a, reps);
@@ -188,10 +288,11 @@ int main(int argc, char **argv) {
   else
     bad = 1;
   if (bad && me == 0)
-    fprintf(stderr,
-            "usage: mpirun -np N mpi_ref barrier ITERS REPS\n"
-            "       mpirun -np 2 mpi_ref pingpong ITERS REPS\n"
-            "       mpirun -np 2 mpi_ref bw MAX_BYTES REPS\n");
+    fprintf(stderr, "usage: mpirun -np N mpi_ref barrier ITERS REPS\n"
+                    "       mpirun -np 2 mpi_ref pingpong ITERS REPS\n"
+                    "       mpirun -np 2 mpi_ref bw MAX_BYTES REPS\n"
+                    "       mpirun -np N mpi_ref allreduce|bcast|allgather|"
+                    "reduce_scatter|alltoall REPS MS COUNT...\n");
   MPI_Finalize();
   return bad ? 2 : 0;
 }

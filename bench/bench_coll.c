@@ -1,0 +1,1046 @@
+/* bench_coll: the collectives of pld/collective.h in nccl-tests' terms,
+ * next to Open MPI's on this machine and to memcpy.
+ *
+ * For each collective (allreduce in each mode: mesh, two-phase, ring and
+ * auto; broadcast; allgather; reduce-scatter; all-to-all), each rank count
+ * (2, 4, 8) and each size (8 B to 64 MiB), it prints nccl-tests' columns:
+ *
+ *   size   bytes of each rank's buffer, as nccl-tests counts them: the data
+ *          of allreduce and broadcast; the gathered target of allgather
+ *          (P rows, one per rank); the input of reduce-scatter (P rows, row
+ *          r reduced into rank r); the input of all-to-all (P rows, row d
+ *          to rank d).  Rows are at least one element, so the size of
+ *          those three is a multiple of 4 P bytes;
+ *   count  elements of that buffer;   type float;   redop sum or none;
+ *   root   0 for broadcast, -1 otherwise;
+ *   time   microseconds per call;   algbw = size / time (GB/s, 1e9 B/s);
+ *   busbw  algbw x 2 (P-1) / P for allreduce, x (P-1) / P for allgather,
+ *          reduce-scatter and all-to-all, x 1 for broadcast;
+ *
+ * then whether pld's result was checked against a C reference, the same
+ * figures for Open MPI's collective (MPI_Allreduce, MPI_Bcast,
+ * MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, measured by
+ * mpi_ref under mpirun --mca btl self,vader), the ratio of pld's busbw to
+ * MPI's, and memcpy's bandwidth for the size, timed right after pld's
+ * figure in the same kernel (this host's memory bandwidth drifts).  Then,
+ * per rank count, the allreduce modes side by side: the best mode measured
+ * at each size (the crossover) next to the automatic choice
+ * (pld_allreduce_auto); last, the targets and whether each is met.
+ *
+ * How pld is timed: the builtin called in a loop inside one kernel (one
+ * pld_program_run of many calls), on rank 0's clock (CLOCK_MONOTONIC, read
+ * in the kernel as bench_comm does), FP32 SUM on a signal window of
+ * PLD_SIGNAL_CELLS(P, 1) cells; each timing starts after a pld_barrier;
+ * the figure is the median of several timings.  The four allreduce modes
+ * share a program and take turns within each timing, so that they meet
+ * the same conditions (other load, where the scheduler put the ranks'
+ * threads) and their comparison - the crossover - is fair; memcpy is
+ * timed after them, once for the four.  A calibration run before
+ * measures how long a call takes, so that the timings hold about the time
+ * budget (-t) together, whatever the size and the rank count (8 ranks
+ * oversubscribe a 2-CPU machine).  Each (mode, rank count, size) is also
+ * run once in a program of its own that stages integer-valued inputs,
+ * makes one call and copies the result out, and the host compares every
+ * element of every rank with the reference (exact: every mode must give
+ * these bits).  MPI is timed the same way by mpi_ref (mpi_ref.c).
+ *
+ *   bench_coll [-b BYTES] [-e BYTES] [-f FACTOR] [-n RANKS,...]
+ *              [-c COLL,...] [-r REPS] [-t MS] [quick]
+ *     -b, -e: the smallest and largest size (8 and 64M; K, M, G: binary);
+ *       the sizes are both and every power of FACTOR (4) between them;
+ *     -n: rank counts, 2 to 8 (2,4,8);
+ *     -c: allreduce (its four modes), mesh, two-phase, ring, auto,
+ *       broadcast, allgather, reduce_scatter, all_to_all (all);
+ *     -r: timings per figure, 3 to 63 (11); -t: milliseconds of timings
+ *       per figure (100);
+ *     quick: 5 timings of 20 ms, sizes up to 1 MiB, for a smoke test.
+ *
+ * Nothing here fails on a slow result: figures are printed next to their
+ * targets.  The exit status is 1 only if a pld call failed or a result
+ * was wrong, 2 on bad usage. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pld.h"
+
+#include "bench_util.h"
+
+enum {
+  MAX_RANKS = 8,
+  MAX_WORLDS = 7, /* rank counts in one run: 2 to 8 */
+  MAX_REPS = 64,  /* timings per figure, at most */
+  MAX_SIZES = 64,
+  COPY_COLS = 4096,        /* staging copies: one-row tiles of 16 KiB */
+  MC_BATCH_BYTES = 4 << 20 /* a memcpy timing copies at least this much */
+};
+
+/* The collectives, as bench_coll names and times them.  The allreduce
+ * modes come first, numbered as pld_allreduce_mode. */
+enum coll {
+  C_AUTO = PLD_ALLREDUCE_AUTO,
+  C_MESH = PLD_ALLREDUCE_MESH,
+  C_TWO_PHASE = PLD_ALLREDUCE_TWO_PHASE,
+  C_RING = PLD_ALLREDUCE_RING,
+  C_BROADCAST,
+  C_ALLGATHER,
+  C_REDUCE_SCATTER,
+  C_ALL_TO_ALL,
+  NCOLLS
+};
+
+/* busbw = algbw x factor (nccl-tests). */
+enum busbw { BUS_ALLREDUCE, BUS_SPLIT, BUS_ONE };
+
+static const struct coll_info {
+  const char *name; /* on the command line */
+  const char *pld;  /* what pld times */
+  const char *mpi;  /* mpi_ref's name for MPI's collective */
+  const char *mpi_call;
+  int rows;        /* buffers of P rows, one per rank */
+  int staged_in_s; /* input in window s, result in w (else in place) */
+  enum busbw bus;
+} colls[NCOLLS] = {
+    [C_AUTO] = {"auto", "pld_allreduce(SUM, AUTO)", "allreduce",
+                "MPI_Allreduce(MPI_IN_PLACE, SUM)", 0, 0, BUS_ALLREDUCE},
+    [C_MESH] = {"mesh", "pld_allreduce(SUM, MESH)", "allreduce",
+                "MPI_Allreduce(MPI_IN_PLACE, SUM)", 0, 0, BUS_ALLREDUCE},
+    [C_TWO_PHASE] = {"two-phase", "pld_allreduce(SUM, TWO_PHASE)", "allreduce",
+                     "MPI_Allreduce(MPI_IN_PLACE, SUM)", 0, 0, BUS_ALLREDUCE},
+    [C_RING] = {"ring", "pld_allreduce(SUM, RING)", "allreduce",
+                "MPI_Allreduce(MPI_IN_PLACE, SUM)", 0, 0, BUS_ALLREDUCE},
+    [C_BROADCAST] = {"broadcast", "pld_broadcast(root 0)", "bcast",
+                     "MPI_Bcast(root 0)", 0, 0, BUS_ONE},
+    [C_ALLGATHER] = {"allgather", "pld_allgather", "allgather", "MPI_Allgather",
+                     1, 1, BUS_SPLIT},
+    [C_REDUCE_SCATTER] = {"reduce_scatter", "pld_reduce_scatter(SUM)",
+                          "reduce_scatter",
+                          "MPI_Reduce_scatter_block(MPI_IN_PLACE, SUM)", 1, 0,
+                          BUS_SPLIT},
+    [C_ALL_TO_ALL] = {"all_to_all", "pld_all_to_all", "alltoall",
+                      "MPI_Alltoall", 1, 1, BUS_SPLIT},
+};
+
+/* The order in which they run and print; the allreduce modes share their
+ * programs (same windows) and MPI's figure. */
+static const int order[NCOLLS] = {C_MESH,           C_TWO_PHASE, C_RING,
+                                  C_AUTO,           C_BROADCAST, C_ALLGATHER,
+                                  C_REDUCE_SCATTER, C_ALL_TO_ALL};
+
+static int is_allreduce(int c) { return c <= C_RING; }
+
+/* ---- kernels ------------------------------------------------------------- */
+
+PLD_DYNAMIC(NR);
+PLD_DYNAMIC(WR); /* w: the data (in place) or the target, [WR, WC] */
+PLD_DYNAMIC(WC);
+PLD_DYNAMIC(SR); /* s: the input of allgather and all-to-all, [SR, SC] */
+PLD_DYNAMIC(SC);
+PLD_DYNAMIC(XR); /* the staged input, [XR, XC]: s's or w's shape */
+PLD_DYNAMIC(XC);
+PLD_DYNAMIC(NS); /* signal cells */
+
+#define COLL_WINDOWS                                                           \
+  PLD_WINDOW(w, FP32, WR, WC), PLD_WINDOW(s, FP32, SR, SC),                    \
+      PLD_WINDOW(sig, INT32, NS)
+
+/* Parameters of a run (an In tensor, so that the calibration and the
+ * measured run share one program): the collectives to time (a bit per
+ * enum coll; the check: the one to run); timings; the memcpy reference's
+ * bytes, copies per timing and timings (0: none); per collective, the
+ * calls before the first timing and the calls per timing. */
+enum {
+  P_MASK,
+  P_REPS,
+  P_MC_BYTES,
+  P_MC_BATCH,
+  P_MC_REPS,
+  P_WARM,
+  P_ITERS = P_WARM + NCOLLS,
+  NPARAMS = P_ITERS + NCOLLS
+};
+
+/* One call of collective c. */
+static void coll_call(pld_core k, int64_t c, pld_window w, pld_window s,
+                      pld_window sig) {
+  switch (c) {
+  case C_BROADCAST:
+    pld_broadcast(k, w, sig, 0);
+    break;
+  case C_ALLGATHER:
+    pld_allgather(k, pld_local(s), w, sig);
+    break;
+  case C_REDUCE_SCATTER:
+    pld_reduce_scatter(k, w, sig, PLD_REDUCE_SUM);
+    break;
+  case C_ALL_TO_ALL:
+    pld_all_to_all(k, pld_local(s), w, sig);
+    break;
+  default:
+    pld_allreduce(k, w, sig, PLD_REDUCE_SUM, (pld_allreduce_mode)c);
+  }
+}
+
+/* t[c][r]: seconds per call of collective c in timing r.  The
+ * collectives of the mask take turns within each timing, so that they
+ * meet the same conditions (a moment of other load, the placement of
+ * this program's threads on the CPUs) and compare fairly.  Then on rank 0
+ * alone, while the others have returned, t[NCOLLS][r]: seconds per memcpy
+ * of the same size between two private buffers (-1 if they could not be
+ * allocated). */
+PLD_KERNEL(coll_time, k, PLD_IN(params, INT64, NPARAMS), COLL_WINDOWS,
+           PLD_OUT(t, FP64, NCOLLS + 1, MAX_REPS)) {
+  const int64_t mask = (int64_t)pld_read(k, params, PLD_AT(P_MASK));
+  const int64_t reps = (int64_t)pld_read(k, params, PLD_AT(P_REPS));
+  int64_t warm[NCOLLS], iters[NCOLLS];
+  for (int64_t c = 0; c < NCOLLS; c++) {
+    warm[c] = (int64_t)pld_read(k, params, PLD_AT(P_WARM + c));
+    iters[c] = (int64_t)pld_read(k, params, PLD_AT(P_ITERS + c));
+  }
+  for (int64_t c = 0; c < NCOLLS; c++)
+    for (int64_t i = 0; mask >> c & 1 && i < warm[c]; i++)
+      coll_call(k, c, w, s, sig);
+  for (int64_t r = 0; r < reps; r++)
+    for (int64_t c = 0; c < NCOLLS; c++) {
+      if (!(mask >> c & 1))
+        continue;
+      pld_barrier(k, sig);
+      const double t0 = now_s();
+      for (int64_t i = 0; i < iters[c]; i++)
+        coll_call(k, c, w, s, sig);
+      pld_write(k, t, PLD_AT(c, r), (now_s() - t0) / (double)iters[c]);
+    }
+  const size_t bytes = (size_t)pld_read(k, params, PLD_AT(P_MC_BYTES));
+  const int64_t batch = (int64_t)pld_read(k, params, PLD_AT(P_MC_BATCH));
+  const int64_t mc_reps = (int64_t)pld_read(k, params, PLD_AT(P_MC_REPS));
+  if (pld_rank(k, pld_get_comm(sig)) != 0 || mc_reps <= 0)
+    return;
+  unsigned char *pa = malloc(bytes), *pb = malloc(bytes);
+  if (pa && pb) {
+    memset(pa, 1, bytes); /* every page present, as in the windows */
+    memset(pb, 2, bytes);
+  }
+  for (int64_t r = -1; r < mc_reps; r++) { /* -1 warms up */
+    const double t0 = now_s();
+    for (int64_t i = 0; i < batch && pa && pb; i++)
+      copy_private(pb, pa, bytes);
+    if (r >= 0)
+      pld_write(k, t, PLD_AT(NCOLLS, r),
+                pa && pb ? (now_s() - t0) / (double)batch : -1);
+  }
+  free(pa);
+  free(pb);
+}
+
+/* Copies src to dst, of the same shape [rows, cols], through one-row
+ * tiles. */
+static void copy_tensor(pld_core k, pld_tensor src, pld_tensor dst) {
+  const int64_t rows = pld_tensor_dim(dst, 0), cols = pld_tensor_dim(dst, 1);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c0 = 0; c0 < cols; c0 += COPY_COLS) {
+      const int32_t n =
+          (int32_t)(cols - c0 < COPY_COLS ? cols - c0 : COPY_COLS);
+      pld_tile *tl = pld_load(k, src, r, c0, 1, n);
+      pld_store(k, tl, dst, r, c0);
+      pld_tile_free(k, tl);
+    }
+}
+
+/* The check: stages x as the input, one call, copies w (the result) to
+ * y. */
+PLD_KERNEL(coll_check, k, PLD_IN(params, INT64, NPARAMS),
+           PLD_IN(x, FP32, XR, XC), COLL_WINDOWS, PLD_OUT(y, FP32, WR, WC)) {
+  const int64_t c = (int64_t)pld_read(k, params, PLD_AT(P_MASK));
+  copy_tensor(k, x, pld_local(colls[c].staged_in_s ? s : w));
+  coll_call(k, c, w, s, sig);
+  copy_tensor(k, pld_local(w), y);
+}
+
+PLD_DEVICE(time_device, a, PLD_IN(params, INT64, NPARAMS), COLL_WINDOWS,
+           PLD_OUT(t, FP64, NCOLLS + 1, MAX_REPS)) {
+  pld_launch(a, coll_time, 1, params, w, s, sig, t);
+}
+
+PLD_DEVICE(check_device, a, PLD_IN(params, INT64, NPARAMS),
+           PLD_IN(x, FP32, XR, XC), COLL_WINDOWS, PLD_OUT(y, FP32, WR, WC)) {
+  pld_launch(a, coll_check, 1, params, x, w, s, sig, y);
+}
+
+/* The windows of a program, [wr, wc], [sr, sc] and the signal. */
+struct bufs {
+  pld_window_buf w, s, sig;
+  int64_t wr, wc, sr, sc, ns;
+};
+
+static struct bufs bufs_alloc(pld_host h, int64_t wr, int64_t wc, int64_t sr,
+                              int64_t sc) {
+  struct bufs b = {.wr = wr, .wc = wc, .sr = sr, .sc = sc};
+  b.ns = PLD_SIGNAL_CELLS(pld_world_size(h), 1);
+  b.w = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(wr, wc));
+  b.s = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(sr, sc));
+  b.sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(b.ns));
+  return b;
+}
+
+#define VIEWS(h, b)                                                            \
+  pld_window_view(h, (b).w, PLD_FP32, PLD_SHAPE((b).wr, (b).wc)),              \
+      pld_window_view(h, (b).s, PLD_FP32, PLD_SHAPE((b).sr, (b).sc)),          \
+      pld_window_view(h, (b).sig, PLD_INT32, PLD_SHAPE((b).ns))
+
+PLD_HOST(time_host, h, PLD_IN(params, INT64, NR, NPARAMS),
+         PLD_OUT(t, FP64, NR, NCOLLS + 1, MAX_REPS), PLD_SCALAR(wr, INT64),
+         PLD_SCALAR(wc, INT64), PLD_SCALAR(sr, INT64), PLD_SCALAR(sc, INT64)) {
+  struct bufs b = bufs_alloc(h, wr, wc, sr, sc);
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, time_device, r, pld_slice(h, params, r), VIEWS(h, b),
+                 pld_slice(h, t, r));
+}
+
+PLD_HOST(check_host, h, PLD_IN(params, INT64, NR, NPARAMS),
+         PLD_IN(x, FP32, NR, XR, XC), PLD_OUT(y, FP32, NR, WR, WC),
+         PLD_SCALAR(wr, INT64), PLD_SCALAR(wc, INT64), PLD_SCALAR(sr, INT64),
+         PLD_SCALAR(sc, INT64)) {
+  struct bufs b = bufs_alloc(h, wr, wc, sr, sc);
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, check_device, r, pld_slice(h, params, r),
+                 pld_slice(h, x, r), VIEWS(h, b), pld_slice(h, y, r));
+}
+
+/* ---- host side: shapes, programs, the reference -------------------------- */
+
+/* The buffers of collective c at `bytes` bytes over p ranks: w [wr, wc],
+ * s [sr, sc] (a [1, 1] placeholder where unused), the staged input
+ * [xr, xc]; count = wr * wc elements per rank (the size printed). */
+struct shape {
+  int64_t wr, wc, sr, sc, xr, xc, count;
+};
+
+static struct shape shape_of(int c, int p, int64_t bytes) {
+  struct shape s = {1, 1, 1, 1, 1, 1, 1};
+  const int64_t n = bytes / 4 > 0 ? bytes / 4 : 1;
+  if (colls[c].rows) {
+    s.wr = p;
+    s.wc = n / p > 0 ? n / p : 1;
+  } else {
+    s.wc = n;
+  }
+  if (c == C_ALLGATHER)
+    s.sc = s.wc;
+  else if (c == C_ALL_TO_ALL)
+    s.sr = s.wr, s.sc = s.wc;
+  s.xr = colls[c].staged_in_s ? s.sr : s.wr;
+  s.xc = colls[c].staged_in_s ? s.sc : s.wc;
+  s.count = s.wr * s.wc;
+  return s;
+}
+
+/* Rank q's input element i: integers, so that every sum is exact in FP32
+ * and every mode must give the same bits. */
+static float input(int q, int64_t i) {
+  return (float)((i * 7 + 3) % 251 + 1000 * q);
+}
+
+/* Element i of rank q's result of collective c over p ranks (rows of
+ * `row` elements). */
+static float expected(int c, int p, int64_t row, int q, int64_t i) {
+  /* The sum of input(r, i) over r < p. */
+  const float sum = (float)(p * ((i * 7 + 3) % 251) + 500 * p * (p - 1));
+  switch (c) {
+  case C_BROADCAST:
+    return input(0, i);
+  case C_ALLGATHER:
+    return input((int)(i / row), i % row);
+  case C_ALL_TO_ALL:
+    return input((int)(i / row), q * row + i % row);
+  case C_REDUCE_SCATTER: /* row q reduced, the others as they were */
+    return i / row == q ? sum : input(q, i);
+  default:
+    return sum;
+  }
+}
+
+/* A prepared program with its host tensors. */
+struct prog {
+  pld_program *p;
+  int nranks;
+  struct shape sh;
+  pld_tensor params, t, x, y;
+};
+
+static void prog_release(struct prog *g) {
+  pld_program_destroy(g->p);
+  pld_tensor_destroy(g->params);
+  pld_tensor_destroy(g->t);
+  pld_tensor_destroy(g->x);
+  pld_tensor_destroy(g->y);
+  memset(g, 0, sizeof *g);
+}
+
+static int tensor(pld_dtype dt, int ndim, const int64_t *shape,
+                  pld_tensor *out) {
+  int st = pld_tensor_create(dt, ndim, shape, out);
+  return st ? pld_failed(st, "pld_tensor_create") : PLD_OK;
+}
+
+/* The timing program (check = 0) or the check program of shape sh over
+ * nranks ranks, compiled and prepared. */
+static int prog_init(struct prog *g, int nranks, struct shape sh, int check) {
+  static const int ids[MAX_RANKS] = {0, 1, 2, 3, 4, 5, 6, 7};
+  memset(g, 0, sizeof *g);
+  g->nranks = nranks;
+  g->sh = sh;
+  pld_config cfg = PLD_CONFIG_INIT;
+  cfg.device_ids = ids;
+  cfg.ndevices = nranks;
+  /* The timing runs keep their windows: the calibration run touches every
+   * page, and the signal window is zero again after every call. */
+  cfg.keep_windows = !check;
+  int st = tensor(PLD_INT64, PLD_SHAPE(nranks, NPARAMS), &g->params);
+  if (!st && check)
+    st = tensor(PLD_FP32, PLD_SHAPE(nranks, sh.xr, sh.xc), &g->x);
+  if (!st && check)
+    st = tensor(PLD_FP32, PLD_SHAPE(nranks, sh.wr, sh.wc), &g->y);
+  if (!st && !check)
+    st = tensor(PLD_FP64, PLD_SHAPE(nranks, NCOLLS + 1, MAX_REPS), &g->t);
+  if (st)
+    return st;
+  if (check)
+    st = pld_compile(
+        check_host, &cfg,
+        PLD_ARGS(g->params, g->x, g->y, sh.wr, sh.wc, sh.sr, sh.sc), &g->p);
+  else
+    st = pld_compile(time_host, &cfg,
+                     PLD_ARGS(g->params, g->t, sh.wr, sh.wc, sh.sr, sh.sc),
+                     &g->p);
+  if (st)
+    return pld_failed(st, "pld_compile");
+  if ((st = pld_program_prepare(g->p)))
+    return pld_failed(st, "pld_program_prepare");
+  return PLD_OK;
+}
+
+/* Sets every rank's parameters and runs the program. */
+static int prog_run(struct prog *g, const int64_t *pv) {
+  int64_t *d = pld_tensor_data(g->params);
+  for (int r = 0; r < g->nranks; r++)
+    memcpy(d + r * NPARAMS, pv, NPARAMS * sizeof *pv);
+  int st = g->x.p
+               ? pld_program_run(g->p, PLD_ARGS(g->params, g->x, g->y, g->sh.wr,
+                                                g->sh.wc, g->sh.sr, g->sh.sc))
+               : pld_program_run(g->p, PLD_ARGS(g->params, g->t, g->sh.wr,
+                                                g->sh.wc, g->sh.sr, g->sh.sc));
+  return st ? pld_failed(st, "pld_program_run") : PLD_OK;
+}
+
+/* Runs collective c once in the check program and compares every rank's
+ * result with the reference: the number of wrong elements, or -1 if the
+ * run failed. */
+static int64_t check(struct prog *g, int c) {
+  const struct shape sh = g->sh;
+  float *x = pld_tensor_data(g->x), *y = pld_tensor_data(g->y);
+  const int64_t xn = sh.xr * sh.xc, yn = sh.count;
+  for (int q = 0; q < g->nranks; q++)
+    for (int64_t i = 0; i < xn; i++)
+      x[q * xn + i] = input(q, i);
+  const int64_t pv[NPARAMS] = {[P_MASK] = c};
+  if (prog_run(g, pv))
+    return -1;
+  int64_t wrong = 0;
+  for (int q = 0; q < g->nranks; q++)
+    for (int64_t i = 0; i < yn; i++) {
+      const float want = expected(c, g->nranks, sh.wc, q, i);
+      if (!(y[q * yn + i] == want) && wrong++ == 0)
+        fprintf(stderr,
+                "bench_coll: %s, %d ranks, %lld elements: rank %d element "
+                "%lld is %.9g, expected %.9g\n",
+                colls[c].name, g->nranks, (long long)yn, q, (long long)i,
+                (double)y[q * yn + i], (double)want);
+    }
+  if (wrong)
+    failed = 1;
+  return wrong;
+}
+
+/* ---- host side: timing --------------------------------------------------- */
+
+/* What one figure is: pld's time, memcpy's GB/s, the check's wrong
+ * elements (-1: not checked), and MPI's time; -1 where not measured. */
+struct fig {
+  double us, mc_gbs, mpi_us;
+  int64_t wrong;
+  int64_t bytes, count;
+  int same; /* the same buffer as the size before: not measured again */
+};
+
+struct opts {
+  int reps;
+  double budget; /* seconds of timings per figure */
+};
+
+/* The fastest of timings [0, 3) of c in the last run. */
+static double fastest3(const double *tv, int c) {
+  const double *v = tv + c * MAX_REPS;
+  const double m = v[0] < v[1] ? v[0] : v[1];
+  return v[2] < m ? v[2] : m;
+}
+
+/* Times the n collectives cs in the timing program, taking turns: f[j]
+ * gets cs[j]'s time per call and memcpy's GB/s (medians over the
+ * timings); they stay -1 if a run fails. */
+static void measure(struct prog *g, const int *cs, int n, const struct opts *o,
+                    struct fig **f) {
+  int64_t pv[NPARAMS] = {[P_REPS] = 3};
+  const double *tv = pld_tensor_data(g->t); /* rank 0's first */
+  double est[NCOLLS];
+  /* Calibration: three single calls of each after one (which touches the
+   * windows' pages); those under a millisecond again, three times about a
+   * millisecond of calls.  The fastest timing: a moment of other load on
+   * the machine must not make every timing too short. */
+  for (int j = 0; j < n; j++) {
+    pv[P_MASK] |= (int64_t)1 << cs[j];
+    pv[P_WARM + cs[j]] = pv[P_ITERS + cs[j]] = 1;
+  }
+  if (prog_run(g, pv))
+    return;
+  pv[P_MASK] = 0;
+  for (int j = 0; j < n; j++) {
+    const int c = cs[j];
+    est[c] = fastest3(tv, c);
+    pv[P_WARM + c] = 0;
+    if (est[c] < 1e-3) {
+      pv[P_MASK] |= (int64_t)1 << c;
+      pv[P_ITERS + c] = (int64_t)(1e-3 / (est[c] > 1e-8 ? est[c] : 1e-8)) + 1;
+    }
+  }
+  if (pv[P_MASK] && prog_run(g, pv))
+    return;
+  pv[P_MASK] = 0;
+  int nreps = o->reps;
+  for (int j = 0; j < n; j++) {
+    const int c = cs[j];
+    if (est[c] < 1e-3)
+      est[c] = fastest3(tv, c);
+    pv[P_MASK] |= (int64_t)1 << c;
+    int r;
+    bench_plan(est[c], o->budget, o->reps, &pv[P_ITERS + c], &r);
+    nreps = r < nreps ? r : nreps;
+    /* Short calls: a timing's worth first (core threads awake, caches). */
+    pv[P_WARM + c] = est[c] < 1e-3 ? pv[P_ITERS + c] : 0;
+  }
+  const int64_t bytes = f[0]->bytes;
+  pv[P_REPS] = nreps;
+  pv[P_MC_BYTES] = bytes;
+  pv[P_MC_BATCH] = bytes >= MC_BATCH_BYTES ? 1 : MC_BATCH_BYTES / bytes;
+  pv[P_MC_REPS] = nreps;
+  if (prog_run(g, pv))
+    return;
+  double v[MAX_REPS];
+  memcpy(v, tv + NCOLLS * MAX_REPS, (size_t)nreps * sizeof *v);
+  const double m = median(v, nreps);
+  for (int j = 0; j < n; j++) {
+    memcpy(v, tv + cs[j] * MAX_REPS, (size_t)nreps * sizeof *v);
+    f[j]->us = median(v, nreps) * 1e6;
+    f[j]->mc_gbs = m > 0 ? (double)bytes / m * 1e-9 : -1;
+  }
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+struct run {
+  struct opts o;
+  int nworlds, worlds[MAX_WORLDS];
+  int nsizes;
+  int64_t sizes[MAX_SIZES];
+  int want[NCOLLS]; /* selected */
+  struct fig fig[MAX_WORLDS][NCOLLS][MAX_SIZES];
+};
+
+static double factor(int c, int p) {
+  switch (colls[c].bus) {
+  case BUS_ALLREDUCE:
+    return 2.0 * (p - 1) / p;
+  case BUS_SPLIT:
+    return (double)(p - 1) / p;
+  default:
+    return 1;
+  }
+}
+
+/* busbw in GB/s of `us` microseconds per call of c over p ranks. */
+static double busbw(int c, int p, int64_t bytes, double us) {
+  return us > 0 ? (double)bytes / us * 1e-3 * factor(c, p) : -1;
+}
+
+static const char *size_str(char *buf, size_t cap, int64_t b) {
+  if (b >= (1 << 20) && b % (1 << 20) == 0)
+    snprintf(buf, cap, "%lld MiB", (long long)(b >> 20));
+  else if (b >= 1024 && b % 1024 == 0)
+    snprintf(buf, cap, "%lld KiB", (long long)(b >> 10));
+  else
+    snprintf(buf, cap, "%lld B", (long long)b);
+  return buf;
+}
+
+/* The MPI figures of c at rank count w (all sizes), from one mpirun. */
+static void measure_mpi(struct run *R, int w, int c) {
+  char args[4096];
+  int n = snprintf(args, sizeof args, "%s %d %g", colls[c].mpi, R->o.reps,
+                   R->o.budget * 1e3);
+  for (int s = 0; s < R->nsizes && n < (int)sizeof args - 24; s++)
+    if (!R->fig[w][c][s].same)
+      n += snprintf(args + n, sizeof args - (size_t)n, " %lld",
+                    (long long)R->fig[w][c][s].count);
+  double v[2 * MAX_SIZES];
+  const int got = mpi_run(R->worlds[w], "", args, v, 2 * MAX_SIZES);
+  for (int i = 0; i + 1 < got; i += 2)
+    for (int s = 0; s < R->nsizes; s++)
+      if ((double)R->fig[w][c][s].count == v[i])
+        R->fig[w][c][s].mpi_us = v[i + 1];
+}
+
+static void print_table(const struct run *R, int w, int c, int ncpu) {
+  const int p = R->worlds[w];
+  printf("\n%s, %d ranks%s: %s vs %s\n", colls[c].name, p,
+         p > ncpu ? " (oversubscribed)" : "", colls[c].pld, colls[c].mpi_call);
+  printf("  %10s %10s %5s %5s %4s | %9s %7s %7s %7s | %9s %7s %7s | %7s | "
+         "%7s %7s\n",
+         "", "", "", "", "", "pld", "", "", "", "Open MPI", "", "", "busbw",
+         "memcpy", "busbw/");
+  printf("  %10s %10s %5s %5s %4s | %9s %7s %7s %7s | %9s %7s %7s | %7s | "
+         "%7s %7s\n",
+         "size (B)", "count", "type", "redop", "root", "time (us)", "algbw",
+         "busbw", "checked", "time (us)", "algbw", "busbw", "pld/MPI", "GB/s",
+         "memcpy");
+  for (int s = 0; s < R->nsizes; s++) {
+    const struct fig *f = &R->fig[w][c][s];
+    if (f->same)
+      continue;
+    const double pb = busbw(c, p, f->bytes, f->us);
+    const double mb = busbw(c, p, f->bytes, f->mpi_us);
+    const double fa = factor(c, p); /* algbw = busbw / fa */
+    char a[9][24], chk[24];
+    if (f->wrong < 0)
+      snprintf(chk, sizeof chk, "n/a");
+    else if (f->wrong == 0)
+      snprintf(chk, sizeof chk, "ok");
+    else
+      snprintf(chk, sizeof chk, "%lld bad", (long long)f->wrong);
+    printf("  %10lld %10lld %5s %5s %4d | %9s %7s %7s %7s | %9s %7s "
+           "%7s | %7s | %7s %7s\n",
+           (long long)f->bytes, (long long)f->count, "float",
+           is_allreduce(c) || c == C_REDUCE_SCATTER ? "sum" : "none",
+           c == C_BROADCAST ? 0 : -1, fmt(a[0], 24, 2, "", f->us),
+           fmt(a[7], 24, 3, "", pb > 0 ? pb / fa : -1),
+           fmt(a[1], 24, 3, "", pb), chk, fmt(a[2], 24, 2, "", f->mpi_us),
+           fmt(a[8], 24, 3, "", mb > 0 ? mb / fa : -1),
+           fmt(a[3], 24, 3, "", mb),
+           fmt(a[4], 24, 2, "x", pb > 0 && mb > 0 ? pb / mb : -1),
+           fmt(a[5], 24, 2, "", f->mc_gbs),
+           fmt(a[6], 24, 0, "%",
+               pb > 0 && f->mc_gbs > 0 ? pb / f->mc_gbs * 100 : -1));
+  }
+  fflush(stdout);
+}
+
+/* Runs every selected collective of the group starting at order[i] (the
+ * allreduce modes, or one collective) at rank count w, every size: the
+ * check, the timing, then MPI; prints a table per collective.  Returns
+ * the number of entries of `order` the group took. */
+static int run_group(struct run *R, int w, int i, int ncpu) {
+  int cs[NCOLLS], n = 0, took = 0;
+  for (int j = i; j < NCOLLS; j++) {
+    if (j > i && !(is_allreduce(order[i]) && is_allreduce(order[j])))
+      break;
+    took++;
+    if (R->want[order[j]])
+      cs[n++] = order[j];
+  }
+  if (!n)
+    return took;
+  const int p = R->worlds[w];
+  for (int s = 0; s < R->nsizes; s++) {
+    const struct shape sh = shape_of(cs[0], p, R->sizes[s]);
+    struct fig *f[NCOLLS];
+    for (int j = 0; j < n; j++) {
+      f[j] = &R->fig[w][cs[j]][s];
+      f[j]->us = f[j]->mc_gbs = f[j]->mpi_us = -1;
+      f[j]->wrong = -1;
+      f[j]->count = sh.count;
+      f[j]->bytes = sh.count * 4;
+      /* Sizes below a row per rank come out as the one before. */
+      f[j]->same = s > 0 && R->fig[w][cs[j]][s - 1].count == sh.count;
+    }
+    if (f[0]->same)
+      continue;
+    struct prog g;
+    if (prog_init(&g, p, sh, 1) == PLD_OK)
+      for (int j = 0; j < n; j++)
+        f[j]->wrong = check(&g, cs[j]);
+    prog_release(&g);
+    if (prog_init(&g, p, sh, 0) == PLD_OK)
+      measure(&g, cs, n, &R->o, f);
+    prog_release(&g);
+  }
+  measure_mpi(R, w, cs[0]);
+  for (int j = 1; j < n; j++) /* the allreduce modes share MPI's figure */
+    for (int s = 0; s < R->nsizes; s++)
+      R->fig[w][cs[j]][s].mpi_us = R->fig[w][cs[0]][s].mpi_us;
+  for (int j = 0; j < n; j++)
+    print_table(R, w, cs[j], ncpu);
+  return took;
+}
+
+/* ---- the crossover and the targets --------------------------------------- */
+
+static const int modes[3] = {C_MESH, C_TWO_PHASE, C_RING};
+
+/* The mode of the best busbw at (w, s), or -1. */
+static int best_mode(const struct run *R, int w, int s) {
+  int best = -1;
+  for (int m = 0; m < 3; m++) {
+    const double us = R->fig[w][modes[m]][s].us;
+    if (us > 0 && (best < 0 || us < R->fig[w][best][s].us))
+      best = modes[m];
+  }
+  return best;
+}
+
+static int all_modes(const struct run *R) {
+  return R->want[C_MESH] && R->want[C_TWO_PHASE] && R->want[C_RING] &&
+         R->want[C_AUTO];
+}
+
+/* The allreduce modes side by side at rank count w: busbw of each, the
+ * best measured, the automatic choice, auto's busbw over the best's; then
+ * the crossover, as runs of sizes with the same best mode. */
+static void print_crossover(const struct run *R, int w) {
+  const int p = R->worlds[w];
+  char a[5][24], sz[24];
+  printf("\nallreduce modes at %d ranks: busbw (GB/s), the best mode "
+         "measured, pld_allreduce_auto's choice\n",
+         p);
+  printf("  %-8s %9s %9s %9s %9s   %-9s %-9s %9s\n", "size", "mesh",
+         "two-phase", "ring", "auto", "best", "auto is", "auto/best");
+  for (int s = 0; s < R->nsizes; s++) {
+    const int64_t b = R->fig[w][C_AUTO][s].bytes;
+    const int best = best_mode(R, w, s);
+    double bw[4];
+    for (int m = 0; m < 4; m++) {
+      const int c = m < 3 ? modes[m] : C_AUTO;
+      bw[m] = busbw(c, p, b, R->fig[w][c][s].us);
+    }
+    const double bb = best >= 0 ? busbw(best, p, b, R->fig[w][best][s].us) : -1;
+    printf("  %-8s %9s %9s %9s %9s   %-9s %-9s %9s\n",
+           size_str(sz, sizeof sz, b), fmt(a[0], 24, 3, "", bw[0]),
+           fmt(a[1], 24, 3, "", bw[1]), fmt(a[2], 24, 3, "", bw[2]),
+           fmt(a[3], 24, 3, "", bw[3]), best >= 0 ? colls[best].name : "n/a",
+           colls[pld_allreduce_auto(p, b)].name,
+           fmt(a[4], 24, 0, "%", bw[3] > 0 && bb > 0 ? bw[3] / bb * 100 : -1));
+  }
+  printf("  crossover measured at %d ranks (best mode by size):", p);
+  for (int s = 0; s < R->nsizes;) {
+    const int best = best_mode(R, w, s);
+    int e = s;
+    while (e + 1 < R->nsizes && best_mode(R, w, e + 1) == best)
+      e++;
+    char lo[24], hi[24];
+    size_str(lo, sizeof lo, R->fig[w][C_AUTO][s].bytes);
+    size_str(hi, sizeof hi, R->fig[w][C_AUTO][e].bytes);
+    printf("%s %s %s%s%s", s ? "," : "", best >= 0 ? colls[best].name : "n/a",
+           lo, e > s ? " - " : "", e > s ? hi : "");
+    s = e + 1;
+  }
+  printf("\n");
+}
+
+/* The index of rank count p among the run's, or -1. */
+static int world_index(const struct run *R, int p) {
+  for (int w = 0; w < R->nworlds; w++)
+    if (R->worlds[w] == p)
+      return w;
+  return -1;
+}
+
+/* A target: the figures it was judged on, and whether it is met. */
+struct target {
+  char items[1024];
+  size_t n;
+  int measured, met;
+};
+
+/* Adds a figure (printf-style) that meets the target or not. */
+__attribute__((format(printf, 3, 4))) static void
+target_add(struct target *t, int ok, const char *fmt_, ...) {
+  va_list ap;
+  va_start(ap, fmt_);
+  if (t->n < sizeof t->items - 2) {
+    if (t->n)
+      t->n += (size_t)snprintf(t->items + t->n, sizeof t->items - t->n, ", ");
+    const int m = vsnprintf(t->items + t->n, sizeof t->items - t->n, fmt_, ap);
+    t->n = m < 0 ? t->n : t->n + (size_t)m;
+    t->n = t->n < sizeof t->items ? t->n : sizeof t->items - 1;
+  }
+  va_end(ap);
+  t->measured = 1;
+  t->met = t->met && ok;
+}
+
+/* "label: met (figures)", MISSED, or n/a when nothing was measured. */
+static void target_print(const char *label, const struct target *t) {
+  printf("  %s: %s%s%s%s\n", label,
+         !t->measured ? "n/a (not measured)"
+         : t->met     ? "met"
+                      : "MISSED",
+         t->n ? " (" : "", t->items, t->n ? ")" : "");
+}
+
+static void print_targets(const struct run *R) {
+  char sz[24], label[128];
+  printf("\nTargets (allreduce: pld_allreduce(SUM, AUTO), FP32)\n");
+  for (int k = 0; k < 2; k++) { /* busbw >= 2x MPI from 1 MiB, 2 and 4 ranks */
+    const int p = k ? 4 : 2, w = world_index(R, p);
+    struct target t = {.met = 1};
+    for (int s = 0; w >= 0 && R->want[C_AUTO] && s < R->nsizes; s++) {
+      const struct fig *f = &R->fig[w][C_AUTO][s];
+      if (f->bytes >= (1 << 20) && f->us > 0 && f->mpi_us > 0)
+        target_add(&t, f->mpi_us / f->us >= 2, "%s %.2fx",
+                   size_str(sz, sizeof sz, f->bytes), f->mpi_us / f->us);
+    }
+    snprintf(label, sizeof label,
+             "busbw >= 2x Open MPI's from 1 MiB, %d ranks (pld/MPI)", p);
+    target_print(label, &t);
+  }
+  const int w2 = world_index(R, 2);
+  struct target t = {.met = 1};
+  for (int s = 0; w2 >= 0 && R->want[C_AUTO] && s < R->nsizes; s++) {
+    const struct fig *f = &R->fig[w2][C_AUTO][s];
+    const double b = busbw(C_AUTO, 2, f->bytes, f->us);
+    if (f->bytes >= (1 << 20) && b > 0 && f->mc_gbs > 0)
+      target_add(&t, b >= 0.6 * f->mc_gbs, "%s %.0f%%",
+                 size_str(sz, sizeof sz, f->bytes), b / f->mc_gbs * 100);
+  }
+  target_print("busbw >= 60% of memcpy from 1 MiB, 2 ranks", &t);
+  t = (struct target){.met = 1};
+  for (int s = 0; w2 >= 0 && R->want[C_AUTO] && s < R->nsizes; s++) {
+    const struct fig *f = &R->fig[w2][C_AUTO][s];
+    if (f->bytes <= 1024 && f->us > 0 && f->mpi_us > 0)
+      target_add(&t, f->us <= f->mpi_us, "%s %.2f/%.2f",
+                 size_str(sz, sizeof sz, f->bytes), f->us, f->mpi_us);
+  }
+  target_print("time of 8 B - 1 KiB <= Open MPI's, 2 ranks (us, pld/MPI)", &t);
+  for (int w = 0; w < R->nworlds; w++) {
+    t = (struct target){.met = 1};
+    for (int s = 0; all_modes(R) && s < R->nsizes; s++) {
+      const int best = best_mode(R, w, s);
+      const double us = R->fig[w][C_AUTO][s].us;
+      if (best < 0 || us <= 0)
+        continue;
+      const double r = R->fig[w][best][s].us / us; /* busbw ratio */
+      if (r < 0.9)
+        target_add(&t, 0, "%s %.0f%% of %s",
+                   size_str(sz, sizeof sz, R->fig[w][C_AUTO][s].bytes), r * 100,
+                   colls[best].name);
+      t.measured = 1;
+    }
+    snprintf(label, sizeof label,
+             "auto within 10%% of the best mode at every size, %d ranks",
+             R->worlds[w]);
+    target_print(label, &t);
+  }
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static double cpu_seconds(const struct rusage *u) {
+  return (double)u->ru_utime.tv_sec + (double)u->ru_utime.tv_usec * 1e-6 +
+         (double)u->ru_stime.tv_sec + (double)u->ru_stime.tv_usec * 1e-6;
+}
+
+/* "64M" -> 67108864; K, M, G binary.  -1 if it does not parse. */
+static int64_t parse_bytes(const char *s) {
+  char *end;
+  const long long v = strtoll(s, &end, 10);
+  int shift = 0;
+  switch (toupper((unsigned char)*end)) {
+  case 'K':
+    shift = 10;
+    break;
+  case 'M':
+    shift = 20;
+    break;
+  case 'G':
+    shift = 30;
+    break;
+  case '\0':
+    break;
+  default:
+    return -1;
+  }
+  if (shift && end[1] != '\0')
+    return -1;
+  return end == s || v < 1 || v > (1LL << 30) >> shift ? -1 : v << shift;
+}
+
+/* b, every power of f strictly between b and e, and e. */
+static int make_sizes(struct run *R, int64_t b, int64_t e, int64_t f) {
+  R->nsizes = 0;
+  R->sizes[R->nsizes++] = b;
+  for (int64_t v = f; v < e && R->nsizes < MAX_SIZES - 1; v *= f)
+    if (v > b)
+      R->sizes[R->nsizes++] = v;
+  if (e > b)
+    R->sizes[R->nsizes++] = e;
+  return R->nsizes;
+}
+
+static int select_colls(struct run *R, char *list) {
+  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+    int known = 0;
+    for (int c = 0; c < NCOLLS; c++)
+      if (strcmp(tok, colls[c].name) == 0 ||
+          (strcmp(tok, "allreduce") == 0 && is_allreduce(c)))
+        R->want[c] = known = 1;
+    if (!known)
+      return -1;
+  }
+  return 0;
+}
+
+static int select_worlds(struct run *R, char *list) {
+  R->nworlds = 0;
+  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+    const int p = atoi(tok);
+    if (p < 2 || p > MAX_RANKS || R->nworlds == MAX_WORLDS)
+      return -1;
+    R->worlds[R->nworlds++] = p;
+  }
+  return R->nworlds ? 0 : -1;
+}
+
+static void usage(const char *argv0) {
+  fprintf(stderr,
+          "usage: %s [-b BYTES] [-e BYTES] [-f FACTOR] [-n RANKS,...] "
+          "[-c COLL,...] [-r REPS] [-t MS] [quick]\n"
+          "  sizes: -b and -e (K, M, G) and every power of -f between "
+          "(8, 64M, 4)\n"
+          "  -n: rank counts 2 to 8 (2,4,8); -r timings per figure, 3 to 63 "
+          "(11); -t ms of timings per figure (100)\n"
+          "  -c: allreduce, mesh, two-phase, ring, auto, broadcast, "
+          "allgather, reduce_scatter, all_to_all (all)\n"
+          "  quick: 5 timings of 20 ms, sizes up to 1 MiB\n",
+          argv0);
+}
+
+int main(int argc, char **argv) {
+  static struct run R; /* large: not on the stack */
+  int64_t b = 8, e = -1, f = 4;
+  int reps = 0, opt, quick = 0, any = 0;
+  double ms = 0;
+  char worlds[] = "2,4,8";
+  select_worlds(&R, worlds);
+  while ((opt = getopt(argc, argv, "b:e:f:n:c:r:t:h")) != -1) {
+    int bad = 0;
+    switch (opt) {
+    case 'b': /* at least an element */
+      bad = (b = parse_bytes(optarg)) < 4;
+      break;
+    case 'e':
+      bad = (e = parse_bytes(optarg)) < 0;
+      break;
+    case 'f':
+      bad = (f = atoi(optarg)) < 2;
+      break;
+    case 'n':
+      bad = select_worlds(&R, optarg) < 0;
+      break;
+    case 'c':
+      bad = select_colls(&R, optarg) < 0;
+      any = 1;
+      break;
+    case 'r':
+      bad = (reps = atoi(optarg)) < 3 || reps >= MAX_REPS;
+      break;
+    case 't':
+      bad = (ms = atof(optarg)) <= 0;
+      break;
+    default:
+      bad = 1;
+    }
+    if (bad) {
+      usage(argv[0]);
+      return 2;
+    }
+  }
+  for (int i = optind; i < argc; i++) {
+    if (strcmp(argv[i], "quick") != 0) {
+      usage(argv[0]);
+      return 2;
+    }
+    quick = 1;
+  }
+  if (e < 0)
+    e = quick ? 1 << 20 : 64 << 20;
+  if (e < b) {
+    usage(argv[0]);
+    return 2;
+  }
+  R.o.reps = reps ? reps : quick ? 5 : 11;
+  R.o.budget = (ms > 0 ? ms : quick ? 20 : 100) * 1e-3;
+  for (int c = 0; c < NCOLLS && !any; c++)
+    R.want[c] = 1;
+  make_sizes(&R, b, e, f);
+
+  const double t0 = now_s();
+  double busy0, all0;
+  const int ticks = cpu_ticks(&busy0, &all0) == 0;
+  const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("bench_coll: pld's collectives (a2a3sim, one process per device, "
+         "FP32 SUM) vs Open MPI, %ld CPUs\n",
+         ncpu);
+  print_busy("figures");
+  printf("pld: the builtin in a loop in one kernel, rank 0's clock, median "
+         "of %d timings of about %.0f ms in all;\n"
+         "memcpy: rank 0, private buffers, right after pld's timings; "
+         "checked: every element of every rank,\n"
+         "one call on integer-valued inputs, against a C reference\n",
+         R.o.reps, R.o.budget * 1e3);
+  print_mpi_cmd("<coll> REPS MS COUNT...",
+                "-np 4 and 8 likewise; the same timing");
+  for (int w = 0; w < R.nworlds; w++) {
+    for (int i = 0; i < NCOLLS;)
+      i += run_group(&R, w, i, (int)ncpu);
+    if (all_modes(&R))
+      print_crossover(&R, w);
+  }
+  if (all_modes(&R))
+    printf("\npld_allreduce_auto (src/comm/collective.c): mesh up to 64 KiB "
+           "per rank, else two-phase up to 8 ranks, else ring\n");
+  print_targets(&R);
+  printf("\nbench_coll took %.0f s", now_s() - t0);
+  double busy1, all1;
+  if (ticks && cpu_ticks(&busy1, &all1) == 0 && all1 > all0) {
+    /* Others' share: the machine's busy time but this process's and its
+     * children's (the device processes, mpirun and its ranks, all reaped
+     * by now). */
+    struct rusage self, kids;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    const double tck = (double)sysconf(_SC_CLK_TCK);
+    const double mine = cpu_seconds(&self) + cpu_seconds(&kids);
+    const double others =
+        ((busy1 - busy0) / tck - mine) / ((all1 - all0) / tck);
+    printf("; CPU time used by other processes meanwhile: %.0f%% of the "
+           "machine%s",
+           (others > 0 ? others : 0) * 100,
+           others > 0.1 ? " (a busy machine: the figures suffer)" : "");
+  }
+  printf("\n%s", failed ? "bench_coll: a pld call failed or a result was "
+                          "wrong (above)\n"
+                        : "");
+  return failed;
+}

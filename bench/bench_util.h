@@ -1,0 +1,210 @@
+/* bench_util.h: what the benchmarks share - the clock, medians, the
+ * memcpy reference, how many iterations a time budget holds, starting
+ * mpi_ref under mpirun, printing figures, how busy the machine is, and
+ * (after pld.h) reporting a failed pld call.  Header-only (static inline)
+ * and needing no pld otherwise, so that mpi_ref, an MPI program built
+ * without pld, includes it too. */
+#ifndef PLD_BENCH_UTIL_H
+#define PLD_BENCH_UTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* CLOCK_MONOTONIC: one clock for every process of the machine, so a
+ * kernel in a device process reads the same clock as the host. */
+static inline double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of v[0, n); sorts v. */
+static inline double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The reference copy: memcpy between two private buffers of this process,
+ * with an effect the compiler cannot see through. */
+static inline void copy_private(unsigned char *dst, const unsigned char *src,
+                                size_t bytes) {
+  memcpy(dst, src, bytes);
+  __asm__ volatile("" : : "r"(dst) : "memory");
+}
+
+/* A figure whose call takes about `t` seconds, timed `reps` times within
+ * about `budget` seconds: *iters calls per timing (at least 1), and
+ * *nreps timings - reps, or fewer (at least 3) when even one call per
+ * timing would go past the budget. */
+static inline void bench_plan(double t, double budget, int reps, int64_t *iters,
+                              int *nreps) {
+  const double per = budget / reps, most = 1e7;
+  t = t > 1e-9 ? t : 1e-9;
+  *iters = per / t < 1      ? 1
+           : per / t > most ? (int64_t)most
+                            : (int64_t)(per / t);
+  *nreps = reps;
+  if (t * reps > budget)
+    *nreps = budget / t < 3 ? 3 : (int)(budget / t);
+}
+
+/* ---- the MPI reference --------------------------------------------------- */
+
+/* Where mpirun and mpi_ref are (bench/CMakeLists.txt defines both when
+ * Open MPI was found); without them the MPI figures print as n/a. */
+#ifdef PLD_MPI_REF
+#define HAVE_MPI 1
+#else
+#define HAVE_MPI 0
+#define PLD_MPIEXEC "mpirun"
+#define PLD_MPI_REF "mpi_ref"
+#endif
+
+/* The mpirun command line of mpi_ref.  --allow-run-as-root: mpirun refuses
+ * root without it.  --oversubscribe: 4 and 8 ranks on fewer CPUs.  btl
+ * self,vader: shared memory only, no probing of network interfaces.  mca:
+ * more options ("--mca osc sm "), or "". */
+static inline void mpi_cmd(char *buf, size_t cap, int np, const char *mca,
+                           const char *args) {
+  snprintf(buf, cap, "%s %s--oversubscribe --mca btl self,vader %s-np %d %s %s",
+           PLD_MPIEXEC, geteuid() == 0 ? "--allow-run-as-root " : "", mca, np,
+           PLD_MPI_REF, args);
+}
+
+/* Runs mpi_ref under mpirun and reads up to cap numbers from its output
+ * (whitespace-separated).  Returns how many it read; 0 when it could not
+ * run.  If it fails once, it and every later run go without what
+ * containers most often refuse: the vader BTL's single-copy mechanism
+ * (CMA, process_vm_readv, needs ptrace rights) and its backing files in
+ * /dev/shm (64 MiB in a default Docker container). */
+static inline int mpi_run(int np, const char *mca, const char *args,
+                          double *out, int cap) {
+  if (!HAVE_MPI)
+    return 0;
+  static int single_copy_off;
+  char cmd[8192];
+  mpi_cmd(cmd, sizeof cmd, np, mca, args);
+  for (;;) {
+    fflush(NULL);
+    FILE *f = popen(cmd, "r");
+    int n = 0;
+    while (f && n < cap && fscanf(f, "%lf", &out[n]) == 1)
+      n++;
+    const int rc = f ? pclose(f) : -1;
+    if (rc == 0)
+      return n;
+    fprintf(stderr, "%s: '%s' failed (status %d)%s\n",
+            program_invocation_short_name, cmd, rc,
+            single_copy_off ? "" : "; again without single-copy transfers");
+    if (single_copy_off)
+      return 0;
+    single_copy_off = 1;
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+    setenv("OMPI_MCA_btl_vader_backing_directory", "/tmp", 1);
+    printf("  (mpirun failed with Open MPI's defaults; MPI figures from here "
+           "on use OMPI_MCA_btl_vader_single_copy_mechanism=none and "
+           "OMPI_MCA_btl_vader_backing_directory=/tmp)\n");
+  }
+}
+
+/* Prints the mpirun command line of mpi_ref with `args` (2 ranks) and a
+ * note on the others, or that the MPI figures are n/a. */
+static inline void print_mpi_cmd(const char *args, const char *note) {
+  if (HAVE_MPI) {
+    char cmd[1024];
+    mpi_cmd(cmd, sizeof cmd, 2, "", args);
+    printf("MPI figures: %s\n  (%s; see bench/mpi_ref.c)\n", cmd, note);
+  } else {
+    printf("  (Open MPI was not found when building: MPI figures are n/a; "
+           "bench/run.sh installs it)\n");
+  }
+}
+
+/* ---- printing ------------------------------------------------------------ */
+
+/* v with prec decimals and a unit ("x", "%"), or "n/a" when v < 0 (not
+ * measured). */
+static inline const char *fmt(char *buf, size_t cap, int prec, const char *unit,
+                              double v) {
+  if (v < 0)
+    snprintf(buf, cap, "n/a");
+  else
+    snprintf(buf, cap, "%.*f%s", prec, v, unit);
+  return buf;
+}
+
+/* The machine's CPU time so far, in clock ticks, from /proc/stat (all
+ * processes, also those of other containers on this kernel): *busy, and
+ * *all including idle and iowait.  0, or -1 if it cannot be read. */
+static inline int cpu_ticks(double *busy, double *all) {
+  unsigned long long v[8];
+  FILE *f = fopen("/proc/stat", "r");
+  int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                     &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7])
+            : 0;
+  if (f)
+    fclose(f);
+  if (n != 8)
+    return -1;
+  *busy = *all = 0;
+  for (int j = 0; j < 8; j++) {
+    *all += (double)v[j];
+    if (j != 3 && j != 4) /* idle, iowait */
+      *busy += (double)v[j];
+  }
+  return 0;
+}
+
+/* The share of the machine's CPU time that was busy over `seconds`, or -1.
+ * Printed before the figures: the waits spin while there is a CPU for
+ * them, so other load on a small machine moves the latencies by integer
+ * factors. */
+static inline double busy_share(double seconds) {
+  double b0, a0, b1, a1;
+  if (cpu_ticks(&b0, &a0))
+    return -1;
+  struct timespec ts = {(time_t)seconds,
+                        (long)((seconds - (double)(time_t)seconds) * 1e9)};
+  nanosleep(&ts, NULL);
+  if (cpu_ticks(&b1, &a1))
+    return -1;
+  return a1 > a0 ? (b1 - b0) / (a1 - a0) : -1;
+}
+
+/* Prints busy_share over a second, saying that `what` (the latencies,
+ * the figures) below suffer when it is over 10%. */
+static inline void print_busy(const char *what) {
+  const double busy = busy_share(1.0);
+  if (busy >= 0)
+    printf(
+        "CPU time used by other processes in the second before: %.0f%%%s%s%s\n",
+        busy * 100, busy > 0.1 ? " (a busy machine: the " : "",
+        busy > 0.1 ? what : "", busy > 0.1 ? " below suffer)" : "");
+}
+
+/* ---- pld failures (benchmarks that include pld.h first) ------------------ */
+
+#ifdef PLD_H
+static int failed; /* a pld call failed: exit status 1 */
+
+/* A pld call failed: say which and what pld said; the figure becomes n/a
+ * and the exit status 1. */
+static inline int pld_failed(int st, const char *what) {
+  fprintf(stderr, "%s: %s failed (%s): %s\n", program_invocation_short_name,
+          what, pld_status_name(st), pld_last_error());
+  failed = 1;
+  return st;
+}
+#endif
+
+#endif /* PLD_BENCH_UTIL_H */
