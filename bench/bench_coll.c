@@ -1017,9 +1017,6 @@ int main(int argc, char **argv) {
     if (all_modes(&R))
       print_crossover(&R, w);
   }
-  if (all_modes(&R))
-    printf("\npld_allreduce_auto (src/comm/collective.c): mesh up to 64 KiB "
-           "per rank, else two-phase up to 8 ranks, else ring\n");
   print_targets(&R);
   printf("\nbench_coll took %.0f s", now_s() - t0);
   double busy1, all1;

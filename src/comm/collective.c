@@ -63,6 +63,9 @@ struct coll {
 /* ---- the lane: credits, waits, descriptors --------------------------------
  */
 
+static int read_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
+                     size_t off, void *dst, size_t bytes);
+
 static size_t cell_off(const struct coll *cc, int cell) {
   return cc->base + (size_t)cell * sizeof(int32_t);
 }
@@ -95,15 +98,14 @@ static int barrier(struct coll *cc) {
 }
 
 /* Takes back the credits this call waited for: the lane is zero again
- * (but for credits a faster rank already sent for its next call). */
+ * (but for credits a faster rank already sent for its next call).  The
+ * cells are this rank's own and taking back satisfies no wait, so no
+ * signal is needed: an atomic add on this rank's copy. */
 static int give_back(struct coll *cc) {
-  int st = PLD_OK;
-  for (int32_t q = 0; q < cc->n && !st; q++)
+  for (int32_t q = 0; q < cc->n; q++)
     if (cc->exp[q])
-      st = pld__signal_cell(cc->c, cc->fn, cc->sig, cc->me,
-                            cell_off(cc, CREDIT(q)), -cc->exp[q],
-                            PLD_NOTIFY_ADD);
-  return st;
+      __atomic_fetch_add(&cc->cells[CREDIT(q)], -cc->exp[q], __ATOMIC_SEQ_CST);
+  return PLD_OK;
 }
 
 static const char *op_name(int op) {
@@ -155,10 +157,10 @@ static int compare_calls(struct coll *cc) {
   int32_t(*d)[D_WORDS] = (int32_t(*)[D_WORDS])cc->stage->data;
   int same = 1;
   for (int32_t q = 0; q < cc->n; q++) {
-    int st = cc->f->ops->read(cc->f, cc->sig->win_buf, cc->comm->members[q], at,
-                              d[q], sizeof d[q]);
+    int st =
+        read_rank(cc, cc->sig, q, at - cc->sig->win_offset, d[q], sizeof d[q]);
     if (st)
-      return pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error());
+      return st;
     same &= memcmp(d[q], cc->desc, sizeof cc->desc) == 0;
   }
   if (same)
@@ -506,6 +508,21 @@ static int read_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
   return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
 }
 
+/* Rank q's `bytes` bytes at byte `off` of window w, where they lie (this
+ * rank's, or a peer's the fabric can show in place), or read into stage.
+ * NULL on a failure (recorded). */
+static const void *rank_bytes(struct coll *cc, const struct pld__tensor *w,
+                              int32_t q, size_t off, void *stage,
+                              size_t bytes) {
+  if (q == cc->me)
+    return (const unsigned char *)w->data + off;
+  const void *in = cc->f->ops->view(cc->f, w->win_buf, cc->comm->members[q],
+                                    w->win_offset + off, bytes);
+  if (in)
+    return in;
+  return read_rank(cc, w, q, off, stage, bytes) ? NULL : stage;
+}
+
 static int write_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
                       size_t off, const void *src, size_t bytes) {
   if (!bytes)
@@ -628,13 +645,10 @@ static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
                         size_t len, pld_reduce_op op) {
   const size_t es = pld_dtype_size(w->dtype);
   for (int32_t q = 0; q < cc->n; q++) {
-    const void *in = (const unsigned char *)w->data + (size_t)e * es;
-    if (q != cc->me) {
-      int st = read_rank(cc, w, q, (size_t)e * es, cc->stage->data, len * es);
-      if (st)
-        return st;
-      in = cc->stage->data;
-    }
+    const void *in =
+        rank_bytes(cc, w, q, (size_t)e * es, cc->stage->data, len * es);
+    if (!in)
+      return cc->c->status;
     accumulate(w->dtype, op, q == 0, cc->acc->data, in, len);
   }
   return PLD_OK;
@@ -663,12 +677,12 @@ static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
 /* ---- the collectives ---------------------------------------------------- */
 
 pld_allreduce_mode pld_allreduce_auto(int32_t nranks, int64_t bytes) {
-  /* Mesh reads (P-1) N per rank but synchronises once per tile-memory's
-   * worth; the others move 2 (P-1)/P N and synchronise more.  Small
-   * buffers are latency-bound: mesh.  Above, two-phase needs three
-   * barriers whatever P is, the ring 2 (P-1) neighbour hand-overs: the
-   * ring only pays off for many ranks. */
-  if (nranks <= 1 || bytes <= 64 * 1024)
+  /* Measured by bench_coll (2026-11-30, 2, 4 and 8 ranks): mesh is best
+   * up to 4 KiB per rank at 2 ranks and 8 KiB at 4 and 8, two-phase above
+   * (the ring ties with it at 2 ranks and is 1.2 to 1.6 times slower at 4
+   * and 8).  A barrier of two-phase costs P^2 signals, a ring stage one:
+   * past 8 ranks the ring is taken. */
+  if (nranks <= 1 || bytes <= (nranks <= 2 ? 4 : 8) * 1024)
     return PLD_ALLREDUCE_MESH;
   return nranks <= 8 ? PLD_ALLREDUCE_TWO_PHASE : PLD_ALLREDUCE_RING;
 }
@@ -703,12 +717,15 @@ static int ring(struct coll *cc, const struct pld__tensor *w, int64_t lo,
         st = read_rank(cc, w, left, (size_t)g * es, mine, len * es);
         continue;
       }
-      st = read_rank(cc, w, left, (size_t)g * es, cc->stage->data, len * es);
-      if (!st) {
-        accumulate(w->dtype, op, 1, cc->acc->data, cc->stage->data, len);
-        accumulate(w->dtype, op, 0, cc->acc->data, mine, len);
-        store_acc(w->dtype, mine, cc->acc->data, len);
+      const void *in =
+          rank_bytes(cc, w, left, (size_t)g * es, cc->stage->data, len * es);
+      if (!in) {
+        st = cc->c->status;
+        break;
       }
+      accumulate(w->dtype, op, 1, cc->acc->data, in, len);
+      accumulate(w->dtype, op, 0, cc->acc->data, mine, len);
+      store_acc(w->dtype, mine, cc->acc->data, len);
     }
     if (!st && t < 2 * (n - 1))
       st = credit(cc, right);

@@ -29,7 +29,7 @@ struct pld__fabric;
  * bytes into the peer's copy of the buffer.  Every call has been bounds-
  * checked by the comm layer already.  Calls return PLD_OK or a failure
  * with its message set (pld__fail). */
-#define PLD__FABRIC_OPS_VERSION 1
+#define PLD__FABRIC_OPS_VERSION 2
 
 struct pld__fabric_ops {
   int version; /* PLD__FABRIC_OPS_VERSION of the table's layout */
@@ -48,6 +48,12 @@ struct pld__fabric_ops {
    * wake the peer's waiters. */
   int (*signal)(struct pld__fabric *f, int buf, int peer, size_t off,
                 int32_t value, pld_notify_op op);
+  /* Peer's copy of n bytes at off, readable in place for the rest of the
+   * caller's call, or NULL where the fabric cannot give one (the caller
+   * then reads): a reduction then combines a peer's data where it lies
+   * instead of copying it first. */
+  const void *(*view)(struct pld__fabric *f, int buf, int peer, size_t off,
+                      size_t n);
   /* This rank's INT32 cell, with acquire semantics. */
   int32_t (*cell)(struct pld__fabric *f, int buf, size_t off);
   /* The count of signals delivered to this rank so far, and a sleep until

@@ -99,7 +99,10 @@ static inline uint32_t pld__spin_change(_Atomic uint32_t *word, uint32_t old,
       break;
     if ((i & 63) == 63 && pld__now_ns() > deadline)
       break;
-    if (atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus)
+    /* Every 256 looks a yield regardless: the awake count knows only this
+     * program's threads, and another program may be taking a CPU. */
+    if ((i & 255) == 255 ||
+        atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus)
       sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
     else

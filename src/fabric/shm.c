@@ -133,6 +133,12 @@ static int shm_signal(struct pld__fabric *fb, int buf, int peer, size_t off,
   return PLD_OK;
 }
 
+static const void *shm_view(struct pld__fabric *fb, int buf, int peer,
+                            size_t off, size_t n) {
+  (void)n;
+  return copy_of((struct pld__shm_fabric *)fb, buf, peer) + off;
+}
+
 static int32_t shm_cell(struct pld__fabric *fb, int buf, size_t off) {
   const int32_t *cell =
       (const int32_t *)(copy_of((struct pld__shm_fabric *)fb, buf, fb->rank) +
@@ -207,6 +213,7 @@ static const struct pld__fabric_ops shm_ops = {
     .read = shm_read,
     .accumulate = shm_accumulate,
     .signal = shm_signal,
+    .view = shm_view,
     .cell = shm_cell,
     .events = shm_events,
     .wait_events = shm_wait_events,
