@@ -85,15 +85,18 @@ static int await(struct coll *cc, int32_t from) {
                         &idx, ++cc->exp[from], PLD_WAIT_GE);
 }
 
-/* Every rank credits every rank and waits for every rank's credit: one
- * round of the call. */
+/* Every rank credits every other rank and waits for every other rank's
+ * credit: one round of the call. */
 static int barrier(struct coll *cc) {
   int st = PLD_OK;
   cc->c->coll_round++;
+  /* A rank needs no credit from itself to know it arrived. */
   for (int32_t q = 0; q < cc->n && !st; q++)
-    st = credit(cc, q);
+    if (q != cc->me)
+      st = credit(cc, q);
   for (int32_t q = 0; q < cc->n && !st; q++)
-    st = await(cc, q);
+    if (q != cc->me)
+      st = await(cc, q);
   return st;
 }
 

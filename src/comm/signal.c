@@ -4,6 +4,9 @@
 #include "comm/comm.h"
 #include "core/futex.h"
 
+/* Looks at a cell before a wait publishes itself: about a microsecond. */
+#define PRE_POLL 64
+
 int pld__cell_offset(struct pld__core *c, const char *fn, pld_window sig,
                      int32_t peer, int n, const int64_t *idx, size_t *off) {
   int st = pld__win_check(c, fn, sig, peer);
@@ -97,6 +100,19 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   int buf = sig->win_buf;
   if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp))
     return PLD_OK;
+  /* A wait about to be satisfied (a neighbour's hand-over, a ping-pong) is
+   * spared publishing itself for the watch, which costs more than such a
+   * wait: a short poll first, unless more threads of the program are
+   * awake than there are CPUs (the sender may need this one). */
+  if (atomic_load_explicit(env->spin.awake, memory_order_relaxed) <=
+      env->spin.cpus)
+    for (int i = 0; i < PRE_POLL; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp))
+        return PLD_OK;
+    }
 
   /* Publish the wait for the host's deadlock watch (the slot already names
    * the block), then stop counting as running. */
