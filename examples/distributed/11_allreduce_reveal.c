@@ -14,10 +14,15 @@
  *
  * What the builtin adds to the hand versions:
  *  - One signal window for everything: a 1-D INT32 window of
- *    PLD_SIGNAL_CELLS(P, blocks) cells, zero when first used, and zero
- *    again after every call (each synchronisation adds a credit, each call
- *    takes back what it received), so calls can follow each other, run in
- *    loops, and different collectives can share it (step 16).
+ *    PLD_SIGNAL_CELLS(P, blocks) cells, zero when first used, whose
+ *    synchronisation cells are zero again after every call (each
+ *    synchronisation adds a credit, each call takes back what it
+ *    received), so calls can follow each other, run in loops, and
+ *    different collectives can share it (step 16).
+ *  - Small calls in one synchronisation: up to PLD_COLL_EAGER_BYTES per
+ *    rank, the data travels with the call's description into the signal
+ *    window of every rank, where mesh combines it (step 08's mesh needs
+ *    two per tile: data staged, then data read).
  *  - Checked calls: every rank compares its call with every other's
  *    (collective, op, dtype, count, mode); ranks that disagree fail with
  *    PLD_ERR_MISMATCH naming each rank's call, instead of hanging.  A hang

@@ -18,10 +18,21 @@
  * every synchronisation adds 1 to the sender's cell on the receiver, and
  * each call takes back what it received), so one signal window serves
  * back-to-back calls, calls in loops, and different collectives in one
- * kernel.  Of each lane of PLD_SIGNAL_LANE_CELLS(P) cells, cells 2P to
- * 2P+7 keep the rank's last two calls (for comparing calls across ranks)
- * and cell 2P+8 its number of collective calls on the lane (barriers not
- * counted); every other cell is zero again after each call.
+ * kernel.  Of each lane of PLD_SIGNAL_LANE_CELLS(P) cells, the first 2P
+ * (credits, and all-to-all-v's row counts) and cells 2P+1 to 2P+3 are zero
+ * again after each call; cell 2P holds the rank's number of collective
+ * calls on the lane (barriers not counted); from cell 2P+4 on, a slot of
+ * 4 + PLD_COLL_EAGER_BYTES / 4 cells per rank s and call parity keeps what
+ * rank s sent this rank for its last odd-numbered call (slot 2s) and its
+ * last even-numbered one (slot 2s+1): 4 cells describing the call (for
+ * comparing calls across ranks; the last is the call's number), then the
+ * call's data for this rank if the call was small.
+ *
+ * Small calls.  A call whose data per block and rank pair is at most
+ * PLD_COLL_EAGER_BYTES bytes (allreduce in mesh mode, broadcast,
+ * allgather, reduce-scatter, all-to-all) sends it with the call's
+ * description, in the slots above: one synchronisation instead of two.
+ * The result is the same bits either way.
  *
  * Exactness.  Every rank ends with the bitwise-same result, and the same
  * inputs give the same bits on every run, whatever the timing.  Each
@@ -83,10 +94,15 @@ typedef enum pld_allreduce_mode {
   PLD_ALLREDUCE_RING = 3
 } pld_allreduce_mode;
 
+/* The most bytes of a call's data per block and rank pair that travel in
+ * the signal window (see "Small calls" above). */
+#define PLD_COLL_EAGER_BYTES 1024
+
 /* INT32 cells of one lane of a signal window for a domain of nranks
  * ranks, and of a signal window for collectives launched on `blocks`
  * blocks.  A barrier on one block needs nranks cells (its lane's first). */
-#define PLD_SIGNAL_LANE_CELLS(nranks) (2 * (nranks) + 16)
+#define PLD_SIGNAL_LANE_CELLS(nranks)                                          \
+  (2 * (nranks) + 4 + 2 * (nranks) * (4 + PLD_COLL_EAGER_BYTES / 4))
 #define PLD_SIGNAL_CELLS(nranks, blocks)                                       \
   ((blocks) * PLD_SIGNAL_LANE_CELLS(nranks))
 

@@ -8,18 +8,23 @@
  *   [0, P)        credits: cell s counts what rank s signalled this rank
  *                 (added to only; each call takes back what it received);
  *   [P, 2P)       all-to-all-v row counts: cell s is set by rank s;
- *   [2P, 2P+8)    this rank's call descriptor, two slots by call parity:
- *                 written by this rank, read by the others;
- *   2P+8          the number of calls this rank made on the lane.
+ *   2P            the number of calls this rank made on the lane;
+ *   [2P+1, 2P+4)  zero;
+ *   2P+4 on       a slot per rank s and call parity, written by rank s:
+ *                 its call's descriptor, then up to PLD_COLL_EAGER_BYTES
+ *                 of its data for this rank (small calls).
  *
- * A call: check the arguments locally; write the call's descriptor; the
- * entry barrier (every rank credits every rank, waits for every credit);
+ * A call: check the arguments locally; the entry: send every rank (this
+ * one too) the call's descriptor, with the data it needs from this rank
+ * if the call is small, and a credit behind it; wait for every credit;
  * compare every rank's descriptor with this one (PLD_ERR_MISMATCH); the
- * algorithm, whose synchronisations are credits too; the epilogue, which
- * takes back every credit the call waited for, so the lane is zero again.
- * A fast rank can only be one call ahead (it needs everyone's credits to
- * finish a call), so its credits for the next call wait in the cells for
- * that call, and its next descriptor goes in the other slot. */
+ * algorithm, whose synchronisations are credits too (a small call has
+ * what it needs already, and none); the epilogue, which takes back every
+ * credit the call waited for, so the lane is zero again.  A fast rank can
+ * only be one call ahead (it needs everyone's credits to finish a call,
+ * and they are sent when a rank has done with its previous call), so its
+ * credits for the next call wait in the cells for that call, and what it
+ * sends for the next call goes in the other slot. */
 #include <stdio.h>
 #include <string.h>
 
@@ -34,11 +39,16 @@
 /* Cells of a lane (see the top of this file). */
 #define CREDIT(s) (s)
 #define COUNT(n, s) ((n) + (s))
-#define DESC(n, slot) (2 * (n) + 4 * (slot))
-#define CALLS(n) (2 * (n) + 8)
+#define CALLS(n) (2 * (n))
+#define SLOT(n, s, parity) (2 * (n) + 4 + (2 * (s) + (parity)) * SLOT_CELLS)
 
 /* Descriptor words: what a call is, so that ranks can compare calls. */
 enum { D_WHAT, D_COUNT_LO, D_COUNT_HI, D_CALL, D_WORDS };
+
+#define SLOT_CELLS (D_WORDS + PLD_COLL_EAGER_BYTES / 4)
+_Static_assert(SLOT(1, 1, 0) == PLD_SIGNAL_LANE_CELLS(1) &&
+                   SLOT(64, 64, 0) == PLD_SIGNAL_LANE_CELLS(64),
+               "a lane holds the slots of every rank");
 
 /* A call in progress on one lane. */
 struct coll {
@@ -53,6 +63,11 @@ struct coll {
   size_t base;    /* bytes into the signal's buffer of the lane's cell 0 */
   int32_t *cells; /* the lane's cells in this rank's copy */
   int32_t desc[D_WORDS];
+  int32_t parity; /* of the call's number: the slots it uses */
+  /* A small call: every rank's part for this rank came in its slot; it
+   * holds the rank's bytes from byte `eager_off` of the call's window. */
+  int eager;
+  size_t eager_off;
   int32_t exp[MAX_RANKS]; /* credits from each rank this call waited for */
   /* Tile memory of the call: a staging tile (bytes of the data) and, for
    * reductions, an accumulator (FP32 or INT32, `group` elements). */
@@ -63,8 +78,8 @@ struct coll {
 /* ---- the lane: credits, waits, descriptors --------------------------------
  */
 
-static int read_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
-                     size_t off, void *dst, size_t bytes);
+static int write_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
+                      size_t off, const void *src, size_t bytes);
 
 static size_t cell_off(const struct coll *cc, int cell) {
   return cc->base + (size_t)cell * sizeof(int32_t);
@@ -85,19 +100,61 @@ static int await(struct coll *cc, int32_t from) {
                         &idx, ++cc->exp[from], PLD_WAIT_GE);
 }
 
+/* Waits for a credit from every other rank (a rank needs none from
+ * itself to know it arrived). */
+static int await_all(struct coll *cc) {
+  int st = PLD_OK;
+  for (int32_t q = 0; q < cc->n && !st; q++)
+    if (q != cc->me)
+      st = await(cc, q);
+  return st;
+}
+
 /* Every rank credits every other rank and waits for every other rank's
  * credit: one round of the call. */
 static int barrier(struct coll *cc) {
   int st = PLD_OK;
   cc->c->coll_round++;
-  /* A rank needs no credit from itself to know it arrived. */
   for (int32_t q = 0; q < cc->n && !st; q++)
     if (q != cc->me)
       st = credit(cc, q);
-  for (int32_t q = 0; q < cc->n && !st; q++)
-    if (q != cc->me)
-      st = await(cc, q);
-  return st;
+  return st ? st : await_all(cc);
+}
+
+/* What a call sends every rank in its entry besides its descriptor: for
+ * rank q, `bytes` bytes at src + q * stride (none if bytes is 0). */
+struct eager {
+  const unsigned char *src;
+  size_t bytes, stride;
+};
+
+/* The entry round: every rank gets this call's descriptor and its part of
+ * the data (ep) in its slot of this lane, and a credit behind them; then
+ * a credit from every rank. */
+static int enter(struct coll *cc, const struct eager *ep) {
+  int32_t msg[SLOT_CELLS];
+  const size_t at =
+      cell_off(cc, SLOT(cc->n, cc->me, cc->parity)) - cc->sig->win_offset;
+  int st = PLD_OK;
+  cc->c->coll_round++;
+  memcpy(msg, cc->desc, sizeof cc->desc);
+  /* The peers from the next rank on, spreading the writes; this rank
+   * last. */
+  for (int32_t i = 1; i <= cc->n && !st; i++) {
+    int32_t q = (cc->me + i) % cc->n;
+    if (ep->bytes)
+      memcpy(msg + D_WORDS, ep->src + (size_t)q * ep->stride, ep->bytes);
+    st = write_rank(cc, cc->sig, q, at, msg, sizeof cc->desc + ep->bytes);
+    if (!st && q != cc->me)
+      st = credit(cc, q);
+  }
+  return st ? st : await_all(cc);
+}
+
+/* Rank q's part of a small call for this rank, from its slot. */
+static const unsigned char *sent(const struct coll *cc, int32_t q) {
+  return (const unsigned char *)&cc
+      ->cells[SLOT(cc->n, q, cc->parity) + D_WORDS];
 }
 
 /* Takes back the credits this call waited for: the lane is zero again
@@ -156,16 +213,10 @@ static size_t desc_str(char *buf, size_t cap, const int32_t *d, int32_t call) {
  * with PLD_ERR_MISMATCH naming each rank's call. */
 static int compare_calls(struct coll *cc) {
   int32_t call = cc->desc[D_CALL] - 1;
-  size_t at = cell_off(cc, DESC(cc->n, call & 1));
-  int32_t(*d)[D_WORDS] = (int32_t(*)[D_WORDS])cc->stage->data;
   int same = 1;
-  for (int32_t q = 0; q < cc->n; q++) {
-    int st =
-        read_rank(cc, cc->sig, q, at - cc->sig->win_offset, d[q], sizeof d[q]);
-    if (st)
-      return st;
-    same &= memcmp(d[q], cc->desc, sizeof cc->desc) == 0;
-  }
+  for (int32_t q = 0; q < cc->n; q++)
+    same &= memcmp(&cc->cells[SLOT(cc->n, q, cc->parity)], cc->desc,
+                   sizeof cc->desc) == 0;
   if (same)
     return PLD_OK;
   char msg[4096], ws[160];
@@ -181,7 +232,8 @@ static int compare_calls(struct coll *cc) {
       m += pld__catf(msg + m, sizeof msg - m, " (world rank %d)",
                      cc->comm->members[q]);
     m += pld__catf(msg + m, sizeof msg - m, ": ");
-    m += desc_str(msg + m, sizeof msg - m, d[q], call);
+    m += desc_str(msg + m, sizeof msg - m,
+                  &cc->cells[SLOT(cc->n, q, cc->parity)], call);
     m += pld__catf(msg + m, sizeof msg - m, ";");
   }
   msg[m ? m - 1 : 0] = '\0';
@@ -428,28 +480,26 @@ static int begin(struct coll *cc, struct pld__core *c, const char *fn,
  * mesh synchronises once per group: FP32 data takes 32 KiB of staging and
  * 32 KiB of accumulator, which every core's tile memory holds. */
 #define GROUP ((size_t)8192)
+#define PIECE ((size_t)1024)
 
 /* Reserves the call's tile memory: a staging tile for groups of elements
- * of `es` bytes (room for every rank's descriptor at least), and for a
- * reduction an accumulator; groups are at most `most` elements. */
+ * of `es` bytes, and for a reduction an accumulator; groups are at most
+ * `most` elements. */
 static int reserve(struct coll *cc, size_t es, int reduce, int64_t most) {
   struct pld__core *c = cc->c;
   size_t g = most > 0 && (size_t)most < GROUP ? (size_t)most : GROUP;
-  size_t floor_bytes = (size_t)MAX_RANKS * D_WORDS * sizeof(int32_t);
   cc->group = g;
-  cc->stage =
-      pld__tile_alloc(c, cc->fn, PLD_UINT8, 1,
-                      (int32_t)(g * es > floor_bytes ? g * es : floor_bytes));
+  cc->stage = pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(g * es));
   if (cc->stage && reduce)
     cc->acc =
         pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(g * sizeof(float)));
   return c->status;
 }
 
-/* Writes the call's descriptor and counts the call; then the entry
- * barrier and the comparison of every rank's call. */
+/* Counts the call; then the entry (sending ep) and the comparison of
+ * every rank's call. */
 static int start(struct coll *cc, pld_dtype dt, int op, int mode, int root,
-                 int64_t count) {
+                 int64_t count, const struct eager *ep) {
   int32_t call = cc->cells[CALLS(cc->n)];
   cc->desc[D_WHAT] =
       (int32_t)((uint32_t)cc->kind | (uint32_t)op << 4 | (uint32_t)dt << 8 |
@@ -458,12 +508,12 @@ static int start(struct coll *cc, pld_dtype dt, int op, int mode, int root,
   cc->desc[D_COUNT_HI] = (int32_t)((uint32_t)((uint64_t)count >> 32 & 0xffff) |
                                    (uint32_t)root << 16);
   cc->desc[D_CALL] = call + 1;
-  memcpy(&cc->cells[DESC(cc->n, call & 1)], cc->desc, sizeof cc->desc);
+  cc->parity = call & 1;
   cc->cells[CALLS(cc->n)] = call + 1;
   cc->c->coll_kind = cc->kind;
   cc->c->coll_call = call + 1;
   cc->c->coll_round = 0;
-  int st = barrier(cc);
+  int st = enter(cc, ep);
   return st ? st : compare_calls(cc);
 }
 
@@ -519,6 +569,8 @@ static const void *rank_bytes(struct coll *cc, const struct pld__tensor *w,
                               size_t bytes) {
   if (q == cc->me)
     return (const unsigned char *)w->data + off;
+  if (cc->eager)
+    return sent(cc, q) + (off - cc->eager_off);
   const void *in = cc->f->ops->view(cc->f, w->win_buf, cc->comm->members[q],
                                     w->win_offset + off, bytes);
   if (in)
@@ -664,9 +716,12 @@ static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
                             int64_t e0, int64_t e1, pld_reduce_op op,
                             int sync) {
   const size_t es = pld_dtype_size(w->dtype);
+  /* Without a barrier, pieces small enough that the accumulator stays in
+   * the host CPU's first-level cache: every rank's data is read once. */
+  const size_t step = sync || cc->group < PIECE ? cc->group : PIECE;
   int st = PLD_OK;
-  for (int64_t g = e0; g < e1 && !st; g += (int64_t)cc->group) {
-    size_t len = (size_t)(e1 - g) < cc->group ? (size_t)(e1 - g) : cc->group;
+  for (int64_t g = e0; g < e1 && !st; g += (int64_t)step) {
+    size_t len = (size_t)(e1 - g) < step ? (size_t)(e1 - g) : step;
     st = reduce_ranks(cc, w, g, len, op);
     if (!st && sync)
       st = barrier(cc);
@@ -674,6 +729,34 @@ static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
       store_acc(w->dtype, (unsigned char *)w->data + (size_t)g * es,
                 cc->acc->data, len);
   }
+  return st;
+}
+
+/* Allgather and all-to-all: rank q's row me [lo, hi) of target w (rows of
+ * `row` elements) = my elements at src + q * stride (bytes), on every rank
+ * q; the call has `count` elements. */
+static int exchange(struct coll *cc, const struct pld__tensor *w,
+                    const unsigned char *src, size_t stride, int64_t lo,
+                    int64_t hi, int64_t row, int64_t count) {
+  const size_t es = pld_dtype_size(w->dtype), part = (size_t)(hi - lo) * es;
+  cc->eager = part <= PLD_COLL_EAGER_BYTES;
+  const struct eager ep = {src, cc->eager ? part : 0, stride};
+  int st;
+  if ((st = reserve(cc, es, 0, hi - lo)) ||
+      (st = start(cc, w->dtype, 0, 0, 0, count, &ep)))
+    return st;
+  unsigned char *rows = (unsigned char *)w->data + (size_t)lo * es;
+  for (int32_t i = 0; i < cc->n && !st; i++) {
+    int32_t q = (cc->me + i) % cc->n; /* spread the pushes over the ranks */
+    if (cc->eager)
+      memcpy(rows + (size_t)(q * row) * es,
+             q == cc->me ? src + (size_t)q * stride : sent(cc, q), part);
+    else
+      st = write_rank(cc, w, q, (size_t)(cc->me * row + lo) * es,
+                      src + (size_t)q * stride, part);
+  }
+  if (!st && !cc->eager) /* every row has landed */
+    st = barrier(cc);
   return st;
 }
 
@@ -752,19 +835,27 @@ int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
   const int64_t n = (int64_t)(w->nbytes / pld_dtype_size(w->dtype));
   if (mode == PLD_ALLREDUCE_AUTO)
     mode = pld_allreduce_auto(cc.n, (int64_t)w->nbytes);
+  const size_t es = pld_dtype_size(w->dtype);
   int64_t lo, hi;
   lane_part(&cc, n, &lo, &hi);
-  if ((st = reserve(&cc, pld_dtype_size(w->dtype), 1, hi - lo)) ||
-      (st = start(&cc, w->dtype, op, mode, 0, n)))
+  /* Mesh with little data: every rank's part comes in the entry. */
+  cc.eager = mode == PLD_ALLREDUCE_MESH &&
+             (size_t)(hi - lo) * es <= PLD_COLL_EAGER_BYTES;
+  cc.eager_off = (size_t)lo * es;
+  const struct eager ep = {(const unsigned char *)w->data + cc.eager_off,
+                           cc.eager ? (size_t)(hi - lo) * es : 0, 0};
+  if ((st = reserve(&cc, es, 1, hi - lo)) ||
+      (st = start(&cc, w->dtype, op, mode, 0, n, &ep)))
     return finish(&cc, st);
   if (cc.n == 1)
     return finish(&cc, PLD_OK);
   if (mode == PLD_ALLREDUCE_MESH) {
-    st = reduce_into_mine(&cc, w, lo, hi, op, 1);
+    /* Unless small, a peer may still read my unreduced data until the
+     * barrier before each store. */
+    st = reduce_into_mine(&cc, w, lo, hi, op, !cc.eager);
   } else if (mode == PLD_ALLREDUCE_TWO_PHASE) {
     /* Rank c reduces chunk c: nobody else reads my chunk me, so it is
      * stored at once; then every rank reads every reduced chunk. */
-    const size_t es = pld_dtype_size(w->dtype);
     int64_t c0, c1;
     chunk(lo, hi, cc.me, cc.n, &c0, &c1);
     st = reduce_into_mine(&cc, w, c0, c1, op, 0);
@@ -802,13 +893,20 @@ int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
   const int64_t n = (int64_t)(w->nbytes / es);
   int64_t lo, hi;
   lane_part(&cc, n, &lo, &hi);
+  unsigned char *mine = (unsigned char *)w->data + (size_t)lo * es;
+  const size_t part = (size_t)(hi - lo) * es;
+  cc.eager = part <= PLD_COLL_EAGER_BYTES;
+  const struct eager ep = {mine, cc.eager && cc.me == root ? part : 0, 0};
   if ((st = reserve(&cc, es, 0, hi - lo)) ||
-      (st = start(&cc, w->dtype, 0, 0, root, n)))
+      (st = start(&cc, w->dtype, 0, 0, root, n, &ep)))
     return finish(&cc, st);
+  if (cc.eager) {
+    if (cc.me != root)
+      memcpy(mine, sent(&cc, root), part);
+    return finish(&cc, PLD_OK);
+  }
   if (cc.me != root)
-    st = read_rank(&cc, w, root, (size_t)lo * es,
-                   (unsigned char *)w->data + (size_t)lo * es,
-                   (size_t)(hi - lo) * es);
+    st = read_rank(&cc, w, root, (size_t)lo * es, mine, part);
   if (!st) /* the root stays until everyone has read it */
     st = barrier(&cc);
   return finish(&cc, st);
@@ -827,22 +925,12 @@ int pld_allgather(pld_core k, pld_tensor stage, pld_window target,
     return finish(&cc, st);
   const int64_t row =
       (int64_t)(stage.p->nbytes / pld_dtype_size(stage.p->dtype));
-  const struct pld__tensor *w = target.p;
-  const size_t es = pld_dtype_size(w->dtype);
+  const size_t es = pld_dtype_size(target.p->dtype);
   int64_t lo, hi;
   lane_part(&cc, row, &lo, &hi);
-  if ((st = reserve(&cc, es, 0, hi - lo)) ||
-      (st = start(&cc, w->dtype, 0, 0, 0, row)))
-    return finish(&cc, st);
   const unsigned char *mine = (const unsigned char *)stage.p->data;
-  for (int32_t i = 0; i < cc.n && !st; i++) {
-    int32_t q = (cc.me + i) % cc.n; /* spread the pushes over the ranks */
-    st = write_rank(&cc, w, q, ((size_t)(cc.me * row) + (size_t)lo) * es,
-                    mine + (size_t)lo * es, (size_t)(hi - lo) * es);
-  }
-  if (!st) /* every row has landed */
-    st = barrier(&cc);
-  return finish(&cc, st);
+  return finish(&cc, exchange(&cc, target.p, mine + (size_t)lo * es, 0, lo, hi,
+                              row, row));
 }
 
 int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
@@ -858,14 +946,21 @@ int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
   const struct pld__tensor *w = data.p;
   const int64_t n = (int64_t)(w->nbytes / pld_dtype_size(w->dtype));
   const int64_t row = n / cc.n;
+  const size_t es = pld_dtype_size(w->dtype);
   int64_t lo, hi;
   lane_part(&cc, row, &lo, &hi);
-  if ((st = reserve(&cc, pld_dtype_size(w->dtype), 1, hi - lo)) ||
-      (st = start(&cc, w->dtype, op, 0, 0, n)))
+  /* Small rows: every rank's row me comes in the entry. */
+  cc.eager = (size_t)(hi - lo) * es <= PLD_COLL_EAGER_BYTES;
+  cc.eager_off = (size_t)(cc.me * row + lo) * es;
+  const struct eager ep = {(const unsigned char *)w->data + (size_t)lo * es,
+                           cc.eager ? (size_t)(hi - lo) * es : 0,
+                           (size_t)row * es};
+  if ((st = reserve(&cc, es, 1, hi - lo)) ||
+      (st = start(&cc, w->dtype, op, 0, 0, n, &ep)))
     return finish(&cc, st);
   /* Nobody else reads my row me: it is stored as it is reduced. */
   st = reduce_into_mine(&cc, w, cc.me * row + lo, cc.me * row + hi, op, 0);
-  if (!st) /* nobody changes its rows while others read them */
+  if (!st && !cc.eager) /* nobody changes its rows while others read them */
     st = barrier(&cc);
   return finish(&cc, st);
 }
@@ -883,23 +978,12 @@ int pld_all_to_all(pld_core k, pld_tensor input, pld_window target,
     return finish(&cc, st);
   const int64_t row =
       (int64_t)(target.p->nbytes / pld_dtype_size(target.p->dtype)) / cc.n;
-  const struct pld__tensor *w = target.p;
-  const size_t es = pld_dtype_size(w->dtype);
+  const size_t es = pld_dtype_size(target.p->dtype);
   int64_t lo, hi;
   lane_part(&cc, row, &lo, &hi);
-  if ((st = reserve(&cc, es, 0, hi - lo)) ||
-      (st = start(&cc, w->dtype, 0, 0, 0, row * cc.n)))
-    return finish(&cc, st);
   const unsigned char *in = (const unsigned char *)input.p->data;
-  for (int32_t i = 0; i < cc.n && !st; i++) {
-    int32_t d = (cc.me + i) % cc.n;
-    st = write_rank(&cc, w, d, ((size_t)(cc.me * row) + (size_t)lo) * es,
-                    in + ((size_t)(d * row) + (size_t)lo) * es,
-                    (size_t)(hi - lo) * es);
-  }
-  if (!st)
-    st = barrier(&cc);
-  return finish(&cc, st);
+  return finish(&cc, exchange(&cc, target.p, in + (size_t)lo * es,
+                              (size_t)row * es, lo, hi, row, row * cc.n));
 }
 
 int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
@@ -934,8 +1018,9 @@ int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
                       (int)d, (int)send[d], (long long)max,
                       pld_dtype_name(w->dtype), (long long)w->shape[0],
                       (int)cc.n);
+  const struct eager none = {NULL, 0, 0};
   if (st || (st = reserve(&cc, es, 0, max * cols)) ||
-      (st = start(&cc, w->dtype, 0, 0, 0, (int64_t)(w->nbytes / es))))
+      (st = start(&cc, w->dtype, 0, 0, 0, (int64_t)(w->nbytes / es), &none)))
     return finish(&cc, st);
   const unsigned char *in = (const unsigned char *)input.p->data;
   const size_t block = (size_t)(max * cols) * es;

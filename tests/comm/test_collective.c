@@ -6,8 +6,8 @@
  * (the reduction order of each mode, FP16/BF16 reduced in FP32, integers
  * wrapping, NaN propagating), on every rank and on two runs of the same
  * program; calls back to back, mixed and in loops on one signal window,
- * whose credit and count cells must be zero again afterwards (the whole
- * window should be: see the BUG case); a domain that is not the world.
+ * whose credit and count cells must be zero again afterwards, as the
+ * header promises; a domain that is not the world.
  *
  * One program per dtype (a PLD_KERNEL's signature fixes its dtype) runs a
  * plan: a list of calls, each with the input set it stages and the output
@@ -934,11 +934,12 @@ REFERENCE static void check_all_to_all_v(const struct run *r, int si) {
     }
 }
 
-/* Every call's result; then every rank's signal window: with `whole`,
- * every cell must be zero again (the header's promise), else the cells of
- * the credit protocol, [0, 2P) of each lane (credits and all-to-all-v
- * counts). */
-REFERENCE static void run_check(const struct run *r, int whole) {
+/* Every call's result; then every rank's signal window, as
+ * pld/collective.h promises it after the calls: in each lane, the credit
+ * and all-to-all-v count cells [0, 2P) and the cells 2P+1 to 2P+3 zero
+ * again, cell 2P the lane's count of collective calls (barriers not
+ * counted); the slots from 2P+4 on keep what ranks sent. */
+REFERENCE static void run_check(const struct run *r) {
   for (int si = 0; si < r->nsteps; si++)
     switch (r->steps[si].kind) {
     case K_ALLREDUCE:
@@ -958,12 +959,8 @@ REFERENCE static void run_check(const struct run *r, int whole) {
     default:
       break;
     }
-  /* What pld/collective.h promises of the signal window after the calls:
-   * every cell of each lane zero again, but the 8 descriptor cells after
-   * the 2P credit and count cells, and the next one, the lane's count of
-   * collective calls (barriers not counted). */
   const int32_t *sg = r->dsig;
-  const int64_t lane = PLD_SIGNAL_LANE_CELLS(r->p), calls_cell = 2 * r->p + 8;
+  const int64_t lane = PLD_SIGNAL_LANE_CELLS(r->p), calls_cell = 2 * r->p;
   int32_t calls = 0;
   for (int i = 0; i < r->nsteps; i++)
     calls += r->steps[i].kind != K_BARRIER;
@@ -971,8 +968,7 @@ REFERENCE static void run_check(const struct run *r, int whole) {
     for (int64_t i = 0; i < r->ns; i++) {
       const int64_t cell = i % lane;
       const int32_t want = cell == calls_cell ? calls : 0;
-      if ((cell < 2 * r->p || cell >= calls_cell || whole) &&
-          sg[q * r->ns + i] != want) {
+      if (cell < calls_cell + 4 && sg[q * r->ns + i] != want) {
         print_error("%s, %d ranks, %d blocks, %d calls: rank %d's signal "
                     "window holds %d in cell %lld after the calls (lane %lld, "
                     "cell %lld of the lane), expected %d\n",
@@ -1011,7 +1007,7 @@ static void run_all(struct run *r, uint64_t seed, int runs) {
   unsigned char *first = NULL, *again = NULL;
   for (int i = 0; i < runs; i++) {
     assert_ok(run_exec(r));
-    run_check(r, 0);
+    run_check(r);
     if (runs == 1)
       break;
     unsigned char **buf = i == 0 ? &first : &again;
@@ -1259,11 +1255,8 @@ static void test_mixed_in_a_loop(void **state) {
   mixed(PLD_INT32, 1, 2, 5);
 }
 
-/* BUG (src/comm/collective.c, start()): a call writes its descriptor and
- * the lane's call count into cells [2P, 2P+9) of its lane and nothing
- * ever clears them, so the signal window is not "zero again" after a call
- * as pld/collective.h promises; only the credit and count cells are.
- * Registered in tests/comm/CMakeLists.txt with WILL_FAIL until fixed. */
+/* Five small mesh allreduces (they travel in the slots) on one signal
+ * window, which then holds what the header promises (run_check). */
 static void test_signal_window_after_calls(void **state) {
   (void)state;
   struct run r;
@@ -1271,8 +1264,69 @@ static void test_signal_window_after_calls(void **state) {
   add(&r, K_ALLREDUCE, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH, 0, 0, 0);
   run_build(&r, 1);
   assert_ok(run_exec(&r));
-  run_check(&r, 0);
+  run_check(&r);
   run_free(&r);
+}
+
+/* pld/collective.h: a call whose data per block and rank pair is at most
+ * PLD_COLL_EAGER_BYTES sends it in the signal window, in the sender's slot
+ * on the receiver (cell 2P+4 + (2s + (i-1) % 2) * (4 + EAGER/4) for call
+ * i of rank s: 4 cells naming the call, then the data).  Two calls of
+ * exactly that much (pair 0: an allreduce, then an all-to-all of rows that
+ * long; pair 1: a broadcast from the last rank, then a reduce-scatter)
+ * leave each rank's data for each receiver there (the broadcast: the
+ * root's only); one element more and the data goes the other way, the
+ * slots hold the calls' descriptions only (their data cells stay zero). */
+static void small_calls(int p, int64_t len, int pair) {
+  const int64_t words = PLD_COLL_EAGER_BYTES / 4, slot = 4 + words;
+  struct run r;
+  const int kinds[] = {S_EXACT};
+  run_init(&r, PLD_FP32, p, 1, len, len, 1, kinds, 1);
+  if (pair == 0) {
+    add(&r, K_ALLREDUCE, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH, 0, 0, 0);
+    add(&r, K_ALL_TO_ALL, 0, 0, 0, 0, 0);
+  } else {
+    add(&r, K_BROADCAST, 0, 0, p - 1, 0, 0);
+    add(&r, K_REDUCE_SCATTER, PLD_REDUCE_SUM, 0, 0, 0, 0);
+  }
+  run_build(&r, 3);
+  assert_ok(run_exec(&r));
+  run_check(&r);
+  const int small = len <= words;
+  for (int q = 0; q < p; q++)
+    for (int s = 0; s < p; s++)
+      for (int call = 1; call <= 2; call++) {
+        const int32_t *cells = r.dsig + (size_t)q * (size_t)r.ns + 2 * p + 4 +
+                               (2 * s + (call - 1) % 2) * slot;
+        /* The call number, in the description's last cell. */
+        assert_int_equal(cells[3], call);
+        const char *want = call == 1
+                               ? (const char *)r.dxa + s * len * 4
+                               : (const char *)r.dxm + (s * p + q) * len * 4;
+        for (int64_t i = 0; i < words; i++) {
+          int32_t w = 0;
+          if (small && i < len && (pair == 0 || call == 2 || s == p - 1))
+            memcpy(&w, want + i * 4, 4);
+          if (cells[4 + i] != w) {
+            print_error("%d ranks, %lld elements: rank %d's slot for rank %d, "
+                        "call %d of pair %d, data word %lld holds %d, "
+                        "expected %d\n",
+                        p, (long long)len, q, s, call, pair, (long long)i,
+                        (int)cells[4 + i], (int)w);
+            fail();
+          }
+        }
+      }
+  run_free(&r);
+}
+
+static void test_small_calls_in_the_slots(void **state) {
+  (void)state;
+  for (int p = 2; p <= 3; p++)
+    for (int pair = 0; pair < 2; pair++) {
+      small_calls(p, PLD_COLL_EAGER_BYTES / 4, pair);
+      small_calls(p, PLD_COLL_EAGER_BYTES / 4 + 1, pair);
+    }
 }
 
 /* ---- slow: megabytes, 64 ranks --------------------------------------- */
@@ -1318,6 +1372,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_back_to_back_two_blocks),
     cmocka_unit_test(test_mixed_in_a_loop),
     cmocka_unit_test(test_signal_window_after_calls),
+    cmocka_unit_test(test_small_calls_in_the_slots),
     cmocka_unit_test(test_slow_megabytes),
     cmocka_unit_test(test_slow_64_ranks),
 };
