@@ -62,7 +62,8 @@
  * Statuses: PLD_OK; PLD_ERR_ARG (NULL tile, shape or dtype mismatch, a
  * store to an In tensor, integer division by zero); PLD_ERR_BOUNDS
  * (outside a tensor); PLD_ERR_TILE_MEMORY (the rules above);
- * PLD_ERR_UNSUPPORTED (an op the dtype lacks); PLD_ERR_LEVEL (matmul on a
+ * PLD_ERR_UNSUPPORTED (an op the dtype lacks, any computation on an
+ * INT64, FP64 or BOOL tile); PLD_ERR_LEVEL (matmul on a
  * vector core, a vector-only operation on a cube core); PLD_ERR_NOMEM
  * (matmul whose c is also a or b copies that operand to the heap).
  */
@@ -73,7 +74,11 @@
 
 typedef struct pld_tile pld_tile; /* owned by the kernel's core */
 
-/* Dtypes tiles may hold: FP32, FP16, BF16, INT32, INT16, INT8, UINT8. */
+/* Dtypes.  Tiles compute on FP32, FP16, BF16, INT32, INT16, INT8 and
+ * UINT8.  They also hold INT64, FP64 and BOOL, to move data only: such
+ * tiles are allocated, filled, loaded, stored, freed and moved between
+ * ranks (pld/rma.h), and every operation that computes on them fails with
+ * PLD_ERR_UNSUPPORTED. */
 
 /* Allocation (any core).  pld_tile_new: uninitialised; pld_full: every
  * element = value.  rows and cols must be > 0.  The tile takes the lowest

@@ -74,6 +74,26 @@ pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
   return t;
 }
 
+static int check_dtypes(struct pld__core *c, const char *fn, int put,
+                        const struct pld__tensor *w, int32_t peer,
+                        pld_dtype dtype, const struct pld__tensor *t);
+
+int pld_remote_load_into(pld_core k, pld_tile *dst, pld_window src,
+                         int32_t peer, int64_t row, int64_t col) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_remote_load_into";
+  int st;
+  if ((st = pld__win_check(c, fn, src, peer)) ||
+      (st = pld__tile_check(c, fn, "dst", dst)) ||
+      (st = check_dtypes(c, fn, 0, src.p, peer, dst->dtype, NULL)) ||
+      (st = pld__region_check(c, fn, src.p, peer, NULL, row, col, dst->rows,
+                              dst->cols)))
+    return st;
+  return move_rows(c, fn, 0, src.p, src.p->comm->members[peer], row, col,
+                   dst->rows, dst->cols, dst->data, dst->row_bytes,
+                   PLD_ATOMIC_NONE);
+}
+
 static int atomic_dtype_ok(pld_dtype d) {
   return d == PLD_FP32 || d == PLD_FP16 || d == PLD_BF16 || d == PLD_INT32 ||
          d == PLD_INT16 || d == PLD_INT8;
@@ -135,17 +155,9 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
 
 /* ---- put / get ----------------------------------------------------------- */
 
-/* A staging tile holds at most this many bytes. */
+/* A staging tile holds at most this many bytes by default. */
 #define STAGE_BYTES ((size_t)64 * 1024)
 
-/* A put (local tensor -> peer's window) or a get (peer's window -> local
- * tensor).  The transfer is cut in chunks the size of a staging tile and
- * reserves one such tile in this core's tile memory (two when pipelined),
- * so it needs the tile memory it needs on the hardware and fails the same
- * way when there is none; the simulator then moves each chunk's bytes once,
- * directly, rather than copying them through the tile a second time,
- * which would only halve the bandwidth without changing what any core can
- * observe. */
 /* A notify that follows a put's data. */
 struct then_notify {
   pld_window sig;
@@ -155,9 +167,110 @@ struct then_notify {
   pld_notify_op op;
 };
 
+/* Staging tiles the kernel gave (pld_put_tiles, pld_get_tiles). */
+struct staging {
+  pld_tile *tile[2];
+};
+
+/* Whether a and b have one shape, leading dimensions of size 1 aside. */
+static int same_shape(const struct pld__tensor *a,
+                      const struct pld__tensor *b) {
+  int i = 0, j = 0;
+  while (i < a->ndim - 1 && a->shape[i] == 1)
+    i++;
+  while (j < b->ndim - 1 && b->shape[j] == 1)
+    j++;
+  if (a->ndim - i != b->ndim - j)
+    return 0;
+  for (; i < a->ndim; i++, j++)
+    if (a->shape[i] != b->shape[j])
+      return 0;
+  return 1;
+}
+
+/* The chunk shape of a transfer of rows x cols elements of es bytes: the
+ * caller's (0 for a default), the staging tiles' if given, else whole rows
+ * of up to STAGE_BYTES (or STAGE_BYTES pieces of a longer row); never
+ * more than the region. */
+static int chunk_shape(struct pld__core *c, const char *fn, const pld_xfer *o,
+                       const struct staging *sg, size_t es, int64_t rows,
+                       int64_t cols, int64_t *crows, int64_t *ccols) {
+  if (o->chunk_rows < 0 || o->chunk_cols < 0)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "chunk shape: expected rows and cols >= 0 (0: the "
+                      "default), got [%d, %d]",
+                      (int)o->chunk_rows, (int)o->chunk_cols);
+  int64_t cr = o->chunk_rows, cc = o->chunk_cols;
+  if (sg) {
+    const pld_tile *t = sg->tile[0];
+    if ((cr && cr != t->rows) || (cc && cc != t->cols))
+      return pld__kfail(c, PLD_ERR_ARG, fn,
+                        "chunk shape [%d, %d] is not the staging tiles' "
+                        "[%d, %d]",
+                        (int)o->chunk_rows, (int)o->chunk_cols, (int)t->rows,
+                        (int)t->cols);
+    cr = t->rows;
+    cc = t->cols;
+  }
+  if (!cc)
+    cc = (size_t)cols * es > STAGE_BYTES ? (int64_t)(STAGE_BYTES / es) : cols;
+  if (!cr)
+    cr = (int64_t)(STAGE_BYTES / ((size_t)(cc < cols ? cc : cols) * es));
+  *crows = cr < rows ? cr : rows;
+  *ccols = cc < cols ? cc : cols;
+  if (*crows < 1)
+    *crows = 1;
+  return PLD_OK;
+}
+
+/* The kernel's staging tiles: live, of the data's dtype, one shape. */
+static int check_staging(struct pld__core *c, const char *fn,
+                         const struct staging *sg, pld_dtype dt) {
+  const char *names[2] = {"ping", "pong"};
+  for (int i = 0; i < 2; i++) {
+    const pld_tile *t = sg->tile[i];
+    if (i == 1 && !t)
+      break;
+    int st = pld__tile_check(c, fn, names[i], t);
+    if (st)
+      return st;
+    if (t->dtype != dt || t->rows != sg->tile[0]->rows ||
+        t->cols != sg->tile[0]->cols) {
+      char ts[64], ps[64];
+      pld__tile_str(ts, sizeof ts, t);
+      pld__tile_str(ps, sizeof ps, sg->tile[0]);
+      return pld__kfail(c, PLD_ERR_ARG, fn,
+                        "%s is %s: expected a %s tile%s%s", names[i], ts,
+                        pld_dtype_name(dt), i ? " of ping's shape " : "",
+                        i ? ps : "");
+    }
+  }
+  if (sg->tile[1] == sg->tile[0])
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "ping and pong are one tile: give two, or pong NULL");
+  return PLD_OK;
+}
+
+/* Copies rows of len bytes between strided buffers. */
+static void copy_block(unsigned char *dst, size_t dstride,
+                       const unsigned char *src, size_t sstride, int64_t rows,
+                       size_t len) {
+  for (int64_t r = 0; r < rows; r++)
+    memcpy(dst + (size_t)r * dstride, src + (size_t)r * sstride, len);
+}
+
+/* A put (local tensor -> peer's window) or a get (peer's window -> local
+ * tensor).  The transfer is cut in chunks the size of a staging tile.
+ * Without the kernel's tiles (sg NULL) it reserves one such tile in this
+ * core's tile memory (two when pipelined), so it needs the tile memory it
+ * needs on the hardware and fails the same way when there is none; the
+ * simulator then moves each chunk's bytes once, directly, rather than
+ * copying them through the tile a second time, which would only halve the
+ * bandwidth without changing what any core can observe.  With the
+ * kernel's tiles, every chunk goes through one of them, in turn. */
 static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
                     pld_window win, int32_t peer, const pld_xfer *opt,
-                    const struct then_notify *nt) {
+                    const struct then_notify *nt, const struct staging *sg) {
   struct pld__core *c = k.p;
   int st = pld__win_check(c, fn, win, peer);
   if (st)
@@ -197,42 +310,67 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   if (put && (st = check_atomic(c, fn, win.p, o.atomic)))
     return st;
   const struct pld__tensor *src = put ? loc.p : win.p;
+  const char *role = put ? "source" : "destination";
+  if ((st = check_dtypes(c, fn, put, win.p, peer, loc.p->dtype, loc.p)))
+    return st;
+  /* The whole tensor (no pld_xfer): one shape on both sides. */
+  if (!opt && !same_shape(loc.p, win.p)) {
+    char ls[160], ws[160], lt[128], wt[128];
+    pld__describe(ls, sizeof ls, loc.p, PLD__NO_PEER, role);
+    pld__describe(ws, sizeof ws, win.p, peer, NULL);
+    pld__tensor_str(lt, sizeof lt, loc.p);
+    pld__tensor_str(wt, sizeof wt, win.p);
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s is %s but %s is %s: a whole-tensor %s needs one "
+                      "shape on both sides (a pld_xfer region moves part of "
+                      "one)",
+                      put ? ls : ws, put ? lt : wt, put ? ws : ls,
+                      put ? wt : lt, put ? "put" : "get");
+  }
   /* 0 rows: all of the source's; 0 columns: all of its columns. */
   int64_t rows = o.rows ? o.rows : pld__tensor_rows(src);
   int64_t cols = o.cols ? o.cols : pld__tensor_cols(src);
   int64_t lrow = put ? o.src_row : o.dst_row, lcol = put ? o.src_col : o.dst_col;
   int64_t wrow = put ? o.dst_row : o.src_row, wcol = put ? o.dst_col : o.src_col;
-  const char *role = put ? "source" : "destination";
-  if ((st = check_dtypes(c, fn, put, win.p, peer, loc.p->dtype, loc.p)) ||
-      (st = pld__region_check(c, fn, loc.p, PLD__NO_PEER, role, lrow, lcol,
+  if ((st = pld__region_check(c, fn, loc.p, PLD__NO_PEER, role, lrow, lcol,
                               rows, cols)) ||
       (st = pld__region_check(c, fn, win.p, peer, NULL, wrow, wcol, rows,
-                              cols)))
+                              cols)) ||
+      (sg && (st = check_staging(c, fn, sg, src->dtype))))
     return st;
 
-  /* Chunks: whole rows of at most STAGE_BYTES, or pieces of one row. */
   size_t es = pld_dtype_size(src->dtype);
-  int64_t ccols = cols, crows;
-  if ((size_t)ccols * es > STAGE_BYTES)
-    ccols = (int64_t)(STAGE_BYTES / es);
-  crows = (int64_t)(STAGE_BYTES / ((size_t)ccols * es));
-  if (crows > rows)
-    crows = rows;
+  int64_t crows = 1, ccols = 1;
+  if ((st = chunk_shape(c, fn, &o, sg, es, rows, cols, &crows, &ccols)))
+    return st;
   pld_tile *stage[2] = {NULL, NULL};
-  for (int i = 0; i < (o.pipelined ? 2 : 1); i++)
+  for (int i = 0; !sg && i < (o.pipelined ? 2 : 1); i++)
     if (!(stage[i] = pld__tile_alloc(c, fn, src->dtype, (int32_t)crows,
-                                  (int32_t)ccols))) {
+                                     (int32_t)ccols))) {
       pld_tile_free(k, stage[0]);
       return c->status;
     }
   int world = win.p->comm->members[peer];
   size_t stride = (size_t)pld__tensor_cols(loc.p) * es;
+  int turn = 0;
   for (int64_t r = 0; r < rows && !st; r += crows)
     for (int64_t q = 0; q < cols && !st; q += ccols) {
       int64_t nr = rows - r < crows ? rows - r : crows;
       int64_t nc = cols - q < ccols ? cols - q : ccols;
+      unsigned char *l = tensor_at(loc.p, lrow + r, lcol + q);
+      if (!sg) {
+        st = move_rows(c, fn, put, win.p, world, wrow + r, wcol + q, nr, nc,
+                       l, stride, o.atomic);
+        continue;
+      }
+      pld_tile *t = sg->tile[turn];
+      turn = sg->tile[1] ? !turn : 0;
+      if (put)
+        copy_block(t->data, t->row_bytes, l, stride, nr, (size_t)nc * es);
       st = move_rows(c, fn, put, win.p, world, wrow + r, wcol + q, nr, nc,
-                     tensor_at(loc.p, lrow + r, lcol + q), stride, o.atomic);
+                     t->data, t->row_bytes, o.atomic);
+      if (!st && !put)
+        copy_block(l, stride, t->data, t->row_bytes, nr, (size_t)nc * es);
     }
   pld_tile_free(k, stage[1]);
   pld_tile_free(k, stage[0]);
@@ -243,17 +381,29 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
 
 int pld_put(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
             const pld_xfer *opt) {
-  return transfer(k, "pld_put", 1, src, dst, peer, opt, NULL);
+  return transfer(k, "pld_put", 1, src, dst, peer, opt, NULL, NULL);
 }
 
 int pld_put_notify(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
                    const pld_xfer *opt, pld_window sig, int n,
                    const int64_t *idx, int32_t value, pld_notify_op op) {
   const struct then_notify nt = {sig, n, idx, value, op};
-  return transfer(k, "pld_put_notify", 1, src, dst, peer, opt, &nt);
+  return transfer(k, "pld_put_notify", 1, src, dst, peer, opt, &nt, NULL);
 }
 
 int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
             const pld_xfer *opt) {
-  return transfer(k, "pld_get", 0, dst, src, peer, opt, NULL);
+  return transfer(k, "pld_get", 0, dst, src, peer, opt, NULL, NULL);
+}
+
+int pld_put_tiles(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
+                  const pld_xfer *opt, pld_tile *ping, pld_tile *pong) {
+  const struct staging sg = {{ping, pong}};
+  return transfer(k, "pld_put_tiles", 1, src, dst, peer, opt, NULL, &sg);
+}
+
+int pld_get_tiles(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
+                  const pld_xfer *opt, pld_tile *ping, pld_tile *pong) {
+  const struct staging sg = {{ping, pong}};
+  return transfer(k, "pld_get_tiles", 0, dst, src, peer, opt, NULL, &sg);
 }

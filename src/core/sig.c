@@ -57,8 +57,8 @@ static size_t dims_str(char *buf, size_t cap, const pld_param *p) {
 size_t pld__param_str(char *buf, size_t cap, const pld_param *p) {
   size_t n = pld__catf(buf, cap, "%s: ", p->name);
   if (p->kind == PLD_ARG_SCALAR)
-    return n + pld__catf(buf + n, cap - n, "%s scalar",
-                         pld_dtype_name(p->dtype));
+    return n +
+           pld__catf(buf + n, cap - n, "%s scalar", pld_dtype_name(p->dtype));
   n += dims_str(buf + n, cap - n, p);
   if (p->kind == PLD_ARG_WINDOW)
     return n + pld__catf(buf + n, cap - n, " window");
@@ -73,8 +73,8 @@ static int dims_find(const struct pld__dims *dims, const char *name) {
 }
 
 static int is_int_dtype(pld_dtype d) {
-  return d == PLD_INT32 || d == PLD_INT16 || d == PLD_INT8 ||
-         d == PLD_UINT8 || d == PLD_INT64 || d == PLD_BOOL;
+  return d == PLD_INT32 || d == PLD_INT16 || d == PLD_INT8 || d == PLD_UINT8 ||
+         d == PLD_INT64 || d == PLD_BOOL;
 }
 
 static int is_float_dtype(pld_dtype d) {
@@ -124,8 +124,7 @@ static size_t head(char *msg, size_t cap, const char *what,
 }
 
 static int check_scalar(const pld_signature *sig, const char *what, int i,
-                        const pld_arg *a, pld_arg *out, char *msg,
-                        size_t cap) {
+                        const pld_arg *a, pld_arg *out, char *msg, size_t cap) {
   const pld_param *p = &sig->params[i];
   *out = *a;
   if (is_int_dtype(p->dtype)) {
@@ -135,15 +134,17 @@ static int check_scalar(const pld_signature *sig, const char *what, int i,
                 "expected an integer scalar for %s, got %s; cast it "
                 "explicitly",
                 pld_dtype_name(p->dtype),
-                a->dtype == PLD_DTYPE_COUNT ? "an unsigned value above INT64_MAX"
-                                            : pld_dtype_name(a->dtype));
+                a->dtype == PLD_DTYPE_COUNT
+                    ? "an unsigned value above INT64_MAX"
+                    : pld_dtype_name(a->dtype));
       return PLD_ERR_ARG;
     }
     int64_t lo, hi;
     int_range(p->dtype, &lo, &hi);
     if (a->v.i < lo || a->v.i > hi) {
       size_t n = head(msg, cap, what, sig, i);
-      pld__catf(msg + n, cap - n, "expected a %s value in [%lld, %lld], got %lld",
+      pld__catf(msg + n, cap - n,
+                "expected a %s value in [%lld, %lld], got %lld",
                 pld_dtype_name(p->dtype), (long long)lo, (long long)hi,
                 (long long)a->v.i);
       return PLD_ERR_ARG;
@@ -168,9 +169,327 @@ static int check_scalar(const pld_signature *sig, const char *what, int i,
   return PLD_ERR_ARG;
 }
 
+/* ---- dimensions ------------------------------------------------------- */
+
+/* Bindings of one call: the program-wide ones (g) and, for device
+ * functions and kernels, those of this call alone (l); a host function
+ * binds into g. */
+struct scope {
+  struct pld__dims *g, *l;
+};
+
+static int scope_find(const struct scope *sc, const char *name, int64_t *size,
+                      const char **by) {
+  const struct pld__dims *d[2] = {sc->g, sc->l};
+  for (int k = 0; k < 2; k++) {
+    int b = d[k] ? dims_find(d[k], name) : -1;
+    if (b >= 0) {
+      *size = d[k]->size[b];
+      if (by)
+        *by = d[k]->by[b];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int is_ident_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static int is_ident_char(char c) {
+  return is_ident_start(c) || (c >= '0' && c <= '9');
+}
+
+/* A dimension as written: one name, one number, or an expression. */
+static int is_name(const char *s) {
+  if (!s || !is_ident_start(*s))
+    return 0;
+  while (is_ident_char(*s))
+    s++;
+  return *s == '\0';
+}
+
+static int is_number(const char *s) {
+  if (!s || !(*s >= '0' && *s <= '9'))
+    return 0;
+  while (is_ident_char(*s))
+    s++;
+  return *s == '\0';
+}
+
+/* The evaluation of a shape expression: its text, the bindings its names
+ * take, and what went wrong (the first thing). */
+struct expr {
+  const char *p;
+  const struct scope *sc; /* NULL: every name is PLD_DYN (as C saw it) */
+  int nnames, bound, unbound;
+  const char *names[8];
+  int64_t values[8];
+  const char *unknown; /* a name no parameter bound (taken as PLD_DYN) */
+  size_t unknown_len;
+  char err[160]; /* not an expression */
+  char bad[160]; /* arithmetic that fails with these values */
+};
+
+static void skip_space(struct expr *e) {
+  while (*e->p == ' ' || *e->p == '\t' || *e->p == '\n')
+    e->p++;
+}
+
+static int64_t parse_sum(struct expr *e);
+
+static int64_t parse_primary(struct expr *e) {
+  skip_space(e);
+  if (e->err[0])
+    return 0;
+  if (*e->p == '(') {
+    e->p++;
+    int64_t v = parse_sum(e);
+    skip_space(e);
+    if (*e->p != ')' && !e->err[0])
+      pld__catf(e->err, sizeof e->err, "a ')' is missing");
+    else
+      e->p++;
+    return v;
+  }
+  if (*e->p >= '0' && *e->p <= '9') {
+    int64_t v = 0;
+    int base = 10;
+    if (e->p[0] == '0' && (e->p[1] == 'x' || e->p[1] == 'X'))
+      base = 16, e->p += 2;
+    for (;; e->p++) {
+      char c = *e->p;
+      int dgt = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : 99;
+      if (dgt >= base)
+        break;
+      if (__builtin_mul_overflow(v, base, &v) ||
+          __builtin_add_overflow(v, dgt, &v)) {
+        pld__catf(e->err, sizeof e->err, "a number overflows");
+        return 1;
+      }
+    }
+    while (*e->p == 'u' || *e->p == 'U' || *e->p == 'l' || *e->p == 'L')
+      e->p++;
+    return v;
+  }
+  if (is_ident_start(*e->p)) {
+    const char *n = e->p;
+    while (is_ident_char(*e->p))
+      e->p++;
+    size_t len = (size_t)(e->p - n);
+    char name[64];
+    pld__catf(name, sizeof name, "%.*s", (int)len, n);
+    int64_t v;
+    /* Names are matched by their text: the bindings keep the declared
+     * strings. */
+    const struct pld__dims *d[2] = {e->sc ? e->sc->g : NULL,
+                                    e->sc ? e->sc->l : NULL};
+    for (int k = 0; k < 2; k++) {
+      int b = -1;
+      for (int i = 0; d[k] && i < d[k]->n && b < 0; i++)
+        if (strlen(d[k]->name[i]) == len && !strncmp(d[k]->name[i], n, len))
+          b = i;
+      if (b < 0)
+        continue;
+      v = d[k]->size[b];
+      int seen = 0;
+      for (int i = 0; i < e->nnames; i++)
+        seen |= e->names[i] == d[k]->name[b];
+      if (!seen && e->nnames < 8) {
+        e->names[e->nnames] = d[k]->name[b];
+        e->values[e->nnames++] = v;
+      }
+      e->bound++;
+      return v;
+    }
+    e->unbound++;
+    if (!e->unknown)
+      e->unknown = n, e->unknown_len = len;
+    return PLD_DYN;
+  }
+  if (*e->p == '\0')
+    pld__catf(e->err, sizeof e->err, "it ends where a value should be");
+  else
+    pld__catf(e->err, sizeof e->err, "'%c' is not part of a shape expression",
+              *e->p);
+  return 0;
+}
+
+static int64_t parse_unary(struct expr *e) {
+  skip_space(e);
+  if (*e->p == '-' || *e->p == '+') {
+    int neg = *e->p++ == '-';
+    int64_t v = parse_unary(e);
+    if (neg && __builtin_sub_overflow((int64_t)0, v, &v) && !e->bad[0])
+      pld__catf(e->bad, sizeof e->bad, "it overflows");
+    return v;
+  }
+  return parse_primary(e);
+}
+
+static int64_t parse_product(struct expr *e) {
+  int64_t v = parse_unary(e);
+  for (;;) {
+    skip_space(e);
+    char op = *e->p;
+    if (e->err[0] || (op != '*' && op != '/' && op != '%'))
+      return v;
+    e->p++;
+    int64_t r = parse_unary(e);
+    /* C's arithmetic (the value the compiler gave), and what fails for a
+     * shape: overflow, a remainder, zero. */
+    if (op == '*') {
+      if (__builtin_mul_overflow(v, r, &v) && !e->bad[0])
+        pld__catf(e->bad, sizeof e->bad, "it overflows");
+    } else if (r == 0 || (r == -1 && v == INT64_MIN)) {
+      if (!e->bad[0])
+        pld__catf(e->bad, sizeof e->bad, "%lld %c %lld has no value",
+                  (long long)v, op, (long long)r);
+      v = 0;
+    } else if (op == '%') {
+      v %= r;
+    } else {
+      if (v % r && !e->bad[0])
+        pld__catf(e->bad, sizeof e->bad, "%lld / %lld does not divide",
+                  (long long)v, (long long)r);
+      v /= r;
+    }
+  }
+}
+
+static int64_t parse_sum(struct expr *e) {
+  int64_t v = parse_product(e);
+  for (;;) {
+    skip_space(e);
+    char op = *e->p;
+    if (e->err[0] || (op != '+' && op != '-'))
+      return v;
+    e->p++;
+    int64_t r = parse_product(e);
+    if ((op == '+' ? __builtin_add_overflow(v, r, &v)
+                   : __builtin_sub_overflow(v, r, &v)) &&
+        !e->bad[0])
+      pld__catf(e->bad, sizeof e->bad, "it overflows");
+  }
+}
+
+/* " (NR = 4, K = 8)": the values of the names an expression used. */
+static size_t names_str(char *buf, size_t cap, const struct expr *e) {
+  if (!e->nnames)
+    return 0;
+  size_t n = pld__catf(buf, cap, " (");
+  for (int i = 0; i < e->nnames; i++)
+    n += pld__catf(buf + n, cap - n, "%s%s = %lld", i ? ", " : "", e->names[i],
+                   (long long)e->values[i]);
+  return n + pld__catf(buf + n, cap - n, ")");
+}
+
+/* Dimension d of parameter i is an expression (not one name or number):
+ * its value in *v, or PLD_ERR_ARG with the message.  An expression of
+ * constants alone (no bound name in it) has the value C gave it. */
+static int eval_dim(const pld_signature *sig, const char *what, int i, int d,
+                    const struct scope *sc, int64_t *v, char *msg, size_t cap) {
+  const pld_dim *dim = &sig->params[i].dims[d];
+  struct expr e;
+  memset(&e, 0, sizeof e);
+  e.p = dim->name;
+  e.sc = sc;
+  int64_t val = parse_sum(&e);
+  skip_space(&e);
+  if (!e.err[0] && *e.p)
+    pld__catf(e.err, sizeof e.err, "'%c' is not part of a shape expression",
+              *e.p);
+  /* Names no parameter bound: dynamic dimensions not bound, if C's value
+   * is the one every name gives as PLD_DYN; else constants (an expression
+   * of constants alone is the number C made of it). */
+  struct expr c;
+  memset(&c, 0, sizeof c);
+  c.p = dim->name;
+  int constants = e.unbound && parse_sum(&c) != dim->size;
+  if (!e.err[0] && !e.bound && (constants || !e.unbound) && dim->size > 0) {
+    *v = dim->size;
+    return PLD_OK;
+  }
+  size_t n = head(msg, cap, what, sig, i);
+  if (!e.err[0] && e.unbound) {
+    pld__catf(msg + n, cap - n,
+              "dimension %d is the shape expression %s, but %.*s in it is "
+              "%s",
+              d, dim->name, (int)e.unknown_len, e.unknown,
+              constants ? "a constant beside dynamic dimensions: write "
+                          "constants in shape expressions as numbers"
+                        : "no dynamic dimension bound by a parameter where "
+                          "it stands alone (of this call, or of the host "
+                          "function)");
+    return PLD_ERR_ARG;
+  }
+  if (!e.err[0] && e.bad[0]) {
+    n += pld__catf(msg + n, cap - n, "dimension %d is the shape expression %s",
+                   d, dim->name);
+    n += names_str(msg + n, cap - n, &e);
+    pld__catf(msg + n, cap - n, ": %s", e.bad);
+    return PLD_ERR_ARG;
+  }
+  if (!e.err[0] && val <= 0) {
+    n += pld__catf(msg + n, cap - n,
+                   "dimension %d is the shape expression %s = %lld", d,
+                   dim->name, (long long)val);
+    n += names_str(msg + n, cap - n, &e);
+    pld__catf(msg + n, cap - n, ": a dimension must be > 0");
+    return PLD_ERR_ARG;
+  }
+  if (e.err[0]) {
+    n += pld__catf(msg + n, cap - n, "dimension %d is the shape expression %s",
+                   d, dim->name);
+    n += names_str(msg + n, cap - n, &e);
+    pld__catf(msg + n, cap - n, ": %s", e.err);
+    return PLD_ERR_ARG;
+  }
+  *v = val;
+  return PLD_OK;
+}
+
+/* Binds or checks a dynamic dimension `name` against `size`. */
+static int bind_dim(const pld_signature *sig, const char *what, int i, int d,
+                    const struct scope *sc, int64_t size, char *msg,
+                    size_t cap) {
+  const char *name = sig->params[i].dims[d].name, *by = NULL;
+  int64_t have;
+  if (scope_find(sc, name, &have, &by)) {
+    if (have == size)
+      return PLD_OK;
+    size_t n = head(msg, cap, what, sig, i);
+    pld__catf(msg + n, cap - n,
+              "dynamic dimension %s (dimension %d) is %lld here, but %s "
+              "bound it to %lld",
+              name, d, (long long)size, by, (long long)have);
+    return PLD_ERR_ARG;
+  }
+  struct pld__dims *into = sc->l ? sc->l : sc->g;
+  if (into->n == PLD__MAX_DYN_DIMS) {
+    size_t n = head(msg, cap, what, sig, i);
+    pld__catf(msg + n, cap - n, "more than %d dynamic dimensions",
+              PLD__MAX_DYN_DIMS);
+    return PLD_ERR_ARG;
+  }
+  int b = into->n++;
+  into->name[b] = name;
+  into->size[b] = size;
+  pld__catf(into->by[b], sizeof into->by[b], "parameter '%s' of %s",
+            sig->params[i].name, sig->name);
+  return PLD_OK;
+}
+
+/* The kind, direction, dtype and rank of tensor argument i.  A window
+ * view whose shape differs from the parameter's only by leading unit
+ * dimensions is taken with the parameter's rank: *t then points to a copy
+ * in *reshaped. */
 static int check_tensor(const pld_signature *sig, const char *what, int i,
-                        struct pld__dims *dims, const pld_arg *a, char *msg,
-                        size_t cap) {
+                        const pld_arg *a, const struct pld__tensor **tp,
+                        struct pld__tensor *reshaped, char *msg, size_t cap) {
   const pld_param *p = &sig->params[i];
   char want[128], got[128];
   dims_str(want, sizeof want, p);
@@ -183,9 +502,8 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
   }
   /* A window is a tensor too; a plain tensor is no window: peers cannot
    * reach it. */
-  if (p->kind == PLD_ARG_WINDOW &&
-      (a->kind != PLD_ARG_WINDOW || !a->v.t ||
-       !(a->v.t->flags & PLD__T_WINDOW))) {
+  if (p->kind == PLD_ARG_WINDOW && (a->kind != PLD_ARG_WINDOW || !a->v.t ||
+                                    !(a->v.t->flags & PLD__T_WINDOW))) {
     size_t n = head(msg, cap, what, sig, i);
     pld__catf(msg + n, cap - n,
               "expected a window %s, got a plain tensor: peers cannot reach "
@@ -213,46 +531,80 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
     return PLD_ERR_ARG;
   }
   pld__tensor_str(got, sizeof got, t);
-  if (t->dtype != p->dtype || t->ndim != p->ndim) {
+  int units = t->ndim != p->ndim && p->kind == PLD_ARG_WINDOW && reshaped;
+  /* Leading dimensions of the longer shape beyond the other's rank: all
+   * 1 (the parameter's: declared as the number 1). */
+  for (int d = 0; units && d < t->ndim - p->ndim; d++)
+    units = t->shape[d] == 1;
+  for (int d = 0; units && d < p->ndim - t->ndim; d++)
+    units = p->dims[d].size == 1 && is_number(p->dims[d].name);
+  if (t->dtype != p->dtype || (t->ndim != p->ndim && !units)) {
     size_t n = head(msg, cap, what, sig, i);
     pld__catf(msg + n, cap - n, "expected %s, got %s", want, got);
     return PLD_ERR_ARG;
   }
+  if (units) {
+    *reshaped = *t;
+    reshaped->ndim = p->ndim;
+    for (int d = 0; d < p->ndim; d++) {
+      int from = d - (p->ndim - t->ndim);
+      reshaped->shape[d] = from < 0 ? 1 : t->shape[from];
+    }
+    t = reshaped;
+  }
+  *tp = t;
+  return PLD_OK;
+}
+
+/* The dimensions of tensor argument i (of shape t): names alone bind
+ * (pass 0), numbers and expressions are checked (pass 1, once every name
+ * of the call is bound). */
+static int check_dims(const pld_signature *sig, const char *what, int i,
+                      const struct pld__tensor *t, const struct scope *sc,
+                      int pass, char *msg, size_t cap) {
+  const pld_param *p = &sig->params[i];
   for (int d = 0; d < p->ndim; d++) {
     const pld_dim *dim = &p->dims[d];
-    if (dim->size == PLD_DYN) {
-      int b = dims_find(dims, dim->name);
-      if (b < 0) {
-        if (dims->n == PLD__MAX_DYN_DIMS) {
-          size_t n = head(msg, cap, what, sig, i);
-          pld__catf(msg + n, cap - n, "more than %d dynamic dimensions",
-                    PLD__MAX_DYN_DIMS);
-          return PLD_ERR_ARG;
-        }
-        b = dims->n++;
-        dims->name[b] = dim->name;
-        dims->size[b] = t->shape[d];
-        pld__catf(dims->by[b], sizeof dims->by[b], "parameter '%s' of %s",
-                  p->name, sig->name);
-      } else if (dims->size[b] != t->shape[d]) {
-        size_t n = head(msg, cap, what, sig, i);
-        pld__catf(msg + n, cap - n,
-                  "dynamic dimension %s (dimension %d) is %lld here, but %s "
-                  "bound it to %lld",
-                  dim->name, d, (long long)t->shape[d], dims->by[b],
-                  (long long)dims->size[b]);
-        return PLD_ERR_ARG;
+    int alone = is_name(dim->name) || is_number(dim->name) || !dim->name;
+    if (alone && dim->size == PLD_DYN) {
+      if (pass == 0) {
+        int st = bind_dim(sig, what, i, d, sc, t->shape[d], msg, cap);
+        if (st)
+          return st;
       }
-    } else if (dim->size <= 0) {
+      continue;
+    }
+    if (pass == 0)
+      continue;
+    int64_t want = dim->size;
+    if (!alone) {
+      int st = eval_dim(sig, what, i, d, sc, &want, msg, cap);
+      if (st)
+        return st;
+    } else if (want <= 0) {
       size_t n = head(msg, cap, what, sig, i);
       pld__catf(msg + n, cap - n,
                 "declared dimension %d (%s = %lld) must be > 0 or a "
                 "PLD_DYNAMIC name",
                 d, dim->name, (long long)dim->size);
       return PLD_ERR_ARG;
-    } else if (dim->size != t->shape[d]) {
+    }
+    if (want != t->shape[d]) {
+      char ws[128], got[128];
+      dims_str(ws, sizeof ws, p);
+      pld__tensor_str(got, sizeof got, t);
       size_t n = head(msg, cap, what, sig, i);
-      pld__catf(msg + n, cap - n, "expected %s, got %s", want, got);
+      n += pld__catf(msg + n, cap - n, "expected %s, got %s", ws, got);
+      if (!alone) {
+        struct expr e;
+        memset(&e, 0, sizeof e);
+        e.p = dim->name;
+        e.sc = sc;
+        (void)parse_sum(&e);
+        n += pld__catf(msg + n, cap - n, ": dimension %d is %s = %lld", d,
+                       dim->name, (long long)want);
+        names_str(msg + n, cap - n, &e);
+      }
       return PLD_ERR_ARG;
     }
   }
@@ -261,7 +613,8 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
 
 int pld__sig_check(const pld_signature *sig, const char *what,
                    struct pld__dims *dims, int argc, const pld_arg *argv,
-                   pld_arg *norm, char *msg, size_t cap) {
+                   pld_arg *norm, struct pld__tensor *reshaped, char *msg,
+                   size_t cap) {
   if (argc != sig->nparams) {
     size_t n = pld__catf(msg, cap, "%s: %s: expected %d argument%s (", what,
                          sig->name, sig->nparams, sig->nparams == 1 ? "" : "s");
@@ -272,6 +625,12 @@ int pld__sig_check(const pld_signature *sig, const char *what,
     pld__catf(msg + n, cap - n, "), got %d", argc);
     return PLD_ERR_ARG;
   }
+  /* A host function's names are program-wide; a device function's or a
+   * kernel's are bound per call, unless the host's bound them. */
+  struct pld__dims local;
+  local.n = 0;
+  const struct scope sc = {dims, sig->level == PLD_LEVEL_HOST ? NULL : &local};
+  const struct pld__tensor *ts[PLD__MAX_PARAMS];
   for (int i = 0; i < argc; i++) {
     const pld_param *p = &sig->params[i];
     int st;
@@ -284,9 +643,21 @@ int pld__sig_check(const pld_signature *sig, const char *what,
       }
       st = check_scalar(sig, what, i, &argv[i], &norm[i], msg, cap);
     } else {
-      st = check_tensor(sig, what, i, dims, &argv[i], msg, cap);
+      st = check_tensor(sig, what, i, &argv[i], &ts[i],
+                        reshaped ? &reshaped[i] : NULL, msg, cap);
+      if (!st)
+        st = check_dims(sig, what, i, ts[i], &sc, 0, msg, cap);
       norm[i] = argv[i];
+      if (!st && ts[i] != argv[i].v.t)
+        norm[i].v.t = reshaped + i;
     }
+    if (st)
+      return st;
+  }
+  for (int i = 0; i < argc; i++) {
+    if (sig->params[i].kind == PLD_ARG_SCALAR)
+      continue;
+    int st = check_dims(sig, what, i, ts[i], &sc, 1, msg, cap);
     if (st)
       return st;
   }

@@ -21,7 +21,10 @@
 const char *pld__sig_problem(const pld_signature *sig, pld_level level,
                              int entry);
 
-/* Dynamic dimension bindings: name -> size, and who bound it. */
+/* Dynamic dimension bindings: name -> size, and who bound it.  A host
+ * function's names are bound program-wide; a device function's or a
+ * kernel's names are bound per call (one generic kernel can be launched
+ * with different shapes), but for names the host function bound. */
 struct pld__dims {
   int n;
   const char *name[PLD__MAX_DYN_DIMS];
@@ -30,15 +33,23 @@ struct pld__dims {
 };
 
 /* Checks argv[0..argc) against sig: count, kind, dtype, shape, dynamic
- * dimensions (bound in dims as first met), scalar ranges.  Writes into
+ * dimensions (a host function's bound in dims as first met; others
+ * checked against dims and bound for the call), shape expressions
+ * (dimensions written as an expression of dynamic dimensions and numbers,
+ * checked once the call's names are bound), scalar ranges.  Writes into
  * norm[] (room for sig->nparams) the arguments as the function's entry
- * unpacks them: integer scalars in v.i, float scalars in v.f.  On failure
- * returns PLD_ERR_ARG with "<what>: <callee>: parameter 'p' (2 of 3):
- * expected ..., got ..." in msg; `what` names the call ("pld_dispatch to
- * rank 1").  Tensors must not be NULL or PLD__T_INVALID. */
+ * unpacks them: integer scalars in v.i, float scalars in v.f; a window
+ * view whose shape differs from its parameter's only by leading unit
+ * dimensions is given a descriptor of the parameter's rank, written in
+ * reshaped[i] (room for sig->nparams; NULL: such views are refused).  On
+ * failure returns PLD_ERR_ARG with "<what>: <callee>: parameter 'p' (2 of
+ * 3): expected ..., got ..." in msg; `what` names the call ("pld_dispatch
+ * to rank 1").  Tensors must not be NULL or PLD__T_INVALID. */
+struct pld__tensor;
 int pld__sig_check(const pld_signature *sig, const char *what,
                    struct pld__dims *dims, int argc, const pld_arg *argv,
-                   pld_arg *norm, char *msg, size_t cap);
+                   pld_arg *norm, struct pld__tensor *reshaped, char *msg,
+                   size_t cap);
 
 /* a is an integer scalar whose value fits an int64_t (v.i holds it). */
 int pld__arg_is_integer(const pld_arg *a);

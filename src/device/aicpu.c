@@ -16,8 +16,9 @@ static int afail(struct pld__aicpu *a, int status, const char *fn,
   if (a->status)
     return a->status;
   a->status = status;
-  size_t n = pld__catf(a->msg, sizeof a->msg, "%s (rank %d, device %d, in %s): ",
-                       fn, a->rank, a->device, a->fn);
+  size_t n =
+      pld__catf(a->msg, sizeof a->msg, "%s (rank %d, device %d, in %s): ", fn,
+                a->rank, a->device, a->fn);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(a->msg + n, sizeof a->msg - n, fmt, ap);
@@ -81,8 +82,7 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
   if (a->status)
     return a->status;
   const pld_signature *sig = kernel.sig;
-  const char *problem =
-      pld__sig_problem(sig, PLD_LEVEL_KERNEL, !!kernel.entry);
+  const char *problem = pld__sig_problem(sig, PLD_LEVEL_KERNEL, !!kernel.entry);
   if (problem)
     return afail(a, PLD_ERR_ARG, "pld_launch",
                  "kernel: expected a function declared with PLD_KERNEL or "
@@ -102,8 +102,9 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
   char what[160];
   pld__catf(what, sizeof what, "pld_launch (rank %d, device %d, in %s)",
             a->rank, a->device, a->fn);
+  struct pld__tensor reshaped[PLD__MAX_PARAMS];
   int st = pld__sig_check(sig, what, a->dims, argc - 1, argv + 1, norm,
-                          a->msg, sizeof a->msg);
+                          reshaped, a->msg, sizeof a->msg);
   if (st)
     return a->status = st;
   return pld__launch_checked(ctx, kernel, blocks, norm);

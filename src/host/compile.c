@@ -30,30 +30,33 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
     return bad;
   const char *name = h->prog->host.sig->name;
   if (!t.p || (t.p->flags & PLD__T_INVALID)) {
-    pld__hfail(h, PLD_ERR_ARG, "pld_slice (in %s): t: expected a tensor, got %s",
-          name, t.p ? "the result of a failed call" : "a NULL tensor");
+    pld__hfail(h, PLD_ERR_ARG,
+               "pld_slice (in %s): t: expected a tensor, got %s", name,
+               t.p ? "the result of a failed call" : "a NULL tensor");
     return bad;
   }
   if (t.p->host_arg < 0) {
-    pld__hfail(h, PLD_ERR_ARG,
-          "pld_slice (in %s): t: expected a parameter of %s or a slice of one, "
-          "got another tensor",
-          name, name);
+    pld__hfail(
+        h, PLD_ERR_ARG,
+        "pld_slice (in %s): t: expected a parameter of %s or a slice of one, "
+        "got another tensor",
+        name, name);
     return bad;
   }
   char s[128];
   pld__tensor_str(s, sizeof s, t.p);
   if (t.p->ndim < 2) {
-    pld__hfail(h, PLD_ERR_ARG,
-          "pld_slice (in %s): t: expected a tensor of 2 or more dimensions, "
-          "got %s",
-          name, s);
+    pld__hfail(
+        h, PLD_ERR_ARG,
+        "pld_slice (in %s): t: expected a tensor of 2 or more dimensions, "
+        "got %s",
+        name, s);
     return bad;
   }
   if (index < 0 || index >= t.p->shape[0]) {
     pld__hfail(h, PLD_ERR_BOUNDS,
-          "pld_slice (in %s): index: expected [0, %lld) for %s, got %lld",
-          name, (long long)t.p->shape[0], s, (long long)index);
+               "pld_slice (in %s): index: expected [0, %lld) for %s, got %lld",
+               name, (long long)t.p->shape[0], s, (long long)index);
     return bad;
   }
   struct pld__tensor *sl = pld__host_keep(h, pld__malloc(sizeof *sl));
@@ -71,8 +74,7 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
   return (pld_tensor){sl};
 }
 
-struct pld__tensor *pld__host_keep(struct pld__host *h,
-                                   struct pld__tensor *t) {
+struct pld__tensor *pld__host_keep(struct pld__host *h, struct pld__tensor *t) {
   if (t && h->nkept == h->capkept) {
     int cap = h->capkept ? 2 * h->capkept : 16;
     struct pld__tensor **v =
@@ -109,20 +111,22 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
                       name, problem);
   const pld_arg *r = &argv[0];
   if (!pld__arg_is_integer(r))
-    return pld__hfail(h, PLD_ERR_ARG,
-                 "pld_dispatch (in %s): rank: expected an integer, got a %s",
-                 name, r->kind != PLD_ARG_SCALAR ? "tensor" : "float");
+    return pld__hfail(
+        h, PLD_ERR_ARG,
+        "pld_dispatch (in %s): rank: expected an integer, got a %s", name,
+        r->kind != PLD_ARG_SCALAR ? "tensor" : "float");
   if (r->v.i < 0 || r->v.i >= p->nranks)
     return pld__hfail(h, PLD_ERR_ARG,
-                 "pld_dispatch (in %s): rank: expected [0, %d) (the world "
-                 "size), got %lld",
-                 name, p->nranks, (long long)r->v.i);
+                      "pld_dispatch (in %s): rank: expected [0, %d) (the world "
+                      "size), got %lld",
+                      name, p->nranks, (long long)r->v.i);
   int rank = (int)r->v.i;
   char what[128];
   pld__catf(what, sizeof what, "pld_dispatch to rank %d (in %s)", rank, name);
   pld_arg norm[PLD__MAX_PARAMS];
+  struct pld__tensor reshaped[PLD__MAX_PARAMS];
   int st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, norm,
-                          h->msg, sizeof h->msg);
+                          reshaped, h->msg, sizeof h->msg);
   if (st)
     return h->status = st;
   return pld__dispatch_record(h, rank, fn, norm, what);
@@ -151,11 +155,11 @@ int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
     if (t->flags & PLD__T_WINDOW)
       pld__windows_member(p, t->win_buf, rank);
     else if (t->host_arg < 0)
-      return pld__hfail(h, PLD_ERR_ARG,
-                   "%s: %s: parameter '%s' (%d of %d): expected a parameter of "
-                   "%s or a slice of one, got another tensor",
-                   what, sig->name, sig->params[i].name, i + 1, sig->nparams,
-                   name);
+      return pld__hfail(
+          h, PLD_ERR_ARG,
+          "%s: %s: parameter '%s' (%d of %d): expected a parameter of "
+          "%s or a slice of one, got another tensor",
+          what, sig->name, sig->params[i].name, i + 1, sig->nparams, name);
     /* Keep a copy: t lives only as long as the trace, and the dispatch
      * array moves as it grows, so the plan reads d->t[i] by index. */
     d->t[i] = *t;
@@ -333,9 +337,10 @@ static int check_write_conflicts(const struct pld_program *p) {
           if (a->host_arg != b->host_arg || !(a->dirs & PLD_DIR_OUT) ||
               !(b->dirs & PLD_DIR_OUT))
             continue;
-          size_t lo = a->host_offset > b->host_offset ? a->host_offset
-                                                      : b->host_offset;
-          size_t ea = a->host_offset + a->nbytes, eb = b->host_offset + b->nbytes;
+          size_t lo =
+              a->host_offset > b->host_offset ? a->host_offset : b->host_offset;
+          size_t ea = a->host_offset + a->nbytes,
+                 eb = b->host_offset + b->nbytes;
           size_t hi = ea < eb ? ea : eb;
           if (lo < hi)
             return pld__fail(PLD_ERR_ARG,
@@ -359,8 +364,8 @@ static int trace_devices(struct pld_program *p) {
       struct pld__tensor tensors[PLD__MAX_PARAMS];
       pld_arg argv[PLD__MAX_PARAMS];
       for (int i = 0; i < call->argc; i++)
-        argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i],
-                                       pl, NULL, NULL, &tensors[i]);
+        argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], pl,
+                                       NULL, NULL, &tensors[i]);
       struct pld__aicpu a;
       memset(&a, 0, sizeof a);
       a.trace = 1;
@@ -457,7 +462,7 @@ static int bind_args(struct pld_program *p, int argc, const pld_arg *argv) {
     return pld__fail(PLD_ERR_ARG, "pld_compile: argv: expected %d arguments",
                      sig->nparams);
   int st = pld__sig_check(sig, "pld_compile", &p->dims, argc, argv, p->args,
-                          msg, sizeof msg);
+                          NULL, msg, sizeof msg);
   if (st)
     return pld__fail_msg(st, msg);
   p->nargs = argc;
@@ -540,8 +545,8 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   st = check_config(cfg, &plat);
   if (st)
     return st;
-  const char *problem = pld__sig_problem(host.sig, PLD_LEVEL_HOST,
-                                         !!host.entry);
+  const char *problem =
+      pld__sig_problem(host.sig, PLD_LEVEL_HOST, !!host.entry);
   if (problem)
     return pld__fail(PLD_ERR_ARG,
                      "pld_compile: host: expected a function declared with "
@@ -553,10 +558,10 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   p->host = host;
   p->plat = plat;
   p->keep_windows = cfg->keep_windows;
-  p->wait_timeout_ns = limit_ns(cfg->wait_timeout_ms,
-                                pld__tunables()->PLD_WAIT_TIMEOUT_MS);
-  p->kernel_timeout_ns = limit_ns(cfg->kernel_timeout_ms,
-                                  pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
+  p->wait_timeout_ns =
+      limit_ns(cfg->wait_timeout_ms, pld__tunables()->PLD_WAIT_TIMEOUT_MS);
+  p->kernel_timeout_ns =
+      limit_ns(cfg->kernel_timeout_ms, pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
   p->nranks = cfg->ndevices;
   p->device_ids = pld__calloc((size_t)cfg->ndevices, sizeof *p->device_ids);
   if (!p->device_ids) {

@@ -121,8 +121,9 @@ static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
                       "matmul runs on cube cores; kernel %s runs on vector "
                       "cores: declare it with PLD_CUBE_KERNEL",
                       c->kernel ? c->kernel : "?");
-  if (pld__tile_check(c, fn, "c", cc) || pld__tile_check(c, fn, "a", a) ||
-      pld__tile_check(c, fn, "b", b))
+  if (pld__tile_compute_check(c, fn, "c", cc) ||
+      pld__tile_compute_check(c, fn, "a", a) ||
+      pld__tile_compute_check(c, fn, "b", b))
     return c->status;
   char sc[64], sa[64], sb[64];
   pld__tile_str(sc, sizeof sc, cc);

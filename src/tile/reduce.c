@@ -199,8 +199,8 @@ static void reduce_cols(enum red op, pld_tile *dst, const pld_tile *a) {
 static int check_vector(struct pld__core *c, const char *fn, const char *wv,
                         const pld_tile *v, const char *wa, const pld_tile *a,
                         int by_row) {
-  if (pld__vector_only(c, fn) || pld__tile_check(c, fn, wv, v) ||
-      pld__tile_check(c, fn, wa, a))
+  if (pld__vector_only(c, fn) || pld__tile_compute_check(c, fn, wv, v) ||
+      pld__tile_compute_check(c, fn, wa, a))
     return c->status;
   const int32_t rows = by_row ? a->rows : 1, cols = by_row ? 1 : a->cols;
   if (v->rows == rows && v->cols == cols && v->dtype == a->dtype)

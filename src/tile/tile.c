@@ -71,10 +71,24 @@ int pld__tile_check(struct pld__core *c, const char *fn, const char *what,
                  : PLD_OK;
 }
 
+int pld__tile_compute_check(struct pld__core *c, const char *fn,
+                            const char *what, const pld_tile *t) {
+  if (pld__tile_check(c, fn, what, t) || pld__is_tile_dtype(t->dtype))
+    return c->status;
+  char s[64];
+  pld__tile_str(s, sizeof s, t);
+  return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
+                    "%s is %s: tiles compute on FP32, FP16, BF16, INT32, "
+                    "INT16, INT8 and UINT8; %s tiles only move data (load, "
+                    "store, fill, remote load and store)",
+                    what, s, pld_dtype_name(t->dtype));
+}
+
 int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
                      const pld_tile *a, const char *wb, const pld_tile *b,
                      int same_dtype) {
-  if (pld__tile_check(c, fn, wa, a) || pld__tile_check(c, fn, wb, b))
+  if (pld__tile_compute_check(c, fn, wa, a) ||
+      pld__tile_compute_check(c, fn, wb, b))
     return c->status;
   const int shape_ok = a->rows == b->rows && a->cols == b->cols;
   if (shape_ok && (!same_dtype || a->dtype == b->dtype))
@@ -147,6 +161,7 @@ void pld__fill_elems(void *dst, const void *elem, size_t esize, size_t n) {
     PLD__FILL_CASE(uint8_t)
     PLD__FILL_CASE(uint16_t)
     PLD__FILL_CASE(uint32_t)
+    PLD__FILL_CASE(uint64_t)
 #undef PLD__FILL_CASE
   default:
     break;
@@ -200,11 +215,9 @@ pld_tile *pld__tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
                           int32_t rows, int32_t cols) {
   if (c->status)
     return NULL;
-  if (!pld__is_tile_dtype(dt)) {
-    pld__kfail(c, PLD_ERR_ARG, fn,
-               "dtype: expected FP32, FP16, BF16, INT32, INT16, INT8 or "
-               "UINT8 (the dtypes tiles hold), got %s (%d)",
-               pld_dtype_name(dt), (int)dt);
+  if ((int)dt < 0 || dt >= PLD_DTYPE_COUNT) {
+    pld__kfail(c, PLD_ERR_ARG, fn, "dtype: expected a pld_dtype, got %d",
+               (int)dt);
     return NULL;
   }
   if (rows <= 0 || cols <= 0) {
@@ -397,16 +410,6 @@ pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
   const char *fn = "pld_load";
   if (pld__tensor_check(c, fn, src, 0))
     return NULL;
-  if (!pld__is_tile_dtype(src.p->dtype)) {
-    char name[160], shape[160];
-    pld__tensor_label(name, sizeof name, src.p);
-    pld__tensor_str(shape, sizeof shape, src.p);
-    pld__kfail(c, PLD_ERR_ARG, fn,
-               "%s is %s: tiles hold FP32, FP16, BF16, INT32, INT16, INT8 "
-               "or UINT8 (read other dtypes with pld_read)",
-               name, shape);
-    return NULL;
-  }
   if (rows > 0 && cols > 0 && region_check(c, fn, src.p, row, col, rows, cols))
     return NULL;
   pld_tile *t = pld__tile_alloc(c, fn, src.p->dtype, rows, cols);

@@ -65,8 +65,9 @@
 
 /* ---- dtypes ------------------------------------------------------------- */
 
-/* X(name, C type of an element) - the dtypes a tile may hold.  FP16 and
- * BF16 are stored as their 16-bit patterns. */
+/* X(name, C type of an element) - the dtypes tiles compute on (they hold
+ * every dtype, the others to move data only).  FP16 and BF16 are stored
+ * as their 16-bit patterns. */
 #define PLD__TILE_DTYPES(X)                                                    \
   X(FP32, float)                                                               \
   X(FP16, uint16_t)                                                            \
@@ -86,6 +87,7 @@
   X(INT32, int32_t, INT32_MIN, INT32_MAX)                                      \
   PLD__NARROW_INT_DTYPES(X)
 
+/* A dtype tiles compute on (PLD__TILE_DTYPES). */
 int pld__is_tile_dtype(pld_dtype dt);
 /* FP32, FP16 or BF16 (the dtypes computed in float). */
 int pld__is_float_dtype(pld_dtype dt);
@@ -108,7 +110,13 @@ size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t);
  * Returns the kernel's status. */
 int pld__tile_check(struct pld__core *c, const char *fn, const char *what,
                     const pld_tile *t);
-/* Both tiles valid, of equal shape and (if same_dtype) equal dtype. */
+/* t is a live tile of a dtype tiles compute on (PLD_ERR_UNSUPPORTED for
+ * the others, which only move data).  Every operation that computes
+ * starts with it. */
+int pld__tile_compute_check(struct pld__core *c, const char *fn,
+                            const char *what, const pld_tile *t);
+/* Both tiles valid for computing, of equal shape and (if same_dtype)
+ * equal dtype. */
 int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
                      const pld_tile *a, const char *wb, const pld_tile *b,
                      int same_dtype);

@@ -246,8 +246,8 @@ enum { GR = 12, GC = 40 };
  * (7, 16); after a barrier, copy out my window, and get a 4 x 20 region at
  * (6, 14) of the next rank's window into `got` at (1, 3) (the rest of got
  * keeps the host's values). */
-static const pld_xfer put_region = {7, 16, 2, 8, 5, 13, PLD_ATOMIC_NONE, 0};
-static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE, 1};
+static const pld_xfer put_region = {7, 16, 2, 8, 5, 13, PLD_ATOMIC_NONE, 0, 0, 0};
+static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE, 1, 0, 0};
 
 #define REGIONS_PARAMS                  \
   PLD_IN(x, FP32, GR, GC),              \
@@ -747,7 +747,7 @@ static void run_partial_over_rank_counts(int64_t rows, int64_t cols,
     run_partial(comm_rank_counts[c], rows, cols, o);
 }
 
-static const pld_xfer whole_tensor = {0, 0, 0, 0, 0, 0, PLD_ATOMIC_NONE, 0};
+static const pld_xfer whole_tensor = {0, 0, 0, 0, 0, 0, PLD_ATOMIC_NONE, 0, 0, 0};
 
 /* Rows of 800 bytes: chunks of 81 rows, the last of 69. */
 static void test_put_get_last_chunk_partial(void **state) {
@@ -766,7 +766,7 @@ static void test_put_get_row_in_pieces(void **state) {
  * the source region ends at the source's last row and column. */
 static void test_put_get_region_last_chunk_partial(void **state) {
   (void)state;
-  static const pld_xfer o = {3, 7, 10, 50, 70, 250, PLD_ATOMIC_NONE, 0};
+  static const pld_xfer o = {3, 7, 10, 50, 70, 250, PLD_ATOMIC_NONE, 0, 0, 0};
   run_partial_over_rank_counts(80, 300, &o);
 }
 
@@ -775,7 +775,7 @@ static void test_put_get_region_last_chunk_partial(void **state) {
  * destination's last row and column. */
 static void test_put_get_region_row_in_pieces(void **state) {
   (void)state;
-  static const pld_xfer o = {1, 15, 0, 3, 3, 16385, PLD_ATOMIC_NONE, 0};
+  static const pld_xfer o = {1, 15, 0, 3, 3, 16385, PLD_ATOMIC_NONE, 0, 0, 0};
   run_partial_over_rank_counts(4, 16400, &o);
 }
 

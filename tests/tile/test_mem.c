@@ -356,9 +356,85 @@ void test_tile_bad_shape_and_dtype(void **state) {
   assert_null(pld_tile_new(k, PLD_FP32, 0, 8));
   tt_assert_failed(k, PLD_ERR_ARG, "shape", "got [0, 8]", NULL);
   pld__core_begin(&c, "k", 0, 0, 0, 1);
-  assert_null(pld_tile_new(k, PLD_INT64, 8, 8));
-  tt_assert_failed(k, PLD_ERR_ARG, "dtype", "got INT64", NULL);
+  assert_null(pld_tile_new(k, PLD_DTYPE_COUNT, 8, 8));
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_tile_new",
+                   "dtype: expected a pld_dtype, got", NULL);
+  pld__core_begin(&c, "k", 0, 0, 0, 1);
+  assert_null(pld_tile_new(k, (pld_dtype)-1, 8, 8));
+  tt_assert_failed(k, PLD_ERR_ARG, "dtype: expected a pld_dtype, got -1",
+                   NULL);
   tt_core_release(&c);
+}
+
+/* INT64, FP64 and BOOL tiles move data: loaded, stored, filled and freed
+ * bit for bit (8-byte elements pad a 5-column row to 64 bytes); every
+ * operation that computes on them fails with PLD_ERR_UNSUPPORTED. */
+void test_tile_movement_only_dtypes(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  const pld_dtype dts[] = {PLD_INT64, PLD_FP64, PLD_BOOL};
+  for (size_t d = 0; d < 3; d++) {
+    const pld_dtype dt = dts[d];
+    const size_t es = pld_dtype_size(dt);
+    pld_tensor x = tt_tensor(dt, 3, 5, PLD_DIR_IN, "x");
+    pld_tensor y = tt_tensor(dt, 3, 5, PLD_DIR_OUT, "y");
+    unsigned char *xd = pld_tensor_data(x);
+    for (size_t i = 0; i < 15 * es; i++)
+      xd[i] = (unsigned char)(dt == PLD_BOOL ? i % 2 : i * 37 + 11);
+    pld_tile *t = pld_load(k, x, 0, 0, 3, 5);
+    assert_non_null(t);
+    assert_int_equal(pld_tile_dtype(t), dt);
+    assert_int_equal(pld_tile_bytes(t), 3 * (es == 8 ? 64 : 32));
+    assert_int_equal(pld_store(k, t, y, 0, 0), PLD_OK);
+    assert_memory_equal(pld_tensor_data(y), xd, 15 * es);
+    /* A 1 x 2 tile loaded into, at (2, 3): the last two elements. */
+    pld_tile *u = pld_tile_new(k, dt, 1, 2);
+    assert_non_null(u);
+    assert_int_equal(pld_load_into(k, u, x, 2, 3), PLD_OK);
+    assert_int_equal(pld_fill(k, t, 1.0), PLD_OK);
+    assert_int_equal(pld_store(k, t, y, 0, 0), PLD_OK);
+    assert_int_equal(pld_store(k, u, y, 0, 0), PLD_OK);
+    const unsigned char *yd = pld_tensor_data(y);
+    assert_memory_equal(yd, xd + 13 * es, 2 * es);
+    for (size_t i = 2; i < 15; i++)
+      assert_true(tt_get(y, i) == 1.0);
+    char what[64];
+    snprintf(what, sizeof what, "a is %s[3, 5]", pld_dtype_name(dt));
+    assert_int_equal(pld_add(k, t, t, t), PLD_ERR_UNSUPPORTED);
+    tt_assert_failed(k, PLD_ERR_UNSUPPORTED, "pld_add", "dst is",
+                     "tiles compute on FP32, FP16, BF16, INT32, INT16, INT8 "
+                     "and UINT8",
+                     "tiles only move data", NULL);
+    pld__core_begin(&c, "k", 0, 0, 0, 1);
+    t = pld_load(k, x, 0, 0, 3, 5);
+    pld_tile *f = pld_tile_new(k, PLD_FP32, 3, 5);
+    assert_int_equal(pld_cast(k, f, t), PLD_ERR_UNSUPPORTED);
+    tt_assert_failed(k, PLD_ERR_UNSUPPORTED, "pld_cast", what, NULL);
+    pld__core_begin(&c, "k", 0, 0, 0, 1);
+    t = pld_load(k, x, 0, 0, 3, 5);
+    pld_tile *v = pld_tile_new(k, dt, 3, 1);
+    assert_int_equal(pld_row_sum(k, v, t), PLD_ERR_UNSUPPORTED);
+    tt_assert_failed(k, PLD_ERR_UNSUPPORTED, "pld_row_sum", NULL);
+    pld__core_begin(&c, "k", 0, 0, 0, 1);
+    t = pld_load(k, x, 0, 0, 3, 5);
+    assert_int_equal(pld_exp(k, t, t), PLD_ERR_UNSUPPORTED);
+    tt_assert_failed(k, PLD_ERR_UNSUPPORTED, "pld_exp", NULL);
+    pld__core_begin(&c, "k", 0, 0, 0, 1);
+    pld_tensor_destroy(x);
+    pld_tensor_destroy(y);
+  }
+  tt_core_release(&c);
+  struct pld__core cc;
+  k = tt_cube_core(&cc);
+  pld_tile *a = pld_full(k, PLD_FP64, 2, 2, 1.0);
+  pld_tile *b = pld_full(k, PLD_FP64, 2, 2, 1.0);
+  pld_tile *o = pld_full(k, PLD_FP64, 2, 2, 0.0);
+  assert_non_null(o);
+  assert_int_equal(pld_matmul(k, o, a, b), PLD_ERR_UNSUPPORTED);
+  tt_assert_failed(k, PLD_ERR_UNSUPPORTED, "pld_matmul", "c is FP64[2, 2]",
+                   NULL);
+  tt_core_release(&cc);
 }
 
 void test_tile_free_rules(void **state) {
@@ -582,13 +658,6 @@ void test_load_store_dtype_mismatch(void **state) {
   tt_assert_failed(k, PLD_ERR_ARG, "dst is INT8[4, 4]", NULL);
   pld_tensor_destroy(x);
 
-  /* Tensors of dtypes tiles do not hold are not loaded. */
-  pld__core_begin(&c, "k", 0, 0, 0, 1);
-  pld_tensor w = tt_tensor(PLD_INT64, 2, 2, PLD_DIR_IN, "w");
-  assert_null(pld_load(k, w, 0, 0, 2, 2));
-  tt_assert_failed(k, PLD_ERR_ARG, "tensor 'w' is INT64[2, 2]", "pld_read",
-                   NULL);
-  pld_tensor_destroy(w);
   tt_core_release(&c);
 }
 

@@ -14,6 +14,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tile_first_fit_model),
     cmocka_unit_test(test_tile_dead_after_block),
     cmocka_unit_test(test_tile_bad_shape_and_dtype),
+    cmocka_unit_test(test_tile_movement_only_dtypes),
     cmocka_unit_test(test_tile_free_rules),
     cmocka_unit_test(test_tile_of_another_core),
     cmocka_unit_test(test_sticky_first_failure),

@@ -15,6 +15,7 @@ void test_tile_count_bound_by_capacity_only(void **state);
 void test_tile_first_fit_model(void **state);
 void test_tile_dead_after_block(void **state);
 void test_tile_bad_shape_and_dtype(void **state);
+void test_tile_movement_only_dtypes(void **state);
 void test_tile_free_rules(void **state);
 void test_tile_of_another_core(void **state);
 void test_sticky_first_failure(void **state);
