@@ -183,4 +183,10 @@ int pld_host_reduce_scatter(pld_host h, pld_window data, pld_window sig,
 int pld_host_all_to_all(pld_host h, pld_window input, pld_window target,
                         pld_window sig);
 
+/* Every rank of the world reaches the barrier (its dispatches before it
+ * have finished) before any rank starts its next dispatch: one builtin
+ * dispatch per rank, "pld_barrier", as for the collectives above (sig
+ * likewise). */
+int pld_host_barrier(pld_host h, pld_window sig);
+
 #endif /* PLD_COLLECTIVE_H */

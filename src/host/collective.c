@@ -34,6 +34,9 @@ static void builtin_kernel(pld_core k, const pld_arg *argv) {
   pld_window sig = {argv[A_SIG].v.t};
   int op = (int)argv[A_OP].v.i;
   switch ((int)argv[A_KIND].v.i) {
+  case PLD__COLL_BARRIER:
+    pld_barrier(k, sig);
+    break;
   case PLD__COLL_ALLREDUCE:
     pld_allreduce(k, data, sig, (pld_reduce_op)op,
                   (pld_allreduce_mode)argv[A_MODE].v.i);
@@ -56,6 +59,7 @@ static void builtin_kernel(pld_core k, const pld_arg *argv) {
 #define SIGNATURE(fn, level)                                                   \
   {fn, level, PLD_CORE_VECTOR, NARGS, params, __FILE__, __LINE__}
 static const pld_signature kernel_sigs[PLD__COLL_COUNT] = {
+    [PLD__COLL_BARRIER] = SIGNATURE("pld_barrier", PLD_LEVEL_KERNEL),
     [PLD__COLL_ALLREDUCE] = SIGNATURE("pld_allreduce", PLD_LEVEL_KERNEL),
     [PLD__COLL_BROADCAST] = SIGNATURE("pld_broadcast", PLD_LEVEL_KERNEL),
     [PLD__COLL_ALLGATHER] = SIGNATURE("pld_allgather", PLD_LEVEL_KERNEL),
@@ -72,6 +76,7 @@ static void builtin_device(pld_aicpu a, const pld_arg *argv) {
 }
 
 static const pld_signature device_sigs[PLD__COLL_COUNT] = {
+    [PLD__COLL_BARRIER] = SIGNATURE("pld_barrier", PLD_LEVEL_DEVICE),
     [PLD__COLL_ALLREDUCE] = SIGNATURE("pld_allreduce", PLD_LEVEL_DEVICE),
     [PLD__COLL_BROADCAST] = SIGNATURE("pld_broadcast", PLD_LEVEL_DEVICE),
     [PLD__COLL_ALLGATHER] = SIGNATURE("pld_allgather", PLD_LEVEL_DEVICE),
@@ -105,10 +110,13 @@ static int host_collective(pld_host hh, const char *fn,
       a->kind == PLD__COLL_ALLGATHER || a->kind == PLD__COLL_ALL_TO_ALL;
   const pld_window args[3] = {data, target, sig};
   static const char *const roles[3] = {"data", "target", "sig"};
+  const int has_data = a->kind != PLD__COLL_BARRIER;
   for (int i = 0; i < 3; i++) {
     const char *why = not_a_view(args[i]);
-    /* target only where the collective has one; sig may be absent. */
-    if ((i == 1 && !has_target) || (i == 2 && !args[i].p) || !why)
+    /* data and target only where the collective has them; sig may be
+     * absent. */
+    if ((i == 0 && !has_data) || (i == 1 && !has_target) ||
+        (i == 2 && !args[i].p) || !why)
       continue;
     return pld__hfail(h, PLD_ERR_ARG,
                       "%s (in %s): %s: expected a window view "
@@ -133,6 +141,8 @@ static int host_collective(pld_host hh, const char *fn,
   if (st)
     return pld__hfail(h, st, "%s (in %s): %s", fn, name, msg);
   pld_arg norm[NARGS];
+  if (!has_data) /* the builtin's nominal data */
+    data = sig;
   norm[A_DATA] = pld__arg_window(data);
   norm[A_TARGET] = pld__arg_window(has_target ? target : data);
   norm[A_SIG] = pld__arg_window(sig);
@@ -176,6 +186,12 @@ int pld_host_reduce_scatter(pld_host h, pld_window data, pld_window sig,
   struct pld__coll_args a = {.kind = PLD__COLL_REDUCE_SCATTER, .data = data.p,
                              .op = (int)op};
   return host_collective(h, "pld_host_reduce_scatter", &a, data,
+                         PLD_NO_WINDOW, sig);
+}
+
+int pld_host_barrier(pld_host h, pld_window sig) {
+  struct pld__coll_args a = {.kind = PLD__COLL_BARRIER};
+  return host_collective(h, "pld_host_barrier", &a, PLD_NO_WINDOW,
                          PLD_NO_WINDOW, sig);
 }
 

@@ -2,6 +2,8 @@
  * dispatch per rank, in program order with the host's own dispatches; the
  * results equal the kernel forms' (and a C reference), bitwise; mistakes
  * fail pld_compile; the artifact folder shows them like any dispatch. */
+#include <time.h>
+
 #include "comm_test.h"
 
 PLD_DYNAMIC(R);  /* elements per row */
@@ -292,6 +294,72 @@ static void test_collective_over_two_domains(void **state) {
                     "domain");
 }
 
+/* pld_host_barrier: rank r writes 100 + r into its window after sleeping
+ * (P - r) * 4 ms; then, after the host barrier, every rank reads its right
+ * neighbour's window.  Without the barrier the early readers would see
+ * zeros.  A barrier before the writes is harmless; one on a signal window
+ * too small fails pld_compile. */
+PLD_KERNEL(k_late_write, k, PLD_WINDOW(w, INT32, 1), PLD_SCALAR(ms, INT32)) {
+  struct timespec ts = {0, (long)ms * 1000000L};
+  nanosleep(&ts, NULL);
+  pld_write(k, pld_local(w), PLD_AT(0), 100 + pld_rank(k, pld_get_comm(w)));
+}
+PLD_DEVICE(d_late_write, a, PLD_WINDOW(w, INT32, 1), PLD_SCALAR(ms, INT32)) {
+  pld_launch(a, k_late_write, 1, w, ms);
+}
+PLD_KERNEL(k_read_right, k, PLD_WINDOW(w, INT32, 1), PLD_OUT(y, INT32, 1)) {
+  pld_comm c = pld_get_comm(w);
+  int32_t right = (pld_rank(k, c) + 1) % pld_nranks(k, c);
+  pld_tile *t = pld_remote_load(k, w, right, 0, 0, 1, 1);
+  pld_store(k, t, y, 0, 0);
+}
+PLD_DEVICE(d_read_right, a, PLD_WINDOW(w, INT32, 1), PLD_OUT(y, INT32, 1)) {
+  pld_launch(a, k_read_right, 1, w, y);
+}
+PLD_HOST(h_barrier, h, PLD_OUT(y, INT32, NR, 1), PLD_SCALAR(sig_cells, INT32)) {
+  int n = pld_world_size(h);
+  pld_window_buf b = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  pld_window w = pld_window_view(h, b, PLD_INT32, PLD_SHAPE(1));
+  pld_window sig = PLD_NO_WINDOW;
+  if (sig_cells) {
+    pld_window_buf s =
+        pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(sig_cells));
+    sig = pld_window_view(h, s, PLD_INT32, PLD_SHAPE(sig_cells));
+  }
+  pld_host_barrier(h, sig);
+  for (int q = 0; q < n; q++)
+    pld_dispatch(h, d_late_write, q, w, (int32_t)(n - q) * 4);
+  pld_host_barrier(h, sig);
+  for (int q = 0; q < n; q++)
+    pld_dispatch(h, d_read_right, q, w, pld_slice(h, y, q));
+}
+
+static void test_host_barrier(void **state) {
+  (void)state;
+  for (int n = 2; n <= 4; n++) {
+    pld_config cfg = comm_config(n);
+    pld_tensor y = comm_int_tensor(-1, 2, (int64_t[]){n, 1});
+    for (int own = 0; own < 2; own++) {
+      int32_t cells = own ? PLD_SIGNAL_CELLS(n, 1) : 0;
+      assert_ok(pld_run(h_barrier, &cfg, PLD_ARGS(y, cells)));
+      const int32_t *ys = pld_tensor_data(y);
+      for (int q = 0; q < n; q++)
+        assert_int_equal(ys[q], 100 + (q + 1) % n);
+    }
+    /* One cell short of the signal a barrier needs: n cells. */
+    int32_t cells = n - 1;
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "pld_host_barrier (in h_barrier): window buffer #1 is "
+             "INT32[%d]: expected INT32[n] with n >= %d (the domain's size)",
+             n - 1, n);
+    pld_program *p = NULL;
+    assert_fails_with(pld_compile(h_barrier, &cfg, PLD_ARGS(y, cells), &p),
+                      PLD_ERR_ARG, msg);
+    pld_tensor_destroy(y);
+  }
+}
+
 /* The artifact folder lists the builtin dispatches like the others. */
 static void test_host_collective_artifacts(void **state) {
   (void)state;
@@ -324,6 +392,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_host_collective_mistakes),
     cmocka_unit_test(test_host_collective_artifacts),
     cmocka_unit_test(test_collective_over_two_domains),
+    cmocka_unit_test(test_host_barrier),
 };
 
 PLD_TEST_MAIN("comm_host_collective", tests)
