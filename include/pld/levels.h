@@ -1,11 +1,18 @@
 /* pld/levels.h: the three levels of a pld program and the calls that cross
- * them.
+ * them, and the host tasks beside them.
  *
  *   level                     declared with      runs on           context
  *   host orchestrator         PLD_HOST           host CPU          pld_host
  *   per-device orchestration  PLD_DEVICE         a device's AICPU  pld_aicpu
  *   device kernel             PLD_KERNEL         AI vector cores   pld_core
  *                             PLD_CUBE_KERNEL    AI cube cores     pld_core
+ *   host task                 PLD_HOST_TASK      host CPU          pld_task
+ *
+ * A host task is a step of the host orchestration that computes on the
+ * host CPU, during the run (the host orchestrator itself only records its
+ * steps, when the program is compiled): it reads and writes host tensors
+ * with plain C through pld_tensor_data, and can neither dispatch, launch
+ * nor touch tiles (its context is none of those calls').
  *
  * Each declaration names the function, the name of its context parameter,
  * and its parameters with their signature, then the body follows in braces:
@@ -40,7 +47,8 @@ typedef enum pld_dir {
 typedef enum pld_level {
   PLD_LEVEL_HOST = 1,
   PLD_LEVEL_DEVICE = 2,
-  PLD_LEVEL_KERNEL = 3
+  PLD_LEVEL_KERNEL = 3,
+  PLD_LEVEL_TASK = 4
 } pld_level;
 
 typedef enum pld_core_type {
@@ -48,9 +56,14 @@ typedef enum pld_core_type {
   PLD_CORE_CUBE = 1    /* AIC: matmul; tiles in L1, operands in L0A/L0B/L0C */
 } pld_core_type;
 
-/* One dimension of a declared tensor: a fixed size (> 0), or a dynamic
- * dimension (size PLD_DYN) identified by its name and bound, program-wide,
- * to the size of the first argument it meets. */
+/* One dimension of a declared tensor: a fixed size (> 0); a dynamic
+ * dimension (size PLD_DYN) identified by its name and bound to the size
+ * of the first argument it meets (a host function's program-wide; a
+ * device function's, kernel's or host task's for the call, unless the
+ * host function's parameters bound it); or a shape expression, an integer
+ * expression of dynamic dimensions and numbers (NR - 1, M * 2, K / 4; + -
+ * * / % and parentheses), checked against the call's bindings: it must
+ * hold exactly (a division must leave no remainder). */
 typedef struct pld_dim {
   int64_t size;
   const char *name; /* the dimension as written in the declaration */
@@ -94,6 +107,10 @@ typedef struct pld_kernel_fn {
   const pld_signature *sig;
   void (*entry)(pld_core, const pld_arg *);
 } pld_kernel_fn;
+typedef struct pld_host_task_fn {
+  const pld_signature *sig;
+  void (*entry)(pld_task, const pld_arg *);
+} pld_host_task_fn;
 
 /* ---- parameter declarations ------------------------------------------ */
 
@@ -124,6 +141,9 @@ typedef struct pld_kernel_fn {
 #define PLD_CUBE_KERNEL(name, ...)                                             \
   PLD__DEFINE(PLD_LEVEL_KERNEL, PLD_CORE_CUBE, pld_core, pld_kernel_fn, name, \
               __VA_ARGS__)
+#define PLD_HOST_TASK(name, ...)                                               \
+  PLD__DEFINE(PLD_LEVEL_TASK, PLD_CORE_VECTOR, pld_task, pld_host_task_fn,    \
+              name, __VA_ARGS__)
 
 /* ---- host level --------------------------------------------------------- */
 
@@ -149,6 +169,57 @@ pld_tensor pld_slice(pld_host h, pld_tensor t, int64_t index);
   pld__dispatch((h), (fn), PLD__NARG(__VA_ARGS__),                             \
                 (const pld_arg[]){PLD__MAPI(PLD__ARGF, __VA_ARGS__)})
 int pld__dispatch(pld_host h, pld_device_fn fn, int argc, const pld_arg *argv);
+
+/* pld_host_task(h, task, args...): run `task` on the host CPU as a step of
+ * the run, with host tensors (the host function's tensor parameters, their
+ * slices, host intermediates) and scalars.  Host only.  Ordering follows
+ * the data, as for kernels on a device: the task starts once every earlier
+ * dispatch whose tensors overlap its own (one of the two writing) has
+ * finished, and a later dispatch that overlaps it starts once it has
+ * finished; host tasks run one at a time, in program order.  What devices
+ * wrote reaches the task's tensors before it runs, and what it wrote
+ * reaches the devices' copies after.  Arguments are checked as
+ * pld_dispatch's are.  Returns PLD_OK, PLD_ERR_ARG, or an earlier failure
+ * of the host function. */
+#define pld_host_task(h, fn, ...)                                              \
+  pld__host_task((h), (fn), PLD__NARG(__VA_ARGS__),                            \
+                 (const pld_arg[]){PLD__MAPI(PLD__ARGF, __VA_ARGS__)})
+int pld__host_task(pld_host h, pld_host_task_fn fn, int argc,
+                   const pld_arg *argv);
+
+/* Intermediate tensors of the host orchestration: neither inputs nor
+ * outputs of the program, sized now (PLD_SHAPE), with memory only during a
+ * run, uninitialised at its start and freed at its end.  Host only.
+ *  - pld_host_tensor: in host memory, for host tasks; its slices (or the
+ *    tensor) may be dispatched too, like a parameter's, and then live in
+ *    the device's memory between the steps that need them.
+ *  - pld_rank_tensor: in the memory of rank's device, given to that rank's
+ *    dispatches only, never copied to the host.
+ * Outside a run the handle has no data: pld_tensor_data returns NULL (and
+ * sets pld_last_error), and the handle is no argument of a program run.  It
+ * belongs to the program (pld_tensor_destroy leaves it).  On failure
+ * (PLD_ERR_ARG: dtype, shape, rank; PLD_ERR_NOMEM, also: beyond the
+ * device's global memory) the failure is recorded in h and the tensor
+ * returned is rejected by every later call. */
+pld_tensor pld_host_tensor(pld_host h, pld_dtype dtype, int ndim,
+                           const int64_t *shape);
+pld_tensor pld_rank_tensor(pld_host h, int32_t rank, pld_dtype dtype, int ndim,
+                           const int64_t *shape);
+
+/* ---- host tasks ------------------------------------------------------- */
+
+/* Fails the host task, and with it the run: the run returns `status` (an
+ * error status; PLD_ERR_ARG replaces another) and the message, prefixed
+ * with the task's name.  Later calls return the same status.  Host task
+ * only. */
+int pld_task_fail(pld_task t, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* The world size of the program the task runs in.  Host task only. */
+int pld_task_world_size(pld_task t);
 
 /* ---- device level -------------------------------------------------------- */
 

@@ -74,6 +74,15 @@ const char *pld_program_artifact_dir(const pld_program *p);
 /* Starts the device processes now rather than at the first run. */
 int pld_program_prepare(pld_program *p);
 
+/* Runs `with` wherever the host function called host task `task`, in this
+ * program's later runs (an override, as the original's sub-workers can be
+ * given).  The signatures must match: parameter count, kinds, directions,
+ * dtypes and dimensions.  Host code.  Returns PLD_OK, PLD_ERR_ARG (NULL
+ * program, a task the program does not call, signatures that differ: the
+ * message names the first difference). */
+int pld_program_override(pld_program *p, pld_host_task_fn task,
+                         pld_host_task_fn with);
+
 /* Runs the program with tensors of the shapes it was compiled for (and the
  * same scalar values).  Blocks until every device finished.  Returns
  * PLD_OK or the first failure: PLD_ERR_ARG (arguments differ from the

@@ -72,6 +72,10 @@ typedef struct pld_aicpu {
 typedef struct pld_core {
   struct pld__core *p; /* device kernel, one AI core running one block */
 } pld_core;
+typedef struct pld_task {
+  struct pld__task *p; /* host task, a step of the host orchestration run
+                          on the host CPU */
+} pld_task;
 
 /* One argument of a dispatch, launch or program run: a tensor or a scalar
  * carrying the dtype of its C type.  Built by PLD_ARG; rarely written by

@@ -25,6 +25,8 @@ const char *pld__level_name(pld_level l) {
     return "per-device orchestration";
   case PLD_LEVEL_KERNEL:
     return "kernel";
+  case PLD_LEVEL_TASK:
+    return "host task";
   }
   return "?";
 }
@@ -387,6 +389,31 @@ static size_t names_str(char *buf, size_t cap, const struct expr *e) {
   return n + pld__catf(buf + n, cap - n, ")");
 }
 
+/* Some name of the text is bound (in the call's or the host's scope). */
+static int binds_a_name(const char *s, const struct scope *sc) {
+  const struct pld__dims *d[2] = {sc->g, sc->l};
+  while (*s) {
+    if (*s >= '0' && *s <= '9') { /* a number, 0x and suffixes too */
+      while (is_ident_char(*s))
+        s++;
+      continue;
+    }
+    if (!is_ident_start(*s)) {
+      s++;
+      continue;
+    }
+    const char *n = s;
+    while (is_ident_char(*s))
+      s++;
+    size_t len = (size_t)(s - n);
+    for (int k = 0; k < 2; k++)
+      for (int b = 0; d[k] && b < d[k]->n; b++)
+        if (strlen(d[k]->name[b]) == len && !strncmp(d[k]->name[b], n, len))
+          return 1;
+  }
+  return 0;
+}
+
 /* Dimension d of parameter i is an expression (not one name or number):
  * its value in *v, or PLD_ERR_ARG with the message.  An expression of
  * constants alone (no bound name in it) has the value C gave it. */
@@ -413,7 +440,22 @@ static int eval_dim(const pld_signature *sig, const char *what, int i, int d,
     *v = dim->size;
     return PLD_OK;
   }
+  /* C's constant expressions beyond these (sizeof, casts, shifts, ?:, what
+   * function-like macros expand to) stay the fixed sizes they always were
+   * while no bound name is in them. */
+  if (e.err[0] && dim->size > 0 && !binds_a_name(dim->name, sc)) {
+    *v = dim->size;
+    return PLD_OK;
+  }
   size_t n = head(msg, cap, what, sig, i);
+  if (!e.err[0] && !e.bound && constants) {
+    /* Constants alone, whose value is no size. */
+    pld__catf(msg + n, cap - n,
+              "declared dimension %d (%s = %lld) must be > 0 or a "
+              "PLD_DYNAMIC name",
+              d, dim->name, (long long)dim->size);
+    return PLD_ERR_ARG;
+  }
   if (!e.err[0] && e.unbound) {
     pld__catf(msg + n, cap - n,
               "dimension %d is the shape expression %s, but %.*s in it is "
@@ -560,7 +602,8 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
  * (pass 0), numbers and expressions are checked (pass 1, once every name
  * of the call is bound). */
 static int check_dims(const pld_signature *sig, const char *what, int i,
-                      const struct pld__tensor *t, const struct scope *sc,
+                      const struct pld__tensor *t,
+                      const struct pld__tensor *given, const struct scope *sc,
                       int pass, char *msg, size_t cap) {
   const pld_param *p = &sig->params[i];
   for (int d = 0; d < p->ndim; d++) {
@@ -592,7 +635,7 @@ static int check_dims(const pld_signature *sig, const char *what, int i,
     if (want != t->shape[d]) {
       char ws[128], got[128];
       dims_str(ws, sizeof ws, p);
-      pld__tensor_str(got, sizeof got, t);
+      pld__tensor_str(got, sizeof got, given);
       size_t n = head(msg, cap, what, sig, i);
       n += pld__catf(msg + n, cap - n, "expected %s, got %s", ws, got);
       if (!alone) {
@@ -646,7 +689,7 @@ int pld__sig_check(const pld_signature *sig, const char *what,
       st = check_tensor(sig, what, i, &argv[i], &ts[i],
                         reshaped ? &reshaped[i] : NULL, msg, cap);
       if (!st)
-        st = check_dims(sig, what, i, ts[i], &sc, 0, msg, cap);
+        st = check_dims(sig, what, i, ts[i], argv[i].v.t, &sc, 0, msg, cap);
       norm[i] = argv[i];
       if (!st && ts[i] != argv[i].v.t)
         norm[i].v.t = reshaped + i;
@@ -657,7 +700,7 @@ int pld__sig_check(const pld_signature *sig, const char *what,
   for (int i = 0; i < argc; i++) {
     if (sig->params[i].kind == PLD_ARG_SCALAR)
       continue;
-    int st = check_dims(sig, what, i, ts[i], &sc, 1, msg, cap);
+    int st = check_dims(sig, what, i, ts[i], argv[i].v.t, &sc, 1, msg, cap);
     if (st)
       return st;
   }

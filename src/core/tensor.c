@@ -120,12 +120,27 @@ int pld_tensor_wrap(pld_dtype dtype, void *data, int ndim,
 void pld_tensor_destroy(pld_tensor t) {
   if (!t.p)
     return;
+  if (t.p->flags & PLD__T_INTER) {
+    pld__fail(PLD_ERR_ARG,
+              "pld_tensor_destroy: t is %s, an intermediate: its program "
+              "frees it",
+              t.p->name ? t.p->name : "an intermediate");
+    return;
+  }
   if (t.p->flags & PLD__T_OWNED)
     pld__free(t.p->data);
   pld__free(t.p);
 }
 
 void *pld_tensor_data(pld_tensor t) {
+  if (t.p && (t.p->flags & PLD__T_INTER)) {
+    pld__fail(PLD_ERR_STATE,
+              "pld_tensor_data: t is %s, an intermediate of a host "
+              "orchestration: it has data only during a run, where host "
+              "tasks receive it",
+              t.p->name ? t.p->name : "an intermediate");
+    return NULL;
+  }
   return t.p && (t.p->flags & PLD__T_HOST) ? t.p->data : NULL;
 }
 

@@ -11,7 +11,9 @@ enum {
   PLD__T_DEVICE = 1u << 2, /* device global memory */
   PLD__T_TRACE = 1u << 3,  /* a traced tensor: shape only, no data */
   PLD__T_INVALID = 1u << 4, /* the result of a failed call: always rejected */
-  PLD__T_WINDOW = 1u << 5   /* a view of a window buffer */
+  PLD__T_WINDOW = 1u << 5,  /* a view of a window buffer */
+  PLD__T_INTER = 1u << 6    /* an intermediate of a host orchestration (or
+                               a slice of one): no data outside a run */
 };
 
 struct pld__comm;

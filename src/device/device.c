@@ -142,10 +142,38 @@ static void install_crash_handlers(void) {
   atexit(exit_hook);
 }
 
-/* Runs every dispatch of the plan once.  Returns the first failure. */
+static int aborted(const struct pld__devplan *plan, char *msg, size_t cap) {
+  if (!atomic_load_explicit(&self_world->abort, memory_order_acquire))
+    return PLD_OK;
+  pld__catf(msg, cap,
+            "rank %d (device %d): stopped because another rank failed",
+            plan->rank, plan->device_id);
+  return PLD_ERR_ABORTED;
+}
+
+/* Waits until the host has run its first n host tasks of this run (or the
+ * run is stopped), as an AICPU waiting for its work: not busy. */
+static int await_tasks(const struct pld__devplan *plan, struct pld__aicpu *a,
+                       const struct pld__spin *spin, uint32_t n, char *msg,
+                       size_t cap) {
+  _Atomic uint32_t *done = &self_world->tasks_done;
+  uint32_t seen;
+  int st = PLD_OK;
+  pld__aicpu_busy(a, 0);
+  while ((seen = atomic_load_explicit(done, memory_order_acquire)) < n &&
+         !(st = aborted(plan, msg, cap)))
+    pld__event_wait(done, seen, &self_world->tasks_sleepers, spin,
+                    50 * (int64_t)1000000, 1);
+  pld__aicpu_busy(a, 1);
+  return st;
+}
+
+/* Runs every dispatch of the plan once, each after the host tasks it
+ * waits for; counts the calls done for the host.  Returns the first
+ * failure. */
 static int run_plan(const struct pld__devplan *plan, unsigned char *data,
                     struct pld__fabric *fabric, struct pld__aicpu *a,
-                    char *msg, size_t cap) {
+                    const struct pld__spin *spin, char *msg, size_t cap) {
   for (int c = 0; c < plan->ncalls; c++) {
     const struct pld__call *call = &plan->calls[c];
     const pld_signature *sig = call->fn.sig;
@@ -154,20 +182,24 @@ static int run_plan(const struct pld__devplan *plan, unsigned char *data,
     for (int i = 0; i < call->argc; i++)
       argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], plan,
                                      data, fabric, &tensors[i]);
-    if (atomic_load_explicit(&self_world->abort, memory_order_acquire)) {
-      pld__catf(msg, cap,
-                "rank %d (device %d): stopped because another rank failed",
-                plan->rank, plan->device_id);
-      return PLD_ERR_ABORTED;
-    }
+    int st = call->after_tasks
+                 ? await_tasks(plan, a, spin, (uint32_t)call->after_tasks,
+                               msg, cap)
+                 : aborted(plan, msg, cap);
+    if (st)
+      return st;
     aicpu_running_fn = sig->name;
     a->status = PLD_OK;
-    int st = pld__aicpu_call(a, call->fn, argv);
+    st = pld__aicpu_call(a, call->fn, argv);
     aicpu_running_fn = NULL;
     if (st) {
       pld__catf(msg, cap, "%s", a->msg);
       return st;
     }
+    atomic_store_explicit(&self_ctl->calls_done, (uint32_t)c + 1,
+                          memory_order_release);
+    if (plan->report_calls && c + 1 < plan->ncalls)
+      pld__event_signal(&self_world->event, &self_world->event_sleepers, 1);
   }
   return PLD_OK;
 }
@@ -223,7 +255,8 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
     /* Dynamic dimensions start from the compiled bindings on every run. */
     dims = *plan->dims;
     pld__aicpu_busy(&a, 1);
-    st = run_plan(plan, data, &fabric.base, &a, ctl->msg, sizeof ctl->msg);
+    st = run_plan(plan, data, &fabric.base, &a, &spin, ctl->msg,
+                  sizeof ctl->msg);
     pld__aicpu_busy(&a, 0);
     ctl->status = st;
     if (st)

@@ -47,6 +47,8 @@ struct pld__devctl {
   _Atomic uint32_t ready;    /* device: started and waiting */
   _Atomic uint32_t awake;    /* device: its share of the world's awake
                                 threads (see struct pld__spin) */
+  _Atomic uint32_t calls_done; /* device: calls of this run finished (the
+                                  host resets it before each run) */
   int status;                /* result of the last run */
   uint32_t ticket;           /* order of failure among the ranks */
   char msg[PLD__MSG_MAX];
@@ -65,6 +67,8 @@ struct pld__worldctl {
   _Atomic uint32_t abort;   /* host: stop the current run (a rank failed) */
   _Atomic uint32_t tickets; /* failure order */
   _Atomic uint32_t awake;   /* threads awake, in all processes */
+  _Atomic uint32_t tasks_done;     /* host: host tasks of this run done */
+  _Atomic uint32_t tasks_sleepers; /* devices: asleep on tasks_done */
 };
 
 /* The host's handle on one device process.  Its region is the control

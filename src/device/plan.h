@@ -37,6 +37,7 @@ struct pld__call_arg {
 /* One dispatch of a device function, in host program order. */
 struct pld__call {
   pld_device_fn fn;
+  int after_tasks; /* host tasks that must have run before it starts */
   int argc;
   struct pld__call_arg *args;
   char *launches; /* compile-time trace of its kernel launches (artifacts) */
@@ -48,6 +49,7 @@ struct pld__devplan {
   const struct pld__dims *dims; /* bindings made while compiling */
   int ncalls;
   struct pld__call *calls;
+  int report_calls; /* wake the host after each call: host tasks wait */
   int nbufs;
   struct pld__devbuf *bufs;
   size_t data_bytes;

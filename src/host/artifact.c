@@ -13,7 +13,7 @@
 /* "x[1]" for a slice of host argument x, computed from its byte offset. */
 static void slice_expr(char *buf, size_t cap, const struct pld_program *p,
                        const struct pld__devbuf *b, int ndim) {
-  const struct pld__tensor *h = &p->arg_meta[b->host_arg];
+  const struct pld__tensor *h = pld__host_meta(p, b->host_arg);
   size_t n = pld__catf(buf, cap, "%s", h->name);
   size_t stride = h->nbytes, off = b->host_offset;
   for (int d = 0; d < h->ndim - ndim; d++) {
@@ -29,6 +29,9 @@ static void write_call(FILE *f, const struct pld_program *p,
   const pld_signature *sig = call->fn.sig;
   fprintf(f, "  dispatch %d: %s on the AICPU of device %d (%s:%d)\n", c + 1,
           sig->name, pl->device_id, sig->file, sig->line);
+  if (call->after_tasks)
+    fprintf(f, "    starts after host task %d (%s)\n", call->after_tasks,
+            p->tasks[call->after_tasks - 1].fn.sig->name);
   for (int i = 0; i < call->argc; i++) {
     const struct pld__call_arg *a = &call->args[i];
     const pld_param *pm = &sig->params[i];
@@ -52,17 +55,51 @@ static void write_call(FILE *f, const struct pld_program *p,
       continue;
     }
     const struct pld__devbuf *b = &pl->bufs[a->buf];
+    const struct pld__inter *in = pld__host_inter(p, b->host_arg);
     slice_expr(ex, sizeof ex, p, b, a->ndim);
-    fprintf(f,
-            "    %s: %s %s = %s, copied %s; device memory [%zu, %zu)\n",
+    fprintf(f, "    %s: %s %s = %s, %s; device memory [%zu, %zu)\n",
             pm->name, ts, pld__dir_name(pm->dir), ex,
-            pm->dir == PLD_DIR_IN    ? "in"
-            : pm->dir == PLD_DIR_OUT ? "back"
-                                     : "in and back",
+            in && in->rank >= 0 ? "never copied"
+            : in                ? "copied only for host tasks"
+            : pm->dir == PLD_DIR_IN  ? "copied in"
+            : pm->dir == PLD_DIR_OUT ? "copied back"
+                                     : "copied in and back",
             b->offset, b->offset + b->nbytes);
   }
   if (call->launches)
     fputs(call->launches, f);
+}
+
+/* A host task: where it runs, after what, its arguments. */
+static void write_task(FILE *f, const struct pld_program *p, int t) {
+  const struct pld__taskplan *tp = &p->tasks[t];
+  const pld_signature *sig = tp->fn.sig;
+  fprintf(f, "  host task %d: %s on the host CPU (%s:%d), after", t + 1,
+          sig->name, sig->file, sig->line);
+  int any = 0;
+  for (int r = 0; r < p->nranks; r++)
+    if (tp->need[r]) {
+      fprintf(f, "%s rank %d's dispatch %d", any ? "," : "", r, tp->need[r]);
+      any = 1;
+    }
+  fprintf(f, "%s\n", any ? "" : " nothing on the devices");
+  for (int i = 0; i < tp->argc; i++) {
+    const pld_param *pm = &sig->params[i];
+    char ts[128];
+    if (tp->argv[i].kind == PLD_ARG_SCALAR) {
+      pld__scalar_str(ts, sizeof ts, pm, &tp->argv[i]);
+      fprintf(f, "    %s: %s\n", pm->name, ts);
+      continue;
+    }
+    const struct pld__tensor *m = pld__host_meta(p, tp->t[i].host_arg);
+    struct pld__devbuf b = {0, tp->t[i].nbytes, tp->t[i].host_arg,
+                            tp->t[i].host_offset, 0};
+    char ex[128];
+    slice_expr(ex, sizeof ex, p, &b, tp->t[i].ndim);
+    pld__tensor_str(ts, sizeof ts, &tp->t[i]);
+    fprintf(f, "    %s: %s %s = %s%s\n", pm->name, ts, pld__dir_name(pm->dir),
+            ex, m->ndim == tp->t[i].ndim ? "" : " (a slice)");
+  }
 }
 
 static int write_file(const char *dir, const char *name,
@@ -103,6 +140,18 @@ static int write_file(const char *dir, const char *name,
     for (int d = 0; d < p->dims.n; d++)
       fprintf(f, "  dynamic dimension %s = %lld (bound by %s)\n",
               p->dims.name[d], (long long)p->dims.size[d], p->dims.by[d]);
+    for (int i = 0; i < p->ninters; i++) {
+      const struct pld__inter *in = &p->inters[i];
+      char ts[128];
+      pld__tensor_str(ts, sizeof ts, in->t);
+      if (in->rank < 0)
+        fprintf(f, "  %s: %s in host memory during a run\n", in->name, ts);
+      else
+        fprintf(f, "  %s: %s in the memory of rank %d's device during a run\n",
+                in->name, ts, in->rank);
+    }
+    for (int t = 0; t < p->ntasks; t++)
+      write_task(f, p, t);
     for (int b = 0; b < p->nwinbufs; b++) {
       const struct pld__winbuf *wb = p->winbufs[b];
       fprintf(f, "  window buffer #%d: %zu bytes on each rank of its domain "

@@ -152,14 +152,23 @@ int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
     if (norm[i].kind == PLD_ARG_SCALAR)
       continue;
     const struct pld__tensor *t = norm[i].v.t;
+    const struct pld__inter *in =
+        t->host_arg >= 0 ? pld__host_inter(p, t->host_arg) : NULL;
     if (t->flags & PLD__T_WINDOW)
       pld__windows_member(p, t->win_buf, rank);
     else if (t->host_arg < 0)
       return pld__hfail(
           h, PLD_ERR_ARG,
           "%s: %s: parameter '%s' (%d of %d): expected a parameter of "
-          "%s or a slice of one, got another tensor",
+          "%s, a slice of one or an intermediate, got another tensor",
           what, sig->name, sig->params[i].name, i + 1, sig->nparams, name);
+    else if (in && in->rank >= 0 && in->rank != rank)
+      return pld__hfail(h, PLD_ERR_ARG,
+                        "%s: %s: parameter '%s' (%d of %d): %s lives in the "
+                        "memory of rank %d's device: only rank %d's "
+                        "dispatches take it",
+                        what, sig->name, sig->params[i].name, i + 1,
+                        sig->nparams, in->name, in->rank, in->rank);
     /* Keep a copy: t lives only as long as the trace, and the dispatch
      * array moves as it grows, so the plan reads d->t[i] by index. */
     d->t[i] = *t;
@@ -189,10 +198,6 @@ void pld__plans_free(struct pld_program *p) {
   }
   pld__free(p->plans);
   p->plans = NULL;
-}
-
-static const char *host_arg_name(const struct pld_program *p, int i) {
-  return p->host.sig->params[i].name;
 }
 
 /* Rank pl's device cannot hold `what` (n bytes) beyond the `used` bytes
@@ -232,7 +237,7 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
                        "%zu) and [%zu, %zu)): dispatch the same slice or "
                        "disjoint ones",
                        p->host.sig->name, pl->rank,
-                       host_arg_name(p, t->host_arg), buf->host_offset,
+                       pld__host_name(p, t->host_arg), buf->host_offset,
                        buf->host_offset + buf->nbytes, t->host_offset,
                        t->host_offset + t->nbytes);
   }
@@ -247,7 +252,7 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
   if (pld__mem_exceeded(p->plat, buf->offset, t->nbytes)) {
     char what[128];
     pld__catf(what, sizeof what, "a slice of '%s'",
-              host_arg_name(p, t->host_arg));
+              pld__host_name(p, t->host_arg));
     return memory_refused(p, pl, buf->offset, what, t->nbytes);
   }
   buf->nbytes = t->nbytes;
@@ -348,7 +353,7 @@ static int check_write_conflicts(const struct pld_program *p) {
                              "bytes [%zu, %zu) of host argument '%s': each "
                              "rank must write its own slice",
                              p->host.sig->name, r1, r2, lo, hi,
-                             host_arg_name(p, a->host_arg));
+                             pld__host_name(p, a->host_arg));
         }
   return PLD_OK;
 }
@@ -447,6 +452,7 @@ static void host_release(struct pld__host *h) {
     pld__free(h->kept[i]);
   pld__free(h->kept);
   pld__free(h->disps);
+  pld__free(h->tasks);
   pld__free(h->args);
 }
 
@@ -525,6 +531,8 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
     goto release;
   for (int r = 0; r < p->nranks && st == PLD_OK; r++)
     st = plan_rank(p, &h, r);
+  if (!st)
+    st = pld__tasks_plan(p, &h);
 release:
   host_release(&h);
   return st;

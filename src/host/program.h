@@ -19,6 +19,45 @@ struct pld__dispatch {
   struct pld__tensor t[PLD__MAX_PARAMS]; /* copies of the tensor arguments */
 };
 
+/* One pld_host_task as the host trace recorded it, after `before`
+ * dispatches (program order). */
+struct pld__hosttask {
+  pld_host_task_fn fn;
+  int argc, before;
+  pld_arg argv[PLD__MAX_PARAMS];         /* normalized scalars (kind for all) */
+  struct pld__tensor t[PLD__MAX_PARAMS]; /* copies of the tensor arguments */
+};
+
+/* An intermediate of the host orchestration: pld_host_tensor (rank -1) or
+ * pld_rank_tensor.  Its handle belongs to the program (host_arg: the
+ * program's nargs plus its index); a host intermediate has memory during
+ * a run. */
+struct pld__inter {
+  struct pld__tensor *t;
+  int rank;
+  char *name; /* "host intermediate #0" (the handle points to it) */
+  unsigned char *data;
+};
+
+/* A copy between a host tensor (host: its index among the host function's
+ * tensors, then the intermediates) and a rank's device memory, before or
+ * after a host task. */
+struct pld__hcopy {
+  int rank, host;
+  size_t dev_off, host_off, len;
+};
+
+/* A host task as it runs: what it waits for and what it copies. */
+struct pld__taskplan {
+  pld_host_task_fn fn, run; /* run: fn, or its override */
+  int argc, before;
+  pld_arg argv[PLD__MAX_PARAMS];
+  struct pld__tensor t[PLD__MAX_PARAMS]; /* no data: host_arg and offset */
+  int *need;            /* [rank]: the calls it waits for (a count) */
+  struct pld__hcopy *copies; /* npre device -> host, then npost back */
+  int npre, npost;
+};
+
 /* A window buffer, as pld_window_alloc made it. */
 struct pld__winbuf {
   int id;
@@ -35,6 +74,8 @@ struct pld__host {
   int nkept, capkept;
   struct pld__dispatch *disps;
   int ndisps, capdisps;
+  struct pld__hosttask *tasks;
+  int ntasks, captasks;
   /* The signal window of host-level collectives given none (made at the
    * first one). */
   pld_window coll_sig;
@@ -52,6 +93,11 @@ struct pld_program {
   struct pld__tensor *arg_meta;
   struct pld__dims dims;
   struct pld__devplan *plans; /* per rank */
+  /* Intermediates (made while tracing) and host tasks (program order). */
+  struct pld__inter *inters;
+  int ninters;
+  struct pld__taskplan *tasks;
+  int ntasks;
   char *artifact_dir;
   int64_t wait_timeout_ns;   /* 0: no limit */
   int64_t kernel_timeout_ns; /* 0: no limit */
@@ -108,5 +154,28 @@ int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
  * NULL after recording PLD_ERR_NOMEM. */
 struct pld__tensor *pld__host_keep(struct pld__host *h,
                                    struct pld__tensor *t);
+
+/* Host tensors by index (host_arg): the host function's, then the
+ * intermediates.  Their descriptor (no data), their name for messages,
+ * and the intermediate of an index (NULL for a parameter). */
+const struct pld__tensor *pld__host_meta(const struct pld_program *p, int i);
+const char *pld__host_name(const struct pld_program *p, int i);
+struct pld__inter *pld__host_inter(const struct pld_program *p, int i);
+
+/* After the ranks are planned: each host task's waits (and the calls that
+ * wait for it) and copies.  Returns PLD_OK or PLD_ERR_NOMEM. */
+int pld__tasks_plan(struct pld_program *p, const struct pld__host *h);
+void pld__tasks_free(struct pld_program *p);
+
+/* A run's host tensors: the memory of the host intermediates (and
+ * releasing it), the data of host tensor i (argv: the run's arguments). */
+int pld__inters_alloc(struct pld_program *p);
+void pld__inters_release(struct pld_program *p);
+unsigned char *pld__host_data(const struct pld_program *p, const pld_arg *argv,
+                              int i);
+
+/* Runs host task k: its copies in, its function, its copies out.  Returns
+ * PLD_OK or its failure (message set). */
+int pld__task_run(struct pld_program *p, const pld_arg *argv, int k);
 
 #endif

@@ -541,6 +541,14 @@ static int check_run_args(const struct pld_program *p, int argc,
       pld__tensor_str(ws, sizeof ws, w);
       if (got->kind == PLD_ARG_TENSOR && g)
         pld__tensor_str(gs, sizeof gs, g);
+      if (got->kind == PLD_ARG_TENSOR && g && (g->flags & PLD__T_INTER))
+        return pld__fail(PLD_ERR_ARG,
+                         "pld_program_run: %s: parameter '%s' (%d of %d): "
+                         "expected a host tensor %s, got %s, an intermediate "
+                         "of a host orchestration (it has no data outside "
+                         "its run)",
+                         sig->name, pn, i + 1, argc, ws,
+                         g->name ? g->name : "?");
       if (got->kind != PLD_ARG_TENSOR || !g || !(g->flags & PLD__T_HOST) ||
           g->dtype != w->dtype || g->ndim != w->ndim ||
           memcmp(g->shape, w->shape, (size_t)w->ndim * sizeof w->shape[0]))
@@ -565,6 +573,8 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
     const struct pld__devplan *pl = &p->plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
+      if (buf->host_arg >= p->nargs) /* intermediates are never copied */
+        continue;
       unsigned char *host =
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
       unsigned char *dev = p->devs[r].data + buf->offset;
@@ -907,6 +917,31 @@ static int watch_run(struct pld_program *p, struct watch *wt) {
 static void stop_run(struct pld_program *p, uint32_t why) {
   atomic_store_explicit(&p->world->abort, why, memory_order_release);
   p->fabric.base.ops->wake_all(&p->fabric.base);
+  /* Devices waiting for a host task look at the abort word too. */
+  pld__futex_wake(&p->world->tasks_done, 1);
+}
+
+/* Runs the host tasks whose calls have all finished, in order, from task
+ * *next on.  Returns PLD_OK or the failure of a task (message set). */
+static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
+  while (*next < p->ntasks) {
+    const struct pld__taskplan *tp = &p->tasks[*next];
+    for (int r = 0; r < p->nranks; r++)
+      if (atomic_load_explicit(&p->devs[r].ctl->calls_done,
+                               memory_order_acquire) < (uint32_t)tp->need[r])
+        return PLD_OK;
+    int st = pld__task_run(p, argv, *next);
+    if (st)
+      return st;
+    (*next)++;
+    /* Done: the calls that wait for it may start (the release orders its
+     * copies into device memory before them). */
+    atomic_store_explicit(&p->world->tasks_done, (uint32_t)*next,
+                          memory_order_release);
+    if (atomic_load(&p->world->tasks_sleepers))
+      pld__futex_wake(&p->world->tasks_done, 1);
+  }
+  return PLD_OK;
 }
 
 /* The grace after a stop is over: every rank still running is killed and
@@ -962,15 +997,22 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   struct pld__worldctl *w = p->world;
   atomic_store(&w->abort, PLD__ABORT_NONE);
   atomic_store(&w->tickets, 0);
+  if ((st = pld__inters_alloc(p)))
+    return st;
   if (!p->keep_windows) /* fresh mappings are zero already */
     p->fabric.base.ops->zero_all(&p->fabric.base);
   copy_slices(p, argv, 1);
+  atomic_store(&w->tasks_done, 0);
+  for (int r = 0; r < p->nranks; r++)
+    atomic_store(&p->devs[r].ctl->calls_done, 0);
   uint32_t seq[PLD_MAX_RANKS_INLINE];
   uint32_t *posted = p->nranks <= PLD_MAX_RANKS_INLINE
                          ? seq
                          : pld__calloc((size_t)p->nranks, sizeof *posted);
-  if (!posted)
+  if (!posted) {
+    pld__inters_release(p);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
+  }
   for (int r = 0; r < p->nranks; r++) {
     struct pld__devctl *c = p->devs[r].ctl;
     atomic_store_explicit(&c->cmd, PLD__CMD_RUN, memory_order_relaxed);
@@ -985,7 +1027,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   memset(&wt, 0, sizeof wt);
   wt.posted = posted;
   int64_t last_reap = pld__now_ns(), stopped_at = 0;
-  int watch_st = PLD_OK, stragglers = 0;
+  int watch_st = PLD_OK, stragglers = 0, next_task = 0;
   /* The run's result when the watch or a rank failed it: it stands,
    * whatever the devices say when they are stopped. */
   static _Thread_local char result[PLD__MSG_MAX];
@@ -1013,6 +1055,14 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
       if (cs &&
           (failed_rank < 0 || c->ticket < p->devs[failed_rank].ctl->ticket))
         failed_rank = r;
+    }
+    /* Host tasks whose calls have finished (all of them, once every rank
+     * is done); a failing one stops the run, as a failing rank does. */
+    if (!stopped_at && failed_rank < 0 && !watch_st &&
+        (watch_st = run_tasks(p, argv, &next_task))) {
+      memcpy(result, pld_last_error(), sizeof result);
+      stop_run(p, PLD__ABORT_FAILED);
+      stopped_at = pld__now_ns();
     }
     if (done == p->nranks)
       break;
@@ -1070,6 +1120,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     st = PLD_OK;
   }
 out:
+  pld__inters_release(p);
   /* After device_died the world is gone, and with it the count. */
   if (p->started)
     pld__asleep(&spin);
@@ -1097,6 +1148,7 @@ void pld_program_destroy(pld_program *p) {
     kill_devices(p);
   }
   pld__plans_free(p);
+  pld__tasks_free(p);
   pld__windows_free(p);
   pld__free(p->device_ids);
   pld__free(p->args);
