@@ -467,6 +467,15 @@ static int bind_args(struct pld_program *p, int argc, const pld_arg *argv) {
   if (argc < 0 || (argc > 0 && !argv))
     return pld__fail(PLD_ERR_ARG, "pld_compile: argv: expected %d arguments",
                      sig->nparams);
+  for (int i = 0; i < argc && i < sig->nparams; i++)
+    if (argv[i].kind == PLD_ARG_TENSOR && argv[i].v.t &&
+        (argv[i].v.t->flags & PLD__T_INTER))
+      return pld__fail(PLD_ERR_ARG,
+                       "pld_compile: %s: parameter '%s' (%d of %d): expected "
+                       "a host tensor, got %s, an intermediate of a host "
+                       "orchestration (it has no data outside its run)",
+                       sig->name, sig->params[i].name, i + 1, argc,
+                       argv[i].v.t->name ? argv[i].v.t->name : "?");
   int st = pld__sig_check(sig, "pld_compile", &p->dims, argc, argv, p->args,
                           NULL, msg, sizeof msg);
   if (st)

@@ -783,6 +783,37 @@ static size_t rank_head(char *buf, size_t cap, const struct pld_program *p,
   return pld__catf(buf, cap, "\n  rank %d (device %d): ", r, p->device_ids[r]);
 }
 
+/* The line of a report for rank r if its next call waits for a host task:
+ * which, and which call of which rank that task waits for. */
+static size_t report_task_wait(struct pld_program *p, int r, char *msg,
+                               size_t cap) {
+  const struct pld__devplan *pl = &p->plans[r];
+  uint32_t c = atomic_load(&p->devs[r].ctl->calls_done);
+  uint32_t done = atomic_load(&p->world->tasks_done);
+  if (c >= (uint32_t)pl->ncalls ||
+      (uint32_t)pl->calls[c].after_tasks <= done || done >= (uint32_t)p->ntasks)
+    return 0;
+  const struct pld__taskplan *tp = &p->tasks[done];
+  size_t n = rank_head(msg, cap, p, r);
+  n += pld__catf(msg + n, cap - n,
+                 "dispatch %u (%s) waits for host task %d (%s), which waits "
+                 "for",
+                 c + 1, pl->calls[c].fn.sig->name, pl->calls[c].after_tasks,
+                 p->tasks[pl->calls[c].after_tasks - 1].fn.sig->name);
+  if ((int)done + 1 < pl->calls[c].after_tasks)
+    n += pld__catf(msg + n, cap - n, " host task %u (%s), which waits for",
+                   done + 1, tp->fn.sig->name);
+  int any = 0;
+  for (int q = 0; q < p->nranks; q++)
+    if (atomic_load(&p->devs[q].ctl->calls_done) < (uint32_t)tp->need[q]) {
+      n += pld__catf(msg + n, cap - n, "%s rank %d's dispatch %d (%s)",
+                     any ? "," : "", q, tp->need[q],
+                     p->plans[q].calls[tp->need[q] - 1].fn.sig->name);
+      any = 1;
+    }
+  return n;
+}
+
 /* The report: for every unfinished rank, what runs (with how long), every
  * blocked wait (and who could still notify it: the unfinished ranks of its
  * window's domain), the ready blocks that have no core; then the ranks
@@ -823,6 +854,7 @@ static int report(struct pld_program *p, struct watch *wt, int status,
                      (int)atomic_load(&q->held), type, kernel,
                      (int)q->next_block, (int)q->nblocks - 1, (int)q->nblocks);
     }
+    n += report_task_wait(p, r, msg + n, sizeof msg - n);
     n += report_cores(p, wt, r, msg + n, sizeof msg - n);
   }
   n += pld__catf(msg + n, sizeof msg - n, "\n  ranks already finished:");

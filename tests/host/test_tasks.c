@@ -248,6 +248,40 @@ static void test_task_chain(void **state) {
   pld_tensor_destroy(y);
 }
 
+/* A cycle through the host: rank 0's dispatch waits for a flag rank 1's
+ * second dispatch sets, which waits for the task, which waits for rank
+ * 0's dispatch.  Reported as a deadlock naming each link. */
+PLD_HOST(h_cycle, h, PLD_IN(x, INT32, 2, L), PLD_OUT(y, INT32, 2, L)) {
+  pld_window_buf fb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  pld_window flag = pld_window_view(h, fb, PLD_INT32, PLD_SHAPE(1));
+  pld_tensor a = pld_host_tensor(h, PLD_INT32, PLD_SHAPE(L));
+  pld_tensor b = pld_host_tensor(h, PLD_INT32, PLD_SHAPE(L));
+  pld_dispatch(h, d_wait_flag, 0, flag);
+  pld_dispatch(h, d_axpb, 0, pld_slice(h, x, 0), pld_slice(h, x, 0), a, 1);
+  pld_dispatch(h, d_axpb, 1, pld_slice(h, x, 1), pld_slice(h, x, 1),
+               pld_slice(h, y, 1), 1);
+  pld_host_task(h, t_double, a, b);
+  pld_dispatch(h, d_copy_notify, 1, b, pld_slice(h, y, 0), flag);
+}
+
+static void test_task_deadlock_reported(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x = int_tensor(2, L, 5), y = int_tensor(2, L, 0);
+  pld_program *p;
+  assert_ok(pld_compile(h_cycle, &cfg, PLD_ARGS(x, y), &p));
+  for (int run = 0; run < 2; run++)
+    assert_fails_with(
+        pld_program_run(p, PLD_ARGS(x, y)), PLD_ERR_DEADLOCK,
+        "deadlock: these waits can never be satisfied",
+        "rank 1 (device 1): dispatch 2 (d_copy_notify) waits for host task "
+        "1 (t_double), which waits for rank 0's dispatch 2 (d_axpb)",
+        "rank 0 (device 0): kernel k_wait_flag", "waits on window");
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
 /* ---- failures ----------------------------------------------------------- */
 
 PLD_HOST_TASK(t_refuse, t, PLD_IN(a, INT32, L), PLD_OUT(b, INT32, L)) {
@@ -320,6 +354,13 @@ static void test_intermediate_after_run(void **state) {
                     "expected a host tensor INT32[2, 300], got host "
                     "intermediate #0, an intermediate of a host "
                     "orchestration");
+  pld_program *q = NULL;
+  assert_fails_with(pld_compile(h_keeps, &cfg, PLD_ARGS(x, kept_inter), &q),
+                    PLD_ERR_ARG,
+                    "pld_compile: h_keeps: parameter 'y' (2 of 2): expected a "
+                    "host tensor, got host intermediate #0, an intermediate "
+                    "of a host orchestration");
+  assert_null(q);
   pld_program_destroy(p);
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);
@@ -427,6 +468,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_task_reduces_partials),
     cmocka_unit_test(test_task_order_follows_data),
     cmocka_unit_test(test_task_chain),
+    cmocka_unit_test(test_task_deadlock_reported),
     cmocka_unit_test(test_task_failure),
     cmocka_unit_test(test_intermediate_after_run),
     cmocka_unit_test(test_task_and_intermediate_misuse),
