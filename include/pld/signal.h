@@ -53,4 +53,21 @@ int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
 int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
              int32_t expected, pld_wait_cmp cmp);
 
+/* A deferred wait: the block goes on (and should end soon, releasing its
+ * core) without waiting, and its launch counts as finished only once
+ * sig[idx] compares with expected as cmp says.  So what depends on the
+ * launch (a later launch whose tensors overlap it: a continuation kernel;
+ * the device function's return, and with it the rank's next dispatch)
+ * starts when the cell reaches its value, while the core is free for other
+ * blocks: programs with more waiting blocks than cores complete where
+ * pld_wait would deadlock.  Nothing the block does after the call may
+ * depend on the signal.  At most PLD_MAX_DEFERRED_WAITS per block, and 128
+ * pending per device (PLD_ERR_UNSUPPORTED beyond).  A deferred wait never
+ * satisfied is a deadlock (or a wait timeout) like any other, reported as
+ * deferred.  Returns as pld_notify's checks do (PLD_ERR_ARG for a window
+ * that is no INT32 signal window, PLD_ERR_BOUNDS), or an earlier failure. */
+#define PLD_MAX_DEFERRED_WAITS 8
+int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
+                      int32_t expected, pld_wait_cmp cmp);
+
 #endif /* PLD_SIGNAL_H */

@@ -92,6 +92,40 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
   return pld__wait_cell(c, "pld_wait", sig.p, off, n, idx, expected, cmp);
 }
 
+int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
+                      int32_t expected, pld_wait_cmp cmp) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_wait_deferred";
+  if (c->status)
+    return c->status;
+  if (!pld__wait_cmp_str((int)cmp))
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "cmp: expected PLD_WAIT_EQ, _GE, _NE, _GT, _LT or _LE, "
+                      "got %d",
+                      (int)cmp);
+  size_t off;
+  int st = pld__cell_offset(c, fn, sig, PLD__NO_PEER, n, idx, &off);
+  if (st)
+    return st;
+  struct pld__fabric *f = c->env->fabric;
+  if (pld__wait_satisfied(f->ops->cell(f, sig.p->win_buf, off), expected,
+                          cmp))
+    return PLD_OK;
+  if (c->ndeferred == PLD_MAX_DEFERRED_WAITS)
+    return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
+                      "more than %d deferred waits in one block",
+                      PLD_MAX_DEFERRED_WAITS);
+  struct pld__deferred *d = &c->deferred[c->ndeferred++];
+  d->buf = sig.p->win_buf;
+  d->off = off;
+  d->cmp = (int32_t)cmp;
+  d->expected = expected;
+  d->ndim = n;
+  memcpy(d->idx, idx, (size_t)n * sizeof *idx);
+  d->window = sig.p->name;
+  return PLD_OK;
+}
+
 int pld__wait_cell(struct pld__core *c, const char *fn,
                    const struct pld__tensor *sig, size_t off, int n,
                    const int64_t *idx, int32_t expected, int cmp) {
@@ -116,7 +150,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
 
   /* Publish the wait for the host's deadlock watch (the slot already names
    * the block), then stop counting as running. */
-  struct pld__coreslot *w = &env->watch->cores[c->slot];
+  struct pld__coreslot *w = &env->watch->slots[c->slot];
   pld__slot_write_begin(w);
   w->buf = buf;
   w->off = off;

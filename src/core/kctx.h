@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "pld/levels.h"
+#include "pld/signal.h"
 #include "pld/tile.h"
 
 /* The hardware's granule of tile memory: rows are padded to it and tiles
@@ -75,6 +76,16 @@ struct pld__core {
   /* The collective the block is in (PLD__COLL_* of core/watch.h, 0 for
    * none), its call number and round: waits publish them. */
   int32_t coll_kind, coll_call, coll_round;
+
+  /* The block's deferred waits (pld_wait_deferred), handed to its launch
+   * when it ends. */
+  int ndeferred;
+  struct pld__deferred {
+    int32_t buf, cmp, expected, ndim;
+    uint64_t off;
+    int64_t idx[PLD_MAX_DIMS];
+    const char *window;
+  } deferred[PLD_MAX_DEFERRED_WAITS];
 
   /* First failure of this block: sticky; every later call returns it. */
   int status;

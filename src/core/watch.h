@@ -17,6 +17,10 @@
 
 /* The most cores a device has (a5: 36 AIC + 72 AIV). */
 #define PLD__MAX_CORES 128
+/* Deferred waits a device keeps at once (pld_wait_deferred), each in a
+ * slot of the watch after the cores' slots. */
+#define PLD__MAX_DEFERRED 128
+#define PLD__MAX_SLOTS (PLD__MAX_CORES + PLD__MAX_DEFERRED)
 
 /* Room for a kernel, function or window name, terminator included; longer
  * names are cut. */
@@ -52,10 +56,12 @@ static inline const char *pld__coll_name(int kind) {
 /* What a core is doing. */
 enum { PLD__CORE_IDLE = 0, PLD__CORE_RUNNING = 1, PLD__CORE_WAITING = 2 };
 
-/* One core.  Its core writes it, the host reads it: `seq` is odd while
- * the core writes, so that the host can tell a consistent copy from one
- * taken while the fields changed (pld__slot_write_begin / _end on the
- * device, a retry or "in passing" on the host). */
+/* One core, or one deferred wait (a block that ended waiting: core -1,
+ * always PLD__CORE_WAITING while in use).  Its core (the device's
+ * scheduler for a deferred wait) writes it, the host reads it: `seq` is
+ * odd while it is written, so that the host can tell a consistent copy
+ * from one taken while the fields changed (pld__slot_write_begin / _end on
+ * the device, a retry or "in passing" on the host). */
 struct pld__coreslot {
   _Atomic uint32_t seq;
   _Atomic int32_t state;
@@ -99,7 +105,8 @@ struct pld__watch {
   _Atomic int64_t aicpu_since_ns;
   char aicpu_fn[PLD__NAME_MAX]; /* the device function it runs */
   struct pld__readyq queue[2];  /* by pld_core_type */
-  struct pld__coreslot cores[PLD__MAX_CORES];
+  /* The cores' slots, then the deferred waits' (PLD__MAX_CORES on). */
+  struct pld__coreslot slots[PLD__MAX_SLOTS];
 };
 
 /* Orders a slot's stores (the writer, after making seq odd) or loads (the

@@ -29,6 +29,7 @@ struct task {
   struct pld__tensor *tensors;
   int nregions;
   struct region *regions;
+  int ndeferred;            /* deferred waits pending (watch slots) */
   int waiting_on;           /* unfinished tasks this one depends on */
   struct task **dependents; /* tasks waiting on this one */
   int ndependents, capdependents;
@@ -72,6 +73,10 @@ struct pld__sched {
   int rank, device;
   const struct pld__comm_env *env;
   const struct task *published_head[2]; /* see publish_queued */
+  /* Deferred waits: the task of each in-use slot (NULL: free), and the
+   * count in use. */
+  struct task *deferred[PLD__MAX_DEFERRED];
+  int ndeferred;
 };
 
 /* Called with mu held: the host's deadlock watch sees the blocks ready to
@@ -179,12 +184,101 @@ static void task_finish(struct pld__sched *s, struct task *t) {
   unfinished_dec(s);
 }
 
+/* ---- deferred waits -------------------------------------------------- */
+
+/* The watch slot of deferred wait i. */
+static struct pld__coreslot *deferred_slot(struct pld__sched *s, int i) {
+  return &s->env->watch->slots[PLD__MAX_CORES + i];
+}
+
+/* Called with mu held: frees deferred wait i (satisfied, or cancelled). */
+static void deferred_drop(struct pld__sched *s, int i) {
+  struct pld__coreslot *w = deferred_slot(s, i);
+  pld__slot_write_begin(w);
+  atomic_store_explicit(&w->state, PLD__CORE_IDLE, memory_order_relaxed);
+  pld__slot_write_end(w);
+  s->deferred[i]->ndeferred--;
+  s->deferred[i] = NULL;
+  s->ndeferred--;
+}
+
+/* Called with mu held: t is finished once its blocks are done and its
+ * deferred waits satisfied. */
+static void task_finish(struct pld__sched *s, struct task *t);
+static void try_finish(struct pld__sched *s, struct task *t) {
+  if (!t->finished && !t->ndeferred && t->done_blocks == t->blocks &&
+      t->next_block == t->blocks)
+    task_finish(s, t);
+}
+
+/* Called with mu held: block c of task t ended with deferred waits; they
+ * take watch slots until satisfied.  Returns PLD_OK or, with no slot
+ * left, the block's failure. */
+static int deferred_take(struct pld__sched *s, struct task *t,
+                         struct pld__core *c) {
+  int next = 0;
+  for (int k = 0; k < c->ndeferred; k++) {
+    const struct pld__deferred *d = &c->deferred[k];
+    while (next < PLD__MAX_DEFERRED && s->deferred[next])
+      next++;
+    if (next == PLD__MAX_DEFERRED)
+      return pld__kfail(c, PLD_ERR_UNSUPPORTED, "pld_wait_deferred",
+                        "more than %d deferred waits pending on the device",
+                        PLD__MAX_DEFERRED);
+    struct pld__coreslot *w = deferred_slot(s, next);
+    pld__slot_write_begin(w);
+    w->core_type = (int32_t)c->spec.type;
+    w->core = -1;
+    w->block = c->block_idx;
+    w->blocks = c->block_num;
+    pld__name_copy(w->kernel, sizeof w->kernel, c->kernel);
+    w->buf = d->buf;
+    w->off = d->off;
+    w->cmp = d->cmp;
+    w->expected = d->expected;
+    w->ndim = d->ndim;
+    memcpy(w->idx, d->idx, sizeof w->idx);
+    w->coll = w->call = w->round = 0;
+    pld__name_copy(w->window, sizeof w->window, d->window);
+    atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&w->state, PLD__CORE_WAITING, memory_order_relaxed);
+    pld__slot_write_end(w);
+    s->deferred[next] = t;
+    s->ndeferred++;
+    t->ndeferred++;
+  }
+  return PLD_OK;
+}
+
+/* Called with mu held: drops the deferred waits now satisfied and
+ * finishes the tasks that no longer wait.  Returns how many remain. */
+static int deferred_poll(struct pld__sched *s) {
+  struct pld__fabric *f = s->env ? s->env->fabric : NULL;
+  for (int i = 0; s->ndeferred && i < PLD__MAX_DEFERRED; i++) {
+    struct task *t = s->deferred[i];
+    if (!t)
+      continue;
+    const struct pld__coreslot *w = deferred_slot(s, i);
+    if (!pld__wait_satisfied(f->ops->cell(f, w->buf, (size_t)w->off),
+                             w->expected, w->cmp))
+      continue;
+    deferred_drop(s, i);
+    atomic_fetch_add_explicit(&s->env->watch->progress, 1,
+                              memory_order_relaxed);
+    try_finish(s, t);
+  }
+  return s->ndeferred;
+}
+
 /* Called with mu held: no further block starts; tasks with no running
  * block finish now. */
 static void cancel_all(struct pld__sched *s) {
   if (s->cancelled)
     return;
   s->cancelled = 1;
+  for (int i = 0; s->ndeferred && i < PLD__MAX_DEFERRED; i++)
+    if (s->deferred[i])
+      deferred_drop(s, i);
   for (int t = 0; t < 2; t++) {
     s->types[t].ready_head = s->types[t].ready_tail = NULL;
     s->types[t].pending = 0;
@@ -209,7 +303,7 @@ static struct pld__coreslot *slot_begin(struct pld__sched *s,
                                         const struct pld__core *c) {
   if (!s->env)
     return NULL;
-  struct pld__coreslot *slot = &s->env->watch->cores[c->slot];
+  struct pld__coreslot *slot = &s->env->watch->slots[c->slot];
   pld__slot_write_begin(slot);
   slot->core_type = (int32_t)c->spec.type;
   slot->core = c->spec.index;
@@ -290,11 +384,20 @@ static void *core_main(void *arg) {
       memcpy(s->msg, ct->core.msg, sizeof s->msg);
     }
     t->done_blocks++;
-    if (ct->core.status)
+    if (!ct->core.status && ct->core.ndeferred && !s->cancelled &&
+        deferred_take(s, t, &ct->core) && !s->status) {
+      s->status = ct->core.status;
+      memcpy(s->msg, ct->core.msg, sizeof s->msg);
+    }
+    if (ct->core.status) {
       cancel_all(s);
-    else if (t->done_blocks == t->blocks && t->next_block == t->blocks &&
-             !t->finished)
-      task_finish(s, t);
+    } else {
+      /* A deferred wait may be satisfied already; this block's end may
+       * finish its task, or another's whose waits are satisfied. */
+      if (s->ndeferred)
+        deferred_poll(s);
+      try_finish(s, t);
+    }
     if (s->cancelled && !t->finished && t->done_blocks == t->blocks) {
       t->finished = 1;
       unfinished_dec(s);
@@ -461,6 +564,21 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
     }
     if (s->unfinished == 0)
       break;
+    if (s->ndeferred) {
+      /* Deferred waits: the AICPU watches their cells, woken by the
+       * signals this device receives (and, while blocks run, often, for
+       * their ends). */
+      struct pld__fabric *f = s->env->fabric;
+      uint32_t seen = f->ops->events(f);
+      if (deferred_poll(s) && s->unfinished > 0) {
+        int running = s->types[0].busy + s->types[1].busy;
+        pthread_mutex_unlock(&s->mu);
+        f->ops->wait_events(f, seen, &s->spin,
+                            (running ? 1 : 50) * (int64_t)1000000);
+        pthread_mutex_lock(&s->mu);
+      }
+      continue;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 10000000; /* 10 ms: the abort flag is polled */

@@ -99,7 +99,7 @@ static int ctl_intact(const struct pld_program *p, int r, char *what,
  * since the host first saw the resume. */
 static int slot_read(const struct pld_program *p, int r, int i,
                      struct pld__coreslot *s, char *what, size_t cap) {
-  const struct pld__coreslot *w = &p->devs[r].ctl->watch.cores[i];
+  const struct pld__coreslot *w = &p->devs[r].ctl->watch.slots[i];
   uint32_t seq = atomic_load_explicit(&w->seq, memory_order_acquire);
   int state = atomic_load_explicit(&w->state, memory_order_relaxed);
   if (state == PLD__CORE_IDLE || (seq & 1))
@@ -127,7 +127,7 @@ static int slot_read(const struct pld_program *p, int r, int i,
   if (atomic_load_explicit(&w->seq, memory_order_relaxed) != seq)
     return PLD__CORE_IDLE;
   if (s->since_ns == 0 && state == PLD__CORE_RUNNING) {
-    size_t at = (size_t)r * PLD__MAX_CORES + (size_t)i;
+    size_t at = (size_t)r * PLD__MAX_SLOTS + (size_t)i;
     if (p->resumes_seen[at] != resumes) {
       p->resumes_seen[at] = resumes;
       p->resumed_at[at] = pld__now_ns();
@@ -137,10 +137,13 @@ static int slot_read(const struct pld_program *p, int r, int i,
   const pld_platform_info *pl = p->plat;
   int cores = s->core_type == PLD_CORE_CUBE ? pl->cube_cores : pl->vector_cores;
   const char *bad = NULL;
+  /* A deferred wait's slot: no core, always waiting. */
+  const int deferred = i >= PLD__MAX_CORES;
   if (state != PLD__CORE_RUNNING && state != PLD__CORE_WAITING)
     bad = "state";
   else if ((s->core_type != PLD_CORE_VECTOR && s->core_type != PLD_CORE_CUBE) ||
-           s->core < 0 || s->core >= cores)
+           (deferred ? s->core != -1 || state != PLD__CORE_WAITING
+                     : s->core < 0 || s->core >= cores))
     bad = "core";
   else if (s->blocks < 1 || s->blocks > 65535 || s->block < 0 ||
            s->block >= s->blocks)
@@ -159,8 +162,14 @@ static int slot_read(const struct pld_program *p, int r, int i,
   return state;
 }
 
-/* " in kernel k on AIV core 3 (block 0 of 2)". */
+/* "kernel k on AIV core 3 (block 0 of 2)", or for a deferred wait
+ * "kernel k (block 0 of 2, ended with its wait deferred)". */
 static size_t where_str(char *buf, size_t cap, const struct pld__coreslot *s) {
+  if (s->core < 0)
+    return pld__catf(buf, cap,
+                     "kernel %s (block %d of %d, ended with its wait "
+                     "deferred)",
+                     s->kernel, s->block, s->blocks);
   return pld__catf(buf, cap, "kernel %s on %s core %d (block %d of %d)",
                    s->kernel, pld__core_type_name((pld_core_type)s->core_type),
                    s->core, s->block, s->blocks);
@@ -183,7 +192,7 @@ static int running_str(const struct pld_program *p, int r, int64_t now,
                    (double)(now - atomic_load(&w->aicpu_since_ns)) / 1e6);
     any = 1;
   }
-  for (int i = 0; i < PLD__MAX_CORES; i++) {
+  for (int i = 0; i < PLD__MAX_SLOTS; i++) {
     struct pld__coreslot s;
     char why[96];
     int state = slot_read(p, r, i, &s, why, sizeof why);
@@ -486,7 +495,7 @@ int pld_program_prepare(pld_program *p) {
     return pld__fail(PLD_ERR_STATE, "pld_program_prepare: %s", p->dead_msg);
   if (p->started)
     return PLD_OK;
-  const size_t slots = (size_t)p->nranks * PLD__MAX_CORES;
+  const size_t slots = (size_t)p->nranks * PLD__MAX_SLOTS;
   p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
   p->resumes_seen = pld__calloc(slots, sizeof *p->resumes_seen);
   p->resumed_at = pld__calloc(slots, sizeof *p->resumed_at);
@@ -642,7 +651,7 @@ static int rank_quiet(struct pld_program *p, struct watch *wt, int r,
     if (atomic_load(&w->queue[t].blocks) > 0 && held < cores[t])
       return 0;
   }
-  for (int i = 0; i < PLD__MAX_CORES; i++) {
+  for (int i = 0; i < PLD__MAX_SLOTS; i++) {
     struct pld__coreslot s;
     char why[96];
     int32_t v;
@@ -702,20 +711,20 @@ static size_t rank_head(char *buf, size_t cap, const struct pld_program *p,
  * the blocks of one kernel doing the same summed up in one line. */
 static size_t report_cores(struct pld_program *p, struct watch *wt, int r,
                            char *msg, size_t cap) {
-  static _Thread_local struct pld__coreslot slots[PLD__MAX_CORES];
-  int state[PLD__MAX_CORES];
+  static _Thread_local struct pld__coreslot slots[PLD__MAX_SLOTS];
+  int state[PLD__MAX_SLOTS];
   const int64_t now = pld__now_ns();
   size_t n = 0;
-  for (int i = 0; i < PLD__MAX_CORES; i++) {
+  for (int i = 0; i < PLD__MAX_SLOTS; i++) {
     char why[96];
     state[i] = slot_read(p, r, i, &slots[i], why, sizeof why);
   }
-  for (int i = 0; i < PLD__MAX_CORES; i++) {
+  for (int i = 0; i < PLD__MAX_SLOTS; i++) {
     const struct pld__coreslot *s = &slots[i];
     if (state[i] <= 0)
       continue;
     int more = 0;
-    for (int j = i + 1; j < PLD__MAX_CORES; j++)
+    for (int j = i + 1; j < PLD__MAX_SLOTS; j++)
       if (state[j] == state[i] && same_activity(state[i], s, &slots[j])) {
         state[j] = PLD__CORE_IDLE; /* told by this line */
         more++;
@@ -886,7 +895,7 @@ static int over_limit(struct pld_program *p, struct watch *wt, int waiting,
     if (!waiting && atomic_load(&w->aicpu_busy) &&
         now - atomic_load(&w->aicpu_since_ns) > limit_ns)
       return 1;
-    for (int i = 0; i < PLD__MAX_CORES; i++) {
+    for (int i = 0; i < PLD__MAX_SLOTS; i++) {
       struct pld__coreslot s;
       char why[96];
       int state = slot_read(p, r, i, &s, why, sizeof why);

@@ -273,7 +273,7 @@ static void test_kernel_time_limit_after_a_wait(void **state) {
 PLD_KERNEL(k_torn_slot, k, PLD_WINDOW(sig, INT32, NR),
            PLD_IN(mode, INT32, NR)) {
   (void)sig;
-  struct pld__coreslot *slot = &k.p->env->watch->cores[k.p->slot];
+  struct pld__coreslot *slot = &k.p->env->watch->slots[k.p->slot];
   pld__slot_write_begin(slot);
   atomic_store(&slot->since_ns, 0);
   atomic_store(&slot->state, PLD__CORE_WAITING);
