@@ -240,7 +240,7 @@ static int check_staging(struct pld__core *c, const char *fn,
       pld__tile_str(ts, sizeof ts, t);
       pld__tile_str(ps, sizeof ps, sg->tile[0]);
       return pld__kfail(c, PLD_ERR_ARG, fn,
-                        "%s is %s: expected a %s tile%s%s", names[i], ts,
+                        "%s is %s: expected a tile of %s%s%s", names[i], ts,
                         pld_dtype_name(dt), i ? " of ping's shape " : "",
                         i ? ps : "");
     }

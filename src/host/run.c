@@ -315,6 +315,11 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
   size_t n = pld__catf(msg, sizeof msg, "pld_program_run: rank %d (device %d) ",
                        r, p->device_ids[r]);
   struct pld__crash cr;
+  /* A broken magic word says more than the field found invalid first (a
+   * wild write may be caught while it is under way). */
+  char magic[160];
+  if (corrupt && !ctl_intact(p, r, magic, sizeof magic))
+    corrupt = magic;
   int kind = corrupt
                  ? PLD__CRASH_NONE
                  : atomic_load_explicit(&c->crash.kind, memory_order_acquire);
