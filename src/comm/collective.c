@@ -142,7 +142,7 @@ static int enter(struct coll *cc, const struct eager *ep) {
    * last. */
   for (int32_t i = 1; i <= cc->n && !st; i++) {
     int32_t q = (cc->me + i) % cc->n;
-    if (ep->bytes)
+    if (ep->bytes && (ep->stride || i == 1)) /* the same for all: once */
       memcpy(msg + D_WORDS, ep->src + (size_t)q * ep->stride, ep->bytes);
     st = write_rank(cc, cc->sig, q, at, msg, sizeof cc->desc + ep->bytes);
     if (!st && q != cc->me)
@@ -732,32 +732,47 @@ static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
   return st;
 }
 
-/* Allgather and all-to-all: rank q's row me [lo, hi) of target w (rows of
- * `row` elements) = my elements at src + q * stride (bytes), on every rank
- * q; the call has `count` elements. */
-static int exchange(struct coll *cc, const struct pld__tensor *w,
-                    const unsigned char *src, size_t stride, int64_t lo,
-                    int64_t hi, int64_t row, int64_t count) {
-  const size_t es = pld_dtype_size(w->dtype), part = (size_t)(hi - lo) * es;
-  cc->eager = part <= PLD_COLL_EAGER_BYTES;
-  const struct eager ep = {src, cc->eager ? part : 0, stride};
-  int st;
-  if ((st = reserve(cc, es, 0, hi - lo)) ||
-      (st = start(cc, w->dtype, 0, 0, 0, count, &ep)))
-    return st;
+/* Allgather (my local row to row me of every rank's target) and
+ * all-to-all (my local row q to row me of rank q's target), on this lane's
+ * part [lo, hi) of the rows. */
+static int exchange(pld_core k, const char *fn, int kind, pld_tensor local,
+                    pld_window target, pld_window sig) {
+  struct coll cc;
+  struct pld__coll_args a = {.kind = kind, .data = local.p, .target = target.p};
+  const int reads = 0;
+  int st = begin(&cc, k.p, fn, &a, sig, &target, 1, &local, &reads, 1);
+  if (st)
+    return finish(&cc, st);
+  const struct pld__tensor *w = target.p;
+  const size_t es = pld_dtype_size(w->dtype);
+  const int gather = kind == PLD__COLL_ALLGATHER;
+  const int64_t row = gather ? (int64_t)(local.p->nbytes / es)
+                             : (int64_t)(w->nbytes / es) / cc.n;
+  int64_t lo, hi;
+  lane_part(&cc, row, &lo, &hi);
+  /* What goes to rank q: src + q * stride. */
+  const unsigned char *src =
+      (const unsigned char *)local.p->data + (size_t)lo * es;
+  const size_t stride = gather ? 0 : (size_t)row * es;
+  const size_t part = (size_t)(hi - lo) * es;
+  cc.eager = part <= PLD_COLL_EAGER_BYTES;
+  const struct eager ep = {src, cc.eager ? part : 0, stride};
+  if ((st = reserve(&cc, es, 0, hi - lo)) ||
+      (st = start(&cc, w->dtype, 0, 0, 0, gather ? row : row * cc.n, &ep)))
+    return finish(&cc, st);
   unsigned char *rows = (unsigned char *)w->data + (size_t)lo * es;
-  for (int32_t i = 0; i < cc->n && !st; i++) {
-    int32_t q = (cc->me + i) % cc->n; /* spread the pushes over the ranks */
-    if (cc->eager)
+  for (int32_t i = 0; i < cc.n && !st; i++) {
+    int32_t q = (cc.me + i) % cc.n; /* spread the pushes over the ranks */
+    if (cc.eager)
       memcpy(rows + (size_t)(q * row) * es,
-             q == cc->me ? src + (size_t)q * stride : sent(cc, q), part);
+             q == cc.me ? src + (size_t)q * stride : sent(&cc, q), part);
     else
-      st = write_rank(cc, w, q, (size_t)(cc->me * row + lo) * es,
+      st = write_rank(&cc, w, q, (size_t)(cc.me * row + lo) * es,
                       src + (size_t)q * stride, part);
   }
-  if (!st && !cc->eager) /* every row has landed */
-    st = barrier(cc);
-  return st;
+  if (!st && !cc.eager) /* every row has landed */
+    st = barrier(&cc);
+  return finish(&cc, st);
 }
 
 /* ---- the collectives ---------------------------------------------------- */
@@ -914,23 +929,7 @@ int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
 
 int pld_allgather(pld_core k, pld_tensor stage, pld_window target,
                   pld_window sig) {
-  struct pld__core *c = k.p;
-  const char *fn = "pld_allgather";
-  struct coll cc;
-  struct pld__coll_args a = {
-      .kind = PLD__COLL_ALLGATHER, .data = stage.p, .target = target.p};
-  const int reads = 0;
-  int st = begin(&cc, c, fn, &a, sig, &target, 1, &stage, &reads, 1);
-  if (st)
-    return finish(&cc, st);
-  const int64_t row =
-      (int64_t)(stage.p->nbytes / pld_dtype_size(stage.p->dtype));
-  const size_t es = pld_dtype_size(target.p->dtype);
-  int64_t lo, hi;
-  lane_part(&cc, row, &lo, &hi);
-  const unsigned char *mine = (const unsigned char *)stage.p->data;
-  return finish(&cc, exchange(&cc, target.p, mine + (size_t)lo * es, 0, lo, hi,
-                              row, row));
+  return exchange(k, "pld_allgather", PLD__COLL_ALLGATHER, stage, target, sig);
 }
 
 int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
@@ -967,23 +966,8 @@ int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
 
 int pld_all_to_all(pld_core k, pld_tensor input, pld_window target,
                    pld_window sig) {
-  struct pld__core *c = k.p;
-  const char *fn = "pld_all_to_all";
-  struct coll cc;
-  struct pld__coll_args a = {
-      .kind = PLD__COLL_ALL_TO_ALL, .data = input.p, .target = target.p};
-  const int reads = 0;
-  int st = begin(&cc, c, fn, &a, sig, &target, 1, &input, &reads, 1);
-  if (st)
-    return finish(&cc, st);
-  const int64_t row =
-      (int64_t)(target.p->nbytes / pld_dtype_size(target.p->dtype)) / cc.n;
-  const size_t es = pld_dtype_size(target.p->dtype);
-  int64_t lo, hi;
-  lane_part(&cc, row, &lo, &hi);
-  const unsigned char *in = (const unsigned char *)input.p->data;
-  return finish(&cc, exchange(&cc, target.p, in + (size_t)lo * es,
-                              (size_t)row * es, lo, hi, row, row * cc.n));
+  return exchange(k, "pld_all_to_all", PLD__COLL_ALL_TO_ALL, input, target,
+                  sig);
 }
 
 int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,

@@ -152,16 +152,8 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
    * the block), then stop counting as running. */
   struct pld__coreslot *w = &env->watch->slots[c->slot];
   pld__slot_write_begin(w);
-  w->buf = buf;
-  w->off = off;
-  w->cmp = (int32_t)cmp;
-  w->expected = expected;
-  w->ndim = n;
-  memcpy(w->idx, idx, (size_t)n * sizeof *idx);
-  w->coll = c->coll_kind;
-  w->call = c->coll_call;
-  w->round = c->coll_round;
-  pld__name_copy(w->window, sizeof w->window, sig->name);
+  pld__slot_set_wait(w, buf, off, (int32_t)cmp, expected, n, idx, sig->name,
+                     c->coll_kind, c->coll_call, c->coll_round);
   atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
   atomic_store_explicit(&w->state, PLD__CORE_WAITING, memory_order_relaxed);
   pld__slot_write_end(w);

@@ -67,13 +67,6 @@ size_t pld__param_str(char *buf, size_t cap, const pld_param *p) {
   return n + pld__catf(buf + n, cap - n, " %s", pld__dir_name(p->dir));
 }
 
-static int dims_find(const struct pld__dims *dims, const char *name) {
-  for (int i = 0; i < dims->n; i++)
-    if (strcmp(dims->name[i], name) == 0)
-      return i;
-  return -1;
-}
-
 static int is_int_dtype(pld_dtype d) {
   return d == PLD_INT32 || d == PLD_INT16 || d == PLD_INT8 || d == PLD_UINT8 ||
          d == PLD_INT64 || d == PLD_BOOL;
@@ -180,19 +173,19 @@ struct scope {
   struct pld__dims *g, *l;
 };
 
-static int scope_find(const struct scope *sc, const char *name, int64_t *size,
-                      const char **by) {
-  const struct pld__dims *d[2] = {sc->g, sc->l};
-  for (int k = 0; k < 2; k++) {
-    int b = d[k] ? dims_find(d[k], name) : -1;
-    if (b >= 0) {
-      *size = d[k]->size[b];
-      if (by)
-        *by = d[k]->by[b];
-      return 1;
-    }
-  }
-  return 0;
+/* The binding of the name n[0, len) (the host's first, then the call's),
+ * or NULL; *at is its index there.  Names are matched by their text: the
+ * bindings keep the declared strings.  sc may be NULL (no bindings). */
+static const struct pld__dims *scope_find(const struct scope *sc, const char *n,
+                                          size_t len, int *at) {
+  const struct pld__dims *d[2] = {sc ? sc->g : NULL, sc ? sc->l : NULL};
+  for (int k = 0; k < 2; k++)
+    for (int b = 0; d[k] && b < d[k]->n; b++)
+      if (strlen(d[k]->name[b]) == len && !strncmp(d[k]->name[b], n, len)) {
+        *at = b;
+        return d[k];
+      }
+  return NULL;
 }
 
 static int is_ident_start(char c) {
@@ -282,30 +275,18 @@ static int64_t parse_primary(struct expr *e) {
     while (is_ident_char(*e->p))
       e->p++;
     size_t len = (size_t)(e->p - n);
-    char name[64];
-    pld__catf(name, sizeof name, "%.*s", (int)len, n);
-    int64_t v;
-    /* Names are matched by their text: the bindings keep the declared
-     * strings. */
-    const struct pld__dims *d[2] = {e->sc ? e->sc->g : NULL,
-                                    e->sc ? e->sc->l : NULL};
-    for (int k = 0; k < 2; k++) {
-      int b = -1;
-      for (int i = 0; d[k] && i < d[k]->n && b < 0; i++)
-        if (strlen(d[k]->name[i]) == len && !strncmp(d[k]->name[i], n, len))
-          b = i;
-      if (b < 0)
-        continue;
-      v = d[k]->size[b];
+    int b;
+    const struct pld__dims *d = scope_find(e->sc, n, len, &b);
+    if (d) {
       int seen = 0;
       for (int i = 0; i < e->nnames; i++)
-        seen |= e->names[i] == d[k]->name[b];
+        seen |= e->names[i] == d->name[b];
       if (!seen && e->nnames < 8) {
-        e->names[e->nnames] = d[k]->name[b];
-        e->values[e->nnames++] = v;
+        e->names[e->nnames] = d->name[b];
+        e->values[e->nnames++] = d->size[b];
       }
       e->bound++;
-      return v;
+      return d->size[b];
     }
     e->unbound++;
     if (!e->unknown)
@@ -391,7 +372,6 @@ static size_t names_str(char *buf, size_t cap, const struct expr *e) {
 
 /* Some name of the text is bound (in the call's or the host's scope). */
 static int binds_a_name(const char *s, const struct scope *sc) {
-  const struct pld__dims *d[2] = {sc->g, sc->l};
   while (*s) {
     if (*s >= '0' && *s <= '9') { /* a number, 0x and suffixes too */
       while (is_ident_char(*s))
@@ -403,64 +383,69 @@ static int binds_a_name(const char *s, const struct scope *sc) {
       continue;
     }
     const char *n = s;
+    int b;
     while (is_ident_char(*s))
       s++;
-    size_t len = (size_t)(s - n);
-    for (int k = 0; k < 2; k++)
-      for (int b = 0; d[k] && b < d[k]->n; b++)
-        if (strlen(d[k]->name[b]) == len && !strncmp(d[k]->name[b], n, len))
-          return 1;
+    if (scope_find(sc, n, (size_t)(s - n), &b))
+      return 1;
   }
   return 0;
 }
 
-/* Dimension d of parameter i is an expression (not one name or number):
- * its value in *v, or PLD_ERR_ARG with the message.  An expression of
- * constants alone (no bound name in it) has the value C gave it. */
-static int eval_dim(const pld_signature *sig, const char *what, int i, int d,
-                    const struct scope *sc, int64_t *v, char *msg, size_t cap) {
+/* Dimension d of parameter i, as C evaluated it, is no size. */
+static int not_a_size(const pld_signature *sig, const char *what, int i, int d,
+                      char *msg, size_t cap) {
   const pld_dim *dim = &sig->params[i].dims[d];
-  struct expr e;
-  memset(&e, 0, sizeof e);
-  e.p = dim->name;
-  e.sc = sc;
-  int64_t val = parse_sum(&e);
-  skip_space(&e);
-  if (!e.err[0] && *e.p)
-    pld__catf(e.err, sizeof e.err, "'%c' is not part of a shape expression",
-              *e.p);
+  size_t n = head(msg, cap, what, sig, i);
+  pld__catf(msg + n, cap - n,
+            "declared dimension %d (%s = %lld) must be > 0 or a PLD_DYNAMIC "
+            "name",
+            d, dim->name, (long long)dim->size);
+  return PLD_ERR_ARG;
+}
+
+/* Dimension d of parameter i is an expression (not one name or number):
+ * its value in *v (and its evaluation in *e, for messages), or
+ * PLD_ERR_ARG with the message.  An expression of constants alone (no
+ * bound name in it) has the value C gave it. */
+static int eval_dim(const pld_signature *sig, const char *what, int i, int d,
+                    const struct scope *sc, int64_t *v, struct expr *e,
+                    char *msg, size_t cap) {
+  const pld_dim *dim = &sig->params[i].dims[d];
+  memset(e, 0, sizeof *e);
+  e->p = dim->name;
+  e->sc = sc;
+  int64_t val = parse_sum(e);
+  skip_space(e);
+  if (!e->err[0] && *e->p)
+    pld__catf(e->err, sizeof e->err, "'%c' is not part of a shape expression",
+              *e->p);
   /* Names no parameter bound: dynamic dimensions not bound, if C's value
    * is the one every name gives as PLD_DYN; else constants (an expression
    * of constants alone is the number C made of it). */
   struct expr c;
   memset(&c, 0, sizeof c);
   c.p = dim->name;
-  int constants = e.unbound && parse_sum(&c) != dim->size;
-  if (!e.err[0] && !e.bound && (constants || !e.unbound) && dim->size > 0) {
+  int constants = e->unbound && parse_sum(&c) != dim->size;
+  if (!e->err[0] && !e->bound && (constants || !e->unbound) && dim->size > 0) {
     *v = dim->size;
     return PLD_OK;
   }
   /* C's constant expressions beyond these (sizeof, casts, shifts, ?:, what
    * function-like macros expand to) stay the fixed sizes they always were
    * while no bound name is in them. */
-  if (e.err[0] && dim->size > 0 && !binds_a_name(dim->name, sc)) {
+  if (e->err[0] && dim->size > 0 && !binds_a_name(dim->name, sc)) {
     *v = dim->size;
     return PLD_OK;
   }
+  if (!e->err[0] && !e->bound && constants) /* constants alone, no size */
+    return not_a_size(sig, what, i, d, msg, cap);
   size_t n = head(msg, cap, what, sig, i);
-  if (!e.err[0] && !e.bound && constants) {
-    /* Constants alone, whose value is no size. */
-    pld__catf(msg + n, cap - n,
-              "declared dimension %d (%s = %lld) must be > 0 or a "
-              "PLD_DYNAMIC name",
-              d, dim->name, (long long)dim->size);
-    return PLD_ERR_ARG;
-  }
-  if (!e.err[0] && e.unbound) {
+  if (!e->err[0] && e->unbound) {
     pld__catf(msg + n, cap - n,
               "dimension %d is the shape expression %s, but %.*s in it is "
               "%s",
-              d, dim->name, (int)e.unknown_len, e.unknown,
+              d, dim->name, (int)e->unknown_len, e->unknown,
               constants ? "a constant beside dynamic dimensions: write "
                           "constants in shape expressions as numbers"
                         : "no dynamic dimension bound by a parameter where "
@@ -468,26 +453,26 @@ static int eval_dim(const pld_signature *sig, const char *what, int i, int d,
                           "function)");
     return PLD_ERR_ARG;
   }
-  if (!e.err[0] && e.bad[0]) {
+  if (!e->err[0] && e->bad[0]) {
     n += pld__catf(msg + n, cap - n, "dimension %d is the shape expression %s",
                    d, dim->name);
-    n += names_str(msg + n, cap - n, &e);
-    pld__catf(msg + n, cap - n, ": %s", e.bad);
+    n += names_str(msg + n, cap - n, e);
+    pld__catf(msg + n, cap - n, ": %s", e->bad);
     return PLD_ERR_ARG;
   }
-  if (!e.err[0] && val <= 0) {
+  if (!e->err[0] && val <= 0) {
     n += pld__catf(msg + n, cap - n,
                    "dimension %d is the shape expression %s = %lld", d,
                    dim->name, (long long)val);
-    n += names_str(msg + n, cap - n, &e);
+    n += names_str(msg + n, cap - n, e);
     pld__catf(msg + n, cap - n, ": a dimension must be > 0");
     return PLD_ERR_ARG;
   }
-  if (e.err[0]) {
+  if (e->err[0]) {
     n += pld__catf(msg + n, cap - n, "dimension %d is the shape expression %s",
                    d, dim->name);
-    n += names_str(msg + n, cap - n, &e);
-    pld__catf(msg + n, cap - n, ": %s", e.err);
+    n += names_str(msg + n, cap - n, e);
+    pld__catf(msg + n, cap - n, ": %s", e->err);
     return PLD_ERR_ARG;
   }
   *v = val;
@@ -498,16 +483,18 @@ static int eval_dim(const pld_signature *sig, const char *what, int i, int d,
 static int bind_dim(const pld_signature *sig, const char *what, int i, int d,
                     const struct scope *sc, int64_t size, char *msg,
                     size_t cap) {
-  const char *name = sig->params[i].dims[d].name, *by = NULL;
-  int64_t have;
-  if (scope_find(sc, name, &have, &by)) {
-    if (have == size)
+  const char *name = sig->params[i].dims[d].name;
+  int at;
+  const struct pld__dims *found = scope_find(sc, name, strlen(name), &at);
+  if (found) {
+    if (found->size[at] == size)
       return PLD_OK;
     size_t n = head(msg, cap, what, sig, i);
     pld__catf(msg + n, cap - n,
               "dynamic dimension %s (dimension %d) is %lld here, but %s "
               "bound it to %lld",
-              name, d, (long long)size, by, (long long)have);
+              name, d, (long long)size, found->by[at],
+              (long long)found->size[at]);
     return PLD_ERR_ARG;
   }
   struct pld__dims *into = sc->l ? sc->l : sc->g;
@@ -620,17 +607,13 @@ static int check_dims(const pld_signature *sig, const char *what, int i,
     if (pass == 0)
       continue;
     int64_t want = dim->size;
+    struct expr e;
     if (!alone) {
-      int st = eval_dim(sig, what, i, d, sc, &want, msg, cap);
+      int st = eval_dim(sig, what, i, d, sc, &want, &e, msg, cap);
       if (st)
         return st;
     } else if (want <= 0) {
-      size_t n = head(msg, cap, what, sig, i);
-      pld__catf(msg + n, cap - n,
-                "declared dimension %d (%s = %lld) must be > 0 or a "
-                "PLD_DYNAMIC name",
-                d, dim->name, (long long)dim->size);
-      return PLD_ERR_ARG;
+      return not_a_size(sig, what, i, d, msg, cap);
     }
     if (want != t->shape[d]) {
       char ws[128], got[128];
@@ -639,11 +622,6 @@ static int check_dims(const pld_signature *sig, const char *what, int i,
       size_t n = head(msg, cap, what, sig, i);
       n += pld__catf(msg + n, cap - n, "expected %s, got %s", ws, got);
       if (!alone) {
-        struct expr e;
-        memset(&e, 0, sizeof e);
-        e.p = dim->name;
-        e.sc = sc;
-        (void)parse_sum(&e);
         n += pld__catf(msg + n, cap - n, ": dimension %d is %s = %lld", d,
                        dim->name, (long long)want);
         names_str(msg + n, cap - n, &e);

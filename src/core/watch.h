@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pld/signal.h"
 
@@ -131,6 +132,45 @@ static inline void pld__slot_write_end(struct pld__coreslot *s) {
   atomic_store_explicit(&s->seq, q + 1, memory_order_release);
 }
 
+/* A bounded copy of a name (NULL copies as ""): it runs on hot paths,
+ * where printf would not do. */
+static inline void pld__name_copy(char *dst, size_t cap, const char *src) {
+  size_t i = 0;
+  for (; src && src[i] && i + 1 < cap; i++)
+    dst[i] = src[i];
+  dst[i] = '\0';
+}
+
+/* Between pld__slot_write_begin and _end: the block a slot shows (core
+ * -1 for a deferred wait), and the wait it is in. */
+static inline void pld__slot_set_block(struct pld__coreslot *s,
+                                       int32_t core_type, int32_t core,
+                                       int32_t block, int32_t blocks,
+                                       const char *kernel) {
+  s->core_type = core_type;
+  s->core = core;
+  s->block = block;
+  s->blocks = blocks;
+  pld__name_copy(s->kernel, sizeof s->kernel, kernel);
+}
+static inline void pld__slot_set_wait(struct pld__coreslot *s, int32_t buf,
+                                      uint64_t off, int32_t cmp,
+                                      int32_t expected, int32_t ndim,
+                                      const int64_t *idx, const char *window,
+                                      int32_t coll, int32_t call,
+                                      int32_t round) {
+  s->buf = buf;
+  s->off = off;
+  s->cmp = cmp;
+  s->expected = expected;
+  s->ndim = ndim;
+  memcpy(s->idx, idx, (size_t)ndim * sizeof *idx);
+  s->coll = coll;
+  s->call = call;
+  s->round = round;
+  pld__name_copy(s->window, sizeof s->window, window);
+}
+
 /* The one definition of a satisfied wait, used by the waiting core and by
  * the host's deadlock watch alike. */
 static inline int pld__wait_satisfied(int32_t value, int32_t expected,
@@ -160,13 +200,5 @@ static inline const char *pld__wait_cmp_str(int cmp) {
                                                              : NULL;
 }
 
-/* A bounded copy of a name (NULL copies as ""): it runs on hot paths,
- * where printf would not do. */
-static inline void pld__name_copy(char *dst, size_t cap, const char *src) {
-  size_t i = 0;
-  for (; src && src[i] && i + 1 < cap; i++)
-    dst[i] = src[i];
-  dst[i] = '\0';
-}
 
 #endif

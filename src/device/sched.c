@@ -227,19 +227,10 @@ static int deferred_take(struct pld__sched *s, struct task *t,
                         PLD__MAX_DEFERRED);
     struct pld__coreslot *w = deferred_slot(s, next);
     pld__slot_write_begin(w);
-    w->core_type = (int32_t)c->spec.type;
-    w->core = -1;
-    w->block = c->block_idx;
-    w->blocks = c->block_num;
-    pld__name_copy(w->kernel, sizeof w->kernel, c->kernel);
-    w->buf = d->buf;
-    w->off = d->off;
-    w->cmp = d->cmp;
-    w->expected = d->expected;
-    w->ndim = d->ndim;
-    memcpy(w->idx, d->idx, sizeof w->idx);
-    w->coll = w->call = w->round = 0;
-    pld__name_copy(w->window, sizeof w->window, d->window);
+    pld__slot_set_block(w, (int32_t)c->spec.type, -1, c->block_idx,
+                        c->block_num, c->kernel);
+    pld__slot_set_wait(w, d->buf, d->off, d->cmp, d->expected, d->ndim, d->idx,
+                       d->window, 0, 0, 0);
     atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
     atomic_store_explicit(&w->state, PLD__CORE_WAITING, memory_order_relaxed);
     pld__slot_write_end(w);
@@ -305,11 +296,8 @@ static struct pld__coreslot *slot_begin(struct pld__sched *s,
     return NULL;
   struct pld__coreslot *slot = &s->env->watch->slots[c->slot];
   pld__slot_write_begin(slot);
-  slot->core_type = (int32_t)c->spec.type;
-  slot->core = c->spec.index;
-  slot->block = c->block_idx;
-  slot->blocks = c->block_num;
-  pld__name_copy(slot->kernel, sizeof slot->kernel, c->kernel);
+  pld__slot_set_block(slot, (int32_t)c->spec.type, c->spec.index,
+                      c->block_idx, c->block_num, c->kernel);
   atomic_store_explicit(&slot->since_ns, pld__now_ns(), memory_order_relaxed);
   atomic_store_explicit(&slot->state, PLD__CORE_RUNNING, memory_order_relaxed);
   pld__slot_write_end(slot);

@@ -95,20 +95,30 @@ struct pld__tensor *pld__host_keep(struct pld__host *h, struct pld__tensor *t) {
   return t;
 }
 
+int pld__host_callee(struct pld__host *h, const char *call,
+                     const pld_signature *sig, int entry, pld_level level,
+                     const char *decl) {
+  if (h->status)
+    return h->status;
+  const char *problem = pld__sig_problem(sig, level, entry);
+  if (problem)
+    return pld__hfail(h, PLD_ERR_ARG,
+                      "%s (in %s): fn: expected a function declared with %s, "
+                      "got %s",
+                      call, h->prog->host.sig->name, decl, problem);
+  return PLD_OK;
+}
+
 int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
                   const pld_arg *argv) {
   struct pld__host *h = hh.p;
-  if (h->status)
-    return h->status;
+  int st = pld__host_callee(h, "pld_dispatch", fn.sig, !!fn.entry,
+                            PLD_LEVEL_DEVICE, "PLD_DEVICE");
+  if (st)
+    return st;
   struct pld_program *p = h->prog;
   const char *name = p->host.sig->name;
   const pld_signature *sig = fn.sig;
-  const char *problem = pld__sig_problem(sig, PLD_LEVEL_DEVICE, !!fn.entry);
-  if (problem)
-    return pld__hfail(h, PLD_ERR_ARG,
-                      "pld_dispatch (in %s): fn: expected a function declared "
-                      "with PLD_DEVICE, got %s",
-                      name, problem);
   const pld_arg *r = &argv[0];
   if (!pld__arg_is_integer(r))
     return pld__hfail(
@@ -125,8 +135,8 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
   pld__catf(what, sizeof what, "pld_dispatch to rank %d (in %s)", rank, name);
   pld_arg norm[PLD__MAX_PARAMS];
   struct pld__tensor reshaped[PLD__MAX_PARAMS];
-  int st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, norm,
-                          reshaped, h->msg, sizeof h->msg);
+  st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, norm, reshaped,
+                      h->msg, sizeof h->msg);
   if (st)
     return h->status = st;
   return pld__dispatch_record(h, rank, fn, norm, what);

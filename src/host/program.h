@@ -140,6 +140,14 @@ void pld__windows_member(struct pld_program *p, int buf, int rank);
 int pld__windows_plan(struct pld_program *p);
 void pld__windows_free(struct pld_program *p);
 
+/* The start of a host call `call` of a function whose descriptor is sig
+ * (with an entry or not), which must be declared with `decl` at `level`:
+ * PLD_OK, the host's earlier failure, or the descriptor refused
+ * (PLD_ERR_ARG, recorded). */
+int pld__host_callee(struct pld__host *h, const char *call,
+                     const pld_signature *sig, int entry, pld_level level,
+                     const char *decl);
+
 /* Fails the host function being traced (first failure wins). */
 int pld__hfail(struct pld__host *h, int status, const char *fmt, ...)
     PLD__PRINTF(3, 4);

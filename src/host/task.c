@@ -117,22 +117,18 @@ pld_tensor pld_rank_tensor(pld_host h, int32_t rank, pld_dtype dtype, int ndim,
 int pld__host_task(pld_host hh, pld_host_task_fn fn, int argc,
                    const pld_arg *argv) {
   struct pld__host *h = hh.p;
-  if (h->status)
-    return h->status;
+  int st = pld__host_callee(h, "pld_host_task", fn.sig, !!fn.entry,
+                            PLD_LEVEL_TASK, "PLD_HOST_TASK");
+  if (st)
+    return st;
   struct pld_program *p = h->prog;
   const char *name = p->host.sig->name;
   const pld_signature *sig = fn.sig;
-  const char *problem = pld__sig_problem(sig, PLD_LEVEL_TASK, !!fn.entry);
-  if (problem)
-    return pld__hfail(h, PLD_ERR_ARG,
-                      "pld_host_task (in %s): fn: expected a function "
-                      "declared with PLD_HOST_TASK, got %s",
-                      name, problem);
   char what[128];
   pld__catf(what, sizeof what, "pld_host_task (in %s)", name);
   pld_arg norm[PLD__MAX_PARAMS];
-  int st = pld__sig_check(sig, what, &p->dims, argc, argv, norm, NULL, h->msg,
-                          sizeof h->msg);
+  st = pld__sig_check(sig, what, &p->dims, argc, argv, norm, NULL, h->msg,
+                      sizeof h->msg);
   if (st)
     return h->status = st;
   for (int i = 0; i < sig->nparams; i++) {
