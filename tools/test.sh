@@ -12,8 +12,10 @@ sh tools/need.sh tools/test.sh cmake gcc libcmocka-dev
 san=${1:-}
 dir=build-test${san:+-$san}
 # A sanitizer report inside a device process must fail its run: halting
-# kills that process, and the host reports the crash.
-export TSAN_OPTIONS="halt_on_error=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+# kills that process, and the host reports the crash.  TSan otherwise
+# sleeps a second in every process that calls exit() (atexit_sleep_ms),
+# as long as the host gives a device that called exit() to be gone.
+export TSAN_OPTIONS="halt_on_error=1:atexit_sleep_ms=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLD_WERROR=ON \
   -DPLD_TESTS=ON -DPLD_SANITIZE="$san" >/dev/null
