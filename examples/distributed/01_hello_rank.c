@@ -7,15 +7,23 @@
  * as an ordinary scalar.  Each device adds its rank to its slice:
  * y[r] = x[r] + r.
  *
+ * The example runs on P ranks, one per device id of -d.  The host's
+ * tensors are [NR, ROWS, COLS]: NR is a dynamic dimension, bound when the
+ * program is compiled to the leading dimension of the tensors main makes,
+ * P (step 07 says more).  Only the host sees it: each device gets its own
+ * slice, [ROWS, COLS].
+ *
  * The three functions below are the three levels of every pld program -
  * kernel (AI cores), device orchestration (AICPU), host orchestrator (host
  * CPU) - which step 02 explains one by one.
  *
- *   01_hello_rank -p a2a3sim -d 0,1      prints OK
+ *   01_hello_rank -p a2a3sim -d 0,1,2,3      prints OK
+ *   (any P from 2 to 128; -d 0,1 by default)
  */
 #include "example.h"
 
-enum { ROWS = 16, COLS = 32, N_RANKS = 2 };
+enum { ROWS = 16, COLS = 32 };
+PLD_DYNAMIC(NR);
 
 /* Kernel, on one AI core: y = x + rank. */
 PLD_KERNEL(add_rank, k,
@@ -40,8 +48,8 @@ PLD_DEVICE(hello_device, a,
 /* Host orchestrator: one dispatch per rank, each with its own slice and
  * its own rank. */
 PLD_HOST(hello_host, h,
-         PLD_IN(x, FP32, N_RANKS, ROWS, COLS),
-         PLD_OUT(y, FP32, N_RANKS, ROWS, COLS))
+         PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS))
 {
   for (int r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, hello_device, r, pld_slice(h, x, r), pld_slice(h, y, r),
@@ -50,19 +58,23 @@ PLD_HOST(hello_host, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init(&ex, argc, argv, N_RANKS, N_RANKS, NULL);
-  const int64_t shape[] = {N_RANKS, ROWS, COLS};
+  example_init(&ex, argc, argv, 2, EXAMPLE_MAX_DEVICES, NULL);
+  const int64_t n = ex.cfg.ndevices; /* P, a rank per device id of -d */
+  const int64_t shape[] = {n, ROWS, COLS};
   pld_tensor x = example_tensor(&ex, 3, shape, 1);
   pld_tensor y = example_tensor(&ex, 3, shape, 0);
 
   example_run(&ex, hello_host, x, y);
 
-  /* Golden: y[r] == x[r] + r. */
-  float want[N_RANKS * ROWS * COLS];
+  /* Golden: y[r] == x[r] + r, for r in [0, P). */
+  float *want = malloc(sizeof(float) * (size_t)(n * ROWS * COLS));
+  if (!want)
+    example_check(PLD_ERR_NOMEM, "malloc");
   const float *xs = pld_tensor_data(x);
-  for (int i = 0; i < N_RANKS * ROWS * COLS; i++)
+  for (int64_t i = 0; i < n * ROWS * COLS; i++)
     want[i] = xs[i] + (float)(i / (ROWS * COLS));
   int bad = example_golden(&ex, y, want);
+  free(want);
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);
   return bad;

@@ -4,14 +4,19 @@
  * everywhere, that peers can reach (steps 05 and 06 reach it).  The host
  * allocates it once, before its rank loop, and passes each rank a typed
  * view of it; the kernel sees a pld_window, whose own copy it reads and
- * writes like a tensor through pld_local.  Here every rank stores its x into
- * its own window and loads it back: y = x.
+ * writes like a tensor through pld_local.  Here every rank of the P stores
+ * its x into its own window and loads it back: y = x.  The window has the
+ * shape of one rank's slice whatever P; only the host's tensors,
+ * [NR, ROWS, COLS], grow with it (NR, the rank count, a dynamic dimension
+ * as in step 01).
  *
- *   03_window_buffer -p a2a3sim -d 0,1      prints OK
+ *   03_window_buffer -p a2a3sim -d 0,1,2,3      prints OK
+ *   (any P from 2 to 128; -d 0,1 by default)
  */
 #include "example.h"
 
-enum { ROWS = 16, COLS = 64, N_RANKS = 2 };
+enum { ROWS = 16, COLS = 64 };
+PLD_DYNAMIC(NR);
 
 PLD_KERNEL(window_roundtrip, k,
            PLD_IN(x, FP32, ROWS, COLS),
@@ -33,8 +38,8 @@ PLD_DEVICE(window_device, a,
 }
 
 PLD_HOST(window_host, h,
-         PLD_IN(x, FP32, N_RANKS, ROWS, COLS),
-         PLD_OUT(y, FP32, N_RANKS, ROWS, COLS))
+         PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS))
 {
   /* Once, before the loop: one buffer, a copy per rank.  Allocated inside
    * the loop, each rank would get a buffer of its own that no peer shares. */
@@ -48,8 +53,8 @@ PLD_HOST(window_host, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init(&ex, argc, argv, N_RANKS, N_RANKS, NULL);
-  const int64_t shape[] = {N_RANKS, ROWS, COLS};
+  example_init(&ex, argc, argv, 2, EXAMPLE_MAX_DEVICES, NULL);
+  const int64_t shape[] = {ex.cfg.ndevices, ROWS, COLS};
   pld_tensor x = example_tensor(&ex, 3, shape, 1);
   pld_tensor y = example_tensor(&ex, 3, shape, 0);
 

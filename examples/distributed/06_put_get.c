@@ -5,19 +5,27 @@
  * caller when they return, but the other side learns of them only by a
  * signal: publish, then notify; wait, then read.
  *
+ * The ring runs over P ranks, one per device id of -d: rank r's next rank
+ * is (r + 1) % P, its previous (r - 1) % P.  Each rank hears from one
+ * peer only, so its signal window has two cells whatever P; P is the
+ * leading dimension NR of the host's tensors, a dynamic dimension (step
+ * 01).
+ *
  *   --mode put   put x into the next rank's window, notify it; wait for
  *                the previous rank's notify, read my window:
- *                y[r] = x[(r - 1) % N]
+ *                y[r] = x[(r - 1) % P]
  *   --mode get   stage x in my window, notify the previous rank (it reads
  *                mine); wait for the next rank's notify, get its window:
- *                y[r] = x[(r + 1) % N]; a last round of notifies keeps
+ *                y[r] = x[(r + 1) % P]; a last round of notifies keeps
  *                every window alive until its reader is done.
  *
- *   06_put_get -p a2a3sim -d 0,1 --mode put      prints OK
+ *   06_put_get -p a2a3sim -d 0,1,2,3 --mode put      prints OK
+ *   (any P from 2 to 128; -d 0,1 by default)
  */
 #include "example.h"
 
-enum { N = 2, ROWS = 64, COLS = 128 };
+enum { ROWS = 64, COLS = 128 };
+PLD_DYNAMIC(NR); /* the rank count P */
 
 /* Cells of the signal window: [0] "your data is ready", [1] "I am done
  * reading yours". */
@@ -57,8 +65,8 @@ PLD_DEVICE(put_get_device, a,
 }
 
 PLD_HOST(put_get_host, h,
-         PLD_IN(x, FP32, N, ROWS, COLS),
-         PLD_OUT(y, FP32, N, ROWS, COLS),
+         PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS),
          PLD_SCALAR(get_mode, BOOL))
 {
   pld_window_buf data =
@@ -73,18 +81,18 @@ PLD_HOST(put_get_host, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init(&ex, argc, argv, N, N,
+  example_init(&ex, argc, argv, 2, EXAMPLE_MAX_DEVICES,
                "  --mode put|get       put into the next rank's window (the "
                "default), or get\n"
                "                       from it\n");
   bool get_mode = example_mode(&ex, "put", "get");
-  const int64_t shape[] = {N, ROWS, COLS};
+  const int64_t shape[] = {ex.cfg.ndevices, ROWS, COLS};
   pld_tensor x = example_tensor(&ex, 3, shape, 1);
   pld_tensor y = example_tensor(&ex, 3, shape, 0);
 
   example_run(&ex, put_get_host, x, y, get_mode);
 
-  /* put: y[r] = x[(r - 1) % N]; get: y[r] = x[(r + 1) % N]. */
+  /* put: y[r] = x[(r - 1) % P]; get: y[r] = x[(r + 1) % P]. */
   int bad = example_golden_shift(&ex, x, y, get_mode ? 1 : -1);
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);

@@ -126,8 +126,8 @@ int main(int argc, char **argv) {
   example_check(pld_tensor_wrap(PLD_FP32, pld_tensor_data(y), 1,
                                 (const int64_t[]){N}, &y1),
                 "pld_tensor_wrap");
-  double *want_y = example_reference(y), *want_z = example_reference(z);
   pld_program *prog = example_compile(&ex, host_task_demo, x, y1, z);
+  double *want_y = example_reference(y), *want_z = example_reference(z);
   example_for_each_input(in) {
     example_fill(&ex, x, in);
     example_run_program(prog, x, y1, z);

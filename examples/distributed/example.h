@@ -55,12 +55,15 @@ static inline void example_usage(FILE *to, const struct example *ex,
           ex->name, INT_MAX, ex->default_devices, extra ? extra : "");
 }
 
-/* A usage mistake: one line on stderr, then exit status 2. */
+/* A usage mistake: one line on stderr (from process 0 only, under
+ * mpirun), then exit status 2. */
 #define example_usage_error(ex, ...)                                           \
   do {                                                                         \
-    fprintf(stderr, "%s: ", (ex)->name);                                       \
-    fprintf(stderr, __VA_ARGS__);                                              \
-    fprintf(stderr, "\n");                                                     \
+    if (pld_process_index() == 0) {                                            \
+      fprintf(stderr, "%s: ", (ex)->name);                                     \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, "\n");                                                   \
+    }                                                                          \
     exit(2);                                                                   \
   } while (0)
 
@@ -163,7 +166,25 @@ static inline void example_init_devices(struct example *ex, int argc,
       example_usage_error(ex, "unknown option '%s' (--help lists them)", a);
     }
   }
-  int n = example_devices(ex, devices);
+  /* Under mpirun every process runs this main, one rank each: -d may be
+   * left out (each process simulates its node's device), and only
+   * process 0 prints what the example prints. */
+  int procs = pld_process_count(), n;
+  if (procs > 1 && devices == default_devices) {
+    n = procs;
+    ex->cfg.device_ids = NULL;
+  } else {
+    n = example_devices(ex, devices);
+    ex->cfg.device_ids = ex->device_ids;
+  }
+  if (pld_process_index() != 0 && !freopen("/dev/null", "w", stdout))
+    exit(2);
+  if (devices == default_devices && procs > 1 &&
+      (n < min_devices || n > max_devices))
+    example_usage_error(ex,
+                        "mpirun started %d processes, one rank each; this "
+                        "example runs %d to %d ranks",
+                        n, min_devices, max_devices);
   if (n < min_devices || n > max_devices) {
     if (max_devices == EXAMPLE_MAX_DEVICES && n < min_devices)
       example_usage_error(ex,
@@ -180,12 +201,15 @@ static inline void example_init_devices(struct example *ex, int argc,
                         "('%s')",
                         min_devices, max_devices, n, devices);
   }
-  ex->cfg.device_ids = ex->device_ids;
   ex->cfg.ndevices = n;
   if (ex->compile_only)
     ex->cfg.artifact_dir = ""; /* a new folder, printed below */
-  ex->seed =
-      (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
+  /* Random inputs differ from run to run, but not between the processes
+   * of one mpirun job: each gives its rank's inputs, and checks every
+   * rank's results against its own. */
+  ex->seed = procs > 1 ? 0x9e3779b97f4a7c15ULL
+                       : (unsigned long long)time(NULL) ^
+                             ((unsigned long long)getpid() << 20);
 }
 
 /* Steps 01 to 07: -d 0,1 by default. */
@@ -204,11 +228,13 @@ static inline void example_init_world(struct example *ex, int argc,
                        "0,1,2,3");
 }
 
-/* A pld call failed: its message and the status name, then exit 1. */
+/* A pld call failed: its message and the status name (from process 0
+ * only, under mpirun: every process has the same), then exit 1. */
 static inline void example_check(int status, const char *what) {
   if (status == PLD_OK)
     return;
-  fprintf(stderr, "%s failed (%s): %s\n", what, pld_status_name(status),
+  if (pld_process_index() == 0)
+    fprintf(stderr, "%s failed (%s): %s\n", what, pld_status_name(status),
           pld_last_error());
   exit(1);
 }

@@ -44,9 +44,30 @@ typedef struct pld_config {
    * kernel or function, core and how long.  0: PLD_KERNEL_TIMEOUT_MS
    * (0 there: no limit); negative values are refused. */
   int64_t kernel_timeout_ms;
+  /* How devices reach each other and the host: "shm" (one process per
+   * device, forked by the host, on this machine) or "mpi" (under mpirun:
+   * MPI process r runs rank r's device, over MPI-3 RMA; needs a build with
+   * MPI).  NULL: PLD_FABRIC, else "mpi" when mpirun started the process
+   * and "shm" otherwise.  Under "mpi" device_ids may be NULL: then the
+   * world is one rank per MPI process (ndevices 0, or their count), each
+   * on its node's device numbered by its rank on the node (plus the node's
+   * index times the platform's devices per server). */
+  const char *fabric;
+  /* The MPI fabric's peers on the same node: "shm" (through shared
+   * memory) or "rma" (through MPI RMA, as peers on other nodes: what a
+   * cluster does, on one machine).  NULL: PLD_MPI_SAME_NODE, else "shm". */
+  const char *mpi_same_node;
 } pld_config;
 
-#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL, 0, 0, 0}
+#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL, 0, 0, 0, NULL, NULL}
+
+/* The processes that run each program together: under mpirun with the
+ * MPI fabric, the processes mpirun started and this one's index among
+ * them (every process runs the same host code; each runs its own rank;
+ * the results and Out tensors are the same in all); otherwise 1 and 0.
+ * Print once (for instance from index 0).  Host code. */
+int pld_process_count(void);
+int pld_process_index(void);
 
 typedef struct pld_program pld_program;
 

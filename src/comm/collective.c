@@ -160,12 +160,24 @@ static const unsigned char *sent(const struct coll *cc, int32_t q) {
 /* Takes back the credits this call waited for: the lane is zero again
  * (but for credits a faster rank already sent for its next call).  The
  * cells are this rank's own and taking back satisfies no wait, so no
- * signal is needed: an atomic add on this rank's copy. */
+ * signal is needed: one atomic add of every credit cell on this rank's
+ * copy, through the fabric, whose adds are atomic with the peers' (under
+ * MPI RMA a plain atomic here could lose a peer's credit arriving at the
+ * same time). */
 static int give_back(struct coll *cc) {
-  for (int32_t q = 0; q < cc->n; q++)
-    if (cc->exp[q])
-      __atomic_fetch_add(&cc->cells[CREDIT(q)], -cc->exp[q], __ATOMIC_SEQ_CST);
-  return PLD_OK;
+  int32_t back[MAX_RANKS];
+  int any = 0;
+  for (int32_t q = 0; q < cc->n; q++) {
+    back[q] = -cc->exp[q];
+    any |= back[q] != 0;
+  }
+  if (!any)
+    return PLD_OK;
+  int st = cc->f->ops->accumulate(cc->f, cc->sig->win_buf,
+                                  cc->comm->members[cc->me],
+                                  cell_off(cc, CREDIT(0)), back,
+                                  (size_t)cc->n, PLD_INT32);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
 }
 
 static const char *op_name(int op) {

@@ -1,7 +1,6 @@
 /* comm/comm.h: what crosses devices, as kernels see it.  Windows, comm
- * contexts, and the operations table every fabric implements (the shared-
- * memory one in fabric/shm.c; an MPI one for several machines fits the
- * same table).
+ * contexts, and the data plane's operations table every fabric implements
+ * (shared memory in fabric/shm.c, MPI-3 RMA in fabric/mpi.c).
  * Kernels, collectives and the device layer use only what is here. */
 #ifndef PLD_COMM_COMM_H
 #define PLD_COMM_COMM_H
@@ -25,17 +24,22 @@ struct pld__comm {
 
 struct pld__fabric;
 
-/* How bytes and signals cross devices.  Peers are world ranks; offsets are
- * bytes into the peer's copy of the buffer.  Every call has been bounds-
- * checked by the comm layer already.  Calls return PLD_OK or a failure
- * with its message set (pld__fail). */
-#define PLD__FABRIC_OPS_VERSION 2
+/* The data plane: how bytes and signals cross devices.  Peers are world
+ * ranks; offsets are bytes into the peer's copy of the buffer.  Every call
+ * has been bounds-checked by the comm layer already, and comes from a core
+ * (or AICPU) thread of this rank's device.  Calls return PLD_OK or a
+ * failure with its message set (pld__fail).  Two fabrics implement it:
+ * shared memory (fabric/shm.c) and MPI-3 RMA (fabric/mpi.c). */
+#define PLD__FABRIC_OPS_VERSION 3
 
 struct pld__fabric_ops {
   int version; /* PLD__FABRIC_OPS_VERSION of the table's layout */
   const char *name;
   /* This rank's copy of buffer buf. */
   void *(*local)(struct pld__fabric *f, int buf);
+  /* The source of a write may be reused once it returns; the bytes are
+   * visible at the peer at the latest when a later signal from this rank
+   * (to any peer) is, or after flush. */
   int (*write)(struct pld__fabric *f, int buf, int peer, size_t off,
                const void *src, size_t n);
   int (*read)(struct pld__fabric *f, int buf, int peer, size_t off, void *dst,
@@ -44,34 +48,32 @@ struct pld__fabric_ops {
   int (*accumulate)(struct pld__fabric *f, int buf, int peer, size_t off,
                     const void *src, size_t count, pld_dtype dtype);
   /* On peer's INT32 cell: add or set, with release semantics (everything
-   * this rank wrote before is visible to whoever acquires the cell), then
-   * wake the peer's waiters. */
+   * this rank wrote before, to any peer, is visible to whoever acquires
+   * the cell), then wake the peer's waiters. */
   int (*signal)(struct pld__fabric *f, int buf, int peer, size_t off,
                 int32_t value, pld_notify_op op);
+  /* Every write of this rank to peer (-1: to every peer) is complete at
+   * its target. */
+  int (*flush)(struct pld__fabric *f, int peer);
+  /* A write followed by a signal to the same peer (its INT32 cell sig_off
+   * in buffer sig_buf), in one operation: the fabric orders the data
+   * before the signal with one completion. */
+  int (*put_signal)(struct pld__fabric *f, int buf, int peer, size_t off,
+                    const void *src, size_t n, int sig_buf, size_t sig_off,
+                    int32_t value, pld_notify_op op);
   /* Peer's copy of n bytes at off, readable in place for the rest of the
    * caller's call, or NULL where the fabric cannot give one (the caller
    * then reads): a reduction then combines a peer's data where it lies
    * instead of copying it first. */
   const void *(*view)(struct pld__fabric *f, int buf, int peer, size_t off,
                       size_t n);
-  /* This rank's INT32 cell, with acquire semantics. */
+  /* Waiting.  This rank's INT32 cell, with acquire semantics; the count of
+   * signals delivered to this rank so far, and a sleep until it differs
+   * from `seen` (after polling as spin says), at most timeout_ns. */
   int32_t (*cell)(struct pld__fabric *f, int buf, size_t off);
-  /* The count of signals delivered to this rank so far, and a sleep until
-   * it differs from `seen` (after polling as spin says), at most
-   * timeout_ns. */
   uint32_t (*events)(struct pld__fabric *f);
   void (*wait_events)(struct pld__fabric *f, uint32_t seen,
                       const struct pld__spin *spin, int64_t timeout_ns);
-
-  /* The host's side: zero every copy of every buffer before a run; read
-   * any rank's cell (for a deadlock report); wake every rank's waiting
-   * cores (they re-check their cells and the abort word); forget what a
-   * rank's process left behind when it was killed (before a new process
-   * takes its place; no run is in progress then). */
-  void (*zero_all)(struct pld__fabric *f);
-  int32_t (*peek)(struct pld__fabric *f, int buf, int rank, size_t off);
-  void (*wake_all)(struct pld__fabric *f);
-  void (*reset_rank)(struct pld__fabric *f, int rank);
 };
 
 struct pld__fabric {

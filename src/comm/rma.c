@@ -25,14 +25,27 @@ static int fabric_failed(struct pld__core *c, const char *fn, int st) {
   return pld__kfail(c, st, fn, "%s", pld_last_error());
 }
 
+/* A signal that follows the last write of a move, fused with it where
+ * the fabric can (put_signal): the cell (offset in buffer buf) of the
+ * peer, its value and op.  done is set once it was sent. */
+struct fused {
+  int buf;
+  size_t off;
+  int32_t value;
+  pld_notify_op op;
+  int done;
+};
+
 /* Moves rows x cols elements between local memory (row stride `stride`
  * bytes) and peer's copy of window w at (row, col): a write (put != 0,
  * accumulating with PLD_ATOMIC_ADD) or a read.  Whole rows on both sides
- * go as one transfer. */
+ * go as one transfer.  A plain write's last row carries sig's signal, if
+ * given. */
 static int move_rows(struct pld__core *c, const char *fn, int put,
                      const struct pld__tensor *w, int world, int64_t row,
                      int64_t col, int64_t rows, int64_t cols,
-                     unsigned char *local, size_t stride, pld_atomic atomic) {
+                     unsigned char *local, size_t stride, pld_atomic atomic,
+                     struct fused *sig) {
   struct pld__fabric *f = c->env->fabric;
   size_t es = pld_dtype_size(w->dtype);
   if (stride == (size_t)cols * es && cols == pld__tensor_cols(w)) {
@@ -42,15 +55,25 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
   for (int64_t r = 0; r < rows; r++) {
     size_t off = win_at(w, row + r, col);
     unsigned char *l = local + (size_t)r * stride;
+    int last_plain = put && atomic != PLD_ATOMIC_ADD && sig && r == rows - 1;
     int st = !put ? f->ops->read(f, w->win_buf, world, off, l,
                                  (size_t)cols * es)
              : atomic == PLD_ATOMIC_ADD
                  ? f->ops->accumulate(f, w->win_buf, world, off, l,
                                       (size_t)cols, w->dtype)
+             : last_plain
+                 ? f->ops->put_signal(f, w->win_buf, world, off, l,
+                                      (size_t)cols * es, sig->buf, sig->off,
+                                      sig->value, sig->op)
                  : f->ops->write(f, w->win_buf, world, off, l,
                                  (size_t)cols * es);
     if (st)
       return fabric_failed(c, fn, st);
+    if (last_plain) {
+      sig->done = 1;
+      atomic_fetch_add_explicit(&c->env->watch->progress, 1,
+                                memory_order_relaxed);
+    }
   }
   return PLD_OK;
 }
@@ -67,7 +90,7 @@ pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
   if (!t)
     return NULL;
   if (move_rows(c, fn, 0, src.p, src.p->comm->members[peer], row, col, rows,
-                cols, t->data, t->row_bytes, PLD_ATOMIC_NONE)) {
+                cols, t->data, t->row_bytes, PLD_ATOMIC_NONE, NULL)) {
     pld_tile_free(k, t);
     return NULL;
   }
@@ -91,7 +114,7 @@ int pld_remote_load_into(pld_core k, pld_tile *dst, pld_window src,
     return st;
   return move_rows(c, fn, 0, src.p, src.p->comm->members[peer], row, col,
                    dst->rows, dst->cols, dst->data, dst->row_bytes,
-                   PLD_ATOMIC_NONE);
+                   PLD_ATOMIC_NONE, NULL);
 }
 
 static int atomic_dtype_ok(pld_dtype d) {
@@ -150,7 +173,7 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
                               t->cols)))
     return st;
   return move_rows(c, fn, 1, dst.p, dst.p->comm->members[peer], row, col,
-                   t->rows, t->cols, t->data, t->row_bytes, atomic);
+                   t->rows, t->cols, t->data, t->row_bytes, atomic, NULL);
 }
 
 /* ---- put / get ----------------------------------------------------------- */
@@ -353,14 +376,19 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   int world = win.p->comm->members[peer];
   size_t stride = (size_t)pld__tensor_cols(loc.p) * es;
   int turn = 0;
+  /* A put's notify rides on its last write (put_signal). */
+  struct fused fz = {nt ? nt->sig.p->win_buf : -1, sig_off, nt ? nt->value : 0,
+                     nt ? nt->op : PLD_NOTIFY_ADD, 0};
   for (int64_t r = 0; r < rows && !st; r += crows)
     for (int64_t q = 0; q < cols && !st; q += ccols) {
       int64_t nr = rows - r < crows ? rows - r : crows;
       int64_t nc = cols - q < ccols ? cols - q : ccols;
+      struct fused *last =
+          nt && put && r + crows >= rows && q + ccols >= cols ? &fz : NULL;
       unsigned char *l = tensor_at(loc.p, lrow + r, lcol + q);
       if (!sg) {
         st = move_rows(c, fn, put, win.p, world, wrow + r, wcol + q, nr, nc,
-                       l, stride, o.atomic);
+                       l, stride, o.atomic, last);
         continue;
       }
       pld_tile *t = sg->tile[turn];
@@ -368,13 +396,13 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
       if (put)
         copy_block(t->data, t->row_bytes, l, stride, nr, (size_t)nc * es);
       st = move_rows(c, fn, put, win.p, world, wrow + r, wcol + q, nr, nc,
-                     t->data, t->row_bytes, o.atomic);
+                     t->data, t->row_bytes, o.atomic, last);
       if (!st && !put)
         copy_block(l, stride, t->data, t->row_bytes, nr, (size_t)nc * es);
     }
   pld_tile_free(k, stage[1]);
   pld_tile_free(k, stage[0]);
-  if (!st && nt)
+  if (!st && nt && !fz.done)
     st = pld__signal_cell(c, fn, nt->sig.p, peer, sig_off, nt->value, nt->op);
   return st;
 }

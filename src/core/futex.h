@@ -97,12 +97,17 @@ static inline uint32_t pld__spin_change(_Atomic uint32_t *word, uint32_t old,
     v = atomic_load_explicit(word, memory_order_acquire);
     if (v != old)
       break;
-    if ((i & 63) == 63 && pld__now_ns() > deadline)
-      break;
     /* Every 256 looks a yield regardless: the awake count knows only this
-     * program's threads, and another program may be taking a CPU. */
-    if ((i & 255) == 255 ||
-        atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus)
+     * program's threads, and another program may be taking a CPU.  A
+     * yield may give the CPU away for a whole time slice, so the clock is
+     * read before each: 64 of them in a row could outlast the polling
+     * time a hundredfold on a loaded machine. */
+    int yield =
+        (i & 255) == 255 ||
+        atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus;
+    if ((yield || (i & 63) == 63) && pld__now_ns() > deadline)
+      break;
+    if (yield)
       sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
     else

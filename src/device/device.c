@@ -1,6 +1,8 @@
 #include "device/device.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -79,17 +81,21 @@ struct pld__spin pld__world_spin(struct pld__worldctl *world,
   return s;
 }
 
-/* ---- inside the device process ---------------------------------------- */
+/* ---- a device running --------------------------------------------------- */
 
-static struct pld__devctl *self_ctl;
-static struct pld__worldctl *self_world;
+/* The device of this process: a device process has one (set once it is
+ * forked); under the MPI fabric, the latest started (a process runs one
+ * rank, of each of its programs). */
+static struct pld__devrun *self;
+static int crash_prints; /* the MPI fabric: the handler prints the report */
 static _Thread_local const char *aicpu_running_fn;
+static _Thread_local const struct pld__devrun *aicpu_of;
 
 /* Records in the control block what this thread was running as the
  * process dies (kind PLD__CRASH_*); the first dying thread wins.  Async-
  * signal-safe: plain stores into shared memory and a futex wake. */
 static void record_death(int kind, int sig, uintptr_t addr) {
-  struct pld__crash *cr = &self_ctl->crash;
+  struct pld__crash *cr = &self->ctl->crash;
   int32_t expected = 0;
   if (!atomic_compare_exchange_strong(&cr->claimed, &expected, 1))
     return;
@@ -107,8 +113,61 @@ static void record_death(int kind, int sig, uintptr_t addr) {
   cr->signal = sig;
   cr->addr = addr;
   atomic_store_explicit(&cr->kind, kind, memory_order_release);
-  atomic_fetch_add(&self_world->event, 1);
-  pld__futex_wake(&self_world->event, 1);
+  atomic_fetch_add(&self->world->event, 1);
+  pld__futex_wake(&self->world->event, 1);
+}
+
+/* Under the MPI fabric no host outlives the process to read the record:
+ * the dying process says it on stderr, one line, before it dies.  A
+ * signal that stops it from outside (mpirun ending the job after another
+ * process failed) is said so. */
+static void print_death(int kind, int sig, uintptr_t addr) {
+  static char line[1024];
+  static _Atomic int printed;
+  if (atomic_exchange(&printed, 1))
+    return;
+  const struct pld__core *core = pld__running_core;
+  const struct pld__devrun *d = core ? NULL : aicpu_of;
+  int rank = core ? core->rank : d ? d->plan->rank : self->plan->rank;
+  int dev = core ? core->device : d ? d->plan->device_id
+                                     : self->plan->device_id;
+  size_t n = pld__catf(line, sizeof line, "pld: rank %d (device %d) ", rank,
+                       dev);
+  int outside = sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
+  if (kind == PLD__CRASH_EXIT)
+    n += pld__catf(line + n, sizeof line - n, "called exit()");
+  else if (outside)
+    n += pld__catf(line + n, sizeof line - n,
+                   "was stopped by signal SIG%s from outside (the job is "
+                   "ending: another process failed or was killed)",
+                   sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+  else
+    n += pld__catf(line + n, sizeof line - n, "crashed with signal SIG%s (%s)",
+                   sigabbrev_np(sig) ? sigabbrev_np(sig) : "?",
+                   strsignal(sig));
+  if (!outside && (sig == SIGSEGV || sig == SIGBUS))
+    n += pld__catf(line + n, sizeof line - n, " at address %#llx",
+                   (unsigned long long)addr);
+  if (core)
+    n += pld__catf(line + n, sizeof line - n,
+                   " in kernel %s on %s core %d (block %d of %d)",
+                   core->kernel, pld__core_type_name(core->spec.type),
+                   core->spec.index, core->block_idx, core->block_num);
+  else if (aicpu_running_fn)
+    n += pld__catf(line + n, sizeof line - n,
+                   " in device function %s on the AICPU", aicpu_running_fn);
+  n += pld__catf(line + n, sizeof line - n, "\n");
+  ssize_t w = write(2, line, n);
+  (void)w;
+}
+
+static void on_death(int kind, int sig, uintptr_t addr) {
+  if (!self)
+    return;
+  if (crash_prints)
+    print_death(kind, sig, addr);
+  else
+    record_death(kind, sig, addr);
 }
 
 /* SA_RESETHAND restored the default action; raising the signal again
@@ -116,14 +175,17 @@ static void record_death(int kind, int sig, uintptr_t addr) {
  * from a fault (which would also recur) or from kill or raise. */
 static void crash_handler(int sig, siginfo_t *si, void *uctx) {
   (void)uctx;
-  record_death(PLD__CRASH_SIGNAL, sig, (uintptr_t)si->si_addr);
+  on_death(PLD__CRASH_SIGNAL, sig, (uintptr_t)si->si_addr);
   raise(sig);
 }
 
 /* The device's code called exit(): the process ends with it, so that is
  * reported like a crash, naming the kernel or function that called it.
  * (The device itself leaves through _exit, which runs no exit hooks.) */
-static void exit_hook(void) { record_death(PLD__CRASH_EXIT, 0, 0); }
+static void exit_hook(void) {
+  if (!crash_prints)
+    on_death(PLD__CRASH_EXIT, 0, 0);
+}
 
 /* Every signal whose default action ends the process, and that a handler
  * can catch. */
@@ -142,27 +204,26 @@ static void install_crash_handlers(void) {
   atexit(exit_hook);
 }
 
-static int aborted(const struct pld__devplan *plan, char *msg, size_t cap) {
-  if (!atomic_load_explicit(&self_world->abort, memory_order_acquire))
+static int aborted(const struct pld__devrun *d, char *msg, size_t cap) {
+  if (!atomic_load_explicit(&d->world->abort, memory_order_acquire))
     return PLD_OK;
   pld__catf(msg, cap,
             "rank %d (device %d): stopped because another rank failed",
-            plan->rank, plan->device_id);
+            d->plan->rank, d->plan->device_id);
   return PLD_ERR_ABORTED;
 }
 
 /* Waits until the host has run its first n host tasks of this run (or the
  * run is stopped), as an AICPU waiting for its work: not busy. */
-static int await_tasks(const struct pld__devplan *plan, struct pld__aicpu *a,
-                       const struct pld__spin *spin, uint32_t n, char *msg,
-                       size_t cap) {
-  _Atomic uint32_t *done = &self_world->tasks_done;
+static int await_tasks(const struct pld__devrun *d, struct pld__aicpu *a,
+                       uint32_t n, char *msg, size_t cap) {
+  _Atomic uint32_t *done = &d->world->tasks_done;
   uint32_t seen;
   int st = PLD_OK;
   pld__aicpu_busy(a, 0);
   while ((seen = atomic_load_explicit(done, memory_order_acquire)) < n &&
-         !(st = aborted(plan, msg, cap)))
-    pld__event_wait(done, seen, &self_world->tasks_sleepers, spin,
+         !(st = aborted(d, msg, cap)))
+    pld__event_wait(done, seen, &d->world->tasks_sleepers, &d->spin,
                     50 * (int64_t)1000000, 1);
   pld__aicpu_busy(a, 1);
   return st;
@@ -171,9 +232,9 @@ static int await_tasks(const struct pld__devplan *plan, struct pld__aicpu *a,
 /* Runs every dispatch of the plan once, each after the host tasks it
  * waits for; counts the calls done for the host.  Returns the first
  * failure. */
-static int run_plan(const struct pld__devplan *plan, unsigned char *data,
-                    struct pld__fabric *fabric, struct pld__aicpu *a,
-                    const struct pld__spin *spin, char *msg, size_t cap) {
+static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
+                    char *msg, size_t cap) {
+  const struct pld__devplan *plan = d->plan;
   for (int c = 0; c < plan->ncalls; c++) {
     const struct pld__call *call = &plan->calls[c];
     const pld_signature *sig = call->fn.sig;
@@ -181,11 +242,10 @@ static int run_plan(const struct pld__devplan *plan, unsigned char *data,
     pld_arg argv[PLD__MAX_PARAMS];
     for (int i = 0; i < call->argc; i++)
       argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], plan,
-                                     data, fabric, &tensors[i]);
+                                     d->data, d->fabric, &tensors[i]);
     int st = call->after_tasks
-                 ? await_tasks(plan, a, spin, (uint32_t)call->after_tasks,
-                               msg, cap)
-                 : aborted(plan, msg, cap);
+                 ? await_tasks(d, a, (uint32_t)call->after_tasks, msg, cap)
+                 : aborted(d, msg, cap);
     if (st)
       return st;
     aicpu_running_fn = sig->name;
@@ -196,29 +256,27 @@ static int run_plan(const struct pld__devplan *plan, unsigned char *data,
       pld__catf(msg, cap, "%s", a->msg);
       return st;
     }
-    atomic_store_explicit(&self_ctl->calls_done, (uint32_t)c + 1,
+    atomic_store_explicit(&d->ctl->calls_done, (uint32_t)c + 1,
                           memory_order_release);
     if (plan->report_calls && c + 1 < plan->ncalls)
-      pld__event_signal(&self_world->event, &self_world->event_sleepers, 1);
+      pld__event_signal(&d->world->event, &d->world->event_sleepers, 1);
   }
   return PLD_OK;
 }
 
-static void report(struct pld__devctl *ctl, uint32_t seq) {
-  atomic_store_explicit(&ctl->done_seq, seq, memory_order_release);
-  pld__event_signal(&self_world->event, &self_world->event_sleepers, 1);
+static void report(const struct pld__devrun *d, uint32_t seq) {
+  atomic_store_explicit(&d->ctl->done_seq, seq, memory_order_release);
+  pld__event_signal(&d->world->event, &d->world->event_sleepers, 1);
 }
 
-static _Noreturn void device_main(const struct pld__devplan *plan,
-                                  struct pld__devctl *ctl, unsigned char *data,
-                                  unsigned char *region) {
-  install_crash_handlers();
-  struct pld__shm_fabric fabric;
-  pld__shm_fabric_init(&fabric, region, plan->lay, plan->rank);
-  struct pld__spin spin = pld__world_spin(self_world, &ctl->awake);
-  pld__awake(&spin); /* the AICPU thread */
-  struct pld__comm_env env = {&fabric.base, &self_world->abort, &ctl->watch,
-                              spin};
+void pld__device_loop(struct pld__devrun *d) {
+  const struct pld__devplan *plan = d->plan;
+  struct pld__devctl *ctl = d->ctl;
+  aicpu_of = d;
+  d->spin = pld__world_spin(d->world, &ctl->awake);
+  pld__awake(&d->spin); /* the AICPU thread */
+  struct pld__comm_env env = {d->fabric, &d->world->abort, &ctl->watch,
+                              d->spin};
   struct pld__sched *sched = NULL;
   struct pld__dims dims;
   struct pld__aicpu a;
@@ -237,48 +295,46 @@ static _Noreturn void device_main(const struct pld__devplan *plan,
   a.sched = sched;
   a.watch = &ctl->watch;
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
-  report(ctl, 0);
+  report(d, 0);
 
   uint32_t seen = 0;
   for (;;) {
     uint32_t seq;
     while ((seq = pld__event_wait(&ctl->cmd_seq, seen, &ctl->cmd_sleepers,
-                                  &spin, -1, 1)) == seen)
+                                  &d->spin, -1, 1)) == seen)
       ;
     seen = seq;
     if (atomic_load_explicit(&ctl->cmd, memory_order_relaxed) != PLD__CMD_RUN)
       break;
+    atomic_store_explicit(&ctl->run_seq, seq, memory_order_release);
     if (!sched) {
-      report(ctl, seq);
+      report(d, seq);
       continue;
     }
     /* Dynamic dimensions start from the compiled bindings on every run. */
     dims = *plan->dims;
     pld__aicpu_busy(&a, 1);
-    st = run_plan(plan, data, &fabric.base, &a, &spin, ctl->msg,
-                  sizeof ctl->msg);
+    st = run_plan(d, &a, ctl->msg, sizeof ctl->msg);
     pld__aicpu_busy(&a, 0);
     ctl->status = st;
     if (st)
-      ctl->ticket = atomic_fetch_add(&self_world->tickets, 1);
-    report(ctl, seq);
+      ctl->ticket = atomic_fetch_add(&d->world->tickets, 1);
+    report(d, seq);
   }
   pld__aicpu_release(&a);
   pld__sched_destroy(sched);
-  pld__asleep(&spin);
-  _exit(0);
+  pld__asleep(&d->spin);
 }
 
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
-                      const struct pld__devplan *plan,
-                      struct pld__worldctl *world, unsigned char *region,
+                      struct pld__devrun *d, unsigned char *region,
                       const struct pld__mapping *foreign, int nforeign) {
   pid_t host = getpid();
   pid_t pid = fork();
   if (pid < 0)
     return pld__fail(PLD_ERR_SYSTEM,
                      "pld_program_prepare: rank %d (device %d): fork: %s",
-                     rank, plan->device_id, strerror(errno));
+                     rank, d->plan->device_id, strerror(errno));
   if (pid > 0) {
     devs[rank].pid = pid;
     return PLD_OK;
@@ -293,7 +349,30 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
       munmap(devs[r].ctl, devs[r].map_bytes);
   for (int i = 0; i < nforeign; i++)
     munmap(foreign[i].addr, foreign[i].len);
-  self_ctl = devs[rank].ctl;
-  self_world = world;
-  device_main(plan, devs[rank].ctl, devs[rank].data, region);
+  self = d;
+  install_crash_handlers();
+  struct pld__shm_fabric fabric;
+  pld__shm_fabric_init(&fabric, region, d->plan->lay, rank);
+  d->fabric = &fabric.base;
+  pld__device_loop(d);
+  _exit(0);
+}
+
+static void *device_thread(void *arg) {
+  pld__device_loop(arg);
+  return NULL;
+}
+
+int pld__device_thread(struct pld__devrun *d, pthread_t *thread) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  crash_prints = 1;
+  self = d;
+  pthread_once(&once, install_crash_handlers);
+  int e = pthread_create(thread, NULL, device_thread, d);
+  if (e)
+    return pld__fail(PLD_ERR_SYSTEM,
+                     "pld_program_prepare: rank %d (device %d): starting its "
+                     "AICPU thread: %s",
+                     d->plan->rank, d->plan->device_id, strerror(e));
+  return PLD_OK;
 }

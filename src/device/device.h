@@ -9,11 +9,13 @@
 #ifndef PLD_DEVICE_DEVICE_H
 #define PLD_DEVICE_DEVICE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "core/error.h"
+#include "core/futex.h"
 #include "core/watch.h"
 #include "device/plan.h"
 
@@ -43,6 +45,7 @@ struct pld__devctl {
   _Atomic uint32_t cmd_seq;  /* host: bumped after setting cmd */
   _Atomic uint32_t cmd_sleepers; /* device: asleep on cmd_seq */
   _Atomic uint32_t cmd;
+  _Atomic uint32_t run_seq;  /* device: the cmd_seq it took up */
   _Atomic uint32_t done_seq; /* device: the cmd_seq it finished */
   _Atomic uint32_t ready;    /* device: started and waiting */
   _Atomic uint32_t awake;    /* device: its share of the world's awake
@@ -104,13 +107,33 @@ struct pld__mapping {
   size_t len;
 };
 
-/* Starts the process of device `rank`; region is the windows' shared
- * region (plan->lay lays it out).  The child drops the other devices'
- * regions and the `nforeign` mappings of other programs, so it can reach
- * no memory but its own and the windows.  The child never returns. */
+/* A device as it runs: its plan, control block, world, data area and
+ * data plane (fabric), and the spin of its threads (set as it starts). */
+struct pld__devrun {
+  const struct pld__devplan *plan;
+  struct pld__devctl *ctl;
+  struct pld__worldctl *world;
+  unsigned char *data;
+  struct pld__fabric *fabric;
+  struct pld__spin spin;
+};
+
+/* The AICPU's loop: reports ready, runs every run command, returns at a
+ * stop command (its cores joined). */
+void pld__device_loop(struct pld__devrun *d);
+
+/* Starts the process of device `rank` (d: its plan, control block, world
+ * and data area; the fabric is made in the child over region, the
+ * windows' shared region).  The child drops the other devices' regions
+ * and the `nforeign` mappings of other programs, so it can reach no
+ * memory but its own and the windows.  The child never returns. */
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
-                      const struct pld__devplan *plan,
-                      struct pld__worldctl *world, unsigned char *region,
+                      struct pld__devrun *d, unsigned char *region,
                       const struct pld__mapping *foreign, int nforeign);
+
+/* Under the MPI fabric: runs device d in this process, its AICPU on a new
+ * thread (its fabric set).  A crash of any of its threads prints its
+ * report on stderr before the process dies. */
+int pld__device_thread(struct pld__devrun *d, pthread_t *thread);
 
 #endif

@@ -7,14 +7,9 @@
 #include "core/futex.h"
 #include "tile/convert.h"
 
-struct bell {
-  _Atomic uint32_t count;
-  _Atomic uint32_t sleepers;
-};
-
-static struct bell *bell_of(unsigned char *region,
-                            const struct pld__winlayout *lay, int rank) {
-  return (struct bell *)(region + lay->bells + (size_t)rank * 64);
+static struct pld__bell *bell_of(unsigned char *region,
+                                 const struct pld__winlayout *lay, int rank) {
+  return (struct pld__bell *)(region + lay->bells + (size_t)rank * 64);
 }
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -108,29 +103,53 @@ static void add_elem(unsigned char *p, const unsigned char *v, pld_dtype dt) {
                                         __ATOMIC_RELAXED));
 }
 
-static int shm_accumulate(struct pld__fabric *fb, int buf, int peer,
-                          size_t off, const void *src, size_t count,
-                          pld_dtype dtype) {
-  unsigned char *dst = copy_of((struct pld__shm_fabric *)fb, buf, peer) + off;
+void pld__shm_add(unsigned char *dst, const void *src, size_t count,
+                  pld_dtype dtype) {
   size_t es = pld_dtype_size(dtype);
   for (size_t i = 0; i < count; i++)
     add_elem(dst + i * es, (const unsigned char *)src + i * es, dtype);
+}
+
+void pld__shm_signal_at(unsigned char *cell, int32_t value, pld_notify_op op,
+                        struct pld__bell *bell) {
+  int32_t *c = (int32_t *)cell;
+  /* Sequentially consistent, so release too: the writes before it are
+   * visible to whoever reads the cell with acquire. */
+  if (op == PLD_NOTIFY_SET)
+    __atomic_store_n(c, value, __ATOMIC_SEQ_CST);
+  else
+    __atomic_fetch_add(c, value, __ATOMIC_SEQ_CST);
+  pld__event_signal(&bell->count, &bell->sleepers, 1);
+}
+
+static int shm_accumulate(struct pld__fabric *fb, int buf, int peer,
+                          size_t off, const void *src, size_t count,
+                          pld_dtype dtype) {
+  pld__shm_add(copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, src,
+               count, dtype);
   return PLD_OK;
 }
 
 static int shm_signal(struct pld__fabric *fb, int buf, int peer, size_t off,
                       int32_t value, pld_notify_op op) {
   struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
-  int32_t *cell = (int32_t *)(copy_of(f, buf, peer) + off);
-  /* Sequentially consistent, so release too: the writes before it are
-   * visible to whoever reads the cell with acquire. */
-  if (op == PLD_NOTIFY_SET)
-    __atomic_store_n(cell, value, __ATOMIC_SEQ_CST);
-  else
-    __atomic_fetch_add(cell, value, __ATOMIC_SEQ_CST);
-  struct bell *b = bell_of(f->region, f->lay, peer);
-  pld__event_signal(&b->count, &b->sleepers, 1);
+  pld__shm_signal_at(copy_of(f, buf, peer) + off, value, op,
+                     bell_of(f->region, f->lay, peer));
   return PLD_OK;
+}
+
+/* Every write of this fabric is done when its call returns. */
+static int shm_flush(struct pld__fabric *fb, int peer) {
+  (void)fb;
+  (void)peer;
+  return PLD_OK;
+}
+
+static int shm_put_signal(struct pld__fabric *fb, int buf, int peer,
+                          size_t off, const void *src, size_t n, int sig_buf,
+                          size_t sig_off, int32_t value, pld_notify_op op) {
+  shm_write(fb, buf, peer, off, src, n);
+  return shm_signal(fb, sig_buf, peer, sig_off, value, op);
 }
 
 static const void *shm_view(struct pld__fabric *fb, int buf, int peer,
@@ -155,7 +174,7 @@ static uint32_t shm_events(struct pld__fabric *fb) {
 static void shm_wait_events(struct pld__fabric *fb, uint32_t seen,
                             const struct pld__spin *spin, int64_t timeout_ns) {
   struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
-  struct bell *b = bell_of(f->region, f->lay, fb->rank);
+  struct pld__bell *b = bell_of(f->region, f->lay, fb->rank);
   pld__event_wait(&b->count, seen, &b->sleepers, spin, timeout_ns, 1);
 }
 
@@ -165,8 +184,7 @@ static void shm_wait_events(struct pld__fabric *fb, uint32_t seen,
  * committed to memory) whole before every run. */
 #define ZERO_BY_MEMSET_MAX ((size_t)1 << 20)
 
-static void shm_zero_all(struct pld__fabric *fb) {
-  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+void pld__shm_zero_all(struct pld__shm_fabric *f) {
   const struct pld__winlayout *lay = f->lay;
   for (int b = 0; b < lay->nbufs; b++)
     for (int r = 0; r < lay->nranks; r++) {
@@ -181,17 +199,15 @@ static void shm_zero_all(struct pld__fabric *fb) {
     }
 }
 
-static int32_t shm_peek(struct pld__fabric *fb, int buf, int rank,
-                        size_t off) {
-  const int32_t *cell =
-      (const int32_t *)(copy_of((struct pld__shm_fabric *)fb, buf, rank) + off);
+int32_t pld__shm_peek(struct pld__shm_fabric *f, int buf, int rank,
+                      size_t off) {
+  const int32_t *cell = (const int32_t *)(copy_of(f, buf, rank) + off);
   return __atomic_load_n(cell, __ATOMIC_ACQUIRE);
 }
 
-static void shm_wake_all(struct pld__fabric *fb) {
-  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+void pld__shm_wake_all(struct pld__shm_fabric *f) {
   for (int r = 0; r < f->lay->nranks; r++) {
-    struct bell *b = bell_of(f->region, f->lay, r);
+    struct pld__bell *b = bell_of(f->region, f->lay, r);
     atomic_fetch_add(&b->count, 1);
     pld__futex_wake(&b->count, 1);
   }
@@ -200,8 +216,7 @@ static void shm_wake_all(struct pld__fabric *fb) {
 /* Nothing of a killed rank's process may linger: a count of sleepers on
  * its doorbell would make every later signal to the rank pay a wake-up
  * call for nobody. */
-static void shm_reset_rank(struct pld__fabric *fb, int rank) {
-  struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
+void pld__shm_reset_rank(struct pld__shm_fabric *f, int rank) {
   atomic_store(&bell_of(f->region, f->lay, rank)->sleepers, 0);
 }
 
@@ -213,14 +228,12 @@ static const struct pld__fabric_ops shm_ops = {
     .read = shm_read,
     .accumulate = shm_accumulate,
     .signal = shm_signal,
+    .flush = shm_flush,
+    .put_signal = shm_put_signal,
     .view = shm_view,
     .cell = shm_cell,
     .events = shm_events,
     .wait_events = shm_wait_events,
-    .zero_all = shm_zero_all,
-    .peek = shm_peek,
-    .wake_all = shm_wake_all,
-    .reset_rank = shm_reset_rank,
 };
 
 void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,

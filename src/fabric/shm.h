@@ -25,6 +25,23 @@ struct pld__shm_fabric {
   const struct pld__winlayout *lay;
 };
 
+/* A doorbell: the count of signals a rank received, which its waiting
+ * cores sleep on after polling (one cache line each). */
+struct pld__bell {
+  _Atomic uint32_t count;
+  _Atomic uint32_t sleepers;
+};
+
+/* The memory side of the operations, for every fabric that reaches a
+ * peer's copy through shared memory: dst[i] += src[i] for count elements,
+ * each add atomic (a compare-and-swap on its 32-bit word, so 8- and 16-bit
+ * elements work too); and a signal on the INT32 cell (add or set,
+ * sequentially consistent) followed by a ring of bell. */
+void pld__shm_add(unsigned char *dst, const void *src, size_t count,
+                  pld_dtype dtype);
+void pld__shm_signal_at(unsigned char *cell, int32_t value, pld_notify_op op,
+                        struct pld__bell *bell);
+
 /* Lays out nbufs buffers of phys[b] bytes, member[b * nranks + r] saying
  * whether rank r has a copy of b.  Returns PLD_OK or PLD_ERR_NOMEM. */
 int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
@@ -34,5 +51,16 @@ void pld__winlayout_release(struct pld__winlayout *lay);
 /* The fabric of world rank `rank` (-1: the host) over a mapped region. */
 void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,
                           const struct pld__winlayout *lay, int rank);
+
+/* The host's side (the shared-memory control plane): zero every copy of
+ * every buffer before a run; read any rank's cell (for a deadlock report);
+ * wake every rank's waiting cores (they re-check their cells and the
+ * abort word); forget what a rank's process left behind when it was killed
+ * (before a new process takes its place; no run is in progress then). */
+void pld__shm_zero_all(struct pld__shm_fabric *f);
+int32_t pld__shm_peek(struct pld__shm_fabric *f, int buf, int rank,
+                      size_t off);
+void pld__shm_wake_all(struct pld__shm_fabric *f);
+void pld__shm_reset_rank(struct pld__shm_fabric *f, int rank);
 
 #endif

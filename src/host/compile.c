@@ -1,11 +1,14 @@
 /* host/compile.c: tracing the host orchestrator into per-device plans. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/tunables.h"
 #include "device/aicpu.h"
+#include "fabric/mpi.h"
+#include "host/ctl.h"
 #include "host/program.h"
 
 static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
@@ -401,7 +404,83 @@ static int trace_devices(struct pld_program *p) {
 
 /* ---- pld_compile ------------------------------------------------------ */
 
-static int check_config(const pld_config *cfg, const pld_platform_info **plat) {
+/* The most MPI processes whose default device ids pld_compile computes:
+ * the platforms' device limit. */
+#define MPI_DEFAULT_IDS 128
+
+/* A choice between names (NULL-terminated): the configuration field's
+ * value if set, else the environment variable's, else -1 (*bad: the
+ * status of a value that is neither). */
+static int choose(const char *field, const char *given, const char *env,
+                  const char *const *names, int *bad) {
+  const char *v = given ? given : getenv(env);
+  *bad = PLD_OK;
+  if (!v)
+    return -1;
+  for (int i = 0; names[i]; i++)
+    if (!strcmp(v, names[i]))
+      return i;
+  *bad = given ? pld__fail(PLD_ERR_CONFIG,
+                           "pld_compile: cfg.%s: expected \"%s\" or \"%s\", "
+                           "got \"%s\"",
+                           field, names[0], names[1], v)
+               : pld__fail(PLD_ERR_CONFIG,
+                           "pld_compile: environment: %s='%s': expected %s "
+                           "or %s",
+                           env, v, names[0], names[1]);
+  return -1;
+}
+
+/* The fabric (and control plane) of the configuration: cfg.fabric, else
+ * PLD_FABRIC, else mpi when mpirun started this process (and the build
+ * has MPI), shm otherwise.  Under mpi: one rank per MPI process, the
+ * device ids those given or by default each process's (its node's index
+ * times the platform's devices per server, plus its rank on the node). */
+static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
+                         int *mpi, int *rma, int *ndevices,
+                         const int **ids) {
+  static const char *const fabrics[] = {"shm", "mpi", NULL};
+  static const char *const same_node[] = {"shm", "rma", NULL};
+  int st;
+  int f = choose("fabric", cfg->fabric, "PLD_FABRIC", fabrics, &st);
+  if (st)
+    return st;
+  int r = choose("mpi_same_node", cfg->mpi_same_node, "PLD_MPI_SAME_NODE",
+                 same_node, &st);
+  if (st)
+    return st;
+  *mpi = f < 0 ? pld__mpi_launched() && pld__mpi_built() : f == 1;
+  *rma = r == 1;
+  *ndevices = cfg->ndevices;
+  *ids = cfg->device_ids;
+  if (!*mpi)
+    return PLD_OK;
+  if ((st = pld__mpi_init("pld_compile")))
+    return st;
+  int size = pld__mpi_size();
+  if (!*ids) {
+    static _Thread_local int dflt[MPI_DEFAULT_IDS];
+    if (size > MPI_DEFAULT_IDS || size > plat->max_devices)
+      return pld__fail(PLD_ERR_CONFIG,
+                       "pld_compile: the MPI fabric: mpirun started %d "
+                       "processes, one rank each; %s has at most %d devices",
+                       size, plat->name, plat->max_devices);
+    for (int q = 0; q < size; q++)
+      dflt[q] = pld__mpi_default_device(q, plat->server_devices);
+    *ids = dflt;
+    *ndevices = cfg->ndevices ? cfg->ndevices : size;
+  }
+  if (*ndevices != size)
+    return pld__fail(PLD_ERR_CONFIG,
+                     "pld_compile: cfg.ndevices: the MPI fabric runs one rank "
+                     "per MPI process: expected %d (the processes mpirun "
+                     "started), got %d",
+                     size, *ndevices);
+  return PLD_OK;
+}
+
+static int check_config(const pld_config *cfg, const pld_platform_info **plat,
+                        int *mpi, int *rma, int *ndevices, const int **ids) {
   if (!cfg)
     return pld__fail(PLD_ERR_CONFIG, "pld_compile: cfg: expected a "
                                      "configuration, got NULL");
@@ -416,11 +495,14 @@ static int check_config(const pld_config *cfg, const pld_platform_info **plat) {
                      "pld_compile: cfg.platform: '%s' is the hardware and "
                      "this build has no hardware backend; use '%ssim'",
                      cfg->platform, cfg->platform);
-  if (cfg->ndevices < 1 || !cfg->device_ids)
+  int st = choose_fabric(cfg, *plat, mpi, rma, ndevices, ids);
+  if (st)
+    return st;
+  if (*ndevices < 1 || !*ids)
     return pld__fail(PLD_ERR_CONFIG,
                      "pld_compile: cfg.device_ids: expected at least one "
                      "device id, got %d",
-                     cfg->device_ids ? cfg->ndevices : 0);
+                     *ids ? *ndevices : 0);
   if (cfg->wait_timeout_ms < 0)
     return pld__fail(PLD_ERR_CONFIG,
                      "pld_compile: cfg.wait_timeout_ms: expected a limit in "
@@ -432,15 +514,15 @@ static int check_config(const pld_config *cfg, const pld_platform_info **plat) {
                      "milliseconds >= 0 (0: PLD_KERNEL_TIMEOUT_MS), got %lld",
                      (long long)cfg->kernel_timeout_ms);
   int limit = (*plat)->max_devices;
-  for (int r = 0; r < cfg->ndevices; r++) {
-    int id = cfg->device_ids[r];
+  for (int r = 0; r < *ndevices; r++) {
+    int id = (*ids)[r];
     if (id < 0 || id >= limit)
       return pld__fail(PLD_ERR_CONFIG,
                        "pld_compile: cfg.device_ids[%d]: expected a device id "
                        "in [0, %d) for %s, got %d",
                        r, limit, (*plat)->name, id);
     for (int q = 0; q < r; q++)
-      if (cfg->device_ids[q] == id)
+      if ((*ids)[q] == id)
         return pld__fail(PLD_ERR_CONFIG,
                          "pld_compile: cfg.device_ids[%d]: device %d is "
                          "already rank %d; device ids must be distinct",
@@ -569,7 +651,9 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
                      "pld_compile: out: expected where to store the program, "
                      "got NULL");
   const pld_platform_info *plat = NULL;
-  st = check_config(cfg, &plat);
+  int mpi = 0, rma = 0, ndevices = 0;
+  const int *ids = NULL;
+  st = check_config(cfg, &plat, &mpi, &rma, &ndevices, &ids);
   if (st)
     return st;
   const char *problem =
@@ -589,14 +673,15 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
       limit_ns(cfg->wait_timeout_ms, pld__tunables()->PLD_WAIT_TIMEOUT_MS);
   p->kernel_timeout_ns =
       limit_ns(cfg->kernel_timeout_ms, pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
-  p->nranks = cfg->ndevices;
-  p->device_ids = pld__calloc((size_t)cfg->ndevices, sizeof *p->device_ids);
+  p->cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
+  p->same_node_rma = rma;
+  p->nranks = ndevices;
+  p->device_ids = pld__calloc((size_t)ndevices, sizeof *p->device_ids);
   if (!p->device_ids) {
     st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
     goto fail;
   }
-  memcpy(p->device_ids, cfg->device_ids,
-         (size_t)cfg->ndevices * sizeof *p->device_ids);
+  memcpy(p->device_ids, ids, (size_t)ndevices * sizeof *p->device_ids);
   if ((st = bind_args(p, argc, argv)) || (st = trace_host(p, argv)) ||
       (st = check_write_conflicts(p)) || (st = trace_devices(p)))
     goto fail;

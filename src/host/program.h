@@ -83,6 +83,8 @@ struct pld__host {
   char msg[PLD__MSG_MAX];
 };
 
+struct pld__ctl_ops;
+
 struct pld_program {
   pld_host_fn host;
   const pld_platform_info *plat;
@@ -110,10 +112,14 @@ struct pld_program {
   struct pld__comm *comms;   /* [buf * nranks + rank] */
   int *comm_members;         /* [buf * nranks + i]: world rank of domain rank i */
   struct pld__winlayout lay;
-  unsigned char *region;     /* the windows' shared region, while started */
-  struct pld__shm_fabric fabric; /* the host's side of it */
 
-  /* Device processes, from the first run (or prepare) to destroy. */
+  /* The control plane (host/ctl.h) and what it keeps while started. */
+  const struct pld__ctl_ops *cp;
+  void *cps;
+  int same_node_rma; /* the MPI fabric: PLD_MPI_SAME_NODE=rma */
+
+  /* The devices, from the first run (or prepare) to destroy: every rank's
+   * control block as the host sees it. */
   struct pld__device *devs;
   /* Per core slot of each rank ([rank * PLD__MAX_CORES + slot]): the last
    * resume from a wait the host saw, and when it saw it (see struct

@@ -18,11 +18,10 @@
 #include "core/futex.h"
 #include "core/kctx.h"
 #include "core/tunables.h"
-#include "host/program.h"
+#include "host/ctl.h"
 #include "pld/collective.h"
 
-/* How long the host sleeps between checks that its devices are alive. */
-#define LIVENESS_NS ((int64_t)100000000) /* 100 ms */
+#define LIVENESS_NS PLD__LIVENESS_NS
 /* How long a quiet state must last, unchanged, to be called a deadlock. */
 #define QUIET_NS ((int64_t)50000000) /* 50 ms */
 /* Once a run is stopped (a failure, a deadlock, a time limit), how long
@@ -31,13 +30,8 @@
 #define STOP_GRACE_NS ((int64_t)500000000) /* 500 ms */
 /* How often the host looks while a stopped run winds down. */
 #define STOPPING_NS ((int64_t)20000000) /* 20 ms */
-/* How long a new device process may take to report ready. */
-#define START_NS ((int64_t)30000000000) /* 30 s */
 /* How long a device that called exit() may take to be gone. */
 #define EXIT_NS ((int64_t)1000000000) /* 1 s */
-
-/* Ranks whose run bookkeeping fits on the stack. */
-#define PLD_MAX_RANKS_INLINE 64
 
 static const char *sig_name(int sig) {
   const char *n = sigabbrev_np(sig);
@@ -45,33 +39,6 @@ static const char *sig_name(int sig) {
 }
 
 static int sig_valid(int sig) { return sig >= 1 && sig <= SIGRTMAX; }
-
-/* Collects device d if it exited.  Returns 1 if it is gone. */
-static int reap(struct pld__device *d, int block) {
-  if (d->reaped)
-    return 1;
-  if (d->pid <= 0)
-    return 1;
-  pid_t w = waitpid(d->pid, &d->wstatus, block ? 0 : WNOHANG);
-  if (w == d->pid || (w < 0 && errno == ECHILD)) {
-    d->reaped = 1;
-    return 1;
-  }
-  return 0;
-}
-
-/* Waits up to ns for device d to be gone by itself, then kills it.  */
-static void reap_within(struct pld__device *d, int64_t ns) {
-  int64_t deadline = pld__now_ns() + ns;
-  while (!reap(d, 0) && pld__now_ns() < deadline) {
-    struct timespec ts = {0, 200000};
-    nanosleep(&ts, NULL);
-  }
-  if (!d->reaped) {
-    kill(d->pid, SIGKILL);
-    reap(d, 1);
-  }
-}
 
 /* ---- what a device wrote, checked --------------------------------------- */
 
@@ -216,92 +183,6 @@ static int running_str(const struct pld_program *p, int r, int64_t now,
 
 /* ---- device processes ------------------------------------------------- */
 
-/* The programs of this process whose devices run: a device process
- * started later must drop their memory (fork gives it all of it). */
-static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct pld_program *live;
-
-static void live_remove(struct pld_program *p) {
-  pthread_mutex_lock(&live_mu);
-  for (struct pld_program **q = &live; *q; q = &(*q)->live_next)
-    if (*q == p) {
-      *q = p->live_next;
-      break;
-    }
-  pthread_mutex_unlock(&live_mu);
-}
-
-/* Called with live_mu held: the shared mappings of the live programs but
- * self, in *out (the caller frees it). */
-static int live_mappings(const struct pld_program *self,
-                         struct pld__mapping **out, int *n) {
-  int count = 0;
-  for (struct pld_program *q = live; q; q = q->live_next)
-    count += q->nranks + 2;
-  *out = pld__calloc((size_t)(count ? count : 1), sizeof **out);
-  if (!*out)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
-  *n = 0;
-  for (struct pld_program *q = live; q; q = q->live_next) {
-    if (q == self)
-      continue;
-    (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
-    (*out)[(*n)++] = (struct pld__mapping){q->region, q->lay.total};
-    for (int r = 0; r < q->nranks; r++)
-      (*out)[(*n)++] =
-          (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
-  }
-  return PLD_OK;
-}
-
-/* Starts the process of each rank r with start[r] set (NULL: every rank),
- * and makes p live if it was not. */
-static int spawn(struct pld_program *p, const unsigned char *start) {
-  fflush(NULL); /* nothing buffered is written twice */
-  /* Hold the list while forking, so no mapping in it goes away (and its
-   * address comes back as another) before the children dropped it. */
-  pthread_mutex_lock(&live_mu);
-  struct pld__mapping *foreign = NULL;
-  int nforeign = 0;
-  int st = live_mappings(p, &foreign, &nforeign);
-  for (int r = 0; r < p->nranks && st == PLD_OK; r++)
-    if (!start || start[r])
-      st = pld__device_spawn(p->devs, p->nranks, r, &p->plans[r], p->world,
-                             p->region, foreign, nforeign);
-  int is_live = 0;
-  for (struct pld_program *q = live; q; q = q->live_next)
-    is_live |= q == p;
-  if (st == PLD_OK && !is_live) {
-    p->live_next = live;
-    live = p;
-  }
-  pthread_mutex_unlock(&live_mu);
-  pld__free(foreign);
-  return st;
-}
-
-/* Stops every device process at once and frees their memory. */
-static void kill_devices(struct pld_program *p) {
-  live_remove(p);
-  for (int r = 0; r < p->nranks; r++)
-    if (p->devs[r].pid > 0 && !p->devs[r].reaped)
-      kill(p->devs[r].pid, SIGKILL);
-  for (int r = 0; r < p->nranks; r++)
-    reap(&p->devs[r], 1);
-  pld__devices_unmap(p->devs, p->nranks, p->world);
-  if (p->region)
-    munmap(p->region, p->lay.total);
-  pld__free(p->devs);
-  pld__free(p->resumes_seen);
-  pld__free(p->resumed_at);
-  p->devs = NULL;
-  p->resumes_seen = NULL;
-  p->resumed_at = NULL;
-  p->world = NULL;
-  p->region = NULL;
-  p->started = 0;
-}
-
 /* A device died, or wrote over its control block: the message names rank,
  * device, what it was running and how it died; the others are stopped and
  * the program is done for.  corrupt (if not NULL) says what was found
@@ -357,7 +238,11 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
         n += pld__catf(msg + n, sizeof msg - n, " at address %#llx",
                        (unsigned long long)cr.addr);
     } else {
-      reap_within(d, EXIT_NS);
+      int64_t deadline = pld__now_ns() + EXIT_NS;
+      while (!p->cp->gone(p, r, 0) && pld__now_ns() < deadline) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+      }
       n += pld__catf(msg + n, sizeof msg - n, "called exit()");
       if (WIFEXITED(d->wstatus))
         n += pld__catf(msg + n, sizeof msg - n, " and exited with status %d",
@@ -374,7 +259,7 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
   } else {
     /* No word from the process itself: it was killed, or left without
      * running its exit hook (_exit); its watch says what it was doing. */
-    reap(d, 1);
+    p->cp->gone(p, r, 1);
     if (WIFSIGNALED(d->wstatus))
       n += pld__catf(msg + n, sizeof msg - n, "was killed by signal SIG%s (%s)",
                      sig_name(WTERMSIG(d->wstatus)),
@@ -391,7 +276,7 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
   pld__catf(msg + n, sizeof msg - n,
             "; the other devices were stopped and the program cannot run "
             "again");
-  kill_devices(p);
+  p->cp->stop(p, 1);
   p->dead = 1;
   memcpy(p->dead_msg, msg, sizeof msg);
   return pld__fail_msg(PLD_ERR_CRASH, msg);
@@ -399,141 +284,22 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
 
 /* Returns the rank of a device process that died or whose control block
  * is overwritten (*corrupt then says what), or -1. */
-static int find_dead(struct pld_program *p, int check_pids, char *corrupt,
-                     size_t cap) {
+int pld__find_dead(struct pld_program *p, int check_pids, char *corrupt,
+                   size_t cap) {
   corrupt[0] = '\0';
   for (int r = 0; r < p->nranks; r++) {
     if (!ctl_intact(p, r, corrupt, cap))
       return r;
     if (atomic_load(&p->devs[r].ctl->crash.kind) != PLD__CRASH_NONE)
       return r;
-    if (check_pids && reap(&p->devs[r], 0))
+    if (check_pids && p->cp->gone(p, r, 0))
       return r;
   }
   return -1;
 }
 
-static int died(struct pld_program *p, int r, const char *corrupt) {
+int pld__died(struct pld_program *p, int r, const char *corrupt) {
   return device_died(p, r, corrupt[0] ? corrupt : NULL);
-}
-
-/* Waits until each rank with start[r] set (NULL: every rank) reports
- * ready, or one died on the way. */
-static int await_ready(struct pld_program *p, const unsigned char *start,
-                       const char *fn) {
-  int64_t deadline = pld__now_ns() + START_NS;
-  char corrupt[160];
-  for (;;) {
-    uint32_t ev = atomic_load(&p->world->event);
-    int up = 0, want = 0;
-    for (int r = 0; r < p->nranks; r++)
-      if (!start || start[r]) {
-        want++;
-        up += (int)atomic_load_explicit(&p->devs[r].ctl->ready,
-                                        memory_order_acquire);
-      }
-    if (up == want)
-      break;
-    int dead = find_dead(p, 1, corrupt, sizeof corrupt);
-    if (dead >= 0)
-      return died(p, dead, corrupt);
-    if (pld__now_ns() > deadline) {
-      kill_devices(p);
-      return pld__fail(PLD_ERR_SYSTEM,
-                       "%s: %d of %d devices did not start within %lld s", fn,
-                       want - up, want, (long long)(START_NS / 1000000000));
-    }
-    /* The host does not poll here, nor count as awake: devices start. */
-    _Atomic uint32_t uncounted = 1;
-    struct pld__spin sleep_now = {0, &uncounted, NULL, 1};
-    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &sleep_now,
-                    LIVENESS_NS, 1);
-  }
-  for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
-    if ((!start || start[r]) && c->status) {
-      char msg[PLD__MSG_MAX];
-      pld__copy_printable(msg, sizeof msg, c->msg, sizeof c->msg, 1);
-      int st = pld__status_valid(c->status) ? c->status : PLD_ERR_SYSTEM;
-      kill_devices(p);
-      return pld__fail_msg(st, msg);
-    }
-  }
-  return PLD_OK;
-}
-
-/* Kills and reaps rank r's process, takes back what it left in shared
- * state (its share of the world's pollers, its doorbell's sleepers, its
- * control block) and starts a new one in its place, ready for the next
- * run.  Returns PLD_OK or the failure (message set). */
-static int restart_device(struct pld_program *p, int r) {
-  struct pld__device *d = &p->devs[r];
-  if (!d->reaped)
-    kill(d->pid, SIGKILL);
-  reap(d, 1);
-  atomic_fetch_sub(&p->world->awake, atomic_load(&d->ctl->awake));
-  p->fabric.base.ops->reset_rank(&p->fabric.base, r);
-  pld__devctl_reset(d->ctl);
-  d->pid = 0;
-  d->reaped = 0;
-  unsigned char start[PLD_MAX_RANKS_INLINE];
-  unsigned char *mask = p->nranks <= PLD_MAX_RANKS_INLINE
-                            ? start
-                            : pld__calloc((size_t)p->nranks, 1);
-  if (!mask)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
-  memset(mask, 0, (size_t)p->nranks);
-  mask[r] = 1;
-  int st = spawn(p, mask);
-  if (st == PLD_OK)
-    st = await_ready(p, mask, "pld_program_run");
-  if (mask != start)
-    pld__free(mask);
-  return st;
-}
-
-int pld_program_prepare(pld_program *p) {
-  if (!p)
-    return pld__fail(PLD_ERR_ARG, "pld_program_prepare: p: expected a "
-                                  "program, got NULL");
-  if (p->dead)
-    return pld__fail(PLD_ERR_STATE, "pld_program_prepare: %s", p->dead_msg);
-  if (p->started)
-    return PLD_OK;
-  const size_t slots = (size_t)p->nranks * PLD__MAX_SLOTS;
-  p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
-  p->resumes_seen = pld__calloc(slots, sizeof *p->resumes_seen);
-  p->resumed_at = pld__calloc(slots, sizeof *p->resumed_at);
-  int st = !p->devs || !p->resumes_seen || !p->resumed_at
-               ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
-               : pld__devices_map(p->devs, p->nranks, p->plans, &p->world);
-  if (st) {
-    pld__free(p->devs);
-    pld__free(p->resumes_seen);
-    pld__free(p->resumed_at);
-    p->devs = NULL;
-    p->resumes_seen = NULL;
-    p->resumed_at = NULL;
-    return st;
-  }
-  p->started = 1;
-  /* The windows' region: every device process inherits it. */
-  void *region = mmap(NULL, p->lay.total, PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (region == MAP_FAILED) {
-    int e = errno;
-    kill_devices(p);
-    return pld__fail(PLD_ERR_SYSTEM,
-                     "pld_program_prepare: mmap of %zu bytes of windows: %s",
-                     p->lay.total, strerror(e));
-  }
-  p->region = region;
-  pld__shm_fabric_init(&p->fabric, p->region, &p->lay, -1);
-  if ((st = spawn(p, NULL))) {
-    kill_devices(p);
-    return st;
-  }
-  return await_ready(p, NULL, "pld_program_prepare");
 }
 
 /* The arguments of a run must be those the program was compiled for. */
@@ -581,25 +347,6 @@ static int check_run_args(const struct pld_program *p, int argc,
   return PLD_OK;
 }
 
-/* Copies tensor slices between the host arguments and device memory. */
-static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
-  for (int r = 0; r < p->nranks; r++) {
-    const struct pld__devplan *pl = &p->plans[r];
-    for (int b = 0; b < pl->nbufs; b++) {
-      const struct pld__devbuf *buf = &pl->bufs[b];
-      if (buf->host_arg >= p->nargs) /* intermediates are never copied */
-        continue;
-      unsigned char *host =
-          (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
-      unsigned char *dev = p->devs[r].data + buf->offset;
-      if (in && (buf->dirs & PLD_DIR_IN))
-        memcpy(dev, host, buf->nbytes);
-      else if (!in && (buf->dirs & PLD_DIR_OUT))
-        memcpy(host, dev, buf->nbytes);
-    }
-  }
-}
-
 /* ---- the watch: deadlocks and time limits -------------------------------- */
 
 struct watch {
@@ -629,9 +376,9 @@ static int corrupt(struct watch *wt, int r, const char *what) {
 }
 
 /* The cell a waiting slot waits on holds a value that satisfies it. */
-static int slot_satisfied(struct pld_program *p, int r,
+static int slot_satisfied(struct pld_program *p, int r, int i,
                           const struct pld__coreslot *s, int32_t *value) {
-  *value = p->fabric.base.ops->peek(&p->fabric.base, s->buf, r, (size_t)s->off);
+  *value = p->cp->cell(p, r, i, s);
   return pld__wait_satisfied(*value, s->expected, s->cmp);
 }
 
@@ -644,6 +391,11 @@ static int rank_quiet(struct pld_program *p, struct watch *wt, int r,
                       int *waits) {
   const struct pld__watch *w = &p->devs[r].ctl->watch;
   const int cores[2] = {p->plat->vector_cores, p->plat->cube_cores};
+  /* A device that has not taken up the run yet is not quiet, however it
+   * looks (under mpi: nor one whose snapshot of this run has not come). */
+  if (!p->cp->seen(p, r) ||
+      atomic_load(&p->devs[r].ctl->run_seq) != wt->posted[r])
+    return 0;
   int32_t running = atomic_load(&w->running);
   if (running < 0 || running > PLD__MAX_CORES)
     return corrupt(wt, r, "its count of running blocks is invalid");
@@ -665,7 +417,7 @@ static int rank_quiet(struct pld_program *p, struct watch *wt, int r,
       return corrupt(wt, r, why);
     if (state != PLD__CORE_WAITING)
       continue;
-    if (slot_satisfied(p, r, &s, &v))
+    if (slot_satisfied(p, r, i, &s, &v))
       return 0;
     (*waits)++;
   }
@@ -742,7 +494,7 @@ static size_t report_cores(struct pld_program *p, struct watch *wt, int r,
                      (double)(now - s->since_ns) / 1e6);
     } else {
       int32_t v;
-      slot_satisfied(p, r, s, &v);
+      slot_satisfied(p, r, i, s, &v);
       n += pld__catf(msg + n, cap - n,
                      " waits on window '%s' (buffer #%d) cell [", s->window,
                      s->buf);
@@ -961,10 +713,7 @@ static int watch_run(struct pld_program *p, struct watch *wt) {
 /* Tells every device to stop the run (why: PLD__ABORT_*), waking its
  * waiting cores. */
 static void stop_run(struct pld_program *p, uint32_t why) {
-  atomic_store_explicit(&p->world->abort, why, memory_order_release);
-  p->fabric.base.ops->wake_all(&p->fabric.base);
-  /* Devices waiting for a host task look at the abort word too. */
-  pld__futex_wake(&p->world->tasks_done, 1);
+  p->cp->abort(p, why);
 }
 
 /* Runs the host tasks whose calls have all finished, in order, from task
@@ -976,6 +725,7 @@ static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
       if (atomic_load_explicit(&p->devs[r].ctl->calls_done,
                                memory_order_acquire) < (uint32_t)tp->need[r])
         return PLD_OK;
+    p->cp->task_begin(p, *next);
     int st = pld__task_run(p, argv, *next);
     if (st)
       return st;
@@ -1012,12 +762,12 @@ static int stop_stragglers(struct pld_program *p, struct watch *wt, char *msg,
                    "new one started",
                    r, p->device_ids[r], running,
                    (long long)(STOP_GRACE_NS / 1000000));
-    int st = restart_device(p, r);
+    int st = p->cp->restart(p, r);
     if (st) {
       n += pld__catf(msg + n, cap - n, ", but that failed: %s",
                      pld_last_error());
       if (p->started)
-        kill_devices(p);
+        p->cp->stop(p, 1);
       p->dead = 1;
       pld__catf(p->dead_msg, sizeof p->dead_msg,
                 "a device could not be restarted after a run was stopped: %s",
@@ -1028,6 +778,29 @@ static int stop_stragglers(struct pld_program *p, struct watch *wt, char *msg,
   }
   pld__catf(msg + n, cap - n, "; the program can run again");
   return PLD_OK;
+}
+
+int pld_program_prepare(pld_program *p) {
+  if (!p)
+    return pld__fail(PLD_ERR_ARG, "pld_program_prepare: p: expected a "
+                                  "program, got NULL");
+  if (p->dead)
+    return pld__fail(PLD_ERR_STATE, "pld_program_prepare: %s", p->dead_msg);
+  if (p->started)
+    return PLD_OK;
+  const size_t slots = (size_t)p->nranks * PLD__MAX_SLOTS;
+  p->resumes_seen = pld__calloc(slots, sizeof *p->resumes_seen);
+  p->resumed_at = pld__calloc(slots, sizeof *p->resumed_at);
+  int st = !p->resumes_seen || !p->resumed_at
+               ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
+               : p->cp->start(p);
+  if (st && !p->started) {
+    pld__free(p->resumes_seen);
+    pld__free(p->resumed_at);
+    p->resumes_seen = NULL;
+    p->resumed_at = NULL;
+  }
+  return st;
 }
 
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
@@ -1045,12 +818,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   atomic_store(&w->tickets, 0);
   if ((st = pld__inters_alloc(p)))
     return st;
-  if (!p->keep_windows) /* fresh mappings are zero already */
-    p->fabric.base.ops->zero_all(&p->fabric.base);
-  copy_slices(p, argv, 1);
   atomic_store(&w->tasks_done, 0);
-  for (int r = 0; r < p->nranks; r++)
-    atomic_store(&p->devs[r].ctl->calls_done, 0);
   uint32_t seq[PLD_MAX_RANKS_INLINE];
   uint32_t *posted = p->nranks <= PLD_MAX_RANKS_INLINE
                          ? seq
@@ -1059,11 +827,17 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     pld__inters_release(p);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
   }
-  for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
-    atomic_store_explicit(&c->cmd, PLD__CMD_RUN, memory_order_relaxed);
-    posted[r] = atomic_load_explicit(&c->cmd_seq, memory_order_relaxed) + 1;
-    pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
+  if ((st = p->cp->post(p, argv, posted))) {
+    pld__inters_release(p);
+    if (posted != seq)
+      pld__free(posted);
+    return st;
+  }
+  if (p->cp->follow && p->cp->follow(p, argv, &st)) {
+    pld__inters_release(p);
+    if (posted != seq)
+      pld__free(posted);
+    return st;
   }
   struct pld__spin spin = pld__world_spin(w, NULL);
   pld__awake(&spin); /* until the run returns (label out) */
@@ -1080,10 +854,11 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   char corrupt_what[160];
   for (;;) {
     uint32_t ev = atomic_load_explicit(&w->event, memory_order_acquire);
-    int dead = find_dead(p, 0, corrupt_what, sizeof corrupt_what);
+    p->cp->look(p);
+    int dead = pld__find_dead(p, 0, corrupt_what, sizeof corrupt_what);
     if (dead >= 0) {
-      st = died(p, dead, corrupt_what);
-      goto out;
+      st = pld__died(p, dead, corrupt_what);
+      goto crashed;
     }
     int done = 0;
     for (int r = 0; r < p->nranks; r++) {
@@ -1095,8 +870,8 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
       if (cs && !pld__status_valid(cs)) {
         pld__catf(corrupt_what, sizeof corrupt_what,
                   "its run status holds %d, no pld status", cs);
-        st = died(p, r, corrupt_what);
-        goto out;
+        st = pld__died(p, r, corrupt_what);
+        goto crashed;
       }
       if (cs &&
           (failed_rank < 0 || c->ticket < p->devs[failed_rank].ctl->ticket))
@@ -1127,26 +902,26 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     }
     if (wt.corrupt[0]) {
       st = device_died(p, wt.corrupt_rank, wt.corrupt);
-      goto out;
+      goto crashed;
     }
     if (stopped_at && now - stopped_at >= STOP_GRACE_NS) {
       /* Whoever is still running now does not stop by itself. */
       stragglers = 1;
       break;
     }
-    pld__event_wait(&w->event, ev, &w->event_sleepers, &spin,
-                    stopped_at ? STOPPING_NS
-                    : wt.quiet ? QUIET_NS / 4
-                               : LIVENESS_NS,
-                    1);
+    p->cp->await(p, ev,
+                 stopped_at ? STOPPING_NS
+                 : wt.quiet ? QUIET_NS / 4
+                            : LIVENESS_NS,
+                 &spin);
     /* A device killed from outside rings no bell: look for it every
      * LIVENESS_NS, however often the loop wakes. */
     now = pld__now_ns();
     if (now - last_reap >= LIVENESS_NS) {
       last_reap = now;
-      if ((dead = find_dead(p, 1, corrupt_what, sizeof corrupt_what)) >= 0) {
-        st = died(p, dead, corrupt_what);
-        goto out;
+      if ((dead = pld__find_dead(p, 1, corrupt_what, sizeof corrupt_what)) >= 0) {
+        st = pld__died(p, dead, corrupt_what);
+        goto crashed;
       }
     }
   }
@@ -1160,11 +935,15 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     }
     if (stragglers && stop_stragglers(p, &wt, result, sizeof result))
       st = PLD_ERR_CRASH;
-    st = pld__fail_msg(st, result);
+    st = p->cp->finish(p, argv, st, result);
   } else {
-    copy_slices(p, argv, 0);
-    st = PLD_OK;
+    st = p->cp->finish(p, argv, PLD_OK, NULL);
   }
+  goto out;
+crashed:
+  /* Every process learns of it (the devices are stopped already). */
+  memcpy(result, pld_last_error(), sizeof result);
+  st = p->cp->finish(p, argv, st, result);
 out:
   pld__inters_release(p);
   /* After device_died the world is gone, and with it the count. */
@@ -1178,21 +957,8 @@ out:
 void pld_program_destroy(pld_program *p) {
   if (!p)
     return;
-  if (p->started) {
-    for (int r = 0; r < p->nranks; r++) {
-      struct pld__devctl *c = p->devs[r].ctl;
-      atomic_store_explicit(&c->cmd, PLD__CMD_STOP, memory_order_relaxed);
-      pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
-    }
-    /* Give each device a moment to stop its cores and exit by itself. */
-    int64_t deadline = pld__now_ns() + 2 * (int64_t)1000000000;
-    for (int r = 0; r < p->nranks; r++)
-      while (!reap(&p->devs[r], 0) && pld__now_ns() < deadline) {
-        struct timespec ts = {0, 200000};
-        nanosleep(&ts, NULL);
-      }
-    kill_devices(p);
-  }
+  if (p->started)
+    p->cp->stop(p, 0);
   pld__plans_free(p);
   pld__tasks_free(p);
   pld__windows_free(p);

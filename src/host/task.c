@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "host/ctl.h"
 #include "host/program.h"
 
 /* The context of a running host task. */
@@ -355,8 +356,11 @@ int pld__task_run(struct pld_program *p, const pld_arg *argv, int k) {
   const pld_signature *sig = tp->run.sig;
   for (int i = 0; i < tp->npre; i++) {
     const struct pld__hcopy *c = &tp->copies[i];
-    memcpy(pld__host_data(p, argv, c->host) + c->host_off,
-           p->devs[c->rank].data + c->dev_off, c->len);
+    int st = p->cp->fetch(p, c->rank, c->dev_off,
+                          pld__host_data(p, argv, c->host) + c->host_off,
+                          c->len);
+    if (st)
+      return st;
   }
   struct pld__tensor tensors[PLD__MAX_PARAMS];
   pld_arg args[PLD__MAX_PARAMS];
@@ -381,8 +385,8 @@ int pld__task_run(struct pld_program *p, const pld_arg *argv, int k) {
     return pld__fail_msg(ctx.status, ctx.msg);
   for (int i = tp->npre; i < tp->npre + tp->npost; i++) {
     const struct pld__hcopy *c = &tp->copies[i];
-    memcpy(p->devs[c->rank].data + c->dev_off,
-           pld__host_data(p, argv, c->host) + c->host_off, c->len);
+    p->cp->store(p, c->rank, c->dev_off,
+                 pld__host_data(p, argv, c->host) + c->host_off, c->len);
   }
   return PLD_OK;
 }

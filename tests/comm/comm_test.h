@@ -19,16 +19,26 @@ static const int comm_rank_counts[] = {2, 3, 4};
 
 static int comm_ids[16];
 
-/* Runs run(n) for each of those world sizes n. */
+/* Under mpirun (the MPI fabric: one rank per process) a world of n ranks
+ * runs only in a job of n processes. */
+static inline int comm_world_fits(int n) {
+  int procs = pld_process_count();
+  return procs == 1 || procs == n;
+}
+
+/* Runs run(n) for each of those world sizes n (under mpirun: the job's). */
 static inline void comm_over_rank_counts(void (*run)(int n)) {
   for (int c = 0; c < COMM_NCOUNTS; c++)
-    run(comm_rank_counts[c]);
+    if (comm_world_fits(comm_rank_counts[c]))
+      run(comm_rank_counts[c]);
 }
 
 /* n ranks on devices that are neither contiguous nor start at 0 for n > 2,
  * so that domain ranks, world ranks and device ids all differ; 3 ranks on
  * the a5 simulator, the others on a2a3. */
 static inline pld_config comm_config(int n) {
+  if (!comm_world_fits(n))
+    skip(); /* another job size runs it */
   pld_config cfg = n == 2 ? test_config(comm_ids, n, 0, 1)
                           : test_config(comm_ids, n, 2 * n - 1, -2);
   cfg.platform = n == 3 ? "a5sim" : "a2a3sim";

@@ -744,7 +744,8 @@ static void run_partial(int n, int64_t rows, int64_t cols, const pld_xfer *o) {
 static void run_partial_over_rank_counts(int64_t rows, int64_t cols,
                                          const pld_xfer *o) {
   for (int c = 0; c < COMM_NCOUNTS; c++)
-    run_partial(comm_rank_counts[c], rows, cols, o);
+    if (comm_world_fits(comm_rank_counts[c]))
+      run_partial(comm_rank_counts[c], rows, cols, o);
 }
 
 static const pld_xfer whole_tensor = {0, 0, 0, 0, 0, 0, PLD_ATOMIC_NONE, 0, 0, 0};

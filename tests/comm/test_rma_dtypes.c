@@ -144,7 +144,7 @@ static int ub_bytes(const char *platform) {
 /* run(n, platform) for 2, 3 and 4 ranks on both simulators. */
 static void over_worlds(void (*run)(int n, const char *platform)) {
   for (int c = 0; c < COMM_NCOUNTS; c++)
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < 2 && comm_world_fits(comm_rank_counts[c]); p++)
       run(comm_rank_counts[c], platforms[p]);
 }
 

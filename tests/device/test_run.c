@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "host/program.h"
+#include "host/ctl.h"
 #include "pld_test.h"
 #include "../host/programs.h"
 
@@ -578,8 +578,8 @@ static void test_devices_isolated_between_programs(void **state) {
     pid_t pid = b->devs[r].pid;
     assert_true(maps_address(pid, b->devs[r].ctl)); /* its own */
     assert_false(maps_address(pid, b->devs[1 - r].ctl)); /* its peer's */
-    assert_true(maps_address(pid, b->region));
-    assert_false(maps_address(pid, a->region));
+    assert_true(maps_address(pid, pld__shm_region(b)));
+    assert_false(maps_address(pid, pld__shm_region(a)));
     assert_false(maps_address(pid, a->world));
     for (int q = 0; q < 2; q++)
       assert_false(maps_address(pid, a->devs[q].ctl));

@@ -1,0 +1,91 @@
+/* host/ctl.h: the control plane - how the host reaches its devices (start
+ * them, post a run, copy slices, see their status and waits, stop a run,
+ * reap).  The run loop of host/run.c is written against this table; two
+ * implementations are chosen at run time (pld_config.fabric, PLD_FABRIC):
+ *   shm (host/ctl_shm.c): one process per device, forked by the host,
+ *     control blocks and data areas in memory shared with it;
+ *   mpi (host/ctl_mpi.c): under mpirun, every process runs the same host
+ *     orchestrator and one rank's device in itself; process 0 watches
+ *     every rank through snapshots of their control blocks and decides the
+ *     run's result, which it sends to the others.
+ * Either way the host code sees every rank's control block as
+ * p->devs[r].ctl (under mpi: the live block of its own rank, the latest
+ * snapshot of the others'). */
+#ifndef PLD_HOST_CTL_H
+#define PLD_HOST_CTL_H
+
+#include "host/program.h"
+
+struct pld__ctl_ops {
+  const char *name;
+  /* Starts every device this process runs and waits until they are ready
+   * (pld_program_prepare).  Returns PLD_OK or the failure. */
+  int (*start)(struct pld_program *p);
+  /* Before a run: windows zeroed (unless kept), In slices copied, the run
+   * posted to every device this process runs; posted[r] is the command
+   * rank r runs. */
+  int (*post)(struct pld_program *p, const pld_arg *argv, uint32_t *posted);
+  /* Refreshes p->devs[r].ctl of the ranks this process does not run. */
+  void (*look)(struct pld_program *p);
+  /* Whether the host may judge rank r from what it sees (a snapshot of
+   * this run arrived). */
+  int (*seen)(struct pld_program *p, int r);
+  /* The value of the cell rank r's wait slot i (s) waits on. */
+  int32_t (*cell)(struct pld_program *p, int r, int i,
+                  const struct pld__coreslot *s);
+  /* Rank r's device is gone (its process ended); block: wait for it. */
+  int (*gone)(struct pld_program *p, int r, int block);
+  /* Stops the run everywhere (why: PLD__ABORT_*), waking every waiter. */
+  void (*abort)(struct pld_program *p, uint32_t why);
+  /* The host's sleep until something happens, at most ns. */
+  void (*await)(struct pld_program *p, uint32_t seen, int64_t ns,
+                const struct pld__spin *spin);
+  /* Host tasks.  task_begin: the watching process is about to run host
+   * task k (under mpi every process runs it, with the same inputs; the
+   * others are told).  fetch and store: a host task's copies from and to
+   * rank r's device memory (under mpi a fetch is collective: the bytes of
+   * rank r reach every process). */
+  void (*task_begin)(struct pld_program *p, int k);
+  int (*fetch)(struct pld_program *p, int r, size_t dev_off, void *host,
+               size_t len);
+  void (*store)(struct pld_program *p, int r, size_t dev_off,
+                const void *host, size_t len);
+  /* Rank r still runs after a stopped run's grace: a new device in its
+   * place.  Returns PLD_OK or the failure (message set). */
+  int (*restart)(struct pld_program *p, int r);
+  /* The run's end on this process: the result st with message msg
+   * decided (by this process, or the one that watches), Out slices copied
+   * back on success.  Returns the run's status, message set. */
+  int (*finish)(struct pld_program *p, const pld_arg *argv, int st,
+                const char *msg);
+  /* Processes that do not watch follow the run instead: they wait for the
+   * watching process's result, store the run's status in *st and return
+   * 1; 0 where this process watches (NULL: every process watches). */
+  int (*follow)(struct pld_program *p, const pld_arg *argv, int *st);
+  /* Stops the devices and frees what start made: politely (destroy), or
+   * at once (kill: after a crash or a failed start). */
+  void (*stop)(struct pld_program *p, int kill);
+};
+
+extern const struct pld__ctl_ops pld__ctl_shm, pld__ctl_mpi;
+
+/* Shared by the control planes and the run loop (host/run.c). */
+
+/* Ranks whose run bookkeeping fits on the stack. */
+#define PLD_MAX_RANKS_INLINE 64
+/* How long the host sleeps between checks that its devices are alive. */
+#define PLD__LIVENESS_NS ((int64_t)100000000) /* 100 ms */
+
+/* Returns the rank of a device that died or whose control block is
+ * overwritten (*corrupt then says what), or -1; and the report of such a
+ * death as the run's failure (PLD_ERR_CRASH; the program is dead). */
+int pld__find_dead(struct pld_program *p, int check_pids, char *corrupt,
+                   size_t cap);
+int pld__died(struct pld_program *p, int r, const char *corrupt);
+
+/* shm: collects device d if it exited (block: wait); 1 if it is gone. */
+int pld__shm_reap(struct pld__device *d, int block);
+/* shm: the windows' shared region of a started program (tests). */
+unsigned char *pld__shm_region(const struct pld_program *p);
+
+#endif

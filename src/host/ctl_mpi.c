@@ -1,0 +1,516 @@
+/* host/ctl_mpi.c: the MPI control plane (see host/ctl.h).  Under mpirun
+ * every process runs the same host code; process r runs rank r's device
+ * in itself (its AICPU and core threads; nothing is forked after MPI
+ * starts).  Each process copies its own rank's In slices and posts its
+ * own run.  Process 0 watches the run as the shared-memory host does,
+ * over the latest snapshot of every other rank's control block (each
+ * process sends one when its device finishes and every SNAP_NS while it
+ * runs); it decides the run's result, stops the run when it must (an
+ * abort to every process) and sends the result to the others.  Then every
+ * process gets every rank's Out slices (one broadcast per slice), so that
+ * all of them end with the same tensors. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "core/alloc.h"
+#include "core/futex.h"
+#include "fabric/mpi.h"
+#include "host/ctl.h"
+
+/* How often a process that does not watch sends its snapshot while its
+ * device runs (and at once when it finishes). */
+#define SNAP_NS ((int64_t)20000000) /* 20 ms */
+/* How long a device thread may take to report ready. */
+#define START_NS ((int64_t)30000000000) /* 30 s */
+
+/* A snapshot of a process's control block, as process 0 receives it. */
+struct snap {
+  uint32_t run;          /* the run it belongs to (1, 2, ...) */
+  int32_t rank;
+  int64_t taken_ns;      /* the sender's clock when taken */
+  int32_t held[PLD__MAX_SLOTS]; /* the cell of each waiting slot */
+  struct pld__devctl ctl;
+};
+
+/* The run's result, from process 0 to the others. */
+struct verdict {
+  uint32_t run;
+  int32_t status, dead;
+  char msg[PLD__MSG_MAX];
+};
+
+struct mpi_state {
+  struct pld__mpi_prog *m;
+  int me;
+  struct pld__devrun run; /* this process's device */
+  pthread_t thread;
+  int thread_started;
+  struct pld__devctl *live; /* its control block */
+  unsigned char *data;      /* its data area */
+  size_t data_bytes;
+  struct pld__devctl *mirror; /* [rank]: the others' latest snapshots */
+  int32_t *held;              /* [rank * PLD__MAX_SLOTS] */
+  uint32_t *gen;              /* [rank]: the snapshot generation seen */
+  unsigned char *seen;        /* [rank]: a snapshot of this run arrived */
+  unsigned char *ticketed;    /* [rank]: its failure has a ticket */
+  uint32_t tickets;
+  uint32_t runs;              /* runs posted */
+  struct snap *out;           /* the snapshot this process sends */
+};
+
+static struct mpi_state *state(const struct pld_program *p) {
+  return p->cps;
+}
+
+static int fabric_chosen(void) {
+  const char *f = getenv("PLD_FABRIC");
+  if (f)
+    return !strcmp(f, "mpi");
+  return pld__mpi_launched() && pld__mpi_built();
+}
+
+/* Queries: they leave the thread's message alone (a program calls them to
+ * decide what to print about a failure). */
+int pld_process_count(void) {
+  if (!fabric_chosen() || pld__mpi_init(NULL))
+    return 1;
+  return pld__mpi_size();
+}
+
+int pld_process_index(void) {
+  if (!fabric_chosen() || pld__mpi_init(NULL))
+    return 0;
+  return pld__mpi_rank();
+}
+
+static void free_state(struct pld_program *p, struct mpi_state *s) {
+  if (s) {
+    if (s->data)
+      munmap(s->data, s->data_bytes);
+    free(s->live);
+    free(s->mirror);
+    free(s->held);
+    free(s->gen);
+    free(s->seen);
+    free(s->ticketed);
+    free(s->out);
+    free(s);
+  }
+  free(p->world);
+  pld__free(p->devs);
+  p->world = NULL;
+  p->devs = NULL;
+  p->cps = NULL;
+}
+
+static int mpi_start(struct pld_program *p) {
+  const int n = p->nranks;
+  struct mpi_state *s = calloc(1, sizeof *s);
+  p->devs = pld__calloc((size_t)n, sizeof *p->devs);
+  p->world = calloc(1, sizeof *p->world);
+  size_t snap_bytes = sizeof(struct snap) > sizeof(struct verdict)
+                          ? sizeof(struct snap)
+                          : sizeof(struct verdict);
+  if (s) {
+    s->me = pld__mpi_rank();
+    s->live = aligned_alloc(4096, (sizeof *s->live + 4095) & ~(size_t)4095);
+    s->mirror = calloc((size_t)n, sizeof *s->mirror);
+    s->held = calloc((size_t)n * PLD__MAX_SLOTS, sizeof *s->held);
+    s->gen = calloc((size_t)n, sizeof *s->gen);
+    s->seen = calloc((size_t)n, 1);
+    s->ticketed = calloc((size_t)n, 1);
+    s->out = calloc(1, snap_bytes);
+  }
+  if (!s || !p->devs || !p->world || !s->live || !s->mirror || !s->held ||
+      !s->gen || !s->seen || !s->ticketed || !s->out) {
+    free_state(p, s);
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+  }
+  p->cps = s;
+  const struct pld__devplan *plan = &p->plans[s->me];
+  s->data_bytes = plan->data_bytes ? plan->data_bytes : 1;
+  s->data = mmap(NULL, s->data_bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (s->data == MAP_FAILED) {
+    s->data = NULL;
+    free_state(p, s);
+    return pld__fail(PLD_ERR_SYSTEM,
+                     "pld_program_prepare: rank %d: mapping %zu bytes of "
+                     "device memory failed",
+                     plan->rank, plan->data_bytes);
+  }
+  pld__devctl_reset(s->live);
+  for (int r = 0; r < n; r++) {
+    pld__devctl_reset(&s->mirror[r]);
+    p->devs[r].ctl = r == s->me ? s->live : &s->mirror[r];
+  }
+  p->devs[s->me].data = s->data;
+
+  size_t *phys = calloc((size_t)(p->nwinbufs ? p->nwinbufs : 1), sizeof *phys);
+  if (!phys) {
+    free_state(p, s);
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+  }
+  for (int b = 0; b < p->nwinbufs; b++)
+    phys[b] = p->winbufs[b]->phys;
+  struct pld__mpi_setup set = {
+      .nranks = n,
+      .nbufs = p->nwinbufs,
+      .phys = phys,
+      .member = p->member,
+      .same_node_rma = p->same_node_rma,
+      .snap_bytes = snap_bytes,
+      .hooks = {&p->world->abort, &p->world->event,
+                &p->world->event_sleepers, &p->world->tasks_done}};
+  int st = pld__mpi_prog_create(&set, &s->m);
+  free(phys);
+  if (st) {
+    free_state(p, s);
+    return st;
+  }
+  s->run = (struct pld__devrun){plan, s->live, p->world, s->data,
+                                pld__mpi_fabric(s->m), {0}};
+  pld__mpi_set_spin(s->m, &s->run.spin);
+  if ((st = pld__device_thread(&s->run, &s->thread))) {
+    pld__mpi_prog_destroy(s->m, 0);
+    free_state(p, s);
+    return st;
+  }
+  s->thread_started = 1;
+  p->started = 1;
+  int64_t deadline = pld__now_ns() + START_NS;
+  while (!atomic_load_explicit(&s->live->ready, memory_order_acquire)) {
+    if (pld__now_ns() > deadline)
+      return pld__fail(PLD_ERR_SYSTEM,
+                       "pld_program_prepare: rank %d (device %d) did not "
+                       "start within %lld s",
+                       s->me, plan->device_id,
+                       (long long)(START_NS / 1000000000));
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  if (s->live->status) {
+    char msg[PLD__MSG_MAX];
+    pld__copy_printable(msg, sizeof msg, s->live->msg, sizeof s->live->msg, 1);
+    return pld__fail_msg(s->live->status, msg);
+  }
+  return PLD_OK;
+}
+
+/* Copies this rank's slices between the host arguments and its device
+ * memory (in: the In slices; out: the Out slices, which every process
+ * gets from every rank). */
+static int copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
+  struct mpi_state *s = state(p);
+  for (int r = 0; r < p->nranks; r++) {
+    if (in && r != s->me)
+      continue;
+    const struct pld__devplan *pl = &p->plans[r];
+    for (int b = 0; b < pl->nbufs; b++) {
+      const struct pld__devbuf *buf = &pl->bufs[b];
+      if (buf->host_arg >= p->nargs)
+        continue;
+      unsigned char *host =
+          (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
+      if (in) {
+        if (buf->dirs & PLD_DIR_IN)
+          memcpy(s->data + buf->offset, host, buf->nbytes);
+        continue;
+      }
+      if (!(buf->dirs & PLD_DIR_OUT))
+        continue;
+      if (r == s->me)
+        memcpy(host, s->data + buf->offset, buf->nbytes);
+      int st = pld__mpi_bcast(s->m, host, buf->nbytes, r);
+      if (st)
+        return pld__fail(st, "pld_program_run: gathering the Out slices of "
+                             "rank %d: %s",
+                         r, pld_last_error());
+    }
+  }
+  return PLD_OK;
+}
+
+static int mpi_post(struct pld_program *p, const pld_arg *argv,
+                    uint32_t *posted) {
+  struct mpi_state *s = state(p);
+  if (!p->keep_windows)
+    pld__mpi_zero(s->m);
+  copy_slices(p, argv, 1);
+  atomic_store(&s->live->calls_done, 0);
+  memset(s->seen, 0, (size_t)p->nranks);
+  memset(s->ticketed, 0, (size_t)p->nranks);
+  s->tickets = 0;
+  s->runs++;
+  pld__mpi_running(s->m, 1);
+  /* No rank's data may reach a window before its owner zeroed it. */
+  int st = pld__mpi_barrier(s->m);
+  if (st) {
+    pld__mpi_running(s->m, 0);
+    return pld__fail(st, "pld_program_run: %s", pld_last_error());
+  }
+  atomic_store_explicit(&s->live->cmd, PLD__CMD_RUN, memory_order_relaxed);
+  pld__event_signal(&s->live->cmd_seq, &s->live->cmd_sleepers, 1);
+  for (int r = 0; r < p->nranks; r++)
+    posted[r] = s->runs;
+  return PLD_OK;
+}
+
+/* Takes the newest snapshot of every other rank into its mirror, its
+ * times moved onto this process's clock. */
+static void mpi_look(struct pld_program *p) {
+  struct mpi_state *s = state(p);
+  static _Thread_local struct snap in;
+  for (int r = 0; r < p->nranks; r++) {
+    if (r == s->me ||
+        !pld__mpi_snapshot(s->m, r, &in, sizeof in, &s->gen[r]) ||
+        in.run != s->runs)
+      continue;
+    int64_t shift = pld__now_ns() - in.taken_ns;
+    struct pld__watch *w = &in.ctl.watch;
+    if (atomic_load(&w->aicpu_since_ns))
+      atomic_fetch_add(&w->aicpu_since_ns, shift);
+    for (int i = 0; i < PLD__MAX_SLOTS; i++)
+      if (atomic_load(&w->slots[i].since_ns))
+        atomic_fetch_add(&w->slots[i].since_ns, shift);
+    memcpy(&s->mirror[r], &in.ctl, sizeof in.ctl);
+    memcpy(&s->held[(size_t)r * PLD__MAX_SLOTS], in.held, sizeof in.held);
+    s->seen[r] = 1;
+  }
+  /* Failures in the order this process learns of them; a rank stopped
+   * because another failed comes after every other. */
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    if (s->ticketed[r] || !(r == s->me || s->seen[r]) ||
+        atomic_load(&c->done_seq) != s->runs || !c->status)
+      continue;
+    s->ticketed[r] = 1;
+    c->ticket = s->tickets++ + (c->status == PLD_ERR_ABORTED ? 1u << 30 : 0);
+  }
+}
+
+static int mpi_seen(struct pld_program *p, int r) {
+  return r == state(p)->me || state(p)->seen[r];
+}
+
+static int32_t mpi_cell(struct pld_program *p, int r, int i,
+                        const struct pld__coreslot *sl) {
+  struct mpi_state *s = state(p);
+  if (r == s->me) {
+    struct pld__fabric *f = pld__mpi_fabric(s->m);
+    return f->ops->cell(f, sl->buf, (size_t)sl->off);
+  }
+  return s->held[(size_t)r * PLD__MAX_SLOTS + (size_t)i];
+}
+
+/* A device in this process ends only with it (mpirun notices). */
+static int mpi_gone(struct pld_program *p, int r, int block) {
+  (void)p;
+  (void)r;
+  (void)block;
+  return 0;
+}
+
+static void mpi_abort(struct pld_program *p, uint32_t why) {
+  pld__mpi_abort(state(p)->m, why);
+}
+
+static void mpi_await(struct pld_program *p, uint32_t seen, int64_t ns,
+                      const struct pld__spin *spin) {
+  pld__event_wait(&p->world->event, seen, &p->world->event_sleepers, spin, ns,
+                  1);
+}
+
+/* Every process runs every host task, on the same inputs (each rank's
+ * device bytes broadcast from its process), so that each has its host
+ * intermediates and each can copy the results into its own device. */
+static void mpi_task_begin(struct pld_program *p, int k) {
+  pld__mpi_send_task(state(p)->m, (uint32_t)k + 1);
+}
+
+static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
+                     size_t len) {
+  struct mpi_state *s = state(p);
+  if (r == s->me)
+    memcpy(host, s->data + dev_off, len);
+  int st = pld__mpi_bcast(s->m, host, len, r);
+  return st ? pld__fail(st, "pld_program_run: a host task's copy from rank "
+                            "%d: %s",
+                        r, pld_last_error())
+            : PLD_OK;
+}
+
+static void mpi_store(struct pld_program *p, int r, size_t dev_off,
+                      const void *host, size_t len) {
+  struct mpi_state *s = state(p);
+  if (r == s->me)
+    memcpy(s->data + dev_off, host, len);
+}
+
+/* A process that does not watch runs the host tasks process 0 said it
+ * runs (its own result does not count: process 0's decides the run), and
+ * lets its device go on after each. */
+static void follow_tasks(struct pld_program *p, const pld_arg *argv,
+                         uint32_t *ran) {
+  struct mpi_state *s = state(p);
+  uint32_t said = pld__mpi_tasks(s->m);
+  while (*ran < said && *ran < (uint32_t)p->ntasks) {
+    pld__task_run(p, argv, (int)*ran);
+    ++*ran;
+    atomic_store_explicit(&p->world->tasks_done, *ran, memory_order_release);
+    pld__futex_wake(&p->world->tasks_done, 1);
+  }
+}
+
+static int mpi_restart(struct pld_program *p, int r) {
+  (void)p;
+  return pld__fail(PLD_ERR_STATE,
+                   "under the MPI fabric rank %d's device runs in its MPI "
+                   "process and cannot be replaced",
+                   r);
+}
+
+/* Every process: the result known, the Out slices gathered on success. */
+static int conclude(struct pld_program *p, const pld_arg *argv, int st,
+                    const char *msg, int dead) {
+  struct mpi_state *s = state(p);
+  pld__mpi_running(s->m, 0);
+  if (dead && !p->dead) {
+    p->dead = 1;
+    pld__catf(p->dead_msg, sizeof p->dead_msg, "%s", msg);
+  }
+  if (st)
+    return pld__fail_msg(st, msg);
+  return copy_slices(p, argv, 0);
+}
+
+static int mpi_finish(struct pld_program *p, const pld_arg *argv, int st,
+                      const char *msg) {
+  struct mpi_state *s = state(p);
+  static _Thread_local struct verdict v;
+  memset(&v, 0, sizeof v);
+  v.run = s->runs;
+  v.status = st;
+  v.dead = p->dead;
+  pld__catf(v.msg, sizeof v.msg, "%s", st ? msg : "");
+  int sent = pld__mpi_send_verdict(s->m, &v, sizeof v);
+  if (sent && !st) {
+    st = sent;
+    pld__catf(v.msg, sizeof v.msg, "pld_program_run: %s", pld_last_error());
+  }
+  return conclude(p, argv, st, v.msg, p->dead);
+}
+
+/* Sends this process's snapshot to process 0: the control block, each
+ * slot copied whole or (changing while copied) shown idle, and the value
+ * of each waited cell. */
+static void send_snapshot(struct pld_program *p) {
+  struct mpi_state *s = state(p);
+  struct snap *o = s->out;
+  o->run = s->runs;
+  o->rank = s->me;
+  memcpy(&o->ctl, s->live, sizeof o->ctl);
+  struct pld__fabric *f = pld__mpi_fabric(s->m);
+  for (int i = 0; i < PLD__MAX_SLOTS; i++) {
+    struct pld__coreslot *from = &s->live->watch.slots[i],
+                         *to = &o->ctl.watch.slots[i];
+    uint32_t seq = atomic_load_explicit(&from->seq, memory_order_acquire);
+    memcpy(to, from, sizeof *to);
+    atomic_thread_fence(memory_order_acquire);
+    if ((seq & 1) || atomic_load(&from->seq) != seq) {
+      atomic_store(&to->state, PLD__CORE_IDLE);
+      atomic_store(&to->seq, seq & ~1u);
+    }
+    o->held[i] = atomic_load(&to->state) == PLD__CORE_WAITING &&
+                         to->buf >= 0 && to->buf < p->nwinbufs &&
+                         (size_t)to->off + 4 <= p->winbufs[to->buf]->phys
+                     ? f->ops->cell(f, to->buf, (size_t)to->off)
+                     : 0;
+  }
+  o->taken_ns = pld__now_ns();
+  pld__mpi_send_snapshot(s->m, o, sizeof *o);
+}
+
+static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
+  struct mpi_state *s = state(p);
+  if (s->me == 0)
+    return 0; /* process 0 watches */
+  static _Thread_local struct verdict v;
+  struct pld__spin spin = pld__world_spin(p->world, NULL);
+  pld__awake(&spin);
+  uint32_t done_sent = UINT32_MAX, calls_sent = 0, tasks_ran = 0;
+  int64_t last = 0;
+  for (;;) {
+    uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
+    if (pld__mpi_verdict(s->m, &v, sizeof v) && v.run == s->runs)
+      break;
+    follow_tasks(p, argv, &tasks_ran);
+    /* At once when the device finished or finished a call (a host task
+     * may wait for it), else every SNAP_NS. */
+    uint32_t done = atomic_load(&s->live->done_seq);
+    uint32_t calls = atomic_load(&s->live->calls_done);
+    int64_t now = pld__now_ns();
+    if ((done == s->runs && done_sent != done) || calls != calls_sent ||
+        (done != s->runs && now - last >= SNAP_NS)) {
+      send_snapshot(p);
+      done_sent = done;
+      calls_sent = calls;
+      last = now;
+    }
+    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &spin,
+                    SNAP_NS, 1);
+  }
+  pld__asleep(&spin);
+  *st = conclude(p, argv, v.status, v.msg, v.dead);
+  return 1;
+}
+
+/* Stops the device thread and frees the program's windows (collective:
+ * every process destroys its programs alike).  A program found dead may
+ * have a device thread that never stops: its memory is left to it. */
+static void mpi_stop(struct pld_program *p, int kill_now) {
+  struct mpi_state *s = state(p);
+  if (kill_now || !s)
+    return; /* the collective part comes with pld_program_destroy */
+  int abandon = p->dead;
+  if (s->thread_started && !abandon) {
+    atomic_store_explicit(&s->live->cmd, PLD__CMD_STOP, memory_order_relaxed);
+    pld__event_signal(&s->live->cmd_seq, &s->live->cmd_sleepers, 1);
+    pthread_join(s->thread, NULL);
+  } else if (s->thread_started) {
+    pthread_detach(s->thread);
+  }
+  pld__mpi_prog_destroy(s->m, abandon);
+  p->started = 0;
+  if (abandon) {
+    p->cps = NULL; /* the device thread may still use it */
+    pld__free(p->devs);
+    p->devs = NULL;
+  } else {
+    free_state(p, s);
+  }
+  pld__free(p->resumes_seen);
+  pld__free(p->resumed_at);
+  p->resumes_seen = NULL;
+  p->resumed_at = NULL;
+}
+
+const struct pld__ctl_ops pld__ctl_mpi = {
+    .name = "mpi",
+    .start = mpi_start,
+    .post = mpi_post,
+    .look = mpi_look,
+    .seen = mpi_seen,
+    .cell = mpi_cell,
+    .gone = mpi_gone,
+    .abort = mpi_abort,
+    .await = mpi_await,
+    .task_begin = mpi_task_begin,
+    .fetch = mpi_fetch,
+    .store = mpi_store,
+    .restart = mpi_restart,
+    .finish = mpi_finish,
+    .follow = mpi_follow,
+    .stop = mpi_stop,
+};

@@ -1,0 +1,377 @@
+/* host/ctl_shm.c: the shared-memory control plane (see host/ctl.h).  Every
+ * device is a process forked by the host; the host maps one region per
+ * device (its control block and data area) and one for the world, and the
+ * windows' region of the shared-memory fabric, before forking. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "core/alloc.h"
+#include "core/futex.h"
+#include "fabric/shm.h"
+#include "host/ctl.h"
+
+/* How long a new device process may take to report ready. */
+#define START_NS ((int64_t)30000000000) /* 30 s */
+
+/* What this control plane adds to a started program. */
+struct shm_state {
+  unsigned char *region;         /* the windows' shared region */
+  struct pld__shm_fabric fabric; /* the host's side of it */
+  struct pld__devrun *runs;      /* [rank]: what each device process runs */
+};
+
+static struct shm_state *state(const struct pld_program *p) {
+  return p->cps;
+}
+
+unsigned char *pld__shm_region(const struct pld_program *p) {
+  return p->cps ? state(p)->region : NULL;
+}
+
+int pld__shm_reap(struct pld__device *d, int block) {
+  if (d->reaped)
+    return 1;
+  if (d->pid <= 0)
+    return 1;
+  pid_t w = waitpid(d->pid, &d->wstatus, block ? 0 : WNOHANG);
+  if (w == d->pid || (w < 0 && errno == ECHILD)) {
+    d->reaped = 1;
+    return 1;
+  }
+  return 0;
+}
+
+static int shm_gone(struct pld_program *p, int r, int block) {
+  return pld__shm_reap(&p->devs[r], block);
+}
+
+/* The programs of this process whose devices run: a device process
+ * started later must drop their memory (fork gives it all of it). */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pld_program *live;
+
+static void live_remove(struct pld_program *p) {
+  pthread_mutex_lock(&live_mu);
+  for (struct pld_program **q = &live; *q; q = &(*q)->live_next)
+    if (*q == p) {
+      *q = p->live_next;
+      break;
+    }
+  pthread_mutex_unlock(&live_mu);
+}
+
+/* Called with live_mu held: the shared mappings of the live programs but
+ * self, in *out (the caller frees it). */
+static int live_mappings(const struct pld_program *self,
+                         struct pld__mapping **out, int *n) {
+  int count = 0;
+  for (struct pld_program *q = live; q; q = q->live_next)
+    count += q->nranks + 2;
+  *out = pld__calloc((size_t)(count ? count : 1), sizeof **out);
+  if (!*out)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+  *n = 0;
+  for (struct pld_program *q = live; q; q = q->live_next) {
+    if (q == self)
+      continue;
+    (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
+    (*out)[(*n)++] = (struct pld__mapping){state(q)->region, q->lay.total};
+    for (int r = 0; r < q->nranks; r++)
+      (*out)[(*n)++] =
+          (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
+  }
+  return PLD_OK;
+}
+
+/* Starts the process of each rank r with start[r] set (NULL: every rank),
+ * and makes p live if it was not. */
+static int spawn(struct pld_program *p, const unsigned char *start) {
+  fflush(NULL); /* nothing buffered is written twice */
+  /* Hold the list while forking, so no mapping in it goes away (and its
+   * address comes back as another) before the children dropped it. */
+  pthread_mutex_lock(&live_mu);
+  struct pld__mapping *foreign = NULL;
+  int nforeign = 0;
+  int st = live_mappings(p, &foreign, &nforeign);
+  for (int r = 0; r < p->nranks && st == PLD_OK; r++)
+    if (!start || start[r])
+      st = pld__device_spawn(p->devs, p->nranks, r, &state(p)->runs[r],
+                             state(p)->region, foreign, nforeign);
+  int is_live = 0;
+  for (struct pld_program *q = live; q; q = q->live_next)
+    is_live |= q == p;
+  if (st == PLD_OK && !is_live) {
+    p->live_next = live;
+    live = p;
+  }
+  pthread_mutex_unlock(&live_mu);
+  pld__free(foreign);
+  return st;
+}
+
+/* Stops every device process (kill: at once; otherwise each gets a
+ * moment to stop its cores and exit by itself) and frees their memory. */
+static void shm_stop(struct pld_program *p, int kill_now) {
+  struct shm_state *s = state(p);
+  if (!kill_now) {
+    for (int r = 0; r < p->nranks; r++) {
+      struct pld__devctl *c = p->devs[r].ctl;
+      atomic_store_explicit(&c->cmd, PLD__CMD_STOP, memory_order_relaxed);
+      pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
+    }
+    int64_t deadline = pld__now_ns() + 2 * (int64_t)1000000000;
+    for (int r = 0; r < p->nranks; r++)
+      while (!pld__shm_reap(&p->devs[r], 0) && pld__now_ns() < deadline) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+      }
+  }
+  live_remove(p);
+  for (int r = 0; r < p->nranks; r++)
+    if (p->devs[r].pid > 0 && !p->devs[r].reaped)
+      kill(p->devs[r].pid, SIGKILL);
+  for (int r = 0; r < p->nranks; r++)
+    pld__shm_reap(&p->devs[r], 1);
+  pld__devices_unmap(p->devs, p->nranks, p->world);
+  if (s && s->region)
+    munmap(s->region, p->lay.total);
+  if (s)
+    pld__free(s->runs);
+  pld__free(s);
+  p->cps = NULL;
+  pld__free(p->devs);
+  pld__free(p->resumes_seen);
+  pld__free(p->resumed_at);
+  p->devs = NULL;
+  p->resumes_seen = NULL;
+  p->resumed_at = NULL;
+  p->world = NULL;
+  p->started = 0;
+}
+
+
+/* Waits until each rank with start[r] set (NULL: every rank) reports
+ * ready, or one died on the way. */
+static int await_ready(struct pld_program *p, const unsigned char *start,
+                       const char *fn) {
+  int64_t deadline = pld__now_ns() + START_NS;
+  char corrupt[160];
+  for (;;) {
+    uint32_t ev = atomic_load(&p->world->event);
+    int up = 0, want = 0;
+    for (int r = 0; r < p->nranks; r++)
+      if (!start || start[r]) {
+        want++;
+        up += (int)atomic_load_explicit(&p->devs[r].ctl->ready,
+                                        memory_order_acquire);
+      }
+    if (up == want)
+      break;
+    int dead = pld__find_dead(p, 1, corrupt, sizeof corrupt);
+    if (dead >= 0)
+      return pld__died(p, dead, corrupt);
+    if (pld__now_ns() > deadline) {
+      shm_stop(p, 1);
+      return pld__fail(PLD_ERR_SYSTEM,
+                       "%s: %d of %d devices did not start within %lld s", fn,
+                       want - up, want, (long long)(START_NS / 1000000000));
+    }
+    /* The host does not poll here, nor count as awake: devices start. */
+    _Atomic uint32_t uncounted = 1;
+    struct pld__spin sleep_now = {0, &uncounted, NULL, 1};
+    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &sleep_now,
+                    PLD__LIVENESS_NS, 1);
+  }
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    if ((!start || start[r]) && c->status) {
+      char msg[PLD__MSG_MAX];
+      pld__copy_printable(msg, sizeof msg, c->msg, sizeof c->msg, 1);
+      int st = pld__status_valid(c->status) ? c->status : PLD_ERR_SYSTEM;
+      shm_stop(p, 1);
+      return pld__fail_msg(st, msg);
+    }
+  }
+  return PLD_OK;
+}
+
+/* Kills and reaps rank r's process, takes back what it left in shared
+ * state (its share of the world's pollers, its doorbell's sleepers, its
+ * control block) and starts a new one in its place, ready for the next
+ * run.  Returns PLD_OK or the failure (message set). */
+static int shm_restart(struct pld_program *p, int r) {
+  struct pld__device *d = &p->devs[r];
+  if (!d->reaped)
+    kill(d->pid, SIGKILL);
+  pld__shm_reap(d, 1);
+  atomic_fetch_sub(&p->world->awake, atomic_load(&d->ctl->awake));
+  pld__shm_reset_rank(&state(p)->fabric, r);
+  pld__devctl_reset(d->ctl);
+  d->pid = 0;
+  d->reaped = 0;
+  unsigned char start[PLD_MAX_RANKS_INLINE];
+  unsigned char *mask = p->nranks <= PLD_MAX_RANKS_INLINE
+                            ? start
+                            : pld__calloc((size_t)p->nranks, 1);
+  if (!mask)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
+  memset(mask, 0, (size_t)p->nranks);
+  mask[r] = 1;
+  int st = spawn(p, mask);
+  if (st == PLD_OK)
+    st = await_ready(p, mask, "pld_program_run");
+  if (mask != start)
+    pld__free(mask);
+  return st;
+}
+
+/* Maps the regions and forks every device process. */
+static int shm_start(struct pld_program *p) {
+  struct shm_state *s = pld__calloc(1, sizeof *s);
+  p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
+  int st = !s || !p->devs || !(s->runs = pld__calloc((size_t)p->nranks,
+                                                     sizeof *s->runs))
+               ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
+               : pld__devices_map(p->devs, p->nranks, p->plans, &p->world);
+  if (st) {
+    if (s)
+      pld__free(s->runs);
+    pld__free(s);
+    pld__free(p->devs);
+    p->devs = NULL;
+    return st;
+  }
+  p->cps = s;
+  p->started = 1;
+  /* The windows' region: every device process inherits it. */
+  void *region = mmap(NULL, p->lay.total, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) {
+    int e = errno;
+    shm_stop(p, 1);
+    return pld__fail(PLD_ERR_SYSTEM,
+                     "pld_program_prepare: mmap of %zu bytes of windows: %s",
+                     p->lay.total, strerror(e));
+  }
+  s->region = region;
+  pld__shm_fabric_init(&s->fabric, s->region, &p->lay, -1);
+  for (int r = 0; r < p->nranks; r++)
+    s->runs[r] = (struct pld__devrun){&p->plans[r], p->devs[r].ctl, p->world,
+                                      p->devs[r].data, NULL, {0}};
+  if ((st = spawn(p, NULL))) {
+    shm_stop(p, 1);
+    return st;
+  }
+  return await_ready(p, NULL, "pld_program_prepare");
+}
+/* Copies tensor slices between the host arguments and device memory. */
+static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
+  for (int r = 0; r < p->nranks; r++) {
+    const struct pld__devplan *pl = &p->plans[r];
+    for (int b = 0; b < pl->nbufs; b++) {
+      const struct pld__devbuf *buf = &pl->bufs[b];
+      if (buf->host_arg >= p->nargs) /* intermediates are never copied */
+        continue;
+      unsigned char *host =
+          (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
+      unsigned char *dev = p->devs[r].data + buf->offset;
+      if (in && (buf->dirs & PLD_DIR_IN))
+        memcpy(dev, host, buf->nbytes);
+      else if (!in && (buf->dirs & PLD_DIR_OUT))
+        memcpy(host, dev, buf->nbytes);
+    }
+  }
+}
+
+
+static int shm_post(struct pld_program *p, const pld_arg *argv,
+                    uint32_t *posted) {
+  if (!p->keep_windows) /* fresh mappings are zero already */
+    pld__shm_zero_all(&state(p)->fabric);
+  copy_slices(p, argv, 1);
+  for (int r = 0; r < p->nranks; r++)
+    atomic_store(&p->devs[r].ctl->calls_done, 0);
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    atomic_store_explicit(&c->cmd, PLD__CMD_RUN, memory_order_relaxed);
+    posted[r] = atomic_load_explicit(&c->cmd_seq, memory_order_relaxed) + 1;
+    pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
+  }
+  return PLD_OK;
+}
+
+/* The host sees every control block live. */
+static void shm_look(struct pld_program *p) { (void)p; }
+static int shm_seen(struct pld_program *p, int r) {
+  (void)p;
+  (void)r;
+  return 1;
+}
+
+static int32_t shm_cell(struct pld_program *p, int r, int i,
+                        const struct pld__coreslot *s) {
+  (void)i;
+  return pld__shm_peek(&state(p)->fabric, s->buf, r, (size_t)s->off);
+}
+
+static void shm_abort(struct pld_program *p, uint32_t why) {
+  atomic_store_explicit(&p->world->abort, why, memory_order_release);
+  pld__shm_wake_all(&state(p)->fabric);
+  /* Devices waiting for a host task look at the abort word too. */
+  pld__futex_wake(&p->world->tasks_done, 1);
+}
+
+static void shm_await(struct pld_program *p, uint32_t seen, int64_t ns,
+                      const struct pld__spin *spin) {
+  pld__event_wait(&p->world->event, seen, &p->world->event_sleepers, spin, ns,
+                  1);
+}
+
+static int shm_finish(struct pld_program *p, const pld_arg *argv, int st,
+                      const char *msg) {
+  if (st)
+    return pld__fail_msg(st, msg);
+  copy_slices(p, argv, 0);
+  return PLD_OK;
+}
+
+/* Every device's memory is mapped here: a host task's copies are
+ * copies. */
+static void shm_task_begin(struct pld_program *p, int k) {
+  (void)p;
+  (void)k;
+}
+
+static int shm_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
+                     size_t len) {
+  memcpy(host, p->devs[r].data + dev_off, len);
+  return PLD_OK;
+}
+
+static void shm_store(struct pld_program *p, int r, size_t dev_off,
+                      const void *host, size_t len) {
+  memcpy(p->devs[r].data + dev_off, host, len);
+}
+
+const struct pld__ctl_ops pld__ctl_shm = {
+    .name = "shm",
+    .start = shm_start,
+    .post = shm_post,
+    .look = shm_look,
+    .seen = shm_seen,
+    .cell = shm_cell,
+    .gone = shm_gone,
+    .abort = shm_abort,
+    .await = shm_await,
+    .task_begin = shm_task_begin,
+    .fetch = shm_fetch,
+    .store = shm_store,
+    .restart = shm_restart,
+    .finish = shm_finish,
+    .follow = NULL,
+    .stop = shm_stop,
+};

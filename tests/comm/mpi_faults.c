@@ -1,0 +1,77 @@
+/* tests/comm/mpi_faults.c: faults of a program under mpirun, one case per
+ * run (mpi_faults.sh runs them and checks what the job printed and left):
+ *   deadlock  every rank waits on a cell nobody notifies: the run fails
+ *             with PLD_ERR_DEADLOCK on every process, the report printed
+ *             by process 0 alone; exit 0 if so and within 2 s
+ *   crash     rank 1's kernel writes through a NULL pointer: its process
+ *             prints the crash report and dies; mpirun ends the others
+ *   kill      rank 1's process is killed (SIGKILL, no handler runs) while
+ *             the others wait for it: mpirun ends the job
+ *   ok        a run that succeeds, then the program is destroyed */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pld.h"
+
+PLD_DYNAMIC(NR);
+
+static const char *mode;
+
+PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
+  int32_t me = pld_rank(k, pld_get_comm(sig));
+  if (what == 1 && me == 1)
+    *(volatile int *)NULL = 1;
+  if (what == 2 && me == 1)
+    kill(getpid(), SIGKILL);
+  if (what == 3) { /* ok: a ring of notifies */
+    int32_t n = pld_nranks(k, pld_get_comm(sig));
+    pld_notify(k, sig, (me + 1) % n, PLD_AT(me), 1, PLD_NOTIFY_ADD);
+    pld_wait(k, sig, PLD_AT((me + n - 1) % n), 1, PLD_WAIT_GE);
+    return;
+  }
+  pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
+}
+
+PLD_DEVICE(d_fault, a, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
+  pld_launch(a, k_fault, 1, sig, what);
+}
+
+PLD_HOST(h_fault, h, PLD_SCALAR(what, INT32)) {
+  int n = pld_world_size(h);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_fault, r,
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), what);
+}
+
+int main(int argc, char **argv) {
+  mode = argc > 1 ? argv[1] : "";
+  int32_t what = !strcmp(mode, "crash") ? 1
+                 : !strcmp(mode, "kill") ? 2
+                 : !strcmp(mode, "ok")   ? 3
+                                         : 0;
+  pld_config cfg = PLD_CONFIG_INIT;
+  pld_program *p;
+  int st = pld_compile(h_fault, &cfg, PLD_ARGS(what), &p);
+  if (st) {
+    fprintf(stderr, "pld_compile: %s\n", pld_last_error());
+    return 1;
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  st = pld_program_run(p, PLD_ARGS(what));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  int lead = pld_process_index() == 0;
+  if (lead && st)
+    fprintf(stderr, "%s: %s\n", pld_status_name(st), pld_last_error());
+  if (lead)
+    printf("process 0: status %s after %.2f s\n", pld_status_name(st), s);
+  pld_program_destroy(p);
+  if (what == 0)
+    return st == PLD_ERR_DEADLOCK && s < 2.0 ? 0 : 1;
+  return st == PLD_OK ? 0 : 1;
+}

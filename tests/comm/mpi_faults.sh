@@ -1,0 +1,75 @@
+#!/bin/sh
+# tests/comm/mpi_faults.sh PROGRAM FABRIC N CASE: runs mpi_faults CASE as N
+# processes (tools/mpirun.sh FABRIC) and checks what the job printed, how
+# long it took and that it left nothing behind (no process of it after a
+# few seconds, no file in /dev/shm).  Prints OK or what is wrong, and
+# exits 0 or 1.
+set -u
+# The files the job leaves in /dev/shm are counted in a /dev/shm of its
+# own (a private mount namespace), where no other job's can be: as root,
+# this script runs itself again inside one.
+if [ -z "${MPI_FAULTS_PRIVATE:-}" ] && [ "$(id -u)" -eq 0 ] &&
+  unshare -m true 2>/dev/null; then
+  MPI_FAULTS_PRIVATE=1 exec unshare -m sh -c \
+    'mount -t tmpfs tmpfs /dev/shm && exec sh "$0" "$@"' "$0" "$@"
+fi
+prog=$1
+fabric=$2
+n=$3
+case=$4
+here=$(dirname "$0")
+out=$(mktemp)
+shm_before=$(ls /dev/shm | sort)
+start=$(date +%s%N)
+sh "$here/../../tools/mpirun.sh" "$fabric" "$n" "$prog" "$case" >"$out" 2>&1
+rc=$?
+took=$(( ($(date +%s%N) - start) / 1000000 ))
+fail() {
+  echo "mpi_faults $case on $n processes ($fabric): $*"
+  echo "--- the job printed:"
+  cat "$out"
+  rm -f "$out"
+  exit 1
+}
+count() { grep -c -F -- "$1" "$out"; }
+case $case in
+deadlock)
+  [ $rc -eq 0 ] || fail "exit status $rc, expected 0 (PLD_ERR_DEADLOCK within 2 s on process 0)"
+  [ "$(count 'deadlock: these waits can never be satisfied')" -eq 1 ] ||
+    fail "expected the deadlock report printed exactly once"
+  for r in $(seq 0 $((n - 1))); do
+    [ "$(count "rank $r (device $r): kernel k_fault on AIV core 0 (block 0 of 1) waits on window 'sig' (buffer #0) cell [0] >= 1; it holds 0;")" -eq 1 ] ||
+      fail "expected one line of the report for rank $r's wait"
+  done
+  ;;
+crash)
+  [ $rc -ne 0 ] || fail "exit status 0, expected the job to fail"
+  [ "$(count 'pld: rank 1 (device 1) crashed with signal SIGSEGV (Segmentation fault) at address 0 in kernel k_fault on AIV core 0 (block 0 of 1)')" -eq 1 ] ||
+    fail "expected rank 1's crash report exactly once"
+  ;;
+kill)
+  [ $rc -ne 0 ] || fail "exit status 0, expected the job to fail"
+  [ "$(count 'exited on signal 9 (Killed)')" -eq 1 ] ||
+    fail "expected mpirun to say rank 1 was killed"
+  [ "$(count 'crashed with')" -eq 0 ] || fail "no process crashed"
+  ;;
+ok)
+  [ $rc -eq 0 ] || fail "exit status $rc"
+  [ "$(count 'process 0: status PLD_OK')" -eq 1 ] || fail "expected PLD_OK"
+  ;;
+*) fail "unknown case" ;;
+esac
+[ $took -lt 10000 ] || fail "took $took ms, expected the job to end within 10 s"
+# Processes of a job that failed are reaped by their launcher a moment after
+# mpirun returns.
+i=0
+while pgrep -f "$prog $case" >/dev/null; do
+  i=$((i + 1))
+  [ $i -lt 50 ] || fail "processes of the job are still there 5 s after it ended: $(pgrep -a -f "$prog $case")"
+  sleep 0.1
+done
+shm_after=$(ls /dev/shm | sort)
+[ "$shm_after" = "$shm_before" ] ||
+  fail "files left in /dev/shm: $shm_after (before: $shm_before)"
+rm -f "$out"
+echo OK

@@ -1,0 +1,38 @@
+#!/bin/sh
+# tools/mpirun.sh FABRIC N COMMAND [ARG...]: runs COMMAND as the N processes
+# of one MPI job on this machine, as the tests do: oversubscribed (more
+# processes than CPUs is fine), every socket on the loopback interface (a
+# test sends nothing to any other address), as root if need be.  FABRIC:
+#   shm   peers on the node reach each other through shared memory
+#         (Open MPI's own choice of components)
+#   tcp   every peer through MPI RMA (PLD_MPI_SAME_NODE=rma), as on a
+#         cluster: osc pt2pt over btl tcp
+#   ucx   every peer through MPI RMA over UCX's TCP transport: osc ucx
+set -eu
+fabric=$1
+n=$2
+shift 2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# UCX logs to stdout unless told otherwise (set for the ucx setting).
+export UCX_TLS=tcp UCX_NET_DEVICES=lo UCX_LOG_FILE=stderr
+lo="--mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
+case $fabric in
+shm) opts="" ;;
+tcp) opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma" ;;
+ucx) opts="--mca btl self,tcp --mca osc ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=lo -x UCX_LOG_FILE=stderr -x PLD_MPI_SAME_NODE=rma" ;;
+*)
+  echo "tools/mpirun.sh: FABRIC: expected shm, tcp or ucx, got '$fabric'" >&2
+  exit 2
+  ;;
+esac
+[ "$fabric" = ucx ] || exec mpirun --oversubscribe -n "$n" $lo $opts "$@"
+# Open MPI 4.1.4's osc ucx (Debian 12) reports an endpoint timeout while
+# it disconnects in MPI_Finalize in about 4 of 10 runs of a bare MPI
+# program of 4 processes with one window (Open MPI pull request 13216
+# fixes it): those two lines only are dropped; the status stays.
+err=$(mktemp)
+rc=0
+mpirun --oversubscribe -n "$n" $lo $opts "$@" 2>"$err" || rc=$?
+grep -v -E 'UCX  ERROR req 0x[0-9a-f]+: error during flush: Endpoint timeout|UCX  WARN  disconnect failed: Endpoint timeout' "$err" >&2 || true
+rm -f "$err"
+exit $rc
