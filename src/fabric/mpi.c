@@ -125,6 +125,8 @@ static int drain(void) {
 }
 
 static int poll_programs(void);
+struct pld__mpi_prog;
+static int reap_sent(struct pld__mpi_prog *m, int wait);
 
 /* Every process reaches the end before any leaves: UCX over TCP reports
  * an endpoint timeout when a peer has gone while it still disconnects. */
@@ -307,6 +309,7 @@ struct pld__mpi_prog {
   unsigned char *verdict;
   int verdict_in;
   _Atomic uint32_t tasks; /* host tasks process 0 ran (or runs) this run */
+  struct outmsg *out;     /* control messages in flight (proxy only) */
   size_t verdict_bytes;
   struct pld__mpi_prog *next;
 };
@@ -544,6 +547,7 @@ static void do_destroy(void *arg) {
     }
   if (a->abandon)
     return;
+  reap_sent(m, 1);
   MPI_Barrier(m->comm);
   for (int b = 0; b < m->set.nbufs; b++) {
     struct mbuf *mb = &m->bufs[b];
@@ -604,6 +608,8 @@ void pld__mpi_zero(struct pld__mpi_prog *m) {
 }
 
 void pld__mpi_running(struct pld__mpi_prog *m, int on) {
+  if (on) /* a new run: no host task said yet */
+    atomic_store(&m->tasks, 0);
   if (atomic_exchange(&m->running, on) == on)
     return;
   atomic_fetch_add(&px.running, on ? 1 : -1);
@@ -648,6 +654,16 @@ int pld__mpi_bcast(struct pld__mpi_prog *m, void *buf, size_t n, int root) {
   return a.rc == MPI_SUCCESS ? PLD_OK : mpi_failed(a.rc, "MPI_Bcast");
 }
 
+/* A control message in flight: sent without waiting for its receiver
+ * (whose proxy may be in a collective that waits for this process),
+ * freed once complete.  Messages of one tag to one process arrive in the
+ * order sent. */
+struct outmsg {
+  MPI_Request req;
+  struct outmsg *next;
+  unsigned char buf[];
+};
+
 struct send_args {
   struct pld__mpi_prog *m;
   const void *buf;
@@ -657,11 +673,46 @@ struct send_args {
 
 static void do_send(void *arg) {
   struct send_args *a = arg;
-  for (int q = 0; q < a->m->n; q++)
-    if ((a->to < 0 && q != a->m->me) || q == a->to)
-      if ((a->rc = MPI_Send(a->buf, (int)a->n, MPI_BYTE, q, a->tag,
-                            a->m->comm)) != MPI_SUCCESS)
-        return;
+  struct pld__mpi_prog *m = a->m;
+  for (int q = 0; q < m->n; q++) {
+    if (!((a->to < 0 && q != m->me) || q == a->to))
+      continue;
+    struct outmsg *om = malloc(sizeof *om + a->n);
+    if (!om) {
+      a->rc = MPI_ERR_NO_MEM;
+      return;
+    }
+    memcpy(om->buf, a->buf, a->n);
+    if ((a->rc = MPI_Isend(om->buf, (int)a->n, MPI_BYTE, q, a->tag, m->comm,
+                           &om->req)) != MPI_SUCCESS) {
+      free(om);
+      return;
+    }
+    om->next = m->out;
+    m->out = om;
+  }
+}
+
+/* Frees the control messages that completed (all of them, waiting, with
+ * wait).  Returns whether any did. */
+static int reap_sent(struct pld__mpi_prog *m, int wait) {
+  int any = 0;
+  for (struct outmsg **q = &m->out; *q;) {
+    int done = 1;
+    if (wait)
+      MPI_Wait(&(*q)->req, MPI_STATUS_IGNORE);
+    else
+      MPI_Test(&(*q)->req, &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      q = &(*q)->next;
+      continue;
+    }
+    struct outmsg *om = *q;
+    *q = om->next;
+    free(om);
+    any = 1;
+  }
+  return any;
 }
 
 static int send_to(struct pld__mpi_prog *m, int to, int tag, const void *buf,
@@ -736,7 +787,7 @@ static void control_event(struct pld__mpi_prog *m) {
 /* Receives the messages that arrived for program m.  Returns whether any
  * did. */
 static int poll_prog(struct pld__mpi_prog *m) {
-  int any = 0;
+  int any = m->out ? reap_sent(m, 0) : 0;
   for (;;) {
     int flag = 0;
     MPI_Status s;

@@ -238,7 +238,10 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
   if (!p->keep_windows)
     pld__mpi_zero(s->m);
   copy_slices(p, argv, 1);
-  atomic_store(&s->live->calls_done, 0);
+  /* Nothing of the other ranks' last run counts in this one (a host task
+   * waits for their calls of this run). */
+  for (int r = 0; r < p->nranks; r++)
+    atomic_store(&p->devs[r].ctl->calls_done, 0);
   memset(s->seen, 0, (size_t)p->nranks);
   memset(s->ticketed, 0, (size_t)p->nranks);
   s->tickets = 0;
@@ -417,7 +420,7 @@ static void send_snapshot(struct pld_program *p) {
                          *to = &o->ctl.watch.slots[i];
     uint32_t seq = atomic_load_explicit(&from->seq, memory_order_acquire);
     memcpy(to, from, sizeof *to);
-    atomic_thread_fence(memory_order_acquire);
+    PLD__SLOT_FENCE(memory_order_acquire);
     if ((seq & 1) || atomic_load(&from->seq) != seq) {
       atomic_store(&to->state, PLD__CORE_IDLE);
       atomic_store(&to->seq, seq & ~1u);
