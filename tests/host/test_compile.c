@@ -345,6 +345,53 @@ static void test_config_no_devices(void **state) {
                "got 0");
 }
 
+/* The fabric: cfg.fabric and cfg.mpi_same_node, else PLD_FABRIC and
+ * PLD_MPI_SAME_NODE; a value that names neither choice is refused before
+ * anything starts (MPI included). */
+static void fabric_fails(const char *fabric, const char *same_node,
+                         const char *sub1, const char *sub2) {
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  cfg.fabric = fabric;
+  cfg.mpi_same_node = same_node;
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  COMPILE_FAILS(h_scale, &cfg, x, y, PLD_ERR_CONFIG, sub1, sub2);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_config_fabric(void **state) {
+  (void)state;
+  fabric_fails("tcp", NULL, "pld_compile: cfg.fabric: expected \"shm\" or "
+               "\"mpi\", got \"tcp\"", "");
+  fabric_fails("MPI", NULL, "cfg.fabric", "got \"MPI\"");
+  fabric_fails("shm", "ucx", "pld_compile: cfg.mpi_same_node: expected "
+               "\"shm\" or \"rma\", got \"ucx\"", "");
+  assert_int_equal(setenv("PLD_FABRIC", "shmem", 1), 0);
+  fabric_fails(NULL, NULL, "pld_compile: environment: PLD_FABRIC='shmem': "
+               "expected shm or mpi", "");
+  /* The configuration wins over the environment. */
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  cfg.fabric = "shm";
+  pld_tensor x, y;
+  with_tensors(2, TR, TC, &x, &y);
+  pld_program *p;
+  assert_ok(pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &p));
+  assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
+  pld_program_destroy(p);
+  assert_int_equal(setenv("PLD_FABRIC", "shm", 1), 0);
+  assert_int_equal(setenv("PLD_MPI_SAME_NODE", "", 1), 0);
+  fabric_fails(NULL, NULL, "pld_compile: environment: PLD_MPI_SAME_NODE='': "
+               "expected shm or rma", "");
+  assert_int_equal(unsetenv("PLD_MPI_SAME_NODE"), 0);
+  assert_int_equal(unsetenv("PLD_FABRIC"), 0);
+  /* Without mpirun: one process, every rank on this machine. */
+  assert_int_equal(pld_process_count(), 1);
+  assert_int_equal(pld_process_index(), 0);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
 static char *slurp(const char *dir, const char *name) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -733,6 +780,7 @@ static const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_view_offset_wraps),
       cmocka_unit_test(test_slices_beyond_device),
       cmocka_unit_test(test_tensor_size_overflow),
+      cmocka_unit_test(test_config_fabric),
 };
 
 PLD_TEST_MAIN("compile", tests)
