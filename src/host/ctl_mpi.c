@@ -89,15 +89,15 @@ static void free_state(struct pld_program *p, struct mpi_state *s) {
     if (s->data)
       munmap(s->data, s->data_bytes);
     free(s->live);
-    free(s->mirror);
-    free(s->held);
-    free(s->gen);
-    free(s->seen);
-    free(s->ticketed);
-    free(s->out);
-    free(s);
+    pld__free(s->mirror);
+    pld__free(s->held);
+    pld__free(s->gen);
+    pld__free(s->seen);
+    pld__free(s->ticketed);
+    pld__free(s->out);
+    pld__free(s);
   }
-  free(p->world);
+  pld__free(p->world);
   pld__free(p->devs);
   p->world = NULL;
   p->devs = NULL;
@@ -106,21 +106,21 @@ static void free_state(struct pld_program *p, struct mpi_state *s) {
 
 static int mpi_start(struct pld_program *p) {
   const int n = p->nranks;
-  struct mpi_state *s = calloc(1, sizeof *s);
+  struct mpi_state *s = pld__calloc(1, sizeof *s);
   p->devs = pld__calloc((size_t)n, sizeof *p->devs);
-  p->world = calloc(1, sizeof *p->world);
+  p->world = pld__calloc(1, sizeof *p->world);
   size_t snap_bytes = sizeof(struct snap) > sizeof(struct verdict)
                           ? sizeof(struct snap)
                           : sizeof(struct verdict);
   if (s) {
     s->me = pld__mpi_rank();
     s->live = aligned_alloc(4096, (sizeof *s->live + 4095) & ~(size_t)4095);
-    s->mirror = calloc((size_t)n, sizeof *s->mirror);
-    s->held = calloc((size_t)n * PLD__MAX_SLOTS, sizeof *s->held);
-    s->gen = calloc((size_t)n, sizeof *s->gen);
-    s->seen = calloc((size_t)n, 1);
-    s->ticketed = calloc((size_t)n, 1);
-    s->out = calloc(1, snap_bytes);
+    s->mirror = pld__calloc((size_t)n, sizeof *s->mirror);
+    s->held = pld__calloc((size_t)n * PLD__MAX_SLOTS, sizeof *s->held);
+    s->gen = pld__calloc((size_t)n, sizeof *s->gen);
+    s->seen = pld__calloc((size_t)n, 1);
+    s->ticketed = pld__calloc((size_t)n, 1);
+    s->out = pld__calloc(1, snap_bytes);
   }
   if (!s || !p->devs || !p->world || !s->live || !s->mirror || !s->held ||
       !s->gen || !s->seen || !s->ticketed || !s->out) {
@@ -147,7 +147,8 @@ static int mpi_start(struct pld_program *p) {
   }
   p->devs[s->me].data = s->data;
 
-  size_t *phys = calloc((size_t)(p->nwinbufs ? p->nwinbufs : 1), sizeof *phys);
+  size_t *phys =
+      pld__calloc((size_t)(p->nwinbufs ? p->nwinbufs : 1), sizeof *phys);
   if (!phys) {
     free_state(p, s);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
@@ -164,7 +165,7 @@ static int mpi_start(struct pld_program *p) {
       .hooks = {&p->world->abort, &p->world->event,
                 &p->world->event_sleepers, &p->world->tasks_done}};
   int st = pld__mpi_prog_create(&set, &s->m);
-  free(phys);
+  pld__free(phys);
   if (st) {
     free_state(p, s);
     return st;
