@@ -44,8 +44,18 @@
  * element of every rank with the reference (exact: every mode must give
  * these bits).  MPI is timed the same way by mpi_ref (mpi_ref.c).
  *
+ * The fabric (--fabric, as bench_comm's): pld's shared-memory one (shm,
+ * the default) or its MPI fabric (mpi-shm, mpi-tcp, mpi-ucx), whose ranks
+ * are the processes of an MPI job: for each rank count this program
+ * starts itself under tools/mpirun.sh with that setting (--job -n P and
+ * the options of the run: every selected collective and size checked and
+ * timed as above, process 0 printing the figures), and mpi_ref under the
+ * same script and setting.  With mpi-shm it also measures the
+ * shared-memory fabric, in this process, for the target of being within
+ * 10% of it.
+ *
  *   bench_coll [-b BYTES] [-e BYTES] [-f FACTOR] [-n RANKS,...]
- *              [-c COLL,...] [-r REPS] [-t MS] [quick]
+ *              [-c COLL,...] [-r REPS] [-t MS] [quick] [--fabric F]
  *     -b, -e: the smallest and largest size (8 and 64M; K, M, G: binary);
  *       the sizes are both and every power of FACTOR (4) between them;
  *     -n: rank counts, 2 to 8 (2,4,8);
@@ -53,12 +63,14 @@
  *       broadcast, allgather, reduce_scatter, all_to_all (all);
  *     -r: timings per figure, 3 to 63 (11); -t: milliseconds of timings
  *       per figure (100);
- *     quick: 5 timings of 20 ms, sizes up to 1 MiB, for a smoke test.
+ *     quick: 5 timings of 20 ms, sizes up to 1 MiB, for a smoke test;
+ *     F: shm (the default), mpi-shm, mpi-tcp, mpi-ucx.
  *
  * Nothing here fails on a slow result: figures are printed next to their
  * targets.  The exit status is 1 only if a pld call failed or a result
  * was wrong, 2 on bad usage. */
 #include <ctype.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,9 +481,10 @@ static int64_t check(struct prog *g, int c) {
 /* ---- host side: timing --------------------------------------------------- */
 
 /* What one figure is: pld's time, memcpy's GB/s, the check's wrong
- * elements (-1: not checked), and MPI's time; -1 where not measured. */
+ * elements (-1: not checked), MPI's time, and (mpi-shm) the time of pld's
+ * shared-memory fabric; -1 where not measured. */
 struct fig {
-  double us, mc_gbs, mpi_us;
+  double us, mc_gbs, mpi_us, shm_us;
   int64_t wrong;
   int64_t bytes, count;
   int same; /* the same buffer as the size before: not measured again */
@@ -607,15 +620,16 @@ static void print_table(const struct run *R, int w, int c, int ncpu) {
   const int p = R->worlds[w];
   printf("\n%s, %d ranks%s: %s vs %s\n", colls[c].name, p,
          p > ncpu ? " (oversubscribed)" : "", colls[c].pld, colls[c].mpi_call);
+  /* mpi-shm: the shared-memory fabric's time, and pld's over it. */
   printf("  %10s %10s %5s %5s %4s | %9s %7s %7s %7s | %9s %7s %7s | %7s | "
-         "%7s %7s\n",
+         "%7s %7s%s\n",
          "", "", "", "", "", "pld", "", "", "", "Open MPI", "", "", "busbw",
-         "memcpy", "busbw/");
+         "memcpy", "busbw/", vs_shm() ? " | shm fabric   time" : "");
   printf("  %10s %10s %5s %5s %4s | %9s %7s %7s %7s | %9s %7s %7s | %7s | "
-         "%7s %7s\n",
+         "%7s %7s%s\n",
          "size (B)", "count", "type", "redop", "root", "time (us)", "algbw",
          "busbw", "checked", "time (us)", "algbw", "busbw", "pld/MPI", "GB/s",
-         "memcpy");
+         "memcpy", vs_shm() ? " |  time (us) mpi/shm" : "");
   for (int s = 0; s < R->nsizes; s++) {
     const struct fig *f = &R->fig[w][c][s];
     if (f->same)
@@ -623,15 +637,19 @@ static void print_table(const struct run *R, int w, int c, int ncpu) {
     const double pb = busbw(c, p, f->bytes, f->us);
     const double mb = busbw(c, p, f->bytes, f->mpi_us);
     const double fa = factor(c, p); /* algbw = busbw / fa */
-    char a[9][24], chk[24];
+    char a[11][24], chk[24], shm[64] = "";
     if (f->wrong < 0)
       snprintf(chk, sizeof chk, "n/a");
     else if (f->wrong == 0)
       snprintf(chk, sizeof chk, "ok");
     else
       snprintf(chk, sizeof chk, "%lld bad", (long long)f->wrong);
+    if (vs_shm())
+      snprintf(shm, sizeof shm, " | %10s %7s", fmt(a[9], 24, 2, "", f->shm_us),
+               fmt(a[10], 24, 2, "x",
+                   f->us > 0 && f->shm_us > 0 ? f->us / f->shm_us : -1));
     printf("  %10lld %10lld %5s %5s %4d | %9s %7s %7s %7s | %9s %7s "
-           "%7s | %7s | %7s %7s\n",
+           "%7s | %7s | %7s %7s%s\n",
            (long long)f->bytes, (long long)f->count, "float",
            is_allreduce(c) || c == C_REDUCE_SCATTER ? "sum" : "none",
            c == C_BROADCAST ? 0 : -1, fmt(a[0], 24, 2, "", f->us),
@@ -642,40 +660,47 @@ static void print_table(const struct run *R, int w, int c, int ncpu) {
            fmt(a[4], 24, 2, "x", pb > 0 && mb > 0 ? pb / mb : -1),
            fmt(a[5], 24, 2, "", f->mc_gbs),
            fmt(a[6], 24, 0, "%",
-               pb > 0 && f->mc_gbs > 0 ? pb / f->mc_gbs * 100 : -1));
+               pb > 0 && f->mc_gbs > 0 ? pb / f->mc_gbs * 100 : -1),
+           shm);
   }
   fflush(stdout);
 }
 
-/* Runs every selected collective of the group starting at order[i] (the
- * allreduce modes, or one collective) at rank count w, every size: the
- * check, the timing, then MPI; prints a table per collective.  Returns
- * the number of entries of `order` the group took. */
-static int run_group(struct run *R, int w, int i, int ncpu) {
-  int cs[NCOLLS], n = 0, took = 0;
+/* The group starting at order[i] (the allreduce modes, or one
+ * collective): its selected collectives in cs[0, *n).  Returns the
+ * number of entries of `order` it took. */
+static int group_at(const struct run *R, int i, int *cs, int *n) {
+  int took = 0;
+  *n = 0;
   for (int j = i; j < NCOLLS; j++) {
     if (j > i && !(is_allreduce(order[i]) && is_allreduce(order[j])))
       break;
     took++;
     if (R->want[order[j]])
-      cs[n++] = order[j];
+      cs[(*n)++] = order[j];
   }
-  if (!n)
-    return took;
+  return took;
+}
+
+/* The figures of collectives cs (a group) at rank count w, every size:
+ * their buffers, and with `here`, pld's figures measured in this process
+ * (the shared-memory fabric, or this process's rank of an MPI job): the
+ * check, then the timing. */
+static void group_figs(struct run *R, int w, const int *cs, int n, int here) {
   const int p = R->worlds[w];
   for (int s = 0; s < R->nsizes; s++) {
     const struct shape sh = shape_of(cs[0], p, R->sizes[s]);
     struct fig *f[NCOLLS];
     for (int j = 0; j < n; j++) {
       f[j] = &R->fig[w][cs[j]][s];
-      f[j]->us = f[j]->mc_gbs = f[j]->mpi_us = -1;
+      f[j]->us = f[j]->mc_gbs = f[j]->mpi_us = f[j]->shm_us = -1;
       f[j]->wrong = -1;
       f[j]->count = sh.count;
       f[j]->bytes = sh.count * 4;
       /* Sizes below a row per rank come out as the one before. */
       f[j]->same = s > 0 && R->fig[w][cs[j]][s - 1].count == sh.count;
     }
-    if (f[0]->same)
+    if (f[0]->same || !here)
       continue;
     struct prog g;
     if (prog_init(&g, p, sh, 1) == PLD_OK)
@@ -686,13 +711,87 @@ static int run_group(struct run *R, int w, int i, int ncpu) {
       measure(&g, cs, n, &R->o, f);
     prog_release(&g);
   }
+}
+
+/* The numbers a figure travels as from an MPI job (--job) to this
+ * process: collective, size index, time, memcpy's GB/s, wrong elements. */
+enum { JOB_NUMS = 5 };
+
+/* --job: prints pld's figures at rank count w (the job's), JOB_NUMS
+ * numbers a line. */
+static void print_job_figs(const struct run *R, int w) {
+  for (int c = 0; c < NCOLLS; c++)
+    for (int s = 0; R->want[c] && s < R->nsizes; s++) {
+      const struct fig *f = &R->fig[w][c][s];
+      if (!f->same)
+        printf("%d %d %.9g %.9g %lld\n", c, s, f->us, f->mc_gbs,
+               (long long)f->wrong);
+    }
+}
+
+/* pld's figures at rank count w from an MPI job of that many processes
+ * under tools/mpirun.sh (`job`: this run's options for it), which
+ * measures every selected collective as group_figs does.  What group_figs
+ * measured here before (mpi-shm: the shared-memory fabric) becomes the
+ * shm column.  A wrong result in the job counts as a failure here
+ * (pld_job). */
+static void job_figs(struct run *R, int w, const char *job) {
+  for (int c = 0; c < NCOLLS; c++)
+    for (int s = 0; s < R->nsizes; s++) {
+      struct fig *f = &R->fig[w][c][s];
+      f->shm_us = f->us;
+      f->us = f->mc_gbs = -1;
+      f->wrong = -1;
+    }
+  char args[1024];
+  snprintf(args, sizeof args, "--job -n %d %s", R->worlds[w], job);
+  static double v[JOB_NUMS * NCOLLS * MAX_SIZES + 1]; /* + job_done's */
+  const int got =
+      pld_job(R->worlds[w], args, v, JOB_NUMS * NCOLLS * MAX_SIZES + 1);
+  for (int i = 0; i + JOB_NUMS <= got; i += JOB_NUMS) {
+    const int c = (int)v[i], s = (int)v[i + 1];
+    if (c < 0 || c >= NCOLLS || s < 0 || s >= R->nsizes)
+      continue;
+    struct fig *f = &R->fig[w][c][s];
+    f->us = v[i + 2];
+    f->mc_gbs = v[i + 3];
+    f->wrong = (int64_t)v[i + 4];
+  }
+}
+
+/* The group's MPI figures (one mpirun; the allreduce modes share MPI's
+ * figure), then a table per collective. */
+static void finish_group(struct run *R, int w, const int *cs, int n, int ncpu) {
   measure_mpi(R, w, cs[0]);
-  for (int j = 1; j < n; j++) /* the allreduce modes share MPI's figure */
+  for (int j = 1; j < n; j++)
     for (int s = 0; s < R->nsizes; s++)
       R->fig[w][cs[j]][s].mpi_us = R->fig[w][cs[0]][s].mpi_us;
   for (int j = 0; j < n; j++)
     print_table(R, w, cs[j], ncpu);
-  return took;
+}
+
+/* Every selected collective at rank count w, every size: pld's figures
+ * (here, or from an MPI job: job_figs), then MPI's, and the tables, a
+ * group at a time; under the shared-memory fabric each group's tables
+ * follow its measurement at once. */
+static void run_world(struct run *R, int w, const char *job, int ncpu) {
+  int cs[NCOLLS], n;
+  for (int i = 0; i < NCOLLS;) {
+    i += group_at(R, i, cs, &n);
+    if (!n)
+      continue;
+    group_figs(R, w, cs, n, !fabric->rma);
+    if (!fabric->setting)
+      finish_group(R, w, cs, n, ncpu);
+  }
+  if (!fabric->setting)
+    return;
+  job_figs(R, w, job);
+  for (int i = 0; i < NCOLLS;) {
+    i += group_at(R, i, cs, &n);
+    if (n)
+      finish_group(R, w, cs, n, ncpu);
+  }
 }
 
 /* ---- the crossover and the targets --------------------------------------- */
@@ -852,6 +951,24 @@ static void print_targets(const struct run *R) {
              R->worlds[w]);
     target_print(label, &t);
   }
+  for (int w = 0; vs_shm() && w < R->nworlds; w++) {
+    t = (struct target){.met = 1};
+    for (int c = 0; c < NCOLLS; c++)
+      for (int s = 0; R->want[c] && s < R->nsizes; s++) {
+        const struct fig *f = &R->fig[w][c][s];
+        if (f->same || f->us <= 0 || f->shm_us <= 0)
+          continue;
+        if (f->us > 1.1 * f->shm_us)
+          target_add(&t, 0, "%s %s %.2fx", colls[c].name,
+                     size_str(sz, sizeof sz, f->bytes), f->us / f->shm_us);
+        t.measured = 1;
+      }
+    snprintf(label, sizeof label,
+             "time <= 1.1x the shared-memory fabric's at every size, %d "
+             "ranks (mpi/shm where missed)",
+             R->worlds[w]);
+    target_print(label, &t);
+  }
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -925,27 +1042,43 @@ static int select_worlds(struct run *R, char *list) {
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [-b BYTES] [-e BYTES] [-f FACTOR] [-n RANKS,...] "
-          "[-c COLL,...] [-r REPS] [-t MS] [quick]\n"
+          "[-c COLL,...] [-r REPS] [-t MS] [quick] [--fabric F]\n"
           "  sizes: -b and -e (K, M, G) and every power of -f between "
           "(8, 64M, 4)\n"
           "  -n: rank counts 2 to 8 (2,4,8); -r timings per figure, 3 to 63 "
           "(11); -t ms of timings per figure (100)\n"
           "  -c: allreduce, mesh, two-phase, ring, auto, broadcast, "
           "allgather, reduce_scatter, all_to_all (all)\n"
-          "  quick: 5 timings of 20 ms, sizes up to 1 MiB\n",
+          "  quick: 5 timings of 20 ms, sizes up to 1 MiB\n"
+          "  --fabric: shm (pld's shared-memory fabric, the default), "
+          "mpi-shm, mpi-tcp, mpi-ucx\n"
+          "    (pld's MPI fabric and Open MPI under tools/mpirun.sh shm, tcp, "
+          "ucx)\n",
           argv0);
 }
 
 int main(int argc, char **argv) {
   static struct run R; /* large: not on the stack */
   int64_t b = 8, e = -1, f = 4;
-  int reps = 0, opt, quick = 0, any = 0;
+  int reps = 0, opt, quick = 0, any = 0, in_job = 0;
   double ms = 0;
   char worlds[] = "2,4,8";
   select_worlds(&R, worlds);
-  while ((opt = getopt(argc, argv, "b:e:f:n:c:r:t:h")) != -1) {
+  /* --job: the MPI job job_figs starts, one rank per process. */
+  static const struct option longs[] = {
+      {"fabric", required_argument, NULL, 'F'},
+      {"job", no_argument, NULL, 'J'},
+      {NULL, 0, NULL, 0}};
+  while ((opt = getopt_long(argc, argv, "b:e:f:n:c:r:t:h", longs, NULL)) !=
+         -1) {
     int bad = 0;
     switch (opt) {
+    case 'F':
+      bad = fabric_select(optarg) < 0;
+      break;
+    case 'J':
+      in_job = 1;
+      break;
     case 'b': /* at least an element */
       bad = (b = parse_bytes(optarg)) < 4;
       break;
@@ -994,14 +1127,46 @@ int main(int argc, char **argv) {
   for (int c = 0; c < NCOLLS && !any; c++)
     R.want[c] = 1;
   make_sizes(&R, b, e, f);
+  int cs[NCOLLS], n;
+  if (in_job) {
+    if (R.nworlds != 1 || R.worlds[0] != pld_process_count()) {
+      fprintf(stderr,
+              "bench_coll: --job: -n must be the job's process count, %d\n",
+              pld_process_count());
+      return 2;
+    }
+    job_quiet();
+    for (int i = 0; i < NCOLLS;) {
+      i += group_at(&R, i, cs, &n);
+      if (n)
+        group_figs(&R, 0, cs, n, 1);
+    }
+    print_job_figs(&R, 0);
+    return job_done();
+  }
+  /* The options of an MPI job (--job -n P before them) measuring what
+   * this run measures. */
+  char job[512];
+  int len = snprintf(job, sizeof job, "-b %lld -e %lld -f %lld -r %d -t %g -c ",
+                     (long long)b, (long long)e, (long long)f, R.o.reps,
+                     R.o.budget * 1e3);
+  for (int c = 0; c < NCOLLS; c++)
+    if (R.want[c])
+      len += snprintf(job + len, sizeof job - (size_t)len, "%s%s",
+                      job[len - 1] == ' ' ? "" : ",", colls[c].name);
 
   const double t0 = now_s();
   double busy0, all0;
   const int ticks = cpu_ticks(&busy0, &all0) == 0;
   const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  printf("bench_coll: pld's collectives (a2a3sim, one process per device, "
-         "FP32 SUM) vs Open MPI, %ld CPUs\n",
-         ncpu);
+  if (fabric->setting)
+    printf("bench_coll: pld's collectives (FP32 SUM) on %s vs Open MPI on "
+           "the same transport, %ld CPUs\n",
+           fabric->what, ncpu);
+  else
+    printf("bench_coll: pld's collectives (a2a3sim, one process per device, "
+           "FP32 SUM) vs Open MPI, %ld CPUs\n",
+           ncpu);
   print_busy("figures");
   printf("pld: the builtin in a loop in one kernel, rank 0's clock, median "
          "of %d timings of about %.0f ms in all;\n"
@@ -1009,11 +1174,15 @@ int main(int argc, char **argv) {
          "checked: every element of every rank,\n"
          "one call on integer-valued inputs, against a C reference\n",
          R.o.reps, R.o.budget * 1e3);
-  print_mpi_cmd("<coll> REPS MS COUNT...",
+  char job2[600];
+  snprintf(job2, sizeof job2, "--job -n 2 %s", job);
+  print_mpi_cmd(job2, "<coll> REPS MS COUNT...",
                 "-np 4 and 8 likewise; the same timing");
+  if (vs_shm())
+    printf("shm fabric: pld's shared-memory fabric in this process, timed "
+           "the same way (the mpi-shm target)\n");
   for (int w = 0; w < R.nworlds; w++) {
-    for (int i = 0; i < NCOLLS;)
-      i += run_group(&R, w, i, (int)ncpu);
+    run_world(&R, w, job, (int)ncpu);
     if (all_modes(&R))
       print_crossover(&R, w);
   }

@@ -1,6 +1,7 @@
 /* bench_util.h: what the benchmarks share - the clock, medians, the
  * memcpy reference, how many iterations a time budget holds, starting
- * mpi_ref under mpirun, printing figures, how busy the machine is, and
+ * mpi_ref and the benchmarks themselves as MPI jobs (--fabric), printing
+ * figures, how busy the machine is, and
  * (after pld.h) reporting a failed pld call.  Header-only (static inline)
  * and needing no pld otherwise, so that mpi_ref, an MPI program built
  * without pld, includes it too. */
@@ -58,42 +59,131 @@ static inline void bench_plan(double t, double budget, int reps, int64_t *iters,
     *nreps = budget / t < 3 ? 3 : (int)(budget / t);
 }
 
-/* ---- the MPI reference --------------------------------------------------- */
+/* Iterations of a loop whose one iteration takes about t seconds, so
+ * that it lasts about `seconds`, within [least, most]: the same loop
+ * length whatever the transport, within a bound for the fast ones. */
+static inline int64_t iters_for(double t, double seconds, int64_t least,
+                                int64_t most) {
+  const double v = seconds / (t > 1e-9 ? t : 1e-9);
+  return v < (double)least ? least : v > (double)most ? most : (int64_t)v;
+}
 
-/* Where mpirun and mpi_ref are (bench/CMakeLists.txt defines both when
- * Open MPI was found); without them the MPI figures print as n/a. */
+/* The seconds a batch of transfers may take: a timing of bench_comm's
+ * and mpi_ref's bandwidth moves at least 32 MiB, unless that takes
+ * longer than this on a slow transport (MPI RMA over TCP moves 4 KiB in
+ * tens of microseconds). */
+#define BATCH_SECONDS 0.02
+
+/* The loop condition of the warm-up before timings of *batch transfers
+ * (i done so far, since t0): the whole batch, but only BATCH_SECONDS'
+ * worth when it takes longer, *batch then becoming what fitted, so that
+ * a timing takes about that long too. */
+static inline int warm_more(int64_t i, int64_t *batch, double t0) {
+  if (i > 0 && i < *batch && now_s() - t0 > BATCH_SECONDS)
+    *batch = i;
+  return i < *batch;
+}
+
+/* ---- the MPI reference, and pld under mpirun ----------------------------- */
+
+/* Where mpirun, mpi_ref and tools/mpirun.sh are (bench/CMakeLists.txt
+ * defines them when Open MPI was found); without them the MPI figures
+ * print as n/a. */
 #ifdef PLD_MPI_REF
 #define HAVE_MPI 1
 #else
 #define HAVE_MPI 0
 #define PLD_MPIEXEC "mpirun"
 #define PLD_MPI_REF "mpi_ref"
+#define PLD_MPIRUN_SH "tools/mpirun.sh"
 #endif
 
-/* The mpirun command line of mpi_ref.  --allow-run-as-root: mpirun refuses
- * root without it.  --oversubscribe: 4 and 8 ranks on fewer CPUs.  btl
- * self,vader: shared memory only, no probing of network interfaces.  mca:
- * more options ("--mca osc sm "), or "". */
-static inline void mpi_cmd(char *buf, size_t cap, int np, const char *mca,
-                           const char *args) {
-  snprintf(buf, cap, "%s %s--oversubscribe --mca btl self,vader %s-np %d %s %s",
-           PLD_MPIEXEC, geteuid() == 0 ? "--allow-run-as-root " : "", mca, np,
-           PLD_MPI_REF, args);
+/* --fabric: where pld's figures come from.  shm: this process, pld's
+ * shared-memory fabric, and mpi_ref under mpirun with shared memory only
+ * (mpi_cmd).  The others: pld's MPI fabric, the bench starting itself as
+ * an MPI job (one rank per process) under tools/mpirun.sh with setting
+ * `setting`, and mpi_ref under the same script and setting, so that both
+ * columns use one transport. */
+static const struct fabric {
+  const char *name;
+  const char *setting; /* tools/mpirun.sh's FABRIC, or NULL */
+  int rma;             /* every peer through MPI RMA (not shared memory) */
+  const char *what;    /* printed in the heading */
+} fabrics[] = {
+    {"shm", NULL, 0,
+     "pld's shared-memory fabric (a2a3sim, one process per device)"},
+    {"mpi-shm", "shm", 0,
+     "pld's MPI fabric, peers through shared memory (a2a3sim, one rank "
+     "per MPI process; tools/mpirun.sh shm)"},
+    {"mpi-tcp", "tcp", 1,
+     "pld's MPI fabric, every peer through MPI RMA (a2a3sim, one rank per "
+     "MPI process; tools/mpirun.sh tcp: osc pt2pt over btl tcp on "
+     "loopback)"},
+    {"mpi-ucx", "ucx", 1,
+     "pld's MPI fabric, every peer through MPI RMA (a2a3sim, one rank per "
+     "MPI process; tools/mpirun.sh ucx: osc ucx, UCX's tcp transport on "
+     "loopback)"},
+};
+
+/* This run's (main sets it from --fabric). */
+static const struct fabric *fabric = &fabrics[0];
+
+/* Whether the run also measures pld's shared-memory fabric: mpi-shm,
+ * whose target is to be within 10% of it. */
+static inline int vs_shm(void) { return fabric->setting && !fabric->rma; }
+
+/* Sets `fabric` from --fabric's value; 0, or -1 (a message said why) for
+ * an unknown name or an MPI setting in a build without Open MPI. */
+static inline int fabric_select(const char *name) {
+  for (size_t i = 0; i < sizeof fabrics / sizeof fabrics[0]; i++)
+    if (strcmp(name, fabrics[i].name) == 0) {
+      if (fabrics[i].setting && !HAVE_MPI) {
+        fprintf(stderr,
+                "%s: --fabric %s: Open MPI was not found when building "
+                "(bench/run.sh installs it)\n",
+                program_invocation_short_name, name);
+        return -1;
+      }
+      fabric = &fabrics[i];
+      return 0;
+    }
+  fprintf(stderr,
+          "%s: --fabric: expected shm, mpi-shm, mpi-tcp or mpi-ucx, got "
+          "'%s'\n",
+          program_invocation_short_name, name);
+  return -1;
 }
 
-/* Runs mpi_ref under mpirun and reads up to cap numbers from its output
- * (whitespace-separated).  Returns how many it read; 0 when it could not
- * run.  If it fails once, it and every later run go without what
- * containers most often refuse: the vader BTL's single-copy mechanism
- * (CMA, process_vm_readv, needs ptrace rights) and its backing files in
- * /dev/shm (64 MiB in a default Docker container). */
-static inline int mpi_run(int np, const char *mca, const char *args,
-                          double *out, int cap) {
-  if (!HAVE_MPI)
-    return 0;
+/* The command line of `prog args` as np MPI processes.  With the shm
+ * fabric: mpirun, --allow-run-as-root (mpirun refuses root without it),
+ * --oversubscribe (4 and 8 ranks on fewer CPUs), btl self,vader (shared
+ * memory only, no probing of network interfaces) and mca, more options
+ * ("--mca osc sm ") or "".  Otherwise tools/mpirun.sh with the fabric's
+ * setting (mca must be ""). */
+static inline void mpi_cmd(char *buf, size_t cap, int np, const char *mca,
+                           const char *prog, const char *args) {
+  if (fabric->setting)
+    snprintf(buf, cap, "sh %s %s %d %s %s", PLD_MPIRUN_SH, fabric->setting, np,
+             prog, args);
+  else
+    snprintf(buf, cap,
+             "%s %s--oversubscribe --mca btl self,vader %s-np %d %s %s",
+             PLD_MPIEXEC, geteuid() == 0 ? "--allow-run-as-root " : "", mca, np,
+             prog, args);
+}
+
+/* Runs `prog args` as np MPI processes (mpi_cmd) and reads up to cap
+ * numbers from what they print (whitespace-separated).  Returns how many
+ * it read, or -1 when the job failed.  If it fails once, it and every
+ * later job go without what containers most often refuse: the vader
+ * BTL's single-copy mechanism (CMA, process_vm_readv, needs ptrace
+ * rights) and its backing files in /dev/shm (64 MiB in a default Docker
+ * container). */
+static inline int mpi_job(int np, const char *mca, const char *prog,
+                          const char *args, double *out, int cap) {
   static int single_copy_off;
   char cmd[8192];
-  mpi_cmd(cmd, sizeof cmd, np, mca, args);
+  mpi_cmd(cmd, sizeof cmd, np, mca, prog, args);
   for (;;) {
     fflush(NULL);
     FILE *f = popen(cmd, "r");
@@ -107,7 +197,7 @@ static inline int mpi_run(int np, const char *mca, const char *args,
             program_invocation_short_name, cmd, rc,
             single_copy_off ? "" : "; again without single-copy transfers");
     if (single_copy_off)
-      return 0;
+      return -1;
     single_copy_off = 1;
     setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
     setenv("OMPI_MCA_btl_vader_backing_directory", "/tmp", 1);
@@ -117,12 +207,35 @@ static inline int mpi_run(int np, const char *mca, const char *args,
   }
 }
 
+/* mpi_ref under mpirun (mpi_job): how many numbers it read, 0 when it
+ * could not run. */
+static inline int mpi_run(int np, const char *mca, const char *args,
+                          double *out, int cap) {
+  const int n = HAVE_MPI ? mpi_job(np, mca, PLD_MPI_REF, args, out, cap) : 0;
+  return n > 0 ? n : 0;
+}
+
+/* This program's own path, to start it as an MPI job ("" if unknown). */
+static inline const char *self_exe(void) {
+  static char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  path[n > 0 ? n : 0] = '\0';
+  return path;
+}
+
 /* Prints the mpirun command line of mpi_ref with `args` (2 ranks) and a
- * note on the others, or that the MPI figures are n/a. */
-static inline void print_mpi_cmd(const char *args, const char *note) {
+ * note on the others, or that the MPI figures are n/a; under an MPI
+ * fabric, pld's job's command line (`job`, this program's arguments in
+ * it) first. */
+static inline void print_mpi_cmd(const char *job, const char *args,
+                                 const char *note) {
+  char cmd[8192];
+  if (fabric->setting) {
+    mpi_cmd(cmd, sizeof cmd, 2, "", self_exe(), job);
+    printf("pld figures: %s\n  (process 0 prints them)\n", cmd);
+  }
   if (HAVE_MPI) {
-    char cmd[1024];
-    mpi_cmd(cmd, sizeof cmd, 2, "", args);
+    mpi_cmd(cmd, sizeof cmd, 2, "", PLD_MPI_REF, args);
     printf("MPI figures: %s\n  (%s; see bench/mpi_ref.c)\n", cmd, note);
   } else {
     printf("  (Open MPI was not found when building: MPI figures are n/a; "
@@ -204,6 +317,33 @@ static inline int pld_failed(int st, const char *what) {
           what, pld_status_name(st), pld_last_error());
   failed = 1;
   return st;
+}
+
+/* pld's figures from this program started as an MPI job of np processes
+ * (mpi_job) with `args`, which process 0 prints, and after them whether a
+ * pld call failed or a result was wrong there (job_done): how many
+ * figures it read, at most cap - 1.  A job that failed so, or did not
+ * finish, is a failure of this run too. */
+static inline int pld_job(int np, const char *args, double *out, int cap) {
+  const int n = mpi_job(np, "", self_exe(), args, out, cap);
+  if (n < 1 || out[n - 1] != 0)
+    failed = 1;
+  return n > 1 ? n - 1 : 0;
+}
+
+/* In such a job, only process 0 prints the figures: every process runs
+ * the same main, and all end with the same Out tensors. */
+static inline void job_quiet(void) {
+  if (pld_process_index() != 0 && !freopen("/dev/null", "w", stdout))
+    exit(2);
+}
+
+/* The end of such a job: whether it failed, after its figures; exit
+ * status 0, so that its figures arrive (mpi_job takes a job that exits
+ * otherwise for one mpirun could not run, and runs it again). */
+static inline int job_done(void) {
+  printf("%d\n", failed);
+  return 0;
 }
 #endif
 

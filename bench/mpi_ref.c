@@ -6,11 +6,16 @@
  *
  *   mpirun -np N mpi_ref barrier ITERS REPS
  *       one line: microseconds per MPI_Barrier.  Each repetition aligns the
- *       ranks with a barrier, times ITERS barriers, and keeps the slowest
- *       rank's time (MPI_MAX) divided by ITERS.
+ *       ranks with a barrier, times ITERS barriers (fewer when they would
+ *       take over REP_SECONDS: a slow transport), and keeps the slowest
+ *       rank's time (MPI_MAX) divided by their number.
  *
- *   mpirun -np 2 mpi_ref pingpong ITERS REPS
- *       two lines: microseconds per half round trip of a notify ping-pong on
+ *   mpirun -np 2 mpi_ref pingpong ITERS REPS [POLLS]
+ *       POLLS lines (2 by default; 1 for a transport that writes a window
+ *       only when its process calls MPI, osc pt2pt or osc ucx over TCP,
+ *       where the second would wait for ever): microseconds per half
+ *       round trip (a repetition is ITERS round trips, or fewer as for the
+ *       barrier) of a notify ping-pong on
  *       an MPI_Win_allocate window in a passive-target epoch
  *       (MPI_Win_lock_all).  A notify is MPI_Fetch_and_op(MPI_SUM, +1) on
  *       the peer's counter followed by MPI_Win_flush (the one-sided
@@ -27,8 +32,9 @@
  *       "<bytes> <MPI_Put GB/s> <MPI_Get GB/s>".  Rank 0 moves the bytes
  *       between a private buffer and rank 1's MPI_Win_allocate window
  *       (MPI_Put or MPI_Get, then MPI_Win_flush so the transfer is
- *       complete), a batch of transfers per timing; rank 1 only waits in
- *       the closing barrier.
+ *       complete), a batch of transfers per timing (32 MiB's worth, or
+ *       BATCH_SECONDS' when that takes longer); rank 1 only waits in the
+ *       closing barrier.
  *
  *   mpirun -np N mpi_ref COLL REPS MS COUNT...
  *       one line per COUNT: "<COUNT> <microseconds per call>", a call of
@@ -57,10 +63,25 @@
 
 #include "bench_util.h"
 
+/* The longest a repetition of the barrier or the ping-pong may take. */
+#define REP_SECONDS 0.1
+
+/* Iterations per repetition: at most `most`, fewer when they would take
+ * over REP_SECONDS at t seconds each on rank 0's clock, which every rank
+ * gets (so that all loop alike). */
+static int capped(double t, int most) {
+  MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return (int)iters_for(t, REP_SECONDS, 1, most);
+}
+
 static void bench_barrier(int me, int iters, int reps) {
   double *t = calloc((size_t)reps, sizeof *t);
   for (int i = 0; i < 100; i++) /* warm up the collective's paths */
     MPI_Barrier(MPI_COMM_WORLD);
+  const double tc = MPI_Wtime();
+  for (int i = 0; i < 20; i++)
+    MPI_Barrier(MPI_COMM_WORLD);
+  iters = capped((MPI_Wtime() - tc) / 20, iters);
   for (int r = 0; r < reps; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
@@ -100,7 +121,26 @@ static void wait_for(MPI_Win win, int me, volatile int *cell, int want,
   } while (v < want);
 }
 
-static void bench_pingpong(int me, int iters, int reps) {
+/* `iters` round trips from round *round on: seconds per half round trip
+ * (this rank's clock). */
+static double pingpong_loop(MPI_Win win, int me, int *base, int *round,
+                            int iters, int poll_load) {
+  const int peer = 1 - me;
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; i++) {
+    ++*round;
+    if (me == 0) {
+      notify(win, peer);
+      wait_for(win, me, base, *round, poll_load);
+    } else {
+      wait_for(win, me, base, *round, poll_load);
+      notify(win, peer);
+    }
+  }
+  return (MPI_Wtime() - t0) / (2.0 * iters);
+}
+
+static void bench_pingpong(int me, int iters, int reps, int polls) {
   int *base;
   MPI_Win win;
   MPI_Win_allocate(64, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
@@ -110,24 +150,16 @@ static void bench_pingpong(int me, int iters, int reps) {
   MPI_Win_sync(win);
   MPI_Barrier(MPI_COMM_WORLD);
   double *t = calloc((size_t)reps, sizeof *t);
-  const int peer = 1 - me;
   int round = 0; /* counters only grow: round r waits for >= r */
-  for (int poll_load = 0; poll_load < 2; poll_load++) {
+  for (int poll_load = 0; poll_load < polls; poll_load++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const int n =
+        capped(2 * pingpong_loop(win, me, base, &round, 10, poll_load), iters);
     for (int r = -1; r < reps; r++) { /* repetition -1 warms up */
       MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
-      for (int i = 0; i < iters; i++) {
-        round++;
-        if (me == 0) {
-          notify(win, peer);
-          wait_for(win, me, base, round, poll_load);
-        } else {
-          wait_for(win, me, base, round, poll_load);
-          notify(win, peer);
-        }
-      }
+      const double h = pingpong_loop(win, me, base, &round, n, poll_load);
       if (r >= 0)
-        t[r] = (MPI_Wtime() - t0) / (2.0 * iters);
+        t[r] = h;
     }
     if (me == 0)
       printf("%.6f\n", median(t, reps) * 1e6);
@@ -148,15 +180,16 @@ static void bench_bw(int me, size_t max_bytes, int reps) {
   MPI_Barrier(MPI_COMM_WORLD);
   double *t = calloc((size_t)reps, sizeof *t);
   for (size_t bytes = 4096; me == 0 && bytes <= max_bytes; bytes *= 4) {
-    /* A batch of at least 32 MiB per timing, as bench_comm times pld, so
-     * that small sizes are not lost in the clock's cost. */
-    const int inner =
-        bytes >= ((size_t)32 << 20) ? 1 : (int)((32 << 20) / bytes);
+    /* A batch of at least 32 MiB per timing (or BATCH_SECONDS' worth), as
+     * bench_comm times pld, so that small sizes are not lost in the
+     * clock's cost. */
     double gbs[2];
     for (int op = 0; op < 2; op++) {
-      for (int r = -1; r < reps; r++) { /* repetition -1 warms up */
-        const double t0 = MPI_Wtime();
-        for (int i = 0; i < inner; i++) {
+      int64_t inner =
+          bytes >= ((size_t)32 << 20) ? 1 : (int64_t)((32 << 20) / bytes);
+      for (int r = -1; r < reps; r++) { /* -1 warms up, sets the batch */
+        const double t0 = now_s();
+        for (int64_t i = 0; r < 0 ? warm_more(i, &inner, t0) : i < inner; i++) {
           if (op == 0)
             MPI_Put(buf, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE,
                     win);
@@ -166,7 +199,7 @@ static void bench_bw(int me, size_t max_bytes, int reps) {
           MPI_Win_flush(1, win);
         }
         if (r >= 0)
-          t[r] = (MPI_Wtime() - t0) / inner;
+          t[r] = (now_s() - t0) / (double)inner;
       }
       gbs[op] = (double)bytes / median(t, reps) * 1e-9;
     }
@@ -281,15 +314,17 @@ int main(int argc, char **argv) {
       bench_coll(me, n, coll, (int)a, ms * 1e-3, argc - 4, argv + 4);
   } else if (!bad && strcmp(what, "barrier") == 0)
     bench_barrier(me, (int)a, reps);
-  else if (!bad && n == 2 && strcmp(what, "pingpong") == 0)
-    bench_pingpong(me, (int)a, reps);
+  else if (!bad && n == 2 && strcmp(what, "pingpong") == 0 &&
+           (argc < 5 || atoi(argv[4]) == 1 || atoi(argv[4]) == 2))
+    bench_pingpong(me, (int)a, reps, argc < 5 ? 2 : atoi(argv[4]));
   else if (!bad && n == 2 && strcmp(what, "bw") == 0)
     bench_bw(me, (size_t)a, reps);
   else
     bad = 1;
   if (bad && me == 0)
     fprintf(stderr, "usage: mpirun -np N mpi_ref barrier ITERS REPS\n"
-                    "       mpirun -np 2 mpi_ref pingpong ITERS REPS\n"
+                    "       mpirun -np 2 mpi_ref pingpong ITERS REPS "
+                    "[1|2]\n"
                     "       mpirun -np 2 mpi_ref bw MAX_BYTES REPS\n"
                     "       mpirun -np N mpi_ref allreduce|bcast|allgather|"
                     "reduce_scatter|alltoall REPS MS COUNT...\n");

@@ -18,6 +18,22 @@ for b in build-bench/bench/bench_*; do
   echo
   "$b" || failed="$failed $(basename "$b")"
 done
+# pld's MPI fabric next to Open MPI on the same transport, after the
+# default runs: every peer through MPI RMA over TCP (mpi-tcp), then peers
+# through shared memory under mpirun, against the shared-memory fabric's
+# figures (mpi-shm).  Quick, and fewer collectives and sizes: every figure
+# takes MPI jobs of its own.
+run_mpi() { # NAME ARG...: build-bench/bench/NAME ARG... --fabric $f, if built
+  b=build-bench/bench/$1
+  shift
+  [ -x "$b" ] || return 0
+  echo
+  "$b" "$@" --fabric "$f" || failed="$failed $(basename "$b") --fabric $f"
+}
+for f in mpi-tcp mpi-shm; do
+  run_mpi bench_comm quick
+  run_mpi bench_coll -c allreduce,broadcast -n 2,4 -e 4M quick
+done
 if [ -n "$failed" ]; then
   echo "bench/run.sh: failed (not slow: an error or a crash):$failed" >&2
   exit 1
