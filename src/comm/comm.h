@@ -44,6 +44,13 @@ struct pld__fabric_ops {
                const void *src, size_t n);
   int (*read)(struct pld__fabric *f, int buf, int peer, size_t off, void *dst,
               size_t n);
+  /* The same, done at the latest by this rank's next flush, signal or
+   * put_signal: src must not change, nor dst be read, before.  The pieces
+   * of one transfer then travel as one where the fabric can join them. */
+  int (*write_later)(struct pld__fabric *f, int buf, int peer, size_t off,
+                     const void *src, size_t n);
+  int (*read_later)(struct pld__fabric *f, int buf, int peer, size_t off,
+                    void *dst, size_t n);
   /* peer[off..] += src element by element, each add atomic. */
   int (*accumulate)(struct pld__fabric *f, int buf, int peer, size_t off,
                     const void *src, size_t count, pld_dtype dtype);
@@ -69,11 +76,14 @@ struct pld__fabric_ops {
                       size_t n);
   /* Waiting.  This rank's INT32 cell, with acquire semantics; the count of
    * signals delivered to this rank so far, and a sleep until it differs
-   * from `seen` (after polling as spin says), at most timeout_ns. */
+   * from `seen` (after polling as spin says), at most timeout_ns.  A wait
+   * on one cell names it (buf >= 0, off): a fabric whose signals land
+   * before the count moves returns as soon as the cell changes. */
   int32_t (*cell)(struct pld__fabric *f, int buf, size_t off);
   uint32_t (*events)(struct pld__fabric *f);
-  void (*wait_events)(struct pld__fabric *f, uint32_t seen,
-                      const struct pld__spin *spin, int64_t timeout_ns);
+  void (*wait_events)(struct pld__fabric *f, uint32_t seen, int buf,
+                      size_t off, const struct pld__spin *spin,
+                      int64_t timeout_ns);
 };
 
 struct pld__fabric {

@@ -40,12 +40,13 @@ struct fused {
  * bytes) and peer's copy of window w at (row, col): a write (put != 0,
  * accumulating with PLD_ATOMIC_ADD) or a read.  Whole rows on both sides
  * go as one transfer.  A plain write's last row carries sig's signal, if
- * given. */
+ * given.  later: plain writes and reads may complete at the next flush
+ * (local stays as it is until then). */
 static int move_rows(struct pld__core *c, const char *fn, int put,
                      const struct pld__tensor *w, int world, int64_t row,
                      int64_t col, int64_t rows, int64_t cols,
                      unsigned char *local, size_t stride, pld_atomic atomic,
-                     struct fused *sig) {
+                     struct fused *sig, int later) {
   struct pld__fabric *f = c->env->fabric;
   size_t es = pld_dtype_size(w->dtype);
   if (stride == (size_t)cols * es && cols == pld__tensor_cols(w)) {
@@ -56,8 +57,9 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
     size_t off = win_at(w, row + r, col);
     unsigned char *l = local + (size_t)r * stride;
     int last_plain = put && atomic != PLD_ATOMIC_ADD && sig && r == rows - 1;
-    int st = !put ? f->ops->read(f, w->win_buf, world, off, l,
-                                 (size_t)cols * es)
+    int st = !put ? (later ? f->ops->read_later
+                           : f->ops->read)(f, w->win_buf, world, off, l,
+                                           (size_t)cols * es)
              : atomic == PLD_ATOMIC_ADD
                  ? f->ops->accumulate(f, w->win_buf, world, off, l,
                                       (size_t)cols, w->dtype)
@@ -65,8 +67,9 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
                  ? f->ops->put_signal(f, w->win_buf, world, off, l,
                                       (size_t)cols * es, sig->buf, sig->off,
                                       sig->value, sig->op)
-                 : f->ops->write(f, w->win_buf, world, off, l,
-                                 (size_t)cols * es);
+                 : (later ? f->ops->write_later
+                          : f->ops->write)(f, w->win_buf, world, off, l,
+                                           (size_t)cols * es);
     if (st)
       return fabric_failed(c, fn, st);
     if (last_plain) {
@@ -90,7 +93,7 @@ pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
   if (!t)
     return NULL;
   if (move_rows(c, fn, 0, src.p, src.p->comm->members[peer], row, col, rows,
-                cols, t->data, t->row_bytes, PLD_ATOMIC_NONE, NULL)) {
+                cols, t->data, t->row_bytes, PLD_ATOMIC_NONE, NULL, 0)) {
     pld_tile_free(k, t);
     return NULL;
   }
@@ -114,7 +117,7 @@ int pld_remote_load_into(pld_core k, pld_tile *dst, pld_window src,
     return st;
   return move_rows(c, fn, 0, src.p, src.p->comm->members[peer], row, col,
                    dst->rows, dst->cols, dst->data, dst->row_bytes,
-                   PLD_ATOMIC_NONE, NULL);
+                   PLD_ATOMIC_NONE, NULL, 0);
 }
 
 static int atomic_dtype_ok(pld_dtype d) {
@@ -173,7 +176,7 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
                               t->cols)))
     return st;
   return move_rows(c, fn, 1, dst.p, dst.p->comm->members[peer], row, col,
-                   t->rows, t->cols, t->data, t->row_bytes, atomic, NULL);
+                   t->rows, t->cols, t->data, t->row_bytes, atomic, NULL, 0);
 }
 
 /* ---- put / get ----------------------------------------------------------- */
@@ -379,24 +382,27 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   /* A put's notify rides on its last write (put_signal). */
   struct fused fz = {nt ? nt->sig.p->win_buf : -1, sig_off, nt ? nt->value : 0,
                      nt ? nt->op : PLD_NOTIFY_ADD, 0};
-  for (int64_t r = 0; r < rows && !st; r += crows)
+  /* Straight from (into) the tensor, the staging tiles only reserved:
+   * the chunks would land where the whole region does, so it moves as one
+   * (one transfer where the fabric crosses a network), nothing waiting
+   * for a copy. */
+  if (!sg)
+    st = move_rows(c, fn, put, win.p, world, wrow, wcol, rows, cols,
+                   tensor_at(loc.p, lrow, lcol), stride, o.atomic,
+                   nt && put ? &fz : NULL, 1);
+  for (int64_t r = 0; sg && r < rows && !st; r += crows)
     for (int64_t q = 0; q < cols && !st; q += ccols) {
       int64_t nr = rows - r < crows ? rows - r : crows;
       int64_t nc = cols - q < ccols ? cols - q : ccols;
       struct fused *last =
           nt && put && r + crows >= rows && q + ccols >= cols ? &fz : NULL;
       unsigned char *l = tensor_at(loc.p, lrow + r, lcol + q);
-      if (!sg) {
-        st = move_rows(c, fn, put, win.p, world, wrow + r, wcol + q, nr, nc,
-                       l, stride, o.atomic, last);
-        continue;
-      }
       pld_tile *t = sg->tile[turn];
       turn = sg->tile[1] ? !turn : 0;
       if (put)
         copy_block(t->data, t->row_bytes, l, stride, nr, (size_t)nc * es);
       st = move_rows(c, fn, put, win.p, world, wrow + r, wcol + q, nr, nc,
-                     t->data, t->row_bytes, o.atomic, last);
+                     t->data, t->row_bytes, o.atomic, last, 0);
       if (!st && !put)
         copy_block(l, stride, t->data, t->row_bytes, nr, (size_t)nc * es);
     }
@@ -404,6 +410,11 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   pld_tile_free(k, stage[0]);
   if (!st && nt && !fz.done)
     st = pld__signal_cell(c, fn, nt->sig.p, peer, sig_off, nt->value, nt->op);
+  /* What went later is done before the call returns (a fused signal did
+   * that already). */
+  if (!st && !sg && !fz.done && (st = c->env->fabric->ops->flush(
+                                     c->env->fabric, world)))
+    st = fabric_failed(c, fn, st);
   return st;
 }
 

@@ -168,7 +168,8 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
     if (why != PLD__ABORT_NONE)
       break;
     /* The timeout only bounds the sleep: the abort word is checked again. */
-    f->ops->wait_events(f, seen, &env->spin, 50 * (int64_t)1000000);
+    f->ops->wait_events(f, seen, buf, off, &env->spin,
+                        50 * (int64_t)1000000);
   }
   /* Running again: the kernel's time limit counts from here (see
    * struct pld__coreslot for why no clock is read). */

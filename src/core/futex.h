@@ -85,6 +85,35 @@ static inline void pld__asleep(const struct pld__spin *spin) {
   atomic_fetch_sub_explicit(spin->awake, 1, memory_order_relaxed);
 }
 
+/* One look of a polling loop, after the i-th look found nothing: pauses
+ * (or yields the CPU, see below) and returns 1, or returns 0 once the
+ * deadline has passed.  Every 256 looks a yield regardless: the awake
+ * count knows only this program's threads, and another program may be
+ * taking a CPU.  A yield may give the CPU away for a whole time slice, so
+ * the clock is read before each: 64 of them in a row could outlast the
+ * polling time a hundredfold on a loaded machine. */
+static inline int pld__spin_step(int i, int64_t deadline,
+                                 const struct pld__spin *spin) {
+  int yield =
+      (i & 255) == 255 ||
+      atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus;
+  if ((yield || (i & 63) == 63) && pld__now_ns() > deadline)
+    return 0;
+  if (yield)
+    sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+  else
+    __builtin_ia32_pause();
+#endif
+  return 1;
+}
+
+/* When a thread polling now stops polling: after spin->ns, and what it
+ * learnt to poll beyond that (pld__spin_extra_ns). */
+static inline int64_t pld__spin_deadline(const struct pld__spin *spin) {
+  return pld__now_ns() + spin->ns + pld__spin_extra_ns;
+}
+
 /* Polls until *word != old, as spin says.  Returns the new value, or old
  * if the time ran out and the caller should sleep. */
 static inline uint32_t pld__spin_change(_Atomic uint32_t *word, uint32_t old,
@@ -92,27 +121,11 @@ static inline uint32_t pld__spin_change(_Atomic uint32_t *word, uint32_t old,
   uint32_t v = atomic_load_explicit(word, memory_order_acquire);
   if (v != old || spin->ns <= 0)
     return v;
-  int64_t deadline = pld__now_ns() + spin->ns + pld__spin_extra_ns;
+  int64_t deadline = pld__spin_deadline(spin);
   for (int i = 0;; i++) {
     v = atomic_load_explicit(word, memory_order_acquire);
-    if (v != old)
+    if (v != old || !pld__spin_step(i, deadline, spin))
       break;
-    /* Every 256 looks a yield regardless: the awake count knows only this
-     * program's threads, and another program may be taking a CPU.  A
-     * yield may give the CPU away for a whole time slice, so the clock is
-     * read before each: 64 of them in a row could outlast the polling
-     * time a hundredfold on a loaded machine. */
-    int yield =
-        (i & 255) == 255 ||
-        atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus;
-    if ((yield || (i & 63) == 63) && pld__now_ns() > deadline)
-      break;
-    if (yield)
-      sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-    else
-      __builtin_ia32_pause();
-#endif
   }
   return v;
 }

@@ -70,6 +70,8 @@ struct pld__worldctl {
   _Atomic uint32_t abort;   /* host: stop the current run (a rank failed) */
   _Atomic uint32_t tickets; /* failure order */
   _Atomic uint32_t awake;   /* threads awake, in all processes */
+  _Atomic uint32_t *awake_at; /* the count to use instead (the MPI fabric:
+                                 the node's, shared), or NULL */
   _Atomic uint32_t tasks_done;     /* host: host tasks of this run done */
   _Atomic uint32_t tasks_sleepers; /* devices: asleep on tasks_done */
 };

@@ -561,7 +561,7 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
       if (deferred_poll(s) && s->unfinished > 0) {
         int running = s->types[0].busy + s->types[1].busy;
         pthread_mutex_unlock(&s->mu);
-        f->ops->wait_events(f, seen, &s->spin,
+        f->ops->wait_events(f, seen, -1, 0, &s->spin,
                             (running ? 1 : 50) * (int64_t)1000000);
         pthread_mutex_lock(&s->mu);
       }

@@ -35,8 +35,8 @@ enum { TAG_BELL = 1, TAG_SNAP = 2, TAG_ABORT = 3, TAG_VERDICT = 4, TAG_TASK = 5 
 
 /* While a run with RMA peers is in progress, the proxy polls this long
  * after its last work before it naps between looks. */
-#define BUSY_NS ((int64_t)200000)
-#define NAP_RMA_NS ((int64_t)20000)    /* naps then */
+#define BUSY_NS ((int64_t)2000000)
+#define NAP_RMA_NS ((int64_t)5000)     /* naps then */
 #define NAP_RUN_NS ((int64_t)1000000) /* a run with no RMA peer */
 #define NAP_IDLE_NS ((int64_t)100000000) /* no run */
 
@@ -290,6 +290,7 @@ struct pld__mpi_prog {
   MPI_Comm comm, node;
   struct mbuf *bufs;
   struct pld__bell *bell;    /* this rank's doorbell */
+  _Atomic uint32_t *awake;   /* the node's count of awake threads, or NULL */
   struct pld__bell **bells;  /* [world rank]: in shared memory, or NULL */
   MPI_Win bellwin;
   unsigned char *private_bell;
@@ -299,6 +300,14 @@ struct pld__mpi_prog {
   unsigned char *dirty;
   int *dirty_list, ndirty;
   _Atomic int any_dirty;
+  /* A transfer's pieces not issued yet (write_later, read_later): the
+   * next piece continuing it on both sides joins it, so that a transfer in
+   * chunks is one MPI_Put or MPI_Get. */
+  struct {
+    int active, get, buf, peer;
+    size_t off, n;
+    unsigned char *ptr;
+  } pend;
   const struct pld__spin *spin;
   _Atomic int running;
   /* Control: snapshots (process 0 keeps the latest of each process) and
@@ -443,13 +452,19 @@ static int make_bells(struct pld__mpi_prog *m) {
   }
   MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                       &m->node);
-  unsigned char *mine;
-  int rc = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, m->node, &mine,
+  /* Each process's doorbell, then (the node's first process's) the count
+   * of the node's awake threads: they share its CPUs. */
+  unsigned char *mine, *first;
+  int rc = MPI_Win_allocate_shared(128, 1, MPI_INFO_NULL, m->node, &mine,
                                    &m->bellwin);
   if (rc != MPI_SUCCESS)
     return mpi_failed(rc, "MPI_Win_allocate_shared of the doorbells");
-  memset(mine, 0, 64);
+  memset(mine, 0, 128);
   m->bell = (struct pld__bell *)mine;
+  MPI_Aint fsz;
+  int fdu;
+  MPI_Win_shared_query(m->bellwin, 0, &fsz, &fdu, &first);
+  m->awake = (_Atomic uint32_t *)(first + 64);
   int nsize;
   MPI_Comm_size(m->node, &nsize);
   MPI_Group ng, all;
@@ -600,6 +615,8 @@ struct pld__fabric *pld__mpi_fabric(struct pld__mpi_prog *m) {
 void pld__mpi_set_spin(struct pld__mpi_prog *m, const struct pld__spin *spin) {
   m->spin = spin;
 }
+
+_Atomic uint32_t *pld__mpi_awake(struct pld__mpi_prog *m) { return m->awake; }
 
 void pld__mpi_zero(struct pld__mpi_prog *m) {
   for (int b = 0; b < m->set.nbufs; b++)
@@ -799,8 +816,8 @@ static int poll_prog(struct pld__mpi_prog *m) {
     MPI_Get_count(&s, MPI_BYTE, &count);
     if (s.MPI_TAG == TAG_BELL) {
       int buf = -1;
-      MPI_Recv(&buf, 1, MPI_INT, s.MPI_SOURCE, TAG_BELL, m->comm,
-               MPI_STATUS_IGNORE);
+      MPI_Recv(&buf, (int)sizeof buf, MPI_BYTE, s.MPI_SOURCE, TAG_BELL,
+               m->comm, MPI_STATUS_IGNORE);
       if (buf >= 0 && buf < m->set.nbufs && m->bufs[buf].win != MPI_WIN_NULL)
         MPI_Win_sync(m->bufs[buf].win);
       ring(m->bell);
@@ -814,13 +831,13 @@ static int poll_prog(struct pld__mpi_prog *m) {
       control_event(m);
     } else if (s.MPI_TAG == TAG_ABORT) {
       uint32_t why = 0;
-      MPI_Recv(&why, 1, MPI_UINT32_T, s.MPI_SOURCE, TAG_ABORT, m->comm,
-               MPI_STATUS_IGNORE);
+      MPI_Recv(&why, (int)sizeof why, MPI_BYTE, s.MPI_SOURCE, TAG_ABORT,
+               m->comm, MPI_STATUS_IGNORE);
       apply_abort(m, why);
       control_event(m);
     } else if (s.MPI_TAG == TAG_TASK) {
       uint32_t k = 0;
-      MPI_Recv(&k, 1, MPI_UINT32_T, s.MPI_SOURCE, TAG_TASK, m->comm,
+      MPI_Recv(&k, (int)sizeof k, MPI_BYTE, s.MPI_SOURCE, TAG_TASK, m->comm,
                MPI_STATUS_IGNORE);
       atomic_store_explicit(&m->tasks, k, memory_order_release);
       control_event(m);
@@ -895,33 +912,80 @@ static int flush_dirty(struct pld__mpi_prog *m, int peer) {
   return rc;
 }
 
+/* MPI_Put or MPI_Get of n bytes at off of world rank peer's copy of
+ * buffer buf, in pieces MPI's int counts hold; the peer marked dirty (a
+ * flush completes it).  Returns the MPI status. */
+static int rma(struct pld__mpi_prog *m, int get, int buf, int peer, size_t off,
+               unsigned char *ptr, size_t n) {
+  struct mbuf *mb = &m->bufs[buf];
+  int d = mb->drank[peer], rc = MPI_SUCCESS;
+  for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PIECE) {
+    size_t len = n - at < PIECE ? n - at : PIECE;
+    rc = get ? MPI_Get(ptr + at, (int)len, MPI_BYTE, d, (MPI_Aint)(off + at),
+                       (int)len, MPI_BYTE, mb->win)
+             : MPI_Put(ptr + at, (int)len, MPI_BYTE, d, (MPI_Aint)(off + at),
+                       (int)len, MPI_BYTE, mb->win);
+  }
+  mark_dirty(m, buf, d);
+  return rc;
+}
+
+/* Issues the pieces held back (before any other operation: MPI orders
+ * nothing, but this rank's operations go out in program order). */
+static int issue_pending(struct pld__mpi_prog *m) {
+  if (!m->pend.active)
+    return MPI_SUCCESS;
+  m->pend.active = 0;
+  return rma(m, m->pend.get, m->pend.buf, m->pend.peer, m->pend.off,
+             m->pend.ptr, m->pend.n);
+}
+
 static void do_put(void *arg) {
   struct op *o = arg;
-  struct mbuf *mb = &o->m->bufs[o->buf];
-  int d = mb->drank[o->peer];
-  for (size_t at = 0; at < o->n && o->rc == MPI_SUCCESS; at += PIECE) {
-    size_t len = o->n - at < PIECE ? o->n - at : PIECE;
-    o->rc = MPI_Put((const unsigned char *)o->src + at, (int)len, MPI_BYTE, d,
-                    (MPI_Aint)(o->off + at), (int)len, MPI_BYTE, mb->win);
-  }
-  if (o->rc == MPI_SUCCESS)
-    o->rc = MPI_Win_flush_local(d, mb->win);
-  mark_dirty(o->m, o->buf, d);
   o->what = "MPI_Put";
+  if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS ||
+      (o->rc = rma(o->m, 0, o->buf, o->peer, o->off,
+                   (unsigned char *)o->src, o->n)) != MPI_SUCCESS)
+    return;
+  o->rc = MPI_Win_flush_local(o->m->bufs[o->buf].drank[o->peer],
+                              o->m->bufs[o->buf].win);
 }
 
 static void do_get(void *arg) {
   struct op *o = arg;
-  struct mbuf *mb = &o->m->bufs[o->buf];
-  int d = mb->drank[o->peer];
-  for (size_t at = 0; at < o->n && o->rc == MPI_SUCCESS; at += PIECE) {
-    size_t len = o->n - at < PIECE ? o->n - at : PIECE;
-    o->rc = MPI_Get((unsigned char *)o->dst + at, (int)len, MPI_BYTE, d,
-                    (MPI_Aint)(o->off + at), (int)len, MPI_BYTE, mb->win);
-  }
-  if (o->rc == MPI_SUCCESS)
-    o->rc = MPI_Win_flush_local(d, mb->win);
   o->what = "MPI_Get";
+  if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS ||
+      (o->rc = rma(o->m, 1, o->buf, o->peer, o->off, o->dst, o->n)) !=
+          MPI_SUCCESS)
+    return;
+  o->rc = MPI_Win_flush_local(o->m->bufs[o->buf].drank[o->peer],
+                              o->m->bufs[o->buf].win);
+}
+
+/* A piece held back: joined to the held one if it continues it on both
+ * sides, else the held one goes out and this one is held. */
+static void do_later(void *arg) {
+  struct op *o = arg;
+  struct pld__mpi_prog *m = o->m;
+  int get = o->dst != NULL;
+  unsigned char *ptr = get ? o->dst : (unsigned char *)o->src;
+  o->what = get ? "MPI_Get" : "MPI_Put";
+  if (m->pend.active && m->pend.get == get && m->pend.buf == o->buf &&
+      m->pend.peer == o->peer && m->pend.off + m->pend.n == o->off &&
+      m->pend.ptr + m->pend.n == ptr) {
+    m->pend.n += o->n;
+    return;
+  }
+  if ((o->rc = issue_pending(m)) != MPI_SUCCESS)
+    return;
+  m->pend.active = 1;
+  m->pend.get = get;
+  m->pend.buf = o->buf;
+  m->pend.peer = o->peer;
+  m->pend.off = o->off;
+  m->pend.n = o->n;
+  m->pend.ptr = ptr;
+  atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
 }
 
 static MPI_Datatype mpi_type(pld_dtype dt) {
@@ -975,6 +1039,8 @@ static void do_acc(void *arg) {
   size_t es = pld_dtype_size(o->dtype);
   MPI_Datatype t = mpi_type(o->dtype);
   o->what = "MPI_Accumulate";
+  if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS)
+    return;
   if (t == MPI_DATATYPE_NULL) {
     o->what = "MPI_Compare_and_swap";
     for (size_t i = 0; i < o->n && o->rc == MPI_SUCCESS; i++)
@@ -1001,7 +1067,8 @@ static void do_signal(void *arg) {
   struct op *o = arg;
   struct pld__mpi_prog *m = o->m;
   o->what = "MPI_Win_flush";
-  if ((o->rc = flush_dirty(m, -1)) != MPI_SUCCESS)
+  if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
+      (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS)
     return;
   struct mbuf *mb = &m->bufs[o->sig_buf];
   int d = mb->drank[o->peer];
@@ -1020,15 +1087,21 @@ static void do_signal(void *arg) {
     MPI_Win_sync(mb->win);
     ring(m->bell);
   } else {
-    o->what = "MPI_Send";
-    o->rc = MPI_Send(&o->sig_buf, 1, MPI_INT, o->peer, TAG_BELL, m->comm);
+    /* Not waited for: the cell is updated already, and a waiter polls it
+     * (mpi_wait_events); the ring only wakes one asleep. */
+    struct send_args a = {m, &o->sig_buf, sizeof o->sig_buf, o->peer,
+                          TAG_BELL, MPI_SUCCESS};
+    o->what = "MPI_Isend";
+    do_send(&a);
+    o->rc = a.rc;
   }
 }
 
+/* The data joins the pieces held back (the signal flushes them all). */
 static void do_put_signal(void *arg) {
   struct op *o = arg;
   if (o->n)
-    do_put(o);
+    do_later(o);
   if (o->rc == MPI_SUCCESS)
     do_signal(o);
 }
@@ -1036,7 +1109,8 @@ static void do_put_signal(void *arg) {
 static void do_flush(void *arg) {
   struct op *o = arg;
   o->what = "MPI_Win_flush";
-  o->rc = flush_dirty(o->m, o->peer);
+  if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS)
+    o->rc = flush_dirty(o->m, o->peer);
 }
 
 static int run_op(struct op *o, void (*fn)(void *)) {
@@ -1081,6 +1155,26 @@ static int mpi_read(struct pld__fabric *f, int buf, int peer, size_t off,
   struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .dst = dst,
                  .n = n};
   return run_op(&o, do_get);
+}
+
+static int mpi_write_later(struct pld__fabric *f, int buf, int peer,
+                           size_t off, const void *src, size_t n) {
+  struct pld__mpi_prog *m = prog_of(f);
+  if (m->bufs[buf].shm[peer])
+    return mpi_write(f, buf, peer, off, src, n);
+  struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .src = src,
+                 .n = n};
+  return run_op(&o, do_later);
+}
+
+static int mpi_read_later(struct pld__fabric *f, int buf, int peer,
+                          size_t off, void *dst, size_t n) {
+  struct pld__mpi_prog *m = prog_of(f);
+  if (m->bufs[buf].shm[peer])
+    return mpi_read(f, buf, peer, off, dst, n);
+  struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .dst = dst,
+                 .n = n};
+  return run_op(&o, do_later);
 }
 
 /* Atomics on this rank's own copy go through MPI too when the copy is an
@@ -1161,9 +1255,21 @@ static uint32_t mpi_events(struct pld__fabric *f) {
   return atomic_load_explicit(&prog_of(f)->bell->count, memory_order_acquire);
 }
 
-static void mpi_wait_events(struct pld__fabric *f, uint32_t seen,
-                            const struct pld__spin *spin, int64_t timeout_ns) {
+/* A signal through RMA lands in the cell before its doorbell (sent
+ * without waiting) rings: a waiter polling the cell too sees it a message
+ * earlier.  Polling as spin says, then asleep on the doorbell. */
+static void mpi_wait_events(struct pld__fabric *f, uint32_t seen, int buf,
+                            size_t off, const struct pld__spin *spin,
+                            int64_t timeout_ns) {
   struct pld__bell *b = prog_of(f)->bell;
+  if (buf >= 0 && spin->ns > 0) {
+    int32_t was = mpi_cell(f, buf, off);
+    int64_t deadline = pld__spin_deadline(spin);
+    for (int i = 0; pld__spin_step(i, deadline, spin); i++)
+      if (atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
+          mpi_cell(f, buf, off) != was)
+        return;
+  }
   pld__event_wait(&b->count, seen, &b->sleepers, spin, timeout_ns, 1);
 }
 
@@ -1173,6 +1279,8 @@ static const struct pld__fabric_ops mpi_ops = {
     .local = mpi_local,
     .write = mpi_write,
     .read = mpi_read,
+    .write_later = mpi_write_later,
+    .read_later = mpi_read_later,
     .accumulate = mpi_accumulate,
     .signal = mpi_signal,
     .flush = mpi_flush,
@@ -1218,6 +1326,10 @@ struct pld__fabric *pld__mpi_fabric(struct pld__mpi_prog *m) {
 void pld__mpi_set_spin(struct pld__mpi_prog *m, const struct pld__spin *s) {
   (void)m;
   (void)s;
+}
+_Atomic uint32_t *pld__mpi_awake(struct pld__mpi_prog *m) {
+  (void)m;
+  return NULL;
 }
 void pld__mpi_zero(struct pld__mpi_prog *m) { (void)m; }
 void pld__mpi_running(struct pld__mpi_prog *m, int on) {

@@ -83,6 +83,11 @@ struct pld__fabric *pld__mpi_fabric(struct pld__mpi_prog *m);
 /* The spin the threads waiting for the proxy use (the device's). */
 void pld__mpi_set_spin(struct pld__mpi_prog *m, const struct pld__spin *spin);
 
+/* The count of awake threads of every process of this node, in memory
+ * they share (the spin of struct pld__spin), or NULL where peers do not
+ * share memory (PLD_MPI_SAME_NODE=rma). */
+_Atomic uint32_t *pld__mpi_awake(struct pld__mpi_prog *m);
+
 /* Zeroes this process's copies of every buffer. */
 void pld__mpi_zero(struct pld__mpi_prog *m);
 /* A run of the program is in progress here (on) or over (off): while one

@@ -171,8 +171,12 @@ static uint32_t shm_events(struct pld__fabric *fb) {
                               memory_order_acquire);
 }
 
-static void shm_wait_events(struct pld__fabric *fb, uint32_t seen,
-                            const struct pld__spin *spin, int64_t timeout_ns) {
+/* The count moves with every signal: the cell needs no watching. */
+static void shm_wait_events(struct pld__fabric *fb, uint32_t seen, int buf,
+                            size_t off, const struct pld__spin *spin,
+                            int64_t timeout_ns) {
+  (void)buf;
+  (void)off;
   struct pld__shm_fabric *f = (struct pld__shm_fabric *)fb;
   struct pld__bell *b = bell_of(f->region, f->lay, fb->rank);
   pld__event_wait(&b->count, seen, &b->sleepers, spin, timeout_ns, 1);
@@ -226,6 +230,8 @@ static const struct pld__fabric_ops shm_ops = {
     .local = shm_local,
     .write = shm_write,
     .read = shm_read,
+    .write_later = shm_write, /* done at once */
+    .read_later = shm_read,
     .accumulate = shm_accumulate,
     .signal = shm_signal,
     .flush = shm_flush,

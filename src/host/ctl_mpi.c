@@ -170,6 +170,9 @@ static int mpi_start(struct pld_program *p) {
     free_state(p, s);
     return st;
   }
+  /* Processes of a node share its CPUs: they count their awake threads
+   * together. */
+  p->world->awake_at = pld__mpi_awake(s->m);
   s->run = (struct pld__devrun){plan, s->live, p->world, s->data,
                                 pld__mpi_fabric(s->m), {0}};
   pld__mpi_set_spin(s->m, &s->run.spin);
