@@ -1177,13 +1177,13 @@ static int mpi_read_later(struct pld__fabric *f, int buf, int peer,
   return run_op(&o, do_later);
 }
 
-/* Atomics on this rank's own copy go through MPI too when the copy is an
- * RMA window: MPI's accumulates are atomic only among themselves. */
+/* Where a buffer is an RMA window (some member of its domain is reached
+ * through RMA), every atomic on it goes through MPI, on this rank's own
+ * copy and same-node peers' too: MPI's accumulates are atomic only among
+ * themselves.  Plain reads and writes still take shared memory. */
 static unsigned char *atomic_shm(struct pld__mpi_prog *m, int buf, int peer) {
   struct mbuf *mb = &m->bufs[buf];
-  return peer == m->me && mb->win != MPI_WIN_NULL && !m->bells[peer]
-             ? NULL
-             : mb->shm[peer];
+  return mb->win != MPI_WIN_NULL ? NULL : mb->shm[peer];
 }
 
 static int mpi_accumulate(struct pld__fabric *f, int buf, int peer,
