@@ -28,7 +28,13 @@ int pld__mpi_launched(void) {
 
 int pld__mpi_built(void) { return 1; }
 
-enum { TAG_BELL = 1, TAG_SNAP = 2, TAG_ABORT = 3, TAG_VERDICT = 4, TAG_TASK = 5 };
+enum {
+  TAG_BELL = 1,
+  TAG_SNAP = 2,
+  TAG_ABORT = 3,
+  TAG_VERDICT = 4,
+  TAG_TASK = 5
+};
 
 /* MPI counts are int: larger transfers go in pieces of this many bytes. */
 #define PIECE ((size_t)1 << 30)
@@ -36,8 +42,8 @@ enum { TAG_BELL = 1, TAG_SNAP = 2, TAG_ABORT = 3, TAG_VERDICT = 4, TAG_TASK = 5 
 /* While a run with RMA peers is in progress, the proxy polls this long
  * after its last work before it naps between looks. */
 #define BUSY_NS ((int64_t)2000000)
-#define NAP_RMA_NS ((int64_t)5000)     /* naps then */
-#define NAP_RUN_NS ((int64_t)1000000) /* a run with no RMA peer */
+#define NAP_RMA_NS ((int64_t)5000)       /* naps then */
+#define NAP_RUN_NS ((int64_t)1000000)    /* a run with no RMA peer */
 #define NAP_IDLE_NS ((int64_t)100000000) /* no run */
 
 /* ---- the proxy thread ---------------------------------------------------- */
@@ -74,8 +80,8 @@ static _Thread_local int on_proxy;
 static _Atomic uint32_t host_awake; /* the awake count of host threads */
 
 static struct pld__spin default_spin(void) {
-  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000, &host_awake,
-                        NULL, pld__cpus()};
+  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000, &host_awake, NULL,
+                        pld__cpus()};
   return s;
 }
 
@@ -215,9 +221,9 @@ static void *proxy_main(void *arg) {
       sched_yield();
       continue;
     }
-    int64_t nap = rma                           ? NAP_RMA_NS
-                  : atomic_load(&px.running)    ? NAP_RUN_NS
-                                                : NAP_IDLE_NS;
+    int64_t nap = rma                        ? NAP_RMA_NS
+                  : atomic_load(&px.running) ? NAP_RUN_NS
+                                             : NAP_IDLE_NS;
     atomic_fetch_add(&px.queue_sleepers, 1);
     if (atomic_load(&px.queued) == seen && !atomic_load(&px.stop))
       pld__futex_wait(&px.queued, seen, nap, 0);
@@ -289,9 +295,9 @@ struct pld__mpi_prog {
   int me, n;
   MPI_Comm comm, node;
   struct mbuf *bufs;
-  struct pld__bell *bell;    /* this rank's doorbell */
-  _Atomic uint32_t *awake;   /* the node's count of awake threads, or NULL */
-  struct pld__bell **bells;  /* [world rank]: in shared memory, or NULL */
+  struct pld__bell *bell;   /* this rank's doorbell */
+  _Atomic uint32_t *awake;  /* the node's count of awake threads, or NULL */
+  struct pld__bell **bells; /* [world rank]: in shared memory, or NULL */
   MPI_Win bellwin;
   unsigned char *private_bell;
   int rma; /* some peer is reached through RMA */
@@ -387,8 +393,8 @@ static int make_buf(struct pld__mpi_prog *m, int b) {
     int nsize;
     MPI_Comm_size(node, &nsize);
     any_rma = nsize < size;
-    rc = MPI_Win_allocate_shared((MPI_Aint)mb->bytes, 1, info, node,
-                                 &mb->local, &mb->shwin);
+    rc = MPI_Win_allocate_shared((MPI_Aint)mb->bytes, 1, info, node, &mb->local,
+                                 &mb->shwin);
     if (rc == MPI_SUCCESS) {
       MPI_Group ng;
       MPI_Comm_group(node, &ng);
@@ -532,8 +538,8 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
   m->stage_gen = calloc((size_t)m->n, sizeof *m->stage_gen);
   m->verdict_bytes = s->snap_bytes;
   m->verdict = calloc(1, s->snap_bytes);
-  if (!m->bufs || !m->dirty || !m->dirty_list || !m->stage ||
-      !m->stage_gen || !m->verdict) {
+  if (!m->bufs || !m->dirty || !m->dirty_list || !m->stage || !m->stage_gen ||
+      !m->verdict) {
     pld__mpi_prog_destroy(m, 1);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
   }
@@ -654,8 +660,8 @@ static void do_bcast(void *arg) {
   struct coll_args *a = arg;
   for (size_t at = 0; at < a->n && a->rc == MPI_SUCCESS; at += PIECE) {
     size_t len = a->n - at < PIECE ? a->n - at : PIECE;
-    a->rc = MPI_Bcast((unsigned char *)a->buf + at, (int)len, MPI_BYTE,
-                      a->root, a->m->comm);
+    a->rc = MPI_Bcast((unsigned char *)a->buf + at, (int)len, MPI_BYTE, a->root,
+                      a->m->comm);
   }
 }
 
@@ -739,8 +745,7 @@ static int send_to(struct pld__mpi_prog *m, int to, int tag, const void *buf,
   return a.rc == MPI_SUCCESS ? PLD_OK : mpi_failed(a.rc, "MPI_Send");
 }
 
-int pld__mpi_send_snapshot(struct pld__mpi_prog *m, const void *buf,
-                           size_t n) {
+int pld__mpi_send_snapshot(struct pld__mpi_prog *m, const void *buf, size_t n) {
   return send_to(m, 0, TAG_SNAP, buf, n);
 }
 
@@ -816,8 +821,8 @@ static int poll_prog(struct pld__mpi_prog *m) {
     MPI_Get_count(&s, MPI_BYTE, &count);
     if (s.MPI_TAG == TAG_BELL) {
       int buf = -1;
-      MPI_Recv(&buf, (int)sizeof buf, MPI_BYTE, s.MPI_SOURCE, TAG_BELL,
-               m->comm, MPI_STATUS_IGNORE);
+      MPI_Recv(&buf, (int)sizeof buf, MPI_BYTE, s.MPI_SOURCE, TAG_BELL, m->comm,
+               MPI_STATUS_IGNORE);
       if (buf >= 0 && buf < m->set.nbufs && m->bufs[buf].win != MPI_WIN_NULL)
         MPI_Win_sync(m->bufs[buf].win);
       ring(m->bell);
@@ -851,8 +856,8 @@ static int poll_prog(struct pld__mpi_prog *m) {
     } else {
       /* Nothing else is sent on a program's communicator. */
       unsigned char sink[64];
-      MPI_Recv(sink, count < 64 ? count : 64, MPI_BYTE, s.MPI_SOURCE,
-               s.MPI_TAG, m->comm, MPI_STATUS_IGNORE);
+      MPI_Recv(sink, count < 64 ? count : 64, MPI_BYTE, s.MPI_SOURCE, s.MPI_TAG,
+               m->comm, MPI_STATUS_IGNORE);
     }
   }
 }
@@ -944,8 +949,8 @@ static void do_put(void *arg) {
   struct op *o = arg;
   o->what = "MPI_Put";
   if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS ||
-      (o->rc = rma(o->m, 0, o->buf, o->peer, o->off,
-                   (unsigned char *)o->src, o->n)) != MPI_SUCCESS)
+      (o->rc = rma(o->m, 0, o->buf, o->peer, o->off, (unsigned char *)o->src,
+                   o->n)) != MPI_SUCCESS)
     return;
   o->rc = MPI_Win_flush_local(o->m->bufs[o->buf].drank[o->peer],
                               o->m->bufs[o->buf].win);
@@ -1021,8 +1026,8 @@ static int add_half(struct mbuf *mb, int d, size_t off, const void *v,
     memcpy(bytes, &old, 4);
     pld__elem_set(dt, bytes + shift, pld__elem_get(dt, bytes + shift) + add);
     memcpy(&nw, bytes, 4);
-    rc = MPI_Compare_and_swap(&nw, &old, &seen, MPI_UINT32_T, d,
-                              (MPI_Aint)woff, mb->win);
+    rc = MPI_Compare_and_swap(&nw, &old, &seen, MPI_UINT32_T, d, (MPI_Aint)woff,
+                              mb->win);
     if (rc == MPI_SUCCESS)
       rc = MPI_Win_flush(d, mb->win);
     if (seen == old)
@@ -1051,8 +1056,8 @@ static void do_acc(void *arg) {
   size_t most = PIECE / es;
   for (size_t at = 0; at < o->n && o->rc == MPI_SUCCESS; at += most) {
     size_t len = o->n - at < most ? o->n - at : most;
-    o->rc = MPI_Accumulate((const unsigned char *)o->src + at * es, (int)len,
-                           t, d, (MPI_Aint)(o->off + at * es), (int)len, t,
+    o->rc = MPI_Accumulate((const unsigned char *)o->src + at * es, (int)len, t,
+                           d, (MPI_Aint)(o->off + at * es), (int)len, t,
                            MPI_SUM, mb->win);
   }
   if (o->rc == MPI_SUCCESS)
@@ -1073,10 +1078,9 @@ static void do_signal(void *arg) {
   struct mbuf *mb = &m->bufs[o->sig_buf];
   int d = mb->drank[o->peer];
   o->what = "MPI_Accumulate";
-  o->rc = MPI_Accumulate(&o->value, 1, MPI_INT32_T, d, (MPI_Aint)o->sig_off, 1,
-                         MPI_INT32_T,
-                         o->nop == PLD_NOTIFY_SET ? MPI_REPLACE : MPI_SUM,
-                         mb->win);
+  o->rc = MPI_Accumulate(
+      &o->value, 1, MPI_INT32_T, d, (MPI_Aint)o->sig_off, 1, MPI_INT32_T,
+      o->nop == PLD_NOTIFY_SET ? MPI_REPLACE : MPI_SUM, mb->win);
   if (o->rc == MPI_SUCCESS)
     o->rc = MPI_Win_flush(d, mb->win);
   if (o->rc != MPI_SUCCESS)
@@ -1089,8 +1093,8 @@ static void do_signal(void *arg) {
   } else {
     /* Not waited for: the cell is updated already, and a waiter polls it
      * (mpi_wait_events); the ring only wakes one asleep. */
-    struct send_args a = {m, &o->sig_buf, sizeof o->sig_buf, o->peer,
-                          TAG_BELL, MPI_SUCCESS};
+    struct send_args a = {m,       &o->sig_buf, sizeof o->sig_buf,
+                          o->peer, TAG_BELL,    MPI_SUCCESS};
     o->what = "MPI_Isend";
     do_send(&a);
     o->rc = a.rc;
@@ -1139,8 +1143,8 @@ static int mpi_write(struct pld__fabric *f, int buf, int peer, size_t off,
     memcpy(to + off, src, n);
     return PLD_OK;
   }
-  struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .src = src,
-                 .n = n};
+  struct op o = {
+      .m = m, .buf = buf, .peer = peer, .off = off, .src = src, .n = n};
   return run_op(&o, do_put);
 }
 
@@ -1152,28 +1156,28 @@ static int mpi_read(struct pld__fabric *f, int buf, int peer, size_t off,
     memcpy(dst, from + off, n);
     return PLD_OK;
   }
-  struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .dst = dst,
-                 .n = n};
+  struct op o = {
+      .m = m, .buf = buf, .peer = peer, .off = off, .dst = dst, .n = n};
   return run_op(&o, do_get);
 }
 
-static int mpi_write_later(struct pld__fabric *f, int buf, int peer,
-                           size_t off, const void *src, size_t n) {
+static int mpi_write_later(struct pld__fabric *f, int buf, int peer, size_t off,
+                           const void *src, size_t n) {
   struct pld__mpi_prog *m = prog_of(f);
   if (m->bufs[buf].shm[peer])
     return mpi_write(f, buf, peer, off, src, n);
-  struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .src = src,
-                 .n = n};
+  struct op o = {
+      .m = m, .buf = buf, .peer = peer, .off = off, .src = src, .n = n};
   return run_op(&o, do_later);
 }
 
-static int mpi_read_later(struct pld__fabric *f, int buf, int peer,
-                          size_t off, void *dst, size_t n) {
+static int mpi_read_later(struct pld__fabric *f, int buf, int peer, size_t off,
+                          void *dst, size_t n) {
   struct pld__mpi_prog *m = prog_of(f);
   if (m->bufs[buf].shm[peer])
     return mpi_read(f, buf, peer, off, dst, n);
-  struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .dst = dst,
-                 .n = n};
+  struct op o = {
+      .m = m, .buf = buf, .peer = peer, .off = off, .dst = dst, .n = n};
   return run_op(&o, do_later);
 }
 
@@ -1186,17 +1190,21 @@ static unsigned char *atomic_shm(struct pld__mpi_prog *m, int buf, int peer) {
   return mb->win != MPI_WIN_NULL ? NULL : mb->shm[peer];
 }
 
-static int mpi_accumulate(struct pld__fabric *f, int buf, int peer,
-                          size_t off, const void *src, size_t count,
-                          pld_dtype dtype) {
+static int mpi_accumulate(struct pld__fabric *f, int buf, int peer, size_t off,
+                          const void *src, size_t count, pld_dtype dtype) {
   struct pld__mpi_prog *m = prog_of(f);
   unsigned char *to = atomic_shm(m, buf, peer);
   if (to) {
     pld__shm_add(to + off, src, count, dtype);
     return PLD_OK;
   }
-  struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .src = src,
-                 .n = count, .dtype = dtype};
+  struct op o = {.m = m,
+                 .buf = buf,
+                 .peer = peer,
+                 .off = off,
+                 .src = src,
+                 .n = count,
+                 .dtype = dtype};
   return run_op(&o, do_acc);
 }
 
@@ -1208,8 +1216,8 @@ static int mpi_flush(struct pld__fabric *f, int peer) {
   return run_op(&o, do_flush);
 }
 
-static int mpi_put_signal(struct pld__fabric *f, int buf, int peer,
-                          size_t off, const void *src, size_t n, int sig_buf,
+static int mpi_put_signal(struct pld__fabric *f, int buf, int peer, size_t off,
+                          const void *src, size_t n, int sig_buf,
                           size_t sig_off, int32_t value, pld_notify_op op) {
   struct pld__mpi_prog *m = prog_of(f);
   unsigned char *cell = atomic_shm(m, sig_buf, peer);
@@ -1228,9 +1236,16 @@ static int mpi_put_signal(struct pld__fabric *f, int buf, int peer,
     memcpy(m->bufs[buf].shm[peer] + off, src, n);
     n = 0;
   }
-  struct op o = {.m = m, .buf = buf, .peer = peer, .off = off, .src = src,
-                 .n = n, .sig_buf = sig_buf, .sig_off = sig_off,
-                 .value = value, .nop = op};
+  struct op o = {.m = m,
+                 .buf = buf,
+                 .peer = peer,
+                 .off = off,
+                 .src = src,
+                 .n = n,
+                 .sig_buf = sig_buf,
+                 .sig_off = sig_off,
+                 .value = value,
+                 .nop = op};
   return run_op(&o, do_put_signal);
 }
 
@@ -1347,8 +1362,7 @@ int pld__mpi_bcast(struct pld__mpi_prog *m, void *buf, size_t n, int root) {
   (void)root;
   return PLD_ERR_UNSUPPORTED;
 }
-int pld__mpi_send_snapshot(struct pld__mpi_prog *m, const void *buf,
-                           size_t n) {
+int pld__mpi_send_snapshot(struct pld__mpi_prog *m, const void *buf, size_t n) {
   (void)m;
   (void)buf;
   (void)n;

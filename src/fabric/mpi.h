@@ -52,10 +52,10 @@ int pld__mpi_default_device(int proc, int server_devices);
 /* What a program's control plane gives the fabric: words the proxy sets
  * and wakes when a message of the program arrives. */
 struct pld__mpi_hooks {
-  _Atomic uint32_t *abort;  /* an abort from process 0 sets it */
-  _Atomic uint32_t *event;  /* bumped (and woken) on every control message */
+  _Atomic uint32_t *abort; /* an abort from process 0 sets it */
+  _Atomic uint32_t *event; /* bumped (and woken) on every control message */
   _Atomic uint32_t *event_sleepers;
-  _Atomic uint32_t *tasks;  /* woken on an abort (devices may sleep on it) */
+  _Atomic uint32_t *tasks; /* woken on an abort (devices may sleep on it) */
 };
 
 struct pld__mpi_setup {
@@ -105,8 +105,7 @@ int pld__mpi_bcast(struct pld__mpi_prog *m, void *buf, size_t n, int root);
  * abort word set, the device's waiters woken) and the verdict go from
  * process 0 to every other; pld__mpi_verdict takes the verdict that
  * arrived (returns 1) or returns 0. */
-int pld__mpi_send_snapshot(struct pld__mpi_prog *m, const void *buf,
-                           size_t n);
+int pld__mpi_send_snapshot(struct pld__mpi_prog *m, const void *buf, size_t n);
 int pld__mpi_snapshot(struct pld__mpi_prog *m, int from, void *buf, size_t n,
                       uint32_t *gen);
 int pld__mpi_abort(struct pld__mpi_prog *m, uint32_t why);

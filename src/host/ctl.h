@@ -48,8 +48,8 @@ struct pld__ctl_ops {
   void (*task_begin)(struct pld_program *p, int k);
   int (*fetch)(struct pld_program *p, int r, size_t dev_off, void *host,
                size_t len);
-  void (*store)(struct pld_program *p, int r, size_t dev_off,
-                const void *host, size_t len);
+  void (*store)(struct pld_program *p, int r, size_t dev_off, const void *host,
+                size_t len);
   /* Rank r still runs after a stopped run's grace: a new device in its
    * place.  Returns PLD_OK or the failure (message set). */
   int (*restart)(struct pld_program *p, int r);

@@ -26,9 +26,9 @@
 
 /* A snapshot of a process's control block, as process 0 receives it. */
 struct snap {
-  uint32_t run;          /* the run it belongs to (1, 2, ...) */
+  uint32_t run; /* the run it belongs to (1, 2, ...) */
   int32_t rank;
-  int64_t taken_ns;      /* the sender's clock when taken */
+  int64_t taken_ns;             /* the sender's clock when taken */
   int32_t held[PLD__MAX_SLOTS]; /* the cell of each waiting slot */
   struct pld__devctl ctl;
 };
@@ -55,13 +55,11 @@ struct mpi_state {
   unsigned char *seen;        /* [rank]: a snapshot of this run arrived */
   unsigned char *ticketed;    /* [rank]: its failure has a ticket */
   uint32_t tickets;
-  uint32_t runs;              /* runs posted */
-  struct snap *out;           /* the snapshot this process sends */
+  uint32_t runs;    /* runs posted */
+  struct snap *out; /* the snapshot this process sends */
 };
 
-static struct mpi_state *state(const struct pld_program *p) {
-  return p->cps;
-}
+static struct mpi_state *state(const struct pld_program *p) { return p->cps; }
 
 static int fabric_chosen(void) {
   const char *f = getenv("PLD_FABRIC");
@@ -155,15 +153,15 @@ static int mpi_start(struct pld_program *p) {
   }
   for (int b = 0; b < p->nwinbufs; b++)
     phys[b] = p->winbufs[b]->phys;
-  struct pld__mpi_setup set = {
-      .nranks = n,
-      .nbufs = p->nwinbufs,
-      .phys = phys,
-      .member = p->member,
-      .same_node_rma = p->same_node_rma,
-      .snap_bytes = snap_bytes,
-      .hooks = {&p->world->abort, &p->world->event,
-                &p->world->event_sleepers, &p->world->tasks_done}};
+  struct pld__mpi_setup set = {.nranks = n,
+                               .nbufs = p->nwinbufs,
+                               .phys = phys,
+                               .member = p->member,
+                               .same_node_rma = p->same_node_rma,
+                               .snap_bytes = snap_bytes,
+                               .hooks = {&p->world->abort, &p->world->event,
+                                         &p->world->event_sleepers,
+                                         &p->world->tasks_done}};
   int st = pld__mpi_prog_create(&set, &s->m);
   pld__free(phys);
   if (st) {
@@ -173,8 +171,8 @@ static int mpi_start(struct pld_program *p) {
   /* Processes of a node share its CPUs: they count their awake threads
    * together. */
   p->world->awake_at = pld__mpi_awake(s->m);
-  s->run = (struct pld__devrun){plan, s->live, p->world, s->data,
-                                pld__mpi_fabric(s->m), {0}};
+  s->run = (struct pld__devrun){
+      plan, s->live, p->world, s->data, pld__mpi_fabric(s->m), {0}};
   pld__mpi_set_spin(s->m, &s->run.spin);
   if ((st = pld__device_thread(&s->run, &s->thread))) {
     pld__mpi_prog_destroy(s->m, 0);
@@ -228,8 +226,9 @@ static int copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
         memcpy(host, s->data + buf->offset, buf->nbytes);
       int st = pld__mpi_bcast(s->m, host, buf->nbytes, r);
       if (st)
-        return pld__fail(st, "pld_program_run: gathering the Out slices of "
-                             "rank %d: %s",
+        return pld__fail(st,
+                         "pld_program_run: gathering the Out slices of "
+                         "rank %d: %s",
                          r, pld_last_error());
     }
   }
@@ -270,8 +269,7 @@ static void mpi_look(struct pld_program *p) {
   struct mpi_state *s = state(p);
   static _Thread_local struct snap in;
   for (int r = 0; r < p->nranks; r++) {
-    if (r == s->me ||
-        !pld__mpi_snapshot(s->m, r, &in, sizeof in, &s->gen[r]) ||
+    if (r == s->me || !pld__mpi_snapshot(s->m, r, &in, sizeof in, &s->gen[r]) ||
         in.run != s->runs)
       continue;
     int64_t shift = pld__now_ns() - in.taken_ns;
@@ -342,8 +340,9 @@ static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
   if (r == s->me)
     memcpy(host, s->data + dev_off, len);
   int st = pld__mpi_bcast(s->m, host, len, r);
-  return st ? pld__fail(st, "pld_program_run: a host task's copy from rank "
-                            "%d: %s",
+  return st ? pld__fail(st,
+                        "pld_program_run: a host task's copy from rank "
+                        "%d: %s",
                         r, pld_last_error())
             : PLD_OK;
 }
@@ -429,8 +428,8 @@ static void send_snapshot(struct pld_program *p) {
       atomic_store(&to->state, PLD__CORE_IDLE);
       atomic_store(&to->seq, seq & ~1u);
     }
-    o->held[i] = atomic_load(&to->state) == PLD__CORE_WAITING &&
-                         to->buf >= 0 && to->buf < p->nwinbufs &&
+    o->held[i] = atomic_load(&to->state) == PLD__CORE_WAITING && to->buf >= 0 &&
+                         to->buf < p->nwinbufs &&
                          (size_t)to->off + 4 <= p->winbufs[to->buf]->phys
                      ? f->ops->cell(f, to->buf, (size_t)to->off)
                      : 0;

@@ -24,9 +24,7 @@ struct shm_state {
   struct pld__devrun *runs;      /* [rank]: what each device process runs */
 };
 
-static struct shm_state *state(const struct pld_program *p) {
-  return p->cps;
-}
+static struct shm_state *state(const struct pld_program *p) { return p->cps; }
 
 unsigned char *pld__shm_region(const struct pld_program *p) {
   return p->cps ? state(p)->region : NULL;
@@ -153,7 +151,6 @@ static void shm_stop(struct pld_program *p, int kill_now) {
   p->started = 0;
 }
 
-
 /* Waits until each rank with start[r] set (NULL: every rank) reports
  * ready, or one died on the way. */
 static int await_ready(struct pld_program *p, const unsigned char *start,
@@ -233,8 +230,8 @@ static int shm_restart(struct pld_program *p, int r) {
 static int shm_start(struct pld_program *p) {
   struct shm_state *s = pld__calloc(1, sizeof *s);
   p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
-  int st = !s || !p->devs || !(s->runs = pld__calloc((size_t)p->nranks,
-                                                     sizeof *s->runs))
+  int st = !s || !p->devs ||
+                   !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs))
                ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
                : pld__devices_map(p->devs, p->nranks, p->plans, &p->world);
   if (st) {
@@ -260,8 +257,8 @@ static int shm_start(struct pld_program *p) {
   s->region = region;
   pld__shm_fabric_init(&s->fabric, s->region, &p->lay, -1);
   for (int r = 0; r < p->nranks; r++)
-    s->runs[r] = (struct pld__devrun){&p->plans[r], p->devs[r].ctl, p->world,
-                                      p->devs[r].data, NULL, {0}};
+    s->runs[r] = (struct pld__devrun){&p->plans[r],    p->devs[r].ctl, p->world,
+                                      p->devs[r].data, NULL,           {0}};
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
     return st;
@@ -286,7 +283,6 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
     }
   }
 }
-
 
 static int shm_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {

@@ -1,6 +1,7 @@
-/* host/run.c: starting device processes, running a compiled program, and
- * watching the run: deadlocks, time limits, crashes, devices that do not
- * stop.
+/* host/run.c: running a compiled program and watching the run (deadlocks,
+ * time limits, crashes, devices that do not stop), through the control
+ * plane of host/ctl.h: the devices are started, posted and stopped by
+ * host/ctl_shm.c or host/ctl_mpi.c.
  *
  * Everything the host reads from a device's control block was written by a
  * process that runs user code: a kernel's wild write can put anything
@@ -181,7 +182,7 @@ static int running_str(const struct pld_program *p, int r, int64_t now,
   return 0;
 }
 
-/* ---- device processes ------------------------------------------------- */
+/* ---- devices that died -------------------------------------------------- */
 
 /* A device died, or wrote over its control block: the message names rank,
  * device, what it was running and how it died; the others are stopped and

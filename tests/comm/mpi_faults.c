@@ -49,7 +49,7 @@ PLD_HOST(h_fault, h, PLD_SCALAR(what, INT32)) {
 
 int main(int argc, char **argv) {
   mode = argc > 1 ? argv[1] : "";
-  int32_t what = !strcmp(mode, "crash") ? 1
+  int32_t what = !strcmp(mode, "crash")  ? 1
                  : !strcmp(mode, "kill") ? 2
                  : !strcmp(mode, "ok")   ? 3
                                          : 0;
@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   st = pld_program_run(p, PLD_ARGS(what));
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  double s =
+      (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   int lead = pld_process_index() == 0;
   if (lead && st)
     fprintf(stderr, "%s: %s\n", pld_status_name(st), pld_last_error());
