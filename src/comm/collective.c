@@ -91,6 +91,19 @@ static int credit(struct coll *cc, int32_t to) {
                           cell_off(cc, CREDIT(cc->me)), 1, PLD_NOTIFY_ADD);
 }
 
+/* The same, landing at the latest at send_credits: the credits of one
+ * round to every rank travel together. */
+static int credit_later(struct coll *cc, int32_t to) {
+  return pld__signal_cell_later(cc->c, cc->fn, cc->sig, to,
+                                cell_off(cc, CREDIT(cc->me)), 1,
+                                PLD_NOTIFY_ADD);
+}
+
+static int send_credits(struct coll *cc) {
+  int st = cc->f->ops->flush(cc->f, -1);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
 /* Waits for one more credit from rank `from` than this call waited for so
  * far. */
 static int await(struct coll *cc, int32_t from) {
@@ -117,7 +130,9 @@ static int barrier(struct coll *cc) {
   cc->c->coll_round++;
   for (int32_t q = 0; q < cc->n && !st; q++)
     if (q != cc->me)
-      st = credit(cc, q);
+      st = credit_later(cc, q);
+  if (!st)
+    st = send_credits(cc);
   return st ? st : await_all(cc);
 }
 
@@ -146,8 +161,10 @@ static int enter(struct coll *cc, const struct eager *ep) {
       memcpy(msg + D_WORDS, ep->src + (size_t)q * ep->stride, ep->bytes);
     st = write_rank(cc, cc->sig, q, at, msg, sizeof cc->desc + ep->bytes);
     if (!st && q != cc->me)
-      st = credit(cc, q);
+      st = credit_later(cc, q);
   }
+  if (!st)
+    st = send_credits(cc);
   return st ? st : await_all(cc);
 }
 

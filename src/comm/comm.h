@@ -59,6 +59,11 @@ struct pld__fabric_ops {
    * the cell), then wake the peer's waiters. */
   int (*signal)(struct pld__fabric *f, int buf, int peer, size_t off,
                 int32_t value, pld_notify_op op);
+  /* A signal that lands at the latest at this rank's next flush (of
+   * every peer) or signal: the signals of one round then travel together
+   * where the fabric can overlap them. */
+  int (*signal_later)(struct pld__fabric *f, int buf, int peer, size_t off,
+                      int32_t value, pld_notify_op op);
   /* Every write of this rank to peer (-1: to every peer) is complete at
    * its target. */
   int (*flush)(struct pld__fabric *f, int peer);
@@ -138,6 +143,11 @@ int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
 int pld__signal_cell(struct pld__core *c, const char *fn,
                      const struct pld__tensor *w, int32_t peer, size_t off,
                      int32_t value, pld_notify_op op);
+/* The same through the fabric's signal_later (a flush of every peer
+ * completes it). */
+int pld__signal_cell_later(struct pld__core *c, const char *fn,
+                           const struct pld__tensor *w, int32_t peer,
+                           size_t off, int32_t value, pld_notify_op op);
 int pld__wait_cell(struct pld__core *c, const char *fn,
                    const struct pld__tensor *w, size_t off, int n,
                    const int64_t *idx, int32_t expected, int cmp);

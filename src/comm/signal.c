@@ -43,16 +43,29 @@ int pld__cell_offset(struct pld__core *c, const char *fn, pld_window sig,
   return PLD_OK;
 }
 
-int pld__signal_cell(struct pld__core *c, const char *fn,
-                     const struct pld__tensor *w, int32_t peer, size_t off,
-                     int32_t value, pld_notify_op op) {
+static int signal_cell(struct pld__core *c, const char *fn,
+                       const struct pld__tensor *w, int32_t peer, size_t off,
+                       int32_t value, pld_notify_op op, int later) {
   const struct pld__comm_env *env = c->env;
-  int st = env->fabric->ops->signal(env->fabric, w->win_buf,
-                                    w->comm->members[peer], off, value, op);
+  struct pld__fabric *f = env->fabric;
+  int st = (later ? f->ops->signal_later : f->ops->signal)(
+      f, w->win_buf, w->comm->members[peer], off, value, op);
   if (st)
     return pld__kfail(c, st, fn, "%s", pld_last_error());
   atomic_fetch_add_explicit(&env->watch->progress, 1, memory_order_relaxed);
   return PLD_OK;
+}
+
+int pld__signal_cell(struct pld__core *c, const char *fn,
+                     const struct pld__tensor *w, int32_t peer, size_t off,
+                     int32_t value, pld_notify_op op) {
+  return signal_cell(c, fn, w, peer, off, value, op, 0);
+}
+
+int pld__signal_cell_later(struct pld__core *c, const char *fn,
+                           const struct pld__tensor *w, int32_t peer,
+                           size_t off, int32_t value, pld_notify_op op) {
+  return signal_cell(c, fn, w, peer, off, value, op, 1);
 }
 
 int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,

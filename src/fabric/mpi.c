@@ -306,6 +306,9 @@ struct pld__mpi_prog {
   unsigned char *dirty;
   int *dirty_list, ndirty;
   _Atomic int any_dirty;
+  /* Signals sent later whose doorbells wait for the next flush: (world
+   * rank, buffer) pairs, at most one per rank. */
+  int *late, nlate;
   /* A transfer's pieces not issued yet (write_later, read_later): the
    * next piece continuing it on both sides joins it, so that a transfer in
    * chunks is one MPI_Put or MPI_Get. */
@@ -534,12 +537,13 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
   m->dirty = calloc((size_t)(s->nbufs ? s->nbufs : 1) * (size_t)m->n, 1);
   m->dirty_list =
       calloc((size_t)(s->nbufs ? s->nbufs : 1) * (size_t)m->n, sizeof(int));
+  m->late = calloc((size_t)m->n * 2, sizeof *m->late);
   m->stage = calloc((size_t)m->n, s->snap_bytes);
   m->stage_gen = calloc((size_t)m->n, sizeof *m->stage_gen);
   m->verdict_bytes = s->snap_bytes;
   m->verdict = calloc(1, s->snap_bytes);
-  if (!m->bufs || !m->dirty || !m->dirty_list || !m->stage || !m->stage_gen ||
-      !m->verdict) {
+  if (!m->bufs || !m->dirty || !m->dirty_list || !m->late || !m->stage ||
+      !m->stage_gen || !m->verdict) {
     pld__mpi_prog_destroy(m, 1);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
   }
@@ -607,6 +611,7 @@ void pld__mpi_prog_destroy(struct pld__mpi_prog *m, int abandon) {
   free(m->private_bell);
   free(m->dirty);
   free(m->dirty_list);
+  free(m->late);
   free(m->stage);
   free(m->stage_gen);
   free(m->verdict);
@@ -1065,40 +1070,88 @@ static void do_acc(void *arg) {
   mark_dirty(o->m, o->buf, d);
 }
 
-/* The signal after every RMA write before it: flush them, update the cell
- * atomically (never a plain put: pollers read it), complete that, and ring
- * the target's doorbell (in shared memory, or through its proxy). */
+/* Rings world rank peer's doorbell for a signal on buffer buf that is
+ * complete at the peer: in shared memory, or by a message its proxy turns
+ * into a ring.  Returns the MPI status. */
+static int ring_peer(struct pld__mpi_prog *m, int peer, int buf) {
+  if (m->bells[peer]) {
+    ring(m->bells[peer]);
+    return MPI_SUCCESS;
+  }
+  if (peer == m->me) {
+    MPI_Win_sync(m->bufs[buf].win);
+    ring(m->bell);
+    return MPI_SUCCESS;
+  }
+  /* Not waited for: the cell is updated already, and a waiter polls it
+   * (mpi_wait_events); the ring only wakes one asleep. */
+  struct send_args a = {m, &buf, sizeof buf, peer, TAG_BELL, MPI_SUCCESS};
+  do_send(&a);
+  return a.rc;
+}
+
+/* Completes every write since the last flush and every signal sent later,
+ * then rings those signals' doorbells (their accumulates, issued
+ * together, complete together). */
+static int complete_all(struct pld__mpi_prog *m) {
+  int rc = issue_pending(m);
+  if (rc == MPI_SUCCESS)
+    rc = flush_dirty(m, -1);
+  for (int i = 0; i < m->nlate && rc == MPI_SUCCESS; i++) {
+    struct mbuf *mb = &m->bufs[m->late[2 * i + 1]];
+    rc = MPI_Win_flush(mb->drank[m->late[2 * i]], mb->win);
+  }
+  for (int i = 0; i < m->nlate && rc == MPI_SUCCESS; i++)
+    rc = ring_peer(m, m->late[2 * i], m->late[2 * i + 1]);
+  m->nlate = 0;
+  return rc;
+}
+
+/* The accumulate of a signal onto its cell (never a plain put: pollers
+ * read it). */
+static int accumulate_cell(struct op *o) {
+  struct mbuf *mb = &o->m->bufs[o->sig_buf];
+  return MPI_Accumulate(
+      &o->value, 1, MPI_INT32_T, mb->drank[o->peer], (MPI_Aint)o->sig_off, 1,
+      MPI_INT32_T, o->nop == PLD_NOTIFY_SET ? MPI_REPLACE : MPI_SUM, mb->win);
+}
+
+/* The signal after every RMA write before it: everything completed, the
+ * cell updated atomically, completed, and the target's doorbell rung. */
 static void do_signal(void *arg) {
   struct op *o = arg;
   struct pld__mpi_prog *m = o->m;
+  struct mbuf *mb = &m->bufs[o->sig_buf];
   o->what = "MPI_Win_flush";
+  if ((o->rc = complete_all(m)) != MPI_SUCCESS)
+    return;
+  o->what = "MPI_Accumulate";
+  if ((o->rc = accumulate_cell(o)) != MPI_SUCCESS ||
+      (o->rc = MPI_Win_flush(mb->drank[o->peer], mb->win)) != MPI_SUCCESS)
+    return;
+  o->what = "MPI_Isend";
+  o->rc = ring_peer(m, o->peer, o->sig_buf);
+}
+
+/* A signal of a round: every write before it completed, its accumulate
+ * left in flight with the round's other signals, completed and its
+ * doorbell rung by the next flush or signal. */
+static void do_signal_later(void *arg) {
+  struct op *o = arg;
+  struct pld__mpi_prog *m = o->m;
+  o->what = "MPI_Win_flush";
+  if (m->nlate == m->n && (o->rc = complete_all(m)) != MPI_SUCCESS)
+    return;
   if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
       (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS)
     return;
-  struct mbuf *mb = &m->bufs[o->sig_buf];
-  int d = mb->drank[o->peer];
   o->what = "MPI_Accumulate";
-  o->rc = MPI_Accumulate(
-      &o->value, 1, MPI_INT32_T, d, (MPI_Aint)o->sig_off, 1, MPI_INT32_T,
-      o->nop == PLD_NOTIFY_SET ? MPI_REPLACE : MPI_SUM, mb->win);
-  if (o->rc == MPI_SUCCESS)
-    o->rc = MPI_Win_flush(d, mb->win);
-  if (o->rc != MPI_SUCCESS)
+  if ((o->rc = accumulate_cell(o)) != MPI_SUCCESS)
     return;
-  if (m->bells[o->peer]) {
-    ring(m->bells[o->peer]);
-  } else if (o->peer == m->me) {
-    MPI_Win_sync(mb->win);
-    ring(m->bell);
-  } else {
-    /* Not waited for: the cell is updated already, and a waiter polls it
-     * (mpi_wait_events); the ring only wakes one asleep. */
-    struct send_args a = {m,       &o->sig_buf, sizeof o->sig_buf,
-                          o->peer, TAG_BELL,    MPI_SUCCESS};
-    o->what = "MPI_Isend";
-    do_send(&a);
-    o->rc = a.rc;
-  }
+  m->late[2 * m->nlate] = o->peer;
+  m->late[2 * m->nlate + 1] = o->sig_buf;
+  m->nlate++;
+  atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
 }
 
 /* The data joins the pieces held back (the signal flushes them all). */
@@ -1113,7 +1166,9 @@ static void do_put_signal(void *arg) {
 static void do_flush(void *arg) {
   struct op *o = arg;
   o->what = "MPI_Win_flush";
-  if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS)
+  if (o->m->nlate || o->peer < 0)
+    o->rc = complete_all(o->m);
+  else if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS)
     o->rc = flush_dirty(o->m, o->peer);
 }
 
@@ -1254,6 +1309,21 @@ static int mpi_signal(struct pld__fabric *f, int buf, int peer, size_t off,
   return mpi_put_signal(f, buf, peer, 0, NULL, 0, buf, off, value, op);
 }
 
+static int mpi_signal_later(struct pld__fabric *f, int buf, int peer,
+                            size_t off, int32_t value, pld_notify_op op) {
+  struct pld__mpi_prog *m = prog_of(f);
+  if (atomic_shm(m, buf, peer)) /* lands at once */
+    return mpi_signal(f, buf, peer, off, value, op);
+  struct op o = {.m = m,
+                 .buf = buf,
+                 .peer = peer,
+                 .sig_buf = buf,
+                 .sig_off = off,
+                 .value = value,
+                 .nop = op};
+  return run_op(&o, do_signal_later);
+}
+
 static const void *mpi_view(struct pld__fabric *f, int buf, int peer,
                             size_t off, size_t n) {
   (void)n;
@@ -1298,6 +1368,7 @@ static const struct pld__fabric_ops mpi_ops = {
     .read_later = mpi_read_later,
     .accumulate = mpi_accumulate,
     .signal = mpi_signal,
+    .signal_later = mpi_signal_later,
     .flush = mpi_flush,
     .put_signal = mpi_put_signal,
     .view = mpi_view,

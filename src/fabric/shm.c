@@ -234,6 +234,7 @@ static const struct pld__fabric_ops shm_ops = {
     .read_later = shm_read,
     .accumulate = shm_accumulate,
     .signal = shm_signal,
+    .signal_later = shm_signal, /* lands at once */
     .flush = shm_flush,
     .put_signal = shm_put_signal,
     .view = shm_view,
