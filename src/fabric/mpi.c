@@ -387,7 +387,6 @@ static int make_buf(struct pld__mpi_prog *m, int b) {
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   MPI_Info_set(info, "same_disp_unit", "true");
-  int any_rma = 0;
   if (!m->set.same_node_rma) {
     /* The domain's members on this node share memory. */
     MPI_Comm node;
@@ -395,7 +394,7 @@ static int make_buf(struct pld__mpi_prog *m, int b) {
                         &node);
     int nsize;
     MPI_Comm_size(node, &nsize);
-    any_rma = nsize < size;
+    int any_rma = nsize < size;
     rc = MPI_Win_allocate_shared((MPI_Aint)mb->bytes, 1, info, node, &mb->local,
                                  &mb->shwin);
     if (rc == MPI_SUCCESS) {
@@ -421,7 +420,6 @@ static int make_buf(struct pld__mpi_prog *m, int b) {
       rc = MPI_Win_create(mb->local, (MPI_Aint)mb->bytes, 1, info, mb->comm,
                           &mb->win);
   } else {
-    any_rma = 1;
     rc = MPI_Win_allocate((MPI_Aint)mb->bytes, 1, info, mb->comm, &mb->local,
                           &mb->win);
     mb->shm[m->me] = mb->local;
@@ -441,7 +439,6 @@ static int make_buf(struct pld__mpi_prog *m, int b) {
     MPI_Win_lock_all(MPI_MODE_NOCHECK, mb->win);
     m->rma = 1;
   }
-  (void)any_rma;
   memset(mb->local, 0, mb->bytes);
   return PLD_OK;
 }
@@ -950,22 +947,15 @@ static int issue_pending(struct pld__mpi_prog *m) {
              m->pend.ptr, m->pend.n);
 }
 
-static void do_put(void *arg) {
+/* A write (o->src) or read (o->dst) done now: issued, and complete here
+ * (the source may change, the destination be read) when it returns. */
+static void do_now(void *arg) {
   struct op *o = arg;
-  o->what = "MPI_Put";
+  int get = o->dst != NULL;
+  o->what = get ? "MPI_Get" : "MPI_Put";
   if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS ||
-      (o->rc = rma(o->m, 0, o->buf, o->peer, o->off, (unsigned char *)o->src,
-                   o->n)) != MPI_SUCCESS)
-    return;
-  o->rc = MPI_Win_flush_local(o->m->bufs[o->buf].drank[o->peer],
-                              o->m->bufs[o->buf].win);
-}
-
-static void do_get(void *arg) {
-  struct op *o = arg;
-  o->what = "MPI_Get";
-  if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS ||
-      (o->rc = rma(o->m, 1, o->buf, o->peer, o->off, o->dst, o->n)) !=
+      (o->rc = rma(o->m, get, o->buf, o->peer, o->off,
+                   get ? o->dst : (unsigned char *)o->src, o->n)) !=
           MPI_SUCCESS)
     return;
   o->rc = MPI_Win_flush_local(o->m->bufs[o->buf].drank[o->peer],
@@ -1190,50 +1180,47 @@ static void *mpi_local(struct pld__fabric *f, int buf) {
   return prog_of(f)->bufs[buf].local;
 }
 
+/* A write (src) or read (dst) of n bytes at off of peer's copy: through
+ * shared memory at once where the copy is there, else on the proxy by fn
+ * (do_now or do_later). */
+static int move(struct pld__fabric *f, void (*fn)(void *), int buf, int peer,
+                size_t off, const void *src, void *dst, size_t n) {
+  struct pld__mpi_prog *m = prog_of(f);
+  unsigned char *p = m->bufs[buf].shm[peer];
+  if (p && dst)
+    memcpy(dst, p + off, n);
+  else if (p)
+    memcpy(p + off, src, n);
+  if (p)
+    return PLD_OK;
+  struct op o = {.m = m,
+                 .buf = buf,
+                 .peer = peer,
+                 .off = off,
+                 .src = src,
+                 .dst = dst,
+                 .n = n};
+  return run_op(&o, fn);
+}
+
 static int mpi_write(struct pld__fabric *f, int buf, int peer, size_t off,
                      const void *src, size_t n) {
-  struct pld__mpi_prog *m = prog_of(f);
-  unsigned char *to = m->bufs[buf].shm[peer];
-  if (to) {
-    memcpy(to + off, src, n);
-    return PLD_OK;
-  }
-  struct op o = {
-      .m = m, .buf = buf, .peer = peer, .off = off, .src = src, .n = n};
-  return run_op(&o, do_put);
+  return move(f, do_now, buf, peer, off, src, NULL, n);
 }
 
 static int mpi_read(struct pld__fabric *f, int buf, int peer, size_t off,
                     void *dst, size_t n) {
-  struct pld__mpi_prog *m = prog_of(f);
-  const unsigned char *from = m->bufs[buf].shm[peer];
-  if (from) {
-    memcpy(dst, from + off, n);
-    return PLD_OK;
-  }
-  struct op o = {
-      .m = m, .buf = buf, .peer = peer, .off = off, .dst = dst, .n = n};
-  return run_op(&o, do_get);
+  return move(f, do_now, buf, peer, off, NULL, dst, n);
 }
 
 static int mpi_write_later(struct pld__fabric *f, int buf, int peer, size_t off,
                            const void *src, size_t n) {
-  struct pld__mpi_prog *m = prog_of(f);
-  if (m->bufs[buf].shm[peer])
-    return mpi_write(f, buf, peer, off, src, n);
-  struct op o = {
-      .m = m, .buf = buf, .peer = peer, .off = off, .src = src, .n = n};
-  return run_op(&o, do_later);
+  return move(f, do_later, buf, peer, off, src, NULL, n);
 }
 
 static int mpi_read_later(struct pld__fabric *f, int buf, int peer, size_t off,
                           void *dst, size_t n) {
-  struct pld__mpi_prog *m = prog_of(f);
-  if (m->bufs[buf].shm[peer])
-    return mpi_read(f, buf, peer, off, dst, n);
-  struct op o = {
-      .m = m, .buf = buf, .peer = peer, .off = off, .dst = dst, .n = n};
-  return run_op(&o, do_later);
+  return move(f, do_later, buf, peer, off, NULL, dst, n);
 }
 
 /* Where a buffer is an RMA window (some member of its domain is reached

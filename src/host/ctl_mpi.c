@@ -200,6 +200,21 @@ static int mpi_start(struct pld_program *p) {
   return PLD_OK;
 }
 
+/* Rank r's len bytes at dev_off of its device memory into host, on every
+ * process (a broadcast from r's: collective). */
+static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
+                     size_t len) {
+  struct mpi_state *s = state(p);
+  if (r == s->me)
+    memcpy(host, s->data + dev_off, len);
+  int st = pld__mpi_bcast(s->m, host, len, r);
+  return st ? pld__fail(st,
+                        "pld_program_run: copying %zu bytes from rank %d's "
+                        "device: %s",
+                        len, r, pld_last_error())
+            : PLD_OK;
+}
+
 /* Copies this rank's slices between the host arguments and its device
  * memory (in: the In slices; out: the Out slices, which every process
  * gets from every rank). */
@@ -211,25 +226,18 @@ static int copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
     const struct pld__devplan *pl = &p->plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
-      if (buf->host_arg >= p->nargs)
+      if (buf->host_arg >= p->nargs ||
+          !(buf->dirs & (in ? PLD_DIR_IN : PLD_DIR_OUT)))
         continue;
       unsigned char *host =
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
-      if (in) {
-        if (buf->dirs & PLD_DIR_IN)
-          memcpy(s->data + buf->offset, host, buf->nbytes);
-        continue;
-      }
-      if (!(buf->dirs & PLD_DIR_OUT))
-        continue;
-      if (r == s->me)
-        memcpy(host, s->data + buf->offset, buf->nbytes);
-      int st = pld__mpi_bcast(s->m, host, buf->nbytes, r);
+      int st = PLD_OK;
+      if (in)
+        memcpy(s->data + buf->offset, host, buf->nbytes);
+      else
+        st = mpi_fetch(p, r, buf->offset, host, buf->nbytes);
       if (st)
-        return pld__fail(st,
-                         "pld_program_run: gathering the Out slices of "
-                         "rank %d: %s",
-                         r, pld_last_error());
+        return st;
     }
   }
   return PLD_OK;
@@ -332,19 +340,6 @@ static void mpi_await(struct pld_program *p, uint32_t seen, int64_t ns,
  * intermediates and each can copy the results into its own device. */
 static void mpi_task_begin(struct pld_program *p, int k) {
   pld__mpi_send_task(state(p)->m, (uint32_t)k + 1);
-}
-
-static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
-                     size_t len) {
-  struct mpi_state *s = state(p);
-  if (r == s->me)
-    memcpy(host, s->data + dev_off, len);
-  int st = pld__mpi_bcast(s->m, host, len, r);
-  return st ? pld__fail(st,
-                        "pld_program_run: a host task's copy from rank "
-                        "%d: %s",
-                        r, pld_last_error())
-            : PLD_OK;
 }
 
 static void mpi_store(struct pld_program *p, int r, size_t dev_off,

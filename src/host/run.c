@@ -22,7 +22,6 @@
 #include "host/ctl.h"
 #include "pld/collective.h"
 
-#define LIVENESS_NS PLD__LIVENESS_NS
 /* How long a quiet state must last, unchanged, to be called a deadlock. */
 #define QUIET_NS ((int64_t)50000000) /* 50 ms */
 /* Once a run is stopped (a failure, a deadlock, a time limit), how long
@@ -913,12 +912,12 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     p->cp->await(p, ev,
                  stopped_at ? STOPPING_NS
                  : wt.quiet ? QUIET_NS / 4
-                            : LIVENESS_NS,
+                            : PLD__LIVENESS_NS,
                  &spin);
     /* A device killed from outside rings no bell: look for it every
-     * LIVENESS_NS, however often the loop wakes. */
+     * PLD__LIVENESS_NS, however often the loop wakes. */
     now = pld__now_ns();
-    if (now - last_reap >= LIVENESS_NS) {
+    if (now - last_reap >= PLD__LIVENESS_NS) {
       last_reap = now;
       if ((dead = pld__find_dead(p, 1, corrupt_what, sizeof corrupt_what)) >= 0) {
         st = pld__died(p, dead, corrupt_what);
