@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-sh tools/need.sh tools/test.sh cmake gcc libcmocka-dev openmpi-bin libopenmpi-dev
+sh tools/need.sh tools/test.sh cmake gcc libcmocka-dev openmpi-bin libopenmpi-dev python3
 
 san=${1:-}
 dir=build-test${san:+-$san}

@@ -57,9 +57,22 @@ typedef struct pld_config {
    * memory) or "rma" (through MPI RMA, as peers on other nodes: what a
    * cluster does, on one machine).  NULL: PLD_MPI_SAME_NODE, else "shm". */
   const char *mpi_same_node;
+  /* Where every run of the program writes a trace (Chrome trace-event
+   * JSON, for Perfetto, chrome://tracing and pld-trace; see
+   * docs/trace-format.md): one file per process, shared by its programs.
+   * NULL: PLD_TRACE (unset or empty: no trace); "": no trace. */
+  const char *trace;
+  /* "races": every access of a kernel to window memory is checked against
+   * the order signals create, and a run with two accesses of which one
+   * writes and neither is ordered before the other (or an unordered Set
+   * and Add on one signal cell) fails with PLD_ERR_RACE and a report
+   * naming both; runs are slower (see README).  Needs the shm fabric.
+   * NULL: PLD_CHECK (unset or empty: no checking); "": no checking. */
+  const char *check;
 } pld_config;
 
-#define PLD_CONFIG_INIT {"a2a3sim", NULL, 0, NULL, 0, 0, 0, NULL, NULL}
+#define PLD_CONFIG_INIT                                                        \
+  {"a2a3sim", NULL, 0, NULL, 0, 0, 0, NULL, NULL, NULL, NULL}
 
 /* The processes that run each program together: under mpirun with the
  * MPI fabric, the processes mpirun started and this one's index among

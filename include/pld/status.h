@@ -25,7 +25,8 @@
   X(PLD_ERR_STATE, 11, "call not valid in this state")                         \
   X(PLD_ERR_UNSUPPORTED, 12, "not supported")                                  \
   X(PLD_ERR_LEVEL, 13, "call made from the wrong level")                      \
-  X(PLD_ERR_MISMATCH, 14, "ranks made different collective calls")
+  X(PLD_ERR_MISMATCH, 14, "ranks made different collective calls")           \
+  X(PLD_ERR_RACE, 15, "data race between ranks")
 
 enum pld_status {
 #define PLD__STATUS_ENUM(name, value, text) name = value,

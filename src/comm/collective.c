@@ -73,7 +73,21 @@ struct coll {
    * reductions, an accumulator (FP32 or INT32, `group` elements). */
   pld_tile *stage, *acc;
   size_t group;
+  /* Its span in the trace (core/trace.h), when observed. */
+  struct pld__tev ev;
+  int observed;
 };
+
+/* The call's span begins: call is its number on the lane, bytes this
+ * rank's payload. */
+static void span_begin(struct coll *cc, int32_t call, int64_t bytes) {
+  if (!(cc->observed = pld__observed(PLD__TEV_COLL)))
+    return;
+  pld__tev_init(&cc->ev, PLD__TEV_COLL, cc->kind, cc->sig->name);
+  cc->ev.a = call;
+  cc->ev.x = bytes;
+  pld__obs_begin(&cc->ev);
+}
 
 /* ---- the lane: credits, waits, descriptors --------------------------------
  */
@@ -542,6 +556,7 @@ static int start(struct coll *cc, pld_dtype dt, int op, int mode, int root,
   cc->c->coll_kind = cc->kind;
   cc->c->coll_call = call + 1;
   cc->c->coll_round = 0;
+  span_begin(cc, call + 1, count * (int64_t)pld_dtype_size(dt));
   int st = enter(cc, ep);
   return st ? st : compare_calls(cc);
 }
@@ -556,6 +571,8 @@ static int finish(struct coll *cc, int st) {
   pld_tile_free(k, cc->acc);
   pld_tile_free(k, cc->stage);
   c->coll_kind = c->coll_call = c->coll_round = 0;
+  if (cc->observed)
+    pld__obs_end(&cc->ev);
   return c->status ? c->status : st;
 }
 
@@ -575,12 +592,27 @@ static void chunk(int64_t lo, int64_t hi, int32_t c, int32_t p, int64_t *c0,
 
 /* ---- moving bytes ------------------------------------------------------- */
 
+/* The race detector's check of the call's access (PLD__RACE_*) to `bytes`
+ * bytes at byte `off` of rank q's copy of window w (its own signal window
+ * is its synchronisation, not data). */
+static int race(struct coll *cc, int kind, const struct pld__tensor *w,
+                int32_t q, size_t off, size_t bytes) {
+  if (!pld__race_on() || w == cc->sig || !(w->flags & PLD__T_WINDOW))
+    return PLD_OK;
+  int st = pld__race_access(kind, cc->fn, w->name, w->win_buf,
+                            cc->comm->members[q], w->win_offset + off, bytes,
+                            1, bytes);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
 /* Reads `bytes` bytes at byte `off` of rank q's copy of window w into dst
  * (this rank's own copy: a local copy). */
 static int read_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
                      size_t off, void *dst, size_t bytes) {
   if (!bytes)
     return PLD_OK;
+  if (race(cc, PLD__RACE_READ, w, q, off, bytes))
+    return cc->c->status;
   if (q == cc->me) {
     memmove(dst, (const unsigned char *)w->data + off, bytes);
     return PLD_OK;
@@ -596,10 +628,12 @@ static int read_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
 static const void *rank_bytes(struct coll *cc, const struct pld__tensor *w,
                               int32_t q, size_t off, void *stage,
                               size_t bytes) {
+  if (cc->eager && q != cc->me)
+    return sent(cc, q) + (off - cc->eager_off);
+  if (race(cc, PLD__RACE_READ, w, q, off, bytes))
+    return NULL;
   if (q == cc->me)
     return (const unsigned char *)w->data + off;
-  if (cc->eager)
-    return sent(cc, q) + (off - cc->eager_off);
   const void *in = cc->f->ops->view(cc->f, w->win_buf, cc->comm->members[q],
                                     w->win_offset + off, bytes);
   if (in)
@@ -611,6 +645,8 @@ static int write_rank(struct coll *cc, const struct pld__tensor *w, int32_t q,
                       size_t off, const void *src, size_t bytes) {
   if (!bytes)
     return PLD_OK;
+  if (race(cc, PLD__RACE_WRITE, w, q, off, bytes))
+    return cc->c->status;
   if (q == cc->me) {
     memmove((unsigned char *)w->data + off, src, bytes);
     return PLD_OK;
@@ -1066,6 +1102,7 @@ int pld_barrier(pld_core k, pld_window sig) {
   int st = begin(&cc, k.p, "pld_barrier", &a, sig, NULL, 0, NULL, NULL, 0);
   if (!st) {
     k.p->coll_kind = PLD__COLL_BARRIER;
+    span_begin(&cc, 0, 0);
     st = barrier(&cc);
   }
   return finish(&cc, st);

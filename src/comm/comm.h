@@ -12,6 +12,8 @@
 #include "core/futex.h"
 #include "core/kctx.h"
 #include "core/tensor.h"
+#include "core/race.h"
+#include "core/trace.h"
 #include "core/watch.h"
 #include "pld/signal.h"
 
@@ -102,7 +104,15 @@ struct pld__comm_env {
   _Atomic uint32_t *abort;    /* the run is being stopped (world) */
   struct pld__watch *watch;   /* what the device publishes for the host */
   struct pld__spin spin;
+  struct pld__trace_area *trace; /* the threads' events (core/trace.h) */
+  struct pld__race *race;        /* the race detector (core/race.h) */
 };
+
+/* With PLD_DEBUG=fabric: a fabric that logs every call, then makes it
+ * through f (f itself otherwise, or if memory is short); and freeing it
+ * (was: the f it wrapped). */
+struct pld__fabric *pld__fabric_logged(struct pld__fabric *f);
+void pld__fabric_unlogged(struct pld__fabric *f, struct pld__fabric *was);
 
 /* Values of the abort word. */
 enum { PLD__ABORT_NONE = 0, PLD__ABORT_FAILED = 1, PLD__ABORT_DEADLOCK = 2,

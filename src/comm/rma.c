@@ -29,6 +29,7 @@ static int fabric_failed(struct pld__core *c, const char *fn, int st) {
  * the fabric can (put_signal): the cell (offset in buffer buf) of the
  * peer, its value and op.  done is set once it was sent. */
 struct fused {
+  const struct pld__tensor *w; /* its window */
   int buf;
   size_t off;
   int32_t value;
@@ -49,6 +50,21 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
                      struct fused *sig, int later) {
   struct pld__fabric *f = c->env->fabric;
   size_t es = pld_dtype_size(w->dtype);
+  if (pld__race_on()) {
+    int st = pld__race_access(
+        !put ? PLD__RACE_READ
+        : atomic == PLD_ATOMIC_ADD ? PLD__RACE_ATOMIC
+                                   : PLD__RACE_WRITE,
+        fn, w->name, w->win_buf, world, win_at(w, row, col),
+        (size_t)cols * es, (size_t)rows, (size_t)pld__tensor_cols(w) * es);
+    if (!st && put && sig && atomic != PLD_ATOMIC_ADD)
+      st = pld__race_release(fn, sig->w->name, sig->buf, world, sig->off,
+                             (int64_t)((sig->off - sig->w->win_offset) /
+                                       sizeof(int32_t)),
+                             sig->op == PLD_NOTIFY_SET);
+    if (st)
+      return fabric_failed(c, fn, st);
+  }
   if (stride == (size_t)cols * es && cols == pld__tensor_cols(w)) {
     cols *= rows;
     rows = 1;
@@ -81,6 +97,34 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
   return PLD_OK;
 }
 
+/* The span of a transfer (sub: PLD__TR_*) of n bytes with peer of window
+ * w, begun if anything observes it: returns whether it was. */
+static int rma_begin(struct pld__tev *e, int sub, const struct pld__tensor *w,
+                     int32_t peer, int64_t n) {
+  if (!pld__observed(PLD__TEV_RMA))
+    return 0;
+  pld__tev_init(e, PLD__TEV_RMA, sub, w->name);
+  e->c = peer;
+  e->x = n;
+  pld__obs_begin(e);
+  return 1;
+}
+
+/* A remote load or store of a tile: its rows through move_rows. */
+static int tile_rows(struct pld__core *c, const char *fn, int put,
+                     const struct pld__tensor *w, int32_t peer, int64_t row,
+                     int64_t col, const pld_tile *t, pld_atomic atomic) {
+  struct pld__tev e;
+  int observed =
+      rma_begin(&e, put ? PLD__TR_RSTORE : PLD__TR_RLOAD, w, peer,
+                (int64_t)t->rows * t->cols * (int64_t)pld_dtype_size(t->dtype));
+  int st = move_rows(c, fn, put, w, w->comm->members[peer], row, col, t->rows,
+                     t->cols, t->data, t->row_bytes, atomic, NULL, 0);
+  if (observed)
+    pld__obs_end(&e);
+  return st;
+}
+
 pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
                           int64_t row, int64_t col, int32_t rows,
                           int32_t cols) {
@@ -92,8 +136,7 @@ pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
   pld_tile *t = pld__tile_alloc(c, fn, src.p->dtype, rows, cols);
   if (!t)
     return NULL;
-  if (move_rows(c, fn, 0, src.p, src.p->comm->members[peer], row, col, rows,
-                cols, t->data, t->row_bytes, PLD_ATOMIC_NONE, NULL, 0)) {
+  if (tile_rows(c, fn, 0, src.p, peer, row, col, t, PLD_ATOMIC_NONE)) {
     pld_tile_free(k, t);
     return NULL;
   }
@@ -115,9 +158,7 @@ int pld_remote_load_into(pld_core k, pld_tile *dst, pld_window src,
       (st = pld__region_check(c, fn, src.p, peer, NULL, row, col, dst->rows,
                               dst->cols)))
     return st;
-  return move_rows(c, fn, 0, src.p, src.p->comm->members[peer], row, col,
-                   dst->rows, dst->cols, dst->data, dst->row_bytes,
-                   PLD_ATOMIC_NONE, NULL, 0);
+  return tile_rows(c, fn, 0, src.p, peer, row, col, dst, PLD_ATOMIC_NONE);
 }
 
 static int atomic_dtype_ok(pld_dtype d) {
@@ -175,8 +216,7 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
       (st = pld__region_check(c, fn, dst.p, peer, NULL, row, col, t->rows,
                               t->cols)))
     return st;
-  return move_rows(c, fn, 1, dst.p, dst.p->comm->members[peer], row, col,
-                   t->rows, t->cols, t->data, t->row_bytes, atomic, NULL, 0);
+  return tile_rows(c, fn, 1, dst.p, peer, row, col, t, atomic);
 }
 
 /* ---- put / get ----------------------------------------------------------- */
@@ -362,7 +402,12 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
                               rows, cols)) ||
       (st = pld__region_check(c, fn, win.p, peer, NULL, wrow, wcol, rows,
                               cols)) ||
-      (sg && (st = check_staging(c, fn, sg, src->dtype))))
+      (sg && (st = check_staging(c, fn, sg, src->dtype))) ||
+      /* the local side may be this rank's copy of a window */
+      (st = pld__tensor_race(c, fn, put ? PLD__RACE_READ : PLD__RACE_WRITE,
+                             loc.p, lrow, lcol,
+                             (size_t)cols * pld_dtype_size(loc.p->dtype),
+                             (size_t)rows)))
     return st;
 
   size_t es = pld_dtype_size(src->dtype);
@@ -378,9 +423,15 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
     }
   int world = win.p->comm->members[peer];
   size_t stride = (size_t)pld__tensor_cols(loc.p) * es;
+  struct pld__tev e;
+  int observed = rma_begin(&e,
+                           sg ? (put ? PLD__TR_PUT_TILES : PLD__TR_GET_TILES)
+                              : (put ? PLD__TR_PUT : PLD__TR_GET),
+                           win.p, peer, rows * cols * (int64_t)es);
   int turn = 0;
   /* A put's notify rides on its last write (put_signal). */
-  struct fused fz = {nt ? nt->sig.p->win_buf : -1, sig_off, nt ? nt->value : 0,
+  struct fused fz = {nt ? nt->sig.p : NULL,          nt ? nt->sig.p->win_buf : -1,
+                     sig_off, nt ? nt->value : 0,
                      nt ? nt->op : PLD_NOTIFY_ADD, 0};
   /* Straight from (into) the tensor, the staging tiles only reserved:
    * the chunks would land where the whole region does, so it moves as one
@@ -415,6 +466,8 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   if (!st && !sg && !fz.done && (st = c->env->fabric->ops->flush(
                                      c->env->fabric, world)))
     st = fabric_failed(c, fn, st);
+  if (observed)
+    pld__obs_end(&e);
   return st;
 }
 

@@ -48,7 +48,27 @@ static int signal_cell(struct pld__core *c, const char *fn,
                        int32_t value, pld_notify_op op, int later) {
   const struct pld__comm_env *env = c->env;
   struct pld__fabric *f = env->fabric;
-  int st = (later ? f->ops->signal_later : f->ops->signal)(
+  if (pld__observed(PLD__TEV_NOTIFY)) {
+    /* Before the signal: the wait it releases ends after it. */
+    struct pld__tev e;
+    pld__tev_init(&e, PLD__TEV_NOTIFY, op, w->name);
+    e.a = (int32_t)((off - w->win_offset) / sizeof(int32_t));
+    e.b = value;
+    e.c = peer;
+    e.d = w->win_buf;
+    e.e = w->comm->members[peer];
+    e.x = (int64_t)off;
+    pld__obs_instant(&e);
+  }
+  int st = pld__race_on()
+               ? pld__race_release(
+                     fn, w->name, w->win_buf, w->comm->members[peer], off,
+                     (int64_t)((off - w->win_offset) / sizeof(int32_t)),
+                     op == PLD_NOTIFY_SET)
+               : PLD_OK;
+  if (st)
+    return pld__kfail(c, st, fn, "%s", pld_last_error());
+  st = (later ? f->ops->signal_later : f->ops->signal)(
       f, w->win_buf, w->comm->members[peer], off, value, op);
   if (st)
     return pld__kfail(c, st, fn, "%s", pld_last_error());
@@ -122,8 +142,10 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
     return st;
   struct pld__fabric *f = c->env->fabric;
   if (pld__wait_satisfied(f->ops->cell(f, sig.p->win_buf, off), expected,
-                          cmp))
+                          cmp)) {
+    pld__race_acquire(sig.p->win_buf, c->rank, off, NULL);
     return PLD_OK;
+  }
   if (c->ndeferred == PLD_MAX_DEFERRED_WAITS)
     return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
                       "more than %d deferred waits in one block",
@@ -145,8 +167,10 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   const struct pld__comm_env *env = c->env;
   struct pld__fabric *f = env->fabric;
   int buf = sig->win_buf;
-  if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp))
+  if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp)) {
+    pld__race_acquire(buf, c->rank, off, NULL);
     return PLD_OK;
+  }
   /* A wait about to be satisfied (a neighbour's hand-over, a ping-pong) is
    * spared publishing itself for the watch, which costs more than such a
    * wait: a short poll first, unless more threads of the program are
@@ -157,8 +181,10 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-      if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp))
+      if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp)) {
+        pld__race_acquire(buf, c->rank, off, NULL);
         return PLD_OK;
+      }
     }
 
   /* Publish the wait for the host's deadlock watch (the slot already names
@@ -172,10 +198,21 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   pld__slot_write_end(w);
   atomic_fetch_sub(&env->watch->running, 1);
 
+  struct pld__tev e;
+  int observed = pld__observed(PLD__TEV_WAIT);
+  if (observed) {
+    pld__tev_init(&e, PLD__TEV_WAIT, cmp, sig->name);
+    e.a = (int32_t)((off - sig->win_offset) / sizeof(int32_t));
+    e.b = expected;
+    e.d = buf;
+    e.x = (int64_t)off;
+    pld__obs_begin(&e);
+  }
   uint32_t why = PLD__ABORT_NONE;
+  int32_t value;
   for (;;) {
     uint32_t seen = f->ops->events(f);
-    if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp))
+    if (pld__wait_satisfied(value = f->ops->cell(f, buf, off), expected, cmp))
       break;
     why = atomic_load_explicit(env->abort, memory_order_acquire);
     if (why != PLD__ABORT_NONE)
@@ -183,6 +220,11 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
     /* The timeout only bounds the sleep: the abort word is checked again. */
     f->ops->wait_events(f, seen, buf, off, &env->spin,
                         50 * (int64_t)1000000);
+  }
+  if (observed) {
+    e.c = value;
+    e.flag = why != PLD__ABORT_NONE;
+    pld__obs_end(&e);
   }
   /* Running again: the kernel's time limit counts from here (see
    * struct pld__coreslot for why no clock is read). */
@@ -192,8 +234,10 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   atomic_fetch_add_explicit(&w->resumes, 1, memory_order_relaxed);
   atomic_store_explicit(&w->state, PLD__CORE_RUNNING, memory_order_relaxed);
   pld__slot_write_end(w);
-  if (why == PLD__ABORT_NONE)
+  if (why == PLD__ABORT_NONE) {
+    pld__race_acquire(buf, c->rank, off, NULL);
     return PLD_OK;
+  }
   char ws[160];
   pld__describe(ws, sizeof ws, sig, PLD__NO_PEER, NULL);
   return pld__kfail(c,

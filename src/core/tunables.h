@@ -32,7 +32,12 @@
     "the run fails with PLD_ERR_TIMEOUT and a report naming rank, device, "    \
     "kernel or function, core and how long; the device is then stopped and "   \
     "restarted; 0 means no limit. pld_config.kernel_timeout_ms overrides "     \
-    "it per program.")
+    "it per program.")                                                       \
+  X(PLD_TRACE_EVENTS, int64_t, 65536, 16, 16777216, "events",                  \
+    "Events each thread (host, AICPU or AI core) keeps per run when a trace "  \
+    "is written (PLD_TRACE): a thread's buffer takes about 88 bytes an "      \
+    "event, committed only as it fills; events beyond it are dropped and "    \
+    "counted in the trace.")
 
 struct pld__tunables {
 #define PLD__TUNABLE_FIELD(name, type, def, min, max, unit, help) type name;

@@ -126,7 +126,17 @@ int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
                    "%s: parameter '%s': tensor has no device memory", sig->name,
                    sig->params[i].name);
   struct pld__task_spec spec = {kernel, blocks, sig->nparams, norm};
+  struct pld__tev e;
+  int observed = pld__observed(PLD__TEV_LAUNCH);
+  if (observed) {
+    pld__tev_init(&e, PLD__TEV_LAUNCH, 0, sig->name);
+    e.a = blocks;
+    e.b = pld__sched_submitted(a->sched);
+    pld__obs_begin(&e);
+  }
   int st = pld__sched_submit(a->sched, &spec);
+  if (observed)
+    pld__obs_end(&e);
   if (st)
     return afail(a, st, "pld_launch", "%s", pld_last_error());
   return PLD_OK;

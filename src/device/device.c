@@ -249,9 +249,20 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
                  : aborted(d, msg, cap);
     if (st)
       return st;
+    if (call->after_tasks)
+      pld__race_absorb_host(); /* what the host tasks waited for */
     aicpu_running_fn = sig->name;
     a->status = PLD_OK;
+    struct pld__tev e;
+    int observed = pld__observed(PLD__TEV_DISPATCH);
+    if (observed) {
+      pld__tev_init(&e, PLD__TEV_DISPATCH, 0, sig->name);
+      e.a = c;
+      pld__obs_begin(&e);
+    }
     st = pld__aicpu_call(a, call->fn, argv);
+    if (observed)
+      pld__obs_end(&e);
     aicpu_running_fn = NULL;
     if (st) {
       pld__catf(msg, cap, "%s", a->msg);
@@ -276,8 +287,14 @@ void pld__device_loop(struct pld__devrun *d) {
   aicpu_of = d;
   d->spin = pld__world_spin(d->world, &ctl->awake);
   pld__awake(&d->spin); /* the AICPU thread */
-  struct pld__comm_env env = {d->fabric, &d->world->abort, &ctl->watch,
-                              d->spin};
+  struct pld__comm_env env = {pld__fabric_logged(d->fabric),
+                              &d->world->abort, &ctl->watch, d->spin,
+                              d->trace, d->race};
+  pld__race_attach(d->race, plan->rank, 0);
+  struct pld__tbuf *tbuf = d->trace ? pld__trace_tbuf(d->trace, 0) : NULL;
+  if (tbuf)
+    snprintf(tbuf->name, sizeof tbuf->name, "AICPU");
+  pld__observe_as(plan->rank, plan->device_id, "AICPU", tbuf);
   struct pld__sched *sched = NULL;
   struct pld__dims dims;
   struct pld__aicpu a;
@@ -324,6 +341,7 @@ void pld__device_loop(struct pld__devrun *d) {
   }
   pld__aicpu_release(&a);
   pld__sched_destroy(sched);
+  pld__fabric_unlogged(env.fabric, d->fabric);
   pld__asleep(&d->spin);
 }
 
@@ -346,8 +364,12 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
   if (getppid() != host)
     _exit(1);
   for (int r = 0; r < n; r++)
-    if (r != rank && devs[r].ctl)
-      munmap(devs[r].ctl, devs[r].map_bytes);
+    if (r != rank) {
+      if (devs[r].ctl)
+        munmap(devs[r].ctl, devs[r].map_bytes);
+      if (devs[r].trace)
+        munmap(devs[r].trace, devs[r].trace_bytes);
+    }
   for (int i = 0; i < nforeign; i++)
     munmap(foreign[i].addr, foreign[i].len);
   self = d;

@@ -87,6 +87,8 @@ struct pld__device {
   pid_t pid;
   int reaped;  /* waitpid collected it */
   int wstatus; /* its status then */
+  void *trace; /* its trace area (the program's), mapped by the host */
+  size_t trace_bytes;
 };
 
 /* How the threads of a program poll: PLD_SPIN_US, the world's count of
@@ -118,6 +120,8 @@ struct pld__devrun {
   unsigned char *data;
   struct pld__fabric *fabric;
   struct pld__spin spin;
+  struct pld__trace_area *trace; /* its threads' events, or NULL */
+  struct pld__race *race;        /* the race detector's region, or NULL */
 };
 
 /* The AICPU's loop: reports ready, runs every run command, returns at a

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -24,6 +25,10 @@ struct task {
   int32_t blocks;     /* blocks to run (cut short when cancelled) */
   int32_t next_block; /* next block to hand to a core */
   int32_t done_blocks;
+  int32_t seq; /* launch number in the dispatch, from 0 */
+  /* The race detector's clocks (core/race.h), NULL when it is off: what
+   * the task's blocks start from, and the join of their ends. */
+  uint32_t *vc_start, *vc_end;
   int argc;
   pld_arg *argv;
   struct pld__tensor *tensors;
@@ -77,6 +82,8 @@ struct pld__sched {
    * count in use. */
   struct task *deferred[PLD__MAX_DEFERRED];
   int ndeferred;
+  int32_t submitted; /* tasks of the current dispatch */
+  uint32_t *vc_finished; /* race detector: the join of finished tasks */
 };
 
 /* Called with mu held: the host's deadlock watch sees the blocks ready to
@@ -115,6 +122,11 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     s->spin.cpus = pld__cpus();
   }
   s->env = env;
+  /* Made on the AICPU's thread, which the race detector knows by now. */
+  if (pld__race_on() && !(s->vc_finished = pld__race_vc_new())) {
+    pld__free(s);
+    return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
+  }
   s->types[PLD_CORE_VECTOR].max = plat->vector_cores;
   s->types[PLD_CORE_VECTOR].spec = (struct pld__core_spec){
       PLD_CORE_VECTOR, 0, plat->ub_bytes, "Unified Buffer", 0, 0, 0};
@@ -176,8 +188,10 @@ static void unfinished_dec(struct pld__sched *s) {
 /* Called with mu held when t has handed out and completed all its blocks. */
 static void task_finish(struct pld__sched *s, struct task *t) {
   t->finished = 1;
+  pld__race_vc_join(s->vc_finished, t->vc_end);
   for (int i = 0; i < t->ndependents; i++) {
     struct task *d = t->dependents[i];
+    pld__race_vc_join(d->vc_start, t->vc_end);
     if (--d->waiting_on == 0 && !d->finished)
       ready_push(s, d);
   }
@@ -253,6 +267,7 @@ static int deferred_poll(struct pld__sched *s) {
     if (!pld__wait_satisfied(f->ops->cell(f, w->buf, (size_t)w->off),
                              w->expected, w->cmp))
       continue;
+    pld__race_acquire(w->buf, s->rank, (size_t)w->off, t->vc_end);
     deferred_drop(s, i);
     atomic_fetch_add_explicit(&s->env->watch->progress, 1,
                               memory_order_relaxed);
@@ -317,6 +332,21 @@ static void *core_main(void *arg) {
   if (alt.ss_sp)
     sigaltstack(&alt, NULL);
   pld__awake(&s->spin);
+  {
+    char lane[16];
+    const char *type_name = pld__core_type_name(ct->core.spec.type);
+    snprintf(lane, sizeof lane, "%s%d", type_name, ct->core.spec.index);
+    struct pld__tbuf *buf =
+        s->env && s->env->trace
+            ? pld__trace_tbuf(s->env->trace, 1 + ct->core.slot)
+            : NULL;
+    if (buf)
+      snprintf(buf->name, sizeof buf->name, "%s core %d", type_name,
+               ct->core.spec.index);
+    pld__observe_as(s->rank, s->device, lane, buf);
+    pld__race_attach(s->env ? s->env->race : NULL, s->rank,
+                     1 + ct->core.slot);
+  }
   pthread_mutex_lock(&s->mu);
   for (;;) {
     /* Poll a little for the next block before sleeping: dispatches come in
@@ -350,9 +380,21 @@ static void *core_main(void *arg) {
     pld__core_begin(&ct->core, t->kernel.sig->name, s->rank, s->device, block,
                     t->launched);
     struct pld__coreslot *slot = slot_begin(s, &ct->core);
+    struct pld__tev e;
+    int observed = pld__observed(PLD__TEV_BLOCK);
+    if (observed) {
+      pld__tev_init(&e, PLD__TEV_BLOCK, 0, t->kernel.sig->name);
+      e.a = block;
+      e.b = t->launched;
+      e.c = t->seq;
+      pld__obs_begin(&e);
+    }
     pld__running_core = &ct->core;
+    pld__race_block_begin(t->vc_start, &ct->core);
     t->kernel.entry(k, t->argv);
     pld__running_core = NULL;
+    if (observed)
+      pld__obs_end(&e);
     if (slot) {
       pld__slot_write_begin(slot);
       atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_relaxed);
@@ -360,6 +402,7 @@ static void *core_main(void *arg) {
     }
 
     pthread_mutex_lock(&s->mu);
+    pld__race_block_end(t->vc_end);
     type->busy--;
     if (s->env) {
       atomic_fetch_sub(&s->env->watch->running, 1);
@@ -430,6 +473,8 @@ static int spawn_cores(struct pld__sched *s, struct coretype *ct) {
 }
 
 static void task_free(struct task *t) {
+  pld__race_vc_free(t->vc_start);
+  pld__race_vc_free(t->vc_end);
   pld__free(t->argv);
   pld__free(t->tensors);
   pld__free(t->regions);
@@ -477,6 +522,15 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   }
   t->kernel = spec->kernel;
   t->launched = t->blocks = spec->blocks;
+  if (pld__race_on()) {
+    t->vc_start = pld__race_vc_new();
+    t->vc_end = pld__race_vc_new();
+    if (!t->vc_start || !t->vc_end) {
+      task_free(t);
+      return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
+    }
+    pld__race_launch(t->vc_start);
+  }
   t->argc = n;
   const pld_signature *sig = spec->kernel.sig;
   for (int i = 0; i < n; i++) {
@@ -496,10 +550,15 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   }
 
   pthread_mutex_lock(&s->mu);
+  t->seq = s->submitted++;
   int st = PLD_OK;
   for (struct task *o = s->head; o && st == PLD_OK; o = o->next)
-    if (!o->finished && conflicts(o, t))
-      st = add_dependent(o, t);
+    if (conflicts(o, t)) {
+      if (!o->finished)
+        st = add_dependent(o, t);
+      else /* ordered before t all the same */
+        pld__race_vc_join(t->vc_start, o->vc_end);
+    }
   /* Listed even when it cannot run, so the drain frees it: it may be in
    * some dependents lists already. */
   if (s->tail)
@@ -581,11 +640,15 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   int st = s->status;
   if (st && msg)
     pld__catf(msg, cap, "%s", s->msg);
+  /* The AICPU (draining) learns what its tasks did. */
+  pld__race_absorb(s->vc_finished);
+  pld__race_vc_clear(s->vc_finished);
   struct task *t = s->head;
   s->head = s->tail = NULL;
   s->published_head[0] = s->published_head[1] = NULL;
   s->status = PLD_OK;
   s->cancelled = 0;
+  s->submitted = 0;
   pthread_mutex_unlock(&s->mu);
   while (t) {
     struct task *next = t->next;
@@ -593,6 +656,13 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
     t = next;
   }
   return st;
+}
+
+int32_t pld__sched_submitted(struct pld__sched *s) {
+  pthread_mutex_lock(&s->mu);
+  int32_t n = s->submitted;
+  pthread_mutex_unlock(&s->mu);
+  return n;
 }
 
 void pld__sched_destroy(struct pld__sched *s) {
@@ -614,5 +684,6 @@ void pld__sched_destroy(struct pld__sched *s) {
   }
   pthread_cond_destroy(&s->drained);
   pthread_mutex_destroy(&s->mu);
+  pld__race_vc_free(s->vc_finished);
   pld__free(s);
 }

@@ -39,6 +39,9 @@ void pld__sched_destroy(struct pld__sched *s);
  * Returns PLD_OK or PLD_ERR_NOMEM / PLD_ERR_SYSTEM (message set). */
 int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *t);
 
+/* Tasks submitted in the current dispatch (the next one's number). */
+int32_t pld__sched_submitted(struct pld__sched *s);
+
 /* Waits until every submitted task has finished or been cancelled, then
  * forgets them.  Returns PLD_OK or the first failure of a block, whose
  * message is copied into msg. */

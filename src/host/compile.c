@@ -10,6 +10,7 @@
 #include "fabric/mpi.h"
 #include "host/ctl.h"
 #include "host/program.h"
+#include "host/trace.h"
 
 static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
 
@@ -479,6 +480,29 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
   return PLD_OK;
 }
 
+/* Whether the race detector is on: cfg.check, else PLD_CHECK ("races";
+ * empty or unset: off).  It needs the shm fabric.  Returns PLD_OK or
+ * PLD_ERR_CONFIG / PLD_ERR_UNSUPPORTED (message set). */
+static int choose_check(const pld_config *cfg, int mpi, int *on) {
+  const char *v = cfg->check ? cfg->check : getenv("PLD_CHECK");
+  *on = v && !strcmp(v, "races");
+  if (v && *v && !*on)
+    return cfg->check ? pld__fail(PLD_ERR_CONFIG,
+                                  "pld_compile: cfg.check: expected \"races\" "
+                                  "or \"\", got \"%s\"",
+                                  v)
+                      : pld__fail(PLD_ERR_CONFIG,
+                                  "pld_compile: environment: PLD_CHECK='%s': "
+                                  "expected races",
+                                  v);
+  if (*on && mpi)
+    return pld__fail(PLD_ERR_UNSUPPORTED,
+                     "pld_compile: %s: the race detector needs the shm fabric "
+                     "(one machine); under mpirun run without it",
+                     cfg->check ? "cfg.check" : "PLD_CHECK");
+  return PLD_OK;
+}
+
 static int check_config(const pld_config *cfg, const pld_platform_info **plat,
                         int *mpi, int *rma, int *ndevices, const int **ids) {
   if (!cfg)
@@ -653,8 +677,9 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   const pld_platform_info *plat = NULL;
   int mpi = 0, rma = 0, ndevices = 0;
   const int *ids = NULL;
+  int races = 0;
   st = check_config(cfg, &plat, &mpi, &rma, &ndevices, &ids);
-  if (st)
+  if (st || (st = choose_check(cfg, mpi, &races)))
     return st;
   const char *problem =
       pld__sig_problem(host.sig, PLD_LEVEL_HOST, !!host.entry);
@@ -675,6 +700,7 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
       limit_ns(cfg->kernel_timeout_ms, pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
   p->cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
   p->same_node_rma = rma;
+  p->race.on = races;
   p->nranks = ndevices;
   p->device_ids = pld__calloc((size_t)ndevices, sizeof *p->device_ids);
   if (!p->device_ids) {
@@ -682,11 +708,17 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
     goto fail;
   }
   memcpy(p->device_ids, ids, (size_t)ndevices * sizeof *p->device_ids);
+  if ((st = pld__trace_config(p, cfg)))
+    goto fail;
+  struct pld__tev span;
+  int spanned = pld__htrace_begin(p, &span, PLD__TH_COMPILE, host.sig->name);
   if ((st = bind_args(p, argc, argv)) || (st = trace_host(p, argv)) ||
       (st = check_write_conflicts(p)) || (st = trace_devices(p)))
     goto fail;
   if (cfg->artifact_dir && (st = pld__artifacts_write(p, cfg->artifact_dir)))
     goto fail;
+  if (spanned)
+    pld__htrace_end(p, &span, 0);
   *out = p;
   return PLD_OK;
 fail:

@@ -62,6 +62,10 @@ struct pld__ctl_ops {
    * watching process's result, store the run's status in *st and return
    * 1; 0 where this process watches (NULL: every process watches). */
   int (*follow)(struct pld_program *p, const pld_arg *argv, int *st);
+  /* Every process gets the n bytes at buf of the process that runs rank
+   * r (collective under mpi: every process calls it in the same order;
+   * NULL under shm, where one process runs every rank). */
+  void (*share)(struct pld_program *p, int r, void *buf, size_t n);
   /* Stops the devices and frees what start made: politely (destroy), or
    * at once (kill: after a crash or a failed start). */
   void (*stop)(struct pld_program *p, int kill);

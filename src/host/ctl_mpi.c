@@ -17,6 +17,7 @@
 #include "core/futex.h"
 #include "fabric/mpi.h"
 #include "host/ctl.h"
+#include "host/trace.h"
 
 /* How often a process that does not watch sends its snapshot while its
  * device runs (and at once when it finishes). */
@@ -171,8 +172,14 @@ static int mpi_start(struct pld_program *p) {
   /* Processes of a node share its CPUs: they count their awake threads
    * together. */
   p->world->awake_at = pld__mpi_awake(s->m);
-  s->run = (struct pld__devrun){
-      plan, s->live, p->world, s->data, pld__mpi_fabric(s->m), {0}};
+  s->run = (struct pld__devrun){plan,
+                                s->live,
+                                p->world,
+                                s->data,
+                                pld__mpi_fabric(s->m),
+                                {0},
+                                pld__trace_area_of(p, s->me, NULL),
+                                NULL}; /* no race detector under mpi */
   pld__mpi_set_spin(s->m, &s->run.spin);
   if ((st = pld__device_thread(&s->run, &s->thread))) {
     pld__mpi_prog_destroy(s->m, 0);
@@ -497,6 +504,11 @@ static void mpi_stop(struct pld_program *p, int kill_now) {
   p->resumed_at = NULL;
 }
 
+/* Rank r runs in process r. */
+static void mpi_share(struct pld_program *p, int r, void *buf, size_t n) {
+  pld__mpi_bcast(state(p)->m, buf, n, r);
+}
+
 const struct pld__ctl_ops pld__ctl_mpi = {
     .name = "mpi",
     .start = mpi_start,
@@ -513,5 +525,6 @@ const struct pld__ctl_ops pld__ctl_mpi = {
     .restart = mpi_restart,
     .finish = mpi_finish,
     .follow = mpi_follow,
+    .share = mpi_share,
     .stop = mpi_stop,
 };

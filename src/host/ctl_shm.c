@@ -13,6 +13,7 @@
 #include "core/futex.h"
 #include "fabric/shm.h"
 #include "host/ctl.h"
+#include "host/trace.h"
 
 /* How long a new device process may take to report ready. */
 #define START_NS ((int64_t)30000000000) /* 30 s */
@@ -68,7 +69,7 @@ static int live_mappings(const struct pld_program *self,
                          struct pld__mapping **out, int *n) {
   int count = 0;
   for (struct pld_program *q = live; q; q = q->live_next)
-    count += q->nranks + 2;
+    count += 2 * q->nranks + 2;
   *out = pld__calloc((size_t)(count ? count : 1), sizeof **out);
   if (!*out)
     return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
@@ -78,9 +79,13 @@ static int live_mappings(const struct pld_program *self,
       continue;
     (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
     (*out)[(*n)++] = (struct pld__mapping){state(q)->region, q->lay.total};
-    for (int r = 0; r < q->nranks; r++)
+    for (int r = 0; r < q->nranks; r++) {
       (*out)[(*n)++] =
           (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
+      if (q->devs[r].trace)
+        (*out)[(*n)++] =
+            (struct pld__mapping){q->devs[r].trace, q->devs[r].trace_bytes};
+    }
   }
   return PLD_OK;
 }
@@ -137,6 +142,9 @@ static void shm_stop(struct pld_program *p, int kill_now) {
   pld__devices_unmap(p->devs, p->nranks, p->world);
   if (s && s->region)
     munmap(s->region, p->lay.total);
+  if (p->race.region)
+    munmap(p->race.region, p->race.bytes);
+  p->race.region = NULL;
   if (s)
     pld__free(s->runs);
   pld__free(s);
@@ -226,6 +234,34 @@ static int shm_restart(struct pld_program *p, int r) {
   return st;
 }
 
+/* The race detector's region (core/race.h), mapped before the device
+ * processes start so that all of them share it; its pages are committed
+ * only as shadows and records fill them. */
+static int race_map(struct pld_program *p) {
+  size_t *copy = pld__calloc((size_t)p->nwinbufs + 1, sizeof *copy);
+  if (!copy)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+  for (int b = 0; b < p->nwinbufs; b++)
+    copy[b] = p->winbufs[b]->phys;
+  struct pld__race_shape shape = {
+      p->nranks, 1 + p->plat->vector_cores + p->plat->cube_cores,
+      p->nwinbufs, copy};
+  size_t bytes = pld__race_bytes(&shape);
+  void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (a == MAP_FAILED) {
+    pld__free(copy);
+    return pld__fail(PLD_ERR_SYSTEM,
+                     "pld_program_prepare: race check: mapping %zu bytes: %s",
+                     bytes, strerror(errno));
+  }
+  pld__race_init(a, &shape);
+  pld__free(copy);
+  p->race.region = a;
+  p->race.bytes = bytes;
+  return PLD_OK;
+}
+
 /* Maps the regions and forks every device process. */
 static int shm_start(struct pld_program *p) {
   struct shm_state *s = pld__calloc(1, sizeof *s);
@@ -255,10 +291,18 @@ static int shm_start(struct pld_program *p) {
                      p->lay.total, strerror(e));
   }
   s->region = region;
+  if (p->race.on && (st = race_map(p))) {
+    shm_stop(p, 1);
+    return st;
+  }
   pld__shm_fabric_init(&s->fabric, s->region, &p->lay, -1);
-  for (int r = 0; r < p->nranks; r++)
-    s->runs[r] = (struct pld__devrun){&p->plans[r],    p->devs[r].ctl, p->world,
-                                      p->devs[r].data, NULL,           {0}};
+  for (int r = 0; r < p->nranks; r++) {
+    p->devs[r].trace = pld__trace_area_of(p, r, &p->devs[r].trace_bytes);
+    s->runs[r] = (struct pld__devrun){&p->plans[r],    p->devs[r].ctl,
+                                      p->world,        p->devs[r].data,
+                                      NULL,            {0},
+                                      p->devs[r].trace, p->race.region};
+  }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
     return st;

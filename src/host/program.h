@@ -84,6 +84,8 @@ struct pld__host {
 };
 
 struct pld__ctl_ops;
+struct pld__trace_area;
+struct pld__race;
 
 struct pld_program {
   pld_host_fn host;
@@ -131,6 +133,25 @@ struct pld_program {
   struct pld_program *live_next; /* the started programs of this process */
   int dead; /* a device crashed: the program cannot run again */
   char dead_msg[PLD__MSG_MAX];
+
+  /* The race detector (core/race.h), when on: its region, shared with
+   * the device processes from the start. */
+  struct {
+    int on;
+    struct pld__race *region;
+    size_t bytes;
+  } race;
+
+  /* The trace (host/trace.c), when on. */
+  struct {
+    int on, k, runs; /* k: the program's number in the file */
+    uint32_t cap;    /* events per thread and run */
+    struct pld__trace_area **area; /* [rank]: where this process runs it */
+    size_t *bytes;
+    unsigned char *named; /* lanes named in the file */
+    int offset_known;
+    int64_t offset; /* under mpi: this clock minus process 0's */
+  } trace;
 };
 
 /* Writes the artifact folder of a compiled program.  Returns PLD_OK or

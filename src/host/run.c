@@ -20,6 +20,7 @@
 #include "core/kctx.h"
 #include "core/tunables.h"
 #include "host/ctl.h"
+#include "host/trace.h"
 #include "pld/collective.h"
 
 /* How long a quiet state must last, unchanged, to be called a deadlock. */
@@ -726,7 +727,13 @@ static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
                                memory_order_acquire) < (uint32_t)tp->need[r])
         return PLD_OK;
     p->cp->task_begin(p, *next);
+    if (p->race.region)
+      pld__race_host_task(p->race.region);
+    struct pld__tev span;
+    int spanned = pld__htrace_begin(p, &span, PLD__TH_TASK, tp->fn.sig->name);
     int st = pld__task_run(p, argv, *next);
+    if (spanned)
+      pld__htrace_end(p, &span, 0);
     if (st)
       return st;
     (*next)++;
@@ -791,9 +798,15 @@ int pld_program_prepare(pld_program *p) {
   const size_t slots = (size_t)p->nranks * PLD__MAX_SLOTS;
   p->resumes_seen = pld__calloc(slots, sizeof *p->resumes_seen);
   p->resumed_at = pld__calloc(slots, sizeof *p->resumed_at);
+  struct pld__tev span;
+  int spanned = pld__htrace_begin(p, &span, PLD__TH_PREPARE, p->host.sig->name);
   int st = !p->resumes_seen || !p->resumed_at
                ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
-               : p->cp->start(p);
+               : pld__trace_prepare(p);
+  if (!st)
+    st = p->cp->start(p);
+  if (spanned)
+    pld__htrace_end(p, &span, 0);
   if (st && !p->started) {
     pld__free(p->resumes_seen);
     pld__free(p->resumed_at);
@@ -802,6 +815,20 @@ int pld_program_prepare(pld_program *p) {
   }
   return st;
 }
+
+/* The run's end on this process (copy out: a span of the trace). */
+static int finish(struct pld_program *p, const pld_arg *argv, int st,
+                  const char *msg) {
+  struct pld__tev span;
+  int spanned = pld__htrace_begin(p, &span, PLD__TH_COPY_OUT, NULL);
+  st = p->cp->finish(p, argv, st, msg);
+  if (spanned)
+    pld__htrace_end(p, &span, 0);
+  return st;
+}
+
+static int run(struct pld_program *p, int argc, const pld_arg *argv,
+               int *posted_run);
 
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   if (!p)
@@ -812,6 +839,28 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   int st = check_run_args(p, argc, argv);
   if (st || (st = pld_program_prepare(p)))
     return st;
+  struct pld__tev span;
+  int spanned = pld__htrace_begin(p, &span, PLD__TH_RUN, p->host.sig->name);
+  int posted_run = 0;
+  st = run(p, argc, argv, &posted_run);
+  if (spanned)
+    pld__htrace_end(p, &span, 0);
+  if (posted_run && p->trace.on) {
+    /* Writing the trace must not replace the run's message. */
+    static _Thread_local char keep[PLD__MSG_MAX];
+    memcpy(keep, pld_last_error(), sizeof keep);
+    pld__trace_run_end(p);
+    if (st)
+      pld__fail_msg(st, keep);
+  }
+  return st;
+}
+
+/* One run, once prepared; *posted_run set once the devices have it. */
+static int run(struct pld_program *p, int argc, const pld_arg *argv,
+               int *posted_run) {
+  (void)argc;
+  int st;
 
   struct pld__worldctl *w = p->world;
   atomic_store(&w->abort, PLD__ABORT_NONE);
@@ -827,12 +876,21 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     pld__inters_release(p);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
   }
-  if ((st = p->cp->post(p, argv, posted))) {
+  if (p->race.region)
+    pld__race_run_begin(p->race.region);
+  struct pld__tev copy_span;
+  int copy_spanned =
+      pld__htrace_begin(p, &copy_span, PLD__TH_COPY_IN, NULL);
+  st = p->cp->post(p, argv, posted);
+  if (copy_spanned)
+    pld__htrace_end(p, &copy_span, 0);
+  if (st) {
     pld__inters_release(p);
     if (posted != seq)
       pld__free(posted);
     return st;
   }
+  *posted_run = 1;
   if (p->cp->follow && p->cp->follow(p, argv, &st)) {
     pld__inters_release(p);
     if (posted != seq)
@@ -935,15 +993,15 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
     }
     if (stragglers && stop_stragglers(p, &wt, result, sizeof result))
       st = PLD_ERR_CRASH;
-    st = p->cp->finish(p, argv, st, result);
+    st = finish(p, argv, st, result);
   } else {
-    st = p->cp->finish(p, argv, PLD_OK, NULL);
+    st = finish(p, argv, PLD_OK, NULL);
   }
   goto out;
 crashed:
   /* Every process learns of it (the devices are stopped already). */
   memcpy(result, pld_last_error(), sizeof result);
-  st = p->cp->finish(p, argv, st, result);
+  st = finish(p, argv, st, result);
 out:
   pld__inters_release(p);
   /* After device_died the world is gone, and with it the count. */
@@ -959,6 +1017,7 @@ void pld_program_destroy(pld_program *p) {
     return;
   if (p->started)
     p->cp->stop(p, 0);
+  pld__trace_release(p);
   pld__plans_free(p);
   pld__tasks_free(p);
   pld__windows_free(p);

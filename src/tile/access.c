@@ -35,11 +35,21 @@ static int element_offset(struct pld__core *c, const char *fn,
   return PLD_OK;
 }
 
+/* The race detector's check of one element at byte off of t. */
+static int element_race(struct pld__core *c, const char *fn, int kind,
+                        const struct pld__tensor *t, size_t off) {
+  size_t es = pld_dtype_size(t->dtype), cols = (size_t)pld__tensor_cols(t);
+  size_t e = off / es;
+  return pld__tensor_race(c, fn, kind, t, (int64_t)(e / cols),
+                          (int64_t)(e % cols), es, 1);
+}
+
 double pld_read(pld_core k, pld_tensor t, int n, const int64_t *idx) {
   struct pld__core *c = k.p;
   size_t off = 0;
   if (pld__tensor_check(c, "pld_read", t, 0) ||
-      element_offset(c, "pld_read", t.p, n, idx, &off))
+      element_offset(c, "pld_read", t.p, n, idx, &off) ||
+      element_race(c, "pld_read", PLD__RACE_READ, t.p, off))
     return 0.0;
   return pld__elem_get(t.p->dtype, (const unsigned char *)t.p->data + off);
 }
@@ -48,7 +58,8 @@ int pld_write(pld_core k, pld_tensor t, int n, const int64_t *idx, double v) {
   struct pld__core *c = k.p;
   size_t off = 0;
   if (pld__tensor_check(c, "pld_write", t, 1) ||
-      element_offset(c, "pld_write", t.p, n, idx, &off))
+      element_offset(c, "pld_write", t.p, n, idx, &off) ||
+      element_race(c, "pld_write", PLD__RACE_WRITE, t.p, off))
     return c->status;
   pld__elem_set(t.p->dtype, (unsigned char *)t.p->data + off, v);
   return PLD_OK;

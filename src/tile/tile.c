@@ -382,6 +382,17 @@ static size_t tensor_stride(const struct pld__tensor *t) {
   return (size_t)pld__tensor_cols(t) * pld_dtype_size(t->dtype);
 }
 
+int pld__tensor_race(struct pld__core *c, const char *fn, int kind,
+                     const struct pld__tensor *t, int64_t row, int64_t col,
+                     size_t row_bytes, size_t rows) {
+  if (!pld__race_on() || !(t->flags & PLD__T_WINDOW))
+    return c->status;
+  int st = pld__race_access(kind, fn, t->name, t->win_buf, c->rank,
+                            t->win_offset + tensor_offset(t, row, col),
+                            row_bytes, rows, tensor_stride(t));
+  return st ? pld__kfail(c, st, fn, "%s", pld_last_error()) : PLD_OK;
+}
+
 static int dtype_match(struct pld__core *c, const char *fn, const char *what,
                        const pld_tile *t, const struct pld__tensor *ten) {
   if (t->dtype == ten->dtype)
@@ -413,6 +424,12 @@ pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
   if (rows > 0 && cols > 0 && region_check(c, fn, src.p, row, col, rows, cols))
     return NULL;
   pld_tile *t = pld__tile_alloc(c, fn, src.p->dtype, rows, cols);
+  if (t && pld__tensor_race(c, fn, PLD__RACE_READ, src.p, row, col,
+                            (size_t)cols * pld_dtype_size(t->dtype),
+                            (size_t)rows)) {
+    pld_tile_free(k, t);
+    return NULL;
+  }
   if (t)
     load_block(t, src.p, row, col);
   return t;
@@ -424,7 +441,10 @@ int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
   const char *fn = "pld_load_into";
   if (pld__tile_check(c, fn, "dst", dst) || pld__tensor_check(c, fn, src, 0) ||
       dtype_match(c, fn, "dst", dst, src.p) ||
-      region_check(c, fn, src.p, row, col, dst->rows, dst->cols))
+      region_check(c, fn, src.p, row, col, dst->rows, dst->cols) ||
+      pld__tensor_race(c, fn, PLD__RACE_READ, src.p, row, col,
+                       (size_t)dst->cols * pld_dtype_size(dst->dtype),
+                       (size_t)dst->rows))
     return c->status;
   load_block(dst, src.p, row, col);
   return PLD_OK;
@@ -436,7 +456,10 @@ int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
   const char *fn = "pld_store";
   if (pld__tile_check(c, fn, "t", t) || pld__tensor_check(c, fn, dst, 1) ||
       dtype_match(c, fn, "t", t, dst.p) ||
-      region_check(c, fn, dst.p, row, col, t->rows, t->cols))
+      region_check(c, fn, dst.p, row, col, t->rows, t->cols) ||
+      pld__tensor_race(c, fn, PLD__RACE_WRITE, dst.p, row, col,
+                       (size_t)t->cols * pld_dtype_size(t->dtype),
+                       (size_t)t->rows))
     return c->status;
   const size_t len = (size_t)t->cols * pld_dtype_size(t->dtype);
   copy_rows((unsigned char *)dst.p->data + tensor_offset(dst.p, row, col),

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/kctx.h"
+#include "core/race.h"
 #include "core/tensor.h"
 
 /* ---- vectorizable loops ------------------------------------------------ */
@@ -125,6 +126,14 @@ int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
  * parameter).  Returns the kernel's status. */
 int pld__tensor_check(struct pld__core *c, const char *fn, pld_tensor t,
                       int writing);
+/* Where the race detector is on (core/race.h) and t is a view of a
+ * window: checks a kernel's access (PLD__RACE_*) to this rank's copy, rows
+ * of row_bytes bytes from element (row, col) of t's matrix.  Returns the
+ * kernel's status (PLD_ERR_RACE with the report). */
+int pld__tensor_race(struct pld__core *c, const char *fn, int kind,
+                     const struct pld__tensor *t, int64_t row, int64_t col,
+                     size_t row_bytes, size_t rows);
+
 /* "tensor 'x'", or "tensor" when it has no name. */
 size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t);
 

@@ -1,0 +1,271 @@
+/* core/trace.c: the observer of core/trace.h - trace buffers and the debug
+ * log. */
+#include "core/trace.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/futex.h"
+#include "core/watch.h"
+#include "pld/signal.h"
+#include "pld/status.h"
+
+_Thread_local struct pld__observer pld__obs = {NULL, -1, -1, "host"};
+unsigned pld__debug_mask;
+static int debug_fd = 2;
+/* Debug lines count time from here: the first pld__debug_set (inherited
+ * by device processes). */
+static int64_t debug_epoch;
+
+const unsigned pld__tev_subsystem[PLD__TEV_KINDS] = {
+    [PLD__TEV_HOST] = PLD__DBG_HOST,     [PLD__TEV_DISPATCH] = PLD__DBG_LAUNCH,
+    [PLD__TEV_LAUNCH] = PLD__DBG_LAUNCH, [PLD__TEV_BLOCK] = PLD__DBG_LAUNCH,
+    [PLD__TEV_WAIT] = PLD__DBG_SIGNAL,   [PLD__TEV_NOTIFY] = PLD__DBG_SIGNAL,
+    [PLD__TEV_RMA] = PLD__DBG_RMA,       [PLD__TEV_COLL] = PLD__DBG_COLL,
+    [PLD__TEV_FABRIC] = PLD__DBG_FABRIC,
+};
+
+/* ---- buffers ------------------------------------------------------------ */
+
+static size_t stride_of(uint32_t cap) {
+  size_t n = sizeof(struct pld__tbuf) + (size_t)cap * sizeof(struct pld__tev);
+  return (n + 63) & ~(size_t)63;
+}
+
+size_t pld__trace_area_bytes(int nthreads, uint32_t cap) {
+  return 64 + (size_t)nthreads * stride_of(cap);
+}
+
+void pld__trace_area_init(struct pld__trace_area *a, int nthreads,
+                          uint32_t cap) {
+  a->nthreads = (uint32_t)nthreads;
+  a->cap = cap;
+  a->stride = stride_of(cap);
+  for (int i = 0; i < nthreads; i++) {
+    struct pld__tbuf *b = pld__trace_tbuf(a, i);
+    memset(b, 0, sizeof *b);
+    b->cap = cap;
+  }
+}
+
+struct pld__tbuf *pld__trace_tbuf(const struct pld__trace_area *a, int i) {
+  return (struct pld__tbuf *)((unsigned char *)a + 64 + (size_t)i * a->stride);
+}
+
+void pld__trace_area_clear(struct pld__trace_area *a) {
+  for (uint32_t i = 0; i < a->nthreads; i++)
+    pld__trace_tbuf(a, (int)i)->n = 0;
+}
+
+void pld__observe_as(int rank, int device, const char *lane,
+                     struct pld__tbuf *buf) {
+  pld__obs.rank = rank;
+  pld__obs.device = device;
+  pld__name_copy(pld__obs.lane, sizeof pld__obs.lane, lane);
+  pld__obs.buf = buf;
+}
+
+void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name) {
+  memset(e, 0, sizeof *e);
+  e->kind = (uint8_t)kind;
+  e->sub = (uint8_t)sub;
+  pld__name_copy(e->name, sizeof e->name, name ? name : "");
+}
+
+static void store(const struct pld__tev *e) {
+  struct pld__tbuf *b = pld__obs.buf;
+  if (!b)
+    return;
+  b->used = 1;
+  if (b->n >= b->cap) {
+    b->lost++;
+    return;
+  }
+  b->ev[b->n++] = *e;
+}
+
+/* ---- the debug log ------------------------------------------------------- */
+
+int pld__debug_parse(const char *fn, const char *value, unsigned *mask) {
+  static const struct {
+    const char *word;
+    unsigned bits;
+  } words[] = {{"launch", PLD__DBG_LAUNCH}, {"signal", PLD__DBG_SIGNAL},
+               {"rma", PLD__DBG_RMA},       {"coll", PLD__DBG_COLL},
+               {"fabric", PLD__DBG_FABRIC}, {"host", PLD__DBG_HOST},
+               {"all", PLD__DBG_ALL}};
+  *mask = 0;
+  const char *p = value;
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    size_t i = 0;
+    while (i < sizeof words / sizeof words[0] &&
+           !(strlen(words[i].word) == len && !strncmp(words[i].word, p, len)))
+      i++;
+    if (i == sizeof words / sizeof words[0])
+      return pld__fail(PLD_ERR_CONFIG,
+                       "%s: debug log: PLD_DEBUG='%s': expected a "
+                       "comma-separated list of launch, signal, rma, coll, "
+                       "fabric, host or all, got '%.*s'",
+                       fn, value, (int)len, p);
+    *mask |= words[i].bits;
+    p += len;
+    if (*p == ',')
+      p++;
+  }
+  return PLD_OK;
+}
+
+void pld__debug_set(unsigned mask, int fd) {
+  if (mask && !debug_epoch)
+    debug_epoch = pld__now_ns();
+  pld__debug_mask = mask;
+  debug_fd = fd;
+}
+
+static const char *op_name(int op) {
+  return op == PLD_NOTIFY_SET ? "set" : "add";
+}
+
+static const char *rma_name(int sub) {
+  static const char *const names[] = {"put",          "get",
+                                      "remote_load",  "remote_store",
+                                      "put_tiles",    "get_tiles"};
+  return sub >= 0 && sub < 6 ? names[sub] : "?";
+}
+
+static const char *host_name(int sub) {
+  static const char *const names[] = {"compile",  "prepare",  "run",
+                                      "copy in",  "copy out", "host task"};
+  return sub >= 0 && sub < 6 ? names[sub] : "?";
+}
+
+/* One line, written with one write(2) so that lines of several threads
+ * and processes never interleave. */
+static void log_line(int64_t t, const char *fmt, ...) PLD__PRINTF(2, 3);
+static void log_line(int64_t t, const char *fmt, ...) {
+  char line[512];
+  size_t n;
+  int64_t rel = t - debug_epoch;
+  if (pld__obs.rank >= 0)
+    n = pld__catf(line, sizeof line, "pld: rank %d dev %d %s %lld.%06llds: ",
+                  pld__obs.rank, pld__obs.device, pld__obs.lane,
+                  (long long)(rel / 1000000000),
+                  (long long)(rel % 1000000000 / 1000));
+  else
+    n = pld__catf(line, sizeof line, "pld: host %lld.%06llds: ",
+                  (long long)(rel / 1000000000),
+                  (long long)(rel % 1000000000 / 1000));
+  va_list ap;
+  va_start(ap, fmt);
+  n += (size_t)vsnprintf(line + n, sizeof line - n, fmt, ap);
+  va_end(ap);
+  if (n > sizeof line - 2)
+    n = sizeof line - 2;
+  line[n++] = '\n';
+  ssize_t w = write(debug_fd, line, n);
+  (void)w;
+}
+
+static void log_event(const struct pld__tev *e, int begun) {
+  if (!(pld__debug_mask & pld__tev_subsystem[e->kind]))
+    return;
+  int64_t t = begun ? e->t0 : e->t1;
+  double us = (double)(e->t1 - e->t0) / 1000.0;
+  switch (e->kind) {
+  case PLD__TEV_HOST:
+    if (begun)
+      log_line(t, "host: %s%s%s begins", host_name(e->sub),
+               e->name[0] ? " " : "", e->name);
+    else
+      log_line(t, "host: %s%s%s ends after %.3f us", host_name(e->sub),
+               e->name[0] ? " " : "", e->name, us);
+    break;
+  case PLD__TEV_DISPATCH:
+    if (begun)
+      log_line(t, "launch: call %d: device function %s begins", e->a,
+               e->name);
+    else
+      log_line(t, "launch: call %d: device function %s ends after %.3f us",
+               e->a, e->name, us);
+    break;
+  case PLD__TEV_LAUNCH:
+    if (!begun)
+      log_line(t, "launch: task %d: kernel %s, %d block%s", e->b, e->name,
+               e->a, e->a == 1 ? "" : "s");
+    break;
+  case PLD__TEV_BLOCK:
+    if (begun)
+      log_line(t, "launch: task %d: kernel %s block %d of %d begins", e->c,
+               e->name, e->a, e->b);
+    else
+      log_line(t, "launch: task %d: kernel %s block %d of %d ends after "
+                  "%.3f us",
+               e->c, e->name, e->a, e->b, us);
+    break;
+  case PLD__TEV_WAIT:
+    if (begun)
+      log_line(t, "signal: wait on %s[%d] %s %d blocks", e->name, e->a,
+               pld__wait_cmp_str(e->sub), e->b);
+    else
+      log_line(t, "signal: wait on %s[%d] %s %d %s after %.3f us (cell %d)",
+               e->name, e->a, pld__wait_cmp_str(e->sub), e->b,
+               e->flag ? "stopped" : "returns", us, e->c);
+    break;
+  case PLD__TEV_NOTIFY:
+    log_line(t, "signal: notify %s[%d] of peer %d (rank %d): %s %d", e->name,
+             e->a, e->c, e->e, op_name(e->sub), e->b);
+    break;
+  case PLD__TEV_RMA:
+    if (!begun)
+      log_line(t, "rma: %s %s of peer %d: %lld bytes in %.3f us",
+             rma_name(e->sub), e->name, e->c, (long long)e->x, us);
+    break;
+  case PLD__TEV_COLL:
+    if (begun)
+      log_line(t, "coll: %s call %d begins (%lld bytes)",
+               pld__coll_name(e->sub), e->a, (long long)e->x);
+    else
+      log_line(t, "coll: %s call %d ends after %.3f us",
+               pld__coll_name(e->sub), e->a, us);
+    break;
+  default:
+    break;
+  }
+}
+
+void pld__obs_begin(struct pld__tev *e) {
+  e->t0 = e->t1 = pld__now_ns();
+  if (pld__debug_mask)
+    log_event(e, 1);
+}
+
+void pld__obs_end(struct pld__tev *e) {
+  e->t1 = pld__now_ns();
+  store(e);
+  if (pld__debug_mask)
+    log_event(e, 0);
+}
+
+void pld__obs_instant(struct pld__tev *e) {
+  e->t0 = e->t1 = pld__now_ns();
+  store(e);
+  if (pld__debug_mask)
+    log_event(e, 0);
+}
+
+void pld__obs_fabric(const char *what, int buf, int peer, size_t off,
+                     size_t n) {
+  if (!(pld__debug_mask & PLD__DBG_FABRIC))
+    return;
+  if (buf < 0)
+    log_line(pld__now_ns(), "fabric: %s to %s %d", what,
+             peer < 0 ? "every rank" : "rank", peer < 0 ? 0 : peer);
+  else
+    log_line(pld__now_ns(), "fabric: %s buffer #%d of rank %d at %zu: %zu "
+                            "bytes",
+             what, buf, peer, off, n);
+}

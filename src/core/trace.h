@@ -1,0 +1,128 @@
+/* core/trace.h: what a run's threads observe of themselves - one event
+ * record, two sinks.
+ *
+ * The sites that matter (a compile, a copy, a dispatch, a launch, a block,
+ * a blocked wait, a notify, a transfer, a collective) describe themselves
+ * in a struct pld__tev, handed to the thread's observer:
+ *   - the trace (PLD_TRACE): the event is stored in the thread's buffer,
+ *     which the host turns into Chrome trace-event JSON after each run
+ *     (host/trace.c; docs/trace-format.md).  A device's buffers live in
+ *     its trace area, memory the host reads (shared with the device
+ *     process under shm); each buffer holds PLD_TRACE_EVENTS events per
+ *     run and counts those it had to drop.
+ *   - the debug log (PLD_DEBUG=<subsystems>): one line per event, prefixed
+ *     with rank, device, core and time, on stderr or PLD_DEBUG_FILE.
+ * A site asks pld__observed(kind) first: with neither sink on that is a
+ * thread-local and a global load, and nothing else runs. */
+#ifndef PLD_CORE_TRACE_H
+#define PLD_CORE_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Event kinds. */
+enum {
+  PLD__TEV_HOST,     /* host span; sub: PLD__TH_* */
+  PLD__TEV_DISPATCH, /* a device function on the AICPU; a: call */
+  PLD__TEV_LAUNCH,   /* a launch on the AICPU; a: blocks, b: task */
+  PLD__TEV_BLOCK,    /* a block on a core; a: block, b: blocks, c: task */
+  PLD__TEV_WAIT,     /* a blocked wait; sub: cmp, flag: stopped, a: cell,
+                        b: expected, c: seen, d: buffer, x: cell offset */
+  PLD__TEV_NOTIFY,   /* instant; sub: op, a: cell, b: value, c: domain
+                        peer, d: buffer, x: cell offset, e: world peer */
+  PLD__TEV_RMA,      /* sub: PLD__TR_*; c: domain peer, x: bytes */
+  PLD__TEV_COLL,     /* sub: PLD__COLL_*; a: call, x: bytes */
+  PLD__TEV_FABRIC,   /* debug log only: one data-plane call */
+  PLD__TEV_KINDS
+};
+
+/* Host spans. */
+enum { PLD__TH_COMPILE, PLD__TH_PREPARE, PLD__TH_RUN, PLD__TH_COPY_IN,
+       PLD__TH_COPY_OUT, PLD__TH_TASK };
+
+/* Transfers. */
+enum { PLD__TR_PUT, PLD__TR_GET, PLD__TR_RLOAD, PLD__TR_RSTORE,
+       PLD__TR_PUT_TILES, PLD__TR_GET_TILES };
+
+#define PLD__TEV_NAME 40
+
+struct pld__tev {
+  int64_t t0, t1; /* CLOCK_MONOTONIC ns; t1 == t0 for an instant */
+  uint8_t kind, sub, flag, pad;
+  int32_t a, b, c, d, e;
+  int64_t x;
+  char name[PLD__TEV_NAME]; /* kernel, function or window */
+};
+
+/* One thread's events of the current run. */
+struct pld__tbuf {
+  uint32_t n, cap;
+  uint64_t lost;  /* events dropped since the trace began */
+  int32_t used;   /* recorded anything since the trace began */
+  char name[24];  /* "AICPU", "AIV core 3" */
+  struct pld__tev ev[];
+};
+
+/* A device's buffers: its AICPU's, then one per core watch slot. */
+struct pld__trace_area {
+  uint32_t nthreads, cap;
+  size_t stride; /* bytes from one buffer to the next */
+};
+
+size_t pld__trace_area_bytes(int nthreads, uint32_t cap);
+void pld__trace_area_init(struct pld__trace_area *a, int nthreads,
+                          uint32_t cap);
+struct pld__tbuf *pld__trace_tbuf(const struct pld__trace_area *a, int i);
+/* Empties every buffer (after the host took their events). */
+void pld__trace_area_clear(struct pld__trace_area *a);
+
+/* Debug log subsystems (PLD_DEBUG). */
+enum { PLD__DBG_LAUNCH = 1, PLD__DBG_SIGNAL = 2, PLD__DBG_RMA = 4,
+       PLD__DBG_COLL = 8, PLD__DBG_FABRIC = 16, PLD__DBG_HOST = 32,
+       PLD__DBG_ALL = 63 };
+
+/* Parses a PLD_DEBUG value ("launch,signal", "all", "" for none) into
+ * *mask.  Returns PLD_OK or PLD_ERR_CONFIG with the message naming the
+ * word it does not know (fn: the caller, for the message). */
+int pld__debug_parse(const char *fn, const char *value, unsigned *mask);
+/* Turns the debug log on for this process (and the devices it starts):
+ * mask of PLD__DBG_*, written to fd. */
+void pld__debug_set(unsigned mask, int fd);
+
+/* Who this thread is, for the debug log's prefix and the trace. */
+struct pld__observer {
+  struct pld__tbuf *buf; /* NULL: not tracing */
+  int rank, device;      /* -1 on the host */
+  char lane[16];         /* "AICPU", "AIV3", "host" */
+};
+extern _Thread_local struct pld__observer pld__obs;
+extern unsigned pld__debug_mask;
+
+/* The subsystem of each event kind. */
+extern const unsigned pld__tev_subsystem[PLD__TEV_KINDS];
+
+static inline int pld__observed(int kind) {
+  return pld__obs.buf || (pld__debug_mask & pld__tev_subsystem[kind]);
+}
+
+/* Sets this thread's identity and buffer (lane: as in the debug log). */
+void pld__observe_as(int rank, int device, const char *lane,
+                     struct pld__tbuf *buf);
+
+/* The event's start is now (t0): logs it as begun where the debug log
+ * shows beginnings (blocks, waits, dispatches). */
+void pld__obs_begin(struct pld__tev *e);
+/* The event ended now (t1): stored in the trace and logged. */
+void pld__obs_end(struct pld__tev *e);
+/* An instant (notify). */
+void pld__obs_instant(struct pld__tev *e);
+
+/* An event of kind and sub named name (truncated), its other fields 0:
+ * the caller sets those it has, then begins or ends it. */
+void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name);
+
+/* One data-plane call for the debug log (fabric subsystem). */
+void pld__obs_fabric(const char *what, int buf, int peer, size_t off,
+                     size_t n);
+
+#endif

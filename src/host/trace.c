@@ -1,0 +1,679 @@
+/* host/trace.c: the trace file (PLD_TRACE, pld_config.trace).  One file
+ * per host process, shared by its traced programs: opened at the first
+ * traced compile, events appended after each run (every rank's buffers,
+ * and the host's), closed with its totals when the last traced program is
+ * destroyed - and reopened over its closing lines if another is compiled.
+ * Under the MPI fabric every process gathers the events of every rank,
+ * and process 0 writes them.  The format: docs/trace-format.md. */
+#include "host/trace.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/futex.h"
+#include "core/tunables.h"
+#include "core/watch.h"
+#include "host/ctl.h"
+#include "pld/signal.h"
+
+/* Threads of a rank in the file: its AICPU, then its cores' slots; one
+ * more flag per rank says its process is named. */
+#define LANES (2 + PLD__MAX_CORES)
+/* Pids of program k's ranks start at 1 + k * PIDS_PER_PROGRAM. */
+#define PIDS_PER_PROGRAM 1000
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  FILE *f;
+  char *path;
+  int64_t epoch;   /* ts 0 */
+  long footer_at;  /* where the closing lines start, once written */
+  int events;      /* written since the file was opened */
+  int programs;    /* traced programs alive */
+  int next_k;      /* the next traced program's number */
+  int runs;
+  uint64_t lost;
+  uint64_t flows;  /* flow ids given */
+  struct pld__tbuf *host; /* the host thread's events */
+} w;
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void put_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+static void line_begin(void) {
+  fputs(w.events++ ? ",\n" : "\n", w.f);
+}
+
+static void put_ts(const char *key, int64_t ns) {
+  fprintf(w.f, ",\"%s\":%lld.%03lld", key, (long long)(ns / 1000),
+          (long long)((ns < 0 ? -ns : ns) % 1000));
+}
+
+/* {"ph":ph,"pid":..,"tid":..,"ts":..  (the caller closes it) */
+static void event_head(const char *ph, int pid, int tid, int64_t t) {
+  line_begin();
+  fprintf(w.f, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d", ph, pid, tid);
+  put_ts("ts", t - w.epoch);
+}
+
+static void meta(int pid, int tid, const char *what, const char *name) {
+  line_begin();
+  fprintf(w.f, "{\"ph\":\"M\",\"pid\":%d,", pid);
+  if (tid >= 0)
+    fprintf(w.f, "\"tid\":%d,", tid);
+  fprintf(w.f, "\"name\":\"%s_name\",\"args\":{\"name\":", what);
+  put_str(w.f, name);
+  fputs("}}", w.f);
+  line_begin();
+  fprintf(w.f, "{\"ph\":\"M\",\"pid\":%d,", pid);
+  if (tid >= 0)
+    fprintf(w.f, "\"tid\":%d,", tid);
+  fprintf(w.f, "\"name\":\"%s_sort_index\",\"args\":{\"sort_index\":%d}}",
+          what, tid >= 0 ? tid : pid);
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+static int file_open(const char *path) {
+  if (w.f && !strcmp(path, w.path)) {
+    /* Reopened over the closing lines of the last traced program. */
+    if (w.footer_at >= 0) {
+      fflush(w.f);
+      if (fseek(w.f, w.footer_at, SEEK_SET) != 0 ||
+          ftruncate(fileno(w.f), w.footer_at) != 0)
+        return pld__fail(PLD_ERR_SYSTEM, "pld_compile: trace %s: %s", path,
+                         strerror(errno));
+      w.footer_at = -1;
+    }
+    return PLD_OK;
+  }
+  if (w.f)
+    return pld__fail(PLD_ERR_CONFIG,
+                     "pld_compile: trace: this process writes its trace to "
+                     "%s already, got another file %s",
+                     w.path, path);
+  FILE *f = fopen(path, "w+");
+  if (!f)
+    return pld__fail(PLD_ERR_SYSTEM, "pld_compile: trace: cannot write %s: %s",
+                     path, strerror(errno));
+  char *dup = pld__malloc(strlen(path) + 1);
+  uint32_t cap = (uint32_t)pld__tunables()->PLD_TRACE_EVENTS;
+  struct pld__tbuf *host =
+      pld__calloc(1, sizeof *host + (size_t)cap * sizeof host->ev[0]);
+  if (!dup || !host) {
+    fclose(f);
+    pld__free(dup);
+    pld__free(host);
+    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory (trace)");
+  }
+  strcpy(dup, path);
+  host->cap = cap;
+  memset(&w, 0, sizeof w);
+  w.f = f;
+  w.path = dup;
+  w.host = host;
+  w.epoch = pld__now_ns();
+  w.footer_at = -1;
+  fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+  meta(0, -1, "process", "host");
+  meta(0, 0, "thread", "host");
+  return PLD_OK;
+}
+
+static void footer(void) {
+  fflush(w.f);
+  w.footer_at = ftell(w.f);
+  fprintf(w.f,
+          "\n],\"otherData\":{\"producer\":\"pld\",\"clock\":"
+          "\"CLOCK_MONOTONIC\",\"lost_events\":%llu,\"runs\":%d}}\n",
+          (unsigned long long)w.lost, w.runs);
+  fflush(w.f);
+}
+
+/* ---- events ---------------------------------------------------------------
+ */
+
+struct lane {
+  int pid, tid, rank; /* rank: world rank, -1 on the host */
+  const struct pld__tbuf *b;
+  int64_t offset; /* added to its times (another machine's clock) */
+};
+
+/* A notify as the matcher sees it. */
+struct note {
+  int32_t to, buf;
+  int64_t off, t;
+  long seq;    /* its place among the notifies, in lane order */
+};
+
+static int note_cmp(const void *a, const void *b) {
+  const struct note *x = a, *y = b;
+  if (x->to != y->to)
+    return x->to < y->to ? -1 : 1;
+  if (x->buf != y->buf)
+    return x->buf < y->buf ? -1 : 1;
+  if (x->off != y->off)
+    return x->off < y->off ? -1 : 1;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* The last notify of (to, buf, off) at or before t, or -1. */
+static long note_find(const struct note *v, long n, int32_t to, int32_t buf,
+                      int64_t off, int64_t t) {
+  long lo = 0, hi = n; /* first element > key */
+  struct note key = {to, buf, off, t, 0};
+  while (lo < hi) {
+    long mid = lo + (hi - lo) / 2;
+    if (note_cmp(&v[mid], &key) <= 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return -1;
+  const struct note *c = &v[lo - 1];
+  return c->to == to && c->buf == buf && c->off == off ? lo - 1 : -1;
+}
+
+static const char *rma_names[] = {"put",          "get",       "remote_load",
+                                  "remote_store", "put_tiles", "get_tiles"};
+static const char *host_names[] = {"compile",  "prepare",  "run",
+                                   "copy in",  "copy out", "host task"};
+
+static void put_event(const struct lane *l, const struct pld__tev *e, int run,
+                      uint64_t flow_in, int64_t flow_in_t) {
+  int64_t t0 = e->t0 + l->offset, t1 = e->t1 + l->offset;
+  FILE *f = w.f;
+  if (e->kind == PLD__TEV_NOTIFY) {
+    event_head("i", l->pid, l->tid, t0);
+    fputs(",\"s\":\"t\",\"cat\":\"notify\",\"name\":", f);
+    char nm[96];
+    snprintf(nm, sizeof nm, "notify %s[%d]", e->name, e->a);
+    put_str(f, nm);
+    fprintf(f, ",\"args\":{\"peer\":%d,\"to\":%d,\"window\":", e->c, e->e);
+    put_str(f, e->name);
+    fprintf(f, ",\"cell\":%d,\"op\":\"%s\",\"value\":%d}}", e->a,
+            e->sub == PLD_NOTIFY_SET ? "set" : "add", e->b);
+    return;
+  }
+  event_head("X", l->pid, l->tid, t0);
+  put_ts("dur", t1 - t0);
+  char nm[96];
+  const char *cat = "?";
+  switch (e->kind) {
+  case PLD__TEV_HOST:
+    cat = "host";
+    if (e->sub == PLD__TH_TASK)
+      snprintf(nm, sizeof nm, "host task %s", e->name);
+    else
+      snprintf(nm, sizeof nm, "%s", host_names[e->sub % 6]);
+    break;
+  case PLD__TEV_DISPATCH:
+    cat = "dispatch";
+    snprintf(nm, sizeof nm, "%s", e->name);
+    break;
+  case PLD__TEV_LAUNCH:
+    cat = "launch";
+    snprintf(nm, sizeof nm, "launch %s", e->name);
+    break;
+  case PLD__TEV_BLOCK:
+    cat = "block";
+    snprintf(nm, sizeof nm, "%s", e->name);
+    break;
+  case PLD__TEV_WAIT:
+    cat = "wait";
+    snprintf(nm, sizeof nm, "wait %s[%d]", e->name, e->a);
+    break;
+  case PLD__TEV_RMA:
+    cat = "rma";
+    snprintf(nm, sizeof nm, "%s", rma_names[e->sub % 6]);
+    break;
+  case PLD__TEV_COLL:
+    cat = "coll";
+    snprintf(nm, sizeof nm, "%s", pld__coll_name(e->sub) ? pld__coll_name(e->sub) : "?");
+    break;
+  }
+  fprintf(f, ",\"cat\":\"%s\",\"name\":", cat);
+  put_str(f, nm);
+  fputs(",\"args\":{", f);
+  switch (e->kind) {
+  case PLD__TEV_HOST:
+    fprintf(f, "\"run\":%d", run);
+    if (e->x)
+      fprintf(f, ",\"bytes\":%lld", (long long)e->x);
+    break;
+  case PLD__TEV_DISPATCH:
+    fprintf(f, "\"run\":%d,\"call\":%d", run, e->a);
+    break;
+  case PLD__TEV_LAUNCH:
+    fputs("\"kernel\":", f);
+    put_str(f, e->name);
+    fprintf(f, ",\"blocks\":%d,\"task\":%d", e->a, e->b);
+    break;
+  case PLD__TEV_BLOCK:
+    fputs("\"kernel\":", f);
+    put_str(f, e->name);
+    fprintf(f, ",\"block\":%d,\"blocks\":%d,\"task\":%d", e->a, e->b, e->c);
+    break;
+  case PLD__TEV_WAIT:
+    fputs("\"window\":", f);
+    put_str(f, e->name);
+    fprintf(f,
+            ",\"cell\":%d,\"cmp\":\"%s\",\"expected\":%d,\"seen\":%d,"
+            "\"outcome\":\"%s\"",
+            e->a, pld__wait_cmp_str(e->sub), e->b, e->c,
+            e->flag ? "stopped" : "ok");
+    break;
+  case PLD__TEV_RMA:
+    fprintf(f, "\"peer\":%d,\"window\":", e->c);
+    put_str(f, e->name);
+    fprintf(f, ",\"bytes\":%lld", (long long)e->x);
+    break;
+  case PLD__TEV_COLL:
+    fprintf(f, "\"call\":%d,\"bytes\":%lld", e->a, (long long)e->x);
+    break;
+  }
+  fputs("}}", f);
+  if (flow_in) {
+    event_head("f", l->pid, l->tid, flow_in_t);
+    fprintf(f, ",\"bp\":\"e\",\"cat\":\"signal\",\"name\":\"signal\","
+               "\"id\":%llu}",
+            (unsigned long long)flow_in);
+  }
+}
+
+/* Writes the events of every lane, with flows from each notify to the
+ * recorded waits it released. */
+static void put_lanes(const struct lane *lanes, int nlanes, int run) {
+  long nnotes = 0, nwaits = 0;
+  for (int l = 0; l < nlanes; l++)
+    for (uint32_t i = 0; i < lanes[l].b->n; i++) {
+      nnotes += lanes[l].b->ev[i].kind == PLD__TEV_NOTIFY;
+      nwaits += lanes[l].b->ev[i].kind == PLD__TEV_WAIT;
+    }
+  struct note *notes = pld__calloc((size_t)nnotes + 1, sizeof *notes);
+  uint64_t *note_id = pld__calloc((size_t)nnotes + 1, sizeof *note_id);
+  uint64_t *wait_id = pld__calloc((size_t)nwaits + 1, sizeof *wait_id);
+  if (notes && note_id && wait_id) {
+    long k = 0;
+    for (int l = 0; l < nlanes; l++)
+      for (uint32_t i = 0; i < lanes[l].b->n; i++) {
+        const struct pld__tev *e = &lanes[l].b->ev[i];
+        if (e->kind == PLD__TEV_NOTIFY) {
+          notes[k] = (struct note){e->e, e->d, e->x, e->t0 + lanes[l].offset,
+                                   k};
+          k++;
+        }
+      }
+    qsort(notes, (size_t)k, sizeof *notes, note_cmp);
+    long wi = 0;
+    for (int l = 0; l < nlanes; l++)
+      for (uint32_t i = 0; i < lanes[l].b->n; i++) {
+        const struct pld__tev *e = &lanes[l].b->ev[i];
+        if (e->kind != PLD__TEV_WAIT)
+          continue;
+        long at = e->flag ? -1
+                          : note_find(notes, k, lanes[l].rank, e->d, e->x,
+                                      e->t1 + lanes[l].offset);
+        if (at >= 0) {
+          uint64_t *id = &note_id[notes[at].seq];
+          if (!*id)
+            *id = ++w.flows;
+          wait_id[wi] = *id;
+        }
+        wi++;
+      }
+  }
+  long ni = 0, wi = 0;
+  for (int l = 0; l < nlanes; l++) {
+    const struct lane *ln = &lanes[l];
+    for (uint32_t i = 0; i < ln->b->n; i++) {
+      const struct pld__tev *e = &ln->b->ev[i];
+      uint64_t in = 0;
+      if (e->kind == PLD__TEV_WAIT)
+        in = wait_id ? wait_id[wi++] : 0;
+      put_event(ln, e, run, in,
+                e->t1 + ln->offset - (e->t1 > e->t0 ? 1 : 0));
+      if (e->kind == PLD__TEV_NOTIFY) {
+        uint64_t id = note_id ? note_id[ni] : 0;
+        ni++;
+        if (id) {
+          event_head("s", ln->pid, ln->tid, e->t0 + ln->offset);
+          fprintf(w.f, ",\"cat\":\"signal\",\"name\":\"signal\","
+                       "\"id\":%llu}",
+                  (unsigned long long)id);
+        }
+      }
+    }
+    if (ln->b->lost) {
+      int64_t t = ln->b->n ? ln->b->ev[ln->b->n - 1].t1 + ln->offset : w.epoch;
+      event_head("i", ln->pid, ln->tid, t);
+      fprintf(w.f, ",\"s\":\"t\",\"cat\":\"pld\",\"name\":\"events lost\","
+                   "\"args\":{\"lost\":%llu}}",
+              (unsigned long long)ln->b->lost);
+    }
+  }
+  pld__free(wait_id);
+  pld__free(note_id);
+  pld__free(notes);
+}
+
+/* ---- programs -------------------------------------------------------------
+ */
+
+static int lane_named(struct pld_program *p, int r, int tid) {
+  unsigned char *n = &p->trace.named[(size_t)r * LANES + (size_t)tid];
+  int was = *n;
+  *n = 1;
+  return was;
+}
+
+int pld__trace_config(struct pld_program *p, const pld_config *cfg) {
+  static int debug_fd = -1; /* PLD_DEBUG_FILE, opened once */
+  const char *dbg = getenv("PLD_DEBUG");
+  unsigned mask = 0;
+  int st = pld__debug_parse("pld_compile", dbg ? dbg : "", &mask);
+  if (st)
+    return st;
+  const char *dfile = getenv("PLD_DEBUG_FILE");
+  if (mask && dfile && *dfile && debug_fd < 0) {
+    debug_fd = open(dfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (debug_fd < 0)
+      return pld__fail(PLD_ERR_CONFIG,
+                       "pld_compile: environment: PLD_DEBUG_FILE='%s': "
+                       "cannot write it: %s",
+                       dfile, strerror(errno));
+  }
+  pld__debug_set(mask, debug_fd >= 0 ? debug_fd : 2);
+
+  const char *path = cfg->trace ? cfg->trace : getenv("PLD_TRACE");
+  if (!path || !*path)
+    return PLD_OK;
+  p->trace.named = pld__calloc((size_t)p->nranks, LANES);
+  if (!p->trace.named)
+    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory (trace)");
+  pthread_mutex_lock(&mu);
+  /* Under mpirun only process 0 writes; the others record and send. */
+  if (pld_process_index() == 0)
+    st = file_open(path);
+  if (!st) {
+    p->trace.on = 1;
+    p->trace.k = w.next_k++;
+    p->trace.cap = (uint32_t)pld__tunables()->PLD_TRACE_EVENTS;
+    w.programs++;
+  }
+  pthread_mutex_unlock(&mu);
+  return st;
+}
+
+/* The host's lane records e (under the writer's lock). */
+static void host_store(struct pld_program *p, struct pld__tev *e, int end) {
+  if (!p->trace.on || !w.host) {
+    (end ? pld__obs_end : pld__obs_begin)(e);
+    return;
+  }
+  pthread_mutex_lock(&mu);
+  struct pld__tbuf *own = pld__obs.buf;
+  pld__obs.buf = end ? w.host : NULL;
+  (end ? pld__obs_end : pld__obs_begin)(e);
+  pld__obs.buf = own;
+  pthread_mutex_unlock(&mu);
+}
+
+int pld__htrace_begin(struct pld_program *p, struct pld__tev *e, int sub,
+                      const char *name) {
+  if (!p->trace.on && !(pld__debug_mask & PLD__DBG_HOST))
+    return 0;
+  pld__tev_init(e, PLD__TEV_HOST, sub, name);
+  host_store(p, e, 0);
+  return 1;
+}
+
+void pld__htrace_end(struct pld_program *p, struct pld__tev *e, int64_t bytes) {
+  e->x = bytes;
+  host_store(p, e, 1);
+}
+
+int pld__trace_prepare(struct pld_program *p) {
+  if (!p->trace.on || p->trace.area)
+    return PLD_OK;
+  p->trace.area = pld__calloc((size_t)p->nranks, sizeof *p->trace.area);
+  p->trace.bytes = pld__calloc((size_t)p->nranks, sizeof *p->trace.bytes);
+  if (!p->trace.area || !p->trace.bytes)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory "
+                                    "(trace)");
+  int threads = 1 + p->plat->vector_cores + p->plat->cube_cores;
+  size_t bytes = pld__trace_area_bytes(threads, p->trace.cap);
+  int me = p->cp == &pld__ctl_mpi ? pld_process_index() : -1;
+  for (int r = 0; r < p->nranks; r++) {
+    if (me >= 0 && r != me)
+      continue;
+    /* Shared with the device process under shm; its pages are committed
+     * only as events fill them. */
+    void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a == MAP_FAILED)
+      return pld__fail(PLD_ERR_SYSTEM,
+                       "pld_program_prepare: trace: mapping %zu bytes for "
+                       "rank %d: %s",
+                       bytes, r, strerror(errno));
+    p->trace.area[r] = a;
+    p->trace.bytes[r] = bytes;
+    pld__trace_area_init(a, threads, p->trace.cap);
+  }
+  return PLD_OK;
+}
+
+/* Under mpi: the events of this process's rank, packed (each used
+ * buffer's header with cap = n, then its n events), its times moved to
+ * process 0's clock. */
+static unsigned char *pack(const struct pld__trace_area *a, int64_t offset,
+                           size_t *len) {
+  size_t n = sizeof(uint32_t);
+  for (uint32_t i = 0; i < a->nthreads; i++) {
+    const struct pld__tbuf *b = pld__trace_tbuf(a, (int)i);
+    n += sizeof *b + (size_t)b->n * sizeof b->ev[0];
+  }
+  unsigned char *out = pld__malloc(n);
+  if (!out)
+    return NULL;
+  memcpy(out, &a->nthreads, sizeof(uint32_t));
+  size_t at = sizeof(uint32_t);
+  for (uint32_t i = 0; i < a->nthreads; i++) {
+    const struct pld__tbuf *b = pld__trace_tbuf(a, (int)i);
+    struct pld__tbuf *c = (struct pld__tbuf *)(out + at);
+    memcpy(c, b, sizeof *b + (size_t)b->n * sizeof b->ev[0]);
+    c->cap = c->n;
+    for (uint32_t j = 0; j < c->n; j++) {
+      c->ev[j].t0 += offset;
+      c->ev[j].t1 += offset;
+    }
+    at += sizeof *c + (size_t)c->n * sizeof c->ev[0];
+  }
+  *len = n;
+  return out;
+}
+
+/* Under mpi, how far this process's clock is ahead of process 0's: 0 on
+ * its machine (CLOCK_MONOTONIC is the machine's), else measured once
+ * (to within a broadcast's latency). */
+static int64_t clock_offset(struct pld_program *p) {
+  struct {
+    char host[64];
+    int64_t now;
+  } root;
+  memset(&root, 0, sizeof root);
+  gethostname(root.host, sizeof root.host - 1);
+  char mine[64];
+  memcpy(mine, root.host, sizeof mine);
+  root.now = pld__now_ns();
+  p->cp->share(p, 0, &root, sizeof root);
+  return strcmp(mine, root.host) ? pld__now_ns() - root.now : 0;
+}
+
+/* Writes the events recorded since the last drain (ran: after a run). */
+static void drain(struct pld_program *p, int ran) {
+  if (!p->trace.on)
+    return;
+  int mpi = p->cp == &pld__ctl_mpi;
+  unsigned char **packed = NULL;
+  if (mpi && p->trace.area) {
+    /* Every process gathers every rank's events, in rank order. */
+    if (!p->trace.offset_known) {
+      p->trace.offset = clock_offset(p);
+      p->trace.offset_known = 1;
+    }
+    packed = pld__calloc((size_t)p->nranks, sizeof *packed);
+    int me = pld_process_index();
+    for (int r = 0; r < p->nranks; r++) {
+      uint64_t len = 0;
+      unsigned char *mine = NULL;
+      if (r == me && packed) {
+        size_t n = 0;
+        mine = pack(p->trace.area[r], p->trace.offset, &n);
+        len = mine ? n : 0;
+      }
+      p->cp->share(p, r, &len, sizeof len);
+      unsigned char *buf = r == me ? mine : len ? pld__malloc(len) : NULL;
+      uint64_t got = buf ? len : 0;
+      if (len && !buf)
+        len = 0;
+      /* Everyone takes part in every broadcast, with or without memory. */
+      unsigned char scratch[1];
+      p->cp->share(p, r, buf ? buf : scratch, (size_t)got);
+      if (packed && got)
+        packed[r] = buf;
+      else
+        pld__free(buf);
+    }
+    pld__trace_area_clear(p->trace.area[me]);
+  }
+  pthread_mutex_lock(&mu);
+  p->trace.runs += ran;
+  w.runs += ran;
+  if (!w.f) {
+    /* A process that does not write: its host events are dropped. */
+    if (w.host)
+      w.host->n = 0;
+    pthread_mutex_unlock(&mu);
+    if (packed)
+      for (int r = 0; r < p->nranks; r++)
+        pld__free(packed[r]);
+    pld__free(packed);
+    return;
+  }
+  struct lane *lanes =
+      pld__calloc((size_t)p->nranks * LANES + 1, sizeof *lanes);
+  int nl = 0;
+  if (lanes) {
+    lanes[nl++] = (struct lane){0, 0, -1, w.host, 0};
+    for (int r = 0; r < p->nranks; r++) {
+      int pid = 1 + p->trace.k * PIDS_PER_PROGRAM + r;
+      const unsigned char *at = packed ? packed[r] : NULL;
+      const struct pld__trace_area *a =
+          !packed && p->trace.area ? p->trace.area[r] : NULL;
+      uint32_t nt = 0;
+      if (at)
+        memcpy(&nt, at, sizeof nt);
+      else if (a)
+        nt = a->nthreads;
+      size_t off = sizeof(uint32_t);
+      for (uint32_t i = 0; i < nt && i < LANES - 1; i++) {
+        const struct pld__tbuf *b;
+        if (at) {
+          b = (const struct pld__tbuf *)(at + off);
+          off += sizeof *b + (size_t)b->n * sizeof b->ev[0];
+        } else {
+          b = pld__trace_tbuf(a, (int)i);
+        }
+        if (!b->used)
+          continue;
+        if (!lane_named(p, r, LANES - 1)) {
+          char nm[96];
+          if (p->trace.k)
+            snprintf(nm, sizeof nm, "program %d: rank %d (device %d)",
+                     p->trace.k, r, p->device_ids[r]);
+          else
+            snprintf(nm, sizeof nm, "rank %d (device %d)", r,
+                     p->device_ids[r]);
+          meta(pid, -1, "process", nm);
+        }
+        if (!lane_named(p, r, (int)i)) {
+          char nm[sizeof b->name + 1];
+          pld__name_copy(nm, sizeof nm, b->name);
+          meta(pid, (int)i, "thread", nm);
+        }
+        lanes[nl++] = (struct lane){pid, (int)i, r, b, 0};
+      }
+    }
+    put_lanes(lanes, nl, p->trace.runs);
+    for (int l = 0; l < nl; l++)
+      w.lost += lanes[l].b->lost;
+  }
+  pld__free(lanes);
+  /* The buffers are empty again (their drops counted). */
+  w.host->n = 0;
+  w.host->lost = 0;
+  for (int r = 0; r < p->nranks && !packed && p->trace.area; r++)
+    if (p->trace.area[r]) {
+      struct pld__trace_area *a = p->trace.area[r];
+      for (uint32_t i = 0; i < a->nthreads; i++)
+        pld__trace_tbuf(a, (int)i)->lost = 0;
+      pld__trace_area_clear(a);
+    }
+  fflush(w.f);
+  pthread_mutex_unlock(&mu);
+  if (packed)
+    for (int r = 0; r < p->nranks; r++)
+      pld__free(packed[r]);
+  pld__free(packed);
+}
+
+void pld__trace_run_end(struct pld_program *p) { drain(p, 1); }
+
+void pld__trace_release(struct pld_program *p) {
+  if (!p->trace.on)
+    return;
+  /* Host events since the last run (a compile that never ran). */
+  if (w.host && w.host->n && p->cp != &pld__ctl_mpi)
+    drain(p, 0);
+  pthread_mutex_lock(&mu);
+  if (--w.programs == 0 && w.f)
+    footer();
+  pthread_mutex_unlock(&mu);
+  for (int r = 0; p->trace.area && r < p->nranks; r++)
+    if (p->trace.area[r])
+      munmap(p->trace.area[r], p->trace.bytes[r]);
+  pld__free(p->trace.area);
+  pld__free(p->trace.bytes);
+  pld__free(p->trace.named);
+  memset(&p->trace, 0, sizeof p->trace);
+}
+
+struct pld__trace_area *pld__trace_area_of(const struct pld_program *p,
+                                           int r, size_t *bytes) {
+  if (!p->trace.area || !p->trace.area[r])
+    return NULL;
+  if (bytes)
+    *bytes = p->trace.bytes[r];
+  return p->trace.area[r];
+}

@@ -1,0 +1,34 @@
+/* host/trace.h: the trace file of a host process (PLD_TRACE,
+ * pld_config.trace) and the debug log's configuration (PLD_DEBUG,
+ * PLD_DEBUG_FILE).  Recording is core/trace.h's. */
+#ifndef PLD_HOST_TRACE_H
+#define PLD_HOST_TRACE_H
+
+#include "core/trace.h"
+#include "host/program.h"
+
+/* At compile: sets up the debug log, and decides whether p is traced
+ * (opening the file at the first traced program).  Returns PLD_OK or
+ * PLD_ERR_CONFIG / PLD_ERR_SYSTEM (message set). */
+int pld__trace_config(struct pld_program *p, const pld_config *cfg);
+
+/* Before the devices start: the trace areas of the ranks this process
+ * runs. */
+int pld__trace_prepare(struct pld_program *p);
+/* Rank r's trace area (and its size), or NULL. */
+struct pld__trace_area *pld__trace_area_of(const struct pld_program *p,
+                                           int r, size_t *bytes);
+
+/* A host span (sub: PLD__TH_*): begin returns 0 when nothing observes it
+ * (then end must not be called). */
+int pld__htrace_begin(struct pld_program *p, struct pld__tev *e, int sub,
+                      const char *name);
+void pld__htrace_end(struct pld_program *p, struct pld__tev *e,
+                     int64_t bytes);
+
+/* After each run, on every process: the run's events into the file. */
+void pld__trace_run_end(struct pld_program *p);
+/* At destroy: closes the file after the last traced program. */
+void pld__trace_release(struct pld_program *p);
+
+#endif
