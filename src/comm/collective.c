@@ -570,9 +570,11 @@ static int finish(struct coll *cc, int st) {
   pld_core k = {c};
   pld_tile_free(k, cc->acc);
   pld_tile_free(k, cc->stage);
-  c->coll_kind = c->coll_call = c->coll_round = 0;
-  if (cc->observed)
+  if (cc->observed) {
+    cc->ev.b = c->coll_round;
     pld__obs_end(&cc->ev);
+  }
+  c->coll_kind = c->coll_call = c->coll_round = 0;
   return c->status ? c->status : st;
 }
 

@@ -158,6 +158,13 @@ int pld__signal_cell(struct pld__core *c, const char *fn,
 int pld__signal_cell_later(struct pld__core *c, const char *fn,
                            const struct pld__tensor *w, int32_t peer,
                            size_t off, int32_t value, pld_notify_op op);
+/* Whether this rank's (rank's) INT32 cell off of buffer buf satisfies a
+ * wait (its value in *value).  Under the race detector a satisfied wait
+ * acquires what was released to the cell, into `into` (a task's clock) or
+ * (NULL) the calling thread's (core/race.h). */
+int pld__cell_satisfied(struct pld__fabric *f, int rank, int buf, size_t off,
+                        int32_t expected, int cmp, int32_t *value,
+                        uint32_t *into);
 int pld__wait_cell(struct pld__core *c, const char *fn,
                    const struct pld__tensor *w, size_t off, int n,
                    const int64_t *idx, int32_t expected, int cmp);

@@ -37,6 +37,27 @@ struct fused {
   int done;
 };
 
+/* The last write of a move with its signal (sig) in one fabric call;
+ * under the race detector, the notify is released as it lands. */
+static int put_signal(struct pld__core *c, const char *fn,
+                      const struct pld__tensor *w, int world, size_t off,
+                      const void *src, size_t n, const struct fused *sig) {
+  struct pld__fabric *f = c->env->fabric;
+  if (!pld__race_on())
+    return f->ops->put_signal(f, w->win_buf, world, off, src, n, sig->buf,
+                              sig->off, sig->value, sig->op);
+  pld__race_cell_lock(sig->buf, world, sig->off);
+  int st = pld__race_release_locked(
+      fn, sig->w->name, sig->buf, world, sig->off,
+      (int64_t)((sig->off - sig->w->win_offset) / sizeof(int32_t)),
+      sig->op == PLD_NOTIFY_SET);
+  if (!st)
+    st = f->ops->put_signal(f, w->win_buf, world, off, src, n, sig->buf,
+                            sig->off, sig->value, sig->op);
+  pld__race_cell_unlock(sig->buf, world, sig->off);
+  return st;
+}
+
 /* Moves rows x cols elements between local memory (row stride `stride`
  * bytes) and peer's copy of window w at (row, col): a write (put != 0,
  * accumulating with PLD_ATOMIC_ADD) or a read.  Whole rows on both sides
@@ -57,11 +78,6 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
                                    : PLD__RACE_WRITE,
         fn, w->name, w->win_buf, world, win_at(w, row, col),
         (size_t)cols * es, (size_t)rows, (size_t)pld__tensor_cols(w) * es);
-    if (!st && put && sig && atomic != PLD_ATOMIC_ADD)
-      st = pld__race_release(fn, sig->w->name, sig->buf, world, sig->off,
-                             (int64_t)((sig->off - sig->w->win_offset) /
-                                       sizeof(int32_t)),
-                             sig->op == PLD_NOTIFY_SET);
     if (st)
       return fabric_failed(c, fn, st);
   }
@@ -80,9 +96,7 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
                  ? f->ops->accumulate(f, w->win_buf, world, off, l,
                                       (size_t)cols, w->dtype)
              : last_plain
-                 ? f->ops->put_signal(f, w->win_buf, world, off, l,
-                                      (size_t)cols * es, sig->buf, sig->off,
-                                      sig->value, sig->op)
+                 ? put_signal(c, fn, w, world, off, l, (size_t)cols * es, sig)
                  : (later ? f->ops->write_later
                           : f->ops->write)(f, w->win_buf, world, off, l,
                                            (size_t)cols * es);

@@ -60,16 +60,19 @@ static int signal_cell(struct pld__core *c, const char *fn,
     e.x = (int64_t)off;
     pld__obs_instant(&e);
   }
-  int st = pld__race_on()
-               ? pld__race_release(
-                     fn, w->name, w->win_buf, w->comm->members[peer], off,
-                     (int64_t)((off - w->win_offset) / sizeof(int32_t)),
-                     op == PLD_NOTIFY_SET)
-               : PLD_OK;
-  if (st)
-    return pld__kfail(c, st, fn, "%s", pld_last_error());
-  st = (later ? f->ops->signal_later : f->ops->signal)(
-      f, w->win_buf, w->comm->members[peer], off, value, op);
+  int world = w->comm->members[peer], race = pld__race_on(), st = PLD_OK;
+  if (race) { /* the release lands with the signal (core/race.h) */
+    pld__race_cell_lock(w->win_buf, world, off);
+    st = pld__race_release_locked(
+        fn, w->name, w->win_buf, world, off,
+        (int64_t)((off - w->win_offset) / sizeof(int32_t)),
+        op == PLD_NOTIFY_SET);
+  }
+  if (!st)
+    st = (later ? f->ops->signal_later : f->ops->signal)(f, w->win_buf, world,
+                                                         off, value, op);
+  if (race)
+    pld__race_cell_unlock(w->win_buf, world, off);
   if (st)
     return pld__kfail(c, st, fn, "%s", pld_last_error());
   atomic_fetch_add_explicit(&env->watch->progress, 1, memory_order_relaxed);
@@ -141,11 +144,10 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
   if (st)
     return st;
   struct pld__fabric *f = c->env->fabric;
-  if (pld__wait_satisfied(f->ops->cell(f, sig.p->win_buf, off), expected,
-                          cmp)) {
-    pld__race_acquire(sig.p->win_buf, c->rank, off, NULL);
+  int32_t value;
+  if (pld__cell_satisfied(f, c->rank, sig.p->win_buf, off, expected, cmp,
+                          &value, NULL))
     return PLD_OK;
-  }
   if (c->ndeferred == PLD_MAX_DEFERRED_WAITS)
     return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
                       "more than %d deferred waits in one block",
@@ -161,16 +163,30 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
   return PLD_OK;
 }
 
+int pld__cell_satisfied(struct pld__fabric *f, int rank, int buf, size_t off,
+                        int32_t expected, int cmp, int32_t *value,
+                        uint32_t *into) {
+  if (!pld__race_on())
+    return pld__wait_satisfied(*value = f->ops->cell(f, buf, off), expected,
+                               cmp);
+  pld__race_cell_lock(buf, rank, off);
+  int ok = pld__wait_satisfied(*value = f->ops->cell(f, buf, off), expected,
+                               cmp);
+  if (ok)
+    pld__race_acquire_locked(buf, rank, off, into);
+  pld__race_cell_unlock(buf, rank, off);
+  return ok;
+}
+
 int pld__wait_cell(struct pld__core *c, const char *fn,
                    const struct pld__tensor *sig, size_t off, int n,
                    const int64_t *idx, int32_t expected, int cmp) {
   const struct pld__comm_env *env = c->env;
   struct pld__fabric *f = env->fabric;
   int buf = sig->win_buf;
-  if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp)) {
-    pld__race_acquire(buf, c->rank, off, NULL);
+  int32_t value;
+  if (pld__cell_satisfied(f, c->rank, buf, off, expected, cmp, &value, NULL))
     return PLD_OK;
-  }
   /* A wait about to be satisfied (a neighbour's hand-over, a ping-pong) is
    * spared publishing itself for the watch, which costs more than such a
    * wait: a short poll first, unless more threads of the program are
@@ -181,10 +197,9 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-      if (pld__wait_satisfied(f->ops->cell(f, buf, off), expected, cmp)) {
-        pld__race_acquire(buf, c->rank, off, NULL);
+      if (pld__cell_satisfied(f, c->rank, buf, off, expected, cmp, &value,
+                              NULL))
         return PLD_OK;
-      }
     }
 
   /* Publish the wait for the host's deadlock watch (the slot already names
@@ -206,13 +221,16 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
     e.b = expected;
     e.d = buf;
     e.x = (int64_t)off;
+    e.e = c->coll_kind;
+    e.f = c->coll_call;
+    e.g = c->coll_round;
     pld__obs_begin(&e);
   }
   uint32_t why = PLD__ABORT_NONE;
-  int32_t value;
   for (;;) {
     uint32_t seen = f->ops->events(f);
-    if (pld__wait_satisfied(value = f->ops->cell(f, buf, off), expected, cmp))
+    if (pld__cell_satisfied(f, c->rank, buf, off, expected, cmp, &value,
+                            NULL))
       break;
     why = atomic_load_explicit(env->abort, memory_order_acquire);
     if (why != PLD__ABORT_NONE)
@@ -234,10 +252,8 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   atomic_fetch_add_explicit(&w->resumes, 1, memory_order_relaxed);
   atomic_store_explicit(&w->state, PLD__CORE_RUNNING, memory_order_relaxed);
   pld__slot_write_end(w);
-  if (why == PLD__ABORT_NONE) {
-    pld__race_acquire(buf, c->rank, off, NULL);
+  if (why == PLD__ABORT_NONE)
     return PLD_OK;
-  }
   char ws[160];
   pld__describe(ws, sizeof ws, sig, PLD__NO_PEER, NULL);
   return pld__kfail(c,

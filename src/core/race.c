@@ -15,8 +15,10 @@
 #define RACE_READS 3
 /* Accesses each slot remembers for reports. */
 #define RING 1024
-/* Signal cells one run may use. */
+/* Signal cells one run may use: STRIPES tables of CELLS / STRIPES, each
+ * with its lock. */
 #define CELLS 16384
+#define STRIPES 64
 #define GRANULE 4
 
 struct lock {
@@ -50,9 +52,12 @@ struct ep {
   uint32_t rec;
 };
 
+/* A granule: the last write (or atomic add) of each of its bytes (mask
+ * 0: none), and reads of some of its bytes not yet ordered before a
+ * write of them. */
 struct shadow {
   uint32_t gen; /* the run it belongs to: another's is empty */
-  struct ep w;
+  struct ep w[GRANULE];
   struct ep r[RACE_READS];
 };
 
@@ -77,7 +82,8 @@ struct pld__race {
   size_t cell_stride;
   size_t off_vc, off_clock, off_host, off_cells, off_rings, off_sindex,
       off_slocks;
-  struct lock cells_lock, host_lock;
+  struct lock host_lock;
+  struct lock stripe[STRIPES];
 };
 
 _Thread_local struct pld__race_thread pld__race_me;
@@ -410,6 +416,15 @@ static int report(const struct pld__race *r, int kind, const char *window,
                    kind_name(other->kind), them, why(other->kind, kind));
 }
 
+/* Whether an earlier access e conflicts with one of kind `kind`. */
+static int conflicts(const struct pld__race *r, const struct ep *e, int kind) {
+  if (kind == PLD__RACE_READ && e->kind == PLD__RACE_READ)
+    return 0;
+  if (kind == PLD__RACE_ATOMIC && e->kind == PLD__RACE_ATOMIC)
+    return 0;
+  return !ordered(r, e);
+}
+
 /* Checks and records one granule; the conflicting access in *bad. */
 static int granule(const struct pld__race *r, struct shadow *g, uint32_t gen,
                    int kind, uint8_t mask, const struct ep *mine,
@@ -418,21 +433,20 @@ static int granule(const struct pld__race *r, struct shadow *g, uint32_t gen,
     memset(g, 0, sizeof *g);
     g->gen = gen;
   }
-  struct ep *w = g->w.mask ? &g->w : NULL;
-  if (w && (w->mask & mask) && !ordered(r, w) &&
-      !(kind == PLD__RACE_ATOMIC && w->kind == PLD__RACE_ATOMIC) &&
-      !(kind == PLD__RACE_READ && w->kind == PLD__RACE_READ)) {
-    *bad = *w;
-    return 1;
-  }
+  for (int b = 0; b < GRANULE; b++)
+    if ((mask >> b & 1) && g->w[b].mask && conflicts(r, &g->w[b], kind)) {
+      *bad = g->w[b];
+      return 1;
+    }
   if (kind != PLD__RACE_READ)
     for (int i = 0; i < RACE_READS; i++)
-      if ((g->r[i].mask & mask) && !ordered(r, &g->r[i])) {
+      if ((g->r[i].mask & mask) && conflicts(r, &g->r[i], kind)) {
         *bad = g->r[i];
         return 1;
       }
   if (kind == PLD__RACE_READ) {
-    /* Reads ordered before this one are covered by it. */
+    /* Reads ordered before this one, of bytes it reads too, are covered
+     * by it; when every entry holds an unordered read, the oldest goes. */
     int slot = -1;
     for (int i = 0; i < RACE_READS; i++) {
       struct ep *e = &g->r[i];
@@ -441,11 +455,9 @@ static int granule(const struct pld__race *r, struct shadow *g, uint32_t gen,
       if (!e->mask && slot < 0)
         slot = i;
     }
-    if (slot < 0) { /* full: the oldest goes */
-      slot = 0;
-      for (int i = 1; i < RACE_READS; i++)
-        if (g->r[i].clock < g->r[slot].clock)
-          slot = i;
+    if (slot < 0) {
+      memmove(&g->r[0], &g->r[1], (RACE_READS - 1) * sizeof g->r[0]);
+      slot = RACE_READS - 1;
     }
     g->r[slot] = *mine;
     g->r[slot].mask = mask;
@@ -453,8 +465,11 @@ static int granule(const struct pld__race *r, struct shadow *g, uint32_t gen,
     /* Reads and writes of these bytes are ordered before this one. */
     for (int i = 0; i < RACE_READS; i++)
       g->r[i].mask &= (uint8_t)~mask;
-    g->w = *mine;
-    g->w.mask = mask;
+    for (int b = 0; b < GRANULE; b++)
+      if (mask >> b & 1) {
+        g->w[b] = *mine;
+        g->w[b].mask = (uint8_t)(1u << b);
+      }
   }
   return 0;
 }
@@ -492,14 +507,27 @@ int pld__race_access(int kind, const char *fn, const char *window, int buf,
 
 /* ---- signals ------------------------------------------------------------- */
 
-/* Called with cells_lock held: the cell's entry (NULL: the table is
- * full). */
+static size_t stripe_of(int buf, int copy, size_t off) {
+  return ((size_t)buf * 1000003u ^ (size_t)copy * 7919u ^ off / 4 * 131u) %
+         STRIPES;
+}
+
+void pld__race_cell_lock(int buf, int copy, size_t off) {
+  lock(&pld__race_me.r->stripe[stripe_of(buf, copy, off)]);
+}
+
+void pld__race_cell_unlock(int buf, int copy, size_t off) {
+  unlock(&pld__race_me.r->stripe[stripe_of(buf, copy, off)]);
+}
+
+/* Called with the cell's stripe locked: its entry (NULL: the stripe's
+ * table is full). */
 static struct cell *cell_find(struct pld__race *r, int buf, int copy,
                               size_t off, uint32_t gen) {
-  size_t h = ((size_t)buf * 1000003u ^ (size_t)copy * 7919u ^ off / 4) %
-             CELLS;
-  for (size_t i = 0; i < CELLS; i++) {
-    struct cell *c = cell_at(r, (h + i) % CELLS);
+  const size_t per = CELLS / STRIPES, base = stripe_of(buf, copy, off) * per;
+  size_t h = (off / 4 + (size_t)copy * 17u + (size_t)buf * 31u) % per;
+  for (size_t i = 0; i < per; i++) {
+    struct cell *c = cell_at(r, base + (h + i) % per);
     if (c->gen != gen) {
       memset(c, 0, r->cell_stride);
       c->gen = gen;
@@ -514,26 +542,21 @@ static struct cell *cell_find(struct pld__race *r, int buf, int copy,
   return NULL;
 }
 
-int pld__race_release(const char *fn, const char *window, int buf, int copy,
-                      size_t off, int64_t cell, int set) {
+int pld__race_release_locked(const char *fn, const char *window, int buf,
+                             int copy, size_t off, int64_t cell, int set) {
   struct pld__race *r = pld__race_me.r;
-  if (!r)
-    return PLD_OK;
   uint32_t gen = gen_of(r);
+  struct cell *c = cell_find(r, buf, copy, off, gen);
+  if (!c)
+    return pld__fail(PLD_ERR_UNSUPPORTED,
+                     "race check: more than %d signal cells notified in one "
+                     "run (or too many in one of its %d tables)",
+                     CELLS, STRIPES);
   struct ep mine = {(uint16_t)pld__race_me.slot, 1,
                     (uint8_t)(set ? PLD__RACE_WRITE : PLD__RACE_ATOMIC), now(),
                     record(set ? PLD__RACE_WRITE : PLD__RACE_ATOMIC, fn, window,
                            buf, copy, off, off + 4)};
   int st = PLD_OK;
-  lock(&r->cells_lock);
-  struct cell *c = cell_find(r, buf, copy, off, gen);
-  if (!c) {
-    unlock(&r->cells_lock);
-    return pld__fail(PLD_ERR_UNSUPPORTED,
-                     "race check: more than %d signal cells notified in one "
-                     "run",
-                     CELLS);
-  }
   struct ep *other = set ? &c->add : &c->set;
   if (other->mask && !ordered(r, other)) {
     char them[512];
@@ -555,29 +578,23 @@ int pld__race_release(const char *fn, const char *window, int buf, int copy,
   }
   if (mine.clock > c->vc[pld__race_me.slot])
     c->vc[pld__race_me.slot] = mine.clock;
-  unlock(&r->cells_lock);
   tick();
   return st;
 }
 
-void pld__race_acquire(int buf, int copy, size_t off, uint32_t *into) {
+void pld__race_acquire_locked(int buf, int copy, size_t off, uint32_t *into) {
   struct pld__race *r = pld__race_me.r;
-  if (!r)
+  struct cell *c = cell_find(r, buf, copy, off, gen_of(r));
+  if (!c)
     return;
-  uint32_t gen = gen_of(r);
-  lock(&r->cells_lock);
-  struct cell *c = cell_find(r, buf, copy, off, gen);
-  if (c) {
-    if (into) {
-      for (uint32_t i = 0; i < r->nslots; i++)
-        if (c->vc[i] > into[i])
-          into[i] = c->vc[i];
-    } else {
-      _Atomic uint32_t *vc = vc_of(r, (uint32_t)pld__race_me.slot);
-      for (uint32_t i = 0; i < r->nslots; i++)
-        if (c->vc[i] > atomic_load_explicit(&vc[i], memory_order_relaxed))
-          atomic_store_explicit(&vc[i], c->vc[i], memory_order_relaxed);
-    }
+  if (into) {
+    for (uint32_t i = 0; i < r->nslots; i++)
+      if (c->vc[i] > into[i])
+        into[i] = c->vc[i];
+    return;
   }
-  unlock(&r->cells_lock);
+  _Atomic uint32_t *vc = vc_of(r, (uint32_t)pld__race_me.slot);
+  for (uint32_t i = 0; i < r->nslots; i++)
+    if (c->vc[i] > atomic_load_explicit(&vc[i], memory_order_relaxed))
+      atomic_store_explicit(&vc[i], c->vc[i], memory_order_relaxed);
 }

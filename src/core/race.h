@@ -97,14 +97,21 @@ void pld__race_absorb_host(void);
 int pld__race_access(int kind, const char *fn, const char *window, int buf,
                      int copy, size_t off, size_t row_bytes, size_t rows,
                      size_t stride);
-/* A notify of this thread to the INT32 cell at off of copy's copy of buf
- * (cell: its index, for reports; set: a Set, else an Add).  Returns
- * PLD_OK, or PLD_ERR_RACE (an unordered Set and Add on the cell) or
+/* Signal cells.  A release and the signal it goes with land together,
+ * and a wait reads its cell and learns what was released to it together,
+ * with the cell locked: a wait then learns the notifies whose signals it
+ * saw, no later one.  Lock and unlock: cell at byte off of copy's copy of
+ * buf. */
+void pld__race_cell_lock(int buf, int copy, size_t off);
+void pld__race_cell_unlock(int buf, int copy, size_t off);
+/* With the cell locked: a notify of this thread to it (cell: its index,
+ * for reports; set: a Set, else an Add).  Returns PLD_OK, or
+ * PLD_ERR_RACE (an unordered Set and Add on the cell) or
  * PLD_ERR_UNSUPPORTED (too many cells) with the message set. */
-int pld__race_release(const char *fn, const char *window, int buf, int copy,
-                      size_t off, int64_t cell, int set);
-/* A wait on that cell returned: into (NULL: this thread) learns what was
- * released to it. */
-void pld__race_acquire(int buf, int copy, size_t off, uint32_t *into);
+int pld__race_release_locked(const char *fn, const char *window, int buf,
+                             int copy, size_t off, int64_t cell, int set);
+/* With the cell locked: a wait on it is satisfied; into (NULL: this
+ * thread) learns what was released to the cell. */
+void pld__race_acquire_locked(int buf, int copy, size_t off, uint32_t *into);
 
 #endif

@@ -27,11 +27,12 @@ enum {
   PLD__TEV_LAUNCH,   /* a launch on the AICPU; a: blocks, b: task */
   PLD__TEV_BLOCK,    /* a block on a core; a: block, b: blocks, c: task */
   PLD__TEV_WAIT,     /* a blocked wait; sub: cmp, flag: stopped, a: cell,
-                        b: expected, c: seen, d: buffer, x: cell offset */
+                        b: expected, c: seen, d: buffer, x: cell offset;
+                        in a collective e: PLD__COLL_*, f: call, g: round */
   PLD__TEV_NOTIFY,   /* instant; sub: op, a: cell, b: value, c: domain
                         peer, d: buffer, x: cell offset, e: world peer */
   PLD__TEV_RMA,      /* sub: PLD__TR_*; c: domain peer, x: bytes */
-  PLD__TEV_COLL,     /* sub: PLD__COLL_*; a: call, x: bytes */
+  PLD__TEV_COLL,     /* sub: PLD__COLL_*; a: call, b: rounds, x: bytes */
   PLD__TEV_FABRIC,   /* debug log only: one data-plane call */
   PLD__TEV_KINDS
 };
@@ -49,7 +50,7 @@ enum { PLD__TR_PUT, PLD__TR_GET, PLD__TR_RLOAD, PLD__TR_RSTORE,
 struct pld__tev {
   int64_t t0, t1; /* CLOCK_MONOTONIC ns; t1 == t0 for an instant */
   uint8_t kind, sub, flag, pad;
-  int32_t a, b, c, d, e;
+  int32_t a, b, c, d, e, f, g;
   int64_t x;
   char name[PLD__TEV_NAME]; /* kernel, function or window */
 };

@@ -264,10 +264,10 @@ static int deferred_poll(struct pld__sched *s) {
     if (!t)
       continue;
     const struct pld__coreslot *w = deferred_slot(s, i);
-    if (!pld__wait_satisfied(f->ops->cell(f, w->buf, (size_t)w->off),
-                             w->expected, w->cmp))
+    int32_t value;
+    if (!pld__cell_satisfied(f, s->rank, w->buf, (size_t)w->off, w->expected,
+                             w->cmp, &value, t->vc_end))
       continue;
-    pld__race_acquire(w->buf, s->rank, (size_t)w->off, t->vc_end);
     deferred_drop(s, i);
     atomic_fetch_add_explicit(&s->env->watch->progress, 1,
                               memory_order_relaxed);

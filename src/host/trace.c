@@ -282,6 +282,9 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
             "\"outcome\":\"%s\"",
             e->a, pld__wait_cmp_str(e->sub), e->b, e->c,
             e->flag ? "stopped" : "ok");
+    if (e->e && pld__coll_name(e->e))
+      fprintf(f, ",\"coll\":\"%s\",\"call\":%d,\"round\":%d",
+              pld__coll_name(e->e), e->f, e->g);
     break;
   case PLD__TEV_RMA:
     fprintf(f, "\"peer\":%d,\"window\":", e->c);
@@ -289,7 +292,8 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
     fprintf(f, ",\"bytes\":%lld", (long long)e->x);
     break;
   case PLD__TEV_COLL:
-    fprintf(f, "\"call\":%d,\"bytes\":%lld", e->a, (long long)e->x);
+    fprintf(f, "\"call\":%d,\"rounds\":%d,\"bytes\":%lld", e->a, e->b,
+            (long long)e->x);
     break;
   }
   fputs("}}", f);
