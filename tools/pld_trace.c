@@ -736,7 +736,7 @@ static int need_number(struct parser *p, size_t o, const char *key,
 /* pid and tid: integers in [0, INT_MAX]. */
 static int need_id(struct parser *p, size_t o, const char *key,
                    const char *what, const char *ph, int *out) {
-  double v;
+  double v = 0;
   size_t n;
   if (need_number(p, o, key, what, ph, &v))
     return -1;

@@ -56,8 +56,11 @@ struct pld__tbuf *pld__trace_tbuf(const struct pld__trace_area *a, int i) {
 }
 
 void pld__trace_area_clear(struct pld__trace_area *a) {
-  for (uint32_t i = 0; i < a->nthreads; i++)
-    pld__trace_tbuf(a, (int)i)->n = 0;
+  for (uint32_t i = 0; i < a->nthreads; i++) {
+    struct pld__tbuf *b = pld__trace_tbuf(a, (int)i);
+    b->n = 0;
+    b->lost = 0;
+  }
 }
 
 void pld__observe_as(int rank, int device, const char *lane,

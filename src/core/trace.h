@@ -54,11 +54,13 @@ struct pld__tev {
   int64_t x;
   char name[PLD__TEV_NAME]; /* kernel, function or window */
 };
+_Static_assert(sizeof(struct pld__tev) == 96,
+               "PLD_TRACE_EVENTS' help gives an event's size");
 
 /* One thread's events of the current run. */
 struct pld__tbuf {
   uint32_t n, cap;
-  uint64_t lost;  /* events dropped since the trace began */
+  uint64_t lost;  /* events dropped since the last drain */
   int32_t used;   /* recorded anything since the trace began */
   char name[24];  /* "AICPU", "AIV core 3" */
   struct pld__tev ev[];
@@ -74,7 +76,8 @@ size_t pld__trace_area_bytes(int nthreads, uint32_t cap);
 void pld__trace_area_init(struct pld__trace_area *a, int nthreads,
                           uint32_t cap);
 struct pld__tbuf *pld__trace_tbuf(const struct pld__trace_area *a, int i);
-/* Empties every buffer (after the host took their events). */
+/* Empties every buffer and its count of drops (after the host took
+ * their events). */
 void pld__trace_area_clear(struct pld__trace_area *a);
 
 /* Debug log subsystems (PLD_DEBUG). */

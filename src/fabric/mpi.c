@@ -1187,12 +1187,13 @@ static int move(struct pld__fabric *f, void (*fn)(void *), int buf, int peer,
                 size_t off, const void *src, void *dst, size_t n) {
   struct pld__mpi_prog *m = prog_of(f);
   unsigned char *p = m->bufs[buf].shm[peer];
-  if (p && dst)
-    memcpy(dst, p + off, n);
-  else if (p)
-    memcpy(p + off, src, n);
-  if (p)
+  if (p) {
+    if (dst)
+      memcpy(dst, p + off, n);
+    else if (src)
+      memcpy(p + off, src, n);
     return PLD_OK;
+  }
   struct op o = {.m = m,
                  .buf = buf,
                  .peer = peer,

@@ -43,52 +43,129 @@ static struct {
   struct pld__tbuf *host; /* the host thread's events */
 } w;
 
-/* ---- JSON ---------------------------------------------------------------- */
+/* ---- JSON ----------------------------------------------------------------
+ * Each event is composed in a line buffer by hand (no format strings: the
+ * writer runs once per recorded event, after every run) and written with
+ * one fwrite. */
 
-static void put_str(FILE *f, const char *s) {
-  fputc('"', f);
+struct line {
+  char b[1024];
+  size_t n;
+};
+
+static void put(struct line *l, const char *s) {
+  size_t k = strlen(s);
+  if (k > sizeof l->b - l->n)
+    k = sizeof l->b - l->n;
+  memcpy(l->b + l->n, s, k);
+  l->n += k;
+}
+
+static void put_char(struct line *l, char c) {
+  if (l->n < sizeof l->b)
+    l->b[l->n++] = c;
+}
+
+static void put_int(struct line *l, long long v) {
+  char d[24];
+  int k = 0;
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v
+                               : (unsigned long long)v;
+  do
+    d[k++] = (char)('0' + u % 10);
+  while (u /= 10);
+  if (v < 0)
+    put_char(l, '-');
+  while (k)
+    put_char(l, d[--k]);
+}
+
+/* The characters of a JSON string, escaped. */
+static void put_esc(struct line *l, const char *s) {
+  static const char hex[] = "0123456789abcdef";
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      fprintf(f, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf(f, "\\u%04x", ch);
-    else
-      fputc(ch, f);
+    if (ch == '"' || ch == '\\') {
+      put_char(l, '\\');
+      put_char(l, (char)ch);
+    } else if (ch < 0x20) {
+      put(l, "\\u00");
+      put_char(l, hex[ch >> 4]);
+      put_char(l, hex[ch & 15]);
+    } else {
+      put_char(l, (char)ch);
+    }
   }
-  fputc('"', f);
 }
 
-static void line_begin(void) {
+/* A JSON string. */
+static void put_str(struct line *l, const char *s) {
+  put_char(l, '"');
+  put_esc(l, s);
+  put_char(l, '"');
+}
+
+/* ,"key":<ns as microseconds, three decimals> */
+static void put_us(struct line *l, const char *key, int64_t ns) {
+  put(l, ",\"");
+  put(l, key);
+  put(l, "\":");
+  if (ns < 0) {
+    put_char(l, '-');
+    ns = -ns;
+  }
+  put_int(l, ns / 1000);
+  put_char(l, '.');
+  put_char(l, (char)('0' + ns / 100 % 10));
+  put_char(l, (char)('0' + ns / 10 % 10));
+  put_char(l, (char)('0' + ns % 10));
+}
+
+/* ,"key":value */
+static void put_field(struct line *l, const char *key, long long v) {
+  put(l, ",\"");
+  put(l, key);
+  put(l, "\":");
+  put_int(l, v);
+}
+
+/* Starts an event's line: {"ph":ph,"pid":..,"tid":..,"ts":.. (the caller
+ * adds the rest and ends it). */
+static void event_head(struct line *l, const char *ph, int pid, int tid,
+                       int64_t t) {
+  l->n = 0;
+  put(l, "{\"ph\":\"");
+  put(l, ph);
+  put_char(l, '"');
+  put_field(l, "pid", pid);
+  put_field(l, "tid", tid);
+  put_us(l, "ts", t - w.epoch);
+}
+
+static void line_end(struct line *l) {
   fputs(w.events++ ? ",\n" : "\n", w.f);
+  fwrite(l->b, 1, l->n, w.f);
 }
 
-static void put_ts(const char *key, int64_t ns) {
-  fprintf(w.f, ",\"%s\":%lld.%03lld", key, (long long)(ns / 1000),
-          (long long)((ns < 0 ? -ns : ns) % 1000));
-}
-
-/* {"ph":ph,"pid":..,"tid":..,"ts":..  (the caller closes it) */
-static void event_head(const char *ph, int pid, int tid, int64_t t) {
-  line_begin();
-  fprintf(w.f, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d", ph, pid, tid);
-  put_ts("ts", t - w.epoch);
-}
-
+/* The name and sort index of a process (tid < 0) or thread. */
 static void meta(int pid, int tid, const char *what, const char *name) {
-  line_begin();
-  fprintf(w.f, "{\"ph\":\"M\",\"pid\":%d,", pid);
-  if (tid >= 0)
-    fprintf(w.f, "\"tid\":%d,", tid);
-  fprintf(w.f, "\"name\":\"%s_name\",\"args\":{\"name\":", what);
-  put_str(w.f, name);
-  fputs("}}", w.f);
-  line_begin();
-  fprintf(w.f, "{\"ph\":\"M\",\"pid\":%d,", pid);
-  if (tid >= 0)
-    fprintf(w.f, "\"tid\":%d,", tid);
-  fprintf(w.f, "\"name\":\"%s_sort_index\",\"args\":{\"sort_index\":%d}}",
-          what, tid >= 0 ? tid : pid);
+  for (int i = 0; i < 2; i++) {
+    struct line l = {.n = 0};
+    put(&l, "{\"ph\":\"M\"");
+    put_field(&l, "pid", pid);
+    if (tid >= 0)
+      put_field(&l, "tid", tid);
+    put(&l, ",\"name\":\"");
+    put(&l, what);
+    put(&l, i ? "_sort_index\",\"args\":{\"sort_index\":"
+              : "_name\",\"args\":{\"name\":");
+    if (i)
+      put_int(&l, tid >= 0 ? tid : pid);
+    else
+      put_str(&l, name);
+    put(&l, "}}");
+    line_end(&l);
+  }
 }
 
 /* ---- the file ------------------------------------------------------------ */
@@ -202,106 +279,122 @@ static const char *host_names[] = {"compile",  "prepare",  "run",
 static void put_event(const struct lane *l, const struct pld__tev *e, int run,
                       uint64_t flow_in, int64_t flow_in_t) {
   int64_t t0 = e->t0 + l->offset, t1 = e->t1 + l->offset;
-  FILE *f = w.f;
+  struct line ln;
   if (e->kind == PLD__TEV_NOTIFY) {
-    event_head("i", l->pid, l->tid, t0);
-    fputs(",\"s\":\"t\",\"cat\":\"notify\",\"name\":", f);
-    char nm[96];
-    snprintf(nm, sizeof nm, "notify %s[%d]", e->name, e->a);
-    put_str(f, nm);
-    fprintf(f, ",\"args\":{\"peer\":%d,\"to\":%d,\"window\":", e->c, e->e);
-    put_str(f, e->name);
-    fprintf(f, ",\"cell\":%d,\"op\":\"%s\",\"value\":%d}}", e->a,
-            e->sub == PLD_NOTIFY_SET ? "set" : "add", e->b);
+    event_head(&ln, "i", l->pid, l->tid, t0);
+    put(&ln, ",\"s\":\"t\",\"cat\":\"notify\",\"name\":\"notify ");
+    put_esc(&ln, e->name);
+    put_char(&ln, '[');
+    put_int(&ln, e->a);
+    put(&ln, "]\",\"args\":{\"peer\":");
+    put_int(&ln, e->c);
+    put_field(&ln, "to", e->e);
+    put(&ln, ",\"window\":");
+    put_str(&ln, e->name);
+    put_field(&ln, "cell", e->a);
+    put(&ln, e->sub == PLD_NOTIFY_SET ? ",\"op\":\"set\"" : ",\"op\":\"add\"");
+    put_field(&ln, "value", e->b);
+    put(&ln, "}}");
+    line_end(&ln);
     return;
   }
-  event_head("X", l->pid, l->tid, t0);
-  put_ts("dur", t1 - t0);
-  char nm[96];
-  const char *cat = "?";
-  switch (e->kind) {
-  case PLD__TEV_HOST:
-    cat = "host";
-    if (e->sub == PLD__TH_TASK)
-      snprintf(nm, sizeof nm, "host task %s", e->name);
-    else
-      snprintf(nm, sizeof nm, "%s", host_names[e->sub % 6]);
-    break;
-  case PLD__TEV_DISPATCH:
-    cat = "dispatch";
-    snprintf(nm, sizeof nm, "%s", e->name);
-    break;
-  case PLD__TEV_LAUNCH:
-    cat = "launch";
-    snprintf(nm, sizeof nm, "launch %s", e->name);
-    break;
-  case PLD__TEV_BLOCK:
-    cat = "block";
-    snprintf(nm, sizeof nm, "%s", e->name);
-    break;
-  case PLD__TEV_WAIT:
-    cat = "wait";
-    snprintf(nm, sizeof nm, "wait %s[%d]", e->name, e->a);
-    break;
-  case PLD__TEV_RMA:
-    cat = "rma";
-    snprintf(nm, sizeof nm, "%s", rma_names[e->sub % 6]);
-    break;
-  case PLD__TEV_COLL:
-    cat = "coll";
-    snprintf(nm, sizeof nm, "%s", pld__coll_name(e->sub) ? pld__coll_name(e->sub) : "?");
-    break;
+  static const char *const cats[PLD__TEV_KINDS] = {
+      [PLD__TEV_HOST] = "host",   [PLD__TEV_DISPATCH] = "dispatch",
+      [PLD__TEV_LAUNCH] = "launch", [PLD__TEV_BLOCK] = "block",
+      [PLD__TEV_WAIT] = "wait",   [PLD__TEV_RMA] = "rma",
+      [PLD__TEV_COLL] = "coll"};
+  event_head(&ln, "X", l->pid, l->tid, t0);
+  put_us(&ln, "dur", t1 - t0);
+  put(&ln, ",\"cat\":\"");
+  put(&ln, cats[e->kind] ? cats[e->kind] : "?");
+  put(&ln, "\",\"name\":");
+  /* The name: a prefix, then (escaped) the event's name. */
+  const char *prefix = e->kind == PLD__TEV_LAUNCH ? "launch "
+                       : e->kind == PLD__TEV_WAIT ? "wait "
+                       : e->kind == PLD__TEV_HOST && e->sub == PLD__TH_TASK
+                           ? "host task "
+                           : "";
+  const char *name = e->kind == PLD__TEV_HOST && e->sub != PLD__TH_TASK
+                         ? host_names[e->sub % 6]
+                     : e->kind == PLD__TEV_RMA ? rma_names[e->sub % 6]
+                     : e->kind == PLD__TEV_COLL
+                         ? (pld__coll_name(e->sub) ? pld__coll_name(e->sub)
+                                                   : "?")
+                         : e->name;
+  put_char(&ln, '"');
+  put(&ln, prefix);
+  put_esc(&ln, name);
+  if (e->kind == PLD__TEV_WAIT) {
+    put_char(&ln, '[');
+    put_int(&ln, e->a);
+    put_char(&ln, ']');
   }
-  fprintf(f, ",\"cat\":\"%s\",\"name\":", cat);
-  put_str(f, nm);
-  fputs(",\"args\":{", f);
+  put(&ln, "\",\"args\":{");
   switch (e->kind) {
   case PLD__TEV_HOST:
-    fprintf(f, "\"run\":%d", run);
+    put(&ln, "\"run\":");
+    put_int(&ln, run);
     if (e->x)
-      fprintf(f, ",\"bytes\":%lld", (long long)e->x);
+      put_field(&ln, "bytes", e->x);
     break;
   case PLD__TEV_DISPATCH:
-    fprintf(f, "\"run\":%d,\"call\":%d", run, e->a);
+    put(&ln, "\"run\":");
+    put_int(&ln, run);
+    put_field(&ln, "call", e->a);
     break;
   case PLD__TEV_LAUNCH:
-    fputs("\"kernel\":", f);
-    put_str(f, e->name);
-    fprintf(f, ",\"blocks\":%d,\"task\":%d", e->a, e->b);
+    put(&ln, "\"kernel\":");
+    put_str(&ln, e->name);
+    put_field(&ln, "blocks", e->a);
+    put_field(&ln, "task", e->b);
     break;
   case PLD__TEV_BLOCK:
-    fputs("\"kernel\":", f);
-    put_str(f, e->name);
-    fprintf(f, ",\"block\":%d,\"blocks\":%d,\"task\":%d", e->a, e->b, e->c);
+    put(&ln, "\"kernel\":");
+    put_str(&ln, e->name);
+    put_field(&ln, "block", e->a);
+    put_field(&ln, "blocks", e->b);
+    put_field(&ln, "task", e->c);
     break;
   case PLD__TEV_WAIT:
-    fputs("\"window\":", f);
-    put_str(f, e->name);
-    fprintf(f,
-            ",\"cell\":%d,\"cmp\":\"%s\",\"expected\":%d,\"seen\":%d,"
-            "\"outcome\":\"%s\"",
-            e->a, pld__wait_cmp_str(e->sub), e->b, e->c,
-            e->flag ? "stopped" : "ok");
-    if (e->e && pld__coll_name(e->e))
-      fprintf(f, ",\"coll\":\"%s\",\"call\":%d,\"round\":%d",
-              pld__coll_name(e->e), e->f, e->g);
+    put(&ln, "\"window\":");
+    put_str(&ln, e->name);
+    put_field(&ln, "cell", e->a);
+    put(&ln, ",\"cmp\":\"");
+    put(&ln, pld__wait_cmp_str(e->sub));
+    put_char(&ln, '"');
+    put_field(&ln, "expected", e->b);
+    put_field(&ln, "seen", e->c);
+    put(&ln, e->flag ? ",\"outcome\":\"stopped\"" : ",\"outcome\":\"ok\"");
+    if (e->e && pld__coll_name(e->e)) {
+      put(&ln, ",\"coll\":\"");
+      put(&ln, pld__coll_name(e->e));
+      put_char(&ln, '"');
+      put_field(&ln, "call", e->f);
+      put_field(&ln, "round", e->g);
+    }
     break;
   case PLD__TEV_RMA:
-    fprintf(f, "\"peer\":%d,\"window\":", e->c);
-    put_str(f, e->name);
-    fprintf(f, ",\"bytes\":%lld", (long long)e->x);
+    put(&ln, "\"peer\":");
+    put_int(&ln, e->c);
+    put(&ln, ",\"window\":");
+    put_str(&ln, e->name);
+    put_field(&ln, "bytes", e->x);
     break;
   case PLD__TEV_COLL:
-    fprintf(f, "\"call\":%d,\"rounds\":%d,\"bytes\":%lld", e->a, e->b,
-            (long long)e->x);
+    put(&ln, "\"call\":");
+    put_int(&ln, e->a);
+    put_field(&ln, "rounds", e->b);
+    put_field(&ln, "bytes", e->x);
     break;
   }
-  fputs("}}", f);
+  put(&ln, "}}");
+  line_end(&ln);
   if (flow_in) {
-    event_head("f", l->pid, l->tid, flow_in_t);
-    fprintf(f, ",\"bp\":\"e\",\"cat\":\"signal\",\"name\":\"signal\","
-               "\"id\":%llu}",
-            (unsigned long long)flow_in);
+    event_head(&ln, "f", l->pid, l->tid, flow_in_t);
+    put(&ln, ",\"bp\":\"e\",\"cat\":\"signal\",\"name\":\"signal\"");
+    put_field(&ln, "id", (long long)flow_in);
+    put_char(&ln, '}');
+    line_end(&ln);
   }
 }
 
@@ -361,19 +454,24 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
         uint64_t id = note_id ? note_id[ni] : 0;
         ni++;
         if (id) {
-          event_head("s", ln->pid, ln->tid, e->t0 + ln->offset);
-          fprintf(w.f, ",\"cat\":\"signal\",\"name\":\"signal\","
-                       "\"id\":%llu}",
-                  (unsigned long long)id);
+          struct line sl;
+          event_head(&sl, "s", ln->pid, ln->tid, e->t0 + ln->offset);
+          put(&sl, ",\"cat\":\"signal\",\"name\":\"signal\"");
+          put_field(&sl, "id", (long long)id);
+          put_char(&sl, '}');
+          line_end(&sl);
         }
       }
     }
     if (ln->b->lost) {
       int64_t t = ln->b->n ? ln->b->ev[ln->b->n - 1].t1 + ln->offset : w.epoch;
-      event_head("i", ln->pid, ln->tid, t);
-      fprintf(w.f, ",\"s\":\"t\",\"cat\":\"pld\",\"name\":\"events lost\","
-                   "\"args\":{\"lost\":%llu}}",
-              (unsigned long long)ln->b->lost);
+      struct line sl;
+      event_head(&sl, "i", ln->pid, ln->tid, t);
+      put(&sl, ",\"s\":\"t\",\"cat\":\"pld\",\"name\":\"events lost\","
+               "\"args\":{\"lost\":");
+      put_int(&sl, (long long)ln->b->lost);
+      put(&sl, "}}");
+      line_end(&sl);
     }
   }
   pld__free(wait_id);
@@ -508,8 +606,8 @@ static unsigned char *pack(const struct pld__trace_area *a, int64_t offset,
     memcpy(c, b, sizeof *b + (size_t)b->n * sizeof b->ev[0]);
     c->cap = c->n;
     for (uint32_t j = 0; j < c->n; j++) {
-      c->ev[j].t0 += offset;
-      c->ev[j].t1 += offset;
+      c->ev[j].t0 -= offset;
+      c->ev[j].t1 -= offset;
     }
     at += sizeof *c + (size_t)c->n * sizeof c->ev[0];
   }
@@ -559,9 +657,8 @@ static void drain(struct pld_program *p, int ran) {
       p->cp->share(p, r, &len, sizeof len);
       unsigned char *buf = r == me ? mine : len ? pld__malloc(len) : NULL;
       uint64_t got = buf ? len : 0;
-      if (len && !buf)
-        len = 0;
-      /* Everyone takes part in every broadcast, with or without memory. */
+      /* Everyone takes part in every broadcast (a process short of memory
+       * with none: MPI then reports the truncation). */
       unsigned char scratch[1];
       p->cp->share(p, r, buf ? buf : scratch, (size_t)got);
       if (packed && got)
@@ -638,12 +735,8 @@ static void drain(struct pld_program *p, int ran) {
   w.host->n = 0;
   w.host->lost = 0;
   for (int r = 0; r < p->nranks && !packed && p->trace.area; r++)
-    if (p->trace.area[r]) {
-      struct pld__trace_area *a = p->trace.area[r];
-      for (uint32_t i = 0; i < a->nthreads; i++)
-        pld__trace_tbuf(a, (int)i)->lost = 0;
-      pld__trace_area_clear(a);
-    }
+    if (p->trace.area[r])
+      pld__trace_area_clear(p->trace.area[r]);
   fflush(w.f);
   pthread_mutex_unlock(&mu);
   if (packed)
