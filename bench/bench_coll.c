@@ -747,7 +747,7 @@ static void job_figs(struct run *R, int w, const char *job) {
   snprintf(args, sizeof args, "--job -n %d %s", R->worlds[w], job);
   static double v[JOB_NUMS * NCOLLS * MAX_SIZES + 1]; /* + job_done's */
   const int got =
-      pld_job(R->worlds[w], args, v, JOB_NUMS * NCOLLS * MAX_SIZES + 1);
+      pld_mpi_job(R->worlds[w], args, v, JOB_NUMS * NCOLLS * MAX_SIZES + 1);
   for (int i = 0; i + JOB_NUMS <= got; i += JOB_NUMS) {
     const int c = (int)v[i], s = (int)v[i + 1];
     if (c < 0 || c >= NCOLLS || s < 0 || s >= R->nsizes)

@@ -399,7 +399,7 @@ static void pld_figs(int p, int n, int reps, double *fig, double *shm) {
   }
   char args[64];
   snprintf(args, sizeof args, "--job %s %d", parts[p].name, reps);
-  pld_job(n, args, fig, parts[p].nfigs + 1);
+  pld_mpi_job(n, args, fig, parts[p].nfigs + 1);
   if (!fabric->rma)
     parts[p].measure(n, reps, shm);
 }

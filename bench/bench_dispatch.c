@@ -219,6 +219,44 @@ static void fresh_processes(const char *self, const char *what,
          "", mid, worst / mid, worst_tail);
 }
 
+/* (d) runs per second of a prepared program (empty kernel): n blocking
+ * pld_program_run calls, against n runs submitted back to back (each job
+ * waited for `depth` submissions later), alternately, `rounds` times;
+ * the medians of each. */
+static void throughput(pld_program *p, int n, int rounds, int depth) {
+  double *blk = calloc((size_t)rounds, sizeof *blk);
+  double *sub = calloc((size_t)rounds, sizeof *sub);
+  pld_job **jobs = calloc((size_t)depth, sizeof *jobs);
+  if (!blk || !sub || !jobs)
+    exit(1);
+  for (int k = 0; k < rounds; k++) {
+    double t0 = now_us();
+    for (int i = 0; i < n; i++)
+      check(pld_program_run(p, 0, NULL), "pld_program_run");
+    blk[k] = n / ((now_us() - t0) * 1e-6);
+    t0 = now_us();
+    for (int i = 0; i < n + depth; i++) {
+      pld_job **slot = &jobs[i % depth];
+      if (*slot) {
+        pld_job_wait(*slot, -1);
+        check(pld_job_status(*slot), "a submitted run");
+        pld_job_free(*slot);
+        *slot = NULL;
+      }
+      if (i < n)
+        check(pld_program_submit(p, 0, NULL, 0, slot), "pld_program_submit");
+    }
+    sub[k] = n / ((now_us() - t0) * 1e-6);
+  }
+  double mb = median(blk, rounds), ms = median(sub, rounds);
+  printf("%-58s %8.0f /s %10.0f /s %7.2fx\n",
+         "(d) runs per second: submitted back to back / blocking", ms, mb,
+         ms / mb);
+  free(blk);
+  free(sub);
+  free(jobs);
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--one") == 0)
     return one_process(strcmp(argv[2], "kernel") == 0 ? empty_host
@@ -262,7 +300,6 @@ int main(int argc, char **argv) {
     check(pld_program_run(p, 0, NULL), "pld_program_run");
     c[i] = now_us() - t0;
   }
-  pld_program_destroy(p);
   double mc = median(c, reps), md = ref_round_trip(reps, d);
 
   printf("bench_dispatch: %d devices (a2a3sim), medians; %d one-shot and %d "
@@ -278,8 +315,10 @@ int main(int argc, char **argv) {
   printf("(c) ten fresh processes, median/p99 in us of each:\n");
   fresh_processes(argv[0], "function", "    empty device function", 10, 2000);
   fresh_processes(argv[0], "kernel", "    empty kernel", 10, 2000);
+  throughput(p, reps, 5, 2);
+  pld_program_destroy(p);
   printf("targets: (a) <= 20000 us, (b) <= 30 us, (c) no process's median "
-         "above 2x the median of medians\n");
+         "above 2x the median of medians, (d) submitted >= 2x blocking\n");
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);
   free(a);

@@ -324,7 +324,7 @@ static inline int pld_failed(int st, const char *what) {
  * pld call failed or a result was wrong there (job_done): how many
  * figures it read, at most cap - 1.  A job that failed so, or did not
  * finish, is a failure of this run too. */
-static inline int pld_job(int np, const char *args, double *out, int cap) {
+static inline int pld_mpi_job(int np, const char *args, double *out, int cap) {
   const int n = mpi_job(np, "", self_exe(), args, out, cap);
   if (n < 1 || out[n - 1] != 0)
     failed = 1;

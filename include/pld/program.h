@@ -69,10 +69,13 @@ typedef struct pld_config {
    * naming both; runs are slower (see README).  Needs the shm fabric.
    * NULL: PLD_CHECK (unset or empty: no checking); "": no checking. */
   const char *check;
+  /* Runs of the program queued or running at once (pld_program_submit):
+   * 0 means 2 (one running, the next one waiting with its inputs). */
+  int max_in_flight;
 } pld_config;
 
 #define PLD_CONFIG_INIT                                                        \
-  {"a2a3sim", NULL, 0, NULL, 0, 0, 0, NULL, NULL, NULL, NULL}
+  {"a2a3sim", NULL, 0, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0}
 
 /* The processes that run each program together: under mpirun with the
  * MPI fabric, the processes mpirun started and this one's index among
@@ -117,10 +120,17 @@ int pld_program_prepare(pld_program *p);
 int pld_program_override(pld_program *p, pld_host_task_fn task,
                          pld_host_task_fn with);
 
-/* Runs the program with tensors of the shapes it was compiled for (and the
- * same scalar values).  Blocks until every device finished.  Returns
- * PLD_OK or the first failure: PLD_ERR_ARG (arguments differ from the
- * compiled ones, or NULL argv with argc > 0), a kernel's or device
+/* Runs the program with tensors of the shapes it was compiled for.
+ * Scalars are values of the run: with values other than the last run's
+ * (or the compile's), the host orchestrator is traced again with them (it
+ * is cheap) and the program keeps its devices, windows and layout if the
+ * new trace makes the same dispatches with the same tensors and windows,
+ * the same host tasks; otherwise the run fails with PLD_ERR_ARG naming the
+ * values and the first difference, and the program keeps its last values.
+ * Blocks until every device finished.  Returns PLD_OK or the first
+ * failure: PLD_ERR_ARG (tensors that differ from the compiled ones, NULL
+ * argv with argc > 0, new scalar values that change the program), a
+ * kernel's or device
  * function's failure, PLD_ERR_DEADLOCK or PLD_ERR_TIMEOUT (with a report
  * of the waits and running kernels), PLD_ERR_CRASH (a device process died,
  * however: a fatal signal, exit() in a kernel or device function, killed
@@ -138,6 +148,49 @@ int pld_program_override(pld_program *p, pld_host_task_fn task,
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv);
 
 /* Stops the device processes and frees the program.  NULL is a no-op. */
+/* ---- asynchronous runs ----------------------------------------------------
+ * pld_program_submit queues a run and returns at once with a job; a
+ * thread of the program runs the queued runs one after another in
+ * submission order, each as pld_program_run would (the results are those
+ * of the same calls made one by one), while the caller goes on.  The
+ * host tensors of a submitted run must stay allocated and unchanged
+ * (its In tensors) and unread (its Out tensors) until its job is done.
+ * At most pld_config.max_in_flight runs are queued or running: a further
+ * submit waits until one is done, or with PLD_SUBMIT_NOWAIT fails at once
+ * with PLD_ERR_BUSY.  A run that fails (its job's status says how)
+ * cancels the runs queued behind it: their jobs end with
+ * PLD_ERR_CANCELLED naming it; runs submitted afterwards run.  A crash
+ * fails every run in flight with its report (the program is dead:
+ * PLD_ERR_STATE after).  pld_program_run waits for the runs in flight
+ * first, then runs, as a submit followed by a wait would.
+ * pld_program_destroy cancels the runs still queued (PLD_ERR_CANCELLED)
+ * and waits for the one running; every job stays valid until
+ * pld_job_free, which each job needs once: a job used after it is freed
+ * is refused (PLD_ERR_ARG) until its memory serves a later job. */
+typedef struct pld_job pld_job;
+
+enum { PLD_SUBMIT_NOWAIT = 1 };
+
+/* Queues a run with these arguments (checked when it runs: its job
+ * reports PLD_ERR_ARG then).  Returns PLD_OK with *out set, PLD_ERR_BUSY
+ * (NOWAIT and max_in_flight runs in flight), PLD_ERR_STATE (the program
+ * is dead), PLD_ERR_ARG (NULL program or out, unknown flags, argc out of
+ * range). */
+int pld_program_submit(pld_program *p, int argc, const pld_arg *argv,
+                       int flags, pld_job **out);
+/* 1 once the run is done (its status and message are final), else 0. */
+int pld_job_test(pld_job *job);
+/* Waits until the run is done: PLD_OK, or PLD_ERR_TIMEOUT after
+ * timeout_ms milliseconds (0: do not wait; negative: no limit). */
+int pld_job_wait(pld_job *job, int64_t timeout_ms);
+/* A done run's status and message ("" on success); PLD_ERR_STATE (and
+ * the calling thread's message) while it is not done. */
+int pld_job_status(pld_job *job);
+const char *pld_job_message(pld_job *job);
+/* Frees a done job: PLD_OK, PLD_ERR_STATE (not done), PLD_ERR_ARG (freed
+ * already). */
+int pld_job_free(pld_job *job);
+
 void pld_program_destroy(pld_program *p);
 
 /* Compile, run once, destroy. */

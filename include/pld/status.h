@@ -26,7 +26,9 @@
   X(PLD_ERR_UNSUPPORTED, 12, "not supported")                                  \
   X(PLD_ERR_LEVEL, 13, "call made from the wrong level")                      \
   X(PLD_ERR_MISMATCH, 14, "ranks made different collective calls")           \
-  X(PLD_ERR_RACE, 15, "data race between ranks")
+  X(PLD_ERR_RACE, 15, "data race between ranks")                             \
+  X(PLD_ERR_BUSY, 16, "too many runs in flight")                             \
+  X(PLD_ERR_CANCELLED, 17, "cancelled: an earlier run failed")
 
 enum pld_status {
 #define PLD__STATUS_ENUM(name, value, text) name = value,

@@ -46,10 +46,14 @@ int pld__devices_map(struct pld__device *devs, int n,
                      strerror(errno));
   for (int r = 0; r < n; r++) {
     memset(&devs[r], 0, sizeof devs[r]);
-    devs[r].map_bytes = ctl_bytes() + PAGE + plans[r].data_bytes;
+    size_t stride = pld__plan_slot_stride(&plans[r]);
+    devs[r].map_bytes = ctl_bytes() + PAGE + PLD__DATA_SLOTS * stride;
     devs[r].ctl = map_shared(devs[r].map_bytes);
     unsigned char *guard = (unsigned char *)devs[r].ctl + ctl_bytes();
-    if (!devs[r].ctl || mprotect(guard, PAGE, PROT_NONE) != 0) {
+    int bad = !devs[r].ctl;
+    for (int k = 0; !bad && k < PLD__DATA_SLOTS; k++)
+      bad = mprotect(guard + (size_t)k * stride, PAGE, PROT_NONE) != 0;
+    if (bad) {
       int e = errno;
       pld__devices_unmap(devs, r + 1, *world);
       *world = NULL;
@@ -236,6 +240,9 @@ static int await_tasks(const struct pld__devrun *d, struct pld__aicpu *a,
 static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
                     char *msg, size_t cap) {
   const struct pld__devplan *plan = d->plan;
+  unsigned char *data =
+      d->data + atomic_load_explicit(&d->ctl->data_slot, memory_order_relaxed) *
+                    pld__plan_slot_stride(plan);
   for (int c = 0; c < plan->ncalls; c++) {
     const struct pld__call *call = &plan->calls[c];
     const pld_signature *sig = call->fn.sig;
@@ -243,7 +250,7 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
     pld_arg argv[PLD__MAX_PARAMS];
     for (int i = 0; i < call->argc; i++)
       argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], plan,
-                                     d->data, d->fabric, &tensors[i]);
+                                     data, d->fabric, &tensors[i]);
     int st = call->after_tasks
                  ? await_tasks(d, a, (uint32_t)call->after_tasks, msg, cap)
                  : aborted(d, msg, cap);

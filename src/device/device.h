@@ -52,6 +52,7 @@ struct pld__devctl {
                                 threads (see struct pld__spin) */
   _Atomic uint32_t calls_done; /* device: calls of this run finished (the
                                   host resets it before each run) */
+  _Atomic uint32_t data_slot;  /* host: the data slot of the run posted */
   int status;                /* result of the last run */
   uint32_t ticket;           /* order of failure among the ranks */
   char msg[PLD__MSG_MAX];

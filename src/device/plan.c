@@ -1,12 +1,30 @@
 #include "device/plan.h"
 
+void pld__plan_scalars_write(const struct pld__devplan *pl,
+                             unsigned char *data) {
+  for (int c = 0; c < pl->ncalls; c++)
+    for (int a = 0; a < pl->calls[c].argc; a++) {
+      const struct pld__call_arg *ca = &pl->calls[c].args[a];
+      if (ca->buf < 0 && ca->win_buf < 0)
+        memcpy(data + pl->scalars_offset +
+                   (size_t)ca->scalar_at * sizeof ca->scalar,
+               &ca->scalar, sizeof ca->scalar);
+    }
+}
+
 pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
                              const pld_param *pm,
                              const struct pld__devplan *pl,
                              unsigned char *data, struct pld__fabric *f,
                              struct pld__tensor *t) {
-  if (ca->buf < 0 && ca->win_buf < 0)
-    return ca->scalar;
+  if (ca->buf < 0 && ca->win_buf < 0) {
+    if (!data)
+      return ca->scalar;
+    pld_arg v;
+    memcpy(&v, data + pl->scalars_offset + (size_t)ca->scalar_at * sizeof v,
+           sizeof v);
+    return v;
+  }
   pld__tensor_init(t, "pld runtime", ca->dtype, ca->ndim, ca->shape);
   t->dir = pm->dir;
   t->name = pm->name;

@@ -26,6 +26,7 @@ struct pld__devbuf {
  * window view. */
 struct pld__call_arg {
   pld_arg scalar; /* scalars (buf < 0, win_buf < 0): as the entry unpacks it */
+  int scalar_at;  /* scalars: its index in the device's scalar table */
   int buf;        /* tensors: index into the plan's bufs, else -1 */
   int win_buf;    /* windows: the window buffer, else -1 */
   size_t win_offset;
@@ -52,6 +53,11 @@ struct pld__devplan {
   int report_calls; /* wake the host after each call: host tasks wait */
   int nbufs;
   struct pld__devbuf *bufs;
+  /* The run's scalar values, written by the host before each run (a run
+   * may bring new ones): nscalars pld_args at scalars_offset of the data
+   * area, after the tensor slices. */
+  int nscalars;
+  size_t scalars_offset;
   size_t data_bytes;
   /* Device global memory its tensor slices and window copies take (device
    * allocations must fit the rest). */
@@ -62,12 +68,28 @@ struct pld__devplan {
   const struct pld__comm *comms;
 };
 
+/* A device's data area holds PLD__DATA_SLOTS runs' slices, one slot
+ * each, so that the host can copy the next run's inputs in while a run
+ * executes; a run command names its slot.  Slot k starts k strides into
+ * the area, each stride the slot's pages and one inaccessible guard page
+ * after them (so every slot has a guard page before it: the first the
+ * one after the control block). */
+#define PLD__DATA_SLOTS 2
+static inline size_t pld__plan_slot_stride(const struct pld__devplan *pl) {
+  return ((pl->data_bytes + 4095) & ~(size_t)4095) + 4096;
+}
+
 /* Adding n bytes to `used` bytes of a device's global memory would exceed
  * the platform's (computed without overflow for any n). */
 static inline int pld__mem_exceeded(const pld_platform_info *plat,
                                     uint64_t used, uint64_t n) {
   return used > plat->global_bytes || n > plat->global_bytes - used;
 }
+
+/* The host writes the plan's scalar values into the device's data area
+ * (before each run). */
+void pld__plan_scalars_write(const struct pld__devplan *pl,
+                             unsigned char *data);
 
 /* The argument a device function receives for ca: the scalar, or a tensor
  * descriptor built in *t (named and directed as parameter pm; window views

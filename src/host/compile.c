@@ -311,6 +311,7 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
       ca->win_buf = -1;
       if (d->argv[a].kind == PLD_ARG_SCALAR) {
         ca->scalar = d->argv[a];
+        ca->scalar_at = pl->nscalars++;
         continue;
       }
       const struct pld__tensor *t = &d->t[a];
@@ -328,8 +329,10 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
     }
   }
   /* Its copies of the window buffers of its domains live in its memory
-   * too. */
+   * too (the scalars are the calls' arguments, not device memory). */
   pl->mem_bytes = pl->data_bytes;
+  pl->scalars_offset = (pl->data_bytes + 63) & ~(size_t)63;
+  pl->data_bytes = pl->scalars_offset + (size_t)pl->nscalars * sizeof(pld_arg);
   for (int b = 0; b < p->nwinbufs; b++) {
     const struct pld__winbuf *wb = p->winbufs[b];
     if (!wb->member[rank])
@@ -532,6 +535,11 @@ static int check_config(const pld_config *cfg, const pld_platform_info **plat,
                      "pld_compile: cfg.wait_timeout_ms: expected a limit in "
                      "milliseconds >= 0 (0: PLD_WAIT_TIMEOUT_MS), got %lld",
                      (long long)cfg->wait_timeout_ms);
+  if (cfg->max_in_flight < 0)
+    return pld__fail(PLD_ERR_CONFIG,
+                     "pld_compile: cfg.max_in_flight: expected a count of "
+                     "runs >= 1 (0: 2), got %d",
+                     cfg->max_in_flight);
   if (cfg->kernel_timeout_ms < 0)
     return pld__fail(PLD_ERR_CONFIG,
                      "pld_compile: cfg.kernel_timeout_ms: expected a limit in "
@@ -701,6 +709,8 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   p->cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
   p->same_node_rma = rma;
   p->race.on = races;
+  p->max_in_flight = cfg->max_in_flight ? cfg->max_in_flight : 2;
+  p->slot = PLD__DATA_SLOTS - 1; /* the first run takes slot 0 */
   p->nranks = ndevices;
   p->device_ids = pld__calloc((size_t)ndevices, sizeof *p->device_ids);
   if (!p->device_ids) {
@@ -728,4 +738,185 @@ fail:
 
 const char *pld_program_artifact_dir(const pld_program *p) {
   return p ? p->artifact_dir : NULL;
+}
+
+/* ---- new scalar values for a prepared program ----------------------------
+ * A run may bring scalar values other than the compile's: the host
+ * orchestrator is traced again with them, and the program keeps its
+ * devices, windows and layout if the new trace has the same dispatches,
+ * tensors and host tasks, only its scalars replacing the old ones. */
+
+/* Two slices of a rank's plan are the same (field by field: the structs
+ * have padding). */
+static int same_buf(const struct pld__devbuf *a, const struct pld__devbuf *b) {
+  return a->offset == b->offset && a->nbytes == b->nbytes &&
+         a->host_arg == b->host_arg && a->host_offset == b->host_offset &&
+         a->dirs == b->dirs;
+}
+
+/* Two arguments of a call are the same but for a scalar's value. */
+static int same_arg(const struct pld__call_arg *a,
+                    const struct pld__call_arg *b) {
+  if (a->buf != b->buf || a->win_buf != b->win_buf)
+    return 0;
+  if (a->buf < 0 && a->win_buf < 0)
+    return a->scalar.kind == b->scalar.kind &&
+           a->scalar.dtype == b->scalar.dtype && a->scalar_at == b->scalar_at;
+  return a->win_offset == b->win_offset && a->dtype == b->dtype &&
+         a->ndim == b->ndim &&
+         !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]);
+}
+
+/* Two tensors (a host task's arguments, intermediates) have the same
+ * place and shape. */
+static int same_tensor(const struct pld__tensor *a,
+                       const struct pld__tensor *b) {
+  return a->dtype == b->dtype && a->ndim == b->ndim &&
+         a->host_arg == b->host_arg && a->host_offset == b->host_offset &&
+         a->nbytes == b->nbytes && a->flags == b->flags &&
+         !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]);
+}
+
+/* Two copies of a host task are the same. */
+static int same_copy(const struct pld__hcopy *a, const struct pld__hcopy *b) {
+  return a->rank == b->rank && a->host == b->host &&
+         a->dev_off == b->dev_off && a->host_off == b->host_off &&
+         a->len == b->len;
+}
+
+/* The first way q (traced with the new values) differs from p other than
+ * by scalar values, in msg; 0 when there is none. */
+static int differs(const struct pld_program *p, const struct pld_program *q,
+                   char *msg, size_t cap) {
+  if (p->nwinbufs != q->nwinbufs)
+    return (int)pld__catf(msg, cap, "allocates %d window buffers, not %d",
+                          q->nwinbufs, p->nwinbufs);
+  for (int b = 0; b < p->nwinbufs; b++)
+    if (p->winbufs[b]->bytes != q->winbufs[b]->bytes ||
+        memcmp(p->member + (size_t)b * (size_t)p->nranks,
+               q->member + (size_t)b * (size_t)q->nranks, (size_t)p->nranks))
+      return (int)pld__catf(msg, cap,
+                            "changes window buffer #%d (its size or the "
+                            "ranks it is viewed by)",
+                            b);
+  if (p->ntasks != q->ntasks || p->ninters != q->ninters)
+    return (int)pld__catf(msg, cap,
+                          "records %d host tasks and %d intermediates, not "
+                          "%d and %d",
+                          q->ntasks, q->ninters, p->ntasks, p->ninters);
+  for (int i = 0; i < p->ninters; i++)
+    if (p->inters[i].rank != q->inters[i].rank ||
+        !same_tensor(p->inters[i].t, q->inters[i].t))
+      return (int)pld__catf(msg, cap, "makes %s another shape",
+                            q->inters[i].name);
+  for (int k = 0; k < p->ntasks; k++) {
+    const struct pld__taskplan *a = &p->tasks[k], *b = &q->tasks[k];
+    int same = a->fn.sig == b->fn.sig && a->before == b->before &&
+               a->argc == b->argc && a->npre == b->npre &&
+               a->npost == b->npost &&
+               !memcmp(a->need, b->need, (size_t)p->nranks * sizeof *a->need);
+    for (int i = 0; same && i < a->npre + a->npost; i++)
+      same = same_copy(&a->copies[i], &b->copies[i]);
+    for (int i = 0; same && i < a->argc; i++)
+      same = a->argv[i].kind != b->argv[i].kind ? 0
+             : a->argv[i].kind == PLD_ARG_SCALAR
+                 ? a->argv[i].dtype == b->argv[i].dtype
+                 : same_tensor(&a->t[i], &b->t[i]);
+    if (!same)
+      return (int)pld__catf(msg, cap, "changes host task %d (%s)", k,
+                            b->fn.sig->name);
+  }
+  for (int r = 0; r < p->nranks; r++) {
+    const struct pld__devplan *a = &p->plans[r], *b = &q->plans[r];
+    if (a->ncalls != b->ncalls)
+      return (int)pld__catf(msg, cap, "dispatches %d calls to rank %d, not %d",
+                            b->ncalls, r, a->ncalls);
+    int same = a->nbufs == b->nbufs && a->data_bytes == b->data_bytes;
+    for (int i = 0; same && i < a->nbufs; i++)
+      same = same_buf(&a->bufs[i], &b->bufs[i]);
+    if (!same)
+      return (int)pld__catf(msg, cap,
+                            "passes rank %d other slices of its tensors", r);
+    for (int c = 0; c < a->ncalls; c++) {
+      const struct pld__call *x = &a->calls[c], *y = &b->calls[c];
+      if (x->fn.sig != y->fn.sig || x->argc != y->argc ||
+          x->after_tasks != y->after_tasks)
+        return (int)pld__catf(msg, cap,
+                              "makes rank %d's call %d %s, not %s", r, c,
+                              y->fn.sig->name, x->fn.sig->name);
+      for (int i = 0; i < x->argc; i++)
+        if (!same_arg(&x->args[i], &y->args[i]))
+          return (int)pld__catf(msg, cap,
+                                "passes rank %d's call %d (%s) another "
+                                "argument '%s'",
+                                r, c, x->fn.sig->name,
+                                x->fn.sig->params[i].name);
+    }
+  }
+  return 0;
+}
+
+int pld__program_rescalar(struct pld_program *p, int argc,
+                          const pld_arg *argv) {
+  const char *name = p->host.sig->name;
+  struct pld_program *q = pld__calloc(1, sizeof *q);
+  if (!q || !(q->device_ids = pld__calloc((size_t)p->nranks,
+                                          sizeof *q->device_ids))) {
+    pld__free(q);
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
+  }
+  q->host = p->host;
+  q->plat = p->plat;
+  q->nranks = p->nranks;
+  q->keep_windows = p->keep_windows;
+  q->cp = p->cp;
+  memcpy(q->device_ids, p->device_ids,
+         (size_t)p->nranks * sizeof *q->device_ids);
+  char msg[PLD__MSG_MAX];
+  int st = PLD_OK;
+  if ((st = bind_args(q, argc, argv)) || (st = trace_host(q, argv)) ||
+      (st = check_write_conflicts(q)) || (st = trace_devices(q))) {
+    pld__catf(msg, sizeof msg, "%s", pld_last_error());
+    st = pld__fail(st,
+                   "pld_program_run: %s: traced again for its new scalar "
+                   "values: %s",
+                   name, msg);
+    goto out;
+  }
+  if (differs(p, q, msg, sizeof msg)) {
+    /* The values that changed, for the message. */
+    char vals[512] = "";
+    size_t n = 0;
+    for (int i = 0; i < p->nargs; i++) {
+      if (p->args[i].kind != PLD_ARG_SCALAR ||
+          p->args[i].v.u == q->args[i].v.u)
+        continue;
+      char was[96], now[96];
+      pld__scalar_str(was, sizeof was, &p->host.sig->params[i], &p->args[i]);
+      pld__scalar_str(now, sizeof now, &p->host.sig->params[i], &q->args[i]);
+      n += pld__catf(vals + n, sizeof vals - n, "%s'%s' %s, was %s",
+                     n ? "; " : "", p->host.sig->params[i].name, now, was);
+    }
+    st = pld__fail(PLD_ERR_ARG,
+                   "pld_program_run: %s: with its new scalar values (%s) the "
+                   "host orchestrator %s; a prepared program keeps its "
+                   "dispatches, tensors and windows: compile it again for "
+                   "these values",
+                   name, vals, msg);
+    goto out;
+  }
+  /* The same program: its scalars take the new values. */
+  for (int i = 0; i < p->nargs; i++)
+    if (p->args[i].kind == PLD_ARG_SCALAR)
+      p->args[i] = q->args[i];
+  for (int r = 0; r < p->nranks; r++)
+    for (int c = 0; c < p->plans[r].ncalls; c++)
+      for (int i = 0; i < p->plans[r].calls[c].argc; i++)
+        p->plans[r].calls[c].args[i].scalar =
+            q->plans[r].calls[c].args[i].scalar;
+  for (int k = 0; k < p->ntasks; k++)
+    memcpy(p->tasks[k].argv, q->tasks[k].argv, sizeof p->tasks[k].argv);
+out:
+  pld_program_destroy(q);
+  return st;
 }

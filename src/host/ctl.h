@@ -25,6 +25,10 @@ struct pld__ctl_ops {
    * posted to every device this process runs; posted[r] is the command
    * rank r runs. */
   int (*post)(struct pld_program *p, const pld_arg *argv, uint32_t *posted);
+  /* The In slices and the scalars of a run, into data slot `slot` of the
+   * ranks this process runs (post does it, unless p->precopied says it
+   * was done while the run before executed). */
+  void (*copy_in)(struct pld_program *p, const pld_arg *argv, int slot);
   /* Refreshes p->devs[r].ctl of the ranks this process does not run. */
   void (*look)(struct pld_program *p);
   /* Whether the host may judge rank r from what it sees (a snapshot of

@@ -128,9 +128,13 @@ static int mpi_start(struct pld_program *p) {
   }
   p->cps = s;
   const struct pld__devplan *plan = &p->plans[s->me];
-  s->data_bytes = plan->data_bytes ? plan->data_bytes : 1;
+  s->data_bytes = PLD__DATA_SLOTS * pld__plan_slot_stride(plan);
   s->data = mmap(NULL, s->data_bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  /* A guard page before every slot but the first (see plan.h). */
+  for (int k = 1; s->data != MAP_FAILED && k < PLD__DATA_SLOTS; k++)
+    mprotect(s->data + (size_t)k * pld__plan_slot_stride(plan) - 4096, 4096,
+             PROT_NONE);
   if (s->data == MAP_FAILED) {
     s->data = NULL;
     free_state(p, s);
@@ -213,7 +217,7 @@ static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
                      size_t len) {
   struct mpi_state *s = state(p);
   if (r == s->me)
-    memcpy(host, s->data + dev_off, len);
+    memcpy(host, pld__run_data(p, r, p->slot) + dev_off, len);
   int st = pld__mpi_bcast(s->m, host, len, r);
   return st ? pld__fail(st,
                         "pld_program_run: copying %zu bytes from rank %d's "
@@ -225,7 +229,8 @@ static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
 /* Copies this rank's slices between the host arguments and its device
  * memory (in: the In slices; out: the Out slices, which every process
  * gets from every rank). */
-static int copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
+static int copy_slices(struct pld_program *p, const pld_arg *argv, int in,
+                       int slot) {
   struct mpi_state *s = state(p);
   for (int r = 0; r < p->nranks; r++) {
     if (in && r != s->me)
@@ -240,7 +245,7 @@ static int copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
       int st = PLD_OK;
       if (in)
-        memcpy(s->data + buf->offset, host, buf->nbytes);
+        memcpy(pld__run_data(p, r, slot) + buf->offset, host, buf->nbytes);
       else
         st = mpi_fetch(p, r, buf->offset, host, buf->nbytes);
       if (st)
@@ -250,12 +255,20 @@ static int copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
   return PLD_OK;
 }
 
+static void mpi_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
+  int me = state(p)->me;
+  copy_slices(p, argv, 1, slot);
+  pld__plan_scalars_write(&p->plans[me], pld__run_data(p, me, slot));
+}
+
 static int mpi_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {
   struct mpi_state *s = state(p);
   if (!p->keep_windows)
     pld__mpi_zero(s->m);
-  copy_slices(p, argv, 1);
+  if (!p->precopied)
+    mpi_copy_in(p, argv, p->slot);
+  atomic_store(&s->live->data_slot, (uint32_t)p->slot);
   /* Nothing of the other ranks' last run counts in this one (a host task
    * waits for their calls of this run). */
   for (int r = 0; r < p->nranks; r++)
@@ -353,7 +366,7 @@ static void mpi_store(struct pld_program *p, int r, size_t dev_off,
                       const void *host, size_t len) {
   struct mpi_state *s = state(p);
   if (r == s->me)
-    memcpy(s->data + dev_off, host, len);
+    memcpy(pld__run_data(p, r, p->slot) + dev_off, host, len);
 }
 
 /* A process that does not watch runs the host tasks process 0 said it
@@ -390,7 +403,7 @@ static int conclude(struct pld_program *p, const pld_arg *argv, int st,
   }
   if (st)
     return pld__fail_msg(st, msg);
-  return copy_slices(p, argv, 0);
+  return copy_slices(p, argv, 0, p->slot);
 }
 
 static int mpi_finish(struct pld_program *p, const pld_arg *argv, int st,
@@ -513,6 +526,7 @@ const struct pld__ctl_ops pld__ctl_mpi = {
     .name = "mpi",
     .start = mpi_start,
     .post = mpi_post,
+    .copy_in = mpi_copy_in,
     .look = mpi_look,
     .seen = mpi_seen,
     .cell = mpi_cell,

@@ -309,8 +309,10 @@ static int shm_start(struct pld_program *p) {
   }
   return await_ready(p, NULL, "pld_program_prepare");
 }
-/* Copies tensor slices between the host arguments and device memory. */
-static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
+/* Copies tensor slices between the host arguments and the device memory
+ * of data slot `slot`. */
+static void copy_slices(struct pld_program *p, const pld_arg *argv, int in,
+                        int slot) {
   for (int r = 0; r < p->nranks; r++) {
     const struct pld__devplan *pl = &p->plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
@@ -319,7 +321,7 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
         continue;
       unsigned char *host =
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
-      unsigned char *dev = p->devs[r].data + buf->offset;
+      unsigned char *dev = pld__run_data(p, r, slot) + buf->offset;
       if (in && (buf->dirs & PLD_DIR_IN))
         memcpy(dev, host, buf->nbytes);
       else if (!in && (buf->dirs & PLD_DIR_OUT))
@@ -328,13 +330,23 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in) {
   }
 }
 
+static void shm_copy_in(struct pld_program *p, const pld_arg *argv,
+                        int slot) {
+  copy_slices(p, argv, 1, slot);
+  for (int r = 0; r < p->nranks; r++)
+    pld__plan_scalars_write(&p->plans[r], pld__run_data(p, r, slot));
+}
+
 static int shm_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {
   if (!p->keep_windows) /* fresh mappings are zero already */
     pld__shm_zero_all(&state(p)->fabric);
-  copy_slices(p, argv, 1);
-  for (int r = 0; r < p->nranks; r++)
+  if (!p->precopied)
+    shm_copy_in(p, argv, p->slot);
+  for (int r = 0; r < p->nranks; r++) {
     atomic_store(&p->devs[r].ctl->calls_done, 0);
+    atomic_store(&p->devs[r].ctl->data_slot, (uint32_t)p->slot);
+  }
   for (int r = 0; r < p->nranks; r++) {
     struct pld__devctl *c = p->devs[r].ctl;
     atomic_store_explicit(&c->cmd, PLD__CMD_RUN, memory_order_relaxed);
@@ -375,7 +387,7 @@ static int shm_finish(struct pld_program *p, const pld_arg *argv, int st,
                       const char *msg) {
   if (st)
     return pld__fail_msg(st, msg);
-  copy_slices(p, argv, 0);
+  copy_slices(p, argv, 0, p->slot);
   return PLD_OK;
 }
 
@@ -388,19 +400,20 @@ static void shm_task_begin(struct pld_program *p, int k) {
 
 static int shm_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
                      size_t len) {
-  memcpy(host, p->devs[r].data + dev_off, len);
+  memcpy(host, pld__run_data(p, r, p->slot) + dev_off, len);
   return PLD_OK;
 }
 
 static void shm_store(struct pld_program *p, int r, size_t dev_off,
                       const void *host, size_t len) {
-  memcpy(p->devs[r].data + dev_off, host, len);
+  memcpy(pld__run_data(p, r, p->slot) + dev_off, host, len);
 }
 
 const struct pld__ctl_ops pld__ctl_shm = {
     .name = "shm",
     .start = shm_start,
     .post = shm_post,
+    .copy_in = shm_copy_in,
     .look = shm_look,
     .seen = shm_seen,
     .cell = shm_cell,

@@ -86,6 +86,7 @@ struct pld__host {
 struct pld__ctl_ops;
 struct pld__trace_area;
 struct pld__race;
+struct pld__runner;
 
 struct pld_program {
   pld_host_fn host;
@@ -134,6 +135,13 @@ struct pld_program {
   int dead; /* a device crashed: the program cannot run again */
   char dead_msg[PLD__MSG_MAX];
 
+  /* Submitted runs (host/submit.c): its runner, made at the first. */
+  struct pld__runner *runner;
+  int max_in_flight;
+  /* The data slot of the current run (plan.h), and whether its inputs
+   * were copied in already, while the run before it executed. */
+  int slot, precopied;
+
   /* The race detector (core/race.h), when on: its region, shared with
    * the device processes from the start. */
   struct {
@@ -153,6 +161,18 @@ struct pld_program {
     int64_t offset; /* under mpi: this clock minus process 0's */
   } trace;
 };
+
+/* A run with scalar values other than p's: traces the host orchestrator
+ * again with them and, if the trace has the same dispatches, tensors,
+ * windows and host tasks, makes them p's.  Returns PLD_OK, or
+ * PLD_ERR_ARG naming the values and the first difference (or the new
+ * trace's failure). */
+int pld__program_rescalar(struct pld_program *p, int argc,
+                          const pld_arg *argv);
+
+/* Rank r's device memory of data slot `slot` (its slices, as the plan
+ * lays them out). */
+unsigned char *pld__run_data(const struct pld_program *p, int r, int slot);
 
 /* Writes the artifact folder of a compiled program.  Returns PLD_OK or
  * PLD_ERR_SYSTEM (message set). */

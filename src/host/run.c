@@ -20,6 +20,7 @@
 #include "core/kctx.h"
 #include "core/tunables.h"
 #include "host/ctl.h"
+#include "host/submit.h"
 #include "host/trace.h"
 #include "pld/collective.h"
 
@@ -303,10 +304,13 @@ int pld__died(struct pld_program *p, int r, const char *corrupt) {
   return device_died(p, r, corrupt[0] ? corrupt : NULL);
 }
 
-/* The arguments of a run must be those the program was compiled for. */
-static int check_run_args(const struct pld_program *p, int argc,
-                          const pld_arg *argv) {
+/* The tensors of a run must be those the program was compiled for (a
+ * failure, message set); its scalars may bring new values (*rescalar set:
+ * pld__program_rescalar decides). */
+static int check_run_tensors(const struct pld_program *p, int argc,
+                             const pld_arg *argv, int *rescalar) {
   const pld_signature *sig = p->host.sig;
+  *rescalar = 0;
   if (argc != p->nargs || (argc > 0 && !argv))
     return pld__fail(PLD_ERR_ARG,
                      "pld_program_run: %s: expected the %d arguments it was "
@@ -337,15 +341,48 @@ static int check_run_args(const struct pld_program *p, int argc,
                          "pld_program_run: %s: parameter '%s' (%d of %d): "
                          "expected a host tensor %s as compiled, got %s",
                          sig->name, pn, i + 1, argc, ws, gs);
-    } else if (got->kind != PLD_ARG_SCALAR || got->v.u != want->v.u) {
+    } else if (got->kind != PLD_ARG_SCALAR) {
       return pld__fail(PLD_ERR_ARG,
-                       "pld_program_run: %s: parameter '%s' (%d of %d): the "
-                       "program was compiled for another value; scalars are "
-                       "fixed at compile time, compile again",
+                       "pld_program_run: %s: parameter '%s' (%d of %d): "
+                       "expected a scalar, got a tensor",
                        sig->name, pn, i + 1, argc);
+    } else if (got->v.u != want->v.u || got->dtype != want->dtype) {
+      *rescalar = 1;
     }
   }
   return PLD_OK;
+}
+
+static int check_run_args(struct pld_program *p, int argc,
+                          const pld_arg *argv) {
+  int rescalar;
+  int st = check_run_tensors(p, argc, argv, &rescalar);
+  /* Other scalar values: the same program with them, or a refusal. */
+  return !st && rescalar ? pld__program_rescalar(p, argc, argv) : st;
+}
+
+int pld__run_precopy(struct pld_program *p, const pld_arg *now, int argc,
+                     const pld_arg *argv) {
+  int rescalar;
+  if (check_run_tensors(p, argc, argv, &rescalar) || rescalar ||
+      !p->started)
+    return 0;
+  /* Its inputs must be final: none may be what the run in flight writes
+   * (a chain of runs, one tensor updated in place). */
+  const pld_signature *sig = p->host.sig;
+  for (int i = 0; i < argc; i++) {
+    if (argv[i].kind != PLD_ARG_TENSOR || !(sig->params[i].dir & PLD_DIR_IN))
+      continue;
+    const struct pld__tensor *in = argv[i].v.t;
+    for (int j = 0; j < argc; j++)
+      if (now[j].kind == PLD_ARG_TENSOR &&
+          (sig->params[j].dir & PLD_DIR_OUT) &&
+          pld__ranges_overlap(in->data, in->nbytes, now[j].v.t->data,
+                              now[j].v.t->nbytes))
+        return 0;
+  }
+  p->cp->copy_in(p, argv, (p->slot + 1) % PLD__DATA_SLOTS);
+  return 1;
 }
 
 /* ---- the watch: deadlocks and time limits -------------------------------- */
@@ -816,6 +853,10 @@ int pld_program_prepare(pld_program *p) {
   return st;
 }
 
+unsigned char *pld__run_data(const struct pld_program *p, int r, int slot) {
+  return p->devs[r].data + (size_t)slot * pld__plan_slot_stride(&p->plans[r]);
+}
+
 /* The run's end on this process (copy out: a span of the trace). */
 static int finish(struct pld_program *p, const pld_arg *argv, int st,
                   const char *msg) {
@@ -831,6 +872,14 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
                int *posted_run);
 
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
+  /* After the runs in flight, as a submit then a wait would be. */
+  if (p && p->runner)
+    pld__runner_drain(p);
+  return pld__program_run_now(p, argc, argv);
+}
+
+int pld__program_run_now(struct pld_program *p, int argc,
+                         const pld_arg *argv) {
   if (!p)
     return pld__fail(PLD_ERR_ARG, "pld_program_run: p: expected a program, "
                                   "got NULL");
@@ -878,6 +927,9 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
   }
   if (p->race.region)
     pld__race_run_begin(p->race.region);
+  /* The other data slot than the last run's (where a precopy put this
+   * run's inputs, if one did). */
+  p->slot = (p->slot + 1) % PLD__DATA_SLOTS;
   struct pld__tev copy_span;
   int copy_spanned =
       pld__htrace_begin(p, &copy_span, PLD__TH_COPY_IN, NULL);
@@ -891,6 +943,10 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
     return st;
   }
   *posted_run = 1;
+  /* While the devices run: the next submitted run's inputs, into the
+   * other slot. */
+  if (p->runner)
+    pld__runner_precopy(p, argv);
   if (p->cp->follow && p->cp->follow(p, argv, &st)) {
     pld__inters_release(p);
     if (posted != seq)
@@ -1015,6 +1071,7 @@ out:
 void pld_program_destroy(pld_program *p) {
   if (!p)
     return;
+  pld__runner_stop(p);
   if (p->started)
     p->cp->stop(p, 0);
   pld__trace_release(p);

@@ -1,0 +1,431 @@
+/* host/submit.c: asynchronous runs (pld_program_submit and the pld_job
+ * handles).  A program that has runs submitted gets a runner thread, which
+ * takes them from its queue in submission order and runs each as
+ * pld_program_run does (host/run.c's pld__program_run_now); the caller's
+ * thread goes on meanwhile.  At most max_in_flight runs are queued or
+ * running: a further submit waits for one to finish, or fails at once
+ * with PLD_SUBMIT_NOWAIT.  A failed run cancels the runs queued behind it;
+ * a crash (the program dead) fails every run in flight.
+ *
+ * Handles stay valid until pld_job_free, whatever happens to the
+ * program.  A freed handle's memory is kept for reuse by later handles, so
+ * using it before it is reused is refused (PLD_ERR_ARG), and after is
+ * undetectable: it then names another job. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "core/futex.h"
+#include "host/program.h"
+#include "host/submit.h"
+
+#define JOB_LIVE 0x6a6f626cu /* "jobl" */
+#define JOB_FREED 0x6a6f6266u /* "jobf" */
+
+enum { QUEUED, RUNNING, DONE };
+
+struct pld_job {
+  uint32_t magic;
+  _Atomic int state; /* QUEUED, RUNNING, DONE (changed under the lock) */
+  struct pld__spin spin; /* how its waiters poll (the program's world) */
+  int precopied; /* its inputs are in the data slot it will use */
+  int status;
+  uint64_t seq; /* its number in the program's submissions, from 1 */
+  int argc;
+  pld_arg argv[PLD__MAX_PARAMS];
+  struct pld_job *next; /* the queue, or the free list */
+  char msg[PLD__MSG_MAX];
+};
+
+/* Every job's state and every runner's queue are under one lock; one
+ * condition says something changed (a job queued or done, a runner
+ * stopping).  Runs take microseconds at least: one lock is enough. */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+/* Bumped with every change, for the threads that poll a little before
+ * they sleep on the condition (a run takes microseconds: a sleep costs a
+ * wake-up on the critical path). */
+static _Atomic uint32_t changes;
+
+/* Called with mu held: wakes everyone waiting for a change. */
+static void announce(void) {
+  atomic_fetch_add_explicit(&changes, 1, memory_order_release);
+  pthread_cond_broadcast(&changed);
+}
+
+/* Polls (as spin says, counting as awake) until `done` holds or the time
+ * is up; called without mu. */
+static void poll_until(int (*done)(const void *), const void *arg,
+                       const struct pld__spin *spin) {
+  if (!spin->awake || done(arg))
+    return;
+  pld__awake(spin);
+  uint32_t seen = atomic_load_explicit(&changes, memory_order_acquire);
+  for (;;) {
+    uint32_t now = pld__spin_change(&changes, seen, spin);
+    if (now == seen || done(arg))
+      break;
+    seen = now;
+  }
+  pld__asleep(spin);
+}
+
+/* A program's runner: its queue and thread. */
+struct pld__runner {
+  pthread_t thread;
+  int started, stopping;
+  struct pld_program *p;
+  struct pld_job *head, *tail; /* queued, in submission order */
+  struct pld_job *running;
+  int in_flight, max;
+  uint64_t submitted;
+};
+
+/* Freed handles, for reuse (never returned to the allocator). */
+static struct pld_job *free_jobs;
+
+/* Called with mu held. */
+static struct pld_job *job_new(void) {
+  struct pld_job *j = free_jobs;
+  if (j)
+    free_jobs = j->next;
+  else
+    j = pld__malloc(sizeof *j);
+  if (j) {
+    memset(j, 0, sizeof *j);
+    j->magic = JOB_LIVE;
+  }
+  return j;
+}
+
+/* Called with mu held: j is finished with status st and message msg. */
+static void job_done(struct pld__runner *r, struct pld_job *j, int st,
+                     const char *msg) {
+  j->status = st;
+  if (st)
+    pld__catf(j->msg, sizeof j->msg, "%s", msg);
+  j->state = DONE;
+  r->in_flight--;
+  announce();
+}
+
+/* Called with mu held: every queued job cancelled, because job `why`
+ * failed with status st (or the program died). */
+static void cancel_queued(struct pld__runner *r, const struct pld_job *why,
+                          int st) {
+  while (r->head) {
+    struct pld_job *j = r->head;
+    __atomic_store_n(&r->head, j->next, __ATOMIC_RELEASE);
+    char msg[256];
+    if (why)
+      pld__catf(msg, sizeof msg,
+                "pld_job: run %llu of the program was cancelled: run %llu, "
+                "submitted before it, failed (%s)",
+                (unsigned long long)j->seq, (unsigned long long)why->seq,
+                pld_status_name(st));
+    else
+      pld__catf(msg, sizeof msg,
+                "pld_job: run %llu of the program was cancelled: the "
+                "program was destroyed before it started",
+                (unsigned long long)j->seq);
+    job_done(r, j, PLD_ERR_CANCELLED, msg);
+  }
+  r->tail = NULL;
+}
+
+/* This thread is a runner (only a runner takes queued jobs off). */
+static _Thread_local int in_runner;
+
+/* The runner has work (or must stop). */
+static int runner_has_work(const void *arg) {
+  const struct pld__runner *r = arg;
+  return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) != NULL ||
+         __atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE);
+}
+
+static void *runner_main(void *arg) {
+  struct pld__runner *r = arg;
+  in_runner = 1;
+  struct pld__spin spin = pld__world_spin(r->p->world, NULL);
+  pthread_mutex_lock(&mu);
+  for (;;) {
+    if (!r->head && !r->stopping) {
+      pthread_mutex_unlock(&mu);
+      poll_until(runner_has_work, r, &spin);
+      pthread_mutex_lock(&mu);
+    }
+    while (!r->head && !r->stopping)
+      pthread_cond_wait(&changed, &mu);
+    if (r->stopping)
+      break;
+    struct pld_job *j = r->head;
+    __atomic_store_n(&r->head, j->next, __ATOMIC_RELEASE);
+    if (!r->head)
+      r->tail = NULL;
+    j->state = RUNNING;
+    r->running = j;
+    pthread_mutex_unlock(&mu);
+    r->p->precopied = j->precopied;
+    int st = pld__program_run_now(r->p, j->argc, j->argv);
+    r->p->precopied = 0;
+    pthread_mutex_lock(&mu);
+    r->running = NULL;
+    job_done(r, j, st, st ? pld_last_error() : NULL);
+    if (st && r->p->dead) {
+      /* A crash: every run in flight fails with it. */
+      while (r->head) {
+        struct pld_job *q = r->head;
+        __atomic_store_n(&r->head, q->next, __ATOMIC_RELEASE);
+        job_done(r, q, st, j->msg);
+      }
+      r->tail = NULL;
+    } else if (st) {
+      cancel_queued(r, j, st);
+    }
+  }
+  pthread_mutex_unlock(&mu);
+  return NULL;
+}
+
+static int runner_get(struct pld_program *p, struct pld__runner **out) {
+  if (!p->runner) {
+    struct pld__runner *r = pld__calloc(1, sizeof *r);
+    if (!r)
+      return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+    r->p = p;
+    r->max = p->max_in_flight;
+    p->runner = r;
+  }
+  struct pld__runner *r = p->runner;
+  if (!r->started) {
+    int e = pthread_create(&r->thread, NULL, runner_main, r);
+    if (e)
+      return pld__fail(PLD_ERR_SYSTEM,
+                       "pld_program_submit: starting the runner thread: %s",
+                       strerror(e));
+    r->started = 1;
+  }
+  *out = r;
+  return PLD_OK;
+}
+
+int pld_program_submit(pld_program *p, int argc, const pld_arg *argv,
+                       int flags, pld_job **out) {
+  if (!out)
+    return pld__fail(PLD_ERR_ARG, "pld_program_submit: out: expected where "
+                                  "to store the job, got NULL");
+  *out = NULL;
+  if (!p)
+    return pld__fail(PLD_ERR_ARG, "pld_program_submit: p: expected a "
+                                  "program, got NULL");
+  if (flags & ~PLD_SUBMIT_NOWAIT)
+    return pld__fail(PLD_ERR_ARG,
+                     "pld_program_submit: flags: expected 0 or "
+                     "PLD_SUBMIT_NOWAIT, got %#x",
+                     (unsigned)flags);
+  if (argc < 0 || argc > PLD__MAX_PARAMS || (argc > 0 && !argv))
+    return pld__fail(PLD_ERR_ARG,
+                     "pld_program_submit: %s: expected the %d arguments it "
+                     "was compiled for, got %d%s",
+                     p->host.sig->name, p->nargs, argc,
+                     argc > 0 && !argv ? " and a NULL argv" : "");
+  if (p->dead)
+    return pld__fail(PLD_ERR_STATE,
+                     "pld_program_submit: the program cannot run again (a "
+                     "device crashed): %s",
+                     p->dead_msg);
+  /* The devices start on this thread (a process forks best from the
+   * thread that made the others, before the runner exists). */
+  int st = pld_program_prepare(p);
+  if (st)
+    return st;
+  struct pld__runner *r = NULL;
+  st = runner_get(p, &r);
+  if (st)
+    return st;
+  pthread_mutex_lock(&mu);
+  while (r->in_flight >= r->max) {
+    if (flags & PLD_SUBMIT_NOWAIT) {
+      pthread_mutex_unlock(&mu);
+      return pld__fail(PLD_ERR_BUSY,
+                       "pld_program_submit: %s: %d runs are in flight "
+                       "already, the most the program allows "
+                       "(pld_config.max_in_flight)",
+                       p->host.sig->name, r->max);
+    }
+    pthread_cond_wait(&changed, &mu);
+  }
+  struct pld_job *j = job_new();
+  if (!j) {
+    pthread_mutex_unlock(&mu);
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+  }
+  j->argc = argc;
+  memcpy(j->argv, argv, (size_t)argc * sizeof *argv);
+  j->seq = ++r->submitted;
+  j->state = QUEUED;
+  j->spin = pld__world_spin(p->world, NULL);
+  if (r->tail)
+    r->tail->next = j;
+  else
+    __atomic_store_n(&r->head, j, __ATOMIC_RELEASE);
+  r->tail = j;
+  r->in_flight++;
+  announce();
+  pthread_mutex_unlock(&mu);
+  *out = j;
+  return PLD_OK;
+}
+
+/* The job behind a handle, or NULL after a failure naming fn. */
+static struct pld_job *job_check(pld_job *j, const char *fn) {
+  if (!j) {
+    pld__fail(PLD_ERR_ARG, "%s: job: expected a job, got NULL", fn);
+    return NULL;
+  }
+  if (j->magic != JOB_LIVE) {
+    pld__fail(PLD_ERR_ARG,
+              "%s: job: %s", fn,
+              j->magic == JOB_FREED ? "this job was freed already"
+                                    : "not a job of pld_program_submit");
+    return NULL;
+  }
+  return j;
+}
+
+int pld_job_test(pld_job *job) {
+  struct pld_job *j = job_check(job, "pld_job_test");
+  if (!j)
+    return 0;
+  pthread_mutex_lock(&mu);
+  int done = j->state == DONE;
+  pthread_mutex_unlock(&mu);
+  return done;
+}
+
+static int job_done_p(const void *arg) {
+  const struct pld_job *j = arg;
+  return atomic_load_explicit(&j->state, memory_order_acquire) == DONE;
+}
+
+int pld_job_wait(pld_job *job, int64_t timeout_ms) {
+  struct pld_job *j = job_check(job, "pld_job_wait");
+  if (!j)
+    return PLD_ERR_ARG;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  if (timeout_ms > 0) {
+    until.tv_sec += (time_t)(timeout_ms / 1000);
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+  }
+  if (timeout_ms != 0)
+    poll_until(job_done_p, j, &j->spin);
+  pthread_mutex_lock(&mu);
+  int late = 0;
+  while (j->state != DONE && !late) {
+    if (timeout_ms < 0)
+      pthread_cond_wait(&changed, &mu);
+    else
+      late = timeout_ms == 0 ||
+             pthread_cond_timedwait(&changed, &mu, &until) != 0;
+  }
+  int done = j->state == DONE;
+  uint64_t seq = j->seq;
+  pthread_mutex_unlock(&mu);
+  if (done)
+    return PLD_OK;
+  return pld__fail(PLD_ERR_TIMEOUT,
+                   "pld_job_wait: run %llu is not finished after %lld ms",
+                   (unsigned long long)seq, (long long)timeout_ms);
+}
+
+/* Whether j is done, failing fn (PLD_ERR_STATE) if not. */
+static int finished(struct pld_job *j, const char *fn) {
+  pthread_mutex_lock(&mu);
+  int done = j->state == DONE;
+  uint64_t seq = j->seq;
+  pthread_mutex_unlock(&mu);
+  if (!done)
+    pld__fail(PLD_ERR_STATE,
+              "%s: run %llu is not finished: wait for it first "
+              "(pld_job_wait)",
+              fn, (unsigned long long)seq);
+  return done;
+}
+
+int pld_job_status(pld_job *job) {
+  struct pld_job *j = job_check(job, "pld_job_status");
+  if (!j)
+    return PLD_ERR_ARG;
+  return finished(j, "pld_job_status") ? j->status : PLD_ERR_STATE;
+}
+
+const char *pld_job_message(pld_job *job) {
+  struct pld_job *j = job_check(job, "pld_job_message");
+  if (!j || !finished(j, "pld_job_message"))
+    return pld_last_error();
+  return j->msg;
+}
+
+int pld_job_free(pld_job *job) {
+  struct pld_job *j = job_check(job, "pld_job_free");
+  if (!j)
+    return PLD_ERR_ARG;
+  if (!finished(j, "pld_job_free"))
+    return PLD_ERR_STATE;
+  pthread_mutex_lock(&mu);
+  j->magic = JOB_FREED;
+  j->next = free_jobs;
+  free_jobs = j;
+  pthread_mutex_unlock(&mu);
+  return PLD_OK;
+}
+
+void pld__runner_precopy(struct pld_program *p, const pld_arg *now) {
+  struct pld__runner *r = p->runner;
+  /* Only this thread (the runner's, running the current job) takes jobs
+   * off the queue or cancels them: the head stays while it is copied. */
+  pthread_mutex_lock(&mu);
+  struct pld_job *next = r->stopping ? NULL : r->head;
+  pthread_mutex_unlock(&mu);
+  if (next && in_runner &&
+      pld__run_precopy(p, now, next->argc, next->argv)) {
+    pthread_mutex_lock(&mu);
+    next->precopied = 1;
+    pthread_mutex_unlock(&mu);
+  }
+}
+
+void pld__runner_drain(struct pld_program *p) {
+  struct pld__runner *r = p->runner;
+  if (!r)
+    return;
+  pthread_mutex_lock(&mu);
+  while (r->in_flight > 0)
+    pthread_cond_wait(&changed, &mu);
+  pthread_mutex_unlock(&mu);
+}
+
+void pld__runner_stop(struct pld_program *p) {
+  struct pld__runner *r = p->runner;
+  if (!r)
+    return;
+  /* The running job ends; the queued ones are cancelled after it. */
+  pthread_mutex_lock(&mu);
+  __atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
+  announce();
+  pthread_mutex_unlock(&mu);
+  if (r->started)
+    pthread_join(r->thread, NULL);
+  pthread_mutex_lock(&mu);
+  cancel_queued(r, NULL, PLD_ERR_CANCELLED);
+  pthread_mutex_unlock(&mu);
+  pld__free(r);
+  p->runner = NULL;
+}
