@@ -191,6 +191,31 @@ const char *pld_job_message(pld_job *job);
  * already). */
 int pld_job_free(pld_job *job);
 
+/* ---- device-resident tensors --------------------------------------------
+ * A tensor in the device memory of one rank of a program (rank >= 0), or
+ * one part on every rank (PLD_EACH_RANK: shape is a part's; the tensor has
+ * a leading dimension of the world size, as a host tensor the host
+ * function slices per rank), that outlives runs and holds zeros when
+ * made.  Pass it to pld_program_run or pld_program_submit where the host
+ * function takes a host tensor of its shape: each rank's dispatches use
+ * their slice of it where it lies, and nothing is copied in or out (a
+ * rank whose dispatch is given bytes of it that lie on another rank's
+ * device fails the run with PLD_ERR_ARG).  pld_device_tensor_write and
+ * _read copy it from and to a host tensor of its shape, after the runs in
+ * flight; pld_device_tensor_free gives its memory back (the handle is
+ * then refused: PLD_ERR_STATE; pld_tensor_destroy frees the handle, and
+ * the memory if that was not done).  A program's heaps hold
+ * PLD_DEVICE_HEAP_MB per device (pld-env), within the platform's device
+ * memory.  A tensor of another program, or whose program was destroyed,
+ * is refused.  Returns PLD_OK, PLD_ERR_ARG, PLD_ERR_STATE, PLD_ERR_NOMEM
+ * (no room on a device), or a failure to start the devices. */
+enum { PLD_EACH_RANK = -1 };
+int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
+                             int ndim, const int64_t *shape, pld_tensor *out);
+int pld_device_tensor_write(pld_tensor dst, pld_tensor src);
+int pld_device_tensor_read(pld_tensor src, pld_tensor dst);
+int pld_device_tensor_free(pld_tensor t);
+
 void pld_program_destroy(pld_program *p);
 
 /* Compile, run once, destroy. */

@@ -117,9 +117,13 @@ int pld_tensor_wrap(pld_dtype dtype, void *data, int ndim,
   return tensor_new("pld_tensor_wrap", dtype, data, ndim, shape, out);
 }
 
+void (*pld__tensor_release_hook)(struct pld__tensor *t);
+
 void pld_tensor_destroy(pld_tensor t) {
   if (!t.p)
     return;
+  if ((t.p->flags & PLD__T_RESIDENT) && pld__tensor_release_hook)
+    pld__tensor_release_hook(t.p);
   if (t.p->flags & PLD__T_INTER) {
     pld__fail(PLD_ERR_ARG,
               "pld_tensor_destroy: t is %s, an intermediate: its program "

@@ -12,6 +12,8 @@ enum {
   PLD__T_TRACE = 1u << 3,  /* a traced tensor: shape only, no data */
   PLD__T_INVALID = 1u << 4, /* the result of a failed call: always rejected */
   PLD__T_WINDOW = 1u << 5,  /* a view of a window buffer */
+  PLD__T_RESIDENT = 1u << 7, /* in device memory (pld_device_tensor_create):
+                                res says where */
   PLD__T_INTER = 1u << 6    /* an intermediate of a host orchestration (or
                                a slice of one): no data outside a run */
 };
@@ -36,7 +38,13 @@ struct pld__tensor {
   int win_buf;
   size_t win_offset;
   const struct pld__comm *comm;
+  /* A device-resident tensor's place (host/resident.c), else NULL. */
+  struct pld__resident *res;
 };
+
+/* What pld_tensor_destroy does first for a device-resident tensor (set by
+ * the host layer, which makes them). */
+extern void (*pld__tensor_release_hook)(struct pld__tensor *t);
 
 /* Fills t with a dense row-major layout of the shape (no allocation).
  * Returns PLD_OK or PLD_ERR_ARG with the message prefixed by `fn`. */

@@ -37,7 +37,12 @@
     "Events each thread (host, AICPU or AI core) keeps per run when a trace "  \
     "is written (PLD_TRACE): a thread's buffer takes about 96 bytes an "      \
     "event, committed only as it fills; events beyond it are dropped and "    \
-    "counted in the trace.")
+    "counted in the trace.")                                                   \
+  X(PLD_DEVICE_HEAP_MB, int64_t, 1024, 0, 1048576, "MiB",                      \
+    "MiB of each device's memory that device-resident tensors "               \
+    "(pld_device_tensor_create) may take, within the platform's device "      \
+    "memory; reserved when a program is prepared, committed only as "         \
+    "tensors are written.")
 
 struct pld__tunables {
 #define PLD__TUNABLE_FIELD(name, type, def, min, max, unit, help) type name;

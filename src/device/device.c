@@ -31,9 +31,11 @@ void pld__devctl_reset(struct pld__devctl *c) {
   c->magic_end = PLD__CTL_MAGIC;
 }
 
+/* Pages are committed as they are first touched (a device's heap for
+ * resident tensors is mostly never touched). */
 static void *map_shared(size_t n) {
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                 -1, 0);
+  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
@@ -47,7 +49,8 @@ int pld__devices_map(struct pld__device *devs, int n,
   for (int r = 0; r < n; r++) {
     memset(&devs[r], 0, sizeof devs[r]);
     size_t stride = pld__plan_slot_stride(&plans[r]);
-    devs[r].map_bytes = ctl_bytes() + PAGE + PLD__DATA_SLOTS * stride;
+    devs[r].map_bytes =
+        ctl_bytes() + PAGE + PLD__DATA_SLOTS * stride + plans[r].heap_bytes;
     devs[r].ctl = map_shared(devs[r].map_bytes);
     unsigned char *guard = (unsigned char *)devs[r].ctl + ctl_bytes();
     int bad = !devs[r].ctl;

@@ -1,7 +1,10 @@
 #include "device/plan.h"
 
-void pld__plan_scalars_write(const struct pld__devplan *pl,
-                             unsigned char *data) {
+void pld__plan_table_write(const struct pld__devplan *pl, unsigned char *data,
+                           const size_t *at) {
+  for (int b = 0; b < pl->nbufs; b++)
+    memcpy(data + pl->table_offset + (size_t)b * sizeof(size_t),
+           at ? &at[b] : &pl->bufs[b].offset, sizeof(size_t));
   for (int c = 0; c < pl->ncalls; c++)
     for (int a = 0; a < pl->calls[c].argc; a++) {
       const struct pld__call_arg *ca = &pl->calls[c].args[a];
@@ -39,7 +42,11 @@ pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
       t->data = (unsigned char *)f->ops->local(f, ca->win_buf) + ca->win_offset;
     return pld__arg_window((pld_window){t});
   }
-  if (data)
-    t->data = data + pl->bufs[ca->buf].offset;
+  if (data) {
+    size_t at;
+    memcpy(&at, data + pl->table_offset + (size_t)ca->buf * sizeof at,
+           sizeof at);
+    t->data = data + at;
+  }
   return pld__arg_tensor((pld_tensor){t});
 }

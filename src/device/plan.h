@@ -53,9 +53,14 @@ struct pld__devplan {
   int report_calls; /* wake the host after each call: host tasks wait */
   int nbufs;
   struct pld__devbuf *bufs;
-  /* The run's scalar values, written by the host before each run (a run
-   * may bring new ones): nscalars pld_args at scalars_offset of the data
-   * area, after the tensor slices. */
+  /* What changes from run to run, written by the host into the run's
+   * data slot before it: where each buffer lies (nbufs offsets from the
+   * slot's start: bufs[b].offset, or beyond the slots where a run passes
+   * a device-resident tensor) at table_offset, then the run's scalar
+   * values (nscalars pld_args) at scalars_offset. */
+  size_t table_offset;
+  /* Bytes after the data slots for device-resident tensors. */
+  size_t heap_bytes;
   int nscalars;
   size_t scalars_offset;
   size_t data_bytes;
@@ -86,10 +91,11 @@ static inline int pld__mem_exceeded(const pld_platform_info *plat,
   return used > plat->global_bytes || n > plat->global_bytes - used;
 }
 
-/* The host writes the plan's scalar values into the device's data area
- * (before each run). */
-void pld__plan_scalars_write(const struct pld__devplan *pl,
-                             unsigned char *data);
+/* The host writes a run's table into its data slot (data): the buffers'
+ * offsets from the slot (at: nbufs of them; NULL: where the plan lays
+ * them out) and the plan's scalar values. */
+void pld__plan_table_write(const struct pld__devplan *pl, unsigned char *data,
+                           const size_t *at);
 
 /* The argument a device function receives for ca: the scalar, or a tensor
  * descriptor built in *t (named and directed as parameter pm; window views

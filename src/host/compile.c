@@ -10,6 +10,7 @@
 #include "fabric/mpi.h"
 #include "host/ctl.h"
 #include "host/program.h"
+#include "host/resident.h"
 #include "host/trace.h"
 
 static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
@@ -331,7 +332,9 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   /* Its copies of the window buffers of its domains live in its memory
    * too (the scalars are the calls' arguments, not device memory). */
   pl->mem_bytes = pl->data_bytes;
-  pl->scalars_offset = (pl->data_bytes + 63) & ~(size_t)63;
+  pl->table_offset = (pl->data_bytes + 63) & ~(size_t)63;
+  pl->scalars_offset =
+      pl->table_offset + (size_t)pl->nbufs * sizeof(size_t);
   pl->data_bytes = pl->scalars_offset + (size_t)pl->nscalars * sizeof(pld_arg);
   for (int b = 0; b < p->nwinbufs; b++) {
     const struct pld__winbuf *wb = p->winbufs[b];
@@ -666,6 +669,10 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
     st = plan_rank(p, &h, r);
   if (!st)
     st = pld__tasks_plan(p, &h);
+  if (!st)
+    st = pld__residents_init(p);
+  for (int r = 0; !st && r < p->nranks; r++)
+    p->plans[r].heap_bytes = pld__heap_bytes(p, r);
 release:
   host_release(&h);
   return st;

@@ -17,6 +17,7 @@
 #include "core/futex.h"
 #include "fabric/mpi.h"
 #include "host/ctl.h"
+#include "host/resident.h"
 #include "host/trace.h"
 
 /* How often a process that does not watch sends its snapshot while its
@@ -128,9 +129,10 @@ static int mpi_start(struct pld_program *p) {
   }
   p->cps = s;
   const struct pld__devplan *plan = &p->plans[s->me];
-  s->data_bytes = PLD__DATA_SLOTS * pld__plan_slot_stride(plan);
+  s->data_bytes = PLD__DATA_SLOTS * pld__plan_slot_stride(plan) +
+                  plan->heap_bytes;
   s->data = mmap(NULL, s->data_bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   /* A guard page before every slot but the first (see plan.h). */
   for (int k = 1; s->data != MAP_FAILED && k < PLD__DATA_SLOTS; k++)
     mprotect(s->data + (size_t)k * pld__plan_slot_stride(plan) - 4096, 4096,
@@ -239,6 +241,7 @@ static int copy_slices(struct pld_program *p, const pld_arg *argv, int in,
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
       if (buf->host_arg >= p->nargs ||
+          (argv[buf->host_arg].v.t->flags & PLD__T_RESIDENT) ||
           !(buf->dirs & (in ? PLD_DIR_IN : PLD_DIR_OUT)))
         continue;
       unsigned char *host =
@@ -258,7 +261,8 @@ static int copy_slices(struct pld_program *p, const pld_arg *argv, int in,
 static void mpi_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
   int me = state(p)->me;
   copy_slices(p, argv, 1, slot);
-  pld__plan_scalars_write(&p->plans[me], pld__run_data(p, me, slot));
+  pld__plan_table_write(&p->plans[me], pld__run_data(p, me, slot),
+                        pld__run_table(p, me, argv, slot));
 }
 
 static int mpi_post(struct pld_program *p, const pld_arg *argv,

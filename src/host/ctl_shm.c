@@ -13,6 +13,7 @@
 #include "core/futex.h"
 #include "fabric/shm.h"
 #include "host/ctl.h"
+#include "host/resident.h"
 #include "host/trace.h"
 
 /* How long a new device process may take to report ready. */
@@ -317,7 +318,8 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in,
     const struct pld__devplan *pl = &p->plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
-      if (buf->host_arg >= p->nargs) /* intermediates are never copied */
+      if (buf->host_arg >= p->nargs || /* intermediates are never copied */
+          (argv[buf->host_arg].v.t->flags & PLD__T_RESIDENT)) /* nor these */
         continue;
       unsigned char *host =
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
@@ -334,7 +336,8 @@ static void shm_copy_in(struct pld_program *p, const pld_arg *argv,
                         int slot) {
   copy_slices(p, argv, 1, slot);
   for (int r = 0; r < p->nranks; r++)
-    pld__plan_scalars_write(&p->plans[r], pld__run_data(p, r, slot));
+    pld__plan_table_write(&p->plans[r], pld__run_data(p, r, slot),
+                          pld__run_table(p, r, argv, slot));
 }
 
 static int shm_post(struct pld_program *p, const pld_arg *argv,

@@ -87,6 +87,8 @@ struct pld__ctl_ops;
 struct pld__trace_area;
 struct pld__race;
 struct pld__runner;
+struct pld__heap;
+struct pld__resident;
 
 struct pld_program {
   pld_host_fn host;
@@ -141,6 +143,12 @@ struct pld_program {
   /* The data slot of the current run (plan.h), and whether its inputs
    * were copied in already, while the run before it executed. */
   int slot, precopied;
+
+  /* Device-resident tensors (host/resident.c): each rank's heap, the
+   * tensors made on them, a run's table of buffer offsets (scratch). */
+  struct pld__heap *heaps;
+  struct pld__resident *resident;
+  size_t *table;
 
   /* The race detector (core/race.h), when on: its region, shared with
    * the device processes from the start. */

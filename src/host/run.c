@@ -20,6 +20,7 @@
 #include "core/kctx.h"
 #include "core/tunables.h"
 #include "host/ctl.h"
+#include "host/resident.h"
 #include "host/submit.h"
 #include "host/trace.h"
 #include "pld/collective.h"
@@ -334,7 +335,16 @@ static int check_run_tensors(const struct pld_program *p, int argc,
                          "its run)",
                          sig->name, pn, i + 1, argc, ws,
                          g->name ? g->name : "?");
-      if (got->kind != PLD_ARG_TENSOR || !g || !(g->flags & PLD__T_HOST) ||
+      if (got->kind == PLD_ARG_TENSOR && g && (g->flags & PLD__T_RESIDENT) &&
+          g->dtype == w->dtype && g->ndim == w->ndim &&
+          !memcmp(g->shape, w->shape, (size_t)w->ndim * sizeof w->shape[0])) {
+        int st = pld__resident_check(p, i, g);
+        if (st)
+          return st;
+        continue;
+      }
+      if (got->kind != PLD_ARG_TENSOR || !g ||
+          !(g->flags & (PLD__T_HOST | PLD__T_RESIDENT)) ||
           g->dtype != w->dtype || g->ndim != w->ndim ||
           memcmp(g->shape, w->shape, (size_t)w->ndim * sizeof w->shape[0]))
         return pld__fail(PLD_ERR_ARG,
@@ -374,6 +384,8 @@ int pld__run_precopy(struct pld_program *p, const pld_arg *now, int argc,
     if (argv[i].kind != PLD_ARG_TENSOR || !(sig->params[i].dir & PLD_DIR_IN))
       continue;
     const struct pld__tensor *in = argv[i].v.t;
+    if (in->flags & PLD__T_RESIDENT) /* never copied */
+      continue;
     for (int j = 0; j < argc; j++)
       if (now[j].kind == PLD_ARG_TENSOR &&
           (sig->params[j].dir & PLD_DIR_OUT) &&
@@ -1075,6 +1087,7 @@ void pld_program_destroy(pld_program *p) {
   if (p->started)
     p->cp->stop(p, 0);
   pld__trace_release(p);
+  pld__residents_release(p);
   pld__plans_free(p);
   pld__tasks_free(p);
   pld__windows_free(p);

@@ -18,6 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/futex.h"
+#include "core/tunables.h"
 #include "host/program.h"
 #include "host/submit.h"
 
@@ -29,7 +30,6 @@ enum { QUEUED, RUNNING, DONE };
 struct pld_job {
   uint32_t magic;
   _Atomic int state; /* QUEUED, RUNNING, DONE (changed under the lock) */
-  struct pld__spin spin; /* how its waiters poll (the program's world) */
   int precopied; /* its inputs are in the data slot it will use */
   int status;
   uint64_t seq; /* its number in the program's submissions, from 1 */
@@ -55,11 +55,22 @@ static void announce(void) {
   pthread_cond_broadcast(&changed);
 }
 
+/* How runners and waiters poll: PLD_SPIN_US, counting themselves awake
+ * among themselves (not in a program's world, which a crash or a destroy
+ * unmaps while they may still poll). */
+static _Atomic uint32_t pollers;
+
+static struct pld__spin poll_spin(void) {
+  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000, &pollers, NULL,
+                        pld__cpus()};
+  return s;
+}
+
 /* Polls (as spin says, counting as awake) until `done` holds or the time
  * is up; called without mu. */
 static void poll_until(int (*done)(const void *), const void *arg,
                        const struct pld__spin *spin) {
-  if (!spin->awake || done(arg))
+  if (done(arg))
     return;
   pld__awake(spin);
   uint32_t seen = atomic_load_explicit(&changes, memory_order_acquire);
@@ -148,7 +159,7 @@ static int runner_has_work(const void *arg) {
 static void *runner_main(void *arg) {
   struct pld__runner *r = arg;
   in_runner = 1;
-  struct pld__spin spin = pld__world_spin(r->p->world, NULL);
+  struct pld__spin spin = poll_spin();
   pthread_mutex_lock(&mu);
   for (;;) {
     if (!r->head && !r->stopping) {
@@ -266,7 +277,6 @@ int pld_program_submit(pld_program *p, int argc, const pld_arg *argv,
   memcpy(j->argv, argv, (size_t)argc * sizeof *argv);
   j->seq = ++r->submitted;
   j->state = QUEUED;
-  j->spin = pld__world_spin(p->world, NULL);
   if (r->tail)
     r->tail->next = j;
   else
@@ -324,8 +334,9 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
       until.tv_nsec -= 1000000000L;
     }
   }
+  struct pld__spin spin = poll_spin();
   if (timeout_ms != 0)
-    poll_until(job_done_p, j, &j->spin);
+    poll_until(job_done_p, j, &spin);
   pthread_mutex_lock(&mu);
   int late = 0;
   while (j->state != DONE && !late) {

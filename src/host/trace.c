@@ -41,6 +41,7 @@ static struct {
   uint64_t lost;
   uint64_t flows;  /* flow ids given */
   struct pld__tbuf *host; /* the host thread's events */
+  pid_t pid;              /* the process that writes it */
 } w;
 
 /* ---- JSON ----------------------------------------------------------------
@@ -170,6 +171,18 @@ static void meta(int pid, int tid, const char *what, const char *name) {
 
 /* ---- the file ------------------------------------------------------------ */
 
+static void footer(void);
+
+/* At exit: the closing lines, unless written (only in the process that
+ * opened the file: a device process never runs exit hooks, but a child
+ * the program forks itself might). */
+static void at_exit(void) {
+  pthread_mutex_lock(&mu);
+  if (w.f && w.footer_at < 0 && w.pid == getpid())
+    footer();
+  pthread_mutex_unlock(&mu);
+}
+
 static int file_open(const char *path) {
   if (w.f && !strcmp(path, w.path)) {
     /* Reopened over the closing lines of the last traced program. */
@@ -210,6 +223,12 @@ static int file_open(const char *path) {
   w.host = host;
   w.epoch = pld__now_ns();
   w.footer_at = -1;
+  /* A process that ends with traced programs alive (never destroyed) still
+   * leaves a whole file. */
+  static int hooked;
+  if (!hooked && atexit(at_exit) == 0)
+    hooked = 1;
+  w.pid = getpid();
   fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
   meta(0, -1, "process", "host");
   meta(0, 0, "thread", "host");
