@@ -1,8 +1,10 @@
-/* pld-env: prints the environment variables that tune pld: their defaults,
- * accepted ranges, the values in force in this environment, and what they
- * do.  A value pld refuses is listed with the default in force, then the
+/* pld-env: prints the environment variables of pld: those that tune,
+ * with their defaults, accepted ranges, the values in force in this
+ * environment, and what they do; then those that choose (a fabric, a
+ * trace file, the debug log, the race check) with their values.  A value pld refuses is listed with the default in force, then the
  * refusal pld_compile would give; the status is then 1. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/tunables.h"
@@ -46,8 +48,36 @@ static void report(const struct pld__tunable *t) {
   }
 }
 
+/* The variables that choose rather than tune: their values are words or
+ * paths, checked by pld_compile (each also a field of pld_config). */
+static const struct {
+  const char *name, *help;
+} choices[] = {
+    {"PLD_FABRIC", "shm or mpi: how devices reach each other and the host "
+                   "(pld_config.fabric); unset: mpi under mpirun, else shm."},
+    {"PLD_MPI_SAME_NODE", "shm or rma: the MPI fabric's peers on one node "
+                          "(pld_config.mpi_same_node); unset: shm."},
+    {"PLD_TRACE", "A file: every run writes a trace there (Chrome "
+                  "trace-event JSON; pld-trace draws it; "
+                  "pld_config.trace). Unset or empty: no trace."},
+    {"PLD_DEBUG", "launch, signal, rma, coll, fabric, host or all, "
+                  "comma-separated: one line per event of those subsystems "
+                  "on stderr. Unset or empty: no log."},
+    {"PLD_DEBUG_FILE", "A file the debug log is appended to instead of "
+                       "stderr."},
+    {"PLD_CHECK", "races: every kernel access to window memory is checked "
+                  "against the order signals create (pld_config.check; the "
+                  "shm fabric). Unset or empty: no check."},
+};
+
 int main(void) {
   pld__tunables_each(show);
+  for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
+    const char *v = getenv(choices[i].name);
+    printf("%s: now %s%s%s\n", choices[i].name, v ? "'" : "",
+           v ? v : "unset", v ? "'" : "");
+    print_wrapped(choices[i].help);
+  }
   fflush(stdout);
   pld__tunables_each(report);
   return refused;
