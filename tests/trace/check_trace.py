@@ -155,7 +155,7 @@ def check(doc, ranks, expect, lost):
             starts[e["id"]] = e
         elif e["ph"] == "f":
             ends.setdefault(e["id"], []).append(e)
-    notifies = {(e["pid"], e["tid"], e["ts"]) for e in body
+    notifies = {(e["pid"], e["tid"], e["ts"]): e for e in body
                 if e["ph"] == "i" and e.get("cat") == "notify"}
     waits = {}
     for e in body:
@@ -178,6 +178,16 @@ def check(doc, ranks, expect, lost):
                       if w["ts"] <= f["ts"] <= w["ts"] + w["dur"]]
             if not inside:
                 fail("flow %d ends outside any wait of its thread" % fid)
+            # The notify went to the waiting rank's cell the wait waits on.
+            s = starts[fid]
+            n = notifies[(s["pid"], s["tid"], s["ts"])]["args"]
+            w = inside[-1]["args"]
+            if (n["to"] != f["pid"] - 1 or n["window"] != w["window"] or
+                    n["cell"] != w["cell"]):
+                fail("flow %d: a notify of %s[%d] to rank %d releases a "
+                     "wait on %s[%d] of rank %d" %
+                     (fid, n["window"], n["cell"], n["to"], w["window"],
+                      w["cell"], f["pid"] - 1))
     for key, ws in waits.items():
         for w in ws:
             a = w["args"]
