@@ -72,10 +72,19 @@ typedef struct pld_config {
   /* Runs of the program queued or running at once (pld_program_submit):
    * 0 means 2 (one running, the next one waiting with its inputs). */
   int max_in_flight;
+  /* Another program whose devices this one runs on (the shm fabric): the
+   * same platform and device ids; its windows, if it declares any, must
+   * be declared alike (the same buffers, sizes and ranks in the same
+   * order) and are then the same memory; its device-resident tensors can
+   * be passed to this program's runs; the runs of both (run or submitted)
+   * go one after another in the order they were asked for.  Destroying
+   * the other program first keeps its devices until this one is
+   * destroyed.  NULL: devices of its own. */
+  struct pld_program *share;
 } pld_config;
 
 #define PLD_CONFIG_INIT                                                        \
-  {"a2a3sim", NULL, 0, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0}
+  {"a2a3sim", NULL, 0, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL}
 
 /* The processes that run each program together: under mpirun with the
  * MPI fabric, the processes mpirun started and this one's index among

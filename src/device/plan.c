@@ -46,7 +46,9 @@ pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
     size_t at;
     memcpy(&at, data + pl->table_offset + (size_t)ca->buf * sizeof at,
            sizeof at);
-    t->data = data + at;
+    /* (modulo the address space: a heap of another program may lie
+     * before the slot) */
+    t->data = (unsigned char *)((uintptr_t)data + at);
   }
   return pld__arg_tensor((pld_tensor){t});
 }

@@ -678,6 +678,62 @@ release:
   return st;
 }
 
+/* cfg.share: p runs on the devices of `other` (of the first program of
+ * its group): the same platform, device ids and fabric, and its windows,
+ * if any, declared alike.  Returns PLD_OK (p joined the group) or
+ * PLD_ERR_CONFIG / PLD_ERR_UNSUPPORTED / PLD_ERR_STATE naming the
+ * difference. */
+static int share_devices(struct pld_program *p, struct pld_program *other) {
+  struct pld_program *root = other->share ? other->share : other;
+  if (root->dead || root->destroy_pending)
+    return pld__fail(PLD_ERR_STATE,
+                     "pld_compile: cfg.share: the program whose devices to "
+                     "share %s",
+                     root->dead ? "cannot run again (a device crashed)"
+                                : "was destroyed");
+  if (p->cp != &pld__ctl_shm || root->cp != &pld__ctl_shm)
+    return pld__fail(PLD_ERR_UNSUPPORTED,
+                     "pld_compile: cfg.share: programs share devices on the "
+                     "shm fabric only; under mpirun give each its own");
+  if (p->plat != root->plat || p->nranks != root->nranks ||
+      memcmp(p->device_ids, root->device_ids,
+             (size_t)p->nranks * sizeof *p->device_ids))
+    return pld__fail(PLD_ERR_CONFIG,
+                     "pld_compile: cfg.share: expected the platform and "
+                     "device ids of the program whose devices to share (%s, "
+                     "%d devices), got %s and %d devices%s",
+                     root->plat->name, root->nranks, p->plat->name,
+                     p->nranks,
+                     p->nranks == root->nranks ? ", other ids" : "");
+  if (p->race.on || root->race.on)
+    return pld__fail(PLD_ERR_UNSUPPORTED,
+                     "pld_compile: cfg.share: the race check does not follow "
+                     "programs that share devices; check each on its own");
+  if (p->nwinbufs) {
+    int same = p->nwinbufs == root->nwinbufs;
+    int b = 0;
+    for (; same && b < p->nwinbufs; b++)
+      same = p->winbufs[b]->bytes == root->winbufs[b]->bytes &&
+             !memcmp(p->member + (size_t)b * (size_t)p->nranks,
+                     root->member + (size_t)b * (size_t)p->nranks,
+                     (size_t)p->nranks);
+    if (!same)
+      return pld__fail(PLD_ERR_CONFIG,
+                       "pld_compile: cfg.share: programs sharing devices "
+                       "share their windows: %s declares %d window buffers, "
+                       "%s %d, and they differ %s; declare the same ones (or "
+                       "none)",
+                       p->host.sig->name, p->nwinbufs, root->host.sig->name,
+                       root->nwinbufs,
+                       p->nwinbufs != root->nwinbufs
+                           ? "in number"
+                           : "in a buffer's size or ranks");
+  }
+  p->share = root;
+  root->sharers++;
+  return PLD_OK;
+}
+
 int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
                 const pld_arg *argv, pld_program **out) {
   /* A refused environment variable fails every program at its start,
@@ -731,6 +787,8 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   int spanned = pld__htrace_begin(p, &span, PLD__TH_COMPILE, host.sig->name);
   if ((st = bind_args(p, argc, argv)) || (st = trace_host(p, argv)) ||
       (st = check_write_conflicts(p)) || (st = trace_devices(p)))
+    goto fail;
+  if (cfg->share && (st = share_devices(p, cfg->share)))
     goto fail;
   if (cfg->artifact_dir && (st = pld__artifacts_write(p, cfg->artifact_dir)))
     goto fail;

@@ -28,6 +28,12 @@ struct shm_state {
 
 static struct shm_state *state(const struct pld_program *p) { return p->cps; }
 
+/* p uses the windows of the program whose devices it shares (it declares
+ * the same ones, pld_compile checked). */
+static int shares_windows(const struct pld_program *p) {
+  return p->share && p->nwinbufs > 0;
+}
+
 unsigned char *pld__shm_region(const struct pld_program *p) {
   return p->cps ? state(p)->region : NULL;
 }
@@ -75,8 +81,10 @@ static int live_mappings(const struct pld_program *self,
   if (!*out)
     return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
   *n = 0;
+  const struct pld_program *group = self->share ? self->share : self;
   for (struct pld_program *q = live; q; q = q->live_next) {
-    if (q == self)
+    /* A group sharing devices shares their memory. */
+    if (q == self || q == group || q->share == group)
       continue;
     (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
     (*out)[(*n)++] = (struct pld__mapping){state(q)->region, q->lay.total};
@@ -141,7 +149,7 @@ static void shm_stop(struct pld_program *p, int kill_now) {
   for (int r = 0; r < p->nranks; r++)
     pld__shm_reap(&p->devs[r], 1);
   pld__devices_unmap(p->devs, p->nranks, p->world);
-  if (s && s->region)
+  if (s && s->region && !shares_windows(p))
     munmap(s->region, p->lay.total);
   if (p->race.region)
     munmap(p->race.region, p->race.bytes);
@@ -265,6 +273,10 @@ static int race_map(struct pld_program *p) {
 
 /* Maps the regions and forks every device process. */
 static int shm_start(struct pld_program *p) {
+  /* On another program's devices: those first (its memory is shared). */
+  int st0 = p->share ? pld_program_prepare(p->share) : PLD_OK;
+  if (st0)
+    return st0;
   struct shm_state *s = pld__calloc(1, sizeof *s);
   p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
   int st = !s || !p->devs ||
@@ -281,9 +293,12 @@ static int shm_start(struct pld_program *p) {
   }
   p->cps = s;
   p->started = 1;
-  /* The windows' region: every device process inherits it. */
-  void *region = mmap(NULL, p->lay.total, PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  /* The windows' region: every device process inherits it (a program
+   * sharing another's devices and windows: that one's). */
+  void *region = shares_windows(p) ? state(p->share)->region
+                                   : mmap(NULL, p->lay.total,
+                                          PROT_READ | PROT_WRITE,
+                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (region == MAP_FAILED) {
     int e = errno;
     shm_stop(p, 1);

@@ -144,6 +144,12 @@ struct pld_program {
    * were copied in already, while the run before it executed. */
   int slot, precopied;
 
+  /* Sharing devices (pld_config.share): the program whose devices, windows
+   * and heaps this one uses (the first of the group), the programs using
+   * this one's, and whether it was destroyed while they did. */
+  struct pld_program *share;
+  int sharers, destroy_pending;
+
   /* Device-resident tensors (host/resident.c): each rank's heap, the
    * tensors made on them, a run's table of buffer offsets (scratch). */
   struct pld__heap *heaps;

@@ -107,6 +107,8 @@ int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
                      fn);
   if (!p)
     return pld__fail(PLD_ERR_ARG, "%s: p: expected a program, got NULL", fn);
+  if (p->share) /* the devices are the group's first program's */
+    p = p->share;
   if (rank != PLD_EACH_RANK && (rank < 0 || rank >= p->nranks))
     return pld__fail(PLD_ERR_ARG,
                      "%s: rank: expected a rank of the program's world "
@@ -278,7 +280,9 @@ int pld__resident_check(const struct pld_program *p, int i,
   const pld_signature *sig = p->host.sig;
   const char *pn = sig->params[i].name;
   struct pld__resident *res = g->res;
-  if (!res || res->magic != RES_LIVE || res->freed || !res->p || res->p != p)
+  const struct pld_program *owner = p->share ? p->share : p;
+  if (!res || res->magic != RES_LIVE || res->freed || !res->p ||
+      res->p != owner)
     return pld__fail(res && res->magic == RES_LIVE && (res->freed || !res->p)
                          ? PLD_ERR_STATE
                          : PLD_ERR_ARG,
@@ -349,7 +353,14 @@ const size_t *pld__run_table(struct pld_program *p, int r, const pld_arg *argv,
       continue;
     const struct pld__resident *res = t->res;
     size_t lo = res->rank == PLD_EACH_RANK ? (size_t)r * res->part : 0;
-    at[b] = from_slot(p, r, slot, res->off[r] + (buf->host_offset - lo));
+    /* Its bytes lie in the heap of the device's first program (this
+     * one's, or the one whose devices it shares): measured from this
+     * run's slot, in the address space the device process shares. */
+    const struct pld_program *q = res->p;
+    uintptr_t target = (uintptr_t)pld__run_data(q, r, q->slot) +
+                       from_slot(q, r, q->slot, res->off[r]) +
+                       (buf->host_offset - lo);
+    at[b] = (size_t)(target - (uintptr_t)pld__run_data(p, r, slot));
     any = 1;
   }
   return any ? at : NULL;

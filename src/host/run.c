@@ -1083,6 +1083,13 @@ out:
 void pld_program_destroy(pld_program *p) {
   if (!p)
     return;
+  if (p->sharers > 0) {
+    /* Other programs run on its devices: they stay until the last of
+     * them is destroyed (and this one with it). */
+    pld__runner_drain(p);
+    p->destroy_pending = 1;
+    return;
+  }
   pld__runner_stop(p);
   if (p->started)
     p->cp->stop(p, 0);
@@ -1095,7 +1102,10 @@ void pld_program_destroy(pld_program *p) {
   pld__free(p->args);
   pld__free(p->arg_meta);
   pld__free(p->artifact_dir);
+  struct pld_program *root = p->share;
   pld__free(p);
+  if (root && --root->sharers == 0 && root->destroy_pending)
+    pld_program_destroy(root);
 }
 
 int pld_run(pld_host_fn host, const pld_config *cfg, int argc,

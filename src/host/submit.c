@@ -32,7 +32,8 @@ struct pld_job {
   _Atomic int state; /* QUEUED, RUNNING, DONE (changed under the lock) */
   int precopied; /* its inputs are in the data slot it will use */
   int status;
-  uint64_t seq; /* its number in the program's submissions, from 1 */
+  uint64_t seq; /* its number in the runner's submissions, from 1 */
+  struct pld_program *p; /* the program it runs (one of a group's) */
   int argc;
   pld_arg argv[PLD__MAX_PARAMS];
   struct pld_job *next; /* the queue, or the free list */
@@ -178,13 +179,13 @@ static void *runner_main(void *arg) {
     j->state = RUNNING;
     r->running = j;
     pthread_mutex_unlock(&mu);
-    r->p->precopied = j->precopied;
-    int st = pld__program_run_now(r->p, j->argc, j->argv);
-    r->p->precopied = 0;
+    j->p->precopied = j->precopied;
+    int st = pld__program_run_now(j->p, j->argc, j->argv);
+    j->p->precopied = 0;
     pthread_mutex_lock(&mu);
     r->running = NULL;
     job_done(r, j, st, st ? pld_last_error() : NULL);
-    if (st && r->p->dead) {
+    if (st && j->p->dead) {
       /* A crash: every run in flight fails with it. */
       while (r->head) {
         struct pld_job *q = r->head;
@@ -200,14 +201,19 @@ static void *runner_main(void *arg) {
   return NULL;
 }
 
+/* The runner of p's group (the first program's), made and started if
+ * needed. */
 static int runner_get(struct pld_program *p, struct pld__runner **out) {
+  struct pld_program *owner = p->share ? p->share : p;
+  if (owner->runner)
+    p->runner = owner->runner;
   if (!p->runner) {
     struct pld__runner *r = pld__calloc(1, sizeof *r);
     if (!r)
       return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
-    r->p = p;
-    r->max = p->max_in_flight;
-    p->runner = r;
+    r->p = owner;
+    r->max = owner->max_in_flight;
+    owner->runner = p->runner = r;
   }
   struct pld__runner *r = p->runner;
   if (!r->started) {
@@ -275,6 +281,7 @@ int pld_program_submit(pld_program *p, int argc, const pld_arg *argv,
   }
   j->argc = argc;
   memcpy(j->argv, argv, (size_t)argc * sizeof *argv);
+  j->p = p;
   j->seq = ++r->submitted;
   j->state = QUEUED;
   if (r->tail)
@@ -403,7 +410,9 @@ void pld__runner_precopy(struct pld_program *p, const pld_arg *now) {
   /* Only this thread (the runner's, running the current job) takes jobs
    * off the queue or cancels them: the head stays while it is copied. */
   pthread_mutex_lock(&mu);
-  struct pld_job *next = r->stopping ? NULL : r->head;
+  struct pld_job *next = r->stopping || !r->head || r->head->p != p
+                            ? NULL
+                            : r->head;
   pthread_mutex_unlock(&mu);
   if (next && in_runner &&
       pld__run_precopy(p, now, next->argc, next->argv)) {
@@ -427,6 +436,12 @@ void pld__runner_stop(struct pld_program *p) {
   struct pld__runner *r = p->runner;
   if (!r)
     return;
+  if (p->share) {
+    /* The group's runner: p's runs (and those before them) end first. */
+    pld__runner_drain(p);
+    p->runner = NULL;
+    return;
+  }
   /* The running job ends; the queued ones are cancelled after it. */
   pthread_mutex_lock(&mu);
   __atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
