@@ -205,16 +205,17 @@ static void *runner_main(void *arg) {
  * needed. */
 static int runner_get(struct pld_program *p, struct pld__runner **out) {
   struct pld_program *owner = p->share ? p->share : p;
-  if (owner->runner)
-    p->runner = owner->runner;
-  if (!p->runner) {
+  if (!owner->runner) {
     struct pld__runner *r = pld__calloc(1, sizeof *r);
     if (!r)
       return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
     r->p = owner;
     r->max = owner->max_in_flight;
-    owner->runner = p->runner = r;
+    owner->runner = r;
   }
+  /* Set once (the runner reads it while running p's jobs). */
+  if (p->runner != owner->runner)
+    p->runner = owner->runner;
   struct pld__runner *r = p->runner;
   if (!r->started) {
     int e = pthread_create(&r->thread, NULL, runner_main, r);

@@ -85,6 +85,9 @@ static void run_interleaved(int n, const char *plat) {
   pld_config cb = ca;
   cb.share = a;
   assert_ok(pld_compile(h_acc, &cb, PLD_ARGS(st), &b));
+  /* Both started before any run has a thread running it (a process that
+   * forks while other threads run is what TSan cannot follow). */
+  assert_ok(pld_program_prepare(b));
   pld_tensor state;
   /* Made through B: on the group's devices, usable by both. */
   assert_ok(pld_device_tensor_create(b, PLD_EACH_RANK, PLD_FP32, 2,
