@@ -230,7 +230,7 @@ PLD_KERNEL(coll_time, k, PLD_IN(params, INT64, NPARAMS), COLL_WINDOWS,
   const size_t bytes = (size_t)pld_read(k, params, PLD_AT(P_MC_BYTES));
   const int64_t batch = (int64_t)pld_read(k, params, PLD_AT(P_MC_BATCH));
   const int64_t mc_reps = (int64_t)pld_read(k, params, PLD_AT(P_MC_REPS));
-  if (pld_rank(k, pld_get_comm(sig)) != 0 || mc_reps <= 0)
+  if (pld_rank(k, pld_window_comm(sig)) != 0 || mc_reps <= 0)
     return;
   unsigned char *pa = malloc(bytes), *pb = malloc(bytes);
   if (pa && pb) {

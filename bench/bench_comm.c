@@ -123,7 +123,7 @@ PLD_KERNEL(pingpong, k, PLD_IN(params, INT64, NPARAMS),
            PLD_WINDOW(sig, INT32, 1), PLD_OUT(t, FP64, MAX_REPS)) {
   const int64_t iters = (int64_t)pld_read(k, params, PLD_AT(P_ITERS));
   const int64_t reps = (int64_t)pld_read(k, params, PLD_AT(P_REPS));
-  const int32_t me = pld_rank(k, pld_get_comm(sig)), peer = 1 - me;
+  const int32_t me = pld_rank(k, pld_window_comm(sig)), peer = 1 - me;
   int32_t round = 0;
   for (int64_t r = -1; r < reps; r++) {
     const double t0 = now_s();
@@ -185,7 +185,7 @@ PLD_KERNEL(bandwidth, k, PLD_IN(params, INT64, NPARAMS),
            PLD_WINDOW(dst, FP32, MAX_ROWS, COLS), PLD_WINDOW(sig, INT32, 2),
            PLD_OUT(t, FP64, 3, NSIZES, MAX_REPS)) {
   const int64_t reps = (int64_t)pld_read(k, params, PLD_AT(P_REPS));
-  if (pld_rank(k, pld_get_comm(sig)) != 0) {
+  if (pld_rank(k, pld_window_comm(sig)) != 0) {
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
     return;
   }

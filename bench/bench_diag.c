@@ -70,7 +70,7 @@ enum {
  * (window memory is zero at the start of every run, so the wait finds
  * exactly M). */
 PLD_KERNEL(notify_self, k, PLD_WINDOW(sig, INT32, 1)) {
-  const int32_t me = pld_rank(k, pld_get_comm(sig));
+  const int32_t me = pld_rank(k, pld_window_comm(sig));
   for (int i = 0; i < M; i++)
     pld_notify(k, sig, me, PLD_AT(0), 1, PLD_NOTIFY_ADD);
   pld_wait(k, sig, PLD_AT(0), M, PLD_WAIT_GE);
@@ -91,7 +91,7 @@ PLD_HOST(notify_host, h) {
  * Buffer. */
 PLD_KERNEL(tile_exchange, k, PLD_WINDOW(data, FP32, TILE, TILE),
            PLD_WINDOW(sig, INT32, SIG_CELLS)) {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   const int32_t me = pld_rank(k, comm), next = (me + 1) % pld_nranks(k, comm);
   pld_tile *t = pld_full(k, PLD_FP32, TILE, TILE, (double)me);
   for (int i = 0; i < TILE_ITERS; i++) {
@@ -121,7 +121,7 @@ PLD_HOST(tile_host, h) {
 PLD_KERNEL(put_next, k, PLD_IN(x, FP32, PUT_ROWS, PUT_COLS),
            PLD_WINDOW(dst, FP32, PUT_ROWS, PUT_COLS),
            PLD_WINDOW(sig, INT32, SIG_CELLS)) {
-  pld_comm comm = pld_get_comm(dst);
+  pld_comm comm = pld_window_comm(dst);
   const int32_t next = (pld_rank(k, comm) + 1) % pld_nranks(k, comm);
   for (int i = 0; i < PUT_ITERS; i++) {
     pld_put(k, dst, next, x, NULL);

@@ -31,7 +31,7 @@ PLD_KERNEL(tally_barrier, k,
            PLD_WINDOW(sig, INT32, NR),
            PLD_OUT(y, FP32, NR))
 {
-  pld_comm comm = pld_get_comm(sig);
+  pld_comm comm = pld_window_comm(sig);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   for (int32_t p = 0; p < n; p++)
     if (p != me)
@@ -49,7 +49,7 @@ PLD_KERNEL(builtin_barrier, k,
            PLD_WINDOW(sig, INT32, NR),
            PLD_OUT(y, FP32, 1, COLS))
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_tile *t = pld_load(k, x, 0, 0, 1, COLS);
   pld_store(k, t, pld_local(data), 0, 0);

@@ -29,7 +29,7 @@ PLD_KERNEL(ring_shift, k,
            PLD_OUT(y, FP32, ROWS, COLS),
            PLD_SCALAR(store_mode, BOOL))
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n;
   pld_tile *t = pld_load(k, x, 0, 0, ROWS, COLS);

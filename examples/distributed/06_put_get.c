@@ -36,7 +36,7 @@ PLD_KERNEL(put_get, k,
            PLD_OUT(y, FP32, ROWS, COLS),
            PLD_SCALAR(get_mode, BOOL))
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n, prev = (me + n - 1) % n;
   if (!get_mode) {

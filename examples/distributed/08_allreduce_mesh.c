@@ -44,7 +44,7 @@ PLD_KERNEL(allreduce_mesh, k,
            PLD_WINDOW(sig, INT32, 1, NR),
            PLD_OUT(y, FP32, N))
 {
-  int32_t me = pld_rank(k, pld_get_comm(data));
+  int32_t me = pld_rank(k, pld_window_comm(data));
   int32_t g = 0; /* barriers made on row 0 of sig */
   pld_put(k, data, me, x, NULL);   /* stage x in my window */
   example_barrier(k, sig, 0, ++g); /* every rank has staged its input */

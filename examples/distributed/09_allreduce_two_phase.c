@@ -46,7 +46,7 @@ PLD_KERNEL(allreduce_two_phase, k,
            PLD_WINDOW(sig, INT32, 1, NR),
            PLD_OUT(y, FP32, N))
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int64_t c0, c1;
   pld_put(k, data, me, x, NULL); /* stage x in my window */

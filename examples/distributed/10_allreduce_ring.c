@@ -53,7 +53,7 @@ PLD_KERNEL(allreduce_ring, k,
            PLD_WINDOW(sig, INT32, ROWS, NR),
            PLD_OUT(y, FP32, N))
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t left = (me + n - 1) % n, right = (me + 1) % n;
   const int32_t rounds = 2 * (n - 1);

@@ -55,7 +55,7 @@ PLD_KERNEL(allreduce_builtin, k,
            PLD_OUT(y, FP32, N),
            PLD_SCALAR(mode, INT32))
 {
-  int32_t me = pld_rank(k, pld_get_comm(data));
+  int32_t me = pld_rank(k, pld_window_comm(data));
   pld_put(k, data, me, x, NULL); /* stage x in my window */
   pld_allreduce(k, data, sig, PLD_REDUCE_SUM, (pld_allreduce_mode)mode);
   pld_get(k, y, me, data, NULL); /* y = my window */

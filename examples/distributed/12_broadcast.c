@@ -42,7 +42,7 @@ PLD_KERNEL(broadcast, k,
            PLD_SCALAR(root, INT32),
            PLD_SCALAR(builtin, BOOL))
 {
-  int32_t me = pld_rank(k, pld_get_comm(data));
+  int32_t me = pld_rank(k, pld_window_comm(data));
   if (me == root)
     pld_put(k, data, me, x, NULL); /* the root stages x in its window */
   if (builtin) {

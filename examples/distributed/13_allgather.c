@@ -42,7 +42,7 @@ PLD_KERNEL(allgather, k,
            PLD_OUT(y, FP32, NR, SIZE),
            PLD_SCALAR(builtin, BOOL))
 {
-  pld_comm comm = pld_get_comm(target);
+  pld_comm comm = pld_window_comm(target);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   if (builtin) {
     pld_allgather(k, x, target, sig);

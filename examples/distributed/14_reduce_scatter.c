@@ -42,7 +42,7 @@ PLD_KERNEL(reduce_scatter, k,
            PLD_OUT(y, FP32, SIZE),
            PLD_SCALAR(builtin, BOOL))
 {
-  int32_t me = pld_rank(k, pld_get_comm(data));
+  int32_t me = pld_rank(k, pld_window_comm(data));
   pld_put(k, data, me, x, NULL); /* stage my rows in my window */
   if (builtin) {
     pld_reduce_scatter(k, data, sig, PLD_REDUCE_SUM);

@@ -63,7 +63,7 @@ PLD_KERNEL(all_to_all, k,
            PLD_OUT(y, FP32, NR, SIZE),
            PLD_SCALAR(builtin, BOOL))
 {
-  pld_comm comm = pld_get_comm(target);
+  pld_comm comm = pld_window_comm(target);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   if (builtin) {
     pld_all_to_all(k, x, target, sig);
@@ -89,7 +89,7 @@ PLD_KERNEL(all_to_all_v, k,
            PLD_OUT(recv_counts, INT32, NR),
            PLD_SCALAR(builtin, BOOL))
 {
-  pld_comm comm = pld_get_comm(target);
+  pld_comm comm = pld_window_comm(target);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   if (builtin) {
     pld_all_to_all_v(k, x, send_counts, target, recv_counts, sig);

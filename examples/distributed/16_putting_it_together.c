@@ -51,7 +51,7 @@ PLD_KERNEL(together, k,
            PLD_OUT(yg, FP32, NR, N),
            PLD_SCALAR(root, INT32))
 {
-  int32_t me = pld_rank(k, pld_get_comm(sig));
+  int32_t me = pld_rank(k, pld_window_comm(sig));
   if (me == root)
     pld_put(k, bcast, me, x, NULL);
   pld_put(k, sum, me, x, NULL);

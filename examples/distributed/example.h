@@ -600,7 +600,7 @@ static inline void example_chunk(int64_t n, int32_t c, int32_t p, int64_t *c0,
  * added more, which `>=` accepts. */
 static inline void example_barrier(pld_core k, pld_window sig, int64_t row,
                                    int32_t g) {
-  pld_comm comm = pld_get_comm(sig);
+  pld_comm comm = pld_window_comm(sig);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   for (int32_t q = 0; q < n; q++)
     if (q != me)
@@ -618,7 +618,7 @@ static inline void example_barrier(pld_core k, pld_window sig, int64_t row,
 static inline pld_tile *example_reduce_tile(pld_core k, pld_window w,
                                             int64_t row, int64_t col,
                                             int32_t len) {
-  pld_comm comm = pld_get_comm(w);
+  pld_comm comm = pld_window_comm(w);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_tile *acc = NULL;
   for (int32_t q = 0; q < n; q++) {

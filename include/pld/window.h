@@ -54,7 +54,7 @@ pld_window pld_window_view_at(pld_host h, pld_window_buf buf, size_t offset,
 #define PLD_NO_WINDOW ((pld_window){NULL})
 
 /* The comm context of a window.  Any level. */
-pld_comm pld_get_comm(pld_window w);
+pld_comm pld_window_comm(pld_window w);
 
 /* This rank's number in the context's domain, and the domain's size.
  * Kernels only. */

@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 
-pld_comm pld_get_comm(pld_window w) {
+pld_comm pld_window_comm(pld_window w) {
   pld_comm c = {w.p ? w.p->comm : NULL};
   return c;
 }

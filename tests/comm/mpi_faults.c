@@ -21,13 +21,13 @@ PLD_DYNAMIC(NR);
 static const char *mode;
 
 PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
-  int32_t me = pld_rank(k, pld_get_comm(sig));
+  int32_t me = pld_rank(k, pld_window_comm(sig));
   if (what == 1 && me == 1)
     *(volatile int *)NULL = 1;
   if (what == 2 && me == 1)
     kill(getpid(), SIGKILL);
   if (what == 3) { /* ok: a ring of notifies */
-    int32_t n = pld_nranks(k, pld_get_comm(sig));
+    int32_t n = pld_nranks(k, pld_window_comm(sig));
     pld_notify(k, sig, (me + 1) % n, PLD_AT(me), 1, PLD_NOTIFY_ADD);
     pld_wait(k, sig, PLD_AT((me + n - 1) % n), 1, PLD_WAIT_GE);
     return;

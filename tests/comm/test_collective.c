@@ -212,10 +212,10 @@ static void unstage(pld_core k, const struct prog *g, const int32_t *f) {
 /* Every call of the plan in one kernel, on one signal window; then the
  * window as this rank holds it. */
 static void run_plan(pld_core k, const struct prog *g) {
-  const int32_t me = pld_rank(k, pld_get_comm(g->sig));
+  const int32_t me = pld_rank(k, pld_window_comm(g->sig));
   /* A rank alone in a domain of its own (a split run) makes no call. */
-  const int alone =
-      pld_nranks(k, pld_get_comm(g->sig)) != pld_tensor_dim(pld_local(g->w), 0);
+  const int alone = pld_nranks(k, pld_window_comm(g->sig)) !=
+                    pld_tensor_dim(pld_local(g->w), 0);
   int32_t gen = 0;
   for (int64_t i = 0; i < pld_tensor_dim(g->plan, 0) && !alone; i++) {
     int32_t f[NF];

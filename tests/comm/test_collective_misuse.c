@@ -100,7 +100,7 @@ struct mis {
 };
 
 static void do_call(pld_core k, const struct mis *g, int what, int32_t arg) {
-  const int32_t n = pld_nranks(k, pld_get_comm(g->sig));
+  const int32_t n = pld_nranks(k, pld_window_comm(g->sig));
   switch (what) {
   case C_ALLREDUCE:
     pld_allreduce(k, g->data, g->sig, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH);
@@ -217,7 +217,7 @@ static void do_call(pld_core k, const struct mis *g, int what, int32_t arg) {
 /* flag[FL_CALLS] calls on one signal window; the rank at fault makes the
  * bad call last. */
 static void misuse_body(pld_core k, pld_tensor flag, const struct mis *g) {
-  const int32_t me = pld_rank(k, pld_get_comm(g->sig));
+  const int32_t me = pld_rank(k, pld_window_comm(g->sig));
   const int32_t bad = (int32_t)pld_read(k, flag, PLD_AT(FL_BAD));
   const int calls = (int)pld_read(k, flag, PLD_AT(FL_CALLS));
   const int32_t arg = (int32_t)pld_read(k, flag, PLD_AT(FL_ARG));

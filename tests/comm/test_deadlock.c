@@ -30,7 +30,7 @@ enum {
 
 PLD_KERNEL(k_tally, k, TALLY_PARAMS)
 {
-  pld_comm comm = pld_get_comm(sig);
+  pld_comm comm = pld_window_comm(sig);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int bad = me == (int32_t)pld_read(k, flag, PLD_AT(0));
   int how = (int)pld_read(k, flag, PLD_AT(1));
@@ -194,7 +194,7 @@ static void spin(pld_core k, pld_tensor t, double ms) {
   PLD_IN(flag, INT32, 3)
 
 PLD_KERNEL(k_slow, k, SLOW_PARAMS) {
-  int32_t me = pld_rank(k, pld_get_comm(sig)), b = pld_block_idx(k);
+  int32_t me = pld_rank(k, pld_window_comm(sig)), b = pld_block_idx(k);
   if (me == 0 && b == 0)
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
   else if (me == 0)
@@ -280,7 +280,7 @@ static void test_slow_peer_is_no_deadlock(void **state) {
   PLD_IN(when, INT32, 1)
 
 PLD_KERNEL(k_killed, k, KILLED_PARAMS) {
-  int32_t me = pld_rank(k, pld_get_comm(sig));
+  int32_t me = pld_rank(k, pld_window_comm(sig));
   int after_deadlock = pld_read(k, when, PLD_AT(0)) != 0;
   if (me == 1 && !after_deadlock)
     kill(getpid(), SIGKILL);

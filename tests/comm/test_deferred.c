@@ -30,7 +30,7 @@ PLD_KERNEL(k_waiters, k, PLD_WINDOW(flag, INT32, 1),
   int32_t p = b - nwait;
   for (int64_t i = 0; i < W; i++)
     pld_write(k, pld_local(data), PLD_AT(p, i), 1000 * p + (double)i);
-  pld_notify(k, flag, pld_rank(k, pld_get_comm(flag)), PLD_AT(0), 1,
+  pld_notify(k, flag, pld_rank(k, pld_window_comm(flag)), PLD_AT(0), 1,
              PLD_NOTIFY_ADD);
 }
 /* The continuation: its window overlaps the waiting launch's, so it
@@ -108,7 +108,7 @@ static void test_more_waiting_blocks_than_cores(void **state) {
  * the wait is satisfied. */
 PLD_KERNEL(k_ring_send, k, PLD_IN(x, INT32, W), PLD_WINDOW(box, INT32, W),
            PLD_WINDOW(flag, INT32, 1), PLD_SCALAR(sleep_ms, INT32)) {
-  pld_comm c = pld_get_comm(box);
+  pld_comm c = pld_window_comm(box);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   pld_wait_deferred(k, flag, PLD_AT(0), 1, PLD_WAIT_GE);
   struct timespec ts = {0, (long)sleep_ms * 1000000L};
@@ -121,7 +121,7 @@ PLD_DEVICE(d_ring_send, a, PLD_IN(x, INT32, W), PLD_WINDOW(box, INT32, W),
   pld_launch(a, k_ring_send, 1, x, box, flag, sleep_ms);
 }
 PLD_KERNEL(k_take, k, PLD_WINDOW(box, INT32, W), PLD_OUT(y, INT32, W)) {
-  pld_get(k, y, pld_rank(k, pld_get_comm(box)), box, NULL);
+  pld_get(k, y, pld_rank(k, pld_window_comm(box)), box, NULL);
 }
 PLD_DEVICE(d_take, a, PLD_WINDOW(box, INT32, W), PLD_OUT(y, INT32, W)) {
   pld_launch(a, k_take, 1, box, y);

@@ -302,13 +302,13 @@ static void test_collective_over_two_domains(void **state) {
 PLD_KERNEL(k_late_write, k, PLD_WINDOW(w, INT32, 1), PLD_SCALAR(ms, INT32)) {
   struct timespec ts = {0, (long)ms * 1000000L};
   nanosleep(&ts, NULL);
-  pld_write(k, pld_local(w), PLD_AT(0), 100 + pld_rank(k, pld_get_comm(w)));
+  pld_write(k, pld_local(w), PLD_AT(0), 100 + pld_rank(k, pld_window_comm(w)));
 }
 PLD_DEVICE(d_late_write, a, PLD_WINDOW(w, INT32, 1), PLD_SCALAR(ms, INT32)) {
   pld_launch(a, k_late_write, 1, w, ms);
 }
 PLD_KERNEL(k_read_right, k, PLD_WINDOW(w, INT32, 1), PLD_OUT(y, INT32, 1)) {
-  pld_comm c = pld_get_comm(w);
+  pld_comm c = pld_window_comm(w);
   int32_t right = (pld_rank(k, c) + 1) % pld_nranks(k, c);
   pld_tile *t = pld_remote_load(k, w, right, 0, 0, 1, 1);
   pld_store(k, t, y, 0, 0);

@@ -26,7 +26,7 @@ enum {
   PLD_OUT(y, INT32, NR)
 
 PLD_KERNEL(k_count, k, COUNT_PARAMS) {
-  int32_t n = pld_nranks(k, pld_get_comm(sig));
+  int32_t n = pld_nranks(k, pld_window_comm(sig));
   pld_barrier(k, sig);
   for (int64_t i = 0; i < n; i++)
     pld_write(k, y, PLD_AT(i), n);
@@ -202,7 +202,7 @@ enum {
 
 PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
 {
-  int32_t n = pld_nranks(k, pld_get_comm(data));
+  int32_t n = pld_nranks(k, pld_window_comm(data));
   int32_t bad = (int32_t)pld_read(k, flag, PLD_AT(0));
   pld_tile *t = pld_load(k, x, 0, 0, MR, MC);
   pld_store(k, t, y, 0, 0);
@@ -296,7 +296,7 @@ PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
     pld_get(k, x, 1, data, NULL);
     break;
   case MIS_NO_COMM:
-    pld_rank(k, pld_get_comm(none));
+    pld_rank(k, pld_window_comm(none));
     break;
   case MIS_BARRIER_SMALL:
     pld_barrier(k, one);
@@ -559,7 +559,7 @@ PLD_DYNAMIC(NS); /* cells of the barrier's window */
   PLD_OUT(after, INT32, NS)
 
 PLD_KERNEL(k_cells, k, CELLS_PARAMS) {
-  int32_t n = pld_nranks(k, pld_get_comm(count));
+  int32_t n = pld_nranks(k, pld_window_comm(count));
   for (int32_t p = 0; p < n; p++)
     pld_notify(k, count, p, PLD_AT(0), 1, PLD_NOTIFY_ADD);
   pld_barrier(k, sig);

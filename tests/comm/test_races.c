@@ -226,7 +226,7 @@ static void ring_sync(pld_core k, pld_window sig, pld_window flag, int64_t cell,
   PLD_SCALAR(order, INT32)
 
 PLD_KERNEL(k_publish, k, PUBLISH_PARAMS) {
-  pld_comm c = pld_get_comm(data);
+  pld_comm c = pld_window_comm(data);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   pld_store(k, pld_load(k, x, 0, 0, DR, DC), pld_local(data), 0, 0);
   ring_sync(k, sig, flag, 0, order, comm_next(me, n));
@@ -396,7 +396,7 @@ static void test_status(void **state) {
   PLD_SCALAR(order, INT32)
 
 PLD_KERNEL(k_overwrite, k, OVERWRITE_PARAMS) {
-  pld_comm c = pld_get_comm(data);
+  pld_comm c = pld_window_comm(data);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   pld_tile *t = pld_load(k, x, 0, 0, DR, DC);
   pld_store(k, t, pld_local(data), 0, 0);
@@ -503,7 +503,7 @@ static void copy_from_rank0(pld_core k, pld_window w, pld_tensor y,
 }
 
 PLD_KERNEL(k_writes, k, WRITES_PARAMS) {
-  int32_t me = pld_rank(k, pld_get_comm(f32));
+  int32_t me = pld_rank(k, pld_window_comm(f32));
   switch (mode) {
   case W_SAME_F32:
     pld_remote_store(k, pld_full(k, PLD_FP32, 1, 4, me + 1), f32, 0, 0, 0,
@@ -621,7 +621,7 @@ static void test_neighbouring_bytes_are_no_race(void **state) {
 PLD_KERNEL(k_beside, k, PLD_WINDOW(i8, INT8, I8R, I8C),
            PLD_WINDOW(f16, FP16, 2, F32C), PLD_OUT(y, FP32, 1, 2),
            PLD_SCALAR(half, INT32)) {
-  pld_comm c = pld_get_comm(i8);
+  pld_comm c = pld_window_comm(i8);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   pld_window w = half ? f16 : i8;
   pld_dtype dt = half ? PLD_FP16 : PLD_INT8;
@@ -690,7 +690,7 @@ enum { AREPS = 3 };
   PLD_SCALAR(mode, INT32)
 
 PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS) {
-  pld_comm c = pld_get_comm(acc);
+  pld_comm c = pld_window_comm(acc);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   pld_xfer add;
   memset(&add, 0, sizeof add);
@@ -803,7 +803,7 @@ enum { SET_VALUE = 5 };
   PLD_SCALAR(mode, INT32)
 
 PLD_KERNEL(k_setadd, k, SETADD_PARAMS) {
-  pld_comm c = pld_get_comm(cells);
+  pld_comm c = pld_window_comm(cells);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   int32_t adder = n > 2 ? 2 : 0;
   pld_write(k, seen, PLD_AT(0), -1);
@@ -912,7 +912,7 @@ enum { READY = 1, READ_DONE = 2 };
   PLD_SCALAR(flags, INT32)
 
 PLD_KERNEL(k_mesh, k, MESH_PARAMS) {
-  int32_t n = pld_nranks(k, pld_get_comm(data));
+  int32_t n = pld_nranks(k, pld_window_comm(data));
   pld_store(k, pld_load(k, x, 0, 0, DR, DC), pld_local(data), 0, 0);
   if (flags & READY)
     pld_barrier(k, sig);
@@ -987,7 +987,7 @@ enum { RC = 24 };
   PLD_SCALAR(flags, INT32)
 
 PLD_KERNEL(k_ring, k, RING_PARAMS) {
-  pld_comm c = pld_get_comm(w);
+  pld_comm c = pld_window_comm(w);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   int32_t prev = comm_prev(me, n);
   pld_store(k, pld_load(k, x, 0, 0, n, RC), pld_local(w), 0, 0);
@@ -1101,7 +1101,7 @@ static void test_store_back_without_read_done(void **state) {
   PLD_SCALAR(final, INT32)
 
 PLD_KERNEL(k_step, k, STEP_PARAMS) {
-  pld_comm c = pld_get_comm(data);
+  pld_comm c = pld_window_comm(data);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   pld_store(k, pld_load(k, x, 0, 0, DR, DC), pld_local(data), 0, 0);
   pld_barrier(k, sig);
@@ -1191,7 +1191,7 @@ enum {
   PLD_SCALAR(mode, INT32)
 
 PLD_KERNEL(k_putget, k, PUTGET_PARAMS) {
-  pld_comm c = pld_get_comm(data);
+  pld_comm c = pld_window_comm(data);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   int32_t next = comm_next(me, n), prev = comm_prev(me, n);
   pld_tile *ping = pld_tile_new(k, PLD_FP32, 2, DC);
@@ -1337,7 +1337,7 @@ static void copy(pld_core k, pld_tensor src, int64_t sr, pld_tensor dst,
  * the call returned (the collective must have let every peer finish with
  * this rank's window by then). */
 PLD_KERNEL(k_coll, k, COLL_PARAMS) {
-  int32_t n = pld_nranks(k, pld_get_comm(a));
+  int32_t n = pld_nranks(k, pld_window_comm(a));
   for (int i = 0; i < 4; i++) {
     copy(k, xa, i, pld_local(a), 0, 1);
     pld_allreduce(k, a, sig, coll_ops[i], coll_modes[i]);
@@ -1482,7 +1482,7 @@ enum { NBLK = 6 };
 
 PLD_KERNEL(k_chain, k, CHAIN_PARAMS) {
   int32_t b = pld_block_idx(k), nb = pld_block_num(k);
-  int32_t me = pld_rank(k, pld_get_comm(chain));
+  int32_t me = pld_rank(k, pld_window_comm(chain));
   pld_tile *t = pld_load(k, x, b, 0, 1, DC);
   if (b + 1 < nb) {
     pld_wait(k, chain, PLD_AT(b), 1, PLD_WAIT_GE);
@@ -1539,7 +1539,7 @@ static void test_blocks_chained_by_signals(void **state) {
  * the box out. */
 PLD_KERNEL(k_send, k, PLD_IN(x, FP32, DR, DC), PLD_WINDOW(box, FP32, DR, DC),
            PLD_WINDOW(flag, INT32, NFLAG)) {
-  pld_comm c = pld_get_comm(box);
+  pld_comm c = pld_window_comm(box);
   int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
   pld_put_notify(k, box, comm_next(me, n), x, NULL, flag, PLD_AT(0), 1,
                  PLD_NOTIFY_ADD);

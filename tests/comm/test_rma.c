@@ -27,7 +27,7 @@ enum { STAGE_ROW = 3, STAGE_COL = 8, INBOX_ROW = 9, INBOX_COL = 16 };
 
 PLD_KERNEL(k_load_store, k, LOAD_STORE_PARAMS)
 {
-  pld_comm comm = pld_get_comm(stage);
+  pld_comm comm = pld_window_comm(stage);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_tile *t = pld_load(k, x, 0, 0, RR, RC);
   pld_store(k, t, pld_local(stage), STAGE_ROW, STAGE_COL);
@@ -134,7 +134,7 @@ enum { AR = 4, AC = 32, REPS = 8, NDT = 6 };
 PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS)
 {
   const pld_window acc[NDT] = {f32, f16, bf16, i32, i16, i8};
-  int32_t n = pld_nranks(k, pld_get_comm(sig));
+  int32_t n = pld_nranks(k, pld_window_comm(sig));
   pld_tile *xs = pld_load(k, x, 0, 0, AR, AC);
   pld_tile *back = pld_tile_new(k, PLD_FP32, AR, AC);
   for (int d = 0; d < NDT; d++) {
@@ -146,7 +146,7 @@ PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS)
         pld_remote_store(k, t, acc[d], p, 0, 0, PLD_ATOMIC_ADD);
     pld_tile_free(k, t);
   }
-  int32_t next = (pld_rank(k, pld_get_comm(sig)) + 1) % n;
+  int32_t next = (pld_rank(k, pld_window_comm(sig)) + 1) % n;
   pld_barrier(k, sig);
   for (int d = 0; d < NDT; d++) {
     pld_tile *t = pld_remote_load(k, acc[d], next, 0, 0, AR, AC);
@@ -258,7 +258,7 @@ static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE, 1, 0, 0
 
 PLD_KERNEL(k_regions, k, REGIONS_PARAMS)
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_put(k, data, (me + 1) % n, x, &put_region);
   pld_barrier(k, sig);
@@ -348,7 +348,7 @@ enum { BR = 512, BC = 1024 }; /* 2 MiB of FP32 */
 
 PLD_KERNEL(k_big, k, BIG_PARAMS)
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_xfer o;
   memset(&o, 0, sizeof o);
@@ -434,7 +434,7 @@ enum { PR = 100, PC = 256 }; /* 100 KiB: two staging chunks, the last short */
 
 PLD_KERNEL(k_put_add, k, PUT_ADD_PARAMS)
 {
-  pld_comm comm = pld_get_comm(acc);
+  pld_comm comm = pld_window_comm(acc);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_put(k, src, me, x, NULL);
   pld_xfer o;
@@ -515,7 +515,7 @@ enum { STAGE = 64 * 1024 }; /* a staging tile: 64 of those rows */
 
 PLD_KERNEL(k_room, k, ROOM_PARAMS)
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t taken = (int32_t)pld_read(k, plan, PLD_AT(0));
   if (taken >= 1024)
@@ -641,7 +641,7 @@ PLD_DYNAMIC(XC);
 
 PLD_KERNEL(k_partial, k, PARTIAL_PARAMS)
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t v[7];
   for (int64_t i = 0; i < 7; i++)
@@ -795,8 +795,8 @@ enum { PN_ROWS = 70, PN_COLS = 300 };
       PLD_IN(flag, INT32, 2), PLD_OUT(y, FP32, PN_ROWS, PN_COLS)
 
 PLD_KERNEL(k_put_notify, k, PUT_NOTIFY_PARAMS) {
-  int32_t me = pld_rank(k, pld_get_comm(inbox)),
-          n = pld_nranks(k, pld_get_comm(inbox));
+  int32_t me = pld_rank(k, pld_window_comm(inbox)),
+          n = pld_nranks(k, pld_window_comm(inbox));
   int bad = me == 0 ? (int)pld_read(k, flag, PLD_AT(0)) : 0;
   int rounds = (int)pld_read(k, flag, PLD_AT(1));
   for (int r = 1; r <= rounds; r++) {

@@ -189,7 +189,7 @@ static void move_body(pld_core k, pld_tensor x, pld_window wa, pld_window wb,
                       pld_window wc, pld_window wd, pld_window we,
                       pld_window wf, pld_window sig, pld_window note,
                       pld_tensor y) {
-  pld_comm comm = pld_get_comm(wa);
+  pld_comm comm = pld_window_comm(wa);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t nx = (me + 1) % n, pv = (me + n - 1) % n;
   pld_dtype dt = pld_tensor_dtype(x);
@@ -378,7 +378,7 @@ enum { LR = 6, LC = 20, LTR = 3, LTC = 12, LROW = 2, LCOL = 5 };
       PLD_OUT(copies, INT32, NR, LTR, LTC), PLD_OUT(sum, INT32, LTR, LTC)
 
 PLD_KERNEL(k_loop, k, LOOP_PARAMS) {
-  pld_comm comm = pld_get_comm(w);
+  pld_comm comm = pld_window_comm(w);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t ub = (int32_t)pld_read(k, plan, PLD_AT(0));
   int fresh = (int)pld_read(k, plan, PLD_AT(1));
@@ -501,7 +501,7 @@ enum { SR = 3, SC = 8, SN = SR * SC };
       PLD_INOUT(ylarge, INT32, SR + 2, SC + 3)
 
 PLD_KERNEL(k_shapes, k, SHAPES_PARAMS) {
-  pld_comm comm = pld_get_comm(wm);
+  pld_comm comm = pld_window_comm(wm);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t nx = (me + 1) % n, pv = (me + n - 1) % n;
   pld_xfer zero;
@@ -702,7 +702,7 @@ static void fill_window(pld_core k, pld_tensor t, int r, int d) {
 }
 
 PLD_KERNEL(k_refuse, k, REFUSE_PARAMS) {
-  pld_comm comm = pld_get_comm(wm);
+  pld_comm comm = pld_window_comm(wm);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t bad = (int32_t)pld_read(k, flag, PLD_AT(0));
   int how = (int)pld_read(k, flag, PLD_AT(1));
@@ -1362,7 +1362,7 @@ PLD_DYNAMIC(XC);
       PLD_INOUT(got, INT16, XR, XC)
 
 PLD_KERNEL(k_chunk, k, CHUNK_PARAMS) {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t v[12];
   for (int64_t i = 0; i < 12; i++)
@@ -1692,7 +1692,7 @@ static void bad_tiles(pld_core k, int bad, int32_t rows, int32_t cols,
       PLD_INOUT(got, FP64, TTR, TTC), PLD_INOUT(tiles, FP64, 4 * TM, TM)
 
 PLD_KERNEL(k_tiles, k, TILES_PARAMS) {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t v[TPLAN];
   for (int64_t i = 0; i < TPLAN; i++)

@@ -27,7 +27,7 @@ static inline int32_t set_by(int32_t p) {
   PLD_OUT(cells, INT32, NCELLS)
 
 PLD_KERNEL(k_signals, k, SIGNALS_PARAMS) {
-  pld_comm comm = pld_get_comm(sig);
+  pld_comm comm = pld_window_comm(sig);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n;
   for (int32_t p = 0; p < n; p++)
@@ -111,7 +111,7 @@ PLD_KERNEL(k_publish, k,
            PLD_OUT(stage, FP32, OR, OC),
            PLD_OUT(bad, INT32, 2))
 {
-  pld_comm comm = pld_get_comm(data);
+  pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n, prev = (me + n - 1) % n;
   int32_t mismatches = 0;
@@ -211,7 +211,7 @@ enum { NBAR = 100 };
 
 PLD_KERNEL(k_barriers, k, BARRIERS_PARAMS)
 {
-  pld_comm comm = pld_get_comm(sig);
+  pld_comm comm = pld_window_comm(sig);
   int32_t n = pld_nranks(k, comm);
   pld_tensor mine = pld_local(count);
   for (int64_t i = 0; i < NBAR; i++) {
@@ -289,7 +289,7 @@ enum { CB = 8, CC = 16 };
 PLD_KERNEL(k_chain, k, CHAIN_PARAMS)
 {
   int32_t b = pld_block_idx(k), nb = pld_block_num(k);
-  int32_t me = pld_rank(k, pld_get_comm(sig));
+  int32_t me = pld_rank(k, pld_window_comm(sig));
   pld_tile *t = pld_load(k, x, b, 0, 1, CC);
   if (b + 1 < nb) {
     pld_wait(k, sig, PLD_AT(b), 1, PLD_WAIT_GE);
@@ -363,7 +363,7 @@ PLD_DYNAMIC(NA); /* cells of the whole buffer: 3 * NR + 1 */
   PLD_OUT(cells, INT32, NA)
 
 PLD_KERNEL(k_offset_cells, k, OFFSET_CELLS_PARAMS) {
-  pld_comm comm = pld_get_comm(hi);
+  pld_comm comm = pld_window_comm(hi);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   for (int32_t p = 0; p < n; p++) {
     pld_notify(k, hi, p, PLD_AT(0, me), me + 1, PLD_NOTIFY_ADD);
@@ -438,7 +438,8 @@ static void test_signals_in_view_at_offset(void **state) {
 PLD_DYNAMIC(NR1); /* cells: NR + 1 */
 
 PLD_KERNEL(k_cmp, k, CMP_PARAMS) {
-  int32_t me = pld_rank(k, pld_get_comm(sig)), n = pld_nranks(k, pld_get_comm(sig));
+  pld_comm comm = pld_window_comm(sig);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t v = (int32_t)pld_read(k, value, PLD_AT(0));
   int32_t want = (int32_t)pld_read(k, value, PLD_AT(1));
   pld_wait_cmp cmp = (pld_wait_cmp)pld_read(k, value, PLD_AT(2));

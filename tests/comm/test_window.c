@@ -31,12 +31,12 @@ PLD_KERNEL(k_views, k, VIEWS_PARAMS)
   for (int64_t i = 0; i < SMALL; i++)
     pld_write(k, ids, PLD_AT(4 + i), pld_read(k, pld_local(cells), PLD_AT(i)));
 
-  pld_comm comm = pld_get_comm(lo);
+  pld_comm comm = pld_window_comm(lo);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_write(k, ids, PLD_AT(0), me);
   pld_write(k, ids, PLD_AT(1), n);
-  pld_write(k, ids, PLD_AT(2), pld_rank(k, pld_get_comm(sig)));
-  pld_write(k, ids, PLD_AT(3), pld_nranks(k, pld_get_comm(cells)));
+  pld_write(k, ids, PLD_AT(2), pld_rank(k, pld_window_comm(sig)));
+  pld_write(k, ids, PLD_AT(3), pld_nranks(k, pld_window_comm(cells)));
   pld_write(k, ids, PLD_AT(7), 0);
 
   /* x into the low half, -2x into the high half, through their own views;
@@ -165,12 +165,12 @@ enum { DW = 8, NDOM = 2, DOM_RANKS = 4 };
 
 PLD_KERNEL(k_domain, k, DOMAIN_PARAMS)
 {
-  pld_comm comm = pld_get_comm(win);
+  pld_comm comm = pld_window_comm(win);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_write(k, pld_local(win), PLD_AT(0), world);
   pld_write(k, pld_local(win), PLD_AT(1), me);
   pld_write(k, pld_local(win), PLD_AT(2), n);
-  pld_write(k, pld_local(win), PLD_AT(3), pld_rank(k, pld_get_comm(sig)));
+  pld_write(k, pld_local(win), PLD_AT(3), pld_rank(k, pld_window_comm(sig)));
   pld_barrier(k, sig);
   pld_store(k, pld_remote_load(k, win, (me + 1) % n, 0, 0, 1, DW), ids, slot,
             0);
@@ -339,7 +339,7 @@ static void test_window_tasks_keep_order(void **state) {
 PLD_KERNEL(k_count_runs, k, PLD_WINDOW(count, INT32, 1),
            PLD_OUT(seen, INT32, 1)) {
   pld_write(k, seen, PLD_AT(0), pld_read(k, pld_local(count), PLD_AT(0)));
-  pld_notify(k, count, pld_rank(k, pld_get_comm(count)), PLD_AT(0), 1,
+  pld_notify(k, count, pld_rank(k, pld_window_comm(count)), PLD_AT(0), 1,
              PLD_NOTIFY_ADD);
 }
 PLD_DEVICE(d_count_runs, a, PLD_WINDOW(count, INT32, 1),

@@ -66,7 +66,7 @@ enum {
 #define RUNAWAY_PARAMS PLD_WINDOW(sig, INT32, NR), PLD_IN(mode, INT32, NR)
 
 PLD_KERNEL(k_runaway, k, RUNAWAY_PARAMS) {
-  int32_t me = pld_rank(k, pld_get_comm(sig));
+  int32_t me = pld_rank(k, pld_window_comm(sig));
   int how = (int)pld_read(k, mode, PLD_AT(me));
   if (how == DO_WAIT)
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
@@ -359,7 +359,7 @@ static void test_negative_limits_refused(void **state) {
 PLD_KERNEL(k_last_releases, k, PLD_WINDOW(sig, INT32, NR),
            PLD_OUT(y, INT32, 1)) {
   int32_t b = pld_block_idx(k), n = pld_block_num(k);
-  int32_t me = pld_rank(k, pld_get_comm(sig));
+  int32_t me = pld_rank(k, pld_window_comm(sig));
   if (b == n - 1)
     pld_notify(k, sig, me, PLD_AT(0), 1, PLD_NOTIFY_ADD);
   else

@@ -298,7 +298,7 @@ static void test_first_run_submitted(void **state) {
  * runs before it, plus its own. */
 PLD_KERNEL(k_acc, k, PLD_WINDOW(acc, INT32, 1), PLD_OUT(seen, INT32, 1),
            PLD_SCALAR(add, INT32)) {
-  int32_t me = pld_rank(k, pld_get_comm(acc));
+  int32_t me = pld_rank(k, pld_window_comm(acc));
   double before = pld_read(k, pld_local(acc), PLD_AT(0));
   pld_write(k, seen, PLD_AT(0), before + (double)add);
   pld_notify(k, acc, me, PLD_AT(0), add, PLD_NOTIFY_ADD);
@@ -401,7 +401,7 @@ static void spin_for(int32_t ms) {
 PLD_KERNEL(k_ctl, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
            PLD_WINDOW(sig, INT32, 1), PLD_SCALAR(tag, FP32),
            PLD_SCALAR(mode, INT32), PLD_SCALAR(ms, INT32)) {
-  pld_comm comm = pld_get_comm(sig);
+  pld_comm comm = pld_window_comm(sig);
   int32_t me = pld_rank(k, comm);
   int last = me == pld_nranks(k, comm) - 1;
   if (me == 0 && ms > 0) {

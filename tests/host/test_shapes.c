@@ -1081,7 +1081,7 @@ static void win_body(pld_core k, pld_tensor x, pld_window w, pld_tensor y,
   pld_muls(k, t, t, s);
   pld_store(k, t, pld_local(w), 0, 0);
   pld_store(k, pld_load(k, pld_local(w), 0, 0, 1, l), y, 0, 0);
-  pld_comm comm = pld_get_comm(w);
+  pld_comm comm = pld_window_comm(w);
   const double v[8] = {dn,
                        (double)d0,
                        (double)d1,
