@@ -133,14 +133,14 @@ static const char *op_name(int op) {
   return op == PLD_NOTIFY_SET ? "set" : "add";
 }
 
-static const char *rma_name(int sub) {
+const char *pld__tev_rma_name(int sub) {
   static const char *const names[] = {"put",          "get",
                                       "remote_load",  "remote_store",
                                       "put_tiles",    "get_tiles"};
   return sub >= 0 && sub < 6 ? names[sub] : "?";
 }
 
-static const char *host_name(int sub) {
+const char *pld__tev_host_name(int sub) {
   static const char *const names[] = {"compile",  "prepare",  "run",
                                       "copy in",  "copy out", "host task"};
   return sub >= 0 && sub < 6 ? names[sub] : "?";
@@ -181,11 +181,12 @@ static void log_event(const struct pld__tev *e, int begun) {
   switch (e->kind) {
   case PLD__TEV_HOST:
     if (begun)
-      log_line(t, "host: %s%s%s begins", host_name(e->sub),
+      log_line(t, "host: %s%s%s begins", pld__tev_host_name(e->sub),
                e->name[0] ? " " : "", e->name);
     else
-      log_line(t, "host: %s%s%s ends after %.3f us", host_name(e->sub),
-               e->name[0] ? " " : "", e->name, us);
+      log_line(t, "host: %s%s%s ends after %.3f us",
+               pld__tev_host_name(e->sub), e->name[0] ? " " : "", e->name,
+               us);
     break;
   case PLD__TEV_DISPATCH:
     if (begun)
@@ -225,7 +226,7 @@ static void log_event(const struct pld__tev *e, int begun) {
   case PLD__TEV_RMA:
     if (!begun)
       log_line(t, "rma: %s %s of peer %d: %lld bytes in %.3f us",
-             rma_name(e->sub), e->name, e->c, (long long)e->x, us);
+             pld__tev_rma_name(e->sub), e->name, e->c, (long long)e->x, us);
     break;
   case PLD__TEV_COLL:
     if (begun)

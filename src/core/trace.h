@@ -45,6 +45,11 @@ enum { PLD__TH_COMPILE, PLD__TH_PREPARE, PLD__TH_RUN, PLD__TH_COPY_IN,
 enum { PLD__TR_PUT, PLD__TR_GET, PLD__TR_RLOAD, PLD__TR_RSTORE,
        PLD__TR_PUT_TILES, PLD__TR_GET_TILES };
 
+/* Names of host spans and transfers (PLD__TH_*, PLD__TR_*; "?" for
+ * others), for the log and the trace file. */
+const char *pld__tev_host_name(int sub);
+const char *pld__tev_rma_name(int sub);
+
 #define PLD__TEV_NAME 40
 
 struct pld__tev {

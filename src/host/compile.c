@@ -711,8 +711,7 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
                      "programs that share devices; check each on its own");
   if (p->nwinbufs) {
     int same = p->nwinbufs == root->nwinbufs;
-    int b = 0;
-    for (; same && b < p->nwinbufs; b++)
+    for (int b = 0; same && b < p->nwinbufs; b++)
       same = p->winbufs[b]->bytes == root->winbufs[b]->bytes &&
              !memcmp(p->member + (size_t)b * (size_t)p->nranks,
                      root->member + (size_t)b * (size_t)p->nranks,

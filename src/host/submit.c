@@ -88,9 +88,7 @@ static void poll_until(int (*done)(const void *), const void *arg,
 struct pld__runner {
   pthread_t thread;
   int started, stopping;
-  struct pld_program *p;
   struct pld_job *head, *tail; /* queued, in submission order */
-  struct pld_job *running;
   int in_flight, max;
   uint64_t submitted;
 };
@@ -177,13 +175,11 @@ static void *runner_main(void *arg) {
     if (!r->head)
       r->tail = NULL;
     j->state = RUNNING;
-    r->running = j;
     pthread_mutex_unlock(&mu);
     j->p->precopied = j->precopied;
     int st = pld__program_run_now(j->p, j->argc, j->argv);
     j->p->precopied = 0;
     pthread_mutex_lock(&mu);
-    r->running = NULL;
     job_done(r, j, st, st ? pld_last_error() : NULL);
     if (st && j->p->dead) {
       /* A crash: every run in flight fails with it. */
@@ -209,7 +205,6 @@ static int runner_get(struct pld_program *p, struct pld__runner **out) {
     struct pld__runner *r = pld__calloc(1, sizeof *r);
     if (!r)
       return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
-    r->p = owner;
     r->max = owner->max_in_flight;
     owner->runner = r;
   }

@@ -290,11 +290,6 @@ static long note_find(const struct note *v, long n, int32_t to, int32_t buf,
   return c->to == to && c->buf == buf && c->off == off ? lo - 1 : -1;
 }
 
-static const char *rma_names[] = {"put",          "get",       "remote_load",
-                                  "remote_store", "put_tiles", "get_tiles"};
-static const char *host_names[] = {"compile",  "prepare",  "run",
-                                   "copy in",  "copy out", "host task"};
-
 static void put_event(const struct lane *l, const struct pld__tev *e, int run,
                       uint64_t flow_in, int64_t flow_in_t) {
   int64_t t0 = e->t0 + l->offset, t1 = e->t1 + l->offset;
@@ -334,8 +329,8 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
                            ? "host task "
                            : "";
   const char *name = e->kind == PLD__TEV_HOST && e->sub != PLD__TH_TASK
-                         ? host_names[e->sub % 6]
-                     : e->kind == PLD__TEV_RMA ? rma_names[e->sub % 6]
+                         ? pld__tev_host_name(e->sub)
+                     : e->kind == PLD__TEV_RMA ? pld__tev_rma_name(e->sub)
                      : e->kind == PLD__TEV_COLL
                          ? (pld__coll_name(e->sub) ? pld__coll_name(e->sub)
                                                    : "?")

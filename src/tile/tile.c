@@ -382,11 +382,9 @@ static size_t tensor_stride(const struct pld__tensor *t) {
   return (size_t)pld__tensor_cols(t) * pld_dtype_size(t->dtype);
 }
 
-int pld__tensor_race(struct pld__core *c, const char *fn, int kind,
-                     const struct pld__tensor *t, int64_t row, int64_t col,
-                     size_t row_bytes, size_t rows) {
-  if (!pld__race_on() || !(t->flags & PLD__T_WINDOW))
-    return c->status;
+int pld__tensor_race_check(struct pld__core *c, const char *fn, int kind,
+                           const struct pld__tensor *t, int64_t row,
+                           int64_t col, size_t row_bytes, size_t rows) {
   int st = pld__race_access(kind, fn, t->name, t->win_buf, c->rank,
                             t->win_offset + tensor_offset(t, row, col),
                             row_bytes, rows, tensor_stride(t));

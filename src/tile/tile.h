@@ -130,9 +130,19 @@ int pld__tensor_check(struct pld__core *c, const char *fn, pld_tensor t,
  * window: checks a kernel's access (PLD__RACE_*) to this rank's copy, rows
  * of row_bytes bytes from element (row, col) of t's matrix.  Returns the
  * kernel's status (PLD_ERR_RACE with the report). */
-int pld__tensor_race(struct pld__core *c, const char *fn, int kind,
-                     const struct pld__tensor *t, int64_t row, int64_t col,
-                     size_t row_bytes, size_t rows);
+int pld__tensor_race_check(struct pld__core *c, const char *fn, int kind,
+                           const struct pld__tensor *t, int64_t row,
+                           int64_t col, size_t row_bytes, size_t rows);
+/* (Inline: every tile load and store asks, and with the detector off the
+ * answer is one thread-local load.) */
+static inline int pld__tensor_race(struct pld__core *c, const char *fn,
+                                   int kind, const struct pld__tensor *t,
+                                   int64_t row, int64_t col, size_t row_bytes,
+                                   size_t rows) {
+  if (!pld__race_on() || !(t->flags & PLD__T_WINDOW))
+    return c->status;
+  return pld__tensor_race_check(c, fn, kind, t, row, col, row_bytes, rows);
+}
 
 /* "tensor 'x'", or "tensor" when it has no name. */
 size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t);
