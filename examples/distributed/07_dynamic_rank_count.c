@@ -1,6 +1,7 @@
 /* Step 07: the rank count as a dynamic dimension.
  *
- * Steps 01 to 06 fix the world at 2 ranks.  Here the leading dimension of
+ * Steps 01 to 06 run on any number of ranks too, but size their world
+ * tensors from the device count in main.  Here the leading dimension of
  * the world tensors is NR, a dynamic dimension bound when the program is
  * compiled from the actual tensors: the same source serves any number of
  * devices.  The kernels never see NR: they take their rank and the domain's

@@ -43,16 +43,19 @@ static inline void example_usage(FILE *to, const struct example *ex,
           "usage: %s [options]\n"
           "  -p, --platform NAME  a2a3sim (the default) or a5sim\n"
           "  -d, --device ID,...  the device of each rank, comma-separated: "
-          "ids in\n"
-          "                       [0, %d] below the platform's device "
-          "count\n"
+          "distinct\n"
+          "                       ids below the platform's device count "
+          "(a2a3sim: %d,\n"
+          "                       a5sim: %d)\n"
           "                       (default %s)\n"
           "  --compile-only       write the program's description to a new "
           "folder, print\n"
           "                       its path and exit without running\n"
           "%s"
           "  -h, --help           print this and exit\n",
-          ex->name, INT_MAX, ex->default_devices, extra ? extra : "");
+          ex->name, pld_platform_find("a2a3sim")->max_devices,
+          pld_platform_find("a5sim")->max_devices, ex->default_devices,
+          extra ? extra : "");
 }
 
 /* A usage mistake: one line on stderr (from process 0 only, under

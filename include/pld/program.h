@@ -83,8 +83,9 @@ typedef struct pld_config {
   struct pld_program *share;
 } pld_config;
 
-#define PLD_CONFIG_INIT                                                        \
-  {"a2a3sim", NULL, 0, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL}
+/* The defaults: every field not named is zero (NULL), which the comments
+ * above describe. */
+#define PLD_CONFIG_INIT {.platform = "a2a3sim"}
 
 /* The processes that run each program together: under mpirun with the
  * MPI fabric, the processes mpirun started and this one's index among

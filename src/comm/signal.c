@@ -3,6 +3,7 @@
 
 #include "comm/comm.h"
 #include "core/futex.h"
+#include "core/tunables.h"
 
 /* Looks at a cell before a wait publishes itself: about a microsecond. */
 #define PRE_POLL 64
@@ -237,7 +238,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
       break;
     /* The timeout only bounds the sleep: the abort word is checked again. */
     f->ops->wait_events(f, seen, buf, off, &env->spin,
-                        50 * (int64_t)1000000);
+                        PLD__MS(PLD_ABORT_POLL_MS));
   }
   if (observed) {
     e.c = value;

@@ -80,7 +80,7 @@ int pld__region_check(struct pld__core *c, const char *fn,
     pld__describe(what, sizeof what, t, peer, role);
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                       "%s: rows [%lld, %lld) cols [%lld, %lld) outside %s "
-                      "(a %lld x %lld matrix)",
+                      "(a matrix of %lld x %lld)",
                       what, (long long)row, pld__region_end(row, rows),
                       (long long)col, pld__region_end(col, cols), ts,
                       (long long)trows, (long long)tcols);

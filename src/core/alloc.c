@@ -1,3 +1,5 @@
+/* core/alloc.c: the library's allocator (libc underneath) with the test
+ * hook that makes the Nth allocation fail (core/alloc.h). */
 #include "core/alloc.h"
 
 #include <stdatomic.h>

@@ -13,6 +13,11 @@ void *pld__aligned_alloc(size_t n);
 void pld__free(void *p);
 char *pld__strdup(const char *s);
 
+/* n rounded up to a multiple of a (a > 0). */
+static inline size_t pld__round_up(size_t n, size_t a) {
+  return (n + a - 1) / a * a;
+}
+
 /* Test hook: the nth allocation from now on (1 = the next) and every one
  * after it fail, until reset with 0. */
 void pld__alloc_fail_after(long nth);

@@ -1,3 +1,5 @@
+/* core/error.c: the calling thread's last-error message, and composing
+ * messages safely (core/error.h). */
 #include "core/error.h"
 
 #include <stdio.h>
@@ -74,6 +76,16 @@ int pld__fail_msg(int status, const char *msg) {
   if (msg != last_msg)
     snprintf(last_msg, sizeof last_msg, "%s", msg);
   return status;
+}
+
+int pld__first_failure(int *status, char *msg, size_t cap, int st,
+                       const char *prefix, const char *fmt, va_list ap) {
+  if (*status)
+    return *status;
+  *status = st;
+  size_t n = pld__catf(msg, cap, "%s", prefix);
+  vsnprintf(msg + n, cap - n, fmt, ap);
+  return st;
 }
 
 size_t pld__catf(char *buf, size_t cap, const char *fmt, ...) {

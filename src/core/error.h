@@ -26,6 +26,14 @@ int pld__vfail(int status, const char *fmt, va_list ap) PLD__PRINTF(2, 0);
  * report) and returns status. */
 int pld__fail_msg(int status, const char *msg);
 
+/* First failure wins: records st in *status and prefix then fmt in msg,
+ * unless *status holds a failure already, which stays.  Returns *status.
+ * Every context that collects a failure to report later (a traced host
+ * function, a device call, a kernel block, a host task) records it here. */
+int pld__first_failure(int *status, char *msg, size_t cap, int st,
+                       const char *prefix, const char *fmt, va_list ap)
+    PLD__PRINTF(6, 0);
+
 /* snprintf that never overflows and returns the bytes written, so calls can
  * be chained: n += pld__catf(buf + n, cap - n, ...). */
 size_t pld__catf(char *buf, size_t cap, const char *fmt, ...) PLD__PRINTF(3, 4);

@@ -38,6 +38,23 @@ static inline int64_t pld__now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Sleeps about ns nanoseconds (ns >= 0). */
+static inline void pld__nap_ns(int64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  nanosleep(&ts, NULL);
+}
+
+/* The CLOCK_REALTIME time ns nanoseconds from now (ns >= 0), as
+ * pthread_cond_timedwait takes it. */
+static inline struct timespec pld__realtime_after(int64_t ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ns += ts.tv_nsec;
+  ts.tv_sec += (time_t)(ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  return ts;
+}
+
 /* How a waiter polls before it sleeps: for ns nanoseconds, pausing
  * between looks while every awake thread of the program can have a CPU,
  * and yielding the CPU at every look while more are awake than there are

@@ -1,3 +1,6 @@
+/* core/kctx.c: the kernel context of one simulated AI core: its tile
+ * memory reset between blocks, its block indices, and its first failure
+ * (core/kctx.h). */
 #include "core/kctx.h"
 
 #include <stdio.h>
@@ -59,20 +62,18 @@ void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
 
 int pld__kfail(struct pld__core *c, int status, const char *fn,
                const char *fmt, ...) {
-  if (c->status)
-    return c->status;
-  c->status = status;
-  size_t n = pld__catf(c->msg, sizeof c->msg,
-                       "%s: kernel %s (rank %d, device %d, %s core %d, block "
-                       "%d of %d): ",
-                       fn, c->kernel ? c->kernel : "?", c->rank, c->device,
-                       pld__core_type_name(c->spec.type), c->spec.index,
-                       (int)c->block_idx, (int)c->block_num);
+  char prefix[512];
+  pld__catf(prefix, sizeof prefix,
+            "%s: kernel %s (rank %d, device %d, %s core %d, block %d of %d): ",
+            fn, c->kernel ? c->kernel : "?", c->rank, c->device,
+            pld__core_type_name(c->spec.type), c->spec.index,
+            (int)c->block_idx, (int)c->block_num);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->msg + n, sizeof c->msg - n, fmt, ap);
+  int st = pld__first_failure(&c->status, c->msg, sizeof c->msg, status,
+                              prefix, fmt, ap);
   va_end(ap);
-  return status;
+  return st;
 }
 
 int32_t pld_block_idx(pld_core k) { return k.p->block_idx; }

@@ -1,3 +1,5 @@
+/* core/platform.c: the simulated platforms (a2a3sim, a5sim) and their
+ * limits: devices, cores and tile memory (pld/program.h). */
 #include <string.h>
 
 #include "pld/program.h"

@@ -116,7 +116,8 @@ static struct lock *shadow_lock(const struct pld__race *r, int buf, int copy) {
          ((size_t)buf * r->nranks + (size_t)copy);
 }
 
-static size_t up(size_t n) { return (n + 63) & ~(size_t)63; }
+/* Every part of the region starts on a cache line. */
+static size_t up(size_t n) { return pld__round_up(n, 64); }
 
 /* Lays the region out (r NULL: only sizes it).  Returns its bytes. */
 static size_t layout(struct pld__race *r, const struct pld__race_shape *s) {

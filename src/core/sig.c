@@ -1,3 +1,5 @@
+/* core/sig.c: checking arguments against a function's signature, shapes
+ * with dynamic dimensions bound program-wide (core/sig.h). */
 #include "core/sig.h"
 
 #include <string.h>

@@ -1,3 +1,5 @@
+/* core/tensor.c: dtypes, host tensors and their descriptors
+ * (pld/tensor.h, core/tensor.h). */
 #include "core/tensor.h"
 
 #include <string.h>
@@ -16,6 +18,8 @@ const char *pld_dtype_name(pld_dtype dtype) {
     return "?";
   }
 }
+
+struct pld__tensor pld__invalid_tensor = {.flags = PLD__T_INVALID};
 
 size_t pld_dtype_size(pld_dtype dtype) {
   switch (dtype) {

@@ -19,6 +19,11 @@ enum {
 };
 
 struct pld__comm;
+struct pld__tensor;
+
+/* What a failed call returns where a tensor (or window view) goes: every
+ * later use rejects it (PLD__T_INVALID). */
+extern struct pld__tensor pld__invalid_tensor;
 
 struct pld__tensor {
   void *data;

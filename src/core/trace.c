@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/futex.h"
 #include "core/watch.h"
@@ -32,7 +33,7 @@ const unsigned pld__tev_subsystem[PLD__TEV_KINDS] = {
 
 static size_t stride_of(uint32_t cap) {
   size_t n = sizeof(struct pld__tbuf) + (size_t)cap * sizeof(struct pld__tev);
-  return (n + 63) & ~(size_t)63;
+  return pld__round_up(n, 64);
 }
 
 size_t pld__trace_area_bytes(int nthreads, uint32_t cap) {

@@ -1,3 +1,5 @@
+/* core/tunables.c: reading and checking the environment variables of the
+ * tunables table (core/tunables.h). */
 #include "core/tunables.h"
 
 #include <pthread.h>

@@ -42,7 +42,57 @@
     "MiB of each device's memory that device-resident tensors "               \
     "(pld_device_tensor_create) may take, within the platform's device "      \
     "memory; reserved when a program is prepared, committed only as "         \
-    "tensors are written.")
+    "tensors are written.")                                                    \
+  X(PLD_START_TIMEOUT_MS, int64_t, 30000, 1, 86400000, "milliseconds",         \
+    "Milliseconds a new device (a process, or a thread under mpirun) may "    \
+    "take to report ready before pld_program_prepare fails.")                  \
+  X(PLD_DEADLOCK_QUIET_MS, int64_t, 50, 1, 60000, "milliseconds",              \
+    "Milliseconds every rank must stay blocked, with no signal and no block "  \
+    "progressing, before the run is reported as a deadlock.")                  \
+  X(PLD_LIVENESS_MS, int64_t, 100, 1, 60000, "milliseconds",                   \
+    "Milliseconds between the host's checks that its device processes are "    \
+    "alive while a run waits (a crash is reported within this).")              \
+  X(PLD_STOP_GRACE_MS, int64_t, 500, 1, 3600000, "milliseconds",               \
+    "Milliseconds the devices of a stopped run (a failure, a deadlock, a "     \
+    "time limit) have to finish their dispatch before the ones still "        \
+    "running are killed and restarted.")                                       \
+  X(PLD_STOP_POLL_MS, int64_t, 20, 1, 60000, "milliseconds",                   \
+    "Milliseconds between the host's looks while a stopped run winds "         \
+    "down.")                                                                   \
+  X(PLD_EXIT_GRACE_MS, int64_t, 1000, 1, 3600000, "milliseconds",              \
+    "Milliseconds a device process that called exit() may take to be gone "    \
+    "before its failure is reported.")                                         \
+  X(PLD_SHUTDOWN_MS, int64_t, 2000, 1, 3600000, "milliseconds",                \
+    "Milliseconds device processes have to exit when their program is "        \
+    "destroyed before they are killed.")                                       \
+  X(PLD_REAP_POLL_US, int64_t, 200, 1, 1000000, "microseconds",                \
+    "Microseconds the host naps between looks while it waits for a device "    \
+    "to start, stop or exit.")                                                 \
+  X(PLD_ABORT_POLL_MS, int64_t, 50, 1, 60000, "milliseconds",                  \
+    "Longest sleep, in milliseconds, of a device thread waiting for a "        \
+    "signal, its tasks or its blocks before it looks whether its run was "     \
+    "stopped.")                                                                \
+  X(PLD_DRAIN_POLL_MS, int64_t, 10, 1, 60000, "milliseconds",                  \
+    "Longest sleep, in milliseconds, of an AICPU waiting for its blocks to "   \
+    "finish before it looks whether its run was stopped.")                     \
+  X(PLD_DEFERRED_POLL_MS, int64_t, 1, 1, 60000, "milliseconds",                \
+    "Milliseconds between an AICPU's looks at its deferred waits while "      \
+    "blocks still run (a block's end wakes it sooner).")                       \
+  X(PLD_SNAPSHOT_MS, int64_t, 20, 1, 60000, "milliseconds",                    \
+    "Under mpirun: milliseconds between the snapshots a running device "       \
+    "sends to the watching process (and at once when it finishes).")           \
+  X(PLD_MPI_BUSY_US, int64_t, 2000, 0, 1000000, "microseconds",                \
+    "Under mpirun: microseconds the RMA proxy keeps polling after its last "   \
+    "work while a run with RMA peers is in progress.")                         \
+  X(PLD_MPI_NAP_RMA_US, int64_t, 5, 1, 1000000, "microseconds",                \
+    "Under mpirun: microseconds the RMA proxy naps between looks after "       \
+    "that, while the run has RMA peers.")                                      \
+  X(PLD_MPI_NAP_RUN_US, int64_t, 1000, 1, 1000000, "microseconds",             \
+    "Under mpirun: microseconds the RMA proxy naps between looks during a "    \
+    "run with no RMA peer.")                                                   \
+  X(PLD_MPI_NAP_IDLE_US, int64_t, 100000, 1, 10000000, "microseconds",         \
+    "Under mpirun: microseconds the RMA proxy naps between looks when no "     \
+    "run is in progress.")
 
 struct pld__tunables {
 #define PLD__TUNABLE_FIELD(name, type, def, min, max, unit, help) type name;
@@ -77,5 +127,9 @@ void pld__tunables_each(void (*fn)(const struct pld__tunable *t));
 
 /* The CPUs this process may run on (at least 1). */
 uint32_t pld__cpus(void);
+
+/* A tunable in nanoseconds: PLD__MS(PLD_STOP_GRACE_MS), PLD__US(...). */
+#define PLD__MS(name) (pld__tunables()->name * (int64_t)1000000)
+#define PLD__US(name) (pld__tunables()->name * (int64_t)1000)
 
 #endif

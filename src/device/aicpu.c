@@ -1,3 +1,6 @@
+/* device/aicpu.c: a device orchestration call, traced on the host at
+ * compile time or run on the device's AICPU: launches, tasks, its
+ * allocations and its first failure (device/aicpu.h). */
 #include "device/aicpu.h"
 
 #include <stdarg.h>
@@ -13,17 +16,15 @@ static int afail(struct pld__aicpu *a, int status, const char *fn,
                  const char *fmt, ...) PLD__PRINTF(4, 5);
 static int afail(struct pld__aicpu *a, int status, const char *fn,
                  const char *fmt, ...) {
-  if (a->status)
-    return a->status;
-  a->status = status;
-  size_t n =
-      pld__catf(a->msg, sizeof a->msg, "%s (rank %d, device %d, in %s): ", fn,
-                a->rank, a->device, a->fn);
+  char prefix[256];
+  pld__catf(prefix, sizeof prefix, "%s (rank %d, device %d, in %s): ", fn,
+            a->rank, a->device, a->fn);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(a->msg + n, sizeof a->msg - n, fmt, ap);
+  int st = pld__first_failure(&a->status, a->msg, sizeof a->msg, status,
+                              prefix, fmt, ap);
   va_end(ap);
-  return status;
+  return st;
 }
 
 static void log_append(struct pld__aicpu *a, const char *text) {
@@ -142,12 +143,11 @@ int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
   return PLD_OK;
 }
 
-static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
 
 pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
                             const int64_t *shape) {
   struct pld__aicpu *a = ctx.p;
-  pld_tensor bad = {&invalid_tensor};
+  pld_tensor bad = {&pld__invalid_tensor};
   if (a->status)
     return bad;
   struct pld__tensor tmp;

@@ -1,3 +1,6 @@
+/* device/device.c: the simulated device process: its AICPU main loop
+ * taking run commands from the host, running the dispatches of the plan,
+ * and reporting back (device/device.h). */
 #include "device/device.h"
 
 #include <pthread.h>
@@ -21,7 +24,7 @@
 #define PAGE ((size_t)4096)
 
 static size_t ctl_bytes(void) {
-  return (sizeof(struct pld__devctl) + PAGE - 1) & ~(PAGE - 1);
+  return pld__round_up(sizeof(struct pld__devctl), PAGE);
 }
 
 void pld__devctl_reset(struct pld__devctl *c) {
@@ -232,7 +235,7 @@ static int await_tasks(const struct pld__devrun *d, struct pld__aicpu *a,
   while ((seen = atomic_load_explicit(done, memory_order_acquire)) < n &&
          !(st = aborted(d, msg, cap)))
     pld__event_wait(done, seen, &d->world->tasks_sleepers, &d->spin,
-                    50 * (int64_t)1000000, 1);
+                    PLD__MS(PLD_ABORT_POLL_MS), 1);
   pld__aicpu_busy(a, 1);
   return st;
 }

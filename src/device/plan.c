@@ -1,3 +1,5 @@
+/* device/plan.c: a run's table of scalars and buffer offsets in the data
+ * slot, and the tensor arguments of a call built from it (device/plan.h). */
 #include "device/plan.h"
 
 void pld__plan_table_write(const struct pld__devplan *pl, unsigned char *data,

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "comm/comm.h"
+#include "core/alloc.h"
 #include "core/sig.h"
 #include "fabric/shm.h"
 #include "pld/levels.h"
@@ -81,7 +82,7 @@ struct pld__devplan {
  * one after the control block). */
 #define PLD__DATA_SLOTS 2
 static inline size_t pld__plan_slot_stride(const struct pld__devplan *pl) {
-  return ((pl->data_bytes + 4095) & ~(size_t)4095) + 4096;
+  return pld__round_up(pl->data_bytes, 4096) + 4096;
 }
 
 /* Adding n bytes to `used` bytes of a device's global memory would exceed

@@ -1,3 +1,6 @@
+/* device/sched.c: a device's AI cores: kernel launches as tasks ordered
+ * by their tensor regions, blocks on core threads, deferred waits
+ * (device/sched.h). */
 #include "device/sched.h"
 
 #include <pthread.h>
@@ -621,18 +624,14 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
         int running = s->types[0].busy + s->types[1].busy;
         pthread_mutex_unlock(&s->mu);
         f->ops->wait_events(f, seen, -1, 0, &s->spin,
-                            (running ? 1 : 50) * (int64_t)1000000);
+                            running ? PLD__MS(PLD_DEFERRED_POLL_MS)
+                                    : PLD__MS(PLD_ABORT_POLL_MS));
         pthread_mutex_lock(&s->mu);
       }
       continue;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 10000000; /* 10 ms: the abort flag is polled */
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
+    /* The abort flag is polled. */
+    struct timespec ts = pld__realtime_after(PLD__MS(PLD_DRAIN_POLL_MS));
     int64_t began = pld__sleep_begin(&s->spin);
     pthread_cond_timedwait(&s->drained, &s->mu, &ts);
     pld__sleep_end(&s->spin, began);

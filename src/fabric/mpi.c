@@ -39,12 +39,6 @@ enum {
 /* MPI counts are int: larger transfers go in pieces of this many bytes. */
 #define PIECE ((size_t)1 << 30)
 
-/* While a run with RMA peers is in progress, the proxy polls this long
- * after its last work before it naps between looks. */
-#define BUSY_NS ((int64_t)2000000)
-#define NAP_RMA_NS ((int64_t)5000)       /* naps then */
-#define NAP_RUN_NS ((int64_t)1000000)    /* a run with no RMA peer */
-#define NAP_IDLE_NS ((int64_t)100000000) /* no run */
 
 /* ---- the proxy thread ---------------------------------------------------- */
 
@@ -217,13 +211,14 @@ static void *proxy_main(void *arg) {
       continue;
     }
     int rma = atomic_load(&px.running_rma);
-    if (rma && now - last < BUSY_NS) {
+    if (rma && now - last < PLD__US(PLD_MPI_BUSY_US)) {
       sched_yield();
       continue;
     }
-    int64_t nap = rma                        ? NAP_RMA_NS
-                  : atomic_load(&px.running) ? NAP_RUN_NS
-                                             : NAP_IDLE_NS;
+    /* The naps (PLD_MPI_NAP_*) follow what the proxy may have to do. */
+    int64_t nap = rma                        ? PLD__US(PLD_MPI_NAP_RMA_US)
+                  : atomic_load(&px.running) ? PLD__US(PLD_MPI_NAP_RUN_US)
+                                             : PLD__US(PLD_MPI_NAP_IDLE_US);
     atomic_fetch_add(&px.queue_sleepers, 1);
     if (atomic_load(&px.queued) == seen && !atomic_load(&px.stop))
       pld__futex_wait(&px.queued, seen, nap, 0);

@@ -1,3 +1,6 @@
+/* fabric/shm.c: the shared-memory fabric: window copies in one shared
+ * region, remote access as plain loads and stores, signals as atomics
+ * with futex wake-ups (fabric/shm.h). */
 #include "fabric/shm.h"
 
 #include <string.h>
@@ -12,7 +15,6 @@ static struct pld__bell *bell_of(unsigned char *region,
   return (struct pld__bell *)(region + lay->bells + (size_t)rank * 64);
 }
 
-static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
                         const size_t *phys, const unsigned char *member) {
@@ -27,7 +29,7 @@ int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
     return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
   }
   lay->bells = 0;
-  size_t at = round_up((size_t)nranks * 64, 4096);
+  size_t at = pld__round_up((size_t)nranks * 64, 4096);
   for (int b = 0; b < nbufs; b++) {
     lay->phys[b] = phys[b];
     for (int r = 0; r < nranks; r++) {
@@ -40,7 +42,7 @@ int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
       /* Each buffer fits a device (the host checked), but many of them
        * over many ranks may not fit an address space. */
       if (phys[b] > SIZE_MAX - 4095 ||
-          __builtin_add_overflow(at, round_up(phys[b], 4096), &at)) {
+          __builtin_add_overflow(at, pld__round_up(phys[b], 4096), &at)) {
         pld__winlayout_release(lay);
         return pld__fail(PLD_ERR_NOMEM,
                          "pld_compile: the window buffers of all ranks need "
@@ -196,7 +198,7 @@ void pld__shm_zero_all(struct pld__shm_fabric *f) {
       if (c == SIZE_MAX)
         continue;
       /* Copies start on pages and own whole pages (winlayout_init). */
-      size_t whole = round_up(lay->phys[b], 4096);
+      size_t whole = pld__round_up(lay->phys[b], 4096);
       if (lay->phys[b] <= ZERO_BY_MEMSET_MAX ||
           madvise(f->region + c, whole, MADV_REMOVE) != 0)
         memset(f->region + c, 0, lay->phys[b]);

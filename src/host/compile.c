@@ -13,24 +13,21 @@
 #include "host/resident.h"
 #include "host/trace.h"
 
-static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
 
 int pld__hfail(struct pld__host *h, int status, const char *fmt, ...) {
-  if (h->status)
-    return h->status;
-  h->status = status;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(h->msg, sizeof h->msg, fmt, ap);
+  int st = pld__first_failure(&h->status, h->msg, sizeof h->msg, status, "",
+                              fmt, ap);
   va_end(ap);
-  return status;
+  return st;
 }
 
 int pld_world_size(pld_host h) { return h.p->prog->nranks; }
 
 pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
   struct pld__host *h = hh.p;
-  pld_tensor bad = {&invalid_tensor};
+  pld_tensor bad = {&pld__invalid_tensor};
   if (h->status)
     return bad;
   const char *name = h->prog->host.sig->name;
@@ -263,7 +260,7 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
   pl->bufs = v;
   struct pld__devbuf *buf = &pl->bufs[pl->nbufs];
   /* data_bytes stays within the device's memory, so this cannot wrap. */
-  buf->offset = (pl->data_bytes + 63) & ~(size_t)63;
+  buf->offset = pld__round_up(pl->data_bytes, 64);
   if (pld__mem_exceeded(p->plat, buf->offset, t->nbytes)) {
     char what[128];
     pld__catf(what, sizeof what, "a slice of '%s'",
@@ -332,7 +329,7 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   /* Its copies of the window buffers of its domains live in its memory
    * too (the scalars are the calls' arguments, not device memory). */
   pl->mem_bytes = pl->data_bytes;
-  pl->table_offset = (pl->data_bytes + 63) & ~(size_t)63;
+  pl->table_offset = pld__round_up(pl->data_bytes, 64);
   pl->scalars_offset =
       pl->table_offset + (size_t)pl->nbufs * sizeof(size_t);
   pl->data_bytes = pl->scalars_offset + (size_t)pl->nscalars * sizeof(pld_arg);

@@ -81,8 +81,6 @@ extern const struct pld__ctl_ops pld__ctl_shm, pld__ctl_mpi;
 
 /* Ranks whose run bookkeeping fits on the stack. */
 #define PLD_MAX_RANKS_INLINE 64
-/* How long the host sleeps between checks that its devices are alive. */
-#define PLD__LIVENESS_NS ((int64_t)100000000) /* 100 ms */
 
 /* Returns the rank of a device that died or whose control block is
  * overwritten (*corrupt then says what), or -1; and the report of such a

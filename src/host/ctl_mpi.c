@@ -15,6 +15,7 @@
 
 #include "core/alloc.h"
 #include "core/futex.h"
+#include "core/tunables.h"
 #include "fabric/mpi.h"
 #include "host/ctl.h"
 #include "host/resident.h"
@@ -22,9 +23,7 @@
 
 /* How often a process that does not watch sends its snapshot while its
  * device runs (and at once when it finishes). */
-#define SNAP_NS ((int64_t)20000000) /* 20 ms */
-/* How long a device thread may take to report ready. */
-#define START_NS ((int64_t)30000000000) /* 30 s */
+#define SNAP_NS PLD__MS(PLD_SNAPSHOT_MS)
 
 /* A snapshot of a process's control block, as process 0 receives it. */
 struct snap {
@@ -114,7 +113,7 @@ static int mpi_start(struct pld_program *p) {
                           : sizeof(struct verdict);
   if (s) {
     s->me = pld__mpi_rank();
-    s->live = aligned_alloc(4096, (sizeof *s->live + 4095) & ~(size_t)4095);
+    s->live = aligned_alloc(4096, pld__round_up(sizeof *s->live, 4096));
     s->mirror = pld__calloc((size_t)n, sizeof *s->mirror);
     s->held = pld__calloc((size_t)n * PLD__MAX_SLOTS, sizeof *s->held);
     s->gen = pld__calloc((size_t)n, sizeof *s->gen);
@@ -194,16 +193,15 @@ static int mpi_start(struct pld_program *p) {
   }
   s->thread_started = 1;
   p->started = 1;
-  int64_t deadline = pld__now_ns() + START_NS;
+  int64_t deadline = pld__now_ns() + PLD__MS(PLD_START_TIMEOUT_MS);
   while (!atomic_load_explicit(&s->live->ready, memory_order_acquire)) {
     if (pld__now_ns() > deadline)
       return pld__fail(PLD_ERR_SYSTEM,
                        "pld_program_prepare: rank %d (device %d) did not "
-                       "start within %lld s",
+                       "start within %lld ms (PLD_START_TIMEOUT_MS)",
                        s->me, plan->device_id,
-                       (long long)(START_NS / 1000000000));
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, NULL);
+                       (long long)pld__tunables()->PLD_START_TIMEOUT_MS);
+    pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
   }
   if (s->live->status) {
     char msg[PLD__MSG_MAX];

@@ -11,13 +11,12 @@
 
 #include "core/alloc.h"
 #include "core/futex.h"
+#include "core/tunables.h"
 #include "fabric/shm.h"
 #include "host/ctl.h"
 #include "host/resident.h"
 #include "host/trace.h"
 
-/* How long a new device process may take to report ready. */
-#define START_NS ((int64_t)30000000000) /* 30 s */
 
 /* What this control plane adds to a started program. */
 struct shm_state {
@@ -135,11 +134,10 @@ static void shm_stop(struct pld_program *p, int kill_now) {
       atomic_store_explicit(&c->cmd, PLD__CMD_STOP, memory_order_relaxed);
       pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
     }
-    int64_t deadline = pld__now_ns() + 2 * (int64_t)1000000000;
+    int64_t deadline = pld__now_ns() + PLD__MS(PLD_SHUTDOWN_MS);
     for (int r = 0; r < p->nranks; r++)
       while (!pld__shm_reap(&p->devs[r], 0) && pld__now_ns() < deadline) {
-        struct timespec ts = {0, 200000};
-        nanosleep(&ts, NULL);
+        pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
       }
   }
   live_remove(p);
@@ -172,7 +170,7 @@ static void shm_stop(struct pld_program *p, int kill_now) {
  * ready, or one died on the way. */
 static int await_ready(struct pld_program *p, const unsigned char *start,
                        const char *fn) {
-  int64_t deadline = pld__now_ns() + START_NS;
+  int64_t deadline = pld__now_ns() + PLD__MS(PLD_START_TIMEOUT_MS);
   char corrupt[160];
   for (;;) {
     uint32_t ev = atomic_load(&p->world->event);
@@ -191,14 +189,16 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
     if (pld__now_ns() > deadline) {
       shm_stop(p, 1);
       return pld__fail(PLD_ERR_SYSTEM,
-                       "%s: %d of %d devices did not start within %lld s", fn,
-                       want - up, want, (long long)(START_NS / 1000000000));
+                       "%s: %d of %d devices did not start within %lld ms "
+                       "(PLD_START_TIMEOUT_MS)",
+                       fn, want - up, want,
+                       (long long)pld__tunables()->PLD_START_TIMEOUT_MS);
     }
     /* The host does not poll here, nor count as awake: devices start. */
     _Atomic uint32_t uncounted = 1;
     struct pld__spin sleep_now = {0, &uncounted, NULL, 1};
     pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &sleep_now,
-                    PLD__LIVENESS_NS, 1);
+                    PLD__MS(PLD_LIVENESS_MS), 1);
   }
   for (int r = 0; r < p->nranks; r++) {
     struct pld__devctl *c = p->devs[r].ctl;

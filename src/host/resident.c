@@ -50,7 +50,7 @@ size_t pld__heap_bytes(const struct pld_program *p, int r) {
 
 /* First fit: the offset of len bytes (64-aligned) in h, or SIZE_MAX. */
 static size_t heap_alloc(struct pld__heap *h, size_t len) {
-  len = (len + 63) & ~(size_t)63;
+  len = pld__round_up(len, 64);
   size_t at = 0;
   int i = 0;
   for (; i < h->nused; i++) {

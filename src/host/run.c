@@ -25,16 +25,13 @@
 #include "host/trace.h"
 #include "pld/collective.h"
 
-/* How long a quiet state must last, unchanged, to be called a deadlock. */
-#define QUIET_NS ((int64_t)50000000) /* 50 ms */
-/* Once a run is stopped (a failure, a deadlock, a time limit), how long
- * devices have to finish their dispatch before the ones still running are
- * killed and restarted: well within the second the run may take. */
-#define STOP_GRACE_NS ((int64_t)500000000) /* 500 ms */
-/* How often the host looks while a stopped run winds down. */
-#define STOPPING_NS ((int64_t)20000000) /* 20 ms */
-/* How long a device that called exit() may take to be gone. */
-#define EXIT_NS ((int64_t)1000000000) /* 1 s */
+/* The watch's timing (PLD_DEADLOCK_QUIET_MS, PLD_STOP_GRACE_MS,
+ * PLD_STOP_POLL_MS, PLD_EXIT_GRACE_MS, PLD_LIVENESS_MS) is in the tunables
+ * table (core/tunables.h). */
+#define QUIET_NS PLD__MS(PLD_DEADLOCK_QUIET_MS)
+#define STOP_GRACE_NS PLD__MS(PLD_STOP_GRACE_MS)
+#define STOPPING_NS PLD__MS(PLD_STOP_POLL_MS)
+#define EXIT_NS PLD__MS(PLD_EXIT_GRACE_MS)
 
 static const char *sig_name(int sig) {
   const char *n = sigabbrev_np(sig);
@@ -243,8 +240,7 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
     } else {
       int64_t deadline = pld__now_ns() + EXIT_NS;
       while (!p->cp->gone(p, r, 0) && pld__now_ns() < deadline) {
-        struct timespec ts = {0, 200000};
-        nanosleep(&ts, NULL);
+        pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
       }
       n += pld__catf(msg + n, sizeof msg - n, "called exit()");
       if (WIFEXITED(d->wstatus))
@@ -1038,12 +1034,12 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
     p->cp->await(p, ev,
                  stopped_at ? STOPPING_NS
                  : wt.quiet ? QUIET_NS / 4
-                            : PLD__LIVENESS_NS,
+                            : PLD__MS(PLD_LIVENESS_MS),
                  &spin);
     /* A device killed from outside rings no bell: look for it every
-     * PLD__LIVENESS_NS, however often the loop wakes. */
+     * PLD__MS(PLD_LIVENESS_MS), however often the loop wakes. */
     now = pld__now_ns();
-    if (now - last_reap >= PLD__LIVENESS_NS) {
+    if (now - last_reap >= PLD__MS(PLD_LIVENESS_MS)) {
       last_reap = now;
       if ((dead = pld__find_dead(p, 1, corrupt_what, sizeof corrupt_what)) >= 0) {
         st = pld__died(p, dead, corrupt_what);

@@ -327,16 +327,11 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
   struct pld_job *j = job_check(job, "pld_job_wait");
   if (!j)
     return PLD_ERR_ARG;
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  if (timeout_ms > 0) {
-    until.tv_sec += (time_t)(timeout_ms / 1000);
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-  }
+  /* Beyond a century is forever (and the nanoseconds cannot overflow). */
+  int64_t most_ms = INT64_MAX / 2000000;
+  struct timespec until = pld__realtime_after(
+      (timeout_ms < 0 ? 0 : timeout_ms < most_ms ? timeout_ms : most_ms) *
+      (int64_t)1000000);
   struct pld__spin spin = poll_spin();
   if (timeout_ms != 0)
     poll_until(job_done_p, j, &spin);

@@ -20,7 +20,6 @@ struct pld__task {
   char msg[PLD__MSG_MAX];
 };
 
-static struct pld__tensor invalid_tensor = {.flags = PLD__T_INVALID};
 
 /* ---- host tensors by index ------------------------------------------- */
 
@@ -54,7 +53,7 @@ static pld_tensor intermediate(pld_host hh, const char *fn, int32_t rank,
   struct pld__host *h = hh.p;
   struct pld_program *p = h->prog;
   const char *name = p->host.sig->name;
-  pld_tensor bad = {&invalid_tensor};
+  pld_tensor bad = {&pld__invalid_tensor};
   if (h->status)
     return bad;
   if (rank != -1 && (rank < 0 || rank >= p->nranks)) {
@@ -393,16 +392,16 @@ int pld__task_run(struct pld_program *p, const pld_arg *argv, int k) {
 
 int pld_task_fail(pld_task t, int status, const char *fmt, ...) {
   struct pld__task *c = t.p;
-  if (c->status)
-    return c->status;
-  c->status =
-      status != PLD_OK && pld__status_valid(status) ? status : PLD_ERR_ARG;
-  size_t n = pld__catf(c->msg, sizeof c->msg, "host task %s: ", c->name);
+  char prefix[256];
+  pld__catf(prefix, sizeof prefix, "host task %s: ", c->name);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->msg + n, sizeof c->msg - n, fmt ? fmt : "(no message)", ap);
+  int st = pld__first_failure(
+      &c->status, c->msg, sizeof c->msg,
+      status != PLD_OK && pld__status_valid(status) ? status : PLD_ERR_ARG,
+      prefix, fmt ? fmt : "(no message)", ap);
   va_end(ap);
-  return c->status;
+  return st;
 }
 
 int pld_task_world_size(pld_task t) { return t.p->nranks; }

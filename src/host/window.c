@@ -7,7 +7,6 @@
 #include "pld/window.h"
 
 static struct pld__winbuf invalid_buf = {-1, 0, 0, NULL, 1};
-static struct pld__tensor invalid_view = {.flags = PLD__T_INVALID};
 
 /* Window buffers are at least this large, and their copies this aligned. */
 #define WINDOW_MIN_BYTES ((size_t)4096)
@@ -79,7 +78,7 @@ pld_window pld_window_view_at(pld_host hh, pld_window_buf buf, size_t offset,
                               pld_dtype dtype, int ndim,
                               const int64_t *shape) {
   struct pld__host *h = hh.p;
-  pld_window bad = {&invalid_view};
+  pld_window bad = {&pld__invalid_tensor};
   const char *name = h->prog->host.sig->name;
   if (h->status)
     return bad;
