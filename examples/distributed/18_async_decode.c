@@ -110,7 +110,14 @@ int main(int argc, char **argv) {
     }
     for (int t = 0; t < STEPS; t++) {
       example_check(pld_job_wait(job[t], -1), "pld_job_wait");
-      example_check(pld_job_status(job[t]), "a submitted step");
+      int st = pld_job_status(job[t]);
+      if (st != PLD_OK) {
+        /* A job's failure is its own message, not the last error. */
+        if (pld_process_index() == 0)
+          fprintf(stderr, "step %d failed (%s): %s\n", t,
+                  pld_status_name(st), pld_job_message(job[t]));
+        return 1;
+      }
       char what[64];
       snprintf(what, sizeof what, "y at step %d = the state h", t);
       example_expect(&ex, what, y[t], wy[t], in);
