@@ -140,13 +140,17 @@ void pld_tensor_destroy(pld_tensor t) {
   pld__free(t.p);
 }
 
+_Thread_local struct pld__tensor_sink pld__tensor_sink;
+
 void *pld_tensor_data(pld_tensor t) {
   if (t.p && (t.p->flags & PLD__T_INTER)) {
-    pld__fail(PLD_ERR_STATE,
-              "pld_tensor_data: t is %s, an intermediate of a host "
-              "orchestration: it has data only during a run, where host "
-              "tasks receive it",
-              t.p->name ? t.p->name : "an intermediate");
+    int st = pld__fail(PLD_ERR_STATE,
+                       "pld_tensor_data: t is %s, an intermediate of a host "
+                       "orchestration: it has data only during a run, where "
+                       "host tasks receive it",
+                       t.p->name ? t.p->name : "an intermediate");
+    if (pld__tensor_sink.sink)
+      pld__tensor_sink.sink(pld__tensor_sink.ctx, st, pld_last_error());
     return NULL;
   }
   return t.p && (t.p->flags & PLD__T_HOST) ? t.p->data : NULL;

@@ -51,6 +51,15 @@ struct pld__tensor {
  * the host layer, which makes them). */
 extern void (*pld__tensor_release_hook)(struct pld__tensor *t);
 
+/* While a host function is traced on this thread (host/compile.c): a
+ * tensor call it makes that fails (pld_tensor_data of an intermediate)
+ * fails the trace too, through sink(ctx, status, message). */
+struct pld__tensor_sink {
+  int (*sink)(void *ctx, int status, const char *msg);
+  void *ctx;
+};
+extern _Thread_local struct pld__tensor_sink pld__tensor_sink;
+
 /* Fills t with a dense row-major layout of the shape (no allocation).
  * Returns PLD_OK or PLD_ERR_ARG with the message prefixed by `fn`. */
 int pld__tensor_init(struct pld__tensor *t, const char *fn, pld_dtype dtype,

@@ -23,6 +23,11 @@ int pld__hfail(struct pld__host *h, int status, const char *fmt, ...) {
   return st;
 }
 
+/* pld__tensor_sink while a host function is traced. */
+static int host_sink(void *ctx, int status, const char *msg) {
+  return pld__hfail(ctx, status, "%s", msg);
+}
+
 int pld_world_size(pld_host h) { return h.p->prog->nranks; }
 
 pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
@@ -637,7 +642,9 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
       args[i].v.t = &h.args[i];
     }
   }
+  pld__tensor_sink = (struct pld__tensor_sink){host_sink, &h};
   p->host.entry((pld_host){&h}, args);
+  pld__tensor_sink = (struct pld__tensor_sink){NULL, NULL};
   if (h.status) {
     st = pld__fail_msg(h.status, h.msg);
     goto release;

@@ -373,6 +373,7 @@ enum {
   M_BAD_RANK,
   M_BAD_SHAPE,
   M_TOO_BIG,
+  M_INTER_DATA,
   M_TASK_ARGS
 };
 
@@ -414,6 +415,15 @@ PLD_HOST(h_misuse, h, PLD_IN(x, INT32, NR, L), PLD_OUT(y, INT32, NR, L),
     pld_tensor big =
         pld_rank_tensor(h, 1, PLD_INT32, PLD_SHAPE(1 << 20, 1 << 15));
     pld_dispatch(h, d_nothing, 1, big);
+    break;
+  }
+  case M_INTER_DATA: {
+    /* An intermediate has no data while the host function is traced. */
+    pld_tensor a = pld_host_tensor(h, PLD_INT32, PLD_SHAPE(L));
+    pld_host_task(h, t_double, pld_slice(h, x, 0), a);
+    if (pld_tensor_data(a) == NULL)
+      break;
+    pld_host_task(h, t_double, a, a); /* not reached */
     break;
   }
   default:
@@ -459,6 +469,10 @@ static void test_task_and_intermediate_misuse(void **state) {
   assert_fails_with(misuse(M_TOO_BIG), PLD_ERR_NOMEM, "rank 1 (device 1)",
                     "a slice of 'rank 1 intermediate #1' of 137438953472 "
                     "bytes");
+  assert_fails_with(misuse(M_INTER_DATA), PLD_ERR_STATE,
+                    "pld_tensor_data: t is host intermediate #1, an "
+                    "intermediate of a host orchestration: it has data only "
+                    "during a run, where host tasks receive it");
   assert_fails_with(misuse(M_TASK_ARGS), PLD_ERR_ARG,
                     "pld_host_task (in h_misuse): t_double: expected 2 "
                     "arguments");
