@@ -84,11 +84,17 @@ typedef struct pld_param {
   pld_dim dims[PLD_MAX_DIMS];
 } pld_param;
 
+/* The most parameters a function may have (besides its context), and so
+ * the most arguments a dispatch, launch or host task call may pass.  The
+ * preprocessor machinery of pld/pp.h is generated for this value: after
+ * changing it, run `python3 tools/gen_pp.py > include/pld/pp.h`. */
+#define PLD_MAX_PARAMS 32
+
 typedef struct pld_signature {
   const char *name;
   pld_level level;
   pld_core_type core_type; /* kernels only */
-  int nparams;
+  int nparams; /* 0 to PLD_MAX_PARAMS */
   const pld_param *params;
   const char *file;
   int line;
@@ -115,7 +121,7 @@ typedef struct pld_host_task_fn {
 /* ---- parameter declarations ------------------------------------------ */
 
 /* A tensor parameter: name, dtype (FP32, INT32, ...) and its dimensions,
- * each an integer constant or a PLD_DYNAMIC name. */
+ * 1 to PLD_MAX_DIMS, each an integer constant or a PLD_DYNAMIC name. */
 #define PLD_IN(name, dtype, ...) (T, PLD_DIR_IN, name, dtype, __VA_ARGS__)
 #define PLD_OUT(name, dtype, ...) (T, PLD_DIR_OUT, name, dtype, __VA_ARGS__)
 #define PLD_INOUT(name, dtype, ...) (T, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
@@ -129,21 +135,26 @@ typedef struct pld_host_task_fn {
 
 /* ---- function declarations -------------------------------------------- */
 
+/* Each takes the function's name, the name of its context, then at most
+ * PLD_MAX_PARAMS parameters.  A mistake in the list (a dtype in lower
+ * case or a C type for a dtype, no context name, a parameter without
+ * PLD_IN & co., too many dimensions or parameters) is a compile error
+ * that says so at the declaration. */
 #define PLD_HOST(name, ...)                                                    \
-  PLD__DEFINE(PLD_LEVEL_HOST, PLD_CORE_VECTOR, pld_host, pld_host_fn, name,   \
-              __VA_ARGS__)
+  PLD__DEFINE(PLD_HOST, PLD_LEVEL_HOST, PLD_CORE_VECTOR, pld_host,            \
+              pld_host_fn, name, __VA_ARGS__)
 #define PLD_DEVICE(name, ...)                                                  \
-  PLD__DEFINE(PLD_LEVEL_DEVICE, PLD_CORE_VECTOR, pld_aicpu, pld_device_fn,    \
-              name, __VA_ARGS__)
+  PLD__DEFINE(PLD_DEVICE, PLD_LEVEL_DEVICE, PLD_CORE_VECTOR, pld_aicpu,       \
+              pld_device_fn, name, __VA_ARGS__)
 #define PLD_KERNEL(name, ...)                                                  \
-  PLD__DEFINE(PLD_LEVEL_KERNEL, PLD_CORE_VECTOR, pld_core, pld_kernel_fn,     \
-              name, __VA_ARGS__)
+  PLD__DEFINE(PLD_KERNEL, PLD_LEVEL_KERNEL, PLD_CORE_VECTOR, pld_core,        \
+              pld_kernel_fn, name, __VA_ARGS__)
 #define PLD_CUBE_KERNEL(name, ...)                                             \
-  PLD__DEFINE(PLD_LEVEL_KERNEL, PLD_CORE_CUBE, pld_core, pld_kernel_fn, name, \
-              __VA_ARGS__)
+  PLD__DEFINE(PLD_CUBE_KERNEL, PLD_LEVEL_KERNEL, PLD_CORE_CUBE, pld_core,     \
+              pld_kernel_fn, name, __VA_ARGS__)
 #define PLD_HOST_TASK(name, ...)                                               \
-  PLD__DEFINE(PLD_LEVEL_TASK, PLD_CORE_VECTOR, pld_task, pld_host_task_fn,    \
-              name, __VA_ARGS__)
+  PLD__DEFINE(PLD_HOST_TASK, PLD_LEVEL_TASK, PLD_CORE_VECTOR, pld_task,       \
+              pld_host_task_fn, name, __VA_ARGS__)
 
 /* ---- host level --------------------------------------------------------- */
 
@@ -166,8 +177,9 @@ pld_tensor pld_slice(pld_host h, pld_tensor t, int64_t index);
  * Returns PLD_OK, PLD_ERR_ARG, PLD_ERR_BOUNDS, or the status of an earlier
  * failure of this host call. */
 #define pld_dispatch(h, fn, ...)                                               \
-  pld__dispatch((h), (fn), PLD__NARG(__VA_ARGS__),                             \
-                (const pld_arg[]){PLD__MAPI(PLD__ARGF, __VA_ARGS__)})
+  pld__dispatch(                                                               \
+      (h), (fn), PLD__NARG(__VA_ARGS__),                                       \
+      (const pld_arg[]){PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, __VA_ARGS__)})
 int pld__dispatch(pld_host h, pld_device_fn fn, int argc, const pld_arg *argv);
 
 /* pld_host_task(h, task, args...): run `task` on the host CPU as a step of
@@ -182,8 +194,9 @@ int pld__dispatch(pld_host h, pld_device_fn fn, int argc, const pld_arg *argv);
  * pld_dispatch's are.  Returns PLD_OK, PLD_ERR_ARG, or an earlier failure
  * of the host function. */
 #define pld_host_task(h, fn, ...)                                              \
-  pld__host_task((h), (fn), PLD__NARG(__VA_ARGS__),                            \
-                 (const pld_arg[]){PLD__MAPI(PLD__ARGF, __VA_ARGS__)})
+  pld__host_task(                                                              \
+      (h), (fn), PLD__NARG(__VA_ARGS__),                                       \
+      (const pld_arg[]){PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, __VA_ARGS__)})
 int pld__host_task(pld_host h, pld_host_task_fn fn, int argc,
                    const pld_arg *argv);
 
@@ -232,8 +245,9 @@ int pld_task_world_size(pld_task t);
  * pld_dispatch's are.  Returns PLD_OK, PLD_ERR_ARG, or the status of an
  * earlier failure of this device call. */
 #define pld_launch(a, kernel, ...)                                             \
-  pld__launch((a), (kernel), PLD__NARG(__VA_ARGS__),                           \
-              (const pld_arg[]){PLD__MAPI(PLD__ARGF, __VA_ARGS__)})
+  pld__launch(                                                                 \
+      (a), (kernel), PLD__NARG(__VA_ARGS__),                                   \
+      (const pld_arg[]){PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, __VA_ARGS__)})
 int pld__launch(pld_aicpu a, pld_kernel_fn kernel, int argc,
                 const pld_arg *argv);
 
@@ -267,17 +281,28 @@ int32_t pld_block_num(pld_core k);
 #define PLD__EXPAND(...) __VA_ARGS__
 #define PLD__HEAD(...) PLD__HEAD_(__VA_ARGS__, ~)
 #define PLD__HEAD_(x, ...) x
+#define PLD__APPLY(F, ...) F(__VA_ARGS__)
+#define PLD__STRV(...) #__VA_ARGS__
+/* PLD__IS_PAREN(x): 1 if x starts with a parenthesis; PLD__IS_EMPTY(x): 1
+ * if x has no token (x may not end with the name of a function-like
+ * macro). */
+#define PLD__IS_PAREN(x) PLD__CHECK(PLD__PROBE x)
+#define PLD__IS_EMPTY(x) PLD__CAT2(PLD__IS_EMPTY_, PLD__IS_PAREN(x))(x)
+#define PLD__IS_EMPTY_1(x) 0
+#define PLD__IS_EMPTY_0(x) PLD__CHECK(PLD__PROBE x())
 
-/* Per-element macros for PLD__MAPI over (ctx, param, param, ...): index 0
- * is the context name, the others are parameter tuples
- * (kind, dir, name, dtype, dims...). */
+/* Per-element macros for PLD__MAPH over (ctx, param, param, ...): the
+ * context name, then parameter tuples (kind, dir, name, dtype, dims...);
+ * and over call arguments (PLD__ARG0, PLD__ARGN; PLD__ARGF for PLD__MAPI,
+ * that is PLD_ARGS). */
+#define PLD__ARG0(c, x) PLD_ARG(x)
+#define PLD__ARGN(c, i, x) , PLD_ARG(x)
 #define PLD__ARGF(i, x) PLD__CAT2(PLD__COMMA_IF_NOT_FIRST_, PLD__ISZERO(i)) PLD_ARG(x)
 #define PLD__COMMA_IF_NOT_FIRST_1
 #define PLD__COMMA_IF_NOT_FIRST_0 ,
+#define PLD__NONE0(c, x) /* the context, for the walks that skip it */
 
-#define PLD__PARAMF(i, p) PLD__CAT2(PLD__PARAMF_, PLD__ISZERO(i))(p)
-#define PLD__PARAMF_1(p)
-#define PLD__PARAMF_0(p) PLD__PARAM_OF(PLD__EXPAND p),
+#define PLD__PARAMF(c, i, p) PLD__PARAM_OF(PLD__EXPAND p),
 #define PLD__PARAM_OF(...) PLD__PARAM_OF_(__VA_ARGS__)
 #define PLD__PARAM_OF_(kind, dir, name, dtype, ...)                            \
   PLD__PARAM_##kind(dir, name, dtype, __VA_ARGS__)
@@ -292,18 +317,14 @@ int32_t pld_block_num(pld_core k);
 #define PLD__DIM(d) {(d), #d}
 #define PLD__PARAM_END {0, 0, PLD_DIR_IN, PLD_DTYPE_COUNT, 0, {{0, 0}}}
 
-#define PLD__DECLF(i, p) PLD__CAT2(PLD__DECLF_, PLD__ISZERO(i))(p)
-#define PLD__DECLF_1(p)
-#define PLD__DECLF_0(p) , PLD__DECL_OF(PLD__EXPAND p)
+#define PLD__DECLF(c, i, p) , PLD__DECL_OF(PLD__EXPAND p)
 #define PLD__DECL_OF(...) PLD__DECL_OF_(__VA_ARGS__)
 #define PLD__DECL_OF_(kind, dir, name, dtype, ...) PLD__DECL_##kind(name, dtype)
 #define PLD__DECL_T(name, dtype) PLD__UNUSED pld_tensor name
 #define PLD__DECL_W(name, dtype) PLD__UNUSED pld_window name
 #define PLD__DECL_S(name, dtype) PLD__UNUSED PLD__CTYPE_##dtype name
 
-#define PLD__UNPACKF(i, p) PLD__CAT2(PLD__UNPACKF_, PLD__ISZERO(i))(i, p)
-#define PLD__UNPACKF_1(i, p)
-#define PLD__UNPACKF_0(i, p) , PLD__UNPACK_OF(i, PLD__EXPAND p)
+#define PLD__UNPACKF(c, i, p) , PLD__UNPACK_OF(i, PLD__EXPAND p)
 #define PLD__UNPACK_OF(...) PLD__UNPACK_OF_(__VA_ARGS__)
 #define PLD__UNPACK_OF_(i, kind, dir, name, dtype, ...)                        \
   PLD__UNPACK_##kind(argv_[(i) - 1], dtype)
@@ -311,6 +332,9 @@ int32_t pld_block_num(pld_core k);
 #define PLD__UNPACK_W(a, dtype) ((pld_window){(a).v.t})
 #define PLD__UNPACK_S(a, dtype) ((PLD__CTYPE_##dtype)PLD__GET_##dtype(a))
 
+/* Per dtype of PLD_DTYPE_MAP: its C type, how to read it from a pld_arg,
+ * and PLD__DTYPE_OK_<dtype>, empty (the checks below: anything else that
+ * follows PLD__DTYPE_OK_ is left as it is, so not empty). */
 #define PLD__CTYPE_FP32 float
 #define PLD__CTYPE_FP16 float
 #define PLD__CTYPE_BF16 float
@@ -331,18 +355,32 @@ int32_t pld_block_num(pld_core k);
 #define PLD__GET_UINT8(a) (a).v.i
 #define PLD__GET_INT64(a) (a).v.i
 #define PLD__GET_BOOL(a) ((a).v.i != 0)
+#define PLD__DTYPE_OK_FP32
+#define PLD__DTYPE_OK_FP16
+#define PLD__DTYPE_OK_BF16
+#define PLD__DTYPE_OK_FP64
+#define PLD__DTYPE_OK_INT32
+#define PLD__DTYPE_OK_INT16
+#define PLD__DTYPE_OK_INT8
+#define PLD__DTYPE_OK_UINT8
+#define PLD__DTYPE_OK_INT64
+#define PLD__DTYPE_OK_BOOL
+/* (A dtype without its PLD__DTYPE_OK_ is a syntax error here.) */
+#define PLD__DTYPE_KNOWN(name, value, bytes) PLD__DTYPE_OK_##name
+_Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
 
-/* The definition: a forward declaration of the body, the parameter table
- * (closed by an end marker so that it is never empty), the signature, an
- * entry that unpacks checked arguments into the body's typed parameters,
- * the descriptor, and finally the head of the body the user's braces
- * complete.  Arguments reach the entry only after the runtime checked them
- * against the signature. */
-#define PLD__DEFINE(level, coretype, ctxtype, fntype, name, ...)               \
-  static void name##__body(ctxtype PLD__HEAD(__VA_ARGS__)                      \
-                               PLD__MAPI(PLD__DECLF, __VA_ARGS__));            \
+/* The definition, once the list is checked (below): a forward declaration
+ * of the body, the parameter table (closed by an end marker so that it is
+ * never empty), the signature, an entry that unpacks checked arguments into
+ * the body's typed parameters, the descriptor, and finally the head of the
+ * body the user's braces complete.  Arguments reach the entry only after
+ * the runtime checked them against the signature. */
+#define PLD__DEFINE_OK_1(what, level, coretype, ctxtype, fntype, name, ...)   \
+  static void name##__body(                                                    \
+      ctxtype PLD__HEAD(__VA_ARGS__)                                           \
+          PLD__MAPH(PLD__NONE0, PLD__DECLF, ~, __VA_ARGS__));                  \
   static const pld_param name##__params[] = {                                  \
-      PLD__MAPI(PLD__PARAMF, __VA_ARGS__) PLD__PARAM_END};                     \
+      PLD__MAPH(PLD__NONE0, PLD__PARAMF, ~, __VA_ARGS__) PLD__PARAM_END};      \
   static const pld_signature name##__sig = {                                   \
       #name,                                                                   \
       level,                                                                   \
@@ -353,10 +391,245 @@ int32_t pld_block_num(pld_core k);
       __LINE__};                                                               \
   static void name##__entry(ctxtype ctx_, const pld_arg *argv_) {              \
     (void)argv_;                                                               \
-    name##__body(ctx_ PLD__MAPI(PLD__UNPACKF, __VA_ARGS__));                   \
+    name##__body(ctx_ PLD__MAPH(PLD__NONE0, PLD__UNPACKF, ~, __VA_ARGS__));    \
   }                                                                            \
   PLD__UNUSED static const fntype name = {&name##__sig, name##__entry};       \
-  static void name##__body(ctxtype PLD__HEAD(__VA_ARGS__)                      \
-                               PLD__MAPI(PLD__DECLF, __VA_ARGS__))
+  static void name##__body(                                                    \
+      ctxtype PLD__HEAD(__VA_ARGS__)                                           \
+          PLD__MAPH(PLD__NONE0, PLD__DECLF, ~, __VA_ARGS__))
+
+/* ---- checks of a declaration's list ------------------------------------ */
+
+/* pld/pp.h must have been generated for this header's limits. */
+#if PLD__PP_MAX_PARAMS != PLD_MAX_PARAMS || PLD__PP_MAX_DIMS != PLD_MAX_DIMS
+#error "pld/pp.h is stale: python3 tools/gen_pp.py > include/pld/pp.h"
+#endif
+
+/* A mistake in the list of a declaration would surface as errors from deep
+ * inside the definition above, pages of them.  So PLD__DEFINE checks the
+ * list first, in the preprocessor alone, and a wrong list gives one error
+ * per mistake, in words, at the declaration (PLD__DECL_ERROR), then the
+ * definition of the list repaired (a lower-case dtype or a C type becomes
+ * the dtype meant, extra dimensions and parameters without PLD_IN & co.
+ * are dropped, ...), so that no cascade of errors follows.
+ *
+ * The verdict on a correct list must cost little: each parameter becomes
+ * the tokens PLD__VERDICT_<kind>(...) leaves, no token when its dtype is a
+ * pld dtype (PLD__DTYPE_OK_) and its dimensions fit (PLD__DIMS_PAST_MAX),
+ * and one emptiness test judges the whole list.  Only a wrong list is
+ * walked again, entry by entry (PLD__CHECK_CTX for the context name,
+ * PLD__CHECK_PARAM for a parameter), to classify each mistake and hand
+ * it to one of three modes: PLD__BAD_* (a `0` per mistake), PLD__ERR_*
+ * (the errors) and PLD__FIX_* (the repaired entry).  Should that walk find
+ * nothing the verdict found, the list is defined as written, and the
+ * compiler's own errors tell. */
+#define PLD__DEFINE(what, level, coretype, ctxtype, fntype, name, ...)        \
+  PLD__CAT2(PLD__DEFINE_FITS_, PLD__FITS(__VA_ARGS__))                         \
+  (what, level, coretype, ctxtype, fntype, name, __VA_ARGS__)
+/* More than PLD_MAX_PARAMS parameters: the error, then the first ones. */
+#define PLD__DEFINE_FITS_0(what, level, coretype, ctxtype, fntype, name, ...) \
+  PLD__ERR_TOO_MANY(what, name, PLD_MAX_PARAMS)                                \
+  PLD__DEFINE_FITS_1(what, level, coretype, ctxtype, fntype, name,             \
+                     PLD__TAKE(__VA_ARGS__))
+#define PLD__DEFINE_FITS_1(what, level, coretype, ctxtype, fntype, name, ...) \
+  PLD__CAT2(PLD__DEFINE_OK_,                                                   \
+            PLD__IS_EMPTY(PLD__MAPH(PLD__BAD0, PLD__VERDICTF, ~, __VA_ARGS__)))\
+  (what, level, coretype, ctxtype, fntype, name, __VA_ARGS__)
+#define PLD__DEFINE_OK_0(what, level, coretype, ctxtype, fntype, name, ...)   \
+  PLD__CAT2(PLD__DEFINE_UNNAMED_,                                              \
+            PLD__IS_EMPTY(PLD__MAPH(PLD__BAD0, PLD__BADF, ~, __VA_ARGS__)))    \
+  (what, level, coretype, ctxtype, fntype, name, __VA_ARGS__)
+#define PLD__DEFINE_UNNAMED_1 PLD__DEFINE_OK_1
+#define PLD__DEFINE_UNNAMED_0(what, level, coretype, ctxtype, fntype, name,   \
+                              ...)                                             \
+  PLD__MAPH(PLD__ERR0, PLD__ERRF, (what, name, ctxtype), __VA_ARGS__)         \
+  PLD__DEFINE_OK_1(what, level, coretype, ctxtype, fntype, name,               \
+                   PLD__MAPH(PLD__FIX0, PLD__FIXF, ~, __VA_ARGS__))
+
+/* The verdict.  The context name gets the walk's check (PLD__BAD0, once
+ * per declaration).  A parameter p becomes PLD__VERDICT_<its first
+ * element> p: a call of the macro below if PLD_IN & co. made it, else
+ * tokens that stay (p not a tuple gives PLD__VERDICT_PLD__HEAD ...). */
+#define PLD__VERDICTF(c, i, x) PLD__CAT2(PLD__VERDICT_, PLD__HEAD x) x
+#define PLD__VERDICT_T(kind, dir, name, dtype, ...)                            \
+  PLD__DTYPE_OK_##dtype PLD__DIMS_PAST_MAX(__VA_ARGS__)
+#define PLD__VERDICT_W(kind, dir, name, dtype, ...)                            \
+  PLD__DTYPE_OK_##dtype PLD__DIMS_PAST_MAX(__VA_ARGS__)
+#define PLD__VERDICT_S(kind, dir, name, dtype, unused) PLD__DTYPE_OK_##dtype
+
+/* The walk. */
+#define PLD__BAD0(c, x) PLD__CHECK_CTX(PLD__BAD, c, x)
+#define PLD__BADF(c, i, x) PLD__CHECK_PARAM(PLD__BAD, c, i, x)
+#define PLD__ERR0(c, x) PLD__CHECK_CTX(PLD__ERR, c, x)
+#define PLD__ERRF(c, i, x) PLD__CHECK_PARAM(PLD__ERR, c, i, x)
+#define PLD__FIX0(c, x) PLD__CHECK_CTX(PLD__FIX, c, x)
+#define PLD__FIXF(c, i, x) PLD__CHECK_PARAM(PLD__FIX, c, i, x)
+
+/* The context name: neither a parameter nor empty.  (It is a name, so
+ * it pastes, even if it is a function-like macro's.) */
+#define PLD__CHECK_CTX(M, c, x)                                                \
+  PLD__CAT2(PLD__CHECK_CTX_, PLD__IS_PAREN(x))(M, c, x)
+#define PLD__CHECK_CTX_1(M, c, x) M##_CTX_MISSING(c, x)
+#define PLD__CHECK_CTX_0(M, c, x)                                              \
+  PLD__CAT2(PLD__CHECK_CTX_EMPTY_, PLD__CHECK(PLD__CTX_IS_##x))(M, c, x)
+#define PLD__CTX_IS_ ~, 1, /* empty */
+#define PLD__CHECK_CTX_EMPTY_1(M, c, x) M##_CTX_EMPTY(c, x)
+#define PLD__CHECK_CTX_EMPTY_0(M, c, x) M##_CTX_OK(c, x)
+
+/* A parameter: a tuple PLD_IN & co. made (it starts with their tag), its
+ * dtype a pld dtype (dtype_ok 1), its tensor of at most PLD_MAX_DIMS
+ * dimensions (dims_ok 1). */
+#define PLD__CHECK_PARAM(M, c, i, p)                                           \
+  PLD__CAT2(PLD__CHECK_KIND_,                                                  \
+            PLD__CHECK(PLD__CAT2(PLD__KIND_IS_, PLD__HEAD p)))(M, c, i, p)
+#define PLD__KIND_IS_T ~, 1,
+#define PLD__KIND_IS_W ~, 1,
+#define PLD__KIND_IS_S ~, 1,
+#define PLD__CHECK_KIND_0(M, c, i, p)                                          \
+  PLD__CAT2(PLD__CHECK_KIND_EMPTY_, PLD__IS_EMPTY(p))(M, c, i, p)
+#define PLD__CHECK_KIND_EMPTY_1(M, c, i, p) M##_PARAM_EMPTY(c, i, p)
+#define PLD__CHECK_KIND_EMPTY_0(M, c, i, p) M##_PARAM_BARE(c, i, p)
+#define PLD__CHECK_KIND_1(M, c, i, p)                                          \
+  PLD__APPLY(PLD__CHECK_PARTS, M, c, i, PLD__EXPAND p)
+#define PLD__CHECK_PARTS(M, c, i, kind, dir, name, dtype, ...)                 \
+  M##_PARAM(c, i, kind, dir, name, dtype,                                      \
+            PLD__IS_EMPTY(PLD__DTYPE_OK_##dtype),                              \
+            PLD__CAT2(PLD__DIMS_FIT_, kind)(__VA_ARGS__), __VA_ARGS__)
+#define PLD__DIMS_FIT_S(...) 1
+#define PLD__DIMS_FIT_T(...) PLD__IS_EMPTY(PLD__DIMS_PAST_MAX(__VA_ARGS__))
+#define PLD__DIMS_FIT_W(...) PLD__IS_EMPTY(PLD__DIMS_PAST_MAX(__VA_ARGS__))
+
+/* Mode BAD. */
+#define PLD__BAD_CTX_MISSING(c, x) 0
+#define PLD__BAD_CTX_EMPTY(c, x) 0
+#define PLD__BAD_CTX_OK(c, x)
+#define PLD__BAD_PARAM_EMPTY(c, i, p) 0
+#define PLD__BAD_PARAM_BARE(c, i, p) 0
+#define PLD__BAD_PARAM(c, i, kind, dir, name, dtype, dtype_ok, dims_ok, ...)   \
+  PLD__CAT2(PLD__BAD_, dtype_ok) PLD__CAT2(PLD__BAD_, dims_ok)
+#define PLD__BAD_0 0
+#define PLD__BAD_1
+
+/* Mode FIX: the entry repaired (a parameter with its leading comma). */
+#define PLD__FIX_CTX_MISSING(c, x)                                             \
+  PLD__UNUSED pld__ctx_ PLD__CHECK_PARAM(PLD__FIX, c, 1, x)
+#define PLD__FIX_CTX_EMPTY(c, x) PLD__UNUSED pld__ctx_
+#define PLD__FIX_CTX_OK(c, x) x
+#define PLD__FIX_PARAM_EMPTY(c, i, p)
+#define PLD__FIX_PARAM_BARE(c, i, p)
+#define PLD__FIX_PARAM(c, i, kind, dir, name, dtype, dtype_ok, dims_ok, ...)   \
+  , (kind, dir, name, PLD__CAT2(PLD__FIX_DTYPE_, dtype_ok)(dtype),             \
+     PLD__CAT2(PLD__FIX_DIMS_, dims_ok)(__VA_ARGS__))
+#define PLD__FIX_DTYPE_1(d) d
+#define PLD__FIX_DTYPE_0(d) PLD__HEAD(PLD__DTYPE_FIX(d))
+#define PLD__FIX_DIMS_1(...) __VA_ARGS__
+#define PLD__FIX_DIMS_0(...) 1
+
+/* The dtype meant by a mistaken one, and the error that says why:
+ * PLD__DTYPE_HINT_<mistake> for the likely mistakes (the trailing comma
+ * absorbs the rest of a C type of more than one word, as in `long long`),
+ * PLD__DTYPE_FIX(d) for any. */
+#define PLD__DTYPE_HINT_ ~, INT64, PLD__ERR_DTYPE_MISSING,
+#define PLD__DTYPE_HINT_fp32 ~, FP32, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_fp16 ~, FP16, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_bf16 ~, BF16, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_fp64 ~, FP64, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_int32 ~, INT32, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_int16 ~, INT16, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_int8 ~, INT8, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_uint8 ~, UINT8, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_int64 ~, INT64, PLD__ERR_DTYPE_LOWER,
+#define PLD__DTYPE_HINT_float ~, FP32, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_double ~, FP64, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_int ~, INT32, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_short ~, INT16, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_long ~, INT64, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_char ~, INT8, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT__Bool ~, BOOL, PLD__ERR_DTYPE_CTYPE, /* and bool */
+#define PLD__DTYPE_HINT_int8_t ~, INT8, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_int16_t ~, INT16, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_int32_t ~, INT32, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_int64_t ~, INT64, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_HINT_uint8_t ~, UINT8, PLD__ERR_DTYPE_CTYPE,
+#define PLD__DTYPE_FIX(d)                                                      \
+  PLD__DTYPE_FIX_(PLD__DTYPE_HINT_##d, INT64, PLD__ERR_DTYPE_UNKNOWN, ~)
+#define PLD__DTYPE_FIX_(...) PLD__DTYPE_FIX__(__VA_ARGS__)
+#define PLD__DTYPE_FIX__(probe, dtype, why, ...) dtype, why
+
+/* (Not formatted: the spacing inside a message is the message's.) */
+/* clang-format off */
+/* Mode ERR.  Each message is written inside the PLD__STRV that makes it a
+ * string, so that no word of it is ever macro-expanded (a program may well
+ * define `not` or `empty`); only the names it quotes come from the list.
+ * c is (what, name, ctxtype).  (PLD__APPLY_ERR: inside PLD__APPLY.) */
+#define PLD__APPLY_ERR(F, ...) F(__VA_ARGS__)
+#define PLD__ERR_CTX_MISSING(c, x)                                             \
+  PLD__APPLY_ERR(PLD__ERR_CTX_MISSING_, PLD__EXPAND c)
+#define PLD__ERR_CTX_MISSING_(what_, fn_, ctx_)                                \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: the context name is missing: write      \
+                            what_(fn_, ctx, ...), where ctx names the ctx_ of  \
+                            the body))
+#define PLD__ERR_CTX_EMPTY(c, x)                                               \
+  PLD__APPLY_ERR(PLD__ERR_CTX_EMPTY_, PLD__EXPAND c)
+#define PLD__ERR_CTX_EMPTY_(what_, fn_, ctx_)                                  \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: the context name is empty: write        \
+                            what_(fn_, ctx, ...), where ctx names the ctx_ of  \
+                            the body))
+#define PLD__ERR_CTX_OK(c, x)
+#define PLD__ERR_PARAM_EMPTY(c, i, p)                                          \
+  PLD__APPLY_ERR(PLD__ERR_PARAM_EMPTY_, PLD__EXPAND c, i)
+#define PLD__ERR_PARAM_EMPTY_(what_, fn_, ctx_, i_)                            \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: parameter i_ is empty (a comma too      \
+                            many?)))
+#define PLD__ERR_PARAM_BARE(c, i, p)                                           \
+  PLD__APPLY_ERR(PLD__ERR_PARAM_BARE_, PLD__EXPAND c, i, p)
+#define PLD__ERR_PARAM_BARE_(what_, fn_, ctx_, i_, p_)                         \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: parameter i_ (p_) is not declared with  \
+                            PLD_IN, PLD_OUT, PLD_INOUT, PLD_WINDOW or          \
+                            PLD_SCALAR))
+#define PLD__ERR_PARAM(c, i, kind, dir, name, dtype, dtype_ok, dims_ok, ...)   \
+  PLD__CAT2(PLD__ERR_DTYPE_, dtype_ok)(c, i, name, dtype)                      \
+  PLD__CAT2(PLD__ERR_DIMS_, dims_ok)(c, i, name, __VA_ARGS__)
+#define PLD__ERR_DTYPE_1(c, i, name, dtype)
+#define PLD__ERR_DTYPE_0(c, i, name, dtype)                                    \
+  PLD__APPLY_ERR(PLD__ERR_DTYPE, PLD__EXPAND c, i, name, dtype,                \
+                 PLD__DTYPE_FIX(dtype))
+#define PLD__ERR_DTYPE(what_, fn_, ctx_, i_, p_, d_, fix_, why_)               \
+  why_(what_, fn_, i_, p_, d_, fix_, PLD_DTYPE_MAP(PLD__DTYPE_WORD))
+#define PLD__DTYPE_WORD(name, value, bytes) name
+#define PLD__ERR_DTYPE_LOWER(what_, fn_, i_, p_, d_, fix_, all_)               \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: parameter i_ (p_): d_ is not a pld      \
+                            dtype: dtypes are upper case, write fix_))
+#define PLD__ERR_DTYPE_CTYPE(what_, fn_, i_, p_, d_, fix_, all_)               \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: parameter i_ (p_): d_ is a C type, not  \
+                            a pld dtype: write fix_))
+#define PLD__ERR_DTYPE_UNKNOWN(what_, fn_, i_, p_, d_, fix_, all_)             \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: parameter i_ (p_): d_ is not a pld      \
+                            dtype (one of all_)))
+#define PLD__ERR_DTYPE_MISSING(what_, fn_, i_, p_, d_, fix_, all_)             \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: parameter i_ (p_) has no dtype (one of  \
+                            all_)))
+#define PLD__ERR_DIMS_1(c, i, name, ...)
+#define PLD__ERR_DIMS_0(c, i, name, ...)                                       \
+  PLD__APPLY_ERR(PLD__ERR_DIMS_, PLD__EXPAND c, i, name,                       \
+                 PLD__NARG(__VA_ARGS__), PLD_MAX_DIMS)
+#define PLD__ERR_DIMS_(what_, fn_, ctx_, i_, p_, n_, max_)                     \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: parameter i_ (p_) has n_ dimensions,    \
+                            more than PLD_MAX_DIMS (max_)))
+#define PLD__ERR_TOO_MANY(what, name, max) PLD__ERR_TOO_MANY_(what, name, max)
+#define PLD__ERR_TOO_MANY_(what_, fn_, max_)                                   \
+  PLD__DECL_ERROR(PLD__STRV(what_ fn_: more than PLD_MAX_PARAMS (max_)         \
+                            parameters))
+
+/* clang-format on */
+
+/* The error itself.  GCC and Clang report a "GCC error" pragma at the
+ * declaration, as its first line and without a trail of macro notes; other
+ * compilers get a failed static assertion. */
+#if defined(__clang__) || (defined(__GNUC__) && !defined(__INTEL_COMPILER))
+#define PLD__DECL_ERROR(msg) _Pragma(PLD__STRV(GCC error msg))
+#else
+#define PLD__DECL_ERROR(msg) _Static_assert(0, msg);
+#endif
 
 #endif /* PLD_LEVELS_H */

@@ -41,8 +41,8 @@ const char *pld__sig_problem(const pld_signature *sig, pld_level level,
     return pld__level_name(sig->level);
   if (sig->nparams < 0 || sig->nparams > PLD__MAX_PARAMS ||
       (sig->nparams > 0 && !sig->params))
-    return "a descriptor whose parameter table is invalid (more than 32 "
-           "parameters?)";
+    return "a descriptor whose parameter table is invalid (more than "
+           "PLD_MAX_PARAMS parameters?)";
   if (level == PLD_LEVEL_KERNEL && sig->core_type != PLD_CORE_VECTOR &&
       sig->core_type != PLD_CORE_CUBE)
     return "a kernel descriptor of no known core type";

@@ -9,9 +9,10 @@
 
 #define PLD__MAX_DYN_DIMS 32
 
-/* The most parameters a function may have (the declaration macros allow
- * 31; argument arrays hold this many). */
-#define PLD__MAX_PARAMS 32
+/* The most parameters a function may have, the size of argument arrays:
+ * the public PLD_MAX_PARAMS (pld/levels.h), for which the declaration
+ * macros are generated. */
+#define PLD__MAX_PARAMS PLD_MAX_PARAMS
 
 /* Why sig cannot be the signature of a function of `level` with an entry
  * (entry != 0): its level, no descriptor, a parameter count outside [0,
