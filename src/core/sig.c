@@ -39,7 +39,7 @@ const char *pld__sig_problem(const pld_signature *sig, pld_level level,
     return "an empty descriptor";
   if (sig->level != level)
     return pld__level_name(sig->level);
-  if (sig->nparams < 0 || sig->nparams > PLD__MAX_PARAMS ||
+  if (sig->nparams < 0 || sig->nparams > PLD_MAX_PARAMS ||
       (sig->nparams > 0 && !sig->params))
     return "a descriptor whose parameter table is invalid (more than "
            "PLD_MAX_PARAMS parameters?)";
@@ -653,7 +653,7 @@ int pld__sig_check(const pld_signature *sig, const char *what,
   struct pld__dims local;
   local.n = 0;
   const struct scope sc = {dims, sig->level == PLD_LEVEL_HOST ? NULL : &local};
-  const struct pld__tensor *ts[PLD__MAX_PARAMS];
+  const struct pld__tensor *ts[PLD_MAX_PARAMS];
   for (int i = 0; i < argc; i++) {
     const pld_param *p = &sig->params[i];
     int st;

@@ -9,14 +9,9 @@
 
 #define PLD__MAX_DYN_DIMS 32
 
-/* The most parameters a function may have, the size of argument arrays:
- * the public PLD_MAX_PARAMS (pld/levels.h), for which the declaration
- * macros are generated. */
-#define PLD__MAX_PARAMS PLD_MAX_PARAMS
-
 /* Why sig cannot be the signature of a function of `level` with an entry
  * (entry != 0): its level, no descriptor, a parameter count outside [0,
- * PLD__MAX_PARAMS], a kernel's unknown core type; or NULL when it can.
+ * PLD_MAX_PARAMS], a kernel's unknown core type; or NULL when it can.
  * Descriptors are made by the declaration macros, but they are public
  * structs: one made by hand must not overflow the argument arrays. */
 const char *pld__sig_problem(const pld_signature *sig, pld_level level,

@@ -99,11 +99,11 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
                  "%s: blocks: expected an integer in [1, 65535], got %lld",
                  sig->name, (long long)argv[0].v.i);
   int32_t blocks = (int32_t)argv[0].v.i;
-  pld_arg norm[PLD__MAX_PARAMS];
+  pld_arg norm[PLD_MAX_PARAMS];
   char what[160];
   pld__catf(what, sizeof what, "pld_launch (rank %d, device %d, in %s)",
             a->rank, a->device, a->fn);
-  struct pld__tensor reshaped[PLD__MAX_PARAMS];
+  struct pld__tensor reshaped[PLD_MAX_PARAMS];
   int st = pld__sig_check(sig, what, a->dims, argc - 1, argv + 1, norm,
                           reshaped, a->msg, sizeof a->msg);
   if (st)

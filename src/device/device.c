@@ -252,8 +252,8 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
   for (int c = 0; c < plan->ncalls; c++) {
     const struct pld__call *call = &plan->calls[c];
     const pld_signature *sig = call->fn.sig;
-    struct pld__tensor tensors[PLD__MAX_PARAMS];
-    pld_arg argv[PLD__MAX_PARAMS];
+    struct pld__tensor tensors[PLD_MAX_PARAMS];
+    pld_arg argv[PLD_MAX_PARAMS];
     for (int i = 0; i < call->argc; i++)
       argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], plan,
                                      data, d->fabric, &tensors[i]);

@@ -140,8 +140,8 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
   int rank = (int)r->v.i;
   char what[128];
   pld__catf(what, sizeof what, "pld_dispatch to rank %d (in %s)", rank, name);
-  pld_arg norm[PLD__MAX_PARAMS];
-  struct pld__tensor reshaped[PLD__MAX_PARAMS];
+  pld_arg norm[PLD_MAX_PARAMS];
+  struct pld__tensor reshaped[PLD_MAX_PARAMS];
   st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, norm, reshaped,
                       h->msg, sizeof h->msg);
   if (st)
@@ -388,8 +388,8 @@ static int trace_devices(struct pld_program *p) {
     for (int c = 0; c < pl->ncalls; c++) {
       struct pld__call *call = &pl->calls[c];
       const pld_signature *sig = call->fn.sig;
-      struct pld__tensor tensors[PLD__MAX_PARAMS];
-      pld_arg argv[PLD__MAX_PARAMS];
+      struct pld__tensor tensors[PLD_MAX_PARAMS];
+      pld_arg argv[PLD_MAX_PARAMS];
       for (int i = 0; i < call->argc; i++)
         argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], pl,
                                        NULL, NULL, &tensors[i]);
@@ -628,7 +628,7 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
   memset(&h, 0, sizeof h);
   h.prog = p;
   int st = PLD_OK;
-  pld_arg args[PLD__MAX_PARAMS];
+  pld_arg args[PLD_MAX_PARAMS];
   h.args = pld__calloc((size_t)(p->nargs > 0 ? p->nargs : 1), sizeof *h.args);
   if (!h.args) {
     st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");

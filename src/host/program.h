@@ -15,8 +15,8 @@ struct pld__dispatch {
   int rank;
   pld_device_fn fn;
   int argc;
-  pld_arg argv[PLD__MAX_PARAMS];         /* normalized scalars (kind for all) */
-  struct pld__tensor t[PLD__MAX_PARAMS]; /* copies of the tensor arguments */
+  pld_arg argv[PLD_MAX_PARAMS];         /* normalized scalars (kind for all) */
+  struct pld__tensor t[PLD_MAX_PARAMS]; /* copies of the tensor arguments */
 };
 
 /* One pld_host_task as the host trace recorded it, after `before`
@@ -24,8 +24,8 @@ struct pld__dispatch {
 struct pld__hosttask {
   pld_host_task_fn fn;
   int argc, before;
-  pld_arg argv[PLD__MAX_PARAMS];         /* normalized scalars (kind for all) */
-  struct pld__tensor t[PLD__MAX_PARAMS]; /* copies of the tensor arguments */
+  pld_arg argv[PLD_MAX_PARAMS];         /* normalized scalars (kind for all) */
+  struct pld__tensor t[PLD_MAX_PARAMS]; /* copies of the tensor arguments */
 };
 
 /* An intermediate of the host orchestration: pld_host_tensor (rank -1) or
@@ -51,8 +51,8 @@ struct pld__hcopy {
 struct pld__taskplan {
   pld_host_task_fn fn, run; /* run: fn, or its override */
   int argc, before;
-  pld_arg argv[PLD__MAX_PARAMS];
-  struct pld__tensor t[PLD__MAX_PARAMS]; /* no data: host_arg and offset */
+  pld_arg argv[PLD_MAX_PARAMS];
+  struct pld__tensor t[PLD_MAX_PARAMS]; /* no data: host_arg and offset */
   int *need;            /* [rank]: the calls it waits for (a count) */
   struct pld__hcopy *copies; /* npre device -> host, then npost back */
   int npre, npost;

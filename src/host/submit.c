@@ -35,7 +35,7 @@ struct pld_job {
   uint64_t seq; /* its number in the runner's submissions, from 1 */
   struct pld_program *p; /* the program it runs (one of a group's) */
   int argc;
-  pld_arg argv[PLD__MAX_PARAMS];
+  pld_arg argv[PLD_MAX_PARAMS];
   struct pld_job *next; /* the queue, or the free list */
   char msg[PLD__MSG_MAX];
 };
@@ -238,7 +238,7 @@ int pld_program_submit(pld_program *p, int argc, const pld_arg *argv,
                      "pld_program_submit: flags: expected 0 or "
                      "PLD_SUBMIT_NOWAIT, got %#x",
                      (unsigned)flags);
-  if (argc < 0 || argc > PLD__MAX_PARAMS || (argc > 0 && !argv))
+  if (argc < 0 || argc > PLD_MAX_PARAMS || (argc > 0 && !argv))
     return pld__fail(PLD_ERR_ARG,
                      "pld_program_submit: %s: expected the %d arguments it "
                      "was compiled for, got %d%s",

@@ -126,7 +126,7 @@ int pld__host_task(pld_host hh, pld_host_task_fn fn, int argc,
   const pld_signature *sig = fn.sig;
   char what[128];
   pld__catf(what, sizeof what, "pld_host_task (in %s)", name);
-  pld_arg norm[PLD__MAX_PARAMS];
+  pld_arg norm[PLD_MAX_PARAMS];
   st = pld__sig_check(sig, what, &p->dims, argc, argv, norm, NULL, h->msg,
                       sizeof h->msg);
   if (st)
@@ -361,8 +361,8 @@ int pld__task_run(struct pld_program *p, const pld_arg *argv, int k) {
     if (st)
       return st;
   }
-  struct pld__tensor tensors[PLD__MAX_PARAMS];
-  pld_arg args[PLD__MAX_PARAMS];
+  struct pld__tensor tensors[PLD_MAX_PARAMS];
+  pld_arg args[PLD_MAX_PARAMS];
   for (int i = 0; i < tp->argc; i++) {
     args[i] = tp->argv[i];
     if (args[i].kind == PLD_ARG_SCALAR)

@@ -576,10 +576,10 @@ static void test_descriptor_too_many_parameters(void **state) {
   pld_config cfg = test_config(ids, 2, 0, 1);
   pld_tensor x, y;
   with_tensors(2, TR, TC, &x, &y);
-  pld_param params[40];
+  pld_param params[PLD_MAX_PARAMS + 1]; /* one past the limit */
   memset(params, 0, sizeof params);
   pld_signature sig = *h_scale.sig;
-  sig.nparams = 40;
+  sig.nparams = PLD_MAX_PARAMS + 1;
   sig.params = params;
   pld_host_fn forged = {&sig, h_scale.entry};
   COMPILE_FAILS(forged, &cfg, x, y, PLD_ERR_ARG,
