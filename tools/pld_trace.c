@@ -1184,6 +1184,24 @@ static size_t waits_from(const struct trace *t, const struct lane *l,
   return lo;
 }
 
+/* The block span of lane l around time (the last to start by then, if
+ * time lies in it: a core runs one block at a time), or NONE. */
+static size_t block_at(const struct trace *t, const struct lane *l,
+                       double time) {
+  size_t lo = l->r[R_BLOCKS].first, hi = lo + l->r[R_BLOCKS].n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->ev[t->blocks[mid]].ts <= time + EPS_US)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo > l->r[R_BLOCKS].first &&
+      time <= ev_end(&t->ev[t->blocks[lo - 1]]) + EPS_US)
+    return t->blocks[lo - 1];
+  return NONE;
+}
+
 static int trace_build(struct parser *p, struct trace *t) {
   size_t nl = 0, np = 0, nstarts, *starts;
   int *pids;
@@ -1252,22 +1270,10 @@ static int trace_build(struct parser *p, struct trace *t) {
   lanes_ranges(t, t->spans, t->nspans, R_SPANS);
   lanes_ranges(t, t->waits, t->nwaits, R_WAITS);
   lanes_ranges(t, t->blocks, t->nblocks, R_BLOCKS);
-  /* Each wait's block: the last block of its lane to start by the wait's
-   * start (a core runs one block at a time), if the wait lies in it. */
+  /* Each wait's block. */
   for (size_t w = 0; w < t->nwaits; w++) {
     struct event *e = &t->ev[t->waits[w]];
-    const struct lane *l = &t->lanes[e->lane];
-    size_t lo = l->r[R_BLOCKS].first, hi = lo + l->r[R_BLOCKS].n;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (t->ev[t->blocks[mid]].ts <= e->ts + EPS_US)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo > l->r[R_BLOCKS].first &&
-        e->ts <= ev_end(&t->ev[t->blocks[lo - 1]]) + EPS_US)
-      e->block = t->blocks[lo - 1];
+    e->block = block_at(t, &t->lanes[e->lane], e->ts);
   }
   /* Flows: each "f" finds its "s" (the last one with its id by then, when
    * ids repeat) and binds to the wait of its lane that it ends in. */
@@ -1470,14 +1476,23 @@ static void print_chain(struct trace *t) {
   memset(seen, 0, t->nwaits);
   for (;;) {
     const struct lane *l = &t->lanes[lane];
-    size_t w = waits_from(t, l, now + EPS_US);
+    size_t w = waits_from(t, l, now + EPS_US), b = block_at(t, l, now);
     const struct event *e;
     /* waits_from gives the first to end after now: the one before it is
-     * the latest to end by now. */
-    if (w == l->r[R_WAITS].first) {
+     * the latest to end by now.  A wait that ended before the block
+     * running at now began (an earlier block's, or an earlier run's) did
+     * not hold this block up. */
+    if (w == l->r[R_WAITS].first ||
+        (b != NONE &&
+         ev_end(&t->ev[t->waits[w - 1]]) < t->ev[b].ts - EPS_US)) {
       lane_who(t, lane, who, sizeof who);
-      printf("  %s: no wait ends by %.3f us: the chain starts there\n", who,
-             now);
+      if (b != NONE)
+        printf("  %s: no wait of its block (kernel %s, from %.3f us) ends "
+               "by %.3f us: the chain starts there\n",
+               who, name_of(&t->names, t->ev[b].kernel), t->ev[b].ts, now);
+      else
+        printf("  %s: no wait ends by %.3f us: the chain starts there\n", who,
+               now);
       break;
     }
     w--;

@@ -296,9 +296,22 @@ def expected_chain(events):
     seen = set()
     while True:
         i = bisect.bisect_left(lane_ends.get(lane, []), now + EPS)
-        if i == 0:
-            lines.append("  %s: no wait ends by %.3f us: the chain starts "
-                         "there" % (who(names, *lane), now))
+        # The block running at now: a wait that ended before it began did
+        # not hold it up (an earlier block's or an earlier run's).
+        running = [b for b in lane_blocks.lanes.get(lane, [])
+                   if b["ts"] <= now + EPS and now <= b["ts"] + b["dur"] + EPS]
+        running = running[-1] if running else None
+        if i == 0 or (running and lane_ends[lane][i - 1] <
+                      running["ts"] - EPS):
+            if running:
+                lines.append("  %s: no wait of its block (kernel %s, from "
+                             "%.3f us) ends by %.3f us: the chain starts "
+                             "there" % (who(names, *lane),
+                                        running["args"]["kernel"],
+                                        running["ts"], now))
+            else:
+                lines.append("  %s: no wait ends by %.3f us: the chain "
+                             "starts there" % (who(names, *lane), now))
             break
         w = lane_waits[lane][i - 1]
         if id(w) in seen:
@@ -583,6 +596,40 @@ def case_known_chain():
     check(section(out, "critical chain") == want, "shuffled: another chain")
 
 
+def case_chain_across_runs():
+    """Two runs: in the first, rank 0's block waits on rank 1; in the
+    second, rank 0's block (the one that ends last) waits for nothing.
+    The first run's wait did not hold the second block up: the chain
+    starts at that block, not in the run before."""
+    ev = meta(1, "rank 0 (device 0)") + meta(2, "rank 1 (device 1)")
+    ev += meta(1, "AIV core 0", tid=1) + meta(2, "AIV core 0", tid=1)
+    ms = 1000
+    ev.append(span("block", "first", 1, 1, 0, 10 * ms, kernel="first",
+                   block=0, blocks=1, task=0))
+    ev.append(wait_span(1, 1, 2 * ms, 5 * ms, "sig", 0))
+    ev.append(flow_end(1, 1, 5 * ms, 1))
+    ev.append(span("block", "first", 2, 1, 0, 8 * ms, kernel="first",
+                   block=0, blocks=1, task=0))
+    ev += notify(2, 1, 4 * ms, "sig", 0, 0, 1)
+    ev.append(span("block", "second", 1, 1, 20 * ms, 30 * ms,
+                   kernel="second", block=0, blocks=1, task=0))
+    ev.append(span("block", "second", 2, 1, 20 * ms, 25 * ms,
+                   kernel="second", block=0, blocks=1, task=0))
+    out, svg = summary_and_svg(ev, "across_runs")
+    want = [
+        "critical chain, back from the block that ends last (rank 0 AIV "
+        "core 0 kernel second, at 30.000 us):",
+        "  rank 0 AIV core 0: no wait of its block (kernel second, from "
+        "20.000 us) ends by 30.000 us: the chain starts there",
+    ]
+    got = section(out, "critical chain")
+    check(got == want, "the chain:\n%s\nexpected:\n%s" %
+          ("\n".join(got), "\n".join(want)))
+    check(expected_chain(ev) == want, "expected_chain disagrees")
+    check_summary(ev, out)
+    check_svg(ev, svg)
+
+
 def case_empty_events():
     out, svg = summary_and_svg([], "empty")
     check(out == "%s: 0 events\n\nkernels: none (no block spans)\n\n"
@@ -804,6 +851,7 @@ CASES = {
     "random_3_ranks": case_random(2, 3),
     "random_4_ranks": case_random(3, 4),
     "known_chain": case_known_chain,
+    "chain_across_runs": case_chain_across_runs,
     "empty_events": case_empty_events,
     "zero_duration": case_zero_duration,
     "lost_events": case_lost_events,
