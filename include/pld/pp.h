@@ -4,7 +4,9 @@
 #ifndef PLD_PP_H
 #define PLD_PP_H
 
-/* Internal preprocessor helpers; not part of the API. */
+/* Internal preprocessor helpers; not part of the API.  One macro a line,
+ * as generated (tools/format.sh leaves them so). */
+/* clang-format off */
 
 /* The limits this file was generated for (pld/levels.h checks them). */
 #define PLD__PP_MAX_PARAMS 32
@@ -126,5 +128,7 @@
 #define PLD__MAPD_6(F, x0, x1, x2, x3, x4, x5) F(x0), F(x1), F(x2), F(x3), F(x4), F(x5)
 #define PLD__MAPD_7(F, x0, x1, x2, x3, x4, x5, x6) F(x0), F(x1), F(x2), F(x3), F(x4), F(x5), F(x6)
 #define PLD__MAPD_8(F, x0, x1, x2, x3, x4, x5, x6, x7) F(x0), F(x1), F(x2), F(x3), F(x4), F(x5), F(x6), F(x7)
+
+/* clang-format on */
 
 #endif /* PLD_PP_H */
