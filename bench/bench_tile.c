@@ -1,139 +1,282 @@
 /* bench_tile: tile operations next to what they are measured against.
  *
  *   (c) elementwise throughput on 64 x 128 tiles (the data of one Unified
- *       Buffer tile, hot in L1): pld_add, pld_muls, pld_exp on FP32 and
- *       pld_add on FP16, against plain C loops over the same data built
- *       with the same flags;
- *   (d) FP32 matmul 128 x 128 x 128 on a cube core against a naive i-j-k
- *       triple loop and single-threaded OpenBLAS cblas_sgemm.
+ *       Buffer tile): every FP32 elementwise, tile-scalar and unary
+ *       operation against the plain C loop computing the same; FP16 and
+ *       BF16 operations against the FP32 rate of the same operation (and
+ *       pld_add FP16 against a `_Float16` loop); casts between FP32 and
+ *       FP16 / BF16 against plain C conversion loops; reductions against
+ *       plain C loops with the same double accumulators;
+ *   (d) matmul 128 x 128 x 128 on a cube core (FP32, FP16 and BF16
+ *       operands, FP32 c) against a naive i-j-k triple loop and
+ *       single-threaded OpenBLAS cblas_sgemm.
+ *
+ * bench/CMakeLists.txt builds it twice: bench_tile with the library as
+ * configured (by default portable: the tile loops choose AVX2 or AVX-512
+ * at run time, tile/isa.h) and bench_tile_native with a copy of the
+ * library built -march=native.  `bench_tile --versus bench_tile_native`
+ * (what `bench/run.sh tile` runs) starts both as servers and measures
+ * every row in each, alternately, in several pairs of fresh processes:
+ * figures of a shared machine drift by tens of percent within seconds,
+ * and from one process to the next (where its memory lands), so only
+ * alternating row by row and taking medians over process pairs puts the
+ * two side by side.  The plain C
+ * loops are built the way the tile loops are (one copy per level, the
+ * level in force running), so that each binary compares pld with what the
+ * same instructions give a plain loop.
  *
  * The tile calls run on a simulated core made directly (core/kctx.h), so
  * the figures are the tile layer's alone, without dispatch.  Each figure
- * is the median of REPS timings of many calls.  Nothing here fails: the
- * figures are printed, with the ratio to the reference. */
+ * is the median of REPS timings of about two milliseconds each.  Nothing
+ * here fails: the figures are printed, with the ratio to the reference.
+ *
+ * Usage: bench_tile                  the tables
+ *        bench_tile --versus PROGRAM [ROUNDS]
+ *                                    each row in this program and in
+ *                                    PROGRAM (another build of bench_tile),
+ *                                    alternately, in ROUNDS pairs of fresh
+ *                                    processes (11): the medians of both
+ *                                    and of their ratios
+ *        bench_tile --serve          PROGRAM's side of --versus: reads row
+ *                                    numbers, answers "pld reference" */
 #include <cblas.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "bench_util.h" /* first: bench_tile reports no pld failures */
 #include "core/kctx.h"
 #include "pld.h"
+#include "tile/isa.h"
 
-enum { REPS = 51, ROWS = 64, COLS = 128, N = ROWS * COLS, MM = 128 };
+enum {
+  REPS = 31,
+  ROWS = 64,
+  COLS = 128,
+  N = ROWS * COLS,
+  MM = 128,
+  MAX_ROUNDS = 99
+};
 
 #define NOINLINE __attribute__((noinline))
+#define S 1.0001f /* the scalar operand */
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median seconds per call of fn, over REPS timings of `inner` calls. */
-static double median_time(void (*fn)(void), int inner) {
-  double t[REPS];
-  for (int i = 0; i < inner; i++)
-    fn(); /* warm caches and branch predictors */
-  for (int r = 0; r < REPS; r++) {
-    const double t0 = now();
-    for (int i = 0; i < inner; i++)
+/* Median seconds per call of fn over REPS timings of about 2 ms. */
+static double time_call(void (*fn)(void)) {
+  int64_t inner = 1;
+  for (;;) { /* warms caches and branch predictors as it calibrates */
+    const double t0 = now_s();
+    for (int64_t i = 0; i < inner; i++)
       fn();
-    t[r] = (now() - t0) / inner;
+    const double t = now_s() - t0;
+    if (t > 2e-4 || inner > (int64_t)1 << 24) {
+      inner = (int64_t)((double)inner * 2e-3 / (t > 1e-9 ? t : 1e-9)) + 1;
+      break;
+    }
+    inner *= 4;
   }
-  qsort(t, REPS, sizeof *t, cmp_double);
-  return t[REPS / 2];
+  double t[REPS];
+  for (int r = 0; r < REPS; r++) {
+    const double t0 = now_s();
+    for (int64_t i = 0; i < inner; i++)
+      fn();
+    t[r] = (now_s() - t0) / (double)inner;
+  }
+  return median(t, REPS);
 }
 
 /* ---- the data ------------------------------------------------------------ */
 
 static struct pld__core vcore, ccore, scratch;
 static pld_core kv, kc, ks;
-static pld_tile *ta, *tb, *td, *ha, *hb, *hd;   /* vector core */
-static pld_tile *ma, *mb, *mc, *mha, *mhb;      /* cube core */
+/* Vector core: FP32 a, b, positive p (log, sqrt), d; FP16 and BF16 a, b,
+ * d; reduction results. */
+static pld_tile *ta, *tb, *tp, *td, *ha, *hb, *hd, *ba, *bb, *bd;
+static pld_tile *trow, *tcol, *hrow;
+/* Cube core: FP32, FP16 and BF16 operands, c. */
+static pld_tile *ma, *mb, *mc, *mha, *mhb, *mba, *mbb;
 
 /* The plain loops' data, 64-byte aligned like tiles. */
-static _Alignas(64) float fa[N], fb[N], fd[N];
-__extension__ typedef _Float16 half; /* gcc's half type, for the FP16 loop */
+static _Alignas(64) float fa[N], fb[N], fp[N], fd[N];
+__extension__ typedef _Float16 half; /* gcc's half type */
 static _Alignas(64) half ga[N], gb[N], gd[N];
+static _Alignas(64) uint16_t ua[N], ud[N]; /* BF16 bits */
 static _Alignas(64) float xa[MM * MM], xb[MM * MM], xc[MM * MM];
 static volatile int runtime_size = MM; /* a size the compiler cannot see */
 
-/* ---- (c) elementwise ------------------------------------------------------ */
+/* ---- (c) elementwise FP32 ------------------------------------------------ */
 
-static NOINLINE void tile_add(void) { pld_add(kv, td, ta, tb); }
-static NOINLINE void tile_muls(void) { pld_muls(kv, td, ta, 1.0001); }
-static NOINLINE void tile_exp(void) { pld_exp(kv, td, ta); }
-static NOINLINE void tile_add_fp16(void) { pld_add(kv, hd, ha, hb); }
+#define FMAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
+#define FMIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+
+/* X(id, inputs, pld call, plain C loop's element, its text).  The loops
+ * read a[i], b[i], p[i] (positive) and s. */
+#define FP32_OPS(X)                                                            \
+  X(add, 2, pld_add(kv, td, ta, tb), a[i] + b[i], "d[i] = a[i] + b[i]")        \
+  X(sub, 2, pld_sub(kv, td, ta, tb), a[i] - b[i], "d[i] = a[i] - b[i]")        \
+  X(mul, 2, pld_mul(kv, td, ta, tb), a[i] * b[i], "d[i] = a[i] * b[i]")        \
+  X(div, 2, pld_div(kv, td, ta, tb), a[i] / b[i], "d[i] = a[i] / b[i]")        \
+  X(maximum, 2, pld_maximum(kv, td, ta, tb), FMAX(a[i], b[i]),                 \
+    "d[i] = max(a[i], b[i])")                                                  \
+  X(minimum, 2, pld_minimum(kv, td, ta, tb), FMIN(a[i], b[i]),                 \
+    "d[i] = min(a[i], b[i])")                                                  \
+  X(adds, 1, pld_adds(kv, td, ta, S), a[i] + s, "d[i] = a[i] + s")             \
+  X(subs, 1, pld_subs(kv, td, ta, S), a[i] - s, "d[i] = a[i] - s")             \
+  X(muls, 1, pld_muls(kv, td, ta, S), a[i] * s, "d[i] = a[i] * s")             \
+  X(divs, 1, pld_divs(kv, td, ta, S), a[i] / s, "d[i] = a[i] / s")             \
+  X(maxs, 1, pld_maxs(kv, td, ta, S), FMAX(a[i], s), "d[i] = max(a[i], s)")    \
+  X(mins, 1, pld_mins(kv, td, ta, S), FMIN(a[i], s), "d[i] = min(a[i], s)")    \
+  X(neg, 1, pld_neg(kv, td, ta), -a[i], "d[i] = -a[i]")                        \
+  X(abs, 1, pld_abs(kv, td, ta), __builtin_fabsf(a[i]), "d[i] = fabsf(a[i])")  \
+  X(relu, 1, pld_relu(kv, td, ta), a[i] < 0.0f ? 0.0f : a[i],                  \
+    "d[i] = a[i] < 0 ? 0 : a[i]")                                              \
+  X(exp, 1, pld_exp(kv, td, ta), expf(a[i]), "d[i] = expf(a[i])")              \
+  X(log, 1, pld_log(kv, td, tp), logf(p[i]), "d[i] = logf(a[i])")              \
+  X(sqrt, 1, pld_sqrt(kv, td, tp), sqrtf(p[i]), "d[i] = sqrtf(a[i])")          \
+  X(rsqrt, 1, pld_rsqrt(kv, td, tp), 1.0f / sqrtf(p[i]),                       \
+    "d[i] = 1 / sqrtf(a[i])")                                                  \
+  X(reciprocal, 1, pld_reciprocal(kv, td, ta), 1.0f / a[i], "d[i] = 1 / a[i]")
 
 /* The loops a C programmer writes, with the size known and restrict
  * pointers: gcc vectorizes them fully (the best case for the reference),
- * except the _Float16 one, which gcc 12 leaves scalar. */
-static NOINLINE void add_loop(float *restrict d, const float *restrict a,
-                              const float *restrict b) {
+ * but for expf and logf, which are libm calls. */
+#define DEFINE_FP32_OP(id, inputs, CALL, EXPR, text)                           \
+  static NOINLINE void tile_##id(void) { (void)(CALL); }                       \
+  PLD__ISA_FUNCTION(static, loop_##id,                                         \
+                    (float *restrict d, const float *restrict a,               \
+                     const float *restrict b, const float *restrict p,         \
+                     float s),                                                 \
+                    (d, a, b, p, s)) {                                         \
+    (void)a, (void)b, (void)p, (void)s;                                        \
+    for (int i = 0; i < N; i++)                                                \
+      d[i] = EXPR;                                                             \
+  }                                                                            \
+  static void plain_##id(void) { loop_##id(fd, fa, fb, fp, S); }
+FP32_OPS(DEFINE_FP32_OP)
+
+/* ---- (c) FP16 and BF16 ----------------------------------------------------
+ */
+
+/* X(id, dtype name, FP32 operation, pld call) */
+#define HALF_OPS(X)                                                            \
+  X(add_fp16, "FP16", add, pld_add(kv, hd, ha, hb))                            \
+  X(muls_fp16, "FP16", muls, pld_muls(kv, hd, ha, S))                          \
+  X(exp_fp16, "FP16", exp, pld_exp(kv, hd, ha))                                \
+  X(add_bf16, "BF16", add, pld_add(kv, bd, ba, bb))                            \
+  X(muls_bf16, "BF16", muls, pld_muls(kv, bd, ba, S))                          \
+  X(exp_bf16, "BF16", exp, pld_exp(kv, bd, ba))
+
+#define DEFINE_HALF_OP(id, dtype, op, CALL)                                    \
+  static NOINLINE void tile_##id(void) { (void)(CALL); }
+HALF_OPS(DEFINE_HALF_OP)
+
+/* gcc computes _Float16 in float but with AVX512-FP16, which the
+ * portable copies do not assume: there the loop converts element by
+ * element. */
+PLD__ISA_FUNCTION(static, loop_add_fp16,
+                  (half *restrict d, const half *restrict a,
+                   const half *restrict b),
+                  (d, a, b)) {
   for (int i = 0; i < N; i++)
     d[i] = a[i] + b[i];
 }
-static NOINLINE void muls_loop(float *restrict d, const float *restrict a,
-                               float s) {
-  for (int i = 0; i < N; i++)
-    d[i] = a[i] * s;
-}
-static NOINLINE void exp_loop(float *restrict d, const float *restrict a) {
-  for (int i = 0; i < N; i++)
-    d[i] = expf(a[i]);
-}
-static NOINLINE void add_loop_fp16(half *restrict d, const half *restrict a,
-                                   const half *restrict b) {
-  for (int i = 0; i < N; i++)
-    d[i] = a[i] + b[i];
-}
-static void c_add(void) { add_loop(fd, fa, fb); }
-static void c_muls(void) { muls_loop(fd, fa, 1.0001f); }
-static void c_exp(void) { exp_loop(fd, fa); }
-static void c_add_fp16(void) { add_loop_fp16(gd, ga, gb); }
+static void plain_add_fp16(void) { loop_add_fp16(gd, ga, gb); }
 
-static void elementwise_row(const char *name, const char *ref_name,
-                            void (*tile)(void), void (*ref)(void),
-                            double bytes) {
-  const double tt = median_time(tile, 2000), tr = median_time(ref, 2000);
-  printf("  %-22s %7.2f %7.1f    %-24s %7.2f %7.1f    %5.0f%%\n", name,
-         N / tt * 1e-9, bytes / tt * 1e-9, ref_name, N / tr * 1e-9,
-         bytes / tr * 1e-9, 100.0 * tr / tt);
-}
+/* ---- (c) casts ------------------------------------------------------------
+ */
 
-static void bench_elementwise(void) {
-  printf("(c) elementwise, 64 x 128 tiles (%d elements), median of %d x 2000 "
-         "calls\n",
-         N, REPS);
-  printf("  %-22s %7s %7s    %-24s %7s %7s    %6s\n", "tile op", "Gelem/s",
-         "GB/s", "plain C loop", "Gelem/s", "GB/s", "ratio");
-  elementwise_row("pld_add FP32", "d[i] = a[i] + b[i]", tile_add, c_add,
-                  3.0 * N * 4);
-  elementwise_row("pld_muls FP32", "d[i] = a[i] * s", tile_muls, c_muls,
-                  2.0 * N * 4);
-  elementwise_row("pld_exp FP32", "d[i] = expf(a[i])", tile_exp, c_exp,
-                  2.0 * N * 4);
-  elementwise_row("pld_add FP16", "_Float16 d[i]=a[i]+b[i]", tile_add_fp16,
-                  c_add_fp16, 3.0 * N * 2);
-  printf("  (ratio: tile op throughput / plain loop throughput; the plain "
-         "loops know the size at compile time)\n");
+static NOINLINE void tile_f32_f16(void) { pld_cast(kv, hd, ta); }
+static NOINLINE void tile_f16_f32(void) { pld_cast(kv, td, ha); }
+static NOINLINE void tile_f32_bf16(void) { pld_cast(kv, bd, ta); }
+static NOINLINE void tile_bf16_f32(void) { pld_cast(kv, td, ba); }
+
+PLD__ISA_FUNCTION(static, loop_f32_f16,
+                  (half *restrict d, const float *restrict a), (d, a)) {
+  for (int i = 0; i < N; i++)
+    d[i] = (half)a[i];
 }
+PLD__ISA_FUNCTION(static, loop_f16_f32,
+                  (float *restrict d, const half *restrict a), (d, a)) {
+  for (int i = 0; i < N; i++)
+    d[i] = (float)a[i];
+}
+/* BF16 by its definition: the top half of the float, rounded to nearest
+ * even (NaNs aside). */
+PLD__ISA_FUNCTION(static, loop_f32_bf16,
+                  (uint16_t *restrict d, const float *restrict a), (d, a)) {
+  for (int i = 0; i < N; i++) {
+    uint32_t u;
+    memcpy(&u, &a[i], sizeof u);
+    d[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  }
+}
+PLD__ISA_FUNCTION(static, loop_bf16_f32,
+                  (float *restrict d, const uint16_t *restrict a), (d, a)) {
+  for (int i = 0; i < N; i++) {
+    const uint32_t u = (uint32_t)a[i] << 16;
+    memcpy(&d[i], &u, sizeof u);
+  }
+}
+static void plain_f32_f16(void) { loop_f32_f16(gd, fa); }
+static void plain_f16_f32(void) { loop_f16_f32(fd, ga); }
+static void plain_f32_bf16(void) { loop_f32_bf16(ud, fa); }
+static void plain_bf16_f32(void) { loop_bf16_f32(fd, ua); }
+
+/* ---- (c) reductions -------------------------------------------------------
+ */
+
+static NOINLINE void tile_row_sum(void) { pld_row_sum(kv, trow, ta); }
+static NOINLINE void tile_col_sum(void) { pld_col_sum(kv, tcol, ta); }
+static NOINLINE void tile_row_max(void) { pld_row_max(kv, trow, ta); }
+static NOINLINE void tile_row_sum_fp16(void) { pld_row_sum(kv, hrow, ha); }
+
+/* As a C programmer writes them, accumulating in double as pld does: the
+ * row sums are one dependence chain per row (gcc may not reorder float
+ * additions), the column sums independent lanes. */
+PLD__ISA_FUNCTION(static, loop_row_sum,
+                  (float *restrict d, const float *restrict a), (d, a)) {
+  for (int r = 0; r < ROWS; r++) {
+    double s = 0;
+    for (int c = 0; c < COLS; c++)
+      s += a[r * COLS + c];
+    d[r] = (float)s;
+  }
+}
+PLD__ISA_FUNCTION(static, loop_col_sum,
+                  (float *restrict d, const float *restrict a), (d, a)) {
+  double acc[COLS] = {0};
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < COLS; c++)
+      acc[c] += a[r * COLS + c];
+  for (int c = 0; c < COLS; c++)
+    d[c] = (float)acc[c];
+}
+PLD__ISA_FUNCTION(static, loop_row_max,
+                  (float *restrict d, const float *restrict a), (d, a)) {
+  for (int r = 0; r < ROWS; r++) {
+    float m = -INFINITY;
+    for (int c = 0; c < COLS; c++)
+      m = FMAX(a[r * COLS + c], m);
+    d[r] = m;
+  }
+}
+static void plain_row_sum(void) { loop_row_sum(fd, fa); }
+static void plain_col_sum(void) { loop_col_sum(fd, fa); }
+static void plain_row_max(void) { loop_row_max(fd, fa); }
 
 /* ---- (d) matmul ---------------------------------------------------------- */
 
 static NOINLINE void tile_matmul(void) { pld_matmul(kc, mc, ma, mb); }
-static NOINLINE void tile_matmul_bf16(void) { pld_matmul(kc, mc, mha, mhb); }
+static NOINLINE void tile_matmul_fp16(void) { pld_matmul(kc, mc, mha, mhb); }
+static NOINLINE void tile_matmul_bf16(void) { pld_matmul(kc, mc, mba, mbb); }
 
-/* Textbook i-j-k. */
-static inline void naive_sgemm(int m, int n, int kk, const float *a,
-                               const float *b, float *c) {
+/* Textbook i-j-k (always inlined: a copy per level for naive_const). */
+PLD__ISA_INLINE void naive_sgemm(int m, int n, int kk, const float *a,
+                                 const float *b, float *c) {
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++) {
       float s = 0;
@@ -145,12 +288,14 @@ static inline void naive_sgemm(int m, int n, int kk, const float *a,
 
 /* With sizes known only at run time (how it is written in a library), and
  * with the sizes compile-time constants, when gcc vectorizes it over j - a
- * much stronger reference. */
+ * much stronger reference (with -march=native; the copies of the portable
+ * build, tuned for no CPU in particular, leave it scalar). */
 static NOINLINE void naive_runtime(int m, int n, int kk, const float *a,
                                    const float *b, float *c) {
   naive_sgemm(m, n, kk, a, b, c);
 }
-static NOINLINE void naive_const(const float *a, const float *b, float *c) {
+PLD__ISA_FUNCTION(static, naive_const,
+                  (const float *a, const float *b, float *c), (a, b, c)) {
   naive_sgemm(MM, MM, MM, a, b, c);
 }
 
@@ -163,10 +308,6 @@ static void c_openblas(void) {
               MM, xb, MM, 0.0f, xc, MM);
 }
 
-static double gflops(double seconds) {
-  return 2.0 * MM * MM * MM / seconds * 1e-9;
-}
-
 /* Largest |pld - OpenBLAS| over c, relative to the largest |c|. */
 static double matmul_difference(void) {
   tile_matmul();
@@ -174,35 +315,249 @@ static double matmul_difference(void) {
   double diff = 0, mag = 0;
   for (int i = 0; i < MM; i++)
     for (int j = 0; j < MM; j++) {
-      const float v = ((const float *)(mc->data + (size_t)i * mc->row_bytes))[j];
+      const float v =
+          ((const float *)(mc->data + (size_t)i * mc->row_bytes))[j];
       diff = fmax(diff, fabs((double)v - xc[i * MM + j]));
       mag = fmax(mag, fabs((double)xc[i * MM + j]));
     }
   return diff / mag;
 }
 
-static void bench_matmul(void) {
-  openblas_set_num_threads(1);
-  const double t_tile = median_time(tile_matmul, 200);
-  const double t_bf16 = median_time(tile_matmul_bf16, 200);
-  const double t_naive = median_time(c_naive, 5);
-  const double t_const = median_time(c_naive_const, 20);
-  const double t_blas = median_time(c_openblas, 200);
-  printf("\n(d) matmul FP32 %d x %d x %d, median of %d timings, GFLOP/s\n", MM,
-         MM, MM, REPS);
-  printf("  %-44s %7.1f\n", "pld_matmul (FP32 tiles, cube core)",
-         gflops(t_tile));
-  printf("  %-44s %7.1f   pld is %5.1fx\n", "naive i-j-k loop, run-time sizes",
-         gflops(t_naive), t_naive / t_tile);
-  printf("  %-44s %7.1f   pld is %5.1fx\n",
-         "naive i-j-k loop, compile-time sizes", gflops(t_const),
-         t_const / t_tile);
-  printf("  %-44s %7.1f   pld is %5.2fx\n",
-         "OpenBLAS cblas_sgemm, 1 thread", gflops(t_blas), t_blas / t_tile);
-  printf("  %-44s %7.1f\n", "pld_matmul (BF16 operands, FP32 c)",
-         gflops(t_bf16));
-  printf("  (largest |pld - OpenBLAS| / largest |c|: %.2g)\n",
+/* ---- the rows ------------------------------------------------------------ */
+
+/* A row: pld's call and its reference, each with the work of one call
+ * (elements, or floating-point operations for matmul), in its table. */
+struct row {
+  const char *table, *label, *ref_label;
+  void (*pld)(void), (*ref)(void);
+  double work, ref_work;
+  double bytes; /* per element, for the GB/s columns (0: none) */
+};
+
+#define FLOPS (2.0 * MM * MM * MM)
+static const char *const TABLE_FP32 =
+    "(c) elementwise FP32, 64 x 128 tiles (8192 elements)";
+static const char *const TABLE_HALF = "(c) FP16 and BF16 (computed in float), "
+                                      "against the FP32 rate of the same "
+                                      "operation";
+static const char *const TABLE_CAST = "(c) pld_cast, 64 x 128 tiles";
+static const char *const TABLE_REDUCE =
+    "(c) reductions of 64 x 128 tiles (Gelem/s: elements reduced)";
+static const char *const TABLE_MATMUL =
+    "(d) matmul 128 x 128 x 128 on a cube core (GFLOP/s)";
+
+/* One row a line, the X-macro tables expanding in the list. */
+/* clang-format off */
+#define FP32_ROW(id, inputs, CALL, EXPR, text)                                 \
+  {TABLE_FP32, "pld_" #id " FP32", text, tile_##id, plain_##id, N, N,          \
+   4.0 * (inputs + 1)},
+#define HALF_ROW(id, dtype, op, CALL)                                          \
+  {TABLE_HALF, "pld_" #op " " dtype, "pld_" #op " FP32", tile_##id,           \
+   tile_##op, N, N, 0},
+static const struct row rows[] = {
+  FP32_OPS(FP32_ROW)
+  HALF_OPS(HALF_ROW)
+  {TABLE_HALF, "pld_add FP16", "_Float16 loop d = a + b", tile_add_fp16, plain_add_fp16, N, N, 0},
+  {TABLE_CAST, "pld_cast FP32->FP16", "d[i] = (_Float16)a[i]", tile_f32_f16, plain_f32_f16, N, N, 6},
+  {TABLE_CAST, "pld_cast FP16->FP32", "d[i] = (float)a[i], _Float16", tile_f16_f32, plain_f16_f32, N, N, 6},
+  {TABLE_CAST, "pld_cast FP32->BF16", "rounded top half of the bits", tile_f32_bf16, plain_f32_bf16, N, N, 6},
+  {TABLE_CAST, "pld_cast BF16->FP32", "d[i] = a[i] << 16 (bits)", tile_bf16_f32, plain_bf16_f32, N, N, 6},
+  {TABLE_REDUCE, "pld_row_sum FP32", "row sums in double", tile_row_sum, plain_row_sum, N, N, 0},
+  {TABLE_REDUCE, "pld_col_sum FP32", "column sums in double", tile_col_sum, plain_col_sum, N, N, 0},
+  {TABLE_REDUCE, "pld_row_max FP32", "row maxima", tile_row_max, plain_row_max, N, N, 0},
+  {TABLE_REDUCE, "pld_row_sum FP16", "pld_row_sum FP32", tile_row_sum_fp16, tile_row_sum, N, N, 0},
+  {TABLE_MATMUL, "pld_matmul FP32", "OpenBLAS cblas_sgemm, 1 thread", tile_matmul, c_openblas, FLOPS, FLOPS, 0},
+  {TABLE_MATMUL, "pld_matmul FP32", "naive i-j-k, run-time sizes", tile_matmul, c_naive, FLOPS, FLOPS, 0},
+  {TABLE_MATMUL, "pld_matmul FP32", "naive i-j-k, compile-time sizes", tile_matmul, c_naive_const, FLOPS, FLOPS, 0},
+  {TABLE_MATMUL, "pld_matmul FP16", "pld_matmul FP32", tile_matmul_fp16, tile_matmul, FLOPS, FLOPS, 0},
+  {TABLE_MATMUL, "pld_matmul BF16", "pld_matmul FP32", tile_matmul_bf16, tile_matmul, FLOPS, FLOPS, 0},
+};
+/* clang-format on */
+enum { NROWS = sizeof rows / sizeof rows[0] };
+
+/* Row i measured: pld's figure and the reference's, per nanosecond
+ * (Gelem/s, GFLOP/s). */
+static void measure(int i, double *pld, double *ref) {
+  *pld = rows[i].work / time_call(rows[i].pld) * 1e-9;
+  *ref = rows[i].ref_work / time_call(rows[i].ref) * 1e-9;
+}
+
+static const char *unit_of(const struct row *r) {
+  return r->table == TABLE_MATMUL ? "GFLOP/s" : "Gelem/s";
+}
+
+/* ---- printing ------------------------------------------------------------ */
+
+/* Where the tile loops' instructions come from, in words. */
+static void print_level(void) {
+  const char *refusal = pld__isa_refusal();
+  if (refusal)
+    fprintf(stderr, "bench_tile: %s\n", refusal);
+  if (PLD__ISA_BASE == PLD__ISA_AVX512 || !PLD__ISA_X86)
+    printf("tile loops: one copy, built for the compiler's flags%s\n",
+           PLD__ISA_BASE == PLD__ISA_AVX512 ? " (AVX-512: -march=native)" : "");
+  else
+    printf("tile loops: %s, chosen at run time (PLD_ISA=generic|avx2|avx512 "
+           "caps it)\n",
+           pld__isa_name(pld__isa()));
+}
+
+/* The tables of one run. */
+static void print_tables(void) {
+  const char *table = NULL;
+  for (int i = 0; i < NROWS; i++) {
+    const struct row *r = &rows[i];
+    double pld, ref;
+    measure(i, &pld, &ref);
+    if (r->table != table) {
+      table = r->table;
+      printf("\n%s\n  %-22s %7s %7s    %-32s %7s %7s    %6s\n", table,
+             "tile op", unit_of(r), r->bytes > 0 ? "GB/s" : "", "reference",
+             unit_of(r), r->bytes > 0 ? "GB/s" : "", "ratio");
+    }
+    if (r->bytes > 0)
+      printf("  %-22s %7.2f %7.1f    %-32s %7.2f %7.1f    %5.0f%%\n", r->label,
+             pld, pld * r->bytes, r->ref_label, ref, ref * r->bytes,
+             100.0 * pld / ref);
+    else
+      printf("  %-22s %7.2f            %-32s %7.2f            %5.0f%%\n",
+             r->label, pld, r->ref_label, ref, 100.0 * pld / ref);
+  }
+  printf("  (ratio: pld's throughput / the reference's; the plain loops know "
+         "the size at compile time)\n");
+  printf("  (matmul: largest |pld - OpenBLAS| / largest |c|: %.2g)\n",
          matmul_difference());
+}
+
+/* --serve: answers row numbers with "pld reference" lines; -1 with the
+ * level line. */
+static int serve(void) {
+  int i;
+  while (scanf("%d", &i) == 1) {
+    if (i < 0) {
+      printf(": ");
+      print_level();
+    } else if (i < NROWS) {
+      double pld, ref;
+      measure(i, &pld, &ref);
+      printf("%.6f %.6f\n", pld, ref);
+    }
+    fflush(stdout);
+  }
+  return 0;
+}
+
+/* A `program --serve` to ask rows of. */
+struct server {
+  pid_t pid;
+  FILE *ask, *answer;
+};
+
+static int server_start(struct server *sv, const char *program) {
+  int to[2], from[2];
+  /* Close-on-exec: the next server must not hold this one's pipes, or
+   * this one would never see the end of its input. */
+  if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC)) {
+    perror("bench_tile: pipe");
+    return -1;
+  }
+  sv->pid = fork();
+  if (sv->pid < 0) {
+    perror("bench_tile: fork");
+    return -1;
+  }
+  if (sv->pid == 0) {
+    dup2(to[0], 0);
+    dup2(from[1], 1);
+    close(to[0]), close(to[1]), close(from[0]), close(from[1]);
+    execl(program, program, "--serve", (char *)NULL);
+    fprintf(stderr, "bench_tile: cannot run %s\n", program);
+    _exit(127);
+  }
+  close(to[0]), close(from[1]);
+  sv->ask = fdopen(to[1], "w");
+  sv->answer = fdopen(from[0], "r");
+  return sv->ask && sv->answer ? 0 : -1;
+}
+
+static void server_stop(struct server *sv) {
+  fclose(sv->ask); /* end of input: it exits */
+  fclose(sv->answer);
+  waitpid(sv->pid, NULL, 0);
+}
+
+/* Row i (or, for -1, the level line into line) from server sv. */
+static int server_row(struct server *sv, int i, double *pld, double *ref,
+                      char *line, size_t cap) {
+  fprintf(sv->ask, "%d\n", i);
+  fflush(sv->ask);
+  if (i < 0)
+    return fgets(line, (int)cap, sv->answer) ? 0 : -1;
+  return fscanf(sv->answer, "%lf %lf", pld, ref) == 2 ? 0 : -1;
+}
+
+/* --versus: every row in `bench_tile --serve` (this program) and in
+ * `program --serve`, alternately (which one goes first alternates too),
+ * `rounds` times; then the medians.  Each round starts both servers
+ * afresh: where a process's memory lands in the caches moves some figures
+ * by 10 to 30% from one process to the next, so a comparison of two
+ * processes only holds as the median of several pairs. */
+static int versus(const char *program, int rounds) {
+  static double fig[2][NROWS][2][MAX_ROUNDS]; /* [side][row][pld, ref] */
+  const char *name[2] = {self_exe(), program};
+  char level[2][256] = {"", ""};
+  for (int k = 0; k < rounds; k++) {
+    struct server sv[2];
+    for (int side = 0; side < 2; side++)
+      if (server_start(&sv[side], name[side]) ||
+          server_row(&sv[side], -1, NULL, NULL, level[side],
+                     sizeof level[side])) {
+        fprintf(stderr, "bench_tile: %s --serve does not answer\n", name[side]);
+        return 1;
+      }
+    if (k == 0) {
+      printf("here:  %s%sthere: %s%s", name[0], level[0], name[1], level[1]);
+      print_busy("figures");
+      fflush(stdout);
+    }
+    for (int i = 0; i < NROWS; i++)
+      for (int turn = 0; turn < 2; turn++) {
+        const int side = (turn + k + i) % 2;
+        if (server_row(&sv[side], i, &fig[side][i][0][k], &fig[side][i][1][k],
+                       NULL, 0)) {
+          fprintf(stderr, "bench_tile: %s --serve stopped answering\n",
+                  name[side]);
+          return 1;
+        }
+      }
+    server_stop(&sv[0]);
+    server_stop(&sv[1]);
+    fprintf(stderr, ".");
+  }
+  fprintf(stderr, "\n");
+  printf("\nEvery row measured here and there alternately, in %d pairs of "
+         "fresh processes: medians; here/there is the median of the pairs' "
+         "ratios, and the middle half of them spans the range after it\n",
+         rounds);
+  printf("  %-22s %-8s %8s %8s %10s %-15s %-32s %8s %9s\n", "tile benchmark",
+         "unit", "here", "there", "here/there", "", "reference (in each)",
+         "here", "here/ref");
+  for (int i = 0; i < NROWS; i++) {
+    double ratio[MAX_ROUNDS];
+    for (int k = 0; k < rounds; k++)
+      ratio[k] = fig[0][i][0][k] / fig[1][i][0][k];
+    const double mid = median(ratio, rounds); /* sorts ratio */
+    const double p = median(fig[0][i][0], rounds);
+    const double q = median(fig[1][i][0], rounds);
+    const double r = median(fig[0][i][1], rounds);
+    char span[32];
+    snprintf(span, sizeof span, "(%.0f-%.0f%%)", 100 * ratio[rounds / 4],
+             100 * ratio[(3 * rounds) / 4 - (rounds % 4 == 0)]);
+    printf("  %-22s %-8s %8.2f %8.2f %9.1f%% %-15s %-32s %8.2f %8.1f%%\n",
+           rows[i].label, unit_of(&rows[i]), p, q, 100 * mid, span,
+           rows[i].ref_label, r, 100 * p / r);
+  }
+  return 0;
 }
 
 /* ---- setup --------------------------------------------------------------- */
@@ -210,16 +565,16 @@ static void bench_matmul(void) {
 /* A tile of core k holding src converted to dt.  The conversion runs on
  * a scratch vector core, since cube cores have no pld_cast; a tile of one
  * shape and dtype has one layout, so its bytes are copied over whole. */
-static pld_tile *filled(pld_core k, pld_dtype dt, int32_t rows, int32_t cols,
+static pld_tile *filled(pld_core k, pld_dtype dt, int32_t rows_, int32_t cols,
                         const float *src) {
-  pld_tile *t = pld_tile_new(k, dt, rows, cols);
-  pld_tile *f = pld_tile_new(ks, PLD_FP32, rows, cols);
-  pld_tile *g = pld_tile_new(ks, dt, rows, cols);
+  pld_tile *t = pld_tile_new(k, dt, rows_, cols);
+  pld_tile *f = pld_tile_new(ks, PLD_FP32, rows_, cols);
+  pld_tile *g = pld_tile_new(ks, dt, rows_, cols);
   if (!t || !f || !g) {
     fprintf(stderr, "bench_tile: %s%s\n", k.p->msg, ks.p->msg);
     exit(1);
   }
-  for (int32_t r = 0; r < rows; r++)
+  for (int32_t r = 0; r < rows_; r++)
     memcpy(f->data + (size_t)r * f->row_bytes, src + (size_t)r * (size_t)cols,
            (size_t)cols * sizeof(float));
   pld_cast(ks, g, f);
@@ -239,13 +594,15 @@ static void start(struct pld__core *c, pld_core *k,
   k->p = c;
 }
 
-int main(void) {
-  const struct pld__core_spec vspec = {PLD_CORE_VECTOR, 0, 192 * 1024,
-                                       "Unified Buffer", 0, 0, 0};
-  const struct pld__core_spec cspec = {PLD_CORE_CUBE, 0, 512 * 1024, "L1",
-                                       64 * 1024, 64 * 1024, 128 * 1024};
-  const struct pld__core_spec sspec = {PLD_CORE_VECTOR, 1, 512 * 1024,
-                                       "scratch", 0, 0, 0};
+static void setup(void) {
+  /* Tile memory for every operand at once (the Unified Buffer's 192 KiB
+   * would hold the FP32 and FP16 ones only). */
+  const struct pld__core_spec vspec = {
+      PLD_CORE_VECTOR, 0, 512 * 1024, "Unified Buffer", 0, 0, 0};
+  const struct pld__core_spec cspec = {
+      PLD_CORE_CUBE, 0, 512 * 1024, "L1", 64 * 1024, 64 * 1024, 128 * 1024};
+  const struct pld__core_spec sspec = {
+      PLD_CORE_VECTOR, 1, 512 * 1024, "scratch", 0, 0, 0};
   start(&vcore, &kv, &vspec);
   start(&ccore, &kc, &cspec);
   start(&scratch, &ks, &sspec);
@@ -253,8 +610,12 @@ int main(void) {
   for (int i = 0; i < N; i++) {
     fa[i] = (float)rand() / (float)RAND_MAX * 4.0f - 2.0f;
     fb[i] = (float)rand() / (float)RAND_MAX * 4.0f - 2.0f;
+    fp[i] = (float)rand() / (float)RAND_MAX * 4.0f + 0.25f;
     ga[i] = (half)fa[i];
     gb[i] = (half)fb[i];
+    uint32_t u;
+    memcpy(&u, &fa[i], sizeof u);
+    ua[i] = (uint16_t)(u >> 16);
   }
   for (int i = 0; i < MM * MM; i++) {
     xa[i] = (float)rand() / (float)RAND_MAX - 0.5f;
@@ -262,24 +623,59 @@ int main(void) {
   }
   ta = filled(kv, PLD_FP32, ROWS, COLS, fa);
   tb = filled(kv, PLD_FP32, ROWS, COLS, fb);
+  tp = filled(kv, PLD_FP32, ROWS, COLS, fp);
   td = pld_tile_new(kv, PLD_FP32, ROWS, COLS);
   ha = filled(kv, PLD_FP16, ROWS, COLS, fa);
   hb = filled(kv, PLD_FP16, ROWS, COLS, fb);
   hd = pld_tile_new(kv, PLD_FP16, ROWS, COLS);
+  ba = filled(kv, PLD_BF16, ROWS, COLS, fa);
+  bb = filled(kv, PLD_BF16, ROWS, COLS, fb);
+  bd = pld_tile_new(kv, PLD_BF16, ROWS, COLS);
+  trow = pld_tile_new(kv, PLD_FP32, ROWS, 1);
+  tcol = pld_tile_new(kv, PLD_FP32, 1, COLS);
+  hrow = pld_tile_new(kv, PLD_FP16, ROWS, 1);
   ma = filled(kc, PLD_FP32, MM, MM, xa);
   mb = filled(kc, PLD_FP32, MM, MM, xb);
   mc = pld_tile_new(kc, PLD_FP32, MM, MM);
-  mha = filled(kc, PLD_BF16, MM, MM, xa);
-  mhb = filled(kc, PLD_BF16, MM, MM, xb);
+  mha = filled(kc, PLD_FP16, MM, MM, xa);
+  mhb = filled(kc, PLD_FP16, MM, MM, xb);
+  mba = filled(kc, PLD_BF16, MM, MM, xa);
+  mbb = filled(kc, PLD_BF16, MM, MM, xb);
+  if (!td || !hd || !bd || !trow || !tcol || !hrow || !mc) {
+    fprintf(stderr, "bench_tile: %s%s\n", vcore.msg, ccore.msg);
+    exit(1);
+  }
+  openblas_set_num_threads(1);
+}
 
-  printf("bench_tile: tile layer against plain C and OpenBLAS\n\n");
-  bench_elementwise();
-  bench_matmul();
-  if (vcore.status || ccore.status || scratch.status)
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  int st = 0;
+  setup();
+  if (!strcmp(mode, "--serve")) {
+    st = serve();
+  } else if (!strcmp(mode, "--versus") && argc > 2) {
+    const int rounds = argc > 3 ? atoi(argv[3]) : 11;
+    st = versus(argv[2], rounds < 1            ? 1
+                         : rounds > MAX_ROUNDS ? MAX_ROUNDS
+                                               : rounds);
+  } else if (!*mode) {
+    printf("bench_tile: tile layer against plain C and OpenBLAS\n");
+    print_level();
+    print_busy("figures");
+    print_tables();
+  } else {
+    fprintf(stderr,
+            "usage: bench_tile [--versus PROGRAM [ROUNDS] | --serve]\n");
+    return 2;
+  }
+  if (vcore.status || ccore.status || scratch.status) {
     fprintf(stderr, "bench_tile: a tile call failed: %s%s%s\n", vcore.msg,
             ccore.msg, scratch.msg);
+    st = 1;
+  }
   pld__core_release(&vcore);
   pld__core_release(&ccore);
   pld__core_release(&scratch);
-  return 0;
+  return st;
 }

@@ -4,16 +4,38 @@
 # (Debian 12, as root).  Prints figures; never fails on a slow result.  The
 # exit status is 1 only if a benchmark itself failed (a pld call returned
 # an error, or it crashed); the others still run.
+#
+#   bench/run.sh             every benchmark
+#   bench/run.sh tile [N]    the portable build next to a native one: every
+#                            tile benchmark of bench_tile (the library as
+#                            configured, by default portable: AVX2 or
+#                            AVX-512 chosen at run time) and of
+#                            bench_tile_native (a copy built -march=native),
+#                            alternately, in N pairs of fresh processes
+#                            (11), then one table of their medians and
+#                            ratios (bench_tile --versus)
+#
+# The build goes to build-bench, or to $PLD_BENCH_BUILD; extra CMake
+# options (-DPLD_NATIVE=ON, ...) can come in $PLD_BENCH_CMAKE.
 set -eu
 cd "$(dirname "$0")/.."
+build=${PLD_BENCH_BUILD:-build-bench}
 
 sh tools/need.sh bench/run.sh cmake build-essential libopenblas-dev \
   libopenmpi-dev openmpi-bin
 
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DPLD_BENCH=ON -DPLD_TESTS=OFF >/dev/null
-cmake --build build-bench -j "$(nproc)"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPLD_BENCH=ON \
+  -DPLD_TESTS=OFF ${PLD_BENCH_CMAKE:-} >/dev/null
+
+if [ "${1:-}" = tile ]; then
+  cmake --build "$build" -j "$(nproc)" --target bench_tile bench_tile_native
+  exec "$build/bench/bench_tile" --versus "$build/bench/bench_tile_native" \
+    "${2:-11}"
+fi
+
+cmake --build "$build" -j "$(nproc)"
 failed=""
-for b in build-bench/bench/bench_*; do
+for b in "$build"/bench/bench_*; do
   [ -x "$b" ] || continue
   echo
   "$b" || failed="$failed $(basename "$b")"
@@ -23,8 +45,8 @@ done
 # through shared memory under mpirun, against the shared-memory fabric's
 # figures (mpi-shm).  Quick, and fewer collectives and sizes: every figure
 # takes MPI jobs of its own.
-run_mpi() { # NAME ARG...: build-bench/bench/NAME ARG... --fabric $f, if built
-  b=build-bench/bench/$1
+run_mpi() { # NAME ARG...: $build/bench/NAME ARG... --fabric $f, if built
+  b=$build/bench/$1
   shift
   [ -x "$b" ] || return 0
   echo

@@ -1,8 +1,9 @@
 /* pld-env: prints the environment variables of pld: those that tune,
  * with their defaults, accepted ranges, the values in force in this
  * environment, and what they do; then those that choose (a fabric, a
- * trace file, the debug log, the race check) with their values.  A value pld refuses is listed with the default in force, then the
- * refusal pld_compile would give; the status is then 1. */
+ * trace file, the debug log, the race check) with their values.  A value pld
+ * refuses is listed with the default in force, then the refusal pld_compile
+ * would give; the status is then 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,14 +69,20 @@ static const struct {
     {"PLD_CHECK", "races: every kernel access to window memory is checked "
                   "against the order signals create (pld_config.check; the "
                   "shm fabric). Unset or empty: no check."},
+    {"PLD_ISA", "generic, avx2 or avx512: the instructions the tile loops "
+                "use at most (x86-64; generic: SSE2, avx2: x86-64-v3 with "
+                "F16C and FMA, avx512: x86-64-v4); every level computes the "
+                "same bits. A word that is none of them, or a level this CPU "
+                "lacks, fails every tile operation with PLD_ERR_CONFIG. "
+                "Unset, empty or auto: the best this CPU has."},
 };
 
 int main(void) {
   pld__tunables_each(show);
   for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
     const char *v = getenv(choices[i].name);
-    printf("%s: now %s%s%s\n", choices[i].name, v ? "'" : "",
-           v ? v : "unset", v ? "'" : "");
+    printf("%s: now %s%s%s\n", choices[i].name, v ? "'" : "", v ? v : "unset",
+           v ? "'" : "");
     print_wrapped(choices[i].help);
   }
   fflush(stdout);

@@ -12,6 +12,7 @@
 #include "host/program.h"
 #include "host/resident.h"
 #include "host/trace.h"
+#include "tile/isa.h"
 
 
 int pld__hfail(struct pld__host *h, int status, const char *fmt, ...) {
@@ -742,6 +743,8 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   /* A refused environment variable fails every program at its start,
    * rather than leaving it to run with a value nobody asked for. */
   int st = pld__tunables_check("pld_compile");
+  if (!st)
+    st = pld__isa_check("pld_compile");
   if (st)
     return st;
   if (!out)

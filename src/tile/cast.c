@@ -1,7 +1,8 @@
 /* tile/cast.c: pld_cast.  Every conversion goes through one of two exact
  * intermediates - float for the float dtypes, int32 for the integer ones -
  * so 7 loaders and 14 storers (tile/convert.c) cover all 42 dtype pairs,
- * each with a single rounding. */
+ * each with a single rounding; when one side is the intermediate itself
+ * (FP32, INT32), its loader or storer alone converts. */
 #include <string.h>
 
 #include "tile/convert.h"
@@ -23,6 +24,7 @@ int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a) {
   const size_t esd = pld_dtype_size(dst->dtype);
   const size_t esa = pld_dtype_size(a->dtype);
   const int from_float = pld__is_float_dtype(a->dtype);
+  const int to_float = pld__is_float_dtype(dst->dtype);
   union {
     float f[PLD__CHUNK];
     int32_t i[PLD__CHUNK];
@@ -30,6 +32,23 @@ int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a) {
   for (size_t r = 0; r < runs.count; r++) {
     unsigned char *d = pld__run_ptr(dst, r);
     const unsigned char *s = pld__run_ptr(a, r);
+    /* When one side is the intermediate itself, one conversion does. */
+    if (from_float && dst->dtype == PLD_FP32) {
+      pld__load_f32(a->dtype, (float *)(void *)d, s, runs.len);
+      continue;
+    }
+    if (a->dtype == PLD_FP32) {
+      pld__store_f32(dst->dtype, d, (const float *)(const void *)s, runs.len);
+      continue;
+    }
+    if (!from_float && !to_float && dst->dtype == PLD_INT32) {
+      pld__load_i32(a->dtype, (int32_t *)(void *)d, s, runs.len);
+      continue;
+    }
+    if (a->dtype == PLD_INT32) {
+      pld__store_i32(dst->dtype, d, (const int32_t *)(const void *)s, runs.len);
+      continue;
+    }
     for (size_t i = 0; i < runs.len; i += PLD__CHUNK) {
       const size_t m = runs.len - i < PLD__CHUNK ? runs.len - i : PLD__CHUNK;
       if (from_float) {

@@ -2,31 +2,30 @@
 
 #include <string.h>
 
+#include "tile/convert_loops.h"
 #include "tile/tile.h"
 
-void pld__load_f32(pld_dtype dt, float *restrict out, const void *restrict in,
-                   size_t n) {
-  const uint16_t *h = in;
-  switch (dt) {
-  case PLD_FP16:
-    PLD__VLOOP(float, i, n, out[i] = pld__fp16_to_f32(h[i]););
-    break;
-  case PLD_BF16:
-    PLD__VLOOP(float, i, n, out[i] = pld__bf16_to_f32(h[i]););
-    break;
-  default: { /* FP32 */
-    /* A blocked loop, not memcpy: matmul packs rows of 8 to 128 floats,
-     * where a library call costs more than the copy; gcc turns each block
-     * into inline vector moves. */
-    const float *f = in;
-    PLD__VLOOP(float, i, n, out[i] = f[i];);
-    break;
-  }
-  }
+/* The array conversions: one copy per level (tile/isa.h); the float ones
+ * are tile/convert_loops.h's. */
+
+PLD__ISA_FUNCTION(, pld__load_f32,
+                  (pld_dtype dt, float *restrict out, const void *restrict in,
+                   size_t n),
+                  (dt, out, in, n)) {
+  pld__load_f32_at(isa, dt, out, in, n);
 }
 
-void pld__load_i32(pld_dtype dt, int32_t *restrict out,
-                   const void *restrict in, size_t n) {
+PLD__ISA_FUNCTION(, pld__store_f32,
+                  (pld_dtype dt, void *restrict out, const float *restrict in,
+                   size_t n),
+                  (dt, out, in, n)) {
+  pld__store_f32_at(isa, dt, out, in, n);
+}
+
+PLD__ISA_FUNCTION(, pld__load_i32,
+                  (pld_dtype dt, int32_t *restrict out, const void *restrict in,
+                   size_t n),
+                  (dt, out, in, n)) {
   switch (dt) {
 #define PLD__LOAD_I32(name, T, lo, hi)                                         \
   case PLD_##name: {                                                           \
@@ -41,43 +40,10 @@ void pld__load_i32(pld_dtype dt, int32_t *restrict out,
   }
 }
 
-void pld__store_f32(pld_dtype dt, void *restrict out, const float *restrict in,
-                    size_t n) {
-  switch (dt) {
-  case PLD_FP32:
-    memcpy(out, in, n * sizeof *in);
-    break;
-  case PLD_FP16: {
-    uint16_t *o = out;
-    PLD__VLOOP(float, i, n, o[i] = pld__f32_to_fp16(in[i]););
-    break;
-  }
-  case PLD_BF16: {
-    uint16_t *o = out;
-    PLD__VLOOP(float, i, n, o[i] = pld__f32_to_bf16(in[i]););
-    break;
-  }
-  case PLD_INT32: {
-    int32_t *o = out;
-    PLD__VLOOP(float, i, n, o[i] = pld__f32_to_i32(in[i]););
-    break;
-  }
-#define PLD__STORE_F32_NARROW(name, T, lo, hi)                                 \
-  case PLD_##name: {                                                           \
-    T *o = out;                                                                \
-    PLD__VLOOP(float, i, n,                                                    \
-               o[i] = (T)pld__f32_to_int(in[i], (float)(lo), (float)(hi)););  \
-    break;                                                                     \
-  }
-    PLD__NARROW_INT_DTYPES(PLD__STORE_F32_NARROW)
-#undef PLD__STORE_F32_NARROW
-  default:
-    break;
-  }
-}
-
-void pld__store_i32(pld_dtype dt, void *restrict out,
-                    const int32_t *restrict in, size_t n) {
+PLD__ISA_FUNCTION(, pld__store_i32,
+                  (pld_dtype dt, void *restrict out, const int32_t *restrict in,
+                   size_t n),
+                  (dt, out, in, n)) {
   switch (dt) {
   case PLD_FP32: {
     float *o = out;
@@ -101,7 +67,7 @@ void pld__store_i32(pld_dtype dt, void *restrict out,
 #define PLD__STORE_I32(name, T, lo, hi)                                        \
   case PLD_##name: {                                                           \
     T *o = out;                                                                \
-    PLD__VLOOP(int32_t, i, n, o[i] = (T)pld__i32_clamp(in[i], lo, hi););      \
+    PLD__VLOOP(int32_t, i, n, o[i] = (T)pld__i32_clamp(in[i], lo, hi););       \
     break;                                                                     \
   }
     PLD__INT_DTYPES(PLD__STORE_I32)
@@ -200,8 +166,8 @@ void pld__elem_set(pld_dtype dt, void *p, double v) {
 
 void pld__elem_wrap(pld_dtype dt, void *p, int64_t v) {
   switch (dt) {
-  /* Narrowing an integer keeps its low bits (two's complement; C leaves it
-   * to the implementation, and every compiler pld supports does this). */
+    /* Narrowing an integer keeps its low bits (two's complement; C leaves it
+     * to the implementation, and every compiler pld supports does this). */
 #define PLD__WRAP_INT(name, T, lo, hi)                                         \
   case PLD_##name: {                                                           \
     const T x = (T)v;                                                          \

@@ -5,8 +5,13 @@
  * nearest even.
  *
  * The element functions are branch-free so that the loops calling them
- * vectorize; FP16 and BF16 go through float bit patterns rather than
- * compiler half types, which would tie the code to F16C or AVX-512 FP16. */
+ * vectorize - choices between values are masks, since gcc moves a
+ * computation that only one arm of a choice uses into a branch, which it
+ * then does not if-convert without AVX-512's masked instructions (the
+ * loop would stay scalar on SSE2, AVX2 and NEON).  FP16 and BF16 go
+ * through float bit patterns rather than compiler half types, which would
+ * tie the code to F16C or AVX-512 FP16; the array conversions use F16C
+ * where the CPU has it (tile/convert_loops.h), with the same results. */
 #ifndef PLD_TILE_CONVERT_H
 #define PLD_TILE_CONVERT_H
 
@@ -40,8 +45,9 @@ static inline float pld__fp16_to_f32(uint16_t h) {
       pld__f32_from_bits((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
   const float subnormal =
       pld__f32_from_bits((two_w >> 17) | (126u << 23)) - 0.5f;
-  const uint32_t magnitude = two_w < (1u << 27) ? pld__f32_bits(subnormal)
-                                                : pld__f32_bits(normal);
+  const uint32_t sub = 0u - (uint32_t)(two_w < (1u << 27));
+  const uint32_t magnitude =
+      (pld__f32_bits(subnormal) & sub) | (pld__f32_bits(normal) & ~sub);
   return pld__f32_from_bits(sign | magnitude);
 }
 
@@ -56,11 +62,13 @@ static inline uint16_t pld__f32_to_fp16(float f) {
   const uint32_t shl1_w = w + w;
   const uint32_t sign = w & 0x80000000u;
   uint32_t bias = shl1_w & 0xFF000000u;
-  bias = bias < 0x71000000u ? 0x71000000u : bias;
+  const uint32_t small = 0u - (uint32_t)(bias < 0x71000000u);
+  bias = (bias & ~small) | (0x71000000u & small);
   base = pld__f32_from_bits((bias >> 1) + 0x07800000u) + base;
   const uint32_t bits = pld__f32_bits(base);
   const uint32_t nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);
-  return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+  const uint32_t nan = 0u - (uint32_t)(shl1_w > 0xFF000000u);
+  return (uint16_t)((sign >> 16) | (0x7E00u & nan) | (nonsign & ~nan));
 }
 
 static inline float pld__bf16_to_f32(uint16_t h) {
@@ -70,12 +78,15 @@ static inline float pld__bf16_to_f32(uint16_t h) {
 /* Float to bfloat16, rounding to nearest even on the 16 dropped bits; a
  * carry out of the significand moves into the exponent, so overflow gives
  * infinity.  NaNs stay NaN (made quiet: truncation could drop every
- * payload bit and leave an infinity). */
+ * payload bit and leave an infinity): their rounding increment is masked
+ * off and the quiet bit set instead.  Masks rather than a choice between
+ * two results: gcc narrows both arms of a choice, then widens them again
+ * to blend, at twice the cost of this loop. */
 static inline uint16_t pld__f32_to_bf16(float f) {
   const uint32_t u = pld__f32_bits(f);
-  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t nan = (u >> 16) | 0x40u;
-  return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+  const uint32_t nan = 0u - (uint32_t)((u & 0x7FFFFFFFu) > 0x7F800000u);
+  const uint32_t increment = 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(((u | (nan & 0x00400000u)) + (~nan & increment)) >> 16);
 }
 
 /* Double to float rounding to odd: the float next to d toward zero, with
@@ -125,8 +136,8 @@ static inline int32_t pld__i32_clamp(int32_t x, int32_t lo, int32_t hi) {
 void pld__load_f32(pld_dtype dt, float *restrict out, const void *restrict in,
                    size_t n);
 /* n elements of an integer tile dtype to int32, exact. */
-void pld__load_i32(pld_dtype dt, int32_t *restrict out,
-                   const void *restrict in, size_t n);
+void pld__load_i32(pld_dtype dt, int32_t *restrict out, const void *restrict in,
+                   size_t n);
 /* n floats / int32s to any tile dtype, by the conversion rules. */
 void pld__store_f32(pld_dtype dt, void *restrict out, const float *restrict in,
                     size_t n);

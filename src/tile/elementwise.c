@@ -3,44 +3,99 @@
  * Each operation is one expression in x (the element of a) and y (the
  * element of b, or the scalar), written once for floats and once for
  * integers; the macros below turn it into one vectorizable loop per dtype
- * with the dtype switch outside the loops.  FP16 and BF16 tiles are
- * computed in float: a chunk is converted to a float scratch, computed by
- * the FP32 loop and converted back, rounding to nearest even. */
+ * with the dtype switch outside the loops, compiled once per level
+ * (tile/isa.h).  FP16 and BF16 tiles are computed in float: a chunk is
+ * converted to a float scratch, computed by the FP32 loop and converted
+ * back, rounding to nearest even. */
 #include <string.h>
 
 #include "tile/convert.h"
+#include "tile/convert_loops.h"
+#include "tile/isa.h"
 #include "tile/mathf.h"
 #include "tile/tile.h"
 
-/* n elements of dtype dt (FP32 or an integer dtype): d = op(a, b), where b
- * is an array or, if scalar is set, one value.  d may be a or b. */
+/* n elements of dtype dt: d = op(a, b), where b is an array or, if
+ * scalar is set, one value (a float for FP16 and BF16).  d may be a or
+ * b. */
 typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
                        int scalar, size_t n);
 
-#define EW_LOOP(T, EXPR)                                                       \
+/* The loop over n elements of T from A and B (or the scalar *B) into D. */
+#define EW_LOOP(T, EXPR, D, A, B, SCALAR, N)                                   \
   do {                                                                         \
-    T *d_ = d;                                                                 \
-    const T *a_ = a, *b_ = b;                                                  \
-    if (scalar) {                                                              \
+    T *d_ = (D);                                                               \
+    const T *a_ = (A), *b_ = (B);                                              \
+    if (SCALAR) {                                                              \
       const T y = *b_;                                                         \
-      PLD__VLOOP(T, i, n, const T x = a_[i]; (void)y; d_[i] = (T)(EXPR););    \
+      PLD__VLOOP(T, i, (N), const T x = a_[i]; (void)y; d_[i] = (T)(EXPR););   \
     } else {                                                                   \
-      PLD__VLOOP(T, i, n, const T x = a_[i]; const T y = b_[i]; (void)y;      \
+      PLD__VLOOP(T, i, (N), const T x = a_[i]; const T y = b_[i]; (void)y;     \
                  d_[i] = (T)(EXPR););                                          \
     }                                                                          \
   } while (0)
 
 #define EW_CASE(name, T, EXPR)                                                 \
   case PLD_##name:                                                             \
-    EW_LOOP(T, EXPR);                                                          \
+    EW_LOOP(T, EXPR, d, a, b, scalar, n);                                      \
     break;
 
-/* The kernel of an operation defined for every tile dtype. */
+/* FP16 and BF16 are computed in float: converted exactly, the float
+ * expression, rounded back to nearest even.  Where the conversions are
+ * plain C (BF16 always, FP16 on the generic level), one loop does all
+ * three and gcc vectorizes it whole. */
+#define EW_FUSED(FEXPR, FROM, TO)                                              \
+  do {                                                                         \
+    const uint16_t *ha_ = a, *hb_ = b;                                         \
+    uint16_t *hd_ = d;                                                         \
+    if (scalar) {                                                              \
+      const float y = *(const float *)b;                                       \
+      PLD__VLOOP(float, i, n, const float x = FROM(ha_[i]); (void)y;           \
+                 hd_[i] = TO((float)(FEXPR)););                                \
+    } else {                                                                   \
+      PLD__VLOOP(float, i, n, const float x = FROM(ha_[i]);                    \
+                 const float y = FROM(hb_[i]); (void)y;                        \
+                 hd_[i] = TO((float)(FEXPR)););                                \
+    }                                                                          \
+  } while (0)
+
+/* FP16 elements converted to float at a time by the CPU's instructions
+ * (avx2 and avx512, tile/convert_loops.h), which gcc does not generate:
+ * small enough that a chunk of each operand stays in L1 between the
+ * conversion, the float loop and the conversion back. */
+#define EW_HALF_CHUNK 256
+
+#define EW_HALF_CASE(FEXPR)                                                    \
+  case PLD_BF16:                                                               \
+    EW_FUSED(FEXPR, pld__bf16_to_f32, pld__f32_to_bf16);                       \
+    break;                                                                     \
+  case PLD_FP16:                                                               \
+    if (isa == PLD__ISA_GENERIC) {                                             \
+      EW_FUSED(FEXPR, pld__fp16_to_f32, pld__f32_to_fp16);                     \
+      break;                                                                   \
+    }                                                                          \
+    for (size_t i0 = 0; i0 < n; i0 += EW_HALF_CHUNK) {                         \
+      float fa_[EW_HALF_CHUNK], fb_[EW_HALF_CHUNK];                            \
+      const size_t m = n - i0 < EW_HALF_CHUNK ? n - i0 : EW_HALF_CHUNK;        \
+      pld__load_f32_at(isa, dt, fa_, (const uint16_t *)a + i0, m);             \
+      if (!scalar)                                                             \
+        pld__load_f32_at(isa, dt, fb_, (const uint16_t *)b + i0, m);           \
+      EW_LOOP(float, FEXPR, fa_, fa_, scalar ? (const float *)b : fb_, scalar, \
+              m);                                                              \
+      pld__store_f32_at(isa, dt, (uint16_t *)d + i0, fa_, m);                  \
+    }                                                                          \
+    break;
+
+/* The kernel of an operation defined for every tile dtype, one copy per
+ * level (tile/isa.h). */
 #define EW_KERNEL(op, FEXPR, IEXPR)                                            \
-  static void op##_kernel(pld_dtype dt, void *d, const void *a,               \
-                          const void *b, int scalar, size_t n) {              \
+  PLD__ISA_FUNCTION(static, op##_kernel,                                       \
+                    (pld_dtype dt, void *d, const void *a, const void *b,      \
+                     int scalar, size_t n),                                    \
+                    (dt, d, a, b, scalar, n)) {                                \
     switch (dt) {                                                              \
       EW_CASE(FP32, float, FEXPR)                                              \
+      EW_HALF_CASE(FEXPR)                                                      \
       EW_CASE(INT32, int32_t, IEXPR)                                           \
       EW_CASE(INT16, int16_t, IEXPR)                                           \
       EW_CASE(INT8, int8_t, IEXPR)                                             \
@@ -52,10 +107,16 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
 
 /* The kernel of an operation of float tiles only. */
 #define EW_FLOAT_KERNEL(op, FEXPR)                                             \
-  static void op##_kernel(pld_dtype dt, void *d, const void *a,               \
-                          const void *b, int scalar, size_t n) {              \
-    (void)dt;                                                                  \
-    EW_LOOP(float, FEXPR);                                                     \
+  PLD__ISA_FUNCTION(static, op##_kernel,                                       \
+                    (pld_dtype dt, void *d, const void *a, const void *b,      \
+                     int scalar, size_t n),                                    \
+                    (dt, d, a, b, scalar, n)) {                                \
+    switch (dt) {                                                              \
+      EW_CASE(FP32, float, FEXPR)                                              \
+      EW_HALF_CASE(FEXPR)                                                      \
+    default:                                                                   \
+      break;                                                                   \
+    }                                                                          \
   }
 
 /* Integer arithmetic goes through uint32_t, where it wraps without signed
@@ -92,22 +153,9 @@ static void ew_run(ew_kernel *kern, pld_tile *dst, const pld_tile *a,
   const pld_dtype dt = dst->dtype;
   const struct pld__runs runs = pld__tile_runs(dst, dst);
   for (size_t r = 0; r < runs.count; r++) {
-    unsigned char *d = pld__run_ptr(dst, r);
-    const unsigned char *pa = pld__run_ptr(a, r);
     const unsigned char *pb = b ? pld__run_ptr(b, r) : NULL;
-    if (!pld__is_half_dtype(dt)) {
-      kern(dt, d, pa, b ? (const void *)pb : s, !b, runs.len);
-      continue;
-    }
-    float fa[PLD__CHUNK], fb[PLD__CHUNK];
-    for (size_t i = 0; i < runs.len; i += PLD__CHUNK) {
-      const size_t m = runs.len - i < PLD__CHUNK ? runs.len - i : PLD__CHUNK;
-      pld__load_f32(dt, fa, pa + 2 * i, m);
-      if (b)
-        pld__load_f32(dt, fb, pb + 2 * i, m);
-      kern(PLD_FP32, fa, fa, b ? (const void *)fb : s, !b, m);
-      pld__store_f32(dt, d + 2 * i, fa, m);
-    }
+    kern(dt, pld__run_ptr(dst, r), pld__run_ptr(a, r), b ? (const void *)pb : s,
+         !b, runs.len);
   }
 }
 
@@ -180,23 +228,21 @@ static int ew_binary(struct pld__core *c, const char *fn, ew_kernel *kern,
 
 static int ew_scalar(struct pld__core *c, const char *fn, ew_kernel *kern,
                      int divides, pld_tile *dst, const pld_tile *a, double s) {
-  if (pld__vector_only(c, fn) ||
-      pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
+  if (pld__vector_only(c, fn) || pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
     return c->status;
   const union scalar v = scalar_of(a->dtype, s);
   if (divides && !pld__is_float_dtype(a->dtype) &&
       pld__elem_get(a->dtype, &v) == 0)
     return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "integer division by zero: the divisor %g is 0 as %s",
-                      s, pld_dtype_name(a->dtype));
+                      "integer division by zero: the divisor %g is 0 as %s", s,
+                      pld_dtype_name(a->dtype));
   ew_run(kern, dst, a, NULL, &v);
   return PLD_OK;
 }
 
 static int ew_unary(struct pld__core *c, const char *fn, ew_kernel *kern,
                     int float_only, pld_tile *dst, const pld_tile *a) {
-  if (pld__vector_only(c, fn) ||
-      pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
+  if (pld__vector_only(c, fn) || pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
     return c->status;
   if (float_only && !pld__is_float_dtype(a->dtype)) {
     char sa[64];
@@ -218,7 +264,7 @@ static int ew_unary(struct pld__core *c, const char *fn, ew_kernel *kern,
 #define BINARY_OPS(X)                                                          \
   X(add, pld_add, pld_adds, 0, x + y, (uint32_t)x + (uint32_t)y)               \
   X(sub, pld_sub, pld_subs, 0, x - y, (uint32_t)x - (uint32_t)y)               \
-  X(mul, pld_mul, pld_muls, 0, x * y, (uint32_t)x * (uint32_t)y)               \
+  X(mul, pld_mul, pld_muls, 0, x *y, (uint32_t)x *(uint32_t)y)                 \
   X(div, pld_div, pld_divs, 1, x / y, IDIV(x, y))                              \
   X(max, pld_maximum, pld_maxs, 0, FMAX(x, y), IMAX(x, y))                     \
   X(min, pld_minimum, pld_mins, 0, FMIN(x, y), IMIN(x, y))
@@ -238,7 +284,7 @@ BINARY_OPS(DEFINE_BINARY)
 #define UNARY_OPS(X)                                                           \
   X(neg, -x, 0u - (uint32_t)x)                                                 \
   X(abs, __builtin_fabsf(x), IABS(x))                                          \
-  X(relu, x < 0.0f ? 0.0f : x, x > 0 ? x : 0)
+  X(relu, x<0.0f ? 0.0f : x, x> 0 ? x : 0)
 
 #define DEFINE_UNARY(op, FEXPR, IEXPR)                                         \
   EW_KERNEL(op, FEXPR, IEXPR)                                                  \

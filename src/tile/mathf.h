@@ -23,9 +23,17 @@
  * as two factors that are both normal floats, which lets overflow give
  * infinity and tiny results come out as subnormals.  NaN returns NaN. */
 static inline float pld__expf(float x) {
-  float xc = x == x ? x : 0.0f;
-  xc = xc > 89.0f ? 89.0f : xc;
-  xc = xc < -104.0f ? -104.0f : xc;
+  /* NaN becomes 0, then the clamp, with masks: chained choices let gcc
+   * skip the second comparison after the first, and a comparison that
+   * runs on one path only is not if-converted without AVX-512's masks
+   * (the loop would stay scalar with AVX2 and NEON). */
+  const uint32_t nan = 0u - (uint32_t)(x != x);
+  float xc = pld__f32_from_bits(pld__f32_bits(x) & ~nan);
+  const uint32_t big = 0u - (uint32_t)(xc > 89.0f);
+  const uint32_t tiny = 0u - (uint32_t)(xc < -104.0f);
+  xc = pld__f32_from_bits((pld__f32_bits(xc) & ~(big | tiny)) |
+                          (pld__f32_bits(89.0f) & big) |
+                          (pld__f32_bits(-104.0f) & tiny));
   const float n = __builtin_rintf(xc * 1.44269504088896341f);
   const float r = (xc - n * PLD__LN2_HI) - n * PLD__LN2_LO;
   float p = 1.9875691500e-4f;
@@ -41,7 +49,8 @@ static inline float pld__expf(float x) {
   const float s1 = pld__f32_from_bits((uint32_t)(n1 + 127) << 23);
   const float s2 = pld__f32_from_bits((uint32_t)(n2 + 127) << 23);
   const float y = er * s1 * s2;
-  return x == x ? y : x;
+  return pld__f32_from_bits((pld__f32_bits(y) & ~nan) |
+                            (pld__f32_bits(x) & nan));
 }
 
 /* ln x.  x = 2^e m with m in [sqrt(1/2), sqrt(2)), ln m = ln(1 + f) by
@@ -87,9 +96,9 @@ static inline float pld__logf(float x) {
    * changes nothing.  At most one of the tests holds. */
   const uint32_t zero = x == 0.0f, neg = x < 0.0f;
   const uint32_t inf = x == __builtin_inff(), nan = x != x;
-  const uint32_t fix = ((0u - zero) & 0xFF800000u) |   /* ln 0 = -inf */
-                       ((0u - neg) & 0x7FC00000u) |    /* ln -x = NaN */
-                       ((0u - inf) & 0x7F800000u) |    /* ln inf = inf */
+  const uint32_t fix = ((0u - zero) & 0xFF800000u) |    /* ln 0 = -inf */
+                       ((0u - neg) & 0x7FC00000u) |     /* ln -x = NaN */
+                       ((0u - inf) & 0x7F800000u) |     /* ln inf = inf */
                        ((0u - nan) & pld__f32_bits(x)); /* NaN stays */
   return r + pld__f32_from_bits(fix);
 }

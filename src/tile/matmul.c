@@ -13,25 +13,58 @@
 
 #include "core/alloc.h"
 #include "tile/convert.h"
+#include "tile/convert_loops.h"
+#include "tile/isa.h"
 #include "tile/tile.h"
 
 #define MR 8
 #define NR 32
 #define KC 128
 
-/* Without hardware FMA, fmaf would be a libm call per element. */
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
-#define FMADD(a, b, c) __builtin_fmaf((a), (b), (c))
+/* a * b + c rounded once, as every level computes it (tile/isa.h: the
+ * same bits on every level).  The CPU's FMA from avx2 up (and on arm64);
+ * without one, fmaf would be a libm call per element, so the generic
+ * level of x86-64 computes it in double: the product of two floats is
+ * exact there, the sum is rounded once, and when that rounding was
+ * inexact (the exact error is TwoSum's) the sum is moved to the odd
+ * neighbour on the side of the exact value: rounding to odd, which
+ * rounding to float (29 bits fewer) then turns into the correctly rounded
+ * result.  The tests on the bits are adds and shifts of 64-bit words, not
+ * comparisons, which SSE2 lacks for them: the loop stays vectorized. */
+PLD__ISA_INLINE float fmadd(const int isa, float a, float b, float c) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || !PLD__ISA_X86
+  (void)isa;
+  return __builtin_fmaf(a, b, c);
 #else
-#define FMADD(a, b, c) ((a) * (b) + (c))
+  if (isa >= PLD__ISA_AVX2)
+    return __builtin_fmaf(a, b, c);
+  const double p = (double)a * (double)b, dc = (double)c;
+  const double s = p + dc;
+  const double bv = s - p;
+  const double err = (p - (s - bv)) + (dc - bv);
+  uint64_t u, e;
+  memcpy(&u, &s, sizeof u);
+  memcpy(&e, &err, sizeof e);
+  const uint64_t magnitude = 0x7FFFFFFFFFFFFFFFu;
+  const uint64_t inexact = ((e & magnitude) + magnitude) >> 63; /* err != 0 */
+  const uint64_t finite =
+      1u ^ (((u & 0x7FF0000000000000u) + 0x0010000000000000u) >> 63);
+  const uint64_t fix = inexact & finite & ~u & 1u; /* inexact and even */
+  const uint64_t up = ~(e ^ u) >> 63; /* err away from zero, as s */
+  u = u + (fix & up) - (fix & (up ^ 1u));
+  double odd;
+  memcpy(&odd, &u, sizeof odd);
+  return (float)odd;
 #endif
+}
 
 /* c[MR][NR] (row stride ldc) += ap[MR][KC] (first kc columns) @
  * bp[kc][NR].  The accumulators are a local array that gcc keeps in
  * vector registers: MR * NR / 16 = 16 of the 32 AVX-512 registers. */
-static void micro_kernel(size_t kc, const float *restrict ap,
-                         const float *restrict bp, float *restrict c,
-                         size_t ldc) {
+PLD__ISA_INLINE void micro_kernel(const int isa, size_t kc,
+                                  const float *restrict ap,
+                                  const float *restrict bp, float *restrict c,
+                                  size_t ldc) {
   float acc[MR][NR];
   for (size_t r = 0; r < MR; r++)
     for (size_t j = 0; j < NR; j++)
@@ -44,7 +77,7 @@ static void micro_kernel(size_t kc, const float *restrict ap,
     for (size_t r = 0; r < MR; r++) {
       const float ar = ap[r * KC + k];
       for (size_t j = 0; j < NR; j++)
-        acc[r][j] = FMADD(ar, bk[j], acc[r][j]);
+        acc[r][j] = fmadd(isa, ar, bk[j], acc[r][j]);
     }
   }
   for (size_t r = 0; r < MR; r++)
@@ -57,8 +90,12 @@ static const unsigned char *at(const pld_tile *t, size_t r, size_t col) {
   return t->data + r * t->row_bytes + col * pld_dtype_size(t->dtype);
 }
 
-static void gemm(pld_tile *c, const pld_tile *a, const pld_tile *b,
-                 int accumulate) {
+/* One copy per level (tile/isa.h), with the micro-kernel and the packing
+ * conversions inlined. */
+PLD__ISA_FUNCTION(static, gemm,
+                  (pld_tile * c, const pld_tile *a, const pld_tile *b,
+                   int accumulate),
+                  (c, a, b, accumulate)) {
   const size_t m = (size_t)a->rows, kk = (size_t)a->cols, n = (size_t)b->cols;
   const size_t ldc = c->row_bytes / sizeof(float);
   float *cd = (float *)c->data;
@@ -68,14 +105,14 @@ static void gemm(pld_tile *c, const pld_tile *a, const pld_tile *b,
     for (size_t k0 = 0; k0 < kk; k0 += KC) {
       const size_t kc = kk - k0 < KC ? kk - k0 : KC;
       for (size_t k = 0; k < kc; k++) {
-        pld__load_f32(b->dtype, bp + k * NR, at(b, k0 + k, j0), nr);
+        pld__load_f32_at(isa, b->dtype, bp + k * NR, at(b, k0 + k, j0), nr);
         memset(bp + k * NR + nr, 0, (NR - nr) * sizeof(float));
       }
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const size_t mr = m - i0 < MR ? m - i0 : MR;
         for (size_t r = 0; r < MR; r++) {
           if (r < mr)
-            pld__load_f32(a->dtype, ap + r * KC, at(a, i0 + r, k0), kc);
+            pld__load_f32_at(isa, a->dtype, ap + r * KC, at(a, i0 + r, k0), kc);
           else
             memset(ap + r * KC, 0, kc * sizeof(float));
         }
@@ -85,14 +122,14 @@ static void gemm(pld_tile *c, const pld_tile *a, const pld_tile *b,
           if (!load)
             for (size_t r = 0; r < MR; r++)
               memset(cblk + r * ldc, 0, NR * sizeof(float));
-          micro_kernel(kc, ap, bp, cblk, ldc);
+          micro_kernel(isa, kc, ap, bp, cblk, ldc);
           continue;
         }
         /* An edge block: computed whole in cb, its valid part copied. */
         memset(cb, 0, sizeof cb);
         for (size_t r = 0; r < mr && load; r++)
           memcpy(cb + r * NR, cblk + r * ldc, nr * sizeof(float));
-        micro_kernel(kc, ap, bp, cb, NR);
+        micro_kernel(isa, kc, ap, bp, cb, NR);
         for (size_t r = 0; r < mr; r++)
           memcpy(cblk + r * ldc, cb + r * NR, nr * sizeof(float));
       }
@@ -108,8 +145,8 @@ static int check_l0(struct pld__core *c, const char *fn, const char *what,
   char st[64];
   pld__tile_str(st, sizeof st, t);
   return pld__kfail(c, PLD_ERR_TILE_MEMORY, fn,
-                    "%s (%s, %zu bytes) does not fit %s: %zu bytes",
-                    what, st, t->bytes, name, limit);
+                    "%s (%s, %zu bytes) does not fit %s: %zu bytes", what, st,
+                    t->bytes, name, limit);
 }
 
 static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
@@ -121,7 +158,7 @@ static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
                       "matmul runs on cube cores; kernel %s runs on vector "
                       "cores: declare it with PLD_CUBE_KERNEL",
                       c->kernel ? c->kernel : "?");
-  if (pld__tile_compute_check(c, fn, "c", cc) ||
+  if (pld__isa_kcheck(c, fn) || pld__tile_compute_check(c, fn, "c", cc) ||
       pld__tile_compute_check(c, fn, "a", a) ||
       pld__tile_compute_check(c, fn, "b", b))
     return c->status;

@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "tile/convert.h"
+#include "tile/convert_loops.h"
+#include "tile/isa.h"
 #include "tile/tile.h"
 
 enum red { RED_SUM, RED_MAX, RED_MIN };
@@ -34,7 +36,7 @@ enum red { RED_SUM, RED_MAX, RED_MIN };
     const T *x_ = x;                                                           \
     ACC lane[LANES];                                                           \
     for (size_t l = 0; l < LANES; l++)                                         \
-      lane[l] = *out;                                                        \
+      lane[l] = *out;                                                          \
     size_t i = 0;                                                              \
     for (; i + LANES <= n; i += LANES)                                         \
       for (size_t l = 0; l < LANES; l++)                                       \
@@ -43,14 +45,14 @@ enum red { RED_SUM, RED_MAX, RED_MIN };
       lane[0] = COMBINE(lane[0], (ACC)x_[i]);                                  \
     for (size_t l = 1; l < LANES; l++)                                         \
       lane[0] = COMBINE(lane[0], lane[l]);                                     \
-    *out = lane[0];                                                          \
+    *out = lane[0];                                                            \
   } while (0)
 
 /* acc[j] combined with x[j] for j < n. */
 #define FOLD_COLS(T, ACC, COMBINE)                                             \
   do {                                                                         \
     const T *x_ = x;                                                           \
-    PLD__VLOOP(ACC, j, n, acc[j] = COMBINE(acc[j], (ACC)x_[j]););             \
+    PLD__VLOOP(ACC, j, n, acc[j] = COMBINE(acc[j], (ACC)x_[j]););              \
   } while (0)
 
 /* The switch over the operation, around one of the folds. */
@@ -67,13 +69,14 @@ enum red { RED_SUM, RED_MAX, RED_MIN };
     break;                                                                     \
   }
 
-static void fold_row_f(enum red op, double *out, const float *x, size_t n) {
-  BY_OP(FOLD_ROW, float, double, F)
+PLD__ISA_INLINE void fold_row_f(enum red op, double *out, const float *x,
+                                size_t n) {
+  BY_OP(FOLD_ROW, float, double, F);
 }
 
-static void fold_cols_f(enum red op, double *restrict acc,
-                        const float *restrict x, size_t n) {
-  BY_OP(FOLD_COLS, float, double, F)
+PLD__ISA_INLINE void fold_cols_f(enum red op, double *restrict acc,
+                                 const float *restrict x, size_t n) {
+  BY_OP(FOLD_COLS, float, double, F);
 }
 
 /* The switch over the integer dtypes, around BY_OP. */
@@ -91,14 +94,15 @@ static void fold_cols_f(enum red op, double *restrict acc,
     break;                                                                     \
   }
 
-static void fold_row_i(enum red op, pld_dtype dt, int64_t *out, const void *x,
-                       size_t n) {
-  BY_INT_DTYPE(FOLD_ROW)
+PLD__ISA_INLINE void fold_row_i(enum red op, pld_dtype dt, int64_t *out,
+                                const void *x, size_t n) {
+  BY_INT_DTYPE(FOLD_ROW);
 }
 
-static void fold_cols_i(enum red op, pld_dtype dt, int64_t *restrict acc,
-                        const void *restrict x, size_t n) {
-  BY_INT_DTYPE(FOLD_COLS)
+PLD__ISA_INLINE void fold_cols_i(enum red op, pld_dtype dt,
+                                 int64_t *restrict acc, const void *restrict x,
+                                 size_t n) {
+  BY_INT_DTYPE(FOLD_COLS);
 }
 
 /* The accumulators' starting value. */
@@ -127,7 +131,11 @@ static void acc_store(pld_dtype dt, void *p, union acc a) {
 /* Columns per block of column accumulators (on the stack). */
 #define COL_BLOCK 256
 
-static void reduce_rows(enum red op, pld_tile *dst, const pld_tile *a) {
+/* The reductions, one copy per level (tile/isa.h), the folds and
+ * conversions inlined into each. */
+PLD__ISA_FUNCTION(static, reduce_rows,
+                  (enum red op, pld_tile *dst, const pld_tile *a),
+                  (op, dst, a)) {
   const pld_dtype dt = a->dtype;
   const int is_float = pld__is_float_dtype(dt);
   const size_t n = (size_t)a->cols, es = pld_dtype_size(dt);
@@ -140,7 +148,7 @@ static void reduce_rows(enum red op, pld_tile *dst, const pld_tile *a) {
     } else if (is_float) {
       for (size_t j = 0; j < n; j += PLD__CHUNK) {
         const size_t m = n - j < PLD__CHUNK ? n - j : PLD__CHUNK;
-        pld__load_f32(dt, tmp, row + j * es, m);
+        pld__load_f32_at(isa, dt, tmp, row + j * es, m);
         fold_row_f(op, &v.f, tmp, m);
       }
     } else {
@@ -152,7 +160,9 @@ static void reduce_rows(enum red op, pld_tile *dst, const pld_tile *a) {
   }
 }
 
-static void reduce_cols(enum red op, pld_tile *dst, const pld_tile *a) {
+PLD__ISA_FUNCTION(static, reduce_cols,
+                  (enum red op, pld_tile *dst, const pld_tile *a),
+                  (op, dst, a)) {
   const pld_dtype dt = a->dtype;
   const int is_float = pld__is_float_dtype(dt);
   const size_t es = pld_dtype_size(dt);
@@ -163,8 +173,8 @@ static void reduce_cols(enum red op, pld_tile *dst, const pld_tile *a) {
   } acc;
   float tmp[COL_BLOCK];
   for (size_t j0 = 0; j0 < (size_t)a->cols; j0 += COL_BLOCK) {
-    const size_t n = (size_t)a->cols - j0 < COL_BLOCK ? (size_t)a->cols - j0
-                                                       : COL_BLOCK;
+    const size_t n =
+        (size_t)a->cols - j0 < COL_BLOCK ? (size_t)a->cols - j0 : COL_BLOCK;
     for (size_t j = 0; j < n; j++) {
       if (is_float)
         acc.f[j] = init.f;
@@ -176,7 +186,7 @@ static void reduce_cols(enum red op, pld_tile *dst, const pld_tile *a) {
       if (dt == PLD_FP32) {
         fold_cols_f(op, acc.f, (const float *)x, n);
       } else if (is_float) {
-        pld__load_f32(dt, tmp, x, n);
+        pld__load_f32_at(isa, dt, tmp, x, n);
         fold_cols_f(op, acc.f, tmp, n);
       } else {
         fold_cols_i(op, dt, acc.i, x, n);

@@ -4,12 +4,14 @@
 
 #include <string.h>
 
+#include "core/alloc.h"
 #include "tile/convert.h"
+#include "tile/isa.h"
 
 /* Rows are padded to the hardware's 32-byte granule and tiles start on
  * one, as on the chip: tiles pack with no space between them, so whatever
  * fits the hardware's buffer fits here. */
-static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
 
 /* ---- dtypes ------------------------------------------------------------- */
 
@@ -35,11 +37,18 @@ int pld__is_half_dtype(pld_dtype dt) {
 /* ---- checks ------------------------------------------------------------- */
 
 int pld__vector_only(struct pld__core *c, const char *fn) {
-  if (c->status || c->spec.type != PLD_CORE_CUBE)
+  if (c->status)
     return c->status;
-  return pld__kfail(c, PLD_ERR_LEVEL, fn,
-                    "runs on vector cores (PLD_KERNEL); a cube core "
-                    "(PLD_CUBE_KERNEL) does matmul and data movement only");
+  if (c->spec.type == PLD_CORE_CUBE)
+    return pld__kfail(c, PLD_ERR_LEVEL, fn,
+                      "runs on vector cores (PLD_KERNEL); a cube core "
+                      "(PLD_CUBE_KERNEL) does matmul and data movement only");
+  return pld__isa_kcheck(c, fn);
+}
+
+int pld__isa_kcheck(struct pld__core *c, const char *fn) {
+  const char *refusal = pld__isa_refusal();
+  return refusal ? pld__kfail(c, PLD_ERR_CONFIG, fn, "%s", refusal) : c->status;
 }
 
 size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t) {
@@ -149,7 +158,9 @@ struct pld__runs pld__tile_runs(const pld_tile *a, const pld_tile *b) {
   return r;
 }
 
-void pld__fill_elems(void *dst, const void *elem, size_t esize, size_t n) {
+PLD__ISA_FUNCTION(, pld__fill_elems,
+                  (void *dst, const void *elem, size_t esize, size_t n),
+                  (dst, elem, esize, n)) {
   switch (esize) {
 #define PLD__FILL_CASE(T)                                                      \
   case sizeof(T): {                                                            \
@@ -222,13 +233,13 @@ pld_tile *pld__tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
   }
   if (rows <= 0 || cols <= 0) {
     pld__kfail(c, PLD_ERR_ARG, fn,
-               "shape: expected rows > 0 and cols > 0, got [%d, %d]",
-               (int)rows, (int)cols);
+               "shape: expected rows > 0 and cols > 0, got [%d, %d]", (int)rows,
+               (int)cols);
     return NULL;
   }
   /* At most (2^31 - 1) * 2^33 bytes: no overflow in 64 bits. */
   const uint64_t row_bytes =
-      round_up((size_t)cols * pld_dtype_size(dt), PLD__TILE_GRANULE);
+      pld__round_up((size_t)cols * pld_dtype_size(dt), PLD__TILE_GRANULE);
   const uint64_t bytes = (uint64_t)rows * row_bytes;
   const size_t free_bytes = c->spec.capacity - c->used;
   size_t offset = 0, largest = 0;
@@ -268,8 +279,7 @@ pld_tile *pld__tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
    * the tiles t joins them to. */
   if (below == c->packed) {
     c->packed = t;
-    while (c->packed->next &&
-           c->packed->next->offset == offset_end(c->packed))
+    while (c->packed->next && c->packed->next->offset == offset_end(c->packed))
       c->packed = c->packed->next;
   }
   c->used += t->bytes;
@@ -354,9 +364,8 @@ static int region_check(struct pld__core *c, const char *fn,
   return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                     "rows [%lld, %lld) cols [%lld, %lld) are outside %s "
                     "%s%s",
-                    (long long)row, pld__region_end(row, rows),
-                    (long long)col, pld__region_end(col, cols), name, shape,
-                    matrix);
+                    (long long)row, pld__region_end(row, rows), (long long)col,
+                    pld__region_end(col, cols), name, shape, matrix);
 }
 
 /* rows blocks of len bytes between two strided layouts. */
@@ -422,9 +431,9 @@ pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
   if (rows > 0 && cols > 0 && region_check(c, fn, src.p, row, col, rows, cols))
     return NULL;
   pld_tile *t = pld__tile_alloc(c, fn, src.p->dtype, rows, cols);
-  if (t && pld__tensor_race(c, fn, PLD__RACE_READ, src.p, row, col,
-                            (size_t)cols * pld_dtype_size(t->dtype),
-                            (size_t)rows)) {
+  if (t &&
+      pld__tensor_race(c, fn, PLD__RACE_READ, src.p, row, col,
+                       (size_t)cols * pld_dtype_size(t->dtype), (size_t)rows)) {
     pld_tile_free(k, t);
     return NULL;
   }

@@ -104,6 +104,12 @@ int pld__is_half_dtype(pld_dtype dt);
  * kernel's status. */
 int pld__vector_only(struct pld__core *c, const char *fn);
 
+/* Fails the kernel with PLD_ERR_CONFIG if PLD_ISA is refused (tile/isa.h):
+ * every operation that computes checks it (pld__vector_only, matmul), so
+ * that a level the CPU lacks is never mistaken for the one asked for.
+ * Returns the kernel's status. */
+int pld__isa_kcheck(struct pld__core *c, const char *fn);
+
 /* "FP32[8, 16]" into buf. */
 size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t);
 
