@@ -63,11 +63,11 @@
 #include "bench_util.h"
 
 enum {
-  MAX_RANKS = 8,     /* barrier cells: the largest world measured */
-  MAX_REPS = 64,     /* timings per figure, at most */
-  COLS = 1024,       /* bandwidth windows: rows of 1024 FP32 = 4 KiB */
-  MAX_ROWS = 16384,  /* 16384 rows of 4 KiB = 64 MiB */
-  NSIZES = 8,        /* 4 KiB, 16 KiB, ..., 64 MiB: powers of 4 */
+  MAX_RANKS = 8,         /* barrier cells: the largest world measured */
+  MAX_REPS = 64,         /* timings per figure, at most */
+  COLS = 1024,           /* bandwidth windows: rows of 1024 FP32 = 4 KiB */
+  MAX_ROWS = 16384,      /* 16384 rows of 4 KiB = 64 MiB */
+  NSIZES = 8,            /* 4 KiB, 16 KiB, ..., 64 MiB: powers of 4 */
   BATCH_BYTES = 32 << 20 /* a timing moves at least this much */
 };
 
@@ -250,7 +250,8 @@ PLD_HOST(bandwidth_host, h, PLD_IN(params, INT64, NR, NPARAMS),
                  pld_slice(h, t, r));
 }
 
-/* ---- host side: running pld programs -------------------------------------- */
+/* ---- host side: running pld programs --------------------------------------
+ */
 
 /* A program of `host` on devices 0..nranks-1, prepared, with its params
  * ([nranks, NPARAMS]) and times ([nranks, times_shape...]) tensors. */
@@ -433,7 +434,8 @@ static double ratio_of(double a, double b) {
   return a > 0 && b > 0 ? a / b : -1;
 }
 
-/* ---- (1) ------------------------------------------------------------------ */
+/* ---- (1) ------------------------------------------------------------------
+ */
 
 static void bench_barrier(int reps, int ncpu) {
   static const int worlds[] = {2, 4, 8};
@@ -475,7 +477,8 @@ static void bench_barrier(int reps, int ncpu) {
   }
 }
 
-/* ---- (2) ------------------------------------------------------------------ */
+/* ---- (2) ------------------------------------------------------------------
+ */
 
 static void bench_pingpong(int reps) {
   double tp[MAX_FIGS], ts[MAX_FIGS], tm[2] = {-1, -1};
@@ -525,7 +528,8 @@ static void bench_pingpong(int reps) {
            verdict(rs < 0 ? -1 : rs <= 1.1));
 }
 
-/* ---- (3) ------------------------------------------------------------------ */
+/* ---- (3) ------------------------------------------------------------------
+ */
 
 static void bench_bandwidth(int reps) {
   double gbs[MAX_FIGS], shm[MAX_FIGS], mpi[2][2][NSIZES]; /* [osc][op] */

@@ -43,13 +43,13 @@
 #include "bench_util.h"
 
 enum {
-  NDEV = 2,        /* ranks, on devices 0 and 1 */
-  REPS = 30,       /* timed runs of each program of a pair */
-  WARMUP = 3,      /* untimed runs of each first */
-  M = 2000,        /* notifies per rank of the signals kernel */
-  TILE = 64,       /* the tiles kernel's tile: TILE x TILE FP32 */
+  NDEV = 2,   /* ranks, on devices 0 and 1 */
+  REPS = 30,  /* timed runs of each program of a pair */
+  WARMUP = 3, /* untimed runs of each first */
+  M = 2000,   /* notifies per rank of the signals kernel */
+  TILE = 64,  /* the tiles kernel's tile: TILE x TILE FP32 */
   TILE_ITERS = 256,
-  PUT_ROWS = 512,  /* the puts kernel's tensor: 512 x 512 FP32, 1 MiB */
+  PUT_ROWS = 512, /* the puts kernel's tensor: 512 x 512 FP32, 1 MiB */
   PUT_COLS = 512,
   PUT_ITERS = 8,
   /* A builtin barrier's signal window on 1 block (pld/collective.h). */
@@ -64,7 +64,8 @@ enum {
  * file: the JSON is not parsed. */
 #define EVENTS_PER_RUN (NDEV * (M + 3) + 3)
 
-/* ---- the programs --------------------------------------------------------- */
+/* ---- the programs ---------------------------------------------------------
+ */
 
 /* (1) and (2a): M Adds to this rank's own cell 0, then a wait for them
  * (window memory is zero at the start of every run, so the wait finds
@@ -145,7 +146,8 @@ PLD_HOST(put_host, h, PLD_IN(x, FP32, NDEV, PUT_ROWS, PUT_COLS)) {
         pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(SIG_CELLS)));
 }
 
-/* ---- timing a pair --------------------------------------------------------- */
+/* ---- timing a pair ---------------------------------------------------------
+ */
 
 /* A program compiled with cfg for args (argc 0: none) and prepared, in
  * *out; PLD_OK or the failure, reported (what: which program). */
@@ -215,7 +217,8 @@ static int measure_pair(pld_host_fn host, const pld_config *off,
   return st;
 }
 
-/* ---- the sections ---------------------------------------------------------- */
+/* ---- the sections ----------------------------------------------------------
+ */
 
 static void trace_section(const pld_config *base) {
   const char *tmp = getenv("TMPDIR");
@@ -233,8 +236,7 @@ static void trace_section(const pld_config *base) {
   const int ok = med[0] >= 0 && med[1] >= 0;
   if (ok) {
     snprintf(d, sizeof d, "%+.1f us", (med[1] - med[0]) * 1e6);
-    snprintf(e, sizeof e, "%.0f ns",
-             (med[1] - med[0]) / EVENTS_PER_RUN * 1e9);
+    snprintf(e, sizeof e, "%.0f ns", (med[1] - med[0]) / EVENTS_PER_RUN * 1e9);
   } else {
     snprintf(d, sizeof d, "n/a");
     snprintf(e, sizeof e, "n/a");
@@ -297,7 +299,8 @@ int main(void) {
   cfg.device_ids = ids;
   cfg.ndevices = NDEV;
 
-  printf("bench_diag: diagnostics, trace and race-check costs (%d ranks, a2a3sim, median "
+  printf("bench_diag: diagnostics, trace and race-check costs (%d ranks, "
+         "a2a3sim, median "
          "of %d prepared runs each, off and on alternating)\n",
          NDEV, REPS);
   print_busy("figures");

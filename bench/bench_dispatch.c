@@ -289,8 +289,8 @@ static void resident_state(const pld_config *cfg, int reps) {
   check(pld_device_tensor_create(p, PLD_EACH_RANK, PLD_FP32, 2,
                                  (const int64_t[]){SROWS, SCOLS}, &dev),
         "pld_device_tensor_create");
-  double *a = calloc((size_t)reps, sizeof *a), *b = calloc((size_t)reps,
-                                                           sizeof *b);
+  double *a = calloc((size_t)reps, sizeof *a),
+         *b = calloc((size_t)reps, sizeof *b);
   if (!a || !b)
     exit(1);
   for (int i = 0; i < reps; i++) {

@@ -143,8 +143,7 @@ static double pingpong_loop(MPI_Win win, int me, int *base, int *round,
 static void bench_pingpong(int me, int iters, int reps, int polls) {
   int *base;
   MPI_Win win;
-  MPI_Win_allocate(64, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
-                   &win);
+  MPI_Win_allocate(64, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
   MPI_Win_lock_all(0, win);
   *base = 0;
   MPI_Win_sync(win);
@@ -172,8 +171,8 @@ static void bench_pingpong(int me, int iters, int reps, int polls) {
 static void bench_bw(int me, size_t max_bytes, int reps) {
   unsigned char *base, *buf = malloc(max_bytes);
   MPI_Win win;
-  MPI_Win_allocate((MPI_Aint)max_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                   &base, &win);
+  MPI_Win_allocate((MPI_Aint)max_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                   &win);
   memset(base, 1, max_bytes); /* every page present, like pld's windows */
   memset(buf, 2, max_bytes);
   MPI_Win_lock_all(0, win);
@@ -191,11 +190,9 @@ static void bench_bw(int me, size_t max_bytes, int reps) {
         const double t0 = now_s();
         for (int64_t i = 0; r < 0 ? warm_more(i, &inner, t0) : i < inner; i++) {
           if (op == 0)
-            MPI_Put(buf, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE,
-                    win);
+            MPI_Put(buf, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE, win);
           else
-            MPI_Get(buf, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE,
-                    win);
+            MPI_Get(buf, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE, win);
           MPI_Win_flush(1, win);
         }
         if (r >= 0)

@@ -1483,8 +1483,7 @@ static void print_chain(struct trace *t) {
      * running at now began (an earlier block's, or an earlier run's) did
      * not hold this block up. */
     if (w == l->r[R_WAITS].first ||
-        (b != NONE &&
-         ev_end(&t->ev[t->waits[w - 1]]) < t->ev[b].ts - EPS_US)) {
+        (b != NONE && ev_end(&t->ev[t->waits[w - 1]]) < t->ev[b].ts - EPS_US)) {
       lane_who(t, lane, who, sizeof who);
       if (b != NONE)
         printf("  %s: no wait of its block (kernel %s, from %.3f us) ends "

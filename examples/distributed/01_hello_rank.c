@@ -26,34 +26,25 @@ enum { ROWS = 16, COLS = 32 };
 PLD_DYNAMIC(NR);
 
 /* Kernel, on one AI core: y = x + rank. */
-PLD_KERNEL(add_rank, k,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(rank, INT32))
-{
+PLD_KERNEL(add_rank, k, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(rank, INT32)) {
   pld_tile *t = pld_load(k, x, 0, 0, ROWS, COLS);
   pld_adds(k, t, t, (float)rank);
   pld_store(k, t, y, 0, 0);
 }
 
 /* Device orchestration, on the AICPU of each device: launch the kernel. */
-PLD_DEVICE(hello_device, a,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(rank, INT32))
-{
+PLD_DEVICE(hello_device, a, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(rank, INT32)) {
   pld_launch(a, add_rank, 1, x, y, rank);
 }
 
 /* Host orchestrator: one dispatch per rank, each with its own slice and
  * its own rank. */
-PLD_HOST(hello_host, h,
-         PLD_IN(x, FP32, NR, ROWS, COLS),
-         PLD_OUT(y, FP32, NR, ROWS, COLS))
-{
+PLD_HOST(hello_host, h, PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS)) {
   for (int r = 0; r < pld_world_size(h); r++)
-    pld_dispatch(h, hello_device, r, pld_slice(h, x, r), pld_slice(h, y, r),
-                 r);
+    pld_dispatch(h, hello_device, r, pld_slice(h, x, r), pld_slice(h, y, r), r);
 }
 
 int main(int argc, char **argv) {

@@ -26,11 +26,8 @@ PLD_DYNAMIC(NR); /* the rank count P */
 /* The device kernel.  It runs on an AI core of one device and sees only
  * that device's slice of the problem: x here is [ROWS, COLS], the rank-r
  * slice.  rank is a scalar INT32; the tile op takes it as a float. */
-PLD_KERNEL(scale_by_rank, k,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(rank, INT32))
-{
+PLD_KERNEL(scale_by_rank, k, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(rank, INT32)) {
   pld_tile *tile = pld_load(k, x, 0, 0, ROWS, COLS);
   pld_tile *scaled = pld_tile_new(k, PLD_FP32, ROWS, COLS);
   pld_muls(k, scaled, tile, (float)rank);
@@ -43,11 +40,8 @@ PLD_KERNEL(scale_by_rank, k,
  * poking the kernel directly (pld_dispatch does not accept a kernel: that
  * does not compile).  Here it launches the kernel on one block; in later
  * steps it is where staging and multi-kernel sequences live. */
-PLD_DEVICE(device_orch, a,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(rank, INT32))
-{
+PLD_DEVICE(device_orch, a, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(rank, INT32)) {
   pld_launch(a, scale_by_rank, 1, x, y, rank);
 }
 
@@ -56,10 +50,8 @@ PLD_DEVICE(device_orch, a,
  * about all devices: it loops over the world and dispatches device_orch
  * once per rank.  The rank is threaded down from this loop - the only
  * place that knows it. */
-PLD_HOST(host_orch, h,
-         PLD_IN(x, FP32, NR, ROWS, COLS),
-         PLD_OUT(y, FP32, NR, ROWS, COLS))
-{
+PLD_HOST(host_orch, h, PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS)) {
   for (int r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, device_orch, r, pld_slice(h, x, r), pld_slice(h, y, r), r);
 }

@@ -18,29 +18,21 @@
 enum { ROWS = 16, COLS = 64 };
 PLD_DYNAMIC(NR);
 
-PLD_KERNEL(window_roundtrip, k,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_WINDOW(win, FP32, ROWS, COLS),
-           PLD_OUT(y, FP32, ROWS, COLS))
-{
+PLD_KERNEL(window_roundtrip, k, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(win, FP32, ROWS, COLS), PLD_OUT(y, FP32, ROWS, COLS)) {
   pld_tile *t = pld_load(k, x, 0, 0, ROWS, COLS);
   pld_store(k, t, pld_local(win), 0, 0); /* into this rank's window */
   pld_tile *back = pld_load(k, pld_local(win), 0, 0, ROWS, COLS);
   pld_store(k, back, y, 0, 0);
 }
 
-PLD_DEVICE(window_device, a,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_WINDOW(win, FP32, ROWS, COLS),
-           PLD_OUT(y, FP32, ROWS, COLS))
-{
+PLD_DEVICE(window_device, a, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(win, FP32, ROWS, COLS), PLD_OUT(y, FP32, ROWS, COLS)) {
   pld_launch(a, window_roundtrip, 1, x, win, y);
 }
 
-PLD_HOST(window_host, h,
-         PLD_IN(x, FP32, NR, ROWS, COLS),
-         PLD_OUT(y, FP32, NR, ROWS, COLS))
-{
+PLD_HOST(window_host, h, PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS)) {
   /* Once, before the loop: one buffer, a copy per rank.  Allocated inside
    * the loop, each rank would get a buffer of its own that no peer shares. */
   pld_window_buf buf = pld_window_alloc(h, ROWS * COLS * sizeof(float));

@@ -27,10 +27,7 @@
 enum { COLS = 64 };
 PLD_DYNAMIC(NR); /* the rank count P */
 
-PLD_KERNEL(tally_barrier, k,
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, NR))
-{
+PLD_KERNEL(tally_barrier, k, PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, FP32, NR)) {
   pld_comm comm = pld_window_comm(sig);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   for (int32_t p = 0; p < n; p++)
@@ -43,12 +40,9 @@ PLD_KERNEL(tally_barrier, k,
     pld_write(k, y, PLD_AT(i), pld_read(k, pld_local(sig), PLD_AT(i)));
 }
 
-PLD_KERNEL(builtin_barrier, k,
-           PLD_IN(x, FP32, 1, COLS),
-           PLD_WINDOW(data, FP32, 1, COLS),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, 1, COLS))
-{
+PLD_KERNEL(builtin_barrier, k, PLD_IN(x, FP32, 1, COLS),
+           PLD_WINDOW(data, FP32, 1, COLS), PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, FP32, 1, COLS)) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_tile *t = pld_load(k, x, 0, 0, 1, COLS);
@@ -59,19 +53,13 @@ PLD_KERNEL(builtin_barrier, k,
   pld_barrier(k, sig); /* nobody leaves while a peer still reads its data */
 }
 
-PLD_DEVICE(tally_device, a,
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, NR))
-{
+PLD_DEVICE(tally_device, a, PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, FP32, NR)) {
   pld_launch(a, tally_barrier, 1, sig, y);
 }
 
-PLD_DEVICE(builtin_device, a,
-           PLD_IN(x, FP32, 1, COLS),
-           PLD_WINDOW(data, FP32, 1, COLS),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, 1, COLS))
-{
+PLD_DEVICE(builtin_device, a, PLD_IN(x, FP32, 1, COLS),
+           PLD_WINDOW(data, FP32, 1, COLS), PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, FP32, 1, COLS)) {
   pld_launch(a, builtin_barrier, 1, x, data, sig, y);
 }
 
@@ -84,10 +72,8 @@ PLD_HOST(tally_host, h, PLD_OUT(y, FP32, NR, NR)) {
                  pld_slice(h, y, r));
 }
 
-PLD_HOST(builtin_host, h,
-         PLD_IN(x, FP32, NR, 1, COLS),
-         PLD_OUT(y, FP32, NR, 1, COLS))
-{
+PLD_HOST(builtin_host, h, PLD_IN(x, FP32, NR, 1, COLS),
+         PLD_OUT(y, FP32, NR, 1, COLS)) {
   int n = pld_world_size(h);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(1, COLS));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));

@@ -22,13 +22,9 @@
 enum { ROWS = 8, COLS = 32 };
 PLD_DYNAMIC(NR); /* the rank count P */
 
-PLD_KERNEL(ring_shift, k,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_WINDOW(data, FP32, ROWS, COLS),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(store_mode, BOOL))
-{
+PLD_KERNEL(ring_shift, k, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS), PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(store_mode, BOOL)) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n;
@@ -47,21 +43,14 @@ PLD_KERNEL(ring_shift, k,
   }
 }
 
-PLD_DEVICE(ring_device, a,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_WINDOW(data, FP32, ROWS, COLS),
-           PLD_WINDOW(sig, INT32, NR),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(store_mode, BOOL))
-{
+PLD_DEVICE(ring_device, a, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS), PLD_WINDOW(sig, INT32, NR),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(store_mode, BOOL)) {
   pld_launch(a, ring_shift, 1, x, data, sig, y, store_mode);
 }
 
-PLD_HOST(ring_host, h,
-         PLD_IN(x, FP32, NR, ROWS, COLS),
-         PLD_OUT(y, FP32, NR, ROWS, COLS),
-         PLD_SCALAR(store_mode, BOOL))
-{
+PLD_HOST(ring_host, h, PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS), PLD_SCALAR(store_mode, BOOL)) {
   int n = pld_world_size(h);
   pld_window_buf data =
       pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(ROWS, COLS));

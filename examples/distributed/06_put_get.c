@@ -29,46 +29,36 @@ PLD_DYNAMIC(NR); /* the rank count P */
 
 /* Cells of the signal window: [0] "your data is ready", [1] "I am done
  * reading yours". */
-PLD_KERNEL(put_get, k,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_WINDOW(data, FP32, ROWS, COLS),
-           PLD_WINDOW(sig, INT32, 2),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(get_mode, BOOL))
-{
+PLD_KERNEL(put_get, k, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS), PLD_WINDOW(sig, INT32, 2),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(get_mode, BOOL)) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n, prev = (me + n - 1) % n;
   if (!get_mode) {
-    pld_put(k, data, next, x, NULL);                    /* publish ... */
-    pld_notify(k, sig, next, PLD_AT(0), 1, PLD_NOTIFY_ADD); /* ... then notify */
-    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);        /* prev's data is in */
-    pld_get(k, y, me, data, NULL);                       /* read my own copy */
+    pld_put(k, data, next, x, NULL); /* publish ... */
+    pld_notify(k, sig, next, PLD_AT(0), 1,
+               PLD_NOTIFY_ADD);                  /* ... then notify */
+    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE); /* prev's data is in */
+    pld_get(k, y, me, data, NULL);               /* read my own copy */
   } else {
-    pld_put(k, data, me, x, NULL);                      /* stage in my window */
+    pld_put(k, data, me, x, NULL); /* stage in my window */
     pld_notify(k, sig, prev, PLD_AT(0), 1, PLD_NOTIFY_ADD); /* prev reads it */
-    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);        /* next's is staged */
+    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE); /* next's is staged */
     pld_get(k, y, next, data, NULL);
     pld_notify(k, sig, next, PLD_AT(1), 1, PLD_NOTIFY_ADD); /* done with it */
-    pld_wait(k, sig, PLD_AT(1), 1, PLD_WAIT_GE);        /* prev is done */
+    pld_wait(k, sig, PLD_AT(1), 1, PLD_WAIT_GE);            /* prev is done */
   }
 }
 
-PLD_DEVICE(put_get_device, a,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_WINDOW(data, FP32, ROWS, COLS),
-           PLD_WINDOW(sig, INT32, 2),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(get_mode, BOOL))
-{
+PLD_DEVICE(put_get_device, a, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS), PLD_WINDOW(sig, INT32, 2),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(get_mode, BOOL)) {
   pld_launch(a, put_get, 1, x, data, sig, y, get_mode);
 }
 
-PLD_HOST(put_get_host, h,
-         PLD_IN(x, FP32, NR, ROWS, COLS),
-         PLD_OUT(y, FP32, NR, ROWS, COLS),
-         PLD_SCALAR(get_mode, BOOL))
-{
+PLD_HOST(put_get_host, h, PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS), PLD_SCALAR(get_mode, BOOL)) {
   pld_window_buf data =
       pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(ROWS, COLS));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(2));

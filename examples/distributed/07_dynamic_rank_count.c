@@ -15,13 +15,9 @@
 enum { ROWS = 32, COLS = 64, MAX_RANKS = 16 };
 PLD_DYNAMIC(NR);
 
-PLD_KERNEL(exchange, k,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_WINDOW(data, FP32, ROWS, COLS),
-           PLD_WINDOW(sig, INT32, 2),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(get_mode, BOOL))
-{
+PLD_KERNEL(exchange, k, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS), PLD_WINDOW(sig, INT32, 2),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(get_mode, BOOL)) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n, prev = (me + n - 1) % n;
@@ -40,22 +36,15 @@ PLD_KERNEL(exchange, k,
   }
 }
 
-PLD_DEVICE(exchange_device, a,
-           PLD_IN(x, FP32, ROWS, COLS),
-           PLD_WINDOW(data, FP32, ROWS, COLS),
-           PLD_WINDOW(sig, INT32, 2),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(get_mode, BOOL))
-{
+PLD_DEVICE(exchange_device, a, PLD_IN(x, FP32, ROWS, COLS),
+           PLD_WINDOW(data, FP32, ROWS, COLS), PLD_WINDOW(sig, INT32, 2),
+           PLD_OUT(y, FP32, ROWS, COLS), PLD_SCALAR(get_mode, BOOL)) {
   pld_launch(a, exchange, 1, x, data, sig, y, get_mode);
 }
 
 /* x and y are [NR, ROWS, COLS]: NR is whatever the tensors say. */
-PLD_HOST(exchange_host, h,
-         PLD_IN(x, FP32, NR, ROWS, COLS),
-         PLD_OUT(y, FP32, NR, ROWS, COLS),
-         PLD_SCALAR(get_mode, BOOL))
-{
+PLD_HOST(exchange_host, h, PLD_IN(x, FP32, NR, ROWS, COLS),
+         PLD_OUT(y, FP32, NR, ROWS, COLS), PLD_SCALAR(get_mode, BOOL)) {
   pld_window_buf data =
       pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(ROWS, COLS));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(2));

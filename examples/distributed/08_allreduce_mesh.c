@@ -38,14 +38,10 @@
 enum { N = 20011 };
 PLD_DYNAMIC(NR);
 
-PLD_KERNEL(allreduce_mesh, k,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(sig, INT32, 1, NR),
-           PLD_OUT(y, FP32, N))
-{
+PLD_KERNEL(allreduce_mesh, k, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(sig, INT32, 1, NR), PLD_OUT(y, FP32, N)) {
   int32_t me = pld_rank(k, pld_window_comm(data));
-  int32_t g = 0; /* barriers made on row 0 of sig */
+  int32_t g = 0;                   /* barriers made on row 0 of sig */
   pld_put(k, data, me, x, NULL);   /* stage x in my window */
   example_barrier(k, sig, 0, ++g); /* every rank has staged its input */
   for (int64_t at = 0; at < N; at += EXAMPLE_TILE) {
@@ -58,19 +54,12 @@ PLD_KERNEL(allreduce_mesh, k,
   pld_get(k, y, me, data, NULL); /* y = my window */
 }
 
-PLD_DEVICE(allreduce_device, a,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(sig, INT32, 1, NR),
-           PLD_OUT(y, FP32, N))
-{
+PLD_DEVICE(allreduce_device, a, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(sig, INT32, 1, NR), PLD_OUT(y, FP32, N)) {
   pld_launch(a, allreduce_mesh, 1, x, data, sig, y);
 }
 
-PLD_HOST(allreduce_host, h,
-         PLD_IN(x, FP32, NR, N),
-         PLD_OUT(y, FP32, NR, N))
-{
+PLD_HOST(allreduce_host, h, PLD_IN(x, FP32, NR, N), PLD_OUT(y, FP32, NR, N)) {
   int n = pld_world_size(h);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(N));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1, n));

@@ -40,12 +40,9 @@
 enum { N = 20011 };
 PLD_DYNAMIC(NR);
 
-PLD_KERNEL(allreduce_two_phase, k,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(sig, INT32, 1, NR),
-           PLD_OUT(y, FP32, N))
-{
+PLD_KERNEL(allreduce_two_phase, k, PLD_IN(x, FP32, N),
+           PLD_WINDOW(data, FP32, N), PLD_WINDOW(sig, INT32, 1, NR),
+           PLD_OUT(y, FP32, N)) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int64_t c0, c1;
@@ -65,8 +62,8 @@ PLD_KERNEL(allreduce_two_phase, k,
   /* Phase 2: chunk q from rank q, for every q but me. */
   for (int32_t q = 0; q < n; q++) {
     example_chunk(N, q, n, &c0, &c1);
-    pld_xfer chunk = {.src_col = c0, .dst_col = c0, .rows = 1,
-                      .cols = (int32_t)(c1 - c0)};
+    pld_xfer chunk = {
+        .src_col = c0, .dst_col = c0, .rows = 1, .cols = (int32_t)(c1 - c0)};
     if (q != me && c1 > c0)
       pld_get(k, pld_local(data), q, data, &chunk);
   }
@@ -74,19 +71,12 @@ PLD_KERNEL(allreduce_two_phase, k,
   pld_get(k, y, me, data, NULL); /* y = my window */
 }
 
-PLD_DEVICE(allreduce_device, a,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(sig, INT32, 1, NR),
-           PLD_OUT(y, FP32, N))
-{
+PLD_DEVICE(allreduce_device, a, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(sig, INT32, 1, NR), PLD_OUT(y, FP32, N)) {
   pld_launch(a, allreduce_two_phase, 1, x, data, sig, y);
 }
 
-PLD_HOST(allreduce_host, h,
-         PLD_IN(x, FP32, NR, N),
-         PLD_OUT(y, FP32, NR, N))
-{
+PLD_HOST(allreduce_host, h, PLD_IN(x, FP32, NR, N), PLD_OUT(y, FP32, NR, N)) {
   int n = pld_world_size(h);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(N));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1, n));

@@ -47,12 +47,8 @@ enum { N = 20011 };
 PLD_DYNAMIC(NR);
 PLD_DYNAMIC(ROWS); /* 2 (NR - 1) + 1 */
 
-PLD_KERNEL(allreduce_ring, k,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(sig, INT32, ROWS, NR),
-           PLD_OUT(y, FP32, N))
-{
+PLD_KERNEL(allreduce_ring, k, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(sig, INT32, ROWS, NR), PLD_OUT(y, FP32, N)) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t left = (me + n - 1) % n, right = (me + 1) % n;
@@ -75,8 +71,8 @@ PLD_KERNEL(allreduce_ring, k,
       }
     } else { /* all-gather: copy the left's finished chunk */
       example_chunk(N, ((me - (t - n + 1)) % n + n) % n, n, &c0, &c1);
-      pld_xfer chunk = {.src_col = c0, .dst_col = c0, .rows = 1,
-                        .cols = (int32_t)(c1 - c0)};
+      pld_xfer chunk = {
+          .src_col = c0, .dst_col = c0, .rows = 1, .cols = (int32_t)(c1 - c0)};
       if (c1 > c0)
         pld_get(k, pld_local(data), left, data, &chunk);
     }
@@ -87,23 +83,15 @@ PLD_KERNEL(allreduce_ring, k,
   pld_get(k, y, me, data, NULL);      /* y = my window */
 }
 
-PLD_DEVICE(allreduce_device, a,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(sig, INT32, ROWS, NR),
-           PLD_OUT(y, FP32, N))
-{
+PLD_DEVICE(allreduce_device, a, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(sig, INT32, ROWS, NR), PLD_OUT(y, FP32, N)) {
   pld_launch(a, allreduce_ring, 1, x, data, sig, y);
 }
 
-PLD_HOST(allreduce_host, h,
-         PLD_IN(x, FP32, NR, N),
-         PLD_OUT(y, FP32, NR, N))
-{
+PLD_HOST(allreduce_host, h, PLD_IN(x, FP32, NR, N), PLD_OUT(y, FP32, NR, N)) {
   int n = pld_world_size(h), rows = 2 * (n - 1) + 1;
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(N));
-  pld_window_buf sig =
-      pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(rows, n));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(rows, n));
   for (int r = 0; r < n; r++)
     pld_dispatch(h, allreduce_device, r, pld_slice(h, x, r),
                  pld_window_view(h, data, PLD_FP32, PLD_SHAPE(N)),

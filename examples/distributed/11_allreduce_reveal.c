@@ -48,34 +48,23 @@ enum { N = 20011 };
 PLD_DYNAMIC(NR);
 PLD_DYNAMIC(NS); /* PLD_SIGNAL_CELLS(NR, 1) */
 
-PLD_KERNEL(allreduce_builtin, k,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, N),
-           PLD_SCALAR(mode, INT32))
-{
+PLD_KERNEL(allreduce_builtin, k, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(sig, INT32, NS), PLD_OUT(y, FP32, N),
+           PLD_SCALAR(mode, INT32)) {
   int32_t me = pld_rank(k, pld_window_comm(data));
   pld_put(k, data, me, x, NULL); /* stage x in my window */
   pld_allreduce(k, data, sig, PLD_REDUCE_SUM, (pld_allreduce_mode)mode);
   pld_get(k, y, me, data, NULL); /* y = my window */
 }
 
-PLD_DEVICE(allreduce_device, a,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, N),
-           PLD_SCALAR(mode, INT32))
-{
+PLD_DEVICE(allreduce_device, a, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(sig, INT32, NS), PLD_OUT(y, FP32, N),
+           PLD_SCALAR(mode, INT32)) {
   pld_launch(a, allreduce_builtin, 1, x, data, sig, y, mode);
 }
 
-PLD_HOST(allreduce_host, h,
-         PLD_IN(x, FP32, NR, N),
-         PLD_OUT(y, FP32, NR, N),
-         PLD_SCALAR(mode, INT32))
-{
+PLD_HOST(allreduce_host, h, PLD_IN(x, FP32, NR, N), PLD_OUT(y, FP32, NR, N),
+         PLD_SCALAR(mode, INT32)) {
   int n = pld_world_size(h);
   int64_t ns = PLD_SIGNAL_CELLS(n, 1);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(N));

@@ -33,15 +33,10 @@ enum { N = 20011 };
 PLD_DYNAMIC(NR);
 PLD_DYNAMIC(NS); /* PLD_SIGNAL_CELLS(NR, 1) */
 
-PLD_KERNEL(broadcast, k,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, N),
-           PLD_SCALAR(root, INT32),
-           PLD_SCALAR(builtin, BOOL))
-{
+PLD_KERNEL(broadcast, k, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(hand_sig, INT32, 1, NR), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(y, FP32, N), PLD_SCALAR(root, INT32),
+           PLD_SCALAR(builtin, BOOL)) {
   int32_t me = pld_rank(k, pld_window_comm(data));
   if (me == root)
     pld_put(k, data, me, x, NULL); /* the root stages x in its window */
@@ -56,24 +51,15 @@ PLD_KERNEL(broadcast, k,
   pld_get(k, y, me, data, NULL); /* y = my window */
 }
 
-PLD_DEVICE(broadcast_device, a,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(data, FP32, N),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, N),
-           PLD_SCALAR(root, INT32),
-           PLD_SCALAR(builtin, BOOL))
-{
+PLD_DEVICE(broadcast_device, a, PLD_IN(x, FP32, N), PLD_WINDOW(data, FP32, N),
+           PLD_WINDOW(hand_sig, INT32, 1, NR), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(y, FP32, N), PLD_SCALAR(root, INT32),
+           PLD_SCALAR(builtin, BOOL)) {
   pld_launch(a, broadcast, 1, x, data, hand_sig, sig, y, root, builtin);
 }
 
-PLD_HOST(broadcast_host, h,
-         PLD_IN(x, FP32, NR, N),
-         PLD_OUT(y, FP32, NR, N),
-         PLD_SCALAR(root, INT32),
-         PLD_SCALAR(builtin, BOOL))
-{
+PLD_HOST(broadcast_host, h, PLD_IN(x, FP32, NR, N), PLD_OUT(y, FP32, NR, N),
+         PLD_SCALAR(root, INT32), PLD_SCALAR(builtin, BOOL)) {
   int n = pld_world_size(h);
   int64_t ns = PLD_SIGNAL_CELLS(n, 1);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(N));

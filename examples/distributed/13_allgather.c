@@ -34,14 +34,10 @@ enum { SIZE = 2503 };
 PLD_DYNAMIC(NR);
 PLD_DYNAMIC(NS); /* PLD_SIGNAL_CELLS(NR, 1) */
 
-PLD_KERNEL(allgather, k,
-           PLD_IN(x, FP32, SIZE),
+PLD_KERNEL(allgather, k, PLD_IN(x, FP32, SIZE),
            PLD_WINDOW(target, FP32, NR, SIZE),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, NR, SIZE),
-           PLD_SCALAR(builtin, BOOL))
-{
+           PLD_WINDOW(hand_sig, INT32, 1, NR), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(y, FP32, NR, SIZE), PLD_SCALAR(builtin, BOOL)) {
   pld_comm comm = pld_window_comm(target);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   if (builtin) {
@@ -55,22 +51,15 @@ PLD_KERNEL(allgather, k,
   pld_get(k, y, me, target, NULL); /* y = my target */
 }
 
-PLD_DEVICE(allgather_device, a,
-           PLD_IN(x, FP32, SIZE),
+PLD_DEVICE(allgather_device, a, PLD_IN(x, FP32, SIZE),
            PLD_WINDOW(target, FP32, NR, SIZE),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, NR, SIZE),
-           PLD_SCALAR(builtin, BOOL))
-{
+           PLD_WINDOW(hand_sig, INT32, 1, NR), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(y, FP32, NR, SIZE), PLD_SCALAR(builtin, BOOL)) {
   pld_launch(a, allgather, 1, x, target, hand_sig, sig, y, builtin);
 }
 
-PLD_HOST(allgather_host, h,
-         PLD_IN(x, FP32, NR, SIZE),
-         PLD_OUT(y, FP32, NR, NR, SIZE),
-         PLD_SCALAR(builtin, BOOL))
-{
+PLD_HOST(allgather_host, h, PLD_IN(x, FP32, NR, SIZE),
+         PLD_OUT(y, FP32, NR, NR, SIZE), PLD_SCALAR(builtin, BOOL)) {
   int n = pld_world_size(h);
   int64_t ns = PLD_SIGNAL_CELLS(n, 1);
   pld_window_buf target =
@@ -88,8 +77,7 @@ PLD_HOST(allgather_host, h,
 
 int main(int argc, char **argv) {
   struct example ex;
-  example_init_world(&ex, argc, argv,
-                     EXAMPLE_HAND_OR_BUILTIN("pld_allgather"));
+  example_init_world(&ex, argc, argv, EXAMPLE_HAND_OR_BUILTIN("pld_allgather"));
   bool builtin = example_mode(&ex, "hand", "builtin");
   const int64_t n = ex.cfg.ndevices;
   pld_tensor x = example_tensor(&ex, 2, (const int64_t[]){n, SIZE}, 0);

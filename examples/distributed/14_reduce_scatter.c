@@ -34,14 +34,10 @@ enum { SIZE = 2503 };
 PLD_DYNAMIC(NR);
 PLD_DYNAMIC(NS); /* PLD_SIGNAL_CELLS(NR, 1) */
 
-PLD_KERNEL(reduce_scatter, k,
-           PLD_IN(x, FP32, NR, SIZE),
-           PLD_WINDOW(data, FP32, NR, SIZE),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, SIZE),
-           PLD_SCALAR(builtin, BOOL))
-{
+PLD_KERNEL(reduce_scatter, k, PLD_IN(x, FP32, NR, SIZE),
+           PLD_WINDOW(data, FP32, NR, SIZE), PLD_WINDOW(hand_sig, INT32, 1, NR),
+           PLD_WINDOW(sig, INT32, NS), PLD_OUT(y, FP32, SIZE),
+           PLD_SCALAR(builtin, BOOL)) {
   int32_t me = pld_rank(k, pld_window_comm(data));
   pld_put(k, data, me, x, NULL); /* stage my rows in my window */
   if (builtin) {
@@ -60,26 +56,18 @@ PLD_KERNEL(reduce_scatter, k,
   pld_get(k, y, me, data, &row_me); /* y = row me of my window */
 }
 
-PLD_DEVICE(reduce_scatter_device, a,
-           PLD_IN(x, FP32, NR, SIZE),
-           PLD_WINDOW(data, FP32, NR, SIZE),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, SIZE),
-           PLD_SCALAR(builtin, BOOL))
-{
+PLD_DEVICE(reduce_scatter_device, a, PLD_IN(x, FP32, NR, SIZE),
+           PLD_WINDOW(data, FP32, NR, SIZE), PLD_WINDOW(hand_sig, INT32, 1, NR),
+           PLD_WINDOW(sig, INT32, NS), PLD_OUT(y, FP32, SIZE),
+           PLD_SCALAR(builtin, BOOL)) {
   pld_launch(a, reduce_scatter, 1, x, data, hand_sig, sig, y, builtin);
 }
 
-PLD_HOST(reduce_scatter_host, h,
-         PLD_IN(x, FP32, NR, NR, SIZE),
-         PLD_OUT(y, FP32, NR, SIZE),
-         PLD_SCALAR(builtin, BOOL))
-{
+PLD_HOST(reduce_scatter_host, h, PLD_IN(x, FP32, NR, NR, SIZE),
+         PLD_OUT(y, FP32, NR, SIZE), PLD_SCALAR(builtin, BOOL)) {
   int n = pld_world_size(h);
   int64_t ns = PLD_SIGNAL_CELLS(n, 1);
-  pld_window_buf data =
-      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(n, SIZE));
+  pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(n, SIZE));
   pld_window_buf hand_sig =
       pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1, n));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));

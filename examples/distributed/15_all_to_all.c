@@ -55,14 +55,10 @@ PLD_DYNAMIC(NR);
 PLD_DYNAMIC(NRM); /* NR * MAX */
 PLD_DYNAMIC(NS);  /* PLD_SIGNAL_CELLS(NR, 1) */
 
-PLD_KERNEL(all_to_all, k,
-           PLD_IN(x, FP32, NR, SIZE),
+PLD_KERNEL(all_to_all, k, PLD_IN(x, FP32, NR, SIZE),
            PLD_WINDOW(target, FP32, NR, SIZE),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, NR, SIZE),
-           PLD_SCALAR(builtin, BOOL))
-{
+           PLD_WINDOW(hand_sig, INT32, 1, NR), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(y, FP32, NR, SIZE), PLD_SCALAR(builtin, BOOL)) {
   pld_comm comm = pld_window_comm(target);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   if (builtin) {
@@ -70,8 +66,8 @@ PLD_KERNEL(all_to_all, k,
   } else {
     for (int32_t i = 1; i <= n; i++) {
       int32_t d = (me + i) % n;
-      const pld_xfer row = {.src_row = d, .dst_row = me, .rows = 1,
-                            .cols = SIZE};
+      const pld_xfer row = {
+          .src_row = d, .dst_row = me, .rows = 1, .cols = SIZE};
       pld_put(k, target, d, x, &row); /* my row d, to row me of rank d */
     }
     example_barrier(k, hand_sig, 0, 1); /* every row has landed */
@@ -79,16 +75,11 @@ PLD_KERNEL(all_to_all, k,
   pld_get(k, y, me, target, NULL); /* y = my target */
 }
 
-PLD_KERNEL(all_to_all_v, k,
-           PLD_IN(x, FP32, NRM, COLS),
-           PLD_IN(send_counts, INT32, NR),
-           PLD_WINDOW(target, FP32, NRM, COLS),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, NRM, COLS),
-           PLD_OUT(recv_counts, INT32, NR),
-           PLD_SCALAR(builtin, BOOL))
-{
+PLD_KERNEL(all_to_all_v, k, PLD_IN(x, FP32, NRM, COLS),
+           PLD_IN(send_counts, INT32, NR), PLD_WINDOW(target, FP32, NRM, COLS),
+           PLD_WINDOW(hand_sig, INT32, 1, NR), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(y, FP32, NRM, COLS), PLD_OUT(recv_counts, INT32, NR),
+           PLD_SCALAR(builtin, BOOL)) {
   pld_comm comm = pld_window_comm(target);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   if (builtin) {
@@ -97,8 +88,8 @@ PLD_KERNEL(all_to_all_v, k,
     for (int32_t i = 1; i <= n; i++) {
       int32_t d = (me + i) % n;
       int32_t rows = (int32_t)pld_read(k, send_counts, PLD_AT(d));
-      const pld_xfer block = {.src_row = d * MAX, .dst_row = me * MAX,
-                              .rows = rows, .cols = COLS};
+      const pld_xfer block = {
+          .src_row = d * MAX, .dst_row = me * MAX, .rows = rows, .cols = COLS};
       if (rows > 0) /* rows = 0 would mean all of x */
         pld_put(k, target, d, x, &block);
       pld_notify(k, hand_sig, d, PLD_AT(0, me), rows + 1, PLD_NOTIFY_SET);
@@ -112,36 +103,24 @@ PLD_KERNEL(all_to_all_v, k,
   pld_get(k, y, me, target, NULL); /* y = my target */
 }
 
-PLD_DEVICE(all_to_all_device, a,
-           PLD_IN(x, FP32, NR, SIZE),
+PLD_DEVICE(all_to_all_device, a, PLD_IN(x, FP32, NR, SIZE),
            PLD_WINDOW(target, FP32, NR, SIZE),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, NR, SIZE),
-           PLD_SCALAR(builtin, BOOL))
-{
+           PLD_WINDOW(hand_sig, INT32, 1, NR), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(y, FP32, NR, SIZE), PLD_SCALAR(builtin, BOOL)) {
   pld_launch(a, all_to_all, 1, x, target, hand_sig, sig, y, builtin);
 }
 
-PLD_DEVICE(all_to_all_v_device, a,
-           PLD_IN(x, FP32, NRM, COLS),
-           PLD_IN(send_counts, INT32, NR),
-           PLD_WINDOW(target, FP32, NRM, COLS),
-           PLD_WINDOW(hand_sig, INT32, 1, NR),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(y, FP32, NRM, COLS),
-           PLD_OUT(recv_counts, INT32, NR),
-           PLD_SCALAR(builtin, BOOL))
-{
+PLD_DEVICE(all_to_all_v_device, a, PLD_IN(x, FP32, NRM, COLS),
+           PLD_IN(send_counts, INT32, NR), PLD_WINDOW(target, FP32, NRM, COLS),
+           PLD_WINDOW(hand_sig, INT32, 1, NR), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(y, FP32, NRM, COLS), PLD_OUT(recv_counts, INT32, NR),
+           PLD_SCALAR(builtin, BOOL)) {
   pld_launch(a, all_to_all_v, 1, x, send_counts, target, hand_sig, sig, y,
              recv_counts, builtin);
 }
 
-PLD_HOST(all_to_all_host, h,
-         PLD_IN(x, FP32, NR, NR, SIZE),
-         PLD_OUT(y, FP32, NR, NR, SIZE),
-         PLD_SCALAR(builtin, BOOL))
-{
+PLD_HOST(all_to_all_host, h, PLD_IN(x, FP32, NR, NR, SIZE),
+         PLD_OUT(y, FP32, NR, NR, SIZE), PLD_SCALAR(builtin, BOOL)) {
   int n = pld_world_size(h);
   int64_t ns = PLD_SIGNAL_CELLS(n, 1);
   pld_window_buf target =
@@ -157,13 +136,9 @@ PLD_HOST(all_to_all_host, h,
                  pld_slice(h, y, r), builtin);
 }
 
-PLD_HOST(all_to_all_v_host, h,
-         PLD_IN(x, FP32, NR, NRM, COLS),
-         PLD_IN(send_counts, INT32, NR, NR),
-         PLD_OUT(y, FP32, NR, NRM, COLS),
-         PLD_OUT(recv_counts, INT32, NR, NR),
-         PLD_SCALAR(builtin, BOOL))
-{
+PLD_HOST(all_to_all_v_host, h, PLD_IN(x, FP32, NR, NRM, COLS),
+         PLD_IN(send_counts, INT32, NR, NR), PLD_OUT(y, FP32, NR, NRM, COLS),
+         PLD_OUT(recv_counts, INT32, NR, NR), PLD_SCALAR(builtin, BOOL)) {
   int n = pld_world_size(h);
   int64_t ns = PLD_SIGNAL_CELLS(n, 1);
   pld_window_buf target =
@@ -174,8 +149,7 @@ PLD_HOST(all_to_all_v_host, h,
   for (int r = 0; r < n; r++)
     pld_dispatch(h, all_to_all_v_device, r, pld_slice(h, x, r),
                  pld_slice(h, send_counts, r),
-                 pld_window_view(h, target, PLD_FP32,
-                                 PLD_SHAPE(n * MAX, COLS)),
+                 pld_window_view(h, target, PLD_FP32, PLD_SHAPE(n * MAX, COLS)),
                  pld_window_view(h, hand_sig, PLD_INT32, PLD_SHAPE(1, n)),
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)),
                  pld_slice(h, y, r), pld_slice(h, recv_counts, r), builtin);
@@ -256,8 +230,8 @@ static void run_v(struct example *ex, bool builtin) {
       sends[s * n + d] = count(s, d);
   pld_program *prog =
       example_compile(ex, all_to_all_v_host, x, send, y, recv, builtin);
-  example_runs(ex, prog, x, y, "all-to-all-v", reference_v, 0, false, x,
-               send, y, recv, builtin);
+  example_runs(ex, prog, x, y, "all-to-all-v", reference_v, 0, false, x, send,
+               y, recv, builtin);
   check_counts(ex, recv);
   pld_program_destroy(prog);
   pld_tensor_destroy(x);

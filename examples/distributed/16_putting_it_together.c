@@ -40,17 +40,11 @@ enum { N = 20011 };
 PLD_DYNAMIC(NR);
 PLD_DYNAMIC(NS); /* PLD_SIGNAL_CELLS(NR, 1) */
 
-PLD_KERNEL(together, k,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(bcast, FP32, N),
-           PLD_WINDOW(sum, FP32, N),
-           PLD_WINDOW(gather, FP32, NR, N),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(yb, FP32, N),
-           PLD_OUT(ya, FP32, N),
-           PLD_OUT(yg, FP32, NR, N),
-           PLD_SCALAR(root, INT32))
-{
+PLD_KERNEL(together, k, PLD_IN(x, FP32, N), PLD_WINDOW(bcast, FP32, N),
+           PLD_WINDOW(sum, FP32, N), PLD_WINDOW(gather, FP32, NR, N),
+           PLD_WINDOW(sig, INT32, NS), PLD_OUT(yb, FP32, N),
+           PLD_OUT(ya, FP32, N), PLD_OUT(yg, FP32, NR, N),
+           PLD_SCALAR(root, INT32)) {
   int32_t me = pld_rank(k, pld_window_comm(sig));
   if (me == root)
     pld_put(k, bcast, me, x, NULL);
@@ -63,33 +57,22 @@ PLD_KERNEL(together, k,
   pld_get(k, yg, me, gather, NULL);
 }
 
-PLD_DEVICE(together_device, a,
-           PLD_IN(x, FP32, N),
-           PLD_WINDOW(bcast, FP32, N),
-           PLD_WINDOW(sum, FP32, N),
-           PLD_WINDOW(gather, FP32, NR, N),
-           PLD_WINDOW(sig, INT32, NS),
-           PLD_OUT(yb, FP32, N),
-           PLD_OUT(ya, FP32, N),
-           PLD_OUT(yg, FP32, NR, N),
-           PLD_SCALAR(root, INT32))
-{
+PLD_DEVICE(together_device, a, PLD_IN(x, FP32, N), PLD_WINDOW(bcast, FP32, N),
+           PLD_WINDOW(sum, FP32, N), PLD_WINDOW(gather, FP32, NR, N),
+           PLD_WINDOW(sig, INT32, NS), PLD_OUT(yb, FP32, N),
+           PLD_OUT(ya, FP32, N), PLD_OUT(yg, FP32, NR, N),
+           PLD_SCALAR(root, INT32)) {
   pld_launch(a, together, 1, x, bcast, sum, gather, sig, yb, ya, yg, root);
 }
 
-PLD_HOST(together_host, h,
-         PLD_IN(x, FP32, NR, N),
-         PLD_OUT(yb, FP32, NR, N),
-         PLD_OUT(ya, FP32, NR, N),
-         PLD_OUT(yg, FP32, NR, NR, N),
-         PLD_SCALAR(root, INT32))
-{
+PLD_HOST(together_host, h, PLD_IN(x, FP32, NR, N), PLD_OUT(yb, FP32, NR, N),
+         PLD_OUT(ya, FP32, NR, N), PLD_OUT(yg, FP32, NR, NR, N),
+         PLD_SCALAR(root, INT32)) {
   int n = pld_world_size(h);
   int64_t ns = PLD_SIGNAL_CELLS(n, 1);
   pld_window_buf bcast = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(N));
   pld_window_buf sum = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(N));
-  pld_window_buf gather =
-      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(n, N));
+  pld_window_buf gather = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(n, N));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
   for (int r = 0; r < n; r++)
     pld_dispatch(h, together_device, r, pld_slice(h, x, r),
@@ -97,8 +80,8 @@ PLD_HOST(together_host, h,
                  pld_window_view(h, sum, PLD_FP32, PLD_SHAPE(N)),
                  pld_window_view(h, gather, PLD_FP32, PLD_SHAPE(n, N)),
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)),
-                 pld_slice(h, yb, r), pld_slice(h, ya, r),
-                 pld_slice(h, yg, r), root);
+                 pld_slice(h, yb, r), pld_slice(h, ya, r), pld_slice(h, yg, r),
+                 root);
 }
 
 int main(int argc, char **argv) {
@@ -112,8 +95,7 @@ int main(int argc, char **argv) {
   pld_tensor yg = example_tensor(&ex, 3, (const int64_t[]){n, n, N}, 0);
   double *want_b = example_reference(yb), *want_a = example_reference(ya);
   double *want_g = example_reference(yg);
-  pld_program *prog =
-      example_compile(&ex, together_host, x, yb, ya, yg, root);
+  pld_program *prog = example_compile(&ex, together_host, x, yb, ya, yg, root);
   example_for_each_input(in) {
     example_fill(&ex, x, in);
     example_run_program(prog, x, yb, ya, yg, root);

@@ -106,8 +106,7 @@ PLD_HOST(host_task_demo, h, PLD_IN(x, FP32, NR, N), PLD_OUT(y, FP32, N),
   for (int r = 0; r < n; r++) {
     pld_tensor sq = pld_rank_tensor(h, r, PLD_FP32, PLD_SHAPE(N));
     pld_dispatch(h, square_dev, r, pld_slice(h, x, r), sq);
-    pld_dispatch(h, scale_dev, r, sq, pld_slice(h, partial, r),
-                 (float)(r + 1));
+    pld_dispatch(h, scale_dev, r, sq, pld_slice(h, partial, r), (float)(r + 1));
   }
   pld_host_task(h, t_sum, partial, y);
   for (int r = 0; r < n; r++)

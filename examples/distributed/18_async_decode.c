@@ -77,8 +77,8 @@ int main(int argc, char **argv) {
   pld_tensor h_host = example_tensor(&ex, 2, shape, 0);
   /* Compiled with a host tensor in h's place (the shape is what counts);
    * every run then passes the resident one. */
-  pld_program *prog = example_compile(&ex, decode_host, x[0], h_host, y[0],
-                                      1.0f);
+  pld_program *prog =
+      example_compile(&ex, decode_host, x[0], h_host, y[0], 1.0f);
   double *want = example_reference(h_host);
   example_for_each_input(in) {
     pld_tensor h;
@@ -104,9 +104,9 @@ int main(int argc, char **argv) {
         want[i] = (double)((float)want[i] + s * xs[i]);
         wy[t][i] = want[i];
       }
-      example_check(pld_program_submit(prog, PLD_ARGS(xt, h, y[t], s), 0,
-                                       &job[t]),
-                    "pld_program_submit");
+      example_check(
+          pld_program_submit(prog, PLD_ARGS(xt, h, y[t], s), 0, &job[t]),
+          "pld_program_submit");
     }
     for (int t = 0; t < STEPS; t++) {
       example_check(pld_job_wait(job[t], -1), "pld_job_wait");
@@ -114,8 +114,8 @@ int main(int argc, char **argv) {
       if (st != PLD_OK) {
         /* A job's failure is its own message, not the last error. */
         if (pld_process_index() == 0)
-          fprintf(stderr, "step %d failed (%s): %s\n", t,
-                  pld_status_name(st), pld_job_message(job[t]));
+          fprintf(stderr, "step %d failed (%s): %s\n", t, pld_status_name(st),
+                  pld_job_message(job[t]));
         return 1;
       }
       char what[64];

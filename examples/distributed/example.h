@@ -219,14 +219,13 @@ static inline void example_init_devices(struct example *ex, int argc,
 static inline void example_init(struct example *ex, int argc, char **argv,
                                 int min_devices, int max_devices,
                                 const char *extra) {
-  example_init_devices(ex, argc, argv, min_devices, max_devices, extra,
-                       "0,1");
+  example_init_devices(ex, argc, argv, min_devices, max_devices, extra, "0,1");
 }
 
 /* The collectives' steps: any rank count P >= 2 (up to the platforms'
  * device ids), -d 0,1,2,3 by default. */
-static inline void example_init_world(struct example *ex, int argc,
-                                      char **argv, const char *extra) {
+static inline void example_init_world(struct example *ex, int argc, char **argv,
+                                      const char *extra) {
   example_init_devices(ex, argc, argv, 2, EXAMPLE_MAX_DEVICES, extra,
                        "0,1,2,3");
 }
@@ -238,7 +237,7 @@ static inline void example_check(int status, const char *what) {
     return;
   if (pld_process_index() == 0)
     fprintf(stderr, "%s failed (%s): %s\n", what, pld_status_name(status),
-          pld_last_error());
+            pld_last_error());
   exit(1);
 }
 
@@ -266,8 +265,7 @@ static inline pld_program *example_compile_args(struct example *ex,
                                                 pld_host_fn host, int argc,
                                                 const pld_arg *argv) {
   pld_program *prog;
-  example_check(pld_compile(host, &ex->cfg, argc, argv, &prog),
-                "pld_compile");
+  example_check(pld_compile(host, &ex->cfg, argc, argv, &prog), "pld_compile");
   if (ex->compile_only) {
     printf("%s\n", pld_program_artifact_dir(prog));
     pld_program_destroy(prog);
@@ -333,7 +331,9 @@ static inline int example_mode_index(const struct example *ex,
   fprintf(stderr, "%s: --mode: expected ", ex->name);
   for (int i = 0; i < count; i++)
     fprintf(stderr, "%s%s", modes[i],
-            i + 2 < count ? ", " : i + 2 == count ? " or " : "");
+            i + 2 < count    ? ", "
+            : i + 2 == count ? " or "
+                             : "");
   fprintf(stderr, ", got '%s'\n", mode);
   exit(2);
 }
@@ -379,8 +379,8 @@ enum example_input {
   EXAMPLE_INTEGERS, /* x[r][i] = (7 i + 31 r) % 1001 - 500 */
   EXAMPLE_RANDOM    /* uniform in [-1, 1) */
 };
-#define example_for_each_input(in)                                            \
-  for (enum example_input in = EXAMPLE_INTEGERS; in <= EXAMPLE_RANDOM;        \
+#define example_for_each_input(in)                                             \
+  for (enum example_input in = EXAMPLE_INTEGERS; in <= EXAMPLE_RANDOM;         \
        in = (enum example_input)(in + 1))
 
 /* Fills t (FP32, its leading dimension the rank r) with the input `in`.
@@ -482,9 +482,8 @@ static inline bool example_expect(struct example *ex, const char *what,
     printf("FAILED: %s, random inputs: %lld of %lld elements differ by more "
            "than 1e-5 + 1e-5 |expected|; the most, by %g, at rank %lld, "
            "element %lld: got %.9g, expected %.9g\n",
-           what, (long long)bad, (long long)numel, worst,
-           (long long)(at / per), (long long)(at % per), (double)g[at],
-           want[at]);
+           what, (long long)bad, (long long)numel, worst, (long long)(at / per),
+           (long long)(at % per), (double)g[at], want[at]);
   return false;
 }
 
@@ -514,13 +513,11 @@ static inline bool example_expect_same(struct example *ex, const char *what,
  * leading dimension) once per input (example_fill), and checks y against
  * reference(x, arg, want) with example_expect; with `same`, also that
  * every rank got the same bits (a result every rank holds whole). */
-static inline void example_runs_args(struct example *ex, pld_program *prog,
-                                     pld_tensor x, pld_tensor y,
-                                     const char *what,
-                                     void (*reference)(pld_tensor, int32_t,
-                                                       double *),
-                                     int32_t arg, bool same, int argc,
-                                     const pld_arg *argv) {
+static inline void
+example_runs_args(struct example *ex, pld_program *prog, pld_tensor x,
+                  pld_tensor y, const char *what,
+                  void (*reference)(pld_tensor, int32_t, double *), int32_t arg,
+                  bool same, int argc, const pld_arg *argv) {
   double *want = example_reference(y);
   example_for_each_input(in) {
     example_fill(ex, x, in);
@@ -532,8 +529,8 @@ static inline void example_runs_args(struct example *ex, pld_program *prog,
   }
   free(want);
 }
-#define example_runs(ex, prog, x, y, what, reference, arg, same, ...)         \
-  example_runs_args((ex), (prog), (x), (y), (what), (reference), (arg),       \
+#define example_runs(ex, prog, x, y, what, reference, arg, same, ...)          \
+  example_runs_args((ex), (prog), (x), (y), (what), (reference), (arg),        \
                     (same), PLD_ARGS(__VA_ARGS__))
 
 /* Prints OK if every check passed; the exit status. */
@@ -556,12 +553,12 @@ static inline int example_allreduce_main(struct example *ex, pld_host_fn host,
   pld_program *prog;
   if (mode) {
     prog = example_compile(ex, host, x, y, *mode);
-    example_runs(ex, prog, x, y, "allreduce", example_reference_allreduce,
-                 0, true, x, y, *mode);
+    example_runs(ex, prog, x, y, "allreduce", example_reference_allreduce, 0,
+                 true, x, y, *mode);
   } else {
     prog = example_compile(ex, host, x, y);
-    example_runs(ex, prog, x, y, "allreduce", example_reference_allreduce,
-                 0, true, x, y);
+    example_runs(ex, prog, x, y, "allreduce", example_reference_allreduce, 0,
+                 true, x, y);
   }
   pld_program_destroy(prog);
   pld_tensor_destroy(x);

@@ -104,7 +104,7 @@ typedef enum pld_allreduce_mode {
 #define PLD_SIGNAL_LANE_CELLS(nranks)                                          \
   (2 * (nranks) + 4 + 2 * (nranks) * (4 + PLD_COLL_EAGER_BYTES / 4))
 #define PLD_SIGNAL_CELLS(nranks, blocks)                                       \
-  ((blocks) * PLD_SIGNAL_LANE_CELLS(nranks))
+  ((blocks)*PLD_SIGNAL_LANE_CELLS(nranks))
 
 /* All ranks of sig's domain rendezvous.  One block: sig needs nranks
  * cells; launched on C blocks, each block uses its own lane, and sig needs
@@ -115,8 +115,8 @@ typedef enum pld_allreduce_mode {
 int pld_barrier(pld_core k, pld_window sig);
 
 /* data = op over every rank's data, in place, on every rank. */
-int pld_allreduce(pld_core k, pld_window data, pld_window sig,
-                  pld_reduce_op op, pld_allreduce_mode mode);
+int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
+                  pld_allreduce_mode mode);
 
 /* The mode PLD_ALLREDUCE_AUTO takes for `bytes` bytes per rank over
  * nranks ranks (any level). */
@@ -153,8 +153,7 @@ int pld_all_to_all(pld_core k, pld_tensor input, pld_window target,
  * recv_counts are INT32[P] tensors; a count outside [0, MAX] fails with
  * PLD_ERR_BOUNDS before anything moves. */
 int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
-                     pld_window target, pld_tensor recv_counts,
-                     pld_window sig);
+                     pld_window target, pld_tensor recv_counts, pld_window sig);
 
 /* ---- host level --------------------------------------------------------- */
 

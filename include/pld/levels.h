@@ -94,7 +94,7 @@ typedef struct pld_signature {
   const char *name;
   pld_level level;
   pld_core_type core_type; /* kernels only */
-  int nparams; /* 0 to PLD_MAX_PARAMS */
+  int nparams;             /* 0 to PLD_MAX_PARAMS */
   const pld_param *params;
   const char *file;
   int line;
@@ -128,7 +128,8 @@ typedef struct pld_host_task_fn {
 /* A window tensor parameter (pld/window.h): the body sees a pld_window,
  * which peers reach through signals and remote operations.  Always read
  * and written (InOut). */
-#define PLD_WINDOW(name, dtype, ...) (W, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
+#define PLD_WINDOW(name, dtype, ...)                                           \
+  (W, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
 /* A scalar parameter, passed by value; the body sees the C type of dtype
  * (INT32 -> int32_t, FP32 -> float, FP16/BF16 -> float, BOOL -> bool). */
 #define PLD_SCALAR(name, dtype) (S, PLD_DIR_IN, name, dtype, 0)
@@ -141,19 +142,19 @@ typedef struct pld_host_task_fn {
  * PLD_IN & co., too many dimensions or parameters) is a compile error
  * that says so at the declaration. */
 #define PLD_HOST(name, ...)                                                    \
-  PLD__DEFINE(PLD_HOST, PLD_LEVEL_HOST, PLD_CORE_VECTOR, pld_host,            \
+  PLD__DEFINE(PLD_HOST, PLD_LEVEL_HOST, PLD_CORE_VECTOR, pld_host,             \
               pld_host_fn, name, __VA_ARGS__)
 #define PLD_DEVICE(name, ...)                                                  \
-  PLD__DEFINE(PLD_DEVICE, PLD_LEVEL_DEVICE, PLD_CORE_VECTOR, pld_aicpu,       \
+  PLD__DEFINE(PLD_DEVICE, PLD_LEVEL_DEVICE, PLD_CORE_VECTOR, pld_aicpu,        \
               pld_device_fn, name, __VA_ARGS__)
 #define PLD_KERNEL(name, ...)                                                  \
-  PLD__DEFINE(PLD_KERNEL, PLD_LEVEL_KERNEL, PLD_CORE_VECTOR, pld_core,        \
+  PLD__DEFINE(PLD_KERNEL, PLD_LEVEL_KERNEL, PLD_CORE_VECTOR, pld_core,         \
               pld_kernel_fn, name, __VA_ARGS__)
 #define PLD_CUBE_KERNEL(name, ...)                                             \
-  PLD__DEFINE(PLD_CUBE_KERNEL, PLD_LEVEL_KERNEL, PLD_CORE_CUBE, pld_core,     \
+  PLD__DEFINE(PLD_CUBE_KERNEL, PLD_LEVEL_KERNEL, PLD_CORE_CUBE, pld_core,      \
               pld_kernel_fn, name, __VA_ARGS__)
 #define PLD_HOST_TASK(name, ...)                                               \
-  PLD__DEFINE(PLD_HOST_TASK, PLD_LEVEL_TASK, PLD_CORE_VECTOR, pld_task,       \
+  PLD__DEFINE(PLD_HOST_TASK, PLD_LEVEL_TASK, PLD_CORE_VECTOR, pld_task,        \
               pld_host_task_fn, name, __VA_ARGS__)
 
 /* ---- host level --------------------------------------------------------- */
@@ -258,7 +259,8 @@ int pld__launch(pld_aicpu a, pld_kernel_fn kernel, int argc,
  * beside the rank's tensor slices, window copies and this call's earlier
  * allocations: checked when compiling) the failure is recorded in `a` and
  * the tensor returned is rejected by every later call. */
-#define PLD_SHAPE(...) PLD__NARG(__VA_ARGS__), (const int64_t[]){__VA_ARGS__}
+#define PLD_SHAPE(...)                                                         \
+  PLD__NARG(__VA_ARGS__), (const int64_t[]) { __VA_ARGS__ }
 pld_tensor pld_device_alloc(pld_aicpu a, pld_dtype dtype, int ndim,
                             const int64_t *shape);
 
@@ -297,7 +299,8 @@ int32_t pld_block_num(pld_core k);
  * that is PLD_ARGS). */
 #define PLD__ARG0(c, x) PLD_ARG(x)
 #define PLD__ARGN(c, i, x) , PLD_ARG(x)
-#define PLD__ARGF(i, x) PLD__CAT2(PLD__COMMA_IF_NOT_FIRST_, PLD__ISZERO(i)) PLD_ARG(x)
+#define PLD__ARGF(i, x)                                                        \
+  PLD__CAT2(PLD__COMMA_IF_NOT_FIRST_, PLD__ISZERO(i)) PLD_ARG(x)
 #define PLD__COMMA_IF_NOT_FIRST_1
 #define PLD__COMMA_IF_NOT_FIRST_0 ,
 #define PLD__NONE0(c, x) /* the context, for the walks that skip it */
@@ -307,15 +310,31 @@ int32_t pld_block_num(pld_core k);
 #define PLD__PARAM_OF_(kind, dir, name, dtype, ...)                            \
   PLD__PARAM_##kind(dir, name, dtype, __VA_ARGS__)
 #define PLD__PARAM_T(dir, name, dtype, ...)                                    \
-  {#name, PLD_ARG_TENSOR, dir, PLD_##dtype, PLD__NARG(__VA_ARGS__),            \
-   {PLD__MAPD(PLD__DIM, __VA_ARGS__)}}
+  {                                                                            \
+#name, PLD_ARG_TENSOR, dir, PLD_##dtype, PLD__NARG(__VA_ARGS__), {         \
+      PLD__MAPD(PLD__DIM, __VA_ARGS__)                                         \
+    }                                                                          \
+  }
 #define PLD__PARAM_W(dir, name, dtype, ...)                                    \
-  {#name, PLD_ARG_WINDOW, dir, PLD_##dtype, PLD__NARG(__VA_ARGS__),            \
-   {PLD__MAPD(PLD__DIM, __VA_ARGS__)}}
+  {                                                                            \
+#name, PLD_ARG_WINDOW, dir, PLD_##dtype, PLD__NARG(__VA_ARGS__), {         \
+      PLD__MAPD(PLD__DIM, __VA_ARGS__)                                         \
+    }                                                                          \
+  }
 #define PLD__PARAM_S(dir, name, dtype, unused)                                 \
-  {#name, PLD_ARG_SCALAR, dir, PLD_##dtype, 0, {{0, 0}}}
-#define PLD__DIM(d) {(d), #d}
-#define PLD__PARAM_END {0, 0, PLD_DIR_IN, PLD_DTYPE_COUNT, 0, {{0, 0}}}
+  {                                                                            \
+#name, PLD_ARG_SCALAR, dir, PLD_##dtype, 0, {                              \
+      { 0, 0 }                                                                 \
+    }                                                                          \
+  }
+#define PLD__DIM(d)                                                            \
+  { (d), #d }
+#define PLD__PARAM_END                                                         \
+  {                                                                            \
+    0, 0, PLD_DIR_IN, PLD_DTYPE_COUNT, 0, {                                    \
+      { 0, 0 }                                                                 \
+    }                                                                          \
+  }
 
 #define PLD__DECLF(c, i, p) , PLD__DECL_OF(PLD__EXPAND p)
 #define PLD__DECL_OF(...) PLD__DECL_OF_(__VA_ARGS__)
@@ -327,7 +346,7 @@ int32_t pld_block_num(pld_core k);
 #define PLD__UNPACKF(c, i, p) , PLD__UNPACK_OF(i, PLD__EXPAND p)
 #define PLD__UNPACK_OF(...) PLD__UNPACK_OF_(__VA_ARGS__)
 #define PLD__UNPACK_OF_(i, kind, dir, name, dtype, ...)                        \
-  PLD__UNPACK_##kind(argv_[(i) - 1], dtype)
+  PLD__UNPACK_##kind(argv_[(i)-1], dtype)
 #define PLD__UNPACK_T(a, dtype) ((pld_tensor){(a).v.t})
 #define PLD__UNPACK_W(a, dtype) ((pld_window){(a).v.t})
 #define PLD__UNPACK_S(a, dtype) ((PLD__CTYPE_##dtype)PLD__GET_##dtype(a))
@@ -375,10 +394,9 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
  * the body's typed parameters, the descriptor, and finally the head of the
  * body the user's braces complete.  Arguments reach the entry only after
  * the runtime checked them against the signature. */
-#define PLD__DEFINE_OK_1(what, level, coretype, ctxtype, fntype, name, ...)   \
-  static void name##__body(                                                    \
-      ctxtype PLD__HEAD(__VA_ARGS__)                                           \
-          PLD__MAPH(PLD__NONE0, PLD__DECLF, ~, __VA_ARGS__));                  \
+#define PLD__DEFINE_OK_1(what, level, coretype, ctxtype, fntype, name, ...)    \
+  static void name##__body(ctxtype PLD__HEAD(__VA_ARGS__) PLD__MAPH(           \
+      PLD__NONE0, PLD__DECLF, ~, __VA_ARGS__));                                \
   static const pld_param name##__params[] = {                                  \
       PLD__MAPH(PLD__NONE0, PLD__PARAMF, ~, __VA_ARGS__) PLD__PARAM_END};      \
   static const pld_signature name##__sig = {                                   \
@@ -393,10 +411,9 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
     (void)argv_;                                                               \
     name##__body(ctx_ PLD__MAPH(PLD__NONE0, PLD__UNPACKF, ~, __VA_ARGS__));    \
   }                                                                            \
-  PLD__UNUSED static const fntype name = {&name##__sig, name##__entry};       \
-  static void name##__body(                                                    \
-      ctxtype PLD__HEAD(__VA_ARGS__)                                           \
-          PLD__MAPH(PLD__NONE0, PLD__DECLF, ~, __VA_ARGS__))
+  PLD__UNUSED static const fntype name = {&name##__sig, name##__entry};        \
+  static void name##__body(ctxtype PLD__HEAD(__VA_ARGS__) PLD__MAPH(           \
+      PLD__NONE0, PLD__DECLF, ~, __VA_ARGS__))
 
 /* ---- checks of a declaration's list ------------------------------------ */
 
@@ -423,26 +440,26 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
  * (the errors) and PLD__FIX_* (the repaired entry).  Should that walk find
  * nothing the verdict found, the list is defined as written, and the
  * compiler's own errors tell. */
-#define PLD__DEFINE(what, level, coretype, ctxtype, fntype, name, ...)        \
+#define PLD__DEFINE(what, level, coretype, ctxtype, fntype, name, ...)         \
   PLD__CAT2(PLD__DEFINE_FITS_, PLD__FITS(__VA_ARGS__))                         \
   (what, level, coretype, ctxtype, fntype, name, __VA_ARGS__)
 /* More than PLD_MAX_PARAMS parameters: the error, then the first ones. */
-#define PLD__DEFINE_FITS_0(what, level, coretype, ctxtype, fntype, name, ...) \
+#define PLD__DEFINE_FITS_0(what, level, coretype, ctxtype, fntype, name, ...)  \
   PLD__ERR_TOO_MANY(what, name, PLD_MAX_PARAMS)                                \
   PLD__DEFINE_FITS_1(what, level, coretype, ctxtype, fntype, name,             \
                      PLD__TAKE(__VA_ARGS__))
-#define PLD__DEFINE_FITS_1(what, level, coretype, ctxtype, fntype, name, ...) \
-  PLD__CAT2(PLD__DEFINE_OK_,                                                   \
-            PLD__IS_EMPTY(PLD__MAPH(PLD__BAD0, PLD__VERDICTF, ~, __VA_ARGS__)))\
+#define PLD__DEFINE_FITS_1(what, level, coretype, ctxtype, fntype, name, ...)  \
+  PLD__CAT2(PLD__DEFINE_OK_, PLD__IS_EMPTY(PLD__MAPH(PLD__BAD0, PLD__VERDICTF, \
+                                                     ~, __VA_ARGS__)))         \
   (what, level, coretype, ctxtype, fntype, name, __VA_ARGS__)
-#define PLD__DEFINE_OK_0(what, level, coretype, ctxtype, fntype, name, ...)   \
+#define PLD__DEFINE_OK_0(what, level, coretype, ctxtype, fntype, name, ...)    \
   PLD__CAT2(PLD__DEFINE_UNNAMED_,                                              \
             PLD__IS_EMPTY(PLD__MAPH(PLD__BAD0, PLD__BADF, ~, __VA_ARGS__)))    \
   (what, level, coretype, ctxtype, fntype, name, __VA_ARGS__)
 #define PLD__DEFINE_UNNAMED_1 PLD__DEFINE_OK_1
-#define PLD__DEFINE_UNNAMED_0(what, level, coretype, ctxtype, fntype, name,   \
+#define PLD__DEFINE_UNNAMED_0(what, level, coretype, ctxtype, fntype, name,    \
                               ...)                                             \
-  PLD__MAPH(PLD__ERR0, PLD__ERRF, (what, name, ctxtype), __VA_ARGS__)         \
+  PLD__MAPH(PLD__ERR0, PLD__ERRF, (what, name, ctxtype), __VA_ARGS__)          \
   PLD__DEFINE_OK_1(what, level, coretype, ctxtype, fntype, name,               \
                    PLD__MAPH(PLD__FIX0, PLD__FIXF, ~, __VA_ARGS__))
 
@@ -481,7 +498,8 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
  * dimensions (dims_ok 1). */
 #define PLD__CHECK_PARAM(M, c, i, p)                                           \
   PLD__CAT2(PLD__CHECK_KIND_,                                                  \
-            PLD__CHECK(PLD__CAT2(PLD__KIND_IS_, PLD__HEAD p)))(M, c, i, p)
+            PLD__CHECK(PLD__CAT2(PLD__KIND_IS_, PLD__HEAD p)))                 \
+  (M, c, i, p)
 #define PLD__KIND_IS_T ~, 1,
 #define PLD__KIND_IS_W ~, 1,
 #define PLD__KIND_IS_S ~, 1,

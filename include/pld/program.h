@@ -85,7 +85,8 @@ typedef struct pld_config {
 
 /* The defaults: every field not named is zero (NULL), which the comments
  * above describe. */
-#define PLD_CONFIG_INIT {.platform = "a2a3sim"}
+#define PLD_CONFIG_INIT                                                        \
+  { .platform = "a2a3sim" }
 
 /* The processes that run each program together: under mpirun with the
  * MPI fabric, the processes mpirun started and this one's index among
@@ -186,8 +187,8 @@ enum { PLD_SUBMIT_NOWAIT = 1 };
  * (NOWAIT and max_in_flight runs in flight), PLD_ERR_STATE (the program
  * is dead), PLD_ERR_ARG (NULL program or out, unknown flags, argc out of
  * range). */
-int pld_program_submit(pld_program *p, int argc, const pld_arg *argv,
-                       int flags, pld_job **out);
+int pld_program_submit(pld_program *p, int argc, const pld_arg *argv, int flags,
+                       pld_job **out);
 /* 1 once the run is done (its status and message are final), else 0. */
 int pld_job_test(pld_job *job);
 /* Waits until the run is done: PLD_OK, or PLD_ERR_TIMEOUT after
@@ -236,17 +237,17 @@ int pld_run(pld_host_fn host, const pld_config *cfg, int argc,
 typedef struct pld_platform_info {
   const char *name;
   int simulated;
-  int max_devices;       /* device ids range over [0, max_devices): the
-                            cards of a cluster of servers */
-  int cube_cores;        /* AIC per device */
-  int vector_cores;      /* AIV per device */
-  size_t ub_bytes;       /* vector core Unified Buffer */
+  int max_devices;  /* device ids range over [0, max_devices): the
+                       cards of a cluster of servers */
+  int cube_cores;   /* AIC per device */
+  int vector_cores; /* AIV per device */
+  size_t ub_bytes;  /* vector core Unified Buffer */
   size_t l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes; /* cube core buffers */
   /* Device global memory (HBM): what one rank's tensor slices, window
    * buffers and device allocations must fit together. */
   uint64_t global_bytes;
-  int server_devices;    /* cards per server: ids s * server_devices on
-                            are server s */
+  int server_devices; /* cards per server: ids s * server_devices on
+                         are server s */
 } pld_platform_info;
 const pld_platform_info *pld_platform_find(const char *name);
 

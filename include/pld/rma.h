@@ -16,9 +16,8 @@ typedef enum pld_atomic { PLD_ATOMIC_NONE = 0, PLD_ATOMIC_ADD = 1 } pld_atomic;
 
 /* A rows x cols tile read from peer's copy of src at (row, col), in this
  * core's tile memory.  NULL on failure (recorded in k). */
-pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
-                          int64_t row, int64_t col, int32_t rows,
-                          int32_t cols);
+pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer, int64_t row,
+                          int64_t col, int32_t rows, int32_t cols);
 
 /* pld_remote_load into a tile the kernel holds (its shape; dtypes must
  * match), as pld_load_into locally: a loop over peers reuses one tile. */
@@ -29,8 +28,7 @@ int pld_remote_load_into(pld_core k, pld_tile *dst, pld_window src,
  * PLD_ATOMIC_ADD, adds it element by element, atomically (FP32, FP16,
  * BF16, INT32, INT16, INT8). */
 int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
-                     int32_t peer, int64_t row, int64_t col,
-                     pld_atomic atomic);
+                     int32_t peer, int64_t row, int64_t col, pld_atomic atomic);
 
 /* The region of a put or get: (rows, cols) at (src_row, src_col) in the
  * source and (dst_row, dst_col) in the destination; rows = 0 means all the

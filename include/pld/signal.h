@@ -27,7 +27,10 @@
 #include "pld/window.h"
 
 /* Values 0 and 1 are the original ABI's; the other comparisons are pld's. */
-typedef enum pld_notify_op { PLD_NOTIFY_ADD = 0, PLD_NOTIFY_SET = 1 } pld_notify_op;
+typedef enum pld_notify_op {
+  PLD_NOTIFY_ADD = 0,
+  PLD_NOTIFY_SET = 1
+} pld_notify_op;
 typedef enum pld_wait_cmp {
   PLD_WAIT_EQ = 0, /* cell == expected */
   PLD_WAIT_GE = 1, /* cell >= expected */
@@ -47,9 +50,9 @@ int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
 
 /* Blocks until this rank's sig[idx] compares with expected as cmp says
  * (==, >=, !=, >, <, <=).  Other cores keep running meanwhile.  Returns
- * PLD_OK, PLD_ERR_ARG (also an unknown cmp), PLD_ERR_BOUNDS, PLD_ERR_DEADLOCK or PLD_ERR_TIMEOUT
- * (the run's report says which waits), PLD_ERR_ABORTED (another rank
- * failed). */
+ * PLD_OK, PLD_ERR_ARG (also an unknown cmp), PLD_ERR_BOUNDS, PLD_ERR_DEADLOCK
+ * or PLD_ERR_TIMEOUT (the run's report says which waits), PLD_ERR_ABORTED
+ * (another rank failed). */
 int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
              int32_t expected, pld_wait_cmp cmp);
 

@@ -21,13 +21,13 @@
   X(PLD_ERR_CRASH, 7, "device process crashed")                                \
   X(PLD_ERR_DEADLOCK, 8, "deadlock: waits that can never be satisfied")        \
   X(PLD_ERR_TIMEOUT, 9, "wait exceeded its time limit")                        \
-  X(PLD_ERR_ABORTED, 10, "stopped because another rank failed")               \
+  X(PLD_ERR_ABORTED, 10, "stopped because another rank failed")                \
   X(PLD_ERR_STATE, 11, "call not valid in this state")                         \
   X(PLD_ERR_UNSUPPORTED, 12, "not supported")                                  \
-  X(PLD_ERR_LEVEL, 13, "call made from the wrong level")                      \
-  X(PLD_ERR_MISMATCH, 14, "ranks made different collective calls")           \
-  X(PLD_ERR_RACE, 15, "data race between ranks")                             \
-  X(PLD_ERR_BUSY, 16, "too many runs in flight")                             \
+  X(PLD_ERR_LEVEL, 13, "call made from the wrong level")                       \
+  X(PLD_ERR_MISMATCH, 14, "ranks made different collective calls")             \
+  X(PLD_ERR_RACE, 15, "data race between ranks")                               \
+  X(PLD_ERR_BUSY, 16, "too many runs in flight")                               \
   X(PLD_ERR_CANCELLED, 17, "cancelled: an earlier run failed")
 
 enum pld_status {

@@ -24,8 +24,8 @@ int pld_tensor_create(pld_dtype dtype, int ndim, const int64_t *shape,
 /* A host tensor over `data`, which the caller owns and keeps alive and
  * unmoved while the tensor is used.  Same statuses as pld_tensor_create,
  * and PLD_ERR_ARG for NULL data. */
-int pld_tensor_wrap(pld_dtype dtype, void *data, int ndim,
-                    const int64_t *shape, pld_tensor *out);
+int pld_tensor_wrap(pld_dtype dtype, void *data, int ndim, const int64_t *shape,
+                    pld_tensor *out);
 
 /* Frees a tensor made by pld_tensor_create (with its data) or
  * pld_tensor_wrap (not the data).  A handle whose p is NULL is a no-op. */
@@ -43,7 +43,8 @@ int64_t pld_tensor_dim(pld_tensor t, int i);
 int64_t pld_tensor_numel(pld_tensor t);
 
 /* PLD_AT(i, j, ...): an element index, for pld_read and pld_write. */
-#define PLD_AT(...) PLD__NARG(__VA_ARGS__), (const int64_t[]){__VA_ARGS__}
+#define PLD_AT(...)                                                            \
+  PLD__NARG(__VA_ARGS__), (const int64_t[]) { __VA_ARGS__ }
 
 /* Element access on a device tensor from a kernel.  The value passes as a
  * double (exact for every dtype but INT64 beyond 2^53); pld_write converts

@@ -83,8 +83,7 @@ typedef struct pld_tile pld_tile; /* owned by the kernel's core */
 /* Allocation (any core).  pld_tile_new: uninitialised; pld_full: every
  * element = value.  rows and cols must be > 0.  The tile takes the lowest
  * free gap of tile memory that holds it (rules at the top of this file). */
-pld_tile *pld_tile_new(pld_core k, pld_dtype dtype, int32_t rows,
-                       int32_t cols);
+pld_tile *pld_tile_new(pld_core k, pld_dtype dtype, int32_t rows, int32_t cols);
 pld_tile *pld_full(pld_core k, pld_dtype dtype, int32_t rows, int32_t cols,
                    double value);
 /* Returns the tile's memory to the core.  NULL is a no-op.  Unlike the

@@ -29,7 +29,7 @@ typedef enum pld_dtype {
 #define PLD__DTYPE_ENUM(name, value, bytes) PLD_##name = value,
   PLD_DTYPE_MAP(PLD__DTYPE_ENUM)
 #undef PLD__DTYPE_ENUM
-  PLD_DTYPE_COUNT
+      PLD_DTYPE_COUNT
 } pld_dtype;
 
 /* "FP32", ...; "?" for a value outside the enum.  Any level. */
@@ -122,23 +122,36 @@ static inline pld_arg pld__arg_float(double v, pld_dtype dt) {
 }
 static inline pld_arg pld__arg_u64(uint64_t v) {
   /* Above INT64_MAX it is no INT64: rejected when checked. */
-  pld_arg a = pld__arg_make(PLD_ARG_SCALAR, v > (uint64_t)INT64_MAX
-                                                ? PLD_DTYPE_COUNT
-                                                : PLD_INT64);
+  pld_arg a = pld__arg_make(
+      PLD_ARG_SCALAR, v > (uint64_t)INT64_MAX ? PLD_DTYPE_COUNT : PLD_INT64);
   a.v.u = v;
   return a;
 }
-static inline pld_arg pld__arg_sc(signed char v) { return pld__arg_int(v, PLD_INT8); }
-static inline pld_arg pld__arg_uc(unsigned char v) { return pld__arg_int(v, PLD_UINT8); }
+static inline pld_arg pld__arg_sc(signed char v) {
+  return pld__arg_int(v, PLD_INT8);
+}
+static inline pld_arg pld__arg_uc(unsigned char v) {
+  return pld__arg_int(v, PLD_UINT8);
+}
 static inline pld_arg pld__arg_s(short v) { return pld__arg_int(v, PLD_INT16); }
-static inline pld_arg pld__arg_us(unsigned short v) { return pld__arg_int(v, PLD_INT32); }
+static inline pld_arg pld__arg_us(unsigned short v) {
+  return pld__arg_int(v, PLD_INT32);
+}
 static inline pld_arg pld__arg_i(int v) { return pld__arg_int(v, PLD_INT32); }
-static inline pld_arg pld__arg_ui(unsigned v) { return pld__arg_int(v, PLD_INT64); }
+static inline pld_arg pld__arg_ui(unsigned v) {
+  return pld__arg_int(v, PLD_INT64);
+}
 static inline pld_arg pld__arg_l(long v) { return pld__arg_int(v, PLD_INT64); }
-static inline pld_arg pld__arg_ll(long long v) { return pld__arg_int(v, PLD_INT64); }
+static inline pld_arg pld__arg_ll(long long v) {
+  return pld__arg_int(v, PLD_INT64);
+}
 static inline pld_arg pld__arg_b(bool v) { return pld__arg_int(v, PLD_BOOL); }
-static inline pld_arg pld__arg_f(float v) { return pld__arg_float(v, PLD_FP32); }
-static inline pld_arg pld__arg_d(double v) { return pld__arg_float(v, PLD_FP64); }
+static inline pld_arg pld__arg_f(float v) {
+  return pld__arg_float(v, PLD_FP32);
+}
+static inline pld_arg pld__arg_d(double v) {
+  return pld__arg_float(v, PLD_FP64);
+}
 
 /* PLD_ARG(x): the pld_arg of a tensor handle or a C scalar.  The dtype of a
  * scalar is that of its C type (int -> INT32, float -> FP32, double ->
@@ -146,22 +159,22 @@ static inline pld_arg pld__arg_d(double v) { return pld__arg_float(v, PLD_FP64);
  * whose value fits; a float parameter takes float or double; there is no
  * implicit conversion between integers and floats. */
 #define PLD_ARG(x)                                                             \
-  _Generic((x),                                                                \
-      pld_tensor: pld__arg_tensor,                                             \
-      pld_window: pld__arg_window,                                             \
-      char: pld__arg_sc,                                                       \
-      signed char: pld__arg_sc,                                                \
-      unsigned char: pld__arg_uc,                                              \
-      short: pld__arg_s,                                                       \
-      unsigned short: pld__arg_us,                                             \
-      int: pld__arg_i,                                                         \
-      unsigned: pld__arg_ui,                                                   \
-      long: pld__arg_l,                                                        \
-      unsigned long: pld__arg_u64,                                             \
-      long long: pld__arg_ll,                                                  \
-      unsigned long long: pld__arg_u64,                                        \
-      bool: pld__arg_b,                                                        \
-      float: pld__arg_f,                                                       \
-      double: pld__arg_d)(x)
+  _Generic((x), pld_tensor                                                     \
+           : pld__arg_tensor, pld_window                                       \
+           : pld__arg_window, char                                             \
+           : pld__arg_sc, signed char                                          \
+           : pld__arg_sc, unsigned char                                        \
+           : pld__arg_uc, short                                                \
+           : pld__arg_s, unsigned short                                        \
+           : pld__arg_us, int                                                  \
+           : pld__arg_i, unsigned                                              \
+           : pld__arg_ui, long                                                 \
+           : pld__arg_l, unsigned long                                         \
+           : pld__arg_u64, long long                                           \
+           : pld__arg_ll, unsigned long long                                   \
+           : pld__arg_u64, bool                                                \
+           : pld__arg_b, float                                                 \
+           : pld__arg_f, double                                                \
+           : pld__arg_d)(x)
 
 #endif /* PLD_TYPES_H */

@@ -204,10 +204,9 @@ static int give_back(struct coll *cc) {
   }
   if (!any)
     return PLD_OK;
-  int st = cc->f->ops->accumulate(cc->f, cc->sig->win_buf,
-                                  cc->comm->members[cc->me],
-                                  cell_off(cc, CREDIT(0)), back,
-                                  (size_t)cc->n, PLD_INT32);
+  int st = cc->f->ops->accumulate(
+      cc->f, cc->sig->win_buf, cc->comm->members[cc->me],
+      cell_off(cc, CREDIT(0)), back, (size_t)cc->n, PLD_INT32);
   return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
 }
 
@@ -601,9 +600,9 @@ static int race(struct coll *cc, int kind, const struct pld__tensor *w,
                 int32_t q, size_t off, size_t bytes) {
   if (!pld__race_on() || w == cc->sig || !(w->flags & PLD__T_WINDOW))
     return PLD_OK;
-  int st = pld__race_access(kind, cc->fn, w->name, w->win_buf,
-                            cc->comm->members[q], w->win_offset + off, bytes,
-                            1, bytes);
+  int st =
+      pld__race_access(kind, cc->fn, w->name, w->win_buf, cc->comm->members[q],
+                       w->win_offset + off, bytes, 1, bytes);
   return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
 }
 

@@ -88,9 +88,8 @@ struct pld__fabric_ops {
    * before the count moves returns as soon as the cell changes. */
   int32_t (*cell)(struct pld__fabric *f, int buf, size_t off);
   uint32_t (*events)(struct pld__fabric *f);
-  void (*wait_events)(struct pld__fabric *f, uint32_t seen, int buf,
-                      size_t off, const struct pld__spin *spin,
-                      int64_t timeout_ns);
+  void (*wait_events)(struct pld__fabric *f, uint32_t seen, int buf, size_t off,
+                      const struct pld__spin *spin, int64_t timeout_ns);
 };
 
 struct pld__fabric {
@@ -101,8 +100,8 @@ struct pld__fabric {
 /* Everything a device's cores need for communication. */
 struct pld__comm_env {
   struct pld__fabric *fabric;
-  _Atomic uint32_t *abort;    /* the run is being stopped (world) */
-  struct pld__watch *watch;   /* what the device publishes for the host */
+  _Atomic uint32_t *abort;  /* the run is being stopped (world) */
+  struct pld__watch *watch; /* what the device publishes for the host */
   struct pld__spin spin;
   struct pld__trace_area *trace; /* the threads' events (core/trace.h) */
   struct pld__race *race;        /* the race detector (core/race.h) */
@@ -115,8 +114,12 @@ struct pld__fabric *pld__fabric_logged(struct pld__fabric *f);
 void pld__fabric_unlogged(struct pld__fabric *f, struct pld__fabric *was);
 
 /* Values of the abort word. */
-enum { PLD__ABORT_NONE = 0, PLD__ABORT_FAILED = 1, PLD__ABORT_DEADLOCK = 2,
-       PLD__ABORT_TIMEOUT = 3 };
+enum {
+  PLD__ABORT_NONE = 0,
+  PLD__ABORT_FAILED = 1,
+  PLD__ABORT_DEADLOCK = 2,
+  PLD__ABORT_TIMEOUT = 3
+};
 
 /* The peer argument of pld__win_check for calls that take none. */
 #define PLD__NO_PEER INT32_MIN
@@ -143,8 +146,8 @@ int pld__region_check(struct pld__core *c, const char *fn,
 int pld__cell_offset(struct pld__core *c, const char *fn, pld_window sig,
                      int32_t peer, int n, const int64_t *idx, size_t *off);
 int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
-                      int32_t peer, int n, const int64_t *idx,
-                      pld_notify_op op, size_t *off);
+                      int32_t peer, int n, const int64_t *idx, pld_notify_op op,
+                      size_t *off);
 
 /* Notify and wait on the cell `off` bytes into the buffer of window w
  * (checked by the caller), failures reported as fn's: the body of

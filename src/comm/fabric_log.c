@@ -57,13 +57,13 @@ static int l_accumulate(struct pld__fabric *f, int buf, int peer, size_t off,
 static int l_signal(struct pld__fabric *f, int buf, int peer, size_t off,
                     int32_t value, pld_notify_op op) {
   struct pld__fabric *g = inner(f);
-  pld__obs_fabric(op == PLD_NOTIFY_SET ? "signal set" : "signal add", buf,
-                  peer, off, sizeof(int32_t));
+  pld__obs_fabric(op == PLD_NOTIFY_SET ? "signal set" : "signal add", buf, peer,
+                  off, sizeof(int32_t));
   return g->ops->signal(g, buf, peer, off, value, op);
 }
 
-static int l_signal_later(struct pld__fabric *f, int buf, int peer,
-                          size_t off, int32_t value, pld_notify_op op) {
+static int l_signal_later(struct pld__fabric *f, int buf, int peer, size_t off,
+                          int32_t value, pld_notify_op op) {
   struct pld__fabric *g = inner(f);
   pld__obs_fabric(op == PLD_NOTIFY_SET ? "signal_later set"
                                        : "signal_later add",

@@ -72,12 +72,12 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
   struct pld__fabric *f = c->env->fabric;
   size_t es = pld_dtype_size(w->dtype);
   if (pld__race_on()) {
-    int st = pld__race_access(
-        !put ? PLD__RACE_READ
-        : atomic == PLD_ATOMIC_ADD ? PLD__RACE_ATOMIC
-                                   : PLD__RACE_WRITE,
-        fn, w->name, w->win_buf, world, win_at(w, row, col),
-        (size_t)cols * es, (size_t)rows, (size_t)pld__tensor_cols(w) * es);
+    int st = pld__race_access(!put                       ? PLD__RACE_READ
+                              : atomic == PLD_ATOMIC_ADD ? PLD__RACE_ATOMIC
+                                                         : PLD__RACE_WRITE,
+                              fn, w->name, w->win_buf, world,
+                              win_at(w, row, col), (size_t)cols * es,
+                              (size_t)rows, (size_t)pld__tensor_cols(w) * es);
     if (st)
       return fabric_failed(c, fn, st);
   }
@@ -89,17 +89,15 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
     size_t off = win_at(w, row + r, col);
     unsigned char *l = local + (size_t)r * stride;
     int last_plain = put && atomic != PLD_ATOMIC_ADD && sig && r == rows - 1;
-    int st = !put ? (later ? f->ops->read_later
-                           : f->ops->read)(f, w->win_buf, world, off, l,
-                                           (size_t)cols * es)
+    int st = !put ? (later ? f->ops->read_later : f->ops->read)(
+                        f, w->win_buf, world, off, l, (size_t)cols * es)
              : atomic == PLD_ATOMIC_ADD
                  ? f->ops->accumulate(f, w->win_buf, world, off, l,
                                       (size_t)cols, w->dtype)
              : last_plain
                  ? put_signal(c, fn, w, world, off, l, (size_t)cols * es, sig)
-                 : (later ? f->ops->write_later
-                          : f->ops->write)(f, w->win_buf, world, off, l,
-                                           (size_t)cols * es);
+                 : (later ? f->ops->write_later : f->ops->write)(
+                       f, w->win_buf, world, off, l, (size_t)cols * es);
     if (st)
       return fabric_failed(c, fn, st);
     if (last_plain) {
@@ -139,9 +137,8 @@ static int tile_rows(struct pld__core *c, const char *fn, int put,
   return st;
 }
 
-pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer,
-                          int64_t row, int64_t col, int32_t rows,
-                          int32_t cols) {
+pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer, int64_t row,
+                          int64_t col, int32_t rows, int32_t cols) {
   struct pld__core *c = k.p;
   const char *fn = "pld_remote_load";
   if (pld__win_check(c, fn, src, peer) ||
@@ -210,9 +207,9 @@ static int check_dtypes(struct pld__core *c, const char *fn, int put,
   }
   pld__describe(ws, sizeof ws, w, peer, NULL);
   pld__describe(ts, sizeof ts, t, PLD__NO_PEER, put ? "source" : "destination");
-  return pld__kfail(c, PLD_ERR_ARG, fn, "%s is %s but %s is %s",
-                    put ? ts : ws, pld_dtype_name(put ? dtype : w->dtype),
-                    put ? ws : ts, pld_dtype_name(put ? w->dtype : dtype));
+  return pld__kfail(c, PLD_ERR_ARG, fn, "%s is %s but %s is %s", put ? ts : ws,
+                    pld_dtype_name(put ? dtype : w->dtype), put ? ws : ts,
+                    pld_dtype_name(put ? w->dtype : dtype));
 }
 
 int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
@@ -319,10 +316,9 @@ static int check_staging(struct pld__core *c, const char *fn,
       char ts[64], ps[64];
       pld__tile_str(ts, sizeof ts, t);
       pld__tile_str(ps, sizeof ps, sg->tile[0]);
-      return pld__kfail(c, PLD_ERR_ARG, fn,
-                        "%s is %s: expected a tile of %s%s%s", names[i], ts,
-                        pld_dtype_name(dt), i ? " of ping's shape " : "",
-                        i ? ps : "");
+      return pld__kfail(
+          c, PLD_ERR_ARG, fn, "%s is %s: expected a tile of %s%s%s", names[i],
+          ts, pld_dtype_name(dt), i ? " of ping's shape " : "", i ? ps : "");
     }
   }
   if (sg->tile[1] == sg->tile[0])
@@ -410,18 +406,19 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   /* 0 rows: all of the source's; 0 columns: all of its columns. */
   int64_t rows = o.rows ? o.rows : pld__tensor_rows(src);
   int64_t cols = o.cols ? o.cols : pld__tensor_cols(src);
-  int64_t lrow = put ? o.src_row : o.dst_row, lcol = put ? o.src_col : o.dst_col;
-  int64_t wrow = put ? o.dst_row : o.src_row, wcol = put ? o.dst_col : o.src_col;
+  int64_t lrow = put ? o.src_row : o.dst_row,
+          lcol = put ? o.src_col : o.dst_col;
+  int64_t wrow = put ? o.dst_row : o.src_row,
+          wcol = put ? o.dst_col : o.src_col;
   if ((st = pld__region_check(c, fn, loc.p, PLD__NO_PEER, role, lrow, lcol,
                               rows, cols)) ||
       (st = pld__region_check(c, fn, win.p, peer, NULL, wrow, wcol, rows,
                               cols)) ||
       (sg && (st = check_staging(c, fn, sg, src->dtype))) ||
       /* the local side may be this rank's copy of a window */
-      (st = pld__tensor_race(c, fn, put ? PLD__RACE_READ : PLD__RACE_WRITE,
-                             loc.p, lrow, lcol,
-                             (size_t)cols * pld_dtype_size(loc.p->dtype),
-                             (size_t)rows)))
+      (st = pld__tensor_race(
+           c, fn, put ? PLD__RACE_READ : PLD__RACE_WRITE, loc.p, lrow, lcol,
+           (size_t)cols * pld_dtype_size(loc.p->dtype), (size_t)rows)))
     return st;
 
   size_t es = pld_dtype_size(src->dtype);
@@ -444,9 +441,9 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
                            win.p, peer, rows * cols * (int64_t)es);
   int turn = 0;
   /* A put's notify rides on its last write (put_signal). */
-  struct fused fz = {nt ? nt->sig.p : NULL,          nt ? nt->sig.p->win_buf : -1,
-                     sig_off, nt ? nt->value : 0,
-                     nt ? nt->op : PLD_NOTIFY_ADD, 0};
+  struct fused fz = {
+      nt ? nt->sig.p : NULL, nt ? nt->sig.p->win_buf : -1, sig_off,
+      nt ? nt->value : 0,    nt ? nt->op : PLD_NOTIFY_ADD, 0};
   /* Straight from (into) the tensor, the staging tiles only reserved:
    * the chunks would land where the whole region does, so it moves as one
    * (one transfer where the fabric crosses a network), nothing waiting
@@ -477,8 +474,8 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
     st = pld__signal_cell(c, fn, nt->sig.p, peer, sig_off, nt->value, nt->op);
   /* What went later is done before the call returns (a fused signal did
    * that already). */
-  if (!st && !sg && !fz.done && (st = c->env->fabric->ops->flush(
-                                     c->env->fabric, world)))
+  if (!st && !sg && !fz.done &&
+      (st = c->env->fabric->ops->flush(c->env->fabric, world)))
     st = fabric_failed(c, fn, st);
   if (observed)
     pld__obs_end(&e);

@@ -93,8 +93,8 @@ int pld__signal_cell_later(struct pld__core *c, const char *fn,
 }
 
 int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
-                      int32_t peer, int n, const int64_t *idx,
-                      pld_notify_op op, size_t *off) {
+                      int32_t peer, int n, const int64_t *idx, pld_notify_op op,
+                      size_t *off) {
   if (c->status)
     return c->status;
   if (op != PLD_NOTIFY_ADD && op != PLD_NOTIFY_SET)
@@ -108,8 +108,8 @@ int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
                const int64_t *idx, int32_t value, pld_notify_op op) {
   size_t off;
   int st = pld__notify_check(k.p, "pld_notify", sig, peer, n, idx, op, &off);
-  return st ? st : pld__signal_cell(k.p, "pld_notify", sig.p, peer, off, value,
-                                    op);
+  return st ? st
+            : pld__signal_cell(k.p, "pld_notify", sig.p, peer, off, value, op);
 }
 
 int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
@@ -171,8 +171,8 @@ int pld__cell_satisfied(struct pld__fabric *f, int rank, int buf, size_t off,
     return pld__wait_satisfied(*value = f->ops->cell(f, buf, off), expected,
                                cmp);
   pld__race_cell_lock(buf, rank, off);
-  int ok = pld__wait_satisfied(*value = f->ops->cell(f, buf, off), expected,
-                               cmp);
+  int ok =
+      pld__wait_satisfied(*value = f->ops->cell(f, buf, off), expected, cmp);
   if (ok)
     pld__race_acquire_locked(buf, rank, off, into);
   pld__race_cell_unlock(buf, rank, off);
@@ -230,8 +230,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   uint32_t why = PLD__ABORT_NONE;
   for (;;) {
     uint32_t seen = f->ops->events(f);
-    if (pld__cell_satisfied(f, c->rank, buf, off, expected, cmp, &value,
-                            NULL))
+    if (pld__cell_satisfied(f, c->rank, buf, off, expected, cmp, &value, NULL))
       break;
     why = atomic_load_explicit(env->abort, memory_order_acquire);
     if (why != PLD__ABORT_NONE)
@@ -258,7 +257,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   char ws[160];
   pld__describe(ws, sizeof ws, sig, PLD__NO_PEER, NULL);
   return pld__kfail(c,
-                    why == PLD__ABORT_DEADLOCK ? PLD_ERR_DEADLOCK
+                    why == PLD__ABORT_DEADLOCK  ? PLD_ERR_DEADLOCK
                     : why == PLD__ABORT_TIMEOUT ? PLD_ERR_TIMEOUT
                                                 : PLD_ERR_ABORTED,
                     fn, "stopped waiting on %s: %s", ws,

@@ -62,8 +62,7 @@ int pld__win_check(struct pld__core *c, const char *fn, pld_window w,
                       "%s: peer %d outside its domain of %d rank%s (peers are "
                       "0 to %d)",
                       ws, (int)peer, w.p->comm->nranks,
-                      w.p->comm->nranks == 1 ? "" : "s",
-                      w.p->comm->nranks - 1);
+                      w.p->comm->nranks == 1 ? "" : "s", w.p->comm->nranks - 1);
   }
   return PLD_OK;
 }

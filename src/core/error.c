@@ -51,9 +51,8 @@ size_t pld__copy_printable(char *dst, size_t cap, const char *src,
   size_t n = 0;
   for (; n < srccap && n + 1 < cap && src[n]; n++) {
     unsigned char ch = (unsigned char)src[n];
-    dst[n] = (ch >= 0x20 && ch < 0x7f) || (newlines && ch == '\n')
-                 ? (char)ch
-                 : '?';
+    dst[n] =
+        (ch >= 0x20 && ch < 0x7f) || (newlines && ch == '\n') ? (char)ch : '?';
   }
   dst[n] = '\0';
   return n;

@@ -60,18 +60,18 @@ void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
   c->msg[0] = '\0';
 }
 
-int pld__kfail(struct pld__core *c, int status, const char *fn,
-               const char *fmt, ...) {
+int pld__kfail(struct pld__core *c, int status, const char *fn, const char *fmt,
+               ...) {
   char prefix[512];
   pld__catf(prefix, sizeof prefix,
             "%s: kernel %s (rank %d, device %d, %s core %d, block %d of %d): ",
             fn, c->kernel ? c->kernel : "?", c->rank, c->device,
-            pld__core_type_name(c->spec.type), c->spec.index,
-            (int)c->block_idx, (int)c->block_num);
+            pld__core_type_name(c->spec.type), c->spec.index, (int)c->block_idx,
+            (int)c->block_num);
   va_list ap;
   va_start(ap, fmt);
-  int st = pld__first_failure(&c->status, c->msg, sizeof c->msg, status,
-                              prefix, fmt, ap);
+  int st = pld__first_failure(&c->status, c->msg, sizeof c->msg, status, prefix,
+                              fmt, ap);
   va_end(ap);
   return st;
 }

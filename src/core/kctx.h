@@ -37,9 +37,9 @@ struct pld_tile {
 /* Static facts of one core, from the platform. */
 struct pld__core_spec {
   pld_core_type type;
-  int index;          /* core number within its type on the device */
-  size_t capacity;    /* tile memory: UB (vector) or L1 (cube) */
-  const char *memory; /* its name, for messages */
+  int index;            /* core number within its type on the device */
+  size_t capacity;      /* tile memory: UB (vector) or L1 (cube) */
+  const char *memory;   /* its name, for messages */
   size_t l0a, l0b, l0c; /* cube operand buffers; 0 on vector cores */
 };
 
@@ -49,8 +49,8 @@ struct pld__core {
   struct pld__core_spec spec;
   const struct pld__comm_env *env; /* NULL where there is no comm */
   int slot;                        /* this core's wait slot on the device */
-  unsigned char *mem; /* capacity bytes, 64-byte aligned */
-  size_t used;        /* bytes held by live tiles */
+  unsigned char *mem;              /* capacity bytes, 64-byte aligned */
+  size_t used;                     /* bytes held by live tiles */
 
   /* Tile descriptors: as many as the most tiles that can be live
    * (capacity / granule), so that only capacity limits the count.  They
@@ -66,7 +66,7 @@ struct pld__core {
    * gap (NULL if offset 0 is free): first fit searches from its end, so
    * tiles allocated one after another take constant time each. */
   struct pld_tile *packed;
-  uint64_t block_seq;          /* counts blocks; never 0 */
+  uint64_t block_seq; /* counts blocks; never 0 */
 
   /* The block running now (set by the device layer before each block). */
   const char *kernel;
@@ -105,8 +105,8 @@ void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
  * with fn and the block's identity ("pld_load: kernel k (rank 1, device 5,
  * AIV core 3, block 0 of 1): ...").  Only the first failure is kept.
  * Returns the block's status. */
-int pld__kfail(struct pld__core *c, int status, const char *fn,
-               const char *fmt, ...) PLD__PRINTF(4, 5);
+int pld__kfail(struct pld__core *c, int status, const char *fn, const char *fmt,
+               ...) PLD__PRINTF(4, 5);
 
 /* "AIV" or "AIC". */
 const char *pld__core_type_name(pld_core_type t);

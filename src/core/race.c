@@ -26,9 +26,8 @@ struct lock {
 };
 
 static void lock(struct lock *l) {
-  for (unsigned i = 0; atomic_exchange_explicit(&l->held, 1,
-                                                memory_order_acquire);
-       i++) {
+  for (unsigned i = 0;
+       atomic_exchange_explicit(&l->held, 1, memory_order_acquire); i++) {
     if (i < 64) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
@@ -142,9 +141,8 @@ static size_t layout(struct pld__race *r, const struct pld__race_shape *s) {
   for (int b = 0; b < s->nbufs; b++)
     for (int q = 0; q < s->nranks; q++) {
       if (r)
-        ((size_t *)((unsigned char *)r + off_sindex))[(size_t)b *
-                                                          (size_t)s->nranks +
-                                                      (size_t)q] = n;
+        ((size_t *)((unsigned char *)r +
+                    off_sindex))[(size_t)b * (size_t)s->nranks + (size_t)q] = n;
       n += up((s->copy_bytes[b] + GRANULE - 1) / GRANULE *
               sizeof(struct shadow));
     }
@@ -248,9 +246,9 @@ void pld__race_vc_clear(uint32_t *vc) {
 
 /* This thread's clock now, then a new epoch. */
 static uint32_t tick(void) {
-  return atomic_fetch_add_explicit(clock_of(pld__race_me.r,
-                                            (uint32_t)pld__race_me.slot),
-                                   1, memory_order_relaxed) +
+  return atomic_fetch_add_explicit(
+             clock_of(pld__race_me.r, (uint32_t)pld__race_me.slot), 1,
+             memory_order_relaxed) +
          1;
 }
 
@@ -364,19 +362,19 @@ static size_t describe(char *buf, size_t cap, const struct pld__race *r,
   struct record c;
   memcpy(&c, x, sizeof c);
   if (__atomic_load_n(&x->seq, __ATOMIC_ACQUIRE) != e->rec || c.seq != e->rec)
-    return pld__catf(buf, cap, "by rank %u (core slot %u; the details of that "
-                               "access are no longer held)",
+    return pld__catf(buf, cap,
+                     "by rank %u (core slot %u; the details of that "
+                     "access are no longer held)",
                      e->slot / r->spr, e->slot % r->spr);
   c.kernel[sizeof c.kernel - 1] = c.fn[sizeof c.fn - 1] = 0;
-  return pld__catf(buf, cap,
-                   "by rank %d (device %d) kernel %s on %s core %d, block %d "
-                   "of %d (%s, bytes [%llu, %llu))",
-                   c.rank, c.device, c.kernel,
-                   c.core_type >= 0
-                       ? pld__core_type_name((pld_core_type)c.core_type)
-                       : "?",
-                   c.core, c.block, c.blocks, c.fn, (unsigned long long)c.lo,
-                   (unsigned long long)c.hi);
+  return pld__catf(
+      buf, cap,
+      "by rank %d (device %d) kernel %s on %s core %d, block %d "
+      "of %d (%s, bytes [%llu, %llu))",
+      c.rank, c.device, c.kernel,
+      c.core_type >= 0 ? pld__core_type_name((pld_core_type)c.core_type) : "?",
+      c.core, c.block, c.blocks, c.fn, (unsigned long long)c.lo,
+      (unsigned long long)c.hi);
 }
 
 /* ---- ordering ------------------------------------------------------------ */
@@ -384,8 +382,8 @@ static size_t describe(char *buf, size_t cap, const struct pld__race *r,
 /* Whether e happened before what this thread does now. */
 static int ordered(const struct pld__race *r, const struct ep *e) {
   uint32_t me = (uint32_t)pld__race_me.slot;
-  uint32_t known = atomic_load_explicit(&vc_of(r, me)[e->slot],
-                                        memory_order_relaxed);
+  uint32_t known =
+      atomic_load_explicit(&vc_of(r, me)[e->slot], memory_order_relaxed);
   if (e->slot == me && e->clock >= pld__race_me.block_start)
     return 1; /* this block: program order */
   return e->clock <= known;

@@ -37,7 +37,7 @@ struct pld__race;
 /* What the region is sized for. */
 struct pld__race_shape {
   int nranks;
-  int slots_per_rank;       /* 1 + the platform's cores */
+  int slots_per_rank; /* 1 + the platform's cores */
   int nbufs;
   const size_t *copy_bytes; /* [buf]: bytes of each rank's copy */
 };
@@ -63,8 +63,8 @@ void pld__race_attach(struct pld__race *r, int rank, int local);
 
 struct pld__race_thread {
   struct pld__race *r;
-  int slot;              /* global: rank * slots_per_rank + local */
-  uint32_t block_start;  /* this block's first epoch */
+  int slot;             /* global: rank * slots_per_rank + local */
+  uint32_t block_start; /* this block's first epoch */
 };
 extern _Thread_local struct pld__race_thread pld__race_me;
 
@@ -83,8 +83,7 @@ void pld__race_launch(uint32_t *task_start);
  * block, for reports) and ends it (its task's end clock joins the
  * block's). */
 struct pld__core;
-void pld__race_block_begin(const uint32_t *start,
-                           const struct pld__core *core);
+void pld__race_block_begin(const uint32_t *start, const struct pld__core *core);
 void pld__race_block_end(uint32_t *task_end);
 /* This thread learns vc (the AICPU after its drain; after host tasks). */
 void pld__race_absorb(const uint32_t *vc);

@@ -42,8 +42,7 @@ int pld__tensor_init(struct pld__tensor *t, const char *fn, pld_dtype dtype,
     return pld__fail(PLD_ERR_ARG, "%s: ndim: expected 1 to %d, got %d", fn,
                      PLD_MAX_DIMS, ndim);
   if (!shape)
-    return pld__fail(PLD_ERR_ARG, "%s: shape: expected an array, got NULL",
-                     fn);
+    return pld__fail(PLD_ERR_ARG, "%s: shape: expected an array, got NULL", fn);
   size_t n = pld_dtype_size(dtype);
   for (int i = 0; i < ndim; i++)
     if (shape[i] <= 0)
@@ -88,8 +87,7 @@ static int tensor_new(const char *fn, pld_dtype dtype, void *data, int ndim,
     return st;
   struct pld__tensor *t = pld__malloc(sizeof *t);
   if (!t)
-    return pld__fail(PLD_ERR_NOMEM, "%s: out of memory for the descriptor",
-                     fn);
+    return pld__fail(PLD_ERR_NOMEM, "%s: out of memory for the descriptor", fn);
   *t = tmp;
   t->flags = PLD__T_HOST;
   if (data) {
@@ -113,8 +111,8 @@ int pld_tensor_create(pld_dtype dtype, int ndim, const int64_t *shape,
   return tensor_new("pld_tensor_create", dtype, NULL, ndim, shape, out);
 }
 
-int pld_tensor_wrap(pld_dtype dtype, void *data, int ndim,
-                    const int64_t *shape, pld_tensor *out) {
+int pld_tensor_wrap(pld_dtype dtype, void *data, int ndim, const int64_t *shape,
+                    pld_tensor *out) {
   if (!data)
     return pld__fail(PLD_ERR_ARG,
                      "pld_tensor_wrap: data: expected a buffer, got NULL");

@@ -6,16 +6,16 @@
 #include "pld/tensor.h"
 
 enum {
-  PLD__T_HOST = 1u << 0,   /* a host tensor (data in the host process) */
-  PLD__T_OWNED = 1u << 1,  /* the descriptor owns data (pld__free it) */
-  PLD__T_DEVICE = 1u << 2, /* device global memory */
-  PLD__T_TRACE = 1u << 3,  /* a traced tensor: shape only, no data */
-  PLD__T_INVALID = 1u << 4, /* the result of a failed call: always rejected */
-  PLD__T_WINDOW = 1u << 5,  /* a view of a window buffer */
+  PLD__T_HOST = 1u << 0,     /* a host tensor (data in the host process) */
+  PLD__T_OWNED = 1u << 1,    /* the descriptor owns data (pld__free it) */
+  PLD__T_DEVICE = 1u << 2,   /* device global memory */
+  PLD__T_TRACE = 1u << 3,    /* a traced tensor: shape only, no data */
+  PLD__T_INVALID = 1u << 4,  /* the result of a failed call: always rejected */
+  PLD__T_WINDOW = 1u << 5,   /* a view of a window buffer */
   PLD__T_RESIDENT = 1u << 7, /* in device memory (pld_device_tensor_create):
                                 res says where */
-  PLD__T_INTER = 1u << 6    /* an intermediate of a host orchestration (or
-                               a slice of one): no data outside a run */
+  PLD__T_INTER = 1u << 6     /* an intermediate of a host orchestration (or
+                                a slice of one): no data outside a run */
 };
 
 struct pld__comm;

@@ -135,15 +135,14 @@ static const char *op_name(int op) {
 }
 
 const char *pld__tev_rma_name(int sub) {
-  static const char *const names[] = {"put",          "get",
-                                      "remote_load",  "remote_store",
-                                      "put_tiles",    "get_tiles"};
+  static const char *const names[] = {
+      "put", "get", "remote_load", "remote_store", "put_tiles", "get_tiles"};
   return sub >= 0 && sub < 6 ? names[sub] : "?";
 }
 
 const char *pld__tev_host_name(int sub) {
-  static const char *const names[] = {"compile",  "prepare",  "run",
-                                      "copy in",  "copy out", "host task"};
+  static const char *const names[] = {"compile", "prepare",  "run",
+                                      "copy in", "copy out", "host task"};
   return sub >= 0 && sub < 6 ? names[sub] : "?";
 }
 
@@ -155,13 +154,13 @@ static void log_line(int64_t t, const char *fmt, ...) {
   size_t n;
   int64_t rel = t - debug_epoch;
   if (pld__obs.rank >= 0)
-    n = pld__catf(line, sizeof line, "pld: rank %d dev %d %s %lld.%06llds: ",
-                  pld__obs.rank, pld__obs.device, pld__obs.lane,
-                  (long long)(rel / 1000000000),
+    n = pld__catf(line, sizeof line,
+                  "pld: rank %d dev %d %s %lld.%06llds: ", pld__obs.rank,
+                  pld__obs.device, pld__obs.lane, (long long)(rel / 1000000000),
                   (long long)(rel % 1000000000 / 1000));
   else
-    n = pld__catf(line, sizeof line, "pld: host %lld.%06llds: ",
-                  (long long)(rel / 1000000000),
+    n = pld__catf(line, sizeof line,
+                  "pld: host %lld.%06llds: ", (long long)(rel / 1000000000),
                   (long long)(rel % 1000000000 / 1000));
   va_list ap;
   va_start(ap, fmt);
@@ -185,30 +184,29 @@ static void log_event(const struct pld__tev *e, int begun) {
       log_line(t, "host: %s%s%s begins", pld__tev_host_name(e->sub),
                e->name[0] ? " " : "", e->name);
     else
-      log_line(t, "host: %s%s%s ends after %.3f us",
-               pld__tev_host_name(e->sub), e->name[0] ? " " : "", e->name,
-               us);
+      log_line(t, "host: %s%s%s ends after %.3f us", pld__tev_host_name(e->sub),
+               e->name[0] ? " " : "", e->name, us);
     break;
   case PLD__TEV_DISPATCH:
     if (begun)
-      log_line(t, "launch: call %d: device function %s begins", e->a,
-               e->name);
+      log_line(t, "launch: call %d: device function %s begins", e->a, e->name);
     else
       log_line(t, "launch: call %d: device function %s ends after %.3f us",
                e->a, e->name, us);
     break;
   case PLD__TEV_LAUNCH:
     if (!begun)
-      log_line(t, "launch: task %d: kernel %s, %d block%s", e->b, e->name,
-               e->a, e->a == 1 ? "" : "s");
+      log_line(t, "launch: task %d: kernel %s, %d block%s", e->b, e->name, e->a,
+               e->a == 1 ? "" : "s");
     break;
   case PLD__TEV_BLOCK:
     if (begun)
       log_line(t, "launch: task %d: kernel %s block %d of %d begins", e->c,
                e->name, e->a, e->b);
     else
-      log_line(t, "launch: task %d: kernel %s block %d of %d ends after "
-                  "%.3f us",
+      log_line(t,
+               "launch: task %d: kernel %s block %d of %d ends after "
+               "%.3f us",
                e->c, e->name, e->a, e->b, us);
     break;
   case PLD__TEV_WAIT:
@@ -227,15 +225,15 @@ static void log_event(const struct pld__tev *e, int begun) {
   case PLD__TEV_RMA:
     if (!begun)
       log_line(t, "rma: %s %s of peer %d: %lld bytes in %.3f us",
-             pld__tev_rma_name(e->sub), e->name, e->c, (long long)e->x, us);
+               pld__tev_rma_name(e->sub), e->name, e->c, (long long)e->x, us);
     break;
   case PLD__TEV_COLL:
     if (begun)
       log_line(t, "coll: %s call %d begins (%lld bytes)",
                pld__coll_name(e->sub), e->a, (long long)e->x);
     else
-      log_line(t, "coll: %s call %d ends after %.3f us",
-               pld__coll_name(e->sub), e->a, us);
+      log_line(t, "coll: %s call %d ends after %.3f us", pld__coll_name(e->sub),
+               e->a, us);
     break;
   default:
     break;
@@ -270,7 +268,8 @@ void pld__obs_fabric(const char *what, int buf, int peer, size_t off,
     log_line(pld__now_ns(), "fabric: %s to %s %d", what,
              peer < 0 ? "every rank" : "rank", peer < 0 ? 0 : peer);
   else
-    log_line(pld__now_ns(), "fabric: %s buffer #%d of rank %d at %zu: %zu "
-                            "bytes",
+    log_line(pld__now_ns(),
+             "fabric: %s buffer #%d of rank %d at %zu: %zu "
+             "bytes",
              what, buf, peer, off, n);
 }

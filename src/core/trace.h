@@ -38,12 +38,24 @@ enum {
 };
 
 /* Host spans. */
-enum { PLD__TH_COMPILE, PLD__TH_PREPARE, PLD__TH_RUN, PLD__TH_COPY_IN,
-       PLD__TH_COPY_OUT, PLD__TH_TASK };
+enum {
+  PLD__TH_COMPILE,
+  PLD__TH_PREPARE,
+  PLD__TH_RUN,
+  PLD__TH_COPY_IN,
+  PLD__TH_COPY_OUT,
+  PLD__TH_TASK
+};
 
 /* Transfers. */
-enum { PLD__TR_PUT, PLD__TR_GET, PLD__TR_RLOAD, PLD__TR_RSTORE,
-       PLD__TR_PUT_TILES, PLD__TR_GET_TILES };
+enum {
+  PLD__TR_PUT,
+  PLD__TR_GET,
+  PLD__TR_RLOAD,
+  PLD__TR_RSTORE,
+  PLD__TR_PUT_TILES,
+  PLD__TR_GET_TILES
+};
 
 /* Names of host spans and transfers (PLD__TH_*, PLD__TR_*; "?" for
  * others), for the log and the trace file. */
@@ -65,9 +77,9 @@ _Static_assert(sizeof(struct pld__tev) == 96,
 /* One thread's events of the current run. */
 struct pld__tbuf {
   uint32_t n, cap;
-  uint64_t lost;  /* events dropped since the last drain */
-  int32_t used;   /* recorded anything since the trace began */
-  char name[24];  /* "AICPU", "AIV core 3" */
+  uint64_t lost; /* events dropped since the last drain */
+  int32_t used;  /* recorded anything since the trace began */
+  char name[24]; /* "AICPU", "AIV core 3" */
   struct pld__tev ev[];
 };
 
@@ -86,9 +98,15 @@ struct pld__tbuf *pld__trace_tbuf(const struct pld__trace_area *a, int i);
 void pld__trace_area_clear(struct pld__trace_area *a);
 
 /* Debug log subsystems (PLD_DEBUG). */
-enum { PLD__DBG_LAUNCH = 1, PLD__DBG_SIGNAL = 2, PLD__DBG_RMA = 4,
-       PLD__DBG_COLL = 8, PLD__DBG_FABRIC = 16, PLD__DBG_HOST = 32,
-       PLD__DBG_ALL = 63 };
+enum {
+  PLD__DBG_LAUNCH = 1,
+  PLD__DBG_SIGNAL = 2,
+  PLD__DBG_RMA = 4,
+  PLD__DBG_COLL = 8,
+  PLD__DBG_FABRIC = 16,
+  PLD__DBG_HOST = 32,
+  PLD__DBG_ALL = 63
+};
 
 /* Parses a PLD_DEBUG value ("launch,signal", "all", "" for none) into
  * *mask.  Returns PLD_OK or PLD_ERR_CONFIG with the message naming the
@@ -131,7 +149,6 @@ void pld__obs_instant(struct pld__tev *e);
 void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name);
 
 /* One data-plane call for the debug log (fabric subsystem). */
-void pld__obs_fabric(const char *what, int buf, int peer, size_t off,
-                     size_t n);
+void pld__obs_fabric(const char *what, int buf, int peer, size_t off, size_t n);
 
 #endif

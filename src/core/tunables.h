@@ -32,19 +32,19 @@
     "the run fails with PLD_ERR_TIMEOUT and a report naming rank, device, "    \
     "kernel or function, core and how long; the device is then stopped and "   \
     "restarted; 0 means no limit. pld_config.kernel_timeout_ms overrides "     \
-    "it per program.")                                                       \
+    "it per program.")                                                         \
   X(PLD_TRACE_EVENTS, int64_t, 65536, 16, 16777216, "events",                  \
     "Events each thread (host, AICPU or AI core) keeps per run when a trace "  \
-    "is written (PLD_TRACE): a thread's buffer takes about 96 bytes an "      \
-    "event, committed only as it fills; events beyond it are dropped and "    \
+    "is written (PLD_TRACE): a thread's buffer takes about 96 bytes an "       \
+    "event, committed only as it fills; events beyond it are dropped and "     \
     "counted in the trace.")                                                   \
   X(PLD_DEVICE_HEAP_MB, int64_t, 1024, 0, 1048576, "MiB",                      \
-    "MiB of each device's memory that device-resident tensors "               \
-    "(pld_device_tensor_create) may take, within the platform's device "      \
-    "memory; reserved when a program is prepared, committed only as "         \
+    "MiB of each device's memory that device-resident tensors "                \
+    "(pld_device_tensor_create) may take, within the platform's device "       \
+    "memory; reserved when a program is prepared, committed only as "          \
     "tensors are written.")                                                    \
   X(PLD_START_TIMEOUT_MS, int64_t, 30000, 1, 86400000, "milliseconds",         \
-    "Milliseconds a new device (a process, or a thread under mpirun) may "    \
+    "Milliseconds a new device (a process, or a thread under mpirun) may "     \
     "take to report ready before pld_program_prepare fails.")                  \
   X(PLD_DEADLOCK_QUIET_MS, int64_t, 50, 1, 60000, "milliseconds",              \
     "Milliseconds every rank must stay blocked, with no signal and no block "  \
@@ -54,7 +54,7 @@
     "alive while a run waits (a crash is reported within this).")              \
   X(PLD_STOP_GRACE_MS, int64_t, 500, 1, 3600000, "milliseconds",               \
     "Milliseconds the devices of a stopped run (a failure, a deadlock, a "     \
-    "time limit) have to finish their dispatch before the ones still "        \
+    "time limit) have to finish their dispatch before the ones still "         \
     "running are killed and restarted.")                                       \
   X(PLD_STOP_POLL_MS, int64_t, 20, 1, 60000, "milliseconds",                   \
     "Milliseconds between the host's looks while a stopped run winds "         \
@@ -76,7 +76,7 @@
     "Longest sleep, in milliseconds, of an AICPU waiting for its blocks to "   \
     "finish before it looks whether its run was stopped.")                     \
   X(PLD_DEFERRED_POLL_MS, int64_t, 1, 1, 60000, "milliseconds",                \
-    "Milliseconds between an AICPU's looks at its deferred waits while "      \
+    "Milliseconds between an AICPU's looks at its deferred waits while "       \
     "blocks still run (a block's end wakes it sooner).")                       \
   X(PLD_SNAPSHOT_MS, int64_t, 20, 1, 60000, "milliseconds",                    \
     "Under mpirun: milliseconds between the snapshots a running device "       \

@@ -41,7 +41,7 @@ enum {
 #define PLD__COLL_ENUM(name, fn) PLD__COLL_##name,
   PLD__COLLECTIVES(PLD__COLL_ENUM)
 #undef PLD__COLL_ENUM
-  PLD__COLL_COUNT
+      PLD__COLL_COUNT
 };
 
 /* The function of collective kind, or NULL for no known kind. */
@@ -196,9 +196,7 @@ static inline int pld__wait_satisfied(int32_t value, int32_t expected,
 /* "==", ">=", ...; NULL for no comparison. */
 static inline const char *pld__wait_cmp_str(int cmp) {
   static const char *const str[] = {"==", ">=", "!=", ">", "<", "<="};
-  return cmp >= 0 && cmp < (int)(sizeof str / sizeof str[0]) ? str[cmp]
-                                                             : NULL;
+  return cmp >= 0 && cmp < (int)(sizeof str / sizeof str[0]) ? str[cmp] : NULL;
 }
-
 
 #endif

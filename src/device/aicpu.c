@@ -21,8 +21,8 @@ static int afail(struct pld__aicpu *a, int status, const char *fn,
             a->rank, a->device, a->fn);
   va_list ap;
   va_start(ap, fmt);
-  int st = pld__first_failure(&a->status, a->msg, sizeof a->msg, status,
-                              prefix, fmt, ap);
+  int st = pld__first_failure(&a->status, a->msg, sizeof a->msg, status, prefix,
+                              fmt, ap);
   va_end(ap);
   return st;
 }
@@ -142,7 +142,6 @@ int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
     return afail(a, st, "pld_launch", "%s", pld_last_error());
   return PLD_OK;
 }
-
 
 pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
                             const int64_t *shape) {

@@ -41,7 +41,8 @@ struct pld__aicpu {
  * for its tasks and frees its allocations.  Returns the first failure,
  * whose message is in a->msg.  In real mode the watch shows the function
  * running from the call on, except while it waits for its tasks. */
-int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn, const pld_arg *argv);
+int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
+                    const pld_arg *argv);
 
 /* The end of pld_launch, after its checks: describes the launch (trace)
  * or submits it.  The runtime's builtin device functions launch their

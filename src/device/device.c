@@ -64,8 +64,8 @@ int pld__devices_map(struct pld__device *devs, int n,
       pld__devices_unmap(devs, r + 1, *world);
       *world = NULL;
       return pld__fail(PLD_ERR_SYSTEM,
-                       "pld_program_prepare: rank %d: mapping %zu bytes: %s",
-                       r, devs[r].map_bytes, strerror(e));
+                       "pld_program_prepare: rank %d: mapping %zu bytes: %s", r,
+                       devs[r].map_bytes, strerror(e));
     }
     pld__devctl_reset(devs[r].ctl);
     devs[r].data = guard + PAGE;
@@ -140,10 +140,11 @@ static void print_death(int kind, int sig, uintptr_t addr) {
   const struct pld__core *core = pld__running_core;
   const struct pld__devrun *d = core ? NULL : aicpu_of;
   int rank = core ? core->rank : d ? d->plan->rank : self->plan->rank;
-  int dev = core ? core->device : d ? d->plan->device_id
-                                     : self->plan->device_id;
-  size_t n = pld__catf(line, sizeof line, "pld: rank %d (device %d) ", rank,
-                       dev);
+  int dev = core ? core->device
+            : d  ? d->plan->device_id
+                 : self->plan->device_id;
+  size_t n =
+      pld__catf(line, sizeof line, "pld: rank %d (device %d) ", rank, dev);
   int outside = sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
   if (kind == PLD__CRASH_EXIT)
     n += pld__catf(line + n, sizeof line - n, "called exit()");
@@ -154,16 +155,15 @@ static void print_death(int kind, int sig, uintptr_t addr) {
                    sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
   else
     n += pld__catf(line + n, sizeof line - n, "crashed with signal SIG%s (%s)",
-                   sigabbrev_np(sig) ? sigabbrev_np(sig) : "?",
-                   strsignal(sig));
+                   sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", strsignal(sig));
   if (!outside && (sig == SIGSEGV || sig == SIGBUS))
     n += pld__catf(line + n, sizeof line - n, " at address %#llx",
                    (unsigned long long)addr);
   if (core)
     n += pld__catf(line + n, sizeof line - n,
-                   " in kernel %s on %s core %d (block %d of %d)",
-                   core->kernel, pld__core_type_name(core->spec.type),
-                   core->spec.index, core->block_idx, core->block_num);
+                   " in kernel %s on %s core %d (block %d of %d)", core->kernel,
+                   pld__core_type_name(core->spec.type), core->spec.index,
+                   core->block_idx, core->block_num);
   else if (aicpu_running_fn)
     n += pld__catf(line + n, sizeof line - n,
                    " in device function %s on the AICPU", aicpu_running_fn);
@@ -201,9 +201,9 @@ static void exit_hook(void) {
 /* Every signal whose default action ends the process, and that a handler
  * can catch. */
 static void install_crash_handlers(void) {
-  static const int sigs[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGABRT,
-                             SIGTRAP, SIGSYS,  SIGTERM, SIGINT,  SIGQUIT,
-                             SIGHUP,  SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU,
+  static const int sigs[] = {SIGSEGV, SIGBUS,  SIGFPE,    SIGILL,  SIGABRT,
+                             SIGTRAP, SIGSYS,  SIGTERM,   SIGINT,  SIGQUIT,
+                             SIGHUP,  SIGUSR1, SIGUSR2,   SIGALRM, SIGXCPU,
                              SIGXFSZ, SIGPIPE, SIGVTALRM, SIGPROF};
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -301,8 +301,11 @@ void pld__device_loop(struct pld__devrun *d) {
   d->spin = pld__world_spin(d->world, &ctl->awake);
   pld__awake(&d->spin); /* the AICPU thread */
   struct pld__comm_env env = {pld__fabric_logged(d->fabric),
-                              &d->world->abort, &ctl->watch, d->spin,
-                              d->trace, d->race};
+                              &d->world->abort,
+                              &ctl->watch,
+                              d->spin,
+                              d->trace,
+                              d->race};
   pld__race_attach(d->race, plan->rank, 0);
   struct pld__tbuf *tbuf = d->trace ? pld__trace_tbuf(d->trace, 0) : NULL;
   if (tbuf)
@@ -312,8 +315,8 @@ void pld__device_loop(struct pld__devrun *d) {
   struct pld__dims dims;
   struct pld__aicpu a;
   memset(&a, 0, sizeof a);
-  int st = pld__sched_create(plan->plat, plan->rank, plan->device_id, &env,
-                             &sched);
+  int st =
+      pld__sched_create(plan->plat, plan->rank, plan->device_id, &env, &sched);
   if (st) {
     ctl->status = st;
     pld__catf(ctl->msg, sizeof ctl->msg, "%s", pld_last_error());
@@ -365,8 +368,8 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
   pid_t pid = fork();
   if (pid < 0)
     return pld__fail(PLD_ERR_SYSTEM,
-                     "pld_program_prepare: rank %d (device %d): fork: %s",
-                     rank, d->plan->device_id, strerror(errno));
+                     "pld_program_prepare: rank %d (device %d): fork: %s", rank,
+                     d->plan->device_id, strerror(errno));
   if (pid > 0) {
     devs[rank].pid = pid;
     return PLD_OK;

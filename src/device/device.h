@@ -41,39 +41,39 @@ struct pld__crash {
 };
 
 struct pld__devctl {
-  uint64_t magic;            /* PLD__CTL_MAGIC */
-  _Atomic uint32_t cmd_seq;  /* host: bumped after setting cmd */
+  uint64_t magic;                /* PLD__CTL_MAGIC */
+  _Atomic uint32_t cmd_seq;      /* host: bumped after setting cmd */
   _Atomic uint32_t cmd_sleepers; /* device: asleep on cmd_seq */
   _Atomic uint32_t cmd;
-  _Atomic uint32_t run_seq;  /* device: the cmd_seq it took up */
-  _Atomic uint32_t done_seq; /* device: the cmd_seq it finished */
-  _Atomic uint32_t ready;    /* device: started and waiting */
-  _Atomic uint32_t awake;    /* device: its share of the world's awake
-                                threads (see struct pld__spin) */
+  _Atomic uint32_t run_seq;    /* device: the cmd_seq it took up */
+  _Atomic uint32_t done_seq;   /* device: the cmd_seq it finished */
+  _Atomic uint32_t ready;      /* device: started and waiting */
+  _Atomic uint32_t awake;      /* device: its share of the world's awake
+                                  threads (see struct pld__spin) */
   _Atomic uint32_t calls_done; /* device: calls of this run finished (the
                                   host resets it before each run) */
   _Atomic uint32_t data_slot;  /* host: the data slot of the run posted */
-  int status;                /* result of the last run */
-  uint32_t ticket;           /* order of failure among the ranks */
+  int status;                  /* result of the last run */
+  uint32_t ticket;             /* order of failure among the ranks */
   char msg[PLD__MSG_MAX];
   struct pld__crash crash;
-  uint64_t magic_mid;        /* PLD__CTL_MAGIC */
-  struct pld__watch watch;   /* read by the host's watch */
-  uint64_t magic_end;        /* PLD__CTL_MAGIC */
+  uint64_t magic_mid;      /* PLD__CTL_MAGIC */
+  struct pld__watch watch; /* read by the host's watch */
+  uint64_t magic_end;      /* PLD__CTL_MAGIC */
 };
 
 /* Clears a control block for a new device process. */
 void pld__devctl_reset(struct pld__devctl *c);
 
 struct pld__worldctl {
-  _Atomic uint32_t event;   /* bumped and woken by a device done or dying */
+  _Atomic uint32_t event; /* bumped and woken by a device done or dying */
   _Atomic uint32_t event_sleepers; /* host: asleep on event */
-  _Atomic uint32_t abort;   /* host: stop the current run (a rank failed) */
-  _Atomic uint32_t tickets; /* failure order */
-  _Atomic uint32_t awake;   /* threads awake, in all processes */
-  _Atomic uint32_t *awake_at; /* the count to use instead (the MPI fabric:
-                                 the node's, shared), or NULL */
-  _Atomic uint32_t tasks_done;     /* host: host tasks of this run done */
+  _Atomic uint32_t abort;      /* host: stop the current run (a rank failed) */
+  _Atomic uint32_t tickets;    /* failure order */
+  _Atomic uint32_t awake;      /* threads awake, in all processes */
+  _Atomic uint32_t *awake_at;  /* the count to use instead (the MPI fabric:
+                                  the node's, shared), or NULL */
+  _Atomic uint32_t tasks_done; /* host: host tasks of this run done */
   _Atomic uint32_t tasks_sleepers; /* devices: asleep on tasks_done */
 };
 

@@ -18,8 +18,7 @@ void pld__plan_table_write(const struct pld__devplan *pl, unsigned char *data,
 }
 
 pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
-                             const pld_param *pm,
-                             const struct pld__devplan *pl,
+                             const pld_param *pm, const struct pld__devplan *pl,
                              unsigned char *data, struct pld__fabric *f,
                              struct pld__tensor *t) {
   if (ca->buf < 0 && ca->win_buf < 0) {
@@ -38,8 +37,8 @@ pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
     t->flags |= PLD__T_WINDOW;
     t->win_buf = ca->win_buf;
     t->win_offset = ca->win_offset;
-    t->comm = &pl->comms[(size_t)ca->win_buf * (size_t)pl->nranks +
-                         (size_t)pl->rank];
+    t->comm =
+        &pl->comms[(size_t)ca->win_buf * (size_t)pl->nranks + (size_t)pl->rank];
     if (f)
       t->data = (unsigned char *)f->ops->local(f, ca->win_buf) + ca->win_offset;
     return pld__arg_window((pld_window){t});

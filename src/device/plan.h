@@ -104,8 +104,7 @@ void pld__plan_table_write(const struct pld__devplan *pl, unsigned char *data,
  * trace) tensors have shapes and no memory; otherwise tensors live in the
  * device's data area and windows in the fabric's copy of this rank. */
 pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
-                             const pld_param *pm,
-                             const struct pld__devplan *pl,
+                             const pld_param *pm, const struct pld__devplan *pl,
                              unsigned char *data, struct pld__fabric *f,
                              struct pld__tensor *t);
 

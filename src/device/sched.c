@@ -53,11 +53,11 @@ struct corethread {
 };
 
 struct coretype {
-  int max;     /* cores of this type on the device */
-  int spawned; /* threads started */
-  int idle;    /* threads asleep waiting for work */
-  int busy;    /* threads running a block */
-  int pending; /* blocks in the ready queue not handed out yet */
+  int max;                   /* cores of this type on the device */
+  int spawned;               /* threads started */
+  int idle;                  /* threads asleep waiting for work */
+  int busy;                  /* threads running a block */
+  int pending;               /* blocks in the ready queue not handed out yet */
   _Atomic uint32_t work_seq; /* bumped when work arrives: pollers watch it */
   struct corethread *threads;
   pthread_cond_t work;
@@ -85,7 +85,7 @@ struct pld__sched {
    * count in use. */
   struct task *deferred[PLD__MAX_DEFERRED];
   int ndeferred;
-  int32_t submitted; /* tasks of the current dispatch */
+  int32_t submitted;     /* tasks of the current dispatch */
   uint32_t *vc_finished; /* race detector: the join of finished tasks */
 };
 
@@ -135,12 +135,13 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
       PLD_CORE_VECTOR, 0, plat->ub_bytes, "Unified Buffer", 0, 0, 0};
   s->types[PLD_CORE_CUBE].max = plat->cube_cores;
   s->types[PLD_CORE_CUBE].spec =
-      (struct pld__core_spec){PLD_CORE_CUBE, 0,           plat->l1_bytes,
-                              "L1 buffer",   plat->l0a_bytes, plat->l0b_bytes,
+      (struct pld__core_spec){PLD_CORE_CUBE,   0,
+                              plat->l1_bytes,  "L1 buffer",
+                              plat->l0a_bytes, plat->l0b_bytes,
                               plat->l0c_bytes};
   for (int t = 0; t < 2; t++) {
-    s->types[t].threads = pld__calloc((size_t)s->types[t].max,
-                                      sizeof *s->types[t].threads);
+    s->types[t].threads =
+        pld__calloc((size_t)s->types[t].max, sizeof *s->types[t].threads);
     if (!s->types[t].threads) {
       pld__free(s->types[0].threads);
       pld__free(s);
@@ -314,8 +315,8 @@ static struct pld__coreslot *slot_begin(struct pld__sched *s,
     return NULL;
   struct pld__coreslot *slot = &s->env->watch->slots[c->slot];
   pld__slot_write_begin(slot);
-  pld__slot_set_block(slot, (int32_t)c->spec.type, c->spec.index,
-                      c->block_idx, c->block_num, c->kernel);
+  pld__slot_set_block(slot, (int32_t)c->spec.type, c->spec.index, c->block_idx,
+                      c->block_num, c->kernel);
   atomic_store_explicit(&slot->since_ns, pld__now_ns(), memory_order_relaxed);
   atomic_store_explicit(&slot->state, PLD__CORE_RUNNING, memory_order_relaxed);
   pld__slot_write_end(slot);
@@ -347,15 +348,15 @@ static void *core_main(void *arg) {
       snprintf(buf->name, sizeof buf->name, "%s core %d", type_name,
                ct->core.spec.index);
     pld__observe_as(s->rank, s->device, lane, buf);
-    pld__race_attach(s->env ? s->env->race : NULL, s->rank,
-                     1 + ct->core.slot);
+    pld__race_attach(s->env ? s->env->race : NULL, s->rank, 1 + ct->core.slot);
   }
   pthread_mutex_lock(&s->mu);
   for (;;) {
     /* Poll a little for the next block before sleeping: dispatches come in
      * bursts, and a sleeping core costs a wake-up on the critical path. */
     if (!s->stopping && !type->ready_head) {
-      uint32_t seq = atomic_load_explicit(&type->work_seq, memory_order_acquire);
+      uint32_t seq =
+          atomic_load_explicit(&type->work_seq, memory_order_acquire);
       pthread_mutex_unlock(&s->mu);
       pld__spin_change(&type->work_seq, seq, &s->spin);
       pthread_mutex_lock(&s->mu);

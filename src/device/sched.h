@@ -30,8 +30,7 @@ struct pld__task_spec {
  * communicate through env, whose abort word is polled: once non-zero,
  * tasks not yet started are cancelled.  env may be NULL (no comm). */
 int pld__sched_create(const pld_platform_info *plat, int rank, int device,
-                      const struct pld__comm_env *env,
-                      struct pld__sched **out);
+                      const struct pld__comm_env *env, struct pld__sched **out);
 /* Stops and joins the core threads, frees everything.  NULL: no-op. */
 void pld__sched_destroy(struct pld__sched *s);
 

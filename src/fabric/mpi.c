@@ -39,7 +39,6 @@ enum {
 /* MPI counts are int: larger transfers go in pieces of this many bytes. */
 #define PIECE ((size_t)1 << 30)
 
-
 /* ---- the proxy thread ---------------------------------------------------- */
 
 /* A request: fn runs on the proxy thread; the caller sleeps on done. */

@@ -15,7 +15,6 @@ static struct pld__bell *bell_of(unsigned char *region,
   return (struct pld__bell *)(region + lay->bells + (size_t)rank * 64);
 }
 
-
 int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
                         const size_t *phys, const unsigned char *member) {
   memset(lay, 0, sizeof *lay);
@@ -62,8 +61,8 @@ void pld__winlayout_release(struct pld__winlayout *lay) {
 }
 
 static unsigned char *copy_of(struct pld__shm_fabric *f, int buf, int rank) {
-  return f->region + f->lay->copy[(size_t)buf * (size_t)f->lay->nranks +
-                                  (size_t)rank];
+  return f->region +
+         f->lay->copy[(size_t)buf * (size_t)f->lay->nranks + (size_t)rank];
 }
 
 static void *shm_local(struct pld__fabric *fb, int buf) {
@@ -124,9 +123,8 @@ void pld__shm_signal_at(unsigned char *cell, int32_t value, pld_notify_op op,
   pld__event_signal(&bell->count, &bell->sleepers, 1);
 }
 
-static int shm_accumulate(struct pld__fabric *fb, int buf, int peer,
-                          size_t off, const void *src, size_t count,
-                          pld_dtype dtype) {
+static int shm_accumulate(struct pld__fabric *fb, int buf, int peer, size_t off,
+                          const void *src, size_t count, pld_dtype dtype) {
   pld__shm_add(copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, src,
                count, dtype);
   return PLD_OK;
@@ -147,8 +145,8 @@ static int shm_flush(struct pld__fabric *fb, int peer) {
   return PLD_OK;
 }
 
-static int shm_put_signal(struct pld__fabric *fb, int buf, int peer,
-                          size_t off, const void *src, size_t n, int sig_buf,
+static int shm_put_signal(struct pld__fabric *fb, int buf, int peer, size_t off,
+                          const void *src, size_t n, int sig_buf,
                           size_t sig_off, int32_t value, pld_notify_op op) {
   shm_write(fb, buf, peer, off, src, n);
   return shm_signal(fb, sig_buf, peer, sig_off, value, op);

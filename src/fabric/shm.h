@@ -13,10 +13,10 @@
  * step from the window buffers and their domains. */
 struct pld__winlayout {
   int nranks, nbufs;
-  size_t bells;  /* offset of the doorbells, one cache line per rank */
-  size_t *phys;  /* bytes of each buffer's copies */
-  size_t *copy;  /* [buf * nranks + rank]: offset of that copy, or SIZE_MAX */
-  size_t total;  /* bytes of the region */
+  size_t bells; /* offset of the doorbells, one cache line per rank */
+  size_t *phys; /* bytes of each buffer's copies */
+  size_t *copy; /* [buf * nranks + rank]: offset of that copy, or SIZE_MAX */
+  size_t total; /* bytes of the region */
 };
 
 struct pld__shm_fabric {
@@ -58,8 +58,7 @@ void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,
  * abort word); forget what a rank's process left behind when it was killed
  * (before a new process takes its place; no run is in progress then). */
 void pld__shm_zero_all(struct pld__shm_fabric *f);
-int32_t pld__shm_peek(struct pld__shm_fabric *f, int buf, int rank,
-                      size_t off);
+int32_t pld__shm_peek(struct pld__shm_fabric *f, int buf, int rank, size_t off);
 void pld__shm_wake_all(struct pld__shm_fabric *f);
 void pld__shm_reset_rank(struct pld__shm_fabric *f, int rank);
 

@@ -57,10 +57,10 @@ static void write_call(FILE *f, const struct pld_program *p,
     const struct pld__devbuf *b = &pl->bufs[a->buf];
     const struct pld__inter *in = pld__host_inter(p, b->host_arg);
     slice_expr(ex, sizeof ex, p, b, a->ndim);
-    fprintf(f, "    %s: %s %s = %s, %s; device memory [%zu, %zu)\n",
-            pm->name, ts, pld__dir_name(pm->dir), ex,
-            in && in->rank >= 0 ? "never copied"
-            : in                ? "copied only for host tasks"
+    fprintf(f, "    %s: %s %s = %s, %s; device memory [%zu, %zu)\n", pm->name,
+            ts, pld__dir_name(pm->dir), ex,
+            in && in->rank >= 0      ? "never copied"
+            : in                     ? "copied only for host tasks"
             : pm->dir == PLD_DIR_IN  ? "copied in"
             : pm->dir == PLD_DIR_OUT ? "copied back"
                                      : "copied in and back",
@@ -125,8 +125,10 @@ static int write_file(const char *dir, const char *name,
     for (int r = 0; r < p->nranks; r++)
       fprintf(f, "  rank %d -> device %d (one process; see rank%d.txt)\n", r,
               p->device_ids[r], r);
-    fprintf(f, "\nhost orchestrator %s on the host CPU (the program's own "
-               "process):\n", hs->name);
+    fprintf(f,
+            "\nhost orchestrator %s on the host CPU (the program's own "
+            "process):\n",
+            hs->name);
     for (int i = 0; i < p->nargs; i++) {
       const pld_param *pm = &hs->params[i];
       if (pm->kind == PLD_ARG_TENSOR) {
@@ -154,8 +156,9 @@ static int write_file(const char *dir, const char *name,
       write_task(f, p, t);
     for (int b = 0; b < p->nwinbufs; b++) {
       const struct pld__winbuf *wb = p->winbufs[b];
-      fprintf(f, "  window buffer #%d: %zu bytes on each rank of its domain "
-                 "(copies of %zu bytes): ranks",
+      fprintf(f,
+              "  window buffer #%d: %zu bytes on each rank of its domain "
+              "(copies of %zu bytes): ranks",
               b, wb->bytes, wb->phys);
       for (int r = 0; r < p->nranks; r++)
         if (wb->member[r])
@@ -164,8 +167,9 @@ static int write_file(const char *dir, const char *name,
     }
   } else {
     const struct pld__devplan *pl = &p->plans[rank];
-    fprintf(f, "rank %d on device %d: %d dispatch%s, %zu bytes of dispatched "
-               "tensors in device memory\n",
+    fprintf(f,
+            "rank %d on device %d: %d dispatch%s, %zu bytes of dispatched "
+            "tensors in device memory\n",
             rank, pl->device_id, pl->ncalls, pl->ncalls == 1 ? "" : "es",
             pl->data_bytes);
     for (int c = 0; c < pl->ncalls; c++)

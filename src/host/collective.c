@@ -19,14 +19,26 @@
  * builtins launch and unpack them without a signature check. */
 enum { A_DATA, A_TARGET, A_SIG, A_KIND, A_OP, A_MODE, A_ROOT, NARGS };
 #define WINDOW_PARAM(name, dt)                                                 \
-  { name, PLD_ARG_WINDOW, PLD_DIR_INOUT, dt, 1, {{PLD_DYN, "N"}} }
+  {                                                                            \
+    name, PLD_ARG_WINDOW, PLD_DIR_INOUT, dt, 1, {                              \
+      { PLD_DYN, "N" }                                                         \
+    }                                                                          \
+  }
 #define SCALAR_PARAM(name)                                                     \
-  { name, PLD_ARG_SCALAR, PLD_DIR_IN, PLD_INT32, 0, {{0, 0}} }
+  {                                                                            \
+    name, PLD_ARG_SCALAR, PLD_DIR_IN, PLD_INT32, 0, {                          \
+      { 0, 0 }                                                                 \
+    }                                                                          \
+  }
 static const pld_param params[NARGS + 1] = {
-    WINDOW_PARAM("data", PLD_FP32), WINDOW_PARAM("target", PLD_FP32),
-    WINDOW_PARAM("sig", PLD_INT32), SCALAR_PARAM("kind"),
-    SCALAR_PARAM("op"),             SCALAR_PARAM("mode"),
-    SCALAR_PARAM("root"),           {0, 0, PLD_DIR_IN, PLD_DTYPE_COUNT, 0, {{0, 0}}}};
+    WINDOW_PARAM("data", PLD_FP32),
+    WINDOW_PARAM("target", PLD_FP32),
+    WINDOW_PARAM("sig", PLD_INT32),
+    SCALAR_PARAM("kind"),
+    SCALAR_PARAM("op"),
+    SCALAR_PARAM("mode"),
+    SCALAR_PARAM("root"),
+    {0, 0, PLD_DIR_IN, PLD_DTYPE_COUNT, 0, {{0, 0}}}};
 
 /* The kernel: the collective of argv's kind on one block. */
 static void builtin_kernel(pld_core k, const pld_arg *argv) {
@@ -57,7 +69,7 @@ static void builtin_kernel(pld_core k, const pld_arg *argv) {
 }
 
 #define SIGNATURE(fn, level)                                                   \
-  {fn, level, PLD_CORE_VECTOR, NARGS, params, __FILE__, __LINE__}
+  { fn, level, PLD_CORE_VECTOR, NARGS, params, __FILE__, __LINE__ }
 static const pld_signature kernel_sigs[PLD__COLL_COUNT] = {
     [PLD__COLL_BARRIER] = SIGNATURE("pld_barrier", PLD_LEVEL_KERNEL),
     [PLD__COLL_ALLREDUCE] = SIGNATURE("pld_allreduce", PLD_LEVEL_KERNEL),
@@ -126,7 +138,8 @@ static int host_collective(pld_host hh, const char *fn,
   if (!sig.p) {
     if (!h->coll_sig.p) {
       int64_t cells = PLD_SIGNAL_CELLS(p->nranks, 1);
-      pld_window_buf b = pld_window_alloc_shape(hh, PLD_INT32, PLD_SHAPE(cells));
+      pld_window_buf b =
+          pld_window_alloc_shape(hh, PLD_INT32, PLD_SHAPE(cells));
       h->coll_sig = pld_window_view(hh, b, PLD_INT32, PLD_SHAPE(cells));
       if (h->status)
         return h->status;
@@ -160,33 +173,33 @@ static int host_collective(pld_host hh, const char *fn,
 
 int pld_host_allreduce(pld_host h, pld_window data, pld_window sig,
                        pld_reduce_op op, pld_allreduce_mode mode) {
-  struct pld__coll_args a = {.kind = PLD__COLL_ALLREDUCE, .data = data.p,
-                             .op = (int)op, .mode = (int)mode};
-  return host_collective(h, "pld_host_allreduce", &a, data, PLD_NO_WINDOW,
-                         sig);
+  struct pld__coll_args a = {.kind = PLD__COLL_ALLREDUCE,
+                             .data = data.p,
+                             .op = (int)op,
+                             .mode = (int)mode};
+  return host_collective(h, "pld_host_allreduce", &a, data, PLD_NO_WINDOW, sig);
 }
 
 int pld_host_broadcast(pld_host h, pld_window data, pld_window sig,
                        int32_t root) {
-  struct pld__coll_args a = {.kind = PLD__COLL_BROADCAST, .data = data.p,
-                             .root = root};
-  return host_collective(h, "pld_host_broadcast", &a, data, PLD_NO_WINDOW,
-                         sig);
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_BROADCAST, .data = data.p, .root = root};
+  return host_collective(h, "pld_host_broadcast", &a, data, PLD_NO_WINDOW, sig);
 }
 
 int pld_host_allgather(pld_host h, pld_window stage, pld_window target,
                        pld_window sig) {
-  struct pld__coll_args a = {.kind = PLD__COLL_ALLGATHER, .data = stage.p,
-                             .target = target.p};
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_ALLGATHER, .data = stage.p, .target = target.p};
   return host_collective(h, "pld_host_allgather", &a, stage, target, sig);
 }
 
 int pld_host_reduce_scatter(pld_host h, pld_window data, pld_window sig,
                             pld_reduce_op op) {
-  struct pld__coll_args a = {.kind = PLD__COLL_REDUCE_SCATTER, .data = data.p,
-                             .op = (int)op};
-  return host_collective(h, "pld_host_reduce_scatter", &a, data,
-                         PLD_NO_WINDOW, sig);
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_REDUCE_SCATTER, .data = data.p, .op = (int)op};
+  return host_collective(h, "pld_host_reduce_scatter", &a, data, PLD_NO_WINDOW,
+                         sig);
 }
 
 int pld_host_barrier(pld_host h, pld_window sig) {
@@ -197,7 +210,7 @@ int pld_host_barrier(pld_host h, pld_window sig) {
 
 int pld_host_all_to_all(pld_host h, pld_window input, pld_window target,
                         pld_window sig) {
-  struct pld__coll_args a = {.kind = PLD__COLL_ALL_TO_ALL, .data = input.p,
-                             .target = target.p};
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_ALL_TO_ALL, .data = input.p, .target = target.p};
   return host_collective(h, "pld_host_all_to_all", &a, input, target, sig);
 }

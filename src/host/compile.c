@@ -14,7 +14,6 @@
 #include "host/trace.h"
 #include "tile/isa.h"
 
-
 int pld__hfail(struct pld__host *h, int status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -336,8 +335,7 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
    * too (the scalars are the calls' arguments, not device memory). */
   pl->mem_bytes = pl->data_bytes;
   pl->table_offset = pld__round_up(pl->data_bytes, 64);
-  pl->scalars_offset =
-      pl->table_offset + (size_t)pl->nbufs * sizeof(size_t);
+  pl->scalars_offset = pl->table_offset + (size_t)pl->nbufs * sizeof(size_t);
   pl->data_bytes = pl->scalars_offset + (size_t)pl->nscalars * sizeof(pld_arg);
   for (int b = 0; b < p->nwinbufs; b++) {
     const struct pld__winbuf *wb = p->winbufs[b];
@@ -447,8 +445,7 @@ static int choose(const char *field, const char *given, const char *env,
  * device ids those given or by default each process's (its node's index
  * times the platform's devices per server, plus its rank on the node). */
 static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
-                         int *mpi, int *rma, int *ndevices,
-                         const int **ids) {
+                         int *mpi, int *rma, int *ndevices, const int **ids) {
   static const char *const fabrics[] = {"shm", "mpi", NULL};
   static const char *const same_node[] = {"shm", "rma", NULL};
   int st;
@@ -707,8 +704,7 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
                      "pld_compile: cfg.share: expected the platform and "
                      "device ids of the program whose devices to share (%s, "
                      "%d devices), got %s and %d devices%s",
-                     root->plat->name, root->nranks, p->plat->name,
-                     p->nranks,
+                     root->plat->name, root->nranks, p->plat->name, p->nranks,
                      p->nranks == root->nranks ? ", other ids" : "");
   if (p->race.on || root->race.on)
     return pld__fail(PLD_ERR_UNSUPPORTED,
@@ -722,16 +718,15 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
                      root->member + (size_t)b * (size_t)p->nranks,
                      (size_t)p->nranks);
     if (!same)
-      return pld__fail(PLD_ERR_CONFIG,
-                       "pld_compile: cfg.share: programs sharing devices "
-                       "share their windows: %s declares %d window buffers, "
-                       "%s %d, and they differ %s; declare the same ones (or "
-                       "none)",
-                       p->host.sig->name, p->nwinbufs, root->host.sig->name,
-                       root->nwinbufs,
-                       p->nwinbufs != root->nwinbufs
-                           ? "in number"
-                           : "in a buffer's size or ranks");
+      return pld__fail(
+          PLD_ERR_CONFIG,
+          "pld_compile: cfg.share: programs sharing devices "
+          "share their windows: %s declares %d window buffers, "
+          "%s %d, and they differ %s; declare the same ones (or "
+          "none)",
+          p->host.sig->name, p->nwinbufs, root->host.sig->name, root->nwinbufs,
+          p->nwinbufs != root->nwinbufs ? "in number"
+                                        : "in a buffer's size or ranks");
   }
   p->share = root;
   root->sharers++;
@@ -850,9 +845,8 @@ static int same_tensor(const struct pld__tensor *a,
 
 /* Two copies of a host task are the same. */
 static int same_copy(const struct pld__hcopy *a, const struct pld__hcopy *b) {
-  return a->rank == b->rank && a->host == b->host &&
-         a->dev_off == b->dev_off && a->host_off == b->host_off &&
-         a->len == b->len;
+  return a->rank == b->rank && a->host == b->host && a->dev_off == b->dev_off &&
+         a->host_off == b->host_off && a->len == b->len;
 }
 
 /* The first way q (traced with the new values) differs from p other than
@@ -912,9 +906,8 @@ static int differs(const struct pld_program *p, const struct pld_program *q,
       const struct pld__call *x = &a->calls[c], *y = &b->calls[c];
       if (x->fn.sig != y->fn.sig || x->argc != y->argc ||
           x->after_tasks != y->after_tasks)
-        return (int)pld__catf(msg, cap,
-                              "makes rank %d's call %d %s, not %s", r, c,
-                              y->fn.sig->name, x->fn.sig->name);
+        return (int)pld__catf(msg, cap, "makes rank %d's call %d %s, not %s", r,
+                              c, y->fn.sig->name, x->fn.sig->name);
       for (int i = 0; i < x->argc; i++)
         if (!same_arg(&x->args[i], &y->args[i]))
           return (int)pld__catf(msg, cap,
@@ -931,8 +924,8 @@ int pld__program_rescalar(struct pld_program *p, int argc,
                           const pld_arg *argv) {
   const char *name = p->host.sig->name;
   struct pld_program *q = pld__calloc(1, sizeof *q);
-  if (!q || !(q->device_ids = pld__calloc((size_t)p->nranks,
-                                          sizeof *q->device_ids))) {
+  if (!q || !(q->device_ids =
+                  pld__calloc((size_t)p->nranks, sizeof *q->device_ids))) {
     pld__free(q);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
   }
@@ -959,8 +952,7 @@ int pld__program_rescalar(struct pld_program *p, int argc,
     char vals[512] = "";
     size_t n = 0;
     for (int i = 0; i < p->nargs; i++) {
-      if (p->args[i].kind != PLD_ARG_SCALAR ||
-          p->args[i].v.u == q->args[i].v.u)
+      if (p->args[i].kind != PLD_ARG_SCALAR || p->args[i].v.u == q->args[i].v.u)
         continue;
       char was[96], now[96];
       pld__scalar_str(was, sizeof was, &p->host.sig->params[i], &p->args[i]);

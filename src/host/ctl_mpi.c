@@ -128,8 +128,8 @@ static int mpi_start(struct pld_program *p) {
   }
   p->cps = s;
   const struct pld__devplan *plan = &p->plans[s->me];
-  s->data_bytes = PLD__DATA_SLOTS * pld__plan_slot_stride(plan) +
-                  plan->heap_bytes;
+  s->data_bytes =
+      PLD__DATA_SLOTS * pld__plan_slot_stride(plan) + plan->heap_bytes;
   s->data = mmap(NULL, s->data_bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   /* A guard page before every slot but the first (see plan.h). */

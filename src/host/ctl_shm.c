@@ -17,7 +17,6 @@
 #include "host/resident.h"
 #include "host/trace.h"
 
-
 /* What this control plane adds to a started program. */
 struct shm_state {
   unsigned char *region;         /* the windows' shared region */
@@ -253,8 +252,8 @@ static int race_map(struct pld_program *p) {
   for (int b = 0; b < p->nwinbufs; b++)
     copy[b] = p->winbufs[b]->phys;
   struct pld__race_shape shape = {
-      p->nranks, 1 + p->plat->vector_cores + p->plat->cube_cores,
-      p->nwinbufs, copy};
+      p->nranks, 1 + p->plat->vector_cores + p->plat->cube_cores, p->nwinbufs,
+      copy};
   size_t bytes = pld__race_bytes(&shape);
   void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -295,10 +294,10 @@ static int shm_start(struct pld_program *p) {
   p->started = 1;
   /* The windows' region: every device process inherits it (a program
    * sharing another's devices and windows: that one's). */
-  void *region = shares_windows(p) ? state(p->share)->region
-                                   : mmap(NULL, p->lay.total,
-                                          PROT_READ | PROT_WRITE,
-                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void *region = shares_windows(p)
+                     ? state(p->share)->region
+                     : mmap(NULL, p->lay.total, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (region == MAP_FAILED) {
     int e = errno;
     shm_stop(p, 1);
@@ -314,10 +313,9 @@ static int shm_start(struct pld_program *p) {
   pld__shm_fabric_init(&s->fabric, s->region, &p->lay, -1);
   for (int r = 0; r < p->nranks; r++) {
     p->devs[r].trace = pld__trace_area_of(p, r, &p->devs[r].trace_bytes);
-    s->runs[r] = (struct pld__devrun){&p->plans[r],    p->devs[r].ctl,
-                                      p->world,        p->devs[r].data,
-                                      NULL,            {0},
-                                      p->devs[r].trace, p->race.region};
+    s->runs[r] = (struct pld__devrun){
+        &p->plans[r], p->devs[r].ctl,   p->world,      p->devs[r].data, NULL,
+        {0},          p->devs[r].trace, p->race.region};
   }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
@@ -347,8 +345,7 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in,
   }
 }
 
-static void shm_copy_in(struct pld_program *p, const pld_arg *argv,
-                        int slot) {
+static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
   copy_slices(p, argv, 1, slot);
   for (int r = 0; r < p->nranks; r++)
     pld__plan_table_write(&p->plans[r], pld__run_data(p, r, slot),

@@ -53,7 +53,7 @@ struct pld__taskplan {
   int argc, before;
   pld_arg argv[PLD_MAX_PARAMS];
   struct pld__tensor t[PLD_MAX_PARAMS]; /* no data: host_arg and offset */
-  int *need;            /* [rank]: the calls it waits for (a count) */
+  int *need;                 /* [rank]: the calls it waits for (a count) */
   struct pld__hcopy *copies; /* npre device -> host, then npost back */
   int npre, npost;
 };
@@ -61,15 +61,15 @@ struct pld__taskplan {
 /* A window buffer, as pld_window_alloc made it. */
 struct pld__winbuf {
   int id;
-  size_t bytes; /* asked for: views must fit these */
-  size_t phys;  /* each copy: at least 4 KiB */
+  size_t bytes;          /* asked for: views must fit these */
+  size_t phys;           /* each copy: at least 4 KiB */
   unsigned char *member; /* [rank]: the rank received a view */
-  unsigned invalid; /* the result of a failed call */
+  unsigned invalid;      /* the result of a failed call */
 };
 
 struct pld__host {
   struct pld_program *prog;
-  struct pld__tensor *args; /* the host arguments, host_arg = index */
+  struct pld__tensor *args;  /* the host arguments, host_arg = index */
   struct pld__tensor **kept; /* slices and window views of the trace */
   int nkept, capkept;
   struct pld__dispatch *disps;
@@ -96,7 +96,7 @@ struct pld_program {
   int nranks;
   int *device_ids;
   int nargs;
-  pld_arg *args;            /* as compiled; tensors point into arg_meta */
+  pld_arg *args; /* as compiled; tensors point into arg_meta */
   struct pld__tensor *arg_meta;
   struct pld__dims dims;
   struct pld__devplan *plans; /* per rank */
@@ -113,9 +113,9 @@ struct pld_program {
   /* Window buffers and their domains. */
   int nwinbufs;
   struct pld__winbuf **winbufs;
-  unsigned char *member;     /* [buf * nranks + rank]: rank has a view */
-  struct pld__comm *comms;   /* [buf * nranks + rank] */
-  int *comm_members;         /* [buf * nranks + i]: world rank of domain rank i */
+  unsigned char *member;   /* [buf * nranks + rank]: rank has a view */
+  struct pld__comm *comms; /* [buf * nranks + rank] */
+  int *comm_members;       /* [buf * nranks + i]: world rank of domain rank i */
   struct pld__winlayout lay;
 
   /* The control plane (host/ctl.h) and what it keeps while started. */
@@ -166,8 +166,8 @@ struct pld_program {
 
   /* The trace (host/trace.c), when on. */
   struct {
-    int on, k, runs; /* k: the program's number in the file */
-    uint32_t cap;    /* events per thread and run */
+    int on, k, runs;               /* k: the program's number in the file */
+    uint32_t cap;                  /* events per thread and run */
     struct pld__trace_area **area; /* [rank]: where this process runs it */
     size_t *bytes;
     unsigned char *named; /* lanes named in the file */
@@ -181,8 +181,7 @@ struct pld_program {
  * windows and host tasks, makes them p's.  Returns PLD_OK, or
  * PLD_ERR_ARG naming the values and the first difference (or the new
  * trace's failure). */
-int pld__program_rescalar(struct pld_program *p, int argc,
-                          const pld_arg *argv);
+int pld__program_rescalar(struct pld_program *p, int argc, const pld_arg *argv);
 
 /* Rank r's device memory of data slot `slot` (its slices, as the plan
  * lays them out). */
@@ -221,8 +220,7 @@ int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
 
 /* Keeps t (a view made while tracing) until the trace ends.  Returns t, or
  * NULL after recording PLD_ERR_NOMEM. */
-struct pld__tensor *pld__host_keep(struct pld__host *h,
-                                   struct pld__tensor *t);
+struct pld__tensor *pld__host_keep(struct pld__host *h, struct pld__tensor *t);
 
 /* Host tensors by index (host_arg): the host function's, then the
  * intermediates.  Their descriptor (no data), their name for messages,

@@ -33,7 +33,7 @@ struct pld__heap {
   size_t bytes;
   struct block {
     size_t off, len;
-  } *used;
+  } * used;
   int nused, cap;
 };
 
@@ -102,8 +102,9 @@ int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
                              int ndim, const int64_t *shape, pld_tensor *out) {
   const char *fn = "pld_device_tensor_create";
   if (!out)
-    return pld__fail(PLD_ERR_ARG, "%s: out: expected where to store the "
-                                  "tensor, got NULL",
+    return pld__fail(PLD_ERR_ARG,
+                     "%s: out: expected where to store the "
+                     "tensor, got NULL",
                      fn);
   if (!p)
     return pld__fail(PLD_ERR_ARG, "%s: p: expected a program, got NULL", fn);
@@ -116,8 +117,7 @@ int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
                      fn, p->nranks - 1, rank);
   int each = rank == PLD_EACH_RANK;
   if (ndim < 1 || ndim > PLD_MAX_DIMS - each)
-    return pld__fail(PLD_ERR_ARG,
-                     "%s: ndim: expected 1 to %d%s, got %d", fn,
+    return pld__fail(PLD_ERR_ARG, "%s: ndim: expected 1 to %d%s, got %d", fn,
                      PLD_MAX_DIMS - each,
                      each ? " (a tensor of a part per rank has the rank "
                             "dimension too)"
@@ -137,8 +137,9 @@ int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
     pld__free(off);
     return pld__fail(PLD_ERR_NOMEM, "%s: out of memory", fn);
   }
-  int st = !shape ? pld__fail(PLD_ERR_ARG, "%s: shape: expected %d "
-                                           "dimensions, got NULL",
+  int st = !shape ? pld__fail(PLD_ERR_ARG,
+                              "%s: shape: expected %d "
+                              "dimensions, got NULL",
                               fn, ndim)
                   : pld__tensor_init(t, fn, dtype, ndim + each, full);
   if (!st)
@@ -177,10 +178,9 @@ int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
     if (off[r] != SIZE_MAX) {
       static const unsigned char zeros[4096];
       for (size_t done = 0; done < res->part; done += sizeof zeros) {
-        size_t n = res->part - done < sizeof zeros ? res->part - done
-                                                   : sizeof zeros;
-        p->cp->store(p, r, from_slot(p, r, p->slot, off[r] + done), zeros,
-                     n);
+        size_t n =
+            res->part - done < sizeof zeros ? res->part - done : sizeof zeros;
+        p->cp->store(p, r, from_slot(p, r, p->slot, off[r] + done), zeros, n);
       }
     }
   t->flags = PLD__T_RESIDENT;
@@ -240,8 +240,9 @@ static int transfer(pld_tensor dev, pld_tensor host, int write) {
   for (int r = 0; r < p->nranks; r++) {
     if (res->off[r] == SIZE_MAX)
       continue;
-    unsigned char *at = (unsigned char *)h->data +
-                        (res->rank == PLD_EACH_RANK ? (size_t)r * res->part : 0);
+    unsigned char *at =
+        (unsigned char *)h->data +
+        (res->rank == PLD_EACH_RANK ? (size_t)r * res->part : 0);
     size_t dev_off = from_slot(p, r, p->slot, res->off[r]);
     if (write)
       p->cp->store(p, r, dev_off, at, res->part);
@@ -288,13 +289,12 @@ int pld__resident_check(const struct pld_program *p, int i,
                          : PLD_ERR_ARG,
                      "pld_program_run: %s: parameter '%s' (%d of %d): %s",
                      sig->name, pn, i + 1, p->nargs,
-                     !res || res->magic != RES_LIVE
-                         ? "not a device tensor"
+                     !res || res->magic != RES_LIVE ? "not a device tensor"
                      : res->freed ? "the device tensor was freed "
                                     "(pld_device_tensor_free)"
-                     : !res->p ? "the device tensor's program was destroyed"
-                               : "the device tensor lies on another "
-                                 "program's devices");
+                     : !res->p    ? "the device tensor's program was destroyed"
+                                  : "the device tensor lies on another "
+                                    "program's devices");
   /* Host tasks compute on host memory: none may take it. */
   for (int k = 0; k < p->ntasks; k++)
     for (int a = 0; a < p->tasks[k].argc; a++)
@@ -332,8 +332,7 @@ int pld__resident_check(const struct pld_program *p, int i,
                        "%d (device %d) is dispatched bytes [%zu, %zu) of it, "
                        "but %s",
                        sig->name, pn, i + 1, p->nargs, r, p->device_ids[r],
-                       buf->host_offset, buf->host_offset + buf->nbytes,
-                       where);
+                       buf->host_offset, buf->host_offset + buf->nbytes, where);
     }
   }
   return PLD_OK;

@@ -370,8 +370,7 @@ static int check_run_args(struct pld_program *p, int argc,
 int pld__run_precopy(struct pld_program *p, const pld_arg *now, int argc,
                      const pld_arg *argv) {
   int rescalar;
-  if (check_run_tensors(p, argc, argv, &rescalar) || rescalar ||
-      !p->started)
+  if (check_run_tensors(p, argc, argv, &rescalar) || rescalar || !p->started)
     return 0;
   /* Its inputs must be final: none may be what the run in flight writes
    * (a chain of runs, one tensor updated in place). */
@@ -383,8 +382,7 @@ int pld__run_precopy(struct pld_program *p, const pld_arg *now, int argc,
     if (in->flags & PLD__T_RESIDENT) /* never copied */
       continue;
     for (int j = 0; j < argc; j++)
-      if (now[j].kind == PLD_ARG_TENSOR &&
-          (sig->params[j].dir & PLD_DIR_OUT) &&
+      if (now[j].kind == PLD_ARG_TENSOR && (sig->params[j].dir & PLD_DIR_OUT) &&
           pld__ranges_overlap(in->data, in->nbytes, now[j].v.t->data,
                               now[j].v.t->nbytes))
         return 0;
@@ -602,8 +600,8 @@ static size_t report_task_wait(struct pld_program *p, int r, char *msg,
   const struct pld__devplan *pl = &p->plans[r];
   uint32_t c = atomic_load(&p->devs[r].ctl->calls_done);
   uint32_t done = atomic_load(&p->world->tasks_done);
-  if (c >= (uint32_t)pl->ncalls ||
-      (uint32_t)pl->calls[c].after_tasks <= done || done >= (uint32_t)p->ntasks)
+  if (c >= (uint32_t)pl->ncalls || (uint32_t)pl->calls[c].after_tasks <= done ||
+      done >= (uint32_t)p->ntasks)
     return 0;
   const struct pld__taskplan *tp = &p->tasks[done];
   size_t n = rank_head(msg, cap, p, r);
@@ -886,8 +884,7 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   return pld__program_run_now(p, argc, argv);
 }
 
-int pld__program_run_now(struct pld_program *p, int argc,
-                         const pld_arg *argv) {
+int pld__program_run_now(struct pld_program *p, int argc, const pld_arg *argv) {
   if (!p)
     return pld__fail(PLD_ERR_ARG, "pld_program_run: p: expected a program, "
                                   "got NULL");
@@ -939,8 +936,7 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
    * run's inputs, if one did). */
   p->slot = (p->slot + 1) % PLD__DATA_SLOTS;
   struct pld__tev copy_span;
-  int copy_spanned =
-      pld__htrace_begin(p, &copy_span, PLD__TH_COPY_IN, NULL);
+  int copy_spanned = pld__htrace_begin(p, &copy_span, PLD__TH_COPY_IN, NULL);
   st = p->cp->post(p, argv, posted);
   if (copy_spanned)
     pld__htrace_end(p, &copy_span, 0);
@@ -1041,7 +1037,8 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
     now = pld__now_ns();
     if (now - last_reap >= PLD__MS(PLD_LIVENESS_MS)) {
       last_reap = now;
-      if ((dead = pld__find_dead(p, 1, corrupt_what, sizeof corrupt_what)) >= 0) {
+      if ((dead = pld__find_dead(p, 1, corrupt_what, sizeof corrupt_what)) >=
+          0) {
         st = pld__died(p, dead, corrupt_what);
         goto crashed;
       }

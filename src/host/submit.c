@@ -22,7 +22,7 @@
 #include "host/program.h"
 #include "host/submit.h"
 
-#define JOB_LIVE 0x6a6f626cu /* "jobl" */
+#define JOB_LIVE 0x6a6f626cu  /* "jobl" */
 #define JOB_FREED 0x6a6f6266u /* "jobf" */
 
 enum { QUEUED, RUNNING, DONE };
@@ -30,9 +30,9 @@ enum { QUEUED, RUNNING, DONE };
 struct pld_job {
   uint32_t magic;
   _Atomic int state; /* QUEUED, RUNNING, DONE (changed under the lock) */
-  int precopied; /* its inputs are in the data slot it will use */
+  int precopied;     /* its inputs are in the data slot it will use */
   int status;
-  uint64_t seq; /* its number in the runner's submissions, from 1 */
+  uint64_t seq;          /* its number in the runner's submissions, from 1 */
   struct pld_program *p; /* the program it runs (one of a group's) */
   int argc;
   pld_arg argv[PLD_MAX_PARAMS];
@@ -224,8 +224,8 @@ static int runner_get(struct pld_program *p, struct pld__runner **out) {
   return PLD_OK;
 }
 
-int pld_program_submit(pld_program *p, int argc, const pld_arg *argv,
-                       int flags, pld_job **out) {
+int pld_program_submit(pld_program *p, int argc, const pld_arg *argv, int flags,
+                       pld_job **out) {
   if (!out)
     return pld__fail(PLD_ERR_ARG, "pld_program_submit: out: expected where "
                                   "to store the job, got NULL");
@@ -299,8 +299,7 @@ static struct pld_job *job_check(pld_job *j, const char *fn) {
     return NULL;
   }
   if (j->magic != JOB_LIVE) {
-    pld__fail(PLD_ERR_ARG,
-              "%s: job: %s", fn,
+    pld__fail(PLD_ERR_ARG, "%s: job: %s", fn,
               j->magic == JOB_FREED ? "this job was freed already"
                                     : "not a job of pld_program_submit");
     return NULL;
@@ -329,9 +328,11 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
     return PLD_ERR_ARG;
   /* Beyond a century is forever (and the nanoseconds cannot overflow). */
   int64_t most_ms = INT64_MAX / 2000000;
-  struct timespec until = pld__realtime_after(
-      (timeout_ms < 0 ? 0 : timeout_ms < most_ms ? timeout_ms : most_ms) *
-      (int64_t)1000000);
+  struct timespec until =
+      pld__realtime_after((timeout_ms < 0         ? 0
+                           : timeout_ms < most_ms ? timeout_ms
+                                                  : most_ms) *
+                          (int64_t)1000000);
   struct pld__spin spin = poll_spin();
   if (timeout_ms != 0)
     poll_until(job_done_p, j, &spin);
@@ -341,8 +342,8 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
     if (timeout_ms < 0)
       pthread_cond_wait(&changed, &mu);
     else
-      late = timeout_ms == 0 ||
-             pthread_cond_timedwait(&changed, &mu, &until) != 0;
+      late =
+          timeout_ms == 0 || pthread_cond_timedwait(&changed, &mu, &until) != 0;
   }
   int done = j->state == DONE;
   uint64_t seq = j->seq;
@@ -401,12 +402,10 @@ void pld__runner_precopy(struct pld_program *p, const pld_arg *now) {
   /* Only this thread (the runner's, running the current job) takes jobs
    * off the queue or cancels them: the head stays while it is copied. */
   pthread_mutex_lock(&mu);
-  struct pld_job *next = r->stopping || !r->head || r->head->p != p
-                            ? NULL
-                            : r->head;
+  struct pld_job *next =
+      r->stopping || !r->head || r->head->p != p ? NULL : r->head;
   pthread_mutex_unlock(&mu);
-  if (next && in_runner &&
-      pld__run_precopy(p, now, next->argc, next->argv)) {
+  if (next && in_runner && pld__run_precopy(p, now, next->argc, next->argv)) {
     pthread_mutex_lock(&mu);
     next->precopied = 1;
     pthread_mutex_unlock(&mu);

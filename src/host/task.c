@@ -20,7 +20,6 @@ struct pld__task {
   char msg[PLD__MSG_MAX];
 };
 
-
 /* ---- host tensors by index ------------------------------------------- */
 
 struct pld__inter *pld__host_inter(const struct pld_program *p, int i) {
@@ -355,9 +354,9 @@ int pld__task_run(struct pld_program *p, const pld_arg *argv, int k) {
   const pld_signature *sig = tp->run.sig;
   for (int i = 0; i < tp->npre; i++) {
     const struct pld__hcopy *c = &tp->copies[i];
-    int st = p->cp->fetch(p, c->rank, c->dev_off,
-                          pld__host_data(p, argv, c->host) + c->host_off,
-                          c->len);
+    int st =
+        p->cp->fetch(p, c->rank, c->dev_off,
+                     pld__host_data(p, argv, c->host) + c->host_off, c->len);
     if (st)
       return st;
   }

@@ -32,14 +32,14 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   FILE *f;
   char *path;
-  int64_t epoch;   /* ts 0 */
-  long footer_at;  /* where the closing lines start, once written */
-  int events;      /* written since the file was opened */
-  int programs;    /* traced programs alive */
-  int next_k;      /* the next traced program's number */
+  int64_t epoch;  /* ts 0 */
+  long footer_at; /* where the closing lines start, once written */
+  int events;     /* written since the file was opened */
+  int programs;   /* traced programs alive */
+  int next_k;     /* the next traced program's number */
   int runs;
   uint64_t lost;
-  uint64_t flows;  /* flow ids given */
+  uint64_t flows;         /* flow ids given */
   struct pld__tbuf *host; /* the host thread's events */
   pid_t pid;              /* the process that writes it */
 } w;
@@ -70,8 +70,8 @@ static void put_char(struct line *l, char c) {
 static void put_int(struct line *l, long long v) {
   char d[24];
   int k = 0;
-  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v
-                               : (unsigned long long)v;
+  unsigned long long u =
+      v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
   do
     d[k++] = (char)('0' + u % 10);
   while (u /= 10);
@@ -258,7 +258,7 @@ struct lane {
 struct note {
   int32_t to, buf;
   int64_t off, t;
-  long seq;    /* its place among the notifies, in lane order */
+  long seq; /* its place among the notifies, in lane order */
 };
 
 static int note_cmp(const void *a, const void *b) {
@@ -313,9 +313,9 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
     return;
   }
   static const char *const cats[PLD__TEV_KINDS] = {
-      [PLD__TEV_HOST] = "host",   [PLD__TEV_DISPATCH] = "dispatch",
+      [PLD__TEV_HOST] = "host",     [PLD__TEV_DISPATCH] = "dispatch",
       [PLD__TEV_LAUNCH] = "launch", [PLD__TEV_BLOCK] = "block",
-      [PLD__TEV_WAIT] = "wait",   [PLD__TEV_RMA] = "rma",
+      [PLD__TEV_WAIT] = "wait",     [PLD__TEV_RMA] = "rma",
       [PLD__TEV_COLL] = "coll"};
   event_head(&ln, "X", l->pid, l->tid, t0);
   put_us(&ln, "dur", t1 - t0);
@@ -328,13 +328,13 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
                        : e->kind == PLD__TEV_HOST && e->sub == PLD__TH_TASK
                            ? "host task "
                            : "";
-  const char *name = e->kind == PLD__TEV_HOST && e->sub != PLD__TH_TASK
-                         ? pld__tev_host_name(e->sub)
-                     : e->kind == PLD__TEV_RMA ? pld__tev_rma_name(e->sub)
-                     : e->kind == PLD__TEV_COLL
-                         ? (pld__coll_name(e->sub) ? pld__coll_name(e->sub)
-                                                   : "?")
-                         : e->name;
+  const char *name =
+      e->kind == PLD__TEV_HOST && e->sub != PLD__TH_TASK
+          ? pld__tev_host_name(e->sub)
+      : e->kind == PLD__TEV_RMA ? pld__tev_rma_name(e->sub)
+      : e->kind == PLD__TEV_COLL
+          ? (pld__coll_name(e->sub) ? pld__coll_name(e->sub) : "?")
+          : e->name;
   put_char(&ln, '"');
   put(&ln, prefix);
   put_esc(&ln, name);
@@ -430,8 +430,8 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
       for (uint32_t i = 0; i < lanes[l].b->n; i++) {
         const struct pld__tev *e = &lanes[l].b->ev[i];
         if (e->kind == PLD__TEV_NOTIFY) {
-          notes[k] = (struct note){e->e, e->d, e->x, e->t0 + lanes[l].offset,
-                                   k};
+          notes[k] =
+              (struct note){e->e, e->d, e->x, e->t0 + lanes[l].offset, k};
           k++;
         }
       }
@@ -462,8 +462,7 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
       uint64_t in = 0;
       if (e->kind == PLD__TEV_WAIT)
         in = wait_id ? wait_id[wi++] : 0;
-      put_event(ln, e, run, in,
-                e->t1 + ln->offset - (e->t1 > e->t0 ? 1 : 0));
+      put_event(ln, e, run, in, e->t1 + ln->offset - (e->t1 > e->t0 ? 1 : 0));
       if (e->kind == PLD__TEV_NOTIFY) {
         uint64_t id = note_id ? note_id[ni] : 0;
         ni++;
@@ -728,8 +727,7 @@ static void drain(struct pld_program *p, int ran) {
             snprintf(nm, sizeof nm, "program %d: rank %d (device %d)",
                      p->trace.k, r, p->device_ids[r]);
           else
-            snprintf(nm, sizeof nm, "rank %d (device %d)", r,
-                     p->device_ids[r]);
+            snprintf(nm, sizeof nm, "rank %d (device %d)", r, p->device_ids[r]);
           meta(pid, -1, "process", nm);
         }
         if (!lane_named(p, r, (int)i)) {
@@ -780,8 +778,8 @@ void pld__trace_release(struct pld_program *p) {
   memset(&p->trace, 0, sizeof p->trace);
 }
 
-struct pld__trace_area *pld__trace_area_of(const struct pld_program *p,
-                                           int r, size_t *bytes) {
+struct pld__trace_area *pld__trace_area_of(const struct pld_program *p, int r,
+                                           size_t *bytes) {
   if (!p->trace.area || !p->trace.area[r])
     return NULL;
   if (bytes)

@@ -16,15 +16,14 @@ int pld__trace_config(struct pld_program *p, const pld_config *cfg);
  * runs. */
 int pld__trace_prepare(struct pld_program *p);
 /* Rank r's trace area (and its size), or NULL. */
-struct pld__trace_area *pld__trace_area_of(const struct pld_program *p,
-                                           int r, size_t *bytes);
+struct pld__trace_area *pld__trace_area_of(const struct pld_program *p, int r,
+                                           size_t *bytes);
 
 /* A host span (sub: PLD__TH_*): begin returns 0 when nothing observes it
  * (then end must not be called). */
 int pld__htrace_begin(struct pld_program *p, struct pld__tev *e, int sub,
                       const char *name);
-void pld__htrace_end(struct pld_program *p, struct pld__tev *e,
-                     int64_t bytes);
+void pld__htrace_end(struct pld_program *p, struct pld__tev *e, int64_t bytes);
 
 /* After each run, on every process: the run's events into the file. */
 void pld__trace_run_end(struct pld_program *p);

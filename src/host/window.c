@@ -24,9 +24,8 @@ static pld_window_buf window_alloc(struct pld__host *h, const char *fn,
     pld__hfail(h, PLD_ERR_ARG,
                "%s (in %s): bytes: expected 1 to %llu (the global memory of "
                "an %s device), got %zu",
-               fn, p->host.sig->name,
-               (unsigned long long)p->plat->global_bytes, p->plat->name,
-               bytes);
+               fn, p->host.sig->name, (unsigned long long)p->plat->global_bytes,
+               p->plat->name, bytes);
     return bad;
   }
   struct pld__winbuf **v =
@@ -75,8 +74,7 @@ pld_window pld_window_view(pld_host h, pld_window_buf buf, pld_dtype dtype,
 }
 
 pld_window pld_window_view_at(pld_host hh, pld_window_buf buf, size_t offset,
-                              pld_dtype dtype, int ndim,
-                              const int64_t *shape) {
+                              pld_dtype dtype, int ndim, const int64_t *shape) {
   struct pld__host *h = hh.p;
   pld_window bad = {&pld__invalid_tensor};
   const char *name = h->prog->host.sig->name;
@@ -133,8 +131,8 @@ void pld__windows_member(struct pld_program *p, int buf, int rank) {
 
 int pld__windows_plan(struct pld_program *p) {
   size_t n = (size_t)p->nwinbufs * (size_t)p->nranks;
-  size_t *phys = pld__calloc(p->nwinbufs ? (size_t)p->nwinbufs : 1,
-                             sizeof *phys);
+  size_t *phys =
+      pld__calloc(p->nwinbufs ? (size_t)p->nwinbufs : 1, sizeof *phys);
   p->comms = pld__calloc(n ? n : 1, sizeof *p->comms);
   p->comm_members = pld__calloc(n ? n : 1, sizeof *p->comm_members);
   p->member = pld__calloc(n ? n : 1, 1);

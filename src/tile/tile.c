@@ -12,7 +12,6 @@
  * one, as on the chip: tiles pack with no space between them, so whatever
  * fits the hardware's buffer fits here. */
 
-
 /* ---- dtypes ------------------------------------------------------------- */
 
 int pld__is_tile_dtype(pld_dtype dt) {

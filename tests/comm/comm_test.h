@@ -79,8 +79,8 @@ static inline void comm_expect_i32(const char *what, const int32_t *got,
                                    const int32_t *want, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     if (got[i] != want[i]) {
-      print_error("%s: element %lld: got %d, expected %d\n", what,
-                  (long long)i, (int)got[i], (int)want[i]);
+      print_error("%s: element %lld: got %d, expected %d\n", what, (long long)i,
+                  (int)got[i], (int)want[i]);
       fail();
     }
 }
@@ -92,8 +92,8 @@ static inline int comm_timed_run(pld_program *p, int argc, const pld_arg *argv,
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int st = pld_program_run(p, argc, argv);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  *seconds = (double)(t1.tv_sec - t0.tv_sec) +
-             (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  *seconds =
+      (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   return st;
 }
 

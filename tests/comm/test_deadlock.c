@@ -23,13 +23,10 @@ enum {
 /* Rank me adds 1 to cell [0, me] of every other rank, then waits until
  * each of its own cells [0, p], p != me, is >= 1, and copies row 0 out:
  * y[r][i] = (i != r). */
-#define TALLY_PARAMS                    \
-  PLD_WINDOW(sig, INT32, 2, NR),        \
-  PLD_IN(flag, INT32, 2),               \
-  PLD_OUT(y, INT32, NR)
+#define TALLY_PARAMS                                                           \
+  PLD_WINDOW(sig, INT32, 2, NR), PLD_IN(flag, INT32, 2), PLD_OUT(y, INT32, NR)
 
-PLD_KERNEL(k_tally, k, TALLY_PARAMS)
-{
+PLD_KERNEL(k_tally, k, TALLY_PARAMS) {
   pld_comm comm = pld_window_comm(sig);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int bad = me == (int32_t)pld_read(k, flag, PLD_AT(0));
@@ -52,8 +49,7 @@ PLD_KERNEL(k_tally, k, TALLY_PARAMS)
     pld_write(k, y, PLD_AT(i), pld_read(k, pld_local(sig), PLD_AT(0, i)));
 }
 
-PLD_DEVICE(d_tally, a, TALLY_PARAMS)
-{
+PLD_DEVICE(d_tally, a, TALLY_PARAMS) {
   pld_launch(a, k_tally, 1, sig, flag, y);
 }
 
@@ -189,9 +185,7 @@ static void spin(pld_core k, pld_tensor t, double ms) {
 /* Two blocks a rank.  Rank 0: block 0 waits on cell [0]; block 1 computes
  * for flag[0] ms.  Rank 1: block 0 computes for flag[1] ms, then notifies
  * rank 0 if flag[2]; block 1 does nothing. */
-#define SLOW_PARAMS                     \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_IN(flag, INT32, 3)
+#define SLOW_PARAMS PLD_WINDOW(sig, INT32, NR), PLD_IN(flag, INT32, 3)
 
 PLD_KERNEL(k_slow, k, SLOW_PARAMS) {
   int32_t me = pld_rank(k, pld_window_comm(sig)), b = pld_block_idx(k);
@@ -206,9 +200,7 @@ PLD_KERNEL(k_slow, k, SLOW_PARAMS) {
   }
 }
 
-PLD_DEVICE(d_slow, a, SLOW_PARAMS) {
-  pld_launch(a, k_slow, 2, sig, flag);
-}
+PLD_DEVICE(d_slow, a, SLOW_PARAMS) { pld_launch(a, k_slow, 2, sig, flag); }
 
 PLD_HOST(h_slow, h, PLD_IN(flag, INT32, 3)) {
   int n = pld_world_size(h);
@@ -275,9 +267,7 @@ static void test_slow_peer_is_no_deadlock(void **state) {
  * (as by the OOM killer, or a sanitizer ending it: no crash handler runs),
  * before its wait if when[0] is 0, else once its wait is stopped as a
  * deadlock. */
-#define KILLED_PARAMS                   \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_IN(when, INT32, 1)
+#define KILLED_PARAMS PLD_WINDOW(sig, INT32, NR), PLD_IN(when, INT32, 1)
 
 PLD_KERNEL(k_killed, k, KILLED_PARAMS) {
   int32_t me = pld_rank(k, pld_window_comm(sig));

@@ -152,8 +152,8 @@ static void ring_run(int n) {
     assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
     const int32_t *ys = pld_tensor_data(y);
     for (int r = 0; r < n; r++)
-      comm_expect_i32("y[r] = x[r - 1]", ys + r * W,
-                      xs + comm_prev(r, n) * W, W);
+      comm_expect_i32("y[r] = x[r - 1]", ys + r * W, xs + comm_prev(r, n) * W,
+                      W);
   }
   pld_program_destroy(p);
   pld_tensor_destroy(x);

@@ -170,8 +170,16 @@ static void test_host_collectives(void **state) {
 
 /* ---- mistakes fail the compile ------------------------------------------ */
 
-enum { M_ROOT, M_ROOT_NEG, M_OP, M_DTYPE, M_TARGET_ROWS, M_OVERLAP, M_SIG,
-       M_NULL };
+enum {
+  M_ROOT,
+  M_ROOT_NEG,
+  M_OP,
+  M_DTYPE,
+  M_TARGET_ROWS,
+  M_OVERLAP,
+  M_SIG,
+  M_NULL
+};
 
 PLD_HOST(h_mistake, h, PLD_SCALAR(how, INT32)) {
   int n = pld_world_size(h);

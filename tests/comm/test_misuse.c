@@ -21,9 +21,7 @@ enum {
   VIEW_RANK_SKIPPED     /* rank 1 never dispatched */
 };
 
-#define COUNT_PARAMS                    \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(y, INT32, NR)
+#define COUNT_PARAMS PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, INT32, NR)
 
 PLD_KERNEL(k_count, k, COUNT_PARAMS) {
   int32_t n = pld_nranks(k, pld_window_comm(sig));
@@ -32,15 +30,13 @@ PLD_KERNEL(k_count, k, COUNT_PARAMS) {
     pld_write(k, y, PLD_AT(i), n);
 }
 
-PLD_DEVICE(d_count, a, COUNT_PARAMS) {
-  pld_launch(a, k_count, 1, sig, y);
-}
+PLD_DEVICE(d_count, a, COUNT_PARAMS) { pld_launch(a, k_count, 1, sig, y); }
 
 /* Launches k_count with a device tensor where it takes a window. */
 PLD_DEVICE(d_count_plain, a, PLD_WINDOW(sig, INT32, NR),
            PLD_OUT(y, INT32, NR)) {
-  pld_tensor t = pld_device_alloc(
-      a, PLD_INT32, PLD_SHAPE(pld_tensor_dim(pld_local(sig), 0)));
+  pld_tensor t = pld_device_alloc(a, PLD_INT32,
+                                  PLD_SHAPE(pld_tensor_dim(pld_local(sig), 0)));
   pld_launch(a, k_count, 1, t, y);
 }
 
@@ -56,13 +52,12 @@ PLD_HOST(h_views, h, PLD_OUT(y, INT32, NR, NR), PLD_SCALAR(how, INT32)) {
   for (int r = 0; r < n; r++) {
     if (how == VIEW_RANK_SKIPPED && r == 1)
       continue;
-    pld_window w =
-        pld_window_view_at(h, buf, offset, PLD_INT32, PLD_SHAPE(n));
+    pld_window w = pld_window_view_at(h, buf, offset, PLD_INT32, PLD_SHAPE(n));
     if (how == VIEW_PLAIN_TENSOR)
       pld_dispatch(h, d_count, r, pld_slice(h, y, r), pld_slice(h, y, r));
     else
-      pld_dispatch(h, how == VIEW_PLAIN_LAUNCH ? d_count_plain : d_count, r,
-                   w, pld_slice(h, y, r));
+      pld_dispatch(h, how == VIEW_PLAIN_LAUNCH ? d_count_plain : d_count, r, w,
+                   pld_slice(h, y, r));
   }
 }
 
@@ -92,8 +87,8 @@ static void run_window_under_allocated(int n) {
   char view[64], needs[64], alloc[64];
   snprintf(view, sizeof view, "view INT32[%d] at byte 0 needs %d bytes", n,
            4 * n);
-  snprintf(alloc, sizeof alloc,
-           "window buffer #0 was allocated with %d bytes", n);
+  snprintf(alloc, sizeof alloc, "window buffer #0 was allocated with %d bytes",
+           n);
   snprintf(needs, sizeof needs, "allocate at least %d)", 4 * n);
   assert_fails_with(compile_views(n, VIEW_UNDER_ALLOCATED), PLD_ERR_BOUNDS,
                     "pld_window_view (in h_views): ", view, alloc,
@@ -150,13 +145,13 @@ enum { MR = 4, MC = 16, MB = 32 };
 /* What k_misuse does wrong on rank flag[0], by flag[1]. */
 enum {
   MIS_NONE,
-  MIS_LOAD_ROWS,    /* remote_load rows [1, 5) of a 4-row window */
-  MIS_STORE_COLS,   /* remote_store cols [1, 17) of a 16-column window */
-  MIS_PUT_DST,      /* put to rows [2, 6) */
-  MIS_GET_SRC,      /* get from cols [13, 17) */
-  MIS_LOAD_EMPTY,   /* remote_load of 0 rows */
-  MIS_PUT_SRC,      /* put from outside the source tensor */
-  MIS_LOAD_PEER_N,  /* peer == nranks */
+  MIS_LOAD_ROWS,   /* remote_load rows [1, 5) of a 4-row window */
+  MIS_STORE_COLS,  /* remote_store cols [1, 17) of a 16-column window */
+  MIS_PUT_DST,     /* put to rows [2, 6) */
+  MIS_GET_SRC,     /* get from cols [13, 17) */
+  MIS_LOAD_EMPTY,  /* remote_load of 0 rows */
+  MIS_PUT_SRC,     /* put from outside the source tensor */
+  MIS_LOAD_PEER_N, /* peer == nranks */
   MIS_LOAD_PEER_NEG,
   MIS_STORE_PEER_NEG,
   MIS_PUT_PEER_NEG,
@@ -164,22 +159,22 @@ enum {
   MIS_PUT_PEER_N,
   MIS_NOTIFY_PEER_N,
   MIS_NOTIFY_PEER_NEG,
-  MIS_WAIT_FP32,    /* wait on an FP32 window */
+  MIS_WAIT_FP32, /* wait on an FP32 window */
   MIS_NOTIFY_FP32,
-  MIS_WAIT_RANK2,   /* a 2-D index into a 1-D signal window */
-  MIS_NOTIFY_CELL,  /* a cell past the end */
-  MIS_WAIT_CMP,     /* a comparison that does not exist */
+  MIS_WAIT_RANK2,  /* a 2-D index into a 1-D signal window */
+  MIS_NOTIFY_CELL, /* a cell past the end */
+  MIS_WAIT_CMP,    /* a comparison that does not exist */
   MIS_NOTIFY_OP,
   MIS_ATOMIC_UINT8, /* atomic add on a UINT8 window */
   MIS_GET_ATOMIC,   /* a get cannot accumulate */
   MIS_STORE_DTYPE,  /* an FP32 tile into a UINT8 window */
   MIS_PUT_DTYPE,
-  MIS_GET_INTO_IN,  /* get into an In tensor */
-  MIS_NO_COMM,      /* rank of an empty window handle */
-  MIS_BARRIER_SMALL, /* barrier on a window of fewer cells than ranks */
-  MIS_BARRIER_FP32,  /* barrier on an FP32 window of nranks cells */
-  MIS_BARRIER_2D,    /* barrier on an INT32[nranks, 1] window */
-  MIS_GET_DST,       /* get into rows [1, 5) of a 4-row tensor */
+  MIS_GET_INTO_IN,     /* get into an In tensor */
+  MIS_NO_COMM,         /* rank of an empty window handle */
+  MIS_BARRIER_SMALL,   /* barrier on a window of fewer cells than ranks */
+  MIS_BARRIER_FP32,    /* barrier on an FP32 window of nranks cells */
+  MIS_BARRIER_2D,      /* barrier on an INT32[nranks, 1] window */
+  MIS_GET_DST,         /* get into rows [1, 5) of a 4-row tensor */
   MIS_NOTIFY_NULL_IDX, /* an index pointer that is NULL */
   MIS_WAIT_NULL_IDX
 };
@@ -187,21 +182,15 @@ enum {
 /* Every rank copies x to y.  The others then tell the one at fault, which
  * waits for all of them before its mistake: its failure stops no kernel
  * midway, so each run's result is that mistake and nothing else. */
-#define MISUSE_PARAMS                   \
-  PLD_IN(x, FP32, MR, MC),              \
-  PLD_WINDOW(data, FP32, MR, MC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_WINDOW(bytes, UINT8, MR, MB),     \
-  PLD_WINDOW(one, INT32, 1),            \
-  PLD_WINDOW(gate, INT32, 1),           \
-  PLD_OUT(y, FP32, MR, MC),             \
-  PLD_IN(flag, INT32, 2),               \
-  PLD_SCALAR(rank, INT32),              \
-  PLD_WINDOW(fsig, FP32, NR),           \
-  PLD_WINDOW(sig2d, INT32, NR, 1)
+#define MISUSE_PARAMS                                                          \
+  PLD_IN(x, FP32, MR, MC), PLD_WINDOW(data, FP32, MR, MC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(bytes, UINT8, MR, MB),            \
+      PLD_WINDOW(one, INT32, 1), PLD_WINDOW(gate, INT32, 1),                   \
+      PLD_OUT(y, FP32, MR, MC), PLD_IN(flag, INT32, 2),                        \
+      PLD_SCALAR(rank, INT32), PLD_WINDOW(fsig, FP32, NR),                     \
+      PLD_WINDOW(sig2d, INT32, NR, 1)
 
-PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
-{
+PLD_KERNEL(k_misuse, k, MISUSE_PARAMS) {
   int32_t n = pld_nranks(k, pld_window_comm(data));
   int32_t bad = (int32_t)pld_read(k, flag, PLD_AT(0));
   pld_tile *t = pld_load(k, x, 0, 0, MR, MC);
@@ -322,17 +311,13 @@ PLD_KERNEL(k_misuse, k, MISUSE_PARAMS)
   }
 }
 
-PLD_DEVICE(d_misuse, a, MISUSE_PARAMS)
-{
+PLD_DEVICE(d_misuse, a, MISUSE_PARAMS) {
   pld_launch(a, k_misuse, 1, x, data, sig, bytes, one, gate, y, flag, rank,
              fsig, sig2d);
 }
 
-PLD_HOST(h_misuse, h,
-         PLD_IN(x, FP32, NR, MR, MC),
-         PLD_OUT(y, FP32, NR, MR, MC),
-         PLD_IN(flag, INT32, 2))
-{
+PLD_HOST(h_misuse, h, PLD_IN(x, FP32, NR, MR, MC), PLD_OUT(y, FP32, NR, MR, MC),
+         PLD_IN(flag, INT32, 2)) {
   int n = pld_world_size(h);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(MR, MC));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
@@ -406,22 +391,40 @@ static void expect_misuses(int n, const struct misuse_case *cases,
 static void test_remote_region_out_of_range(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {
-      {1, MIS_LOAD_ROWS, PLD_ERR_BOUNDS, "pld_remote_load",
+      {1,
+       MIS_LOAD_ROWS,
+       PLD_ERR_BOUNDS,
+       "pld_remote_load",
        {"window 'data' (buffer #0) of peer 1: rows [1, 5) cols [0, 16) "
         "outside FP32[4, 16]"}},
-      {1, MIS_STORE_COLS, PLD_ERR_BOUNDS, "pld_remote_store",
+      {1,
+       MIS_STORE_COLS,
+       PLD_ERR_BOUNDS,
+       "pld_remote_store",
        {"window 'data' (buffer #0) of peer 1: rows [0, 4) cols [1, 17) "
         "outside FP32[4, 16]"}},
-      {1, MIS_PUT_DST, PLD_ERR_BOUNDS, "pld_put",
+      {1,
+       MIS_PUT_DST,
+       PLD_ERR_BOUNDS,
+       "pld_put",
        {"window 'data' (buffer #0) of peer 1: rows [2, 6) cols [0, 16) "
         "outside FP32[4, 16]"}},
-      {1, MIS_GET_SRC, PLD_ERR_BOUNDS, "pld_get",
+      {1,
+       MIS_GET_SRC,
+       PLD_ERR_BOUNDS,
+       "pld_get",
        {"window 'data' (buffer #0) of peer 1: rows [0, 1) cols [13, 17) "
         "outside FP32[4, 16]"}},
-      {1, MIS_LOAD_EMPTY, PLD_ERR_BOUNDS, "pld_remote_load",
+      {1,
+       MIS_LOAD_EMPTY,
+       PLD_ERR_BOUNDS,
+       "pld_remote_load",
        {"window 'data' (buffer #0) of peer 1: rows [0, 0) cols [0, 16) "
         "outside"}},
-      {1, MIS_PUT_SRC, PLD_ERR_BOUNDS, "pld_put",
+      {1,
+       MIS_PUT_SRC,
+       PLD_ERR_BOUNDS,
+       "pld_put",
        {"source 'x': rows [3, 5) cols [0, 16) outside FP32[4, 16]"}},
   };
   expect_misuses(3, cases, NCASES(cases));
@@ -431,15 +434,27 @@ static void test_remote_region_out_of_range(void **state) {
 static void test_peer_out_of_range(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {
-      {2, MIS_LOAD_PEER_N, PLD_ERR_BOUNDS, "pld_remote_load",
+      {2,
+       MIS_LOAD_PEER_N,
+       PLD_ERR_BOUNDS,
+       "pld_remote_load",
        {"window 'data' (buffer #0): peer 4 outside its domain of 4 ranks "
         "(peers are 0 to 3)"}},
-      {2, MIS_PUT_PEER_N, PLD_ERR_BOUNDS, "pld_put",
+      {2,
+       MIS_PUT_PEER_N,
+       PLD_ERR_BOUNDS,
+       "pld_put",
        {"window 'data' (buffer #0): peer 4 outside its domain"}},
-      {2, MIS_NOTIFY_PEER_N, PLD_ERR_BOUNDS, "pld_notify",
+      {2,
+       MIS_NOTIFY_PEER_N,
+       PLD_ERR_BOUNDS,
+       "pld_notify",
        {"window 'sig' (buffer #1): peer 4 outside its domain of 4 ranks "
         "(peers are 0 to 3)"}},
-      {2, MIS_NOTIFY_PEER_NEG, PLD_ERR_BOUNDS, "pld_notify",
+      {2,
+       MIS_NOTIFY_PEER_NEG,
+       PLD_ERR_BOUNDS,
+       "pld_notify",
        {"window 'sig' (buffer #1): peer -1 outside its domain of 4 ranks"}},
   };
   expect_misuses(4, cases, NCASES(cases));
@@ -451,13 +466,25 @@ static void test_peer_out_of_range(void **state) {
 static void test_negative_peer_rma(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {
-      {1, MIS_LOAD_PEER_NEG, PLD_ERR_BOUNDS, "pld_remote_load",
+      {1,
+       MIS_LOAD_PEER_NEG,
+       PLD_ERR_BOUNDS,
+       "pld_remote_load",
        {"window 'data' (buffer #0)", "peer -1"}},
-      {1, MIS_STORE_PEER_NEG, PLD_ERR_BOUNDS, "pld_remote_store",
+      {1,
+       MIS_STORE_PEER_NEG,
+       PLD_ERR_BOUNDS,
+       "pld_remote_store",
        {"window 'data' (buffer #0)", "peer -2"}},
-      {1, MIS_PUT_PEER_NEG, PLD_ERR_BOUNDS, "pld_put",
+      {1,
+       MIS_PUT_PEER_NEG,
+       PLD_ERR_BOUNDS,
+       "pld_put",
        {"window 'data' (buffer #0)", "peer -1"}},
-      {1, MIS_GET_PEER_NEG, PLD_ERR_BOUNDS, "pld_get",
+      {1,
+       MIS_GET_PEER_NEG,
+       PLD_ERR_BOUNDS,
+       "pld_get",
        {"window 'data' (buffer #0)", "peer -1"}},
   };
   expect_misuses(2, cases, NCASES(cases));
@@ -468,22 +495,46 @@ static void test_negative_peer_rma(void **state) {
 static void test_signal_misuse(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {
-      {0, MIS_WAIT_FP32, PLD_ERR_ARG, "pld_wait",
+      {0,
+       MIS_WAIT_FP32,
+       PLD_ERR_ARG,
+       "pld_wait",
        {"window 'data' (buffer #0) is FP32: signals are INT32 cells"}},
-      {1, MIS_NOTIFY_FP32, PLD_ERR_ARG, "pld_notify",
+      {1,
+       MIS_NOTIFY_FP32,
+       PLD_ERR_ARG,
+       "pld_notify",
        {"window 'data' (buffer #0) is FP32: signals are INT32 cells"}},
-      {2, MIS_WAIT_RANK2, PLD_ERR_BOUNDS, "pld_wait",
+      {2,
+       MIS_WAIT_RANK2,
+       PLD_ERR_BOUNDS,
+       "pld_wait",
        {"window 'sig' (buffer #1) has 1 dimension, got an index of 2"}},
-      {0, MIS_NOTIFY_CELL, PLD_ERR_BOUNDS, "pld_notify",
+      {0,
+       MIS_NOTIFY_CELL,
+       PLD_ERR_BOUNDS,
+       "pld_notify",
        {"window 'sig' (buffer #1) of peer 1: index 3 of dimension 0 outside "
         "INT32[3]"}},
-      {1, MIS_WAIT_CMP, PLD_ERR_ARG, "pld_wait",
+      {1,
+       MIS_WAIT_CMP,
+       PLD_ERR_ARG,
+       "pld_wait",
        {"cmp: expected PLD_WAIT_EQ, _GE, _NE, _GT, _LT or _LE, got 6"}},
-      {1, MIS_NOTIFY_OP, PLD_ERR_ARG, "pld_notify",
+      {1,
+       MIS_NOTIFY_OP,
+       PLD_ERR_ARG,
+       "pld_notify",
        {"op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got 5"}},
-      {2, MIS_NOTIFY_NULL_IDX, PLD_ERR_ARG, "pld_notify",
+      {2,
+       MIS_NOTIFY_NULL_IDX,
+       PLD_ERR_ARG,
+       "pld_notify",
        {"idx: expected an index (PLD_AT(...)), got NULL"}},
-      {0, MIS_WAIT_NULL_IDX, PLD_ERR_ARG, "pld_wait",
+      {0,
+       MIS_WAIT_NULL_IDX,
+       PLD_ERR_ARG,
+       "pld_wait",
        {"idx: expected an index (PLD_AT(...)), got NULL"}},
   };
   expect_misuses(3, cases, NCASES(cases));
@@ -492,14 +543,22 @@ static void test_signal_misuse(void **state) {
 static void test_atomic_and_dtype_misuse(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {
-      {0, MIS_ATOMIC_UINT8, PLD_ERR_UNSUPPORTED, "pld_remote_store",
+      {0,
+       MIS_ATOMIC_UINT8,
+       PLD_ERR_UNSUPPORTED,
+       "pld_remote_store",
        {"atomic add on UINT8: supported for FP32, FP16, BF16, INT32, INT16 "
         "and INT8"}},
-      {0, MIS_GET_ATOMIC, PLD_ERR_ARG, "pld_get",
-       {"a get cannot accumulate"}},
-      {1, MIS_STORE_DTYPE, PLD_ERR_ARG, "pld_remote_store",
+      {0, MIS_GET_ATOMIC, PLD_ERR_ARG, "pld_get", {"a get cannot accumulate"}},
+      {1,
+       MIS_STORE_DTYPE,
+       PLD_ERR_ARG,
+       "pld_remote_store",
        {"tile is FP32, window 'bytes' (buffer #2) is UINT8"}},
-      {1, MIS_PUT_DTYPE, PLD_ERR_ARG, "pld_put",
+      {1,
+       MIS_PUT_DTYPE,
+       PLD_ERR_ARG,
+       "pld_put",
        {"source 'x' is FP32 but window 'bytes' (buffer #2) of peer 1 is "
         "UINT8"}},
   };
@@ -509,11 +568,20 @@ static void test_atomic_and_dtype_misuse(void **state) {
 static void test_kernel_argument_misuse(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {
-      {2, MIS_GET_INTO_IN, PLD_ERR_ARG, "pld_get",
+      {2,
+       MIS_GET_INTO_IN,
+       PLD_ERR_ARG,
+       "pld_get",
        {"dst: tensor 'x' is an In parameter"}},
-      {0, MIS_NO_COMM, PLD_ERR_ARG, "pld_rank",
+      {0,
+       MIS_NO_COMM,
+       PLD_ERR_ARG,
+       "pld_rank",
        {"comm: expected the context of a window, got none"}},
-      {1, MIS_BARRIER_SMALL, PLD_ERR_ARG, "pld_barrier",
+      {1,
+       MIS_BARRIER_SMALL,
+       PLD_ERR_ARG,
+       "pld_barrier",
        {"window 'one' (buffer #3) is INT32[1]: expected INT32[n] with n >= 3 "
         "(the domain's size)"}},
   };
@@ -525,10 +593,16 @@ static void test_kernel_argument_misuse(void **state) {
 static void test_barrier_window_dtype_and_rank(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {
-      {0, MIS_BARRIER_FP32, PLD_ERR_ARG, "pld_barrier",
+      {0,
+       MIS_BARRIER_FP32,
+       PLD_ERR_ARG,
+       "pld_barrier",
        {"window 'fsig' (buffer #5) is FP32[3]: expected INT32[n] with n >= 3 "
         "(the domain's size)"}},
-      {2, MIS_BARRIER_2D, PLD_ERR_ARG, "pld_barrier",
+      {2,
+       MIS_BARRIER_2D,
+       PLD_ERR_ARG,
+       "pld_barrier",
        {"window 'sig2d' (buffer #6) is INT32[3, 1]: expected INT32[n] with "
         "n >= 3"}},
   };
@@ -539,7 +613,10 @@ static void test_barrier_window_dtype_and_rank(void **state) {
 static void test_get_destination_out_of_range(void **state) {
   (void)state;
   static const struct misuse_case cases[] = {
-      {0, MIS_GET_DST, PLD_ERR_BOUNDS, "pld_get",
+      {0,
+       MIS_GET_DST,
+       PLD_ERR_BOUNDS,
+       "pld_get",
        {"destination 'y': rows [1, 5) cols [0, 16) outside FP32[4, 16]"}},
   };
   expect_misuses(2, cases, NCASES(cases));
@@ -552,11 +629,9 @@ PLD_DYNAMIC(NS); /* cells of the barrier's window */
 /* Every rank adds 1 to `count` on every rank, then two barriers on a
  * window of NS cells; arrived = count after the first (n: every rank's
  * add came before), after = the window after the second (zero again). */
-#define CELLS_PARAMS                    \
-  PLD_WINDOW(sig, INT32, NS),           \
-  PLD_WINDOW(count, INT32, 1),          \
-  PLD_OUT(arrived, INT32, 1),           \
-  PLD_OUT(after, INT32, NS)
+#define CELLS_PARAMS                                                           \
+  PLD_WINDOW(sig, INT32, NS), PLD_WINDOW(count, INT32, 1),                     \
+      PLD_OUT(arrived, INT32, 1), PLD_OUT(after, INT32, NS)
 
 PLD_KERNEL(k_cells, k, CELLS_PARAMS) {
   int32_t n = pld_nranks(k, pld_window_comm(count));
@@ -611,8 +686,8 @@ static int barrier_cells(int n, int cells) {
  * bounds or a deadlock); exactly nranks cells work, and more. */
 static void run_barrier_window_limit(int n) {
   char shape[64], need[64];
-  snprintf(shape, sizeof shape, "window 'sig' (buffer #0) is INT32[%d]: ",
-           n - 1);
+  snprintf(shape, sizeof shape,
+           "window 'sig' (buffer #0) is INT32[%d]: ", n - 1);
   snprintf(need, sizeof need,
            "expected INT32[n] with n >= %d (the domain's size)", n);
   assert_fails_with(barrier_cells(n, n - 1), PLD_ERR_ARG,

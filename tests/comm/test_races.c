@@ -20,10 +20,10 @@
  * so the report is accepted with either one as "this" access, each with
  * the reason that goes with it.  And a racy program must be racy in every
  * run, not only in some: a wait acquires whatever was released to its cell
- * by the time it sees the cell satisfy it, so a writer's later notify on a cell its reader
- * is still acquiring would order the race away in that run.  The programs
- * below therefore never notify, after a racy access, a cell the other side
- * acquires before its own (see k_overwrite). */
+ * by the time it sees the cell satisfy it, so a writer's later notify on a cell
+ * its reader is still acquiring would order the race away in that run.  The
+ * programs below therefore never notify, after a racy access, a cell the other
+ * side acquires before its own (see k_overwrite). */
 #include "comm_test.h"
 
 enum { DR = 4, DC = 8 }; /* the FP32 tile most programs move */
@@ -148,7 +148,9 @@ static void expect_race_at(int st, int n, const struct race *w,
 /* A write and a read of one window by two ranks, in either order. */
 #define WRITE_READ(window, owner, ...)                                         \
   window, "read", "write", WHY_READ_AFTER_WRITE, WHY_WRITE_AFTER_READ, owner,  \
-      {__VA_ARGS__}
+  {                                                                            \
+    __VA_ARGS__                                                                \
+  }
 
 /* PLD_CHECK set to value (NULL: unset); returns what it was (the caller
  * restores it with env_restore). */
@@ -217,13 +219,10 @@ static void ring_sync(pld_core k, pld_window sig, pld_window flag, int64_t cell,
 
 /* Each rank stores x into its own window, then (after `order`) loads the
  * previous rank's window: y[r] = x[r - 1]. */
-#define PUBLISH_PARAMS                  \
-  PLD_IN(x, FP32, DR, DC),              \
-  PLD_WINDOW(data, FP32, DR, DC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_WINDOW(flag, INT32, NFLAG),       \
-  PLD_OUT(y, FP32, DR, DC),             \
-  PLD_SCALAR(order, INT32)
+#define PUBLISH_PARAMS                                                         \
+  PLD_IN(x, FP32, DR, DC), PLD_WINDOW(data, FP32, DR, DC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(flag, INT32, NFLAG),              \
+      PLD_OUT(y, FP32, DR, DC), PLD_SCALAR(order, INT32)
 
 PLD_KERNEL(k_publish, k, PUBLISH_PARAMS) {
   pld_comm c = pld_window_comm(data);
@@ -385,15 +384,11 @@ static void test_status(void **state) {
  * one window, 2 ranks on 2 CPUs, in none of 200.)  With fin, nothing the
  * writer releases after its store reaches a cell the reader acquires
  * before its load: every run reports the race. */
-#define OVERWRITE_PARAMS                \
-  PLD_IN(x, FP32, DR, DC),              \
-  PLD_WINDOW(data, FP32, DR, DC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_WINDOW(fin, INT32, NR),           \
-  PLD_WINDOW(flag, INT32, NFLAG),       \
-  PLD_OUT(y, FP32, DR, DC),             \
-  PLD_OUT(y2, FP32, DR, DC),            \
-  PLD_SCALAR(order, INT32)
+#define OVERWRITE_PARAMS                                                       \
+  PLD_IN(x, FP32, DR, DC), PLD_WINDOW(data, FP32, DR, DC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(fin, INT32, NR),                  \
+      PLD_WINDOW(flag, INT32, NFLAG), PLD_OUT(y, FP32, DR, DC),                \
+      PLD_OUT(y2, FP32, DR, DC), PLD_SCALAR(order, INT32)
 
 PLD_KERNEL(k_overwrite, k, OVERWRITE_PARAMS) {
   pld_comm c = pld_window_comm(data);
@@ -481,15 +476,11 @@ static double v32_row1(int r) { return -(r + 1.0); }
 static double v16(int r) { return 0.5 * (r + 1); }
 static double v8(int r) { return -3.0 * (r + 1); }
 
-#define WRITES_PARAMS                   \
-  PLD_WINDOW(f32, FP32, 2, F32C),       \
-  PLD_WINDOW(f16, FP16, 2, F32C),       \
-  PLD_WINDOW(i8, INT8, I8R, I8C),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(y32, FP32, 2, F32C),          \
-  PLD_OUT(y16, FP32, 2, F32C),          \
-  PLD_OUT(y8, FP32, I8R, I8C),          \
-  PLD_SCALAR(mode, INT32)
+#define WRITES_PARAMS                                                          \
+  PLD_WINDOW(f32, FP32, 2, F32C), PLD_WINDOW(f16, FP16, 2, F32C),              \
+      PLD_WINDOW(i8, INT8, I8R, I8C), PLD_WINDOW(sig, INT32, NR),              \
+      PLD_OUT(y32, FP32, 2, F32C), PLD_OUT(y16, FP32, 2, F32C),                \
+      PLD_OUT(y8, FP32, I8R, I8C), PLD_SCALAR(mode, INT32)
 
 /* Rank 0's copy of w, converted to FP32, into y. */
 static void copy_from_rank0(pld_core k, pld_window w, pld_tensor y,
@@ -680,14 +671,11 @@ enum { AREPS = 3 };
  * own out.  The others: ranks 1.. add x into rank 0's acc (accp: by puts)
  * while rank 0 stores into it plainly (A_VS_STORE, A_PUT_VS_STORE) or
  * loads it (A_VS_READ), with no signal between. */
-#define ATOMIC_PARAMS                   \
-  PLD_IN(x, FP32, DR, DC),              \
-  PLD_WINDOW(acc, FP32, DR, DC),        \
-  PLD_WINDOW(accp, FP32, DR, DC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(y, FP32, DR, DC),             \
-  PLD_OUT(yp, FP32, DR, DC),            \
-  PLD_SCALAR(mode, INT32)
+#define ATOMIC_PARAMS                                                          \
+  PLD_IN(x, FP32, DR, DC), PLD_WINDOW(acc, FP32, DR, DC),                      \
+      PLD_WINDOW(accp, FP32, DR, DC), PLD_WINDOW(sig, INT32, NR),              \
+      PLD_OUT(y, FP32, DR, DC), PLD_OUT(yp, FP32, DR, DC),                     \
+      PLD_SCALAR(mode, INT32)
 
 PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS) {
   pld_comm c = pld_window_comm(acc);
@@ -797,10 +785,9 @@ enum { SET_VALUE = 5 };
  * rank 0 waits for the set, then adds 1 itself and releases ranks 2..,
  * which each add 1 after their wait; rank 0 waits for them all and
  * records the cell. */
-#define SETADD_PARAMS                   \
-  PLD_WINDOW(cells, INT32, NFLAG),      \
-  PLD_OUT(seen, INT32, 1),              \
-  PLD_SCALAR(mode, INT32)
+#define SETADD_PARAMS                                                          \
+  PLD_WINDOW(cells, INT32, NFLAG), PLD_OUT(seen, INT32, 1),                    \
+      PLD_SCALAR(mode, INT32)
 
 PLD_KERNEL(k_setadd, k, SETADD_PARAMS) {
   pld_comm c = pld_window_comm(cells);
@@ -903,13 +890,10 @@ enum { READY = 1, READ_DONE = 2 };
  * rank's window (remote loads, ranks 0..n-1 in order); [READ_DONE
  * barrier]; store the sum back into the own window; a barrier on fin (a
  * window of its own, as in k_overwrite); y = the own window. */
-#define MESH_PARAMS                     \
-  PLD_IN(x, FP32, DR, DC),              \
-  PLD_WINDOW(data, FP32, DR, DC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_WINDOW(fin, INT32, NR),           \
-  PLD_OUT(y, FP32, DR, DC),             \
-  PLD_SCALAR(flags, INT32)
+#define MESH_PARAMS                                                            \
+  PLD_IN(x, FP32, DR, DC), PLD_WINDOW(data, FP32, DR, DC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(fin, INT32, NR),                  \
+      PLD_OUT(y, FP32, DR, DC), PLD_SCALAR(flags, INT32)
 
 PLD_KERNEL(k_mesh, k, MESH_PARAMS) {
   int32_t n = pld_nranks(k, pld_window_comm(data));
@@ -978,13 +962,10 @@ static int mesh_run(int n, int32_t flags) {
  * rank's chunk r - s - 1, add it to mine) and n - 1 of all-gather (get its
  * chunk r - s, keep it), a barrier after each round; y = the window. */
 enum { RC = 24 };
-#define RING_PARAMS                     \
-  PLD_IN(x, FP32, NR, RC),              \
-  PLD_WINDOW(w, FP32, NR, RC),          \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(tmp, FP32, 1, RC),            \
-  PLD_OUT(y, FP32, NR, RC),             \
-  PLD_SCALAR(flags, INT32)
+#define RING_PARAMS                                                            \
+  PLD_IN(x, FP32, NR, RC), PLD_WINDOW(w, FP32, NR, RC),                        \
+      PLD_WINDOW(sig, INT32, NR), PLD_OUT(tmp, FP32, 1, RC),                   \
+      PLD_OUT(y, FP32, NR, RC), PLD_SCALAR(flags, INT32)
 
 PLD_KERNEL(k_ring, k, RING_PARAMS) {
   pld_comm c = pld_window_comm(w);
@@ -1093,12 +1074,10 @@ static void test_store_back_without_read_done(void **state) {
  * the final barrier a rank's second dispatch restages while its previous
  * rank may still be loading the first x.  Each dispatch synchronises on a
  * signal window of its own (see k_overwrite for why). */
-#define STEP_PARAMS                     \
-  PLD_IN(x, FP32, DR, DC),              \
-  PLD_WINDOW(data, FP32, DR, DC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(y, FP32, DR, DC),             \
-  PLD_SCALAR(final, INT32)
+#define STEP_PARAMS                                                            \
+  PLD_IN(x, FP32, DR, DC), PLD_WINDOW(data, FP32, DR, DC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, FP32, DR, DC),                    \
+      PLD_SCALAR(final, INT32)
 
 PLD_KERNEL(k_step, k, STEP_PARAMS) {
   pld_comm c = pld_window_comm(data);
@@ -1182,13 +1161,10 @@ enum {
   PG_GET_TILES_SIGNAL  /* ... with a notify and a wait between */
 };
 
-#define PUTGET_PARAMS                   \
-  PLD_IN(x, FP32, DR, DC),              \
-  PLD_WINDOW(data, FP32, DR, DC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_WINDOW(flag, INT32, NFLAG),       \
-  PLD_OUT(y, FP32, DR, DC),             \
-  PLD_SCALAR(mode, INT32)
+#define PUTGET_PARAMS                                                          \
+  PLD_IN(x, FP32, DR, DC), PLD_WINDOW(data, FP32, DR, DC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(flag, INT32, NFLAG),              \
+      PLD_OUT(y, FP32, DR, DC), PLD_SCALAR(mode, INT32)
 
 PLD_KERNEL(k_putget, k, PUTGET_PARAMS) {
   pld_comm c = pld_window_comm(data);
@@ -1313,14 +1289,11 @@ static const pld_allreduce_mode coll_modes[4] = {
 static const pld_reduce_op coll_ops[4] = {PLD_REDUCE_SUM, PLD_REDUCE_MAX,
                                           PLD_REDUCE_SUM, PLD_REDUCE_MIN};
 
-#define COLL_PARAMS                     \
-  PLD_IN(xa, INT32, NYA + 1, CL),       \
-  PLD_IN(xm, INT32, NR, CL),            \
-  PLD_WINDOW(a, INT32, CL),             \
-  PLD_WINDOW(t, INT32, NR, CL),         \
-  PLD_WINDOW(sig, INT32, NS),           \
-  PLD_OUT(ya, INT32, NYA, CL),          \
-  PLD_OUT(ym, INT32, NYM, NR, CL)
+#define COLL_PARAMS                                                            \
+  PLD_IN(xa, INT32, NYA + 1, CL), PLD_IN(xm, INT32, NR, CL),                   \
+      PLD_WINDOW(a, INT32, CL), PLD_WINDOW(t, INT32, NR, CL),                  \
+      PLD_WINDOW(sig, INT32, NS), PLD_OUT(ya, INT32, NYA, CL),                 \
+      PLD_OUT(ym, INT32, NYM, NR, CL)
 
 /* rows rows of src from row sr into dst from row dr, through one tile. */
 static void copy(pld_core k, pld_tensor src, int64_t sr, pld_tensor dst,
@@ -1474,11 +1447,9 @@ enum { NBLK = 6 };
  * row b + 1, adds it to x's row b, writes row b and releases block b - 1;
  * block 0 copies out the suffix sums.  Every window access is ordered by
  * program order or the chain. */
-#define CHAIN_PARAMS                    \
-  PLD_IN(x, FP32, NBLK, DC),            \
-  PLD_WINDOW(data, FP32, NBLK, DC),     \
-  PLD_WINDOW(chain, INT32, NBLK),       \
-  PLD_OUT(y, FP32, NBLK, DC)
+#define CHAIN_PARAMS                                                           \
+  PLD_IN(x, FP32, NBLK, DC), PLD_WINDOW(data, FP32, NBLK, DC),                 \
+      PLD_WINDOW(chain, INT32, NBLK), PLD_OUT(y, FP32, NBLK, DC)
 
 PLD_KERNEL(k_chain, k, CHAIN_PARAMS) {
   int32_t b = pld_block_idx(k), nb = pld_block_num(k);

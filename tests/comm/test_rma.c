@@ -16,17 +16,13 @@ enum { STAGE_ROW = 3, STAGE_COL = 8, INBOX_ROW = 9, INBOX_COL = 16 };
 /* Stage x in my window at an offset and store it into the next rank's
  * inbox at another; after a barrier, load the next rank's staged x and my
  * own (from myself, remotely), and copy out my inbox. */
-#define LOAD_STORE_PARAMS               \
-  PLD_IN(x, FP32, RR, RC),              \
-  PLD_WINDOW(stage, FP32, WRR, WRC),    \
-  PLD_WINDOW(inbox, FP32, WRR, WRC),    \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(from_next, FP32, RR, RC),     \
-  PLD_OUT(from_self, FP32, RR, RC),     \
-  PLD_OUT(box, FP32, WRR, WRC)
+#define LOAD_STORE_PARAMS                                                      \
+  PLD_IN(x, FP32, RR, RC), PLD_WINDOW(stage, FP32, WRR, WRC),                  \
+      PLD_WINDOW(inbox, FP32, WRR, WRC), PLD_WINDOW(sig, INT32, NR),           \
+      PLD_OUT(from_next, FP32, RR, RC), PLD_OUT(from_self, FP32, RR, RC),      \
+      PLD_OUT(box, FP32, WRR, WRC)
 
-PLD_KERNEL(k_load_store, k, LOAD_STORE_PARAMS)
-{
+PLD_KERNEL(k_load_store, k, LOAD_STORE_PARAMS) {
   pld_comm comm = pld_window_comm(stage);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_tile *t = pld_load(k, x, 0, 0, RR, RC);
@@ -34,27 +30,23 @@ PLD_KERNEL(k_load_store, k, LOAD_STORE_PARAMS)
   pld_remote_store(k, t, inbox, (me + 1) % n, INBOX_ROW, INBOX_COL,
                    PLD_ATOMIC_NONE);
   pld_barrier(k, sig);
-  pld_store(k,
-            pld_remote_load(k, stage, (me + 1) % n, STAGE_ROW, STAGE_COL, RR,
-                            RC),
-            from_next, 0, 0);
+  pld_store(
+      k, pld_remote_load(k, stage, (me + 1) % n, STAGE_ROW, STAGE_COL, RR, RC),
+      from_next, 0, 0);
   pld_store(k, pld_remote_load(k, stage, me, STAGE_ROW, STAGE_COL, RR, RC),
             from_self, 0, 0);
   pld_store(k, pld_load(k, pld_local(inbox), 0, 0, WRR, WRC), box, 0, 0);
 }
 
-PLD_DEVICE(d_load_store, a, LOAD_STORE_PARAMS)
-{
+PLD_DEVICE(d_load_store, a, LOAD_STORE_PARAMS) {
   pld_launch(a, k_load_store, 1, x, stage, inbox, sig, from_next, from_self,
              box);
 }
 
-PLD_HOST(h_load_store, h,
-         PLD_IN(x, FP32, NR, RR, RC),
+PLD_HOST(h_load_store, h, PLD_IN(x, FP32, NR, RR, RC),
          PLD_OUT(from_next, FP32, NR, RR, RC),
          PLD_OUT(from_self, FP32, NR, RR, RC),
-         PLD_OUT(box, FP32, NR, WRR, WRC))
-{
+         PLD_OUT(box, FP32, NR, WRR, WRC)) {
   int n = pld_world_size(h);
   pld_window_buf stage =
       pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(WRR, WRC));
@@ -83,13 +75,12 @@ static void run_remote_load_store(int n) {
   pld_tensor from_next = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0, 0);
   pld_tensor from_self = pld_test_tensor(3, (int64_t[]){n, RR, RC}, 0, 0);
   pld_tensor box = pld_test_tensor(3, (int64_t[]){n, WRR, WRC}, 0, 0);
-  assert_ok(pld_run(h_load_store, &cfg,
-                    PLD_ARGS(x, from_next, from_self, box)));
+  assert_ok(
+      pld_run(h_load_store, &cfg, PLD_ARGS(x, from_next, from_self, box)));
   const float *xs = pld_tensor_data(x);
   float want[4 * WRR * WRC];
   shifted(want, xs, n, RR * RC, 1);
-  comm_expect_f32("from_next", pld_tensor_data(from_next), want,
-                  n * RR * RC);
+  comm_expect_f32("from_next", pld_tensor_data(from_next), want, n * RR * RC);
   comm_expect_f32("from_self", pld_tensor_data(from_self), xs, n * RR * RC);
   /* The inbox: zero but for the previous rank's x at its offset. */
   memset(want, 0, sizeof want);
@@ -120,26 +111,20 @@ enum { AR = 4, AC = 32, REPS = 8, NDT = 6 };
  * remotely, converted back to FP32 into rows [d * AR, (d + 1) * AR) of y;
  * after another, it stores x plainly into the next rank's windows, and
  * after a third copies its own windows into the second half of y. */
-#define ATOMIC_PARAMS                   \
-  PLD_IN(x, FP32, AR, AC),              \
-  PLD_WINDOW(f32, FP32, AR, AC),        \
-  PLD_WINDOW(f16, FP16, AR, AC),        \
-  PLD_WINDOW(bf16, BF16, AR, AC),       \
-  PLD_WINDOW(i32, INT32, AR, AC),       \
-  PLD_WINDOW(i16, INT16, AR, AC),       \
-  PLD_WINDOW(i8, INT8, AR, AC),         \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(y, FP32, 2 * NDT * AR, AC)
+#define ATOMIC_PARAMS                                                          \
+  PLD_IN(x, FP32, AR, AC), PLD_WINDOW(f32, FP32, AR, AC),                      \
+      PLD_WINDOW(f16, FP16, AR, AC), PLD_WINDOW(bf16, BF16, AR, AC),           \
+      PLD_WINDOW(i32, INT32, AR, AC), PLD_WINDOW(i16, INT16, AR, AC),          \
+      PLD_WINDOW(i8, INT8, AR, AC), PLD_WINDOW(sig, INT32, NR),                \
+      PLD_OUT(y, FP32, 2 * NDT * AR, AC)
 
-PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS)
-{
+PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS) {
   const pld_window acc[NDT] = {f32, f16, bf16, i32, i16, i8};
   int32_t n = pld_nranks(k, pld_window_comm(sig));
   pld_tile *xs = pld_load(k, x, 0, 0, AR, AC);
   pld_tile *back = pld_tile_new(k, PLD_FP32, AR, AC);
   for (int d = 0; d < NDT; d++) {
-    pld_tile *t =
-        pld_tile_new(k, pld_tensor_dtype(pld_local(acc[d])), AR, AC);
+    pld_tile *t = pld_tile_new(k, pld_tensor_dtype(pld_local(acc[d])), AR, AC);
     pld_cast(k, t, xs);
     for (int rep = 0; rep < REPS; rep++)
       for (int32_t p = 0; p < n; p++)
@@ -156,8 +141,7 @@ PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS)
   }
   pld_barrier(k, sig); /* nobody reads the sums any more */
   for (int d = 0; d < NDT; d++) {
-    pld_tile *t =
-        pld_tile_new(k, pld_tensor_dtype(pld_local(acc[d])), AR, AC);
+    pld_tile *t = pld_tile_new(k, pld_tensor_dtype(pld_local(acc[d])), AR, AC);
     pld_cast(k, t, xs);
     pld_remote_store(k, t, acc[d], next, 0, 0, PLD_ATOMIC_NONE);
     pld_tile_free(k, t);
@@ -171,8 +155,7 @@ PLD_KERNEL(k_atomic, k, ATOMIC_PARAMS)
   }
 }
 
-PLD_DEVICE(d_atomic, a, ATOMIC_PARAMS)
-{
+PLD_DEVICE(d_atomic, a, ATOMIC_PARAMS) {
   pld_launch(a, k_atomic, 1, x, f32, f16, bf16, i32, i16, i8, sig, y);
 }
 
@@ -246,18 +229,17 @@ enum { GR = 12, GC = 40 };
  * (7, 16); after a barrier, copy out my window, and get a 4 x 20 region at
  * (6, 14) of the next rank's window into `got` at (1, 3) (the rest of got
  * keeps the host's values). */
-static const pld_xfer put_region = {7, 16, 2, 8, 5, 13, PLD_ATOMIC_NONE, 0, 0, 0};
-static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE, 1, 0, 0};
+static const pld_xfer put_region = {7, 16, 2, 8, 5, 13, PLD_ATOMIC_NONE,
+                                    0, 0,  0};
+static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE,
+                                    1, 0, 0};
 
-#define REGIONS_PARAMS                  \
-  PLD_IN(x, FP32, GR, GC),              \
-  PLD_WINDOW(data, FP32, GR, GC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(box, FP32, GR, GC),           \
-  PLD_INOUT(got, FP32, GR, GC)
+#define REGIONS_PARAMS                                                         \
+  PLD_IN(x, FP32, GR, GC), PLD_WINDOW(data, FP32, GR, GC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_OUT(box, FP32, GR, GC),                  \
+      PLD_INOUT(got, FP32, GR, GC)
 
-PLD_KERNEL(k_regions, k, REGIONS_PARAMS)
-{
+PLD_KERNEL(k_regions, k, REGIONS_PARAMS) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_put(k, data, (me + 1) % n, x, &put_region);
@@ -266,16 +248,12 @@ PLD_KERNEL(k_regions, k, REGIONS_PARAMS)
   pld_get(k, got, (me + 1) % n, data, &get_region);
 }
 
-PLD_DEVICE(d_regions, a, REGIONS_PARAMS)
-{
+PLD_DEVICE(d_regions, a, REGIONS_PARAMS) {
   pld_launch(a, k_regions, 1, x, data, sig, box, got);
 }
 
-PLD_HOST(h_regions, h,
-         PLD_IN(x, FP32, NR, GR, GC),
-         PLD_OUT(box, FP32, NR, GR, GC),
-         PLD_INOUT(got, FP32, NR, GR, GC))
-{
+PLD_HOST(h_regions, h, PLD_IN(x, FP32, NR, GR, GC),
+         PLD_OUT(box, FP32, NR, GR, GC), PLD_INOUT(got, FP32, NR, GR, GC)) {
   int n = pld_world_size(h);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(GR, GC));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
@@ -288,8 +266,8 @@ PLD_HOST(h_regions, h,
 
 /* dst gets the region of src that o describes, both matrices of `cols`
  * columns; rows = cols = 0 in o mean all of src (rows x cols). */
-static void paste(float *dst, const float *src, const pld_xfer *o,
-                  int64_t rows, int64_t cols) {
+static void paste(float *dst, const float *src, const pld_xfer *o, int64_t rows,
+                  int64_t cols) {
   int64_t nr = o->rows ? o->rows : rows, nc = o->cols ? o->cols : cols;
   for (int64_t i = 0; i < nr; i++)
     for (int64_t j = 0; j < nc; j++)
@@ -316,8 +294,8 @@ static void run_put_get_regions(int n) {
           GC);
   comm_expect_f32("box (my window)", pld_tensor_data(box), win, n * GR * GC);
   for (int r = 0; r < n; r++)
-    paste(want_got + r * GR * GC, win + comm_next(r, n) * GR * GC,
-          &get_region, GR, GC);
+    paste(want_got + r * GR * GC, win + comm_next(r, n) * GR * GC, &get_region,
+          GR, GC);
   comm_expect_f32("got (the next rank's region)", pld_tensor_data(got),
                   want_got, n * GR * GC);
   free(want_got);
@@ -338,16 +316,12 @@ enum { BR = 512, BC = 1024 }; /* 2 MiB of FP32 */
 /* Put x into the next rank's window; after a barrier get my own window
  * (the previous rank's x) and the previous rank's (the x of the rank
  * before it), chunked through tile memory; flag[0] says pipelined. */
-#define BIG_PARAMS                      \
-  PLD_IN(x, FP32, BR, BC),              \
-  PLD_WINDOW(data, FP32, BR, BC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_IN(flag, INT32, 1),               \
-  PLD_OUT(mine, FP32, BR, BC),          \
-  PLD_OUT(far, FP32, BR, BC)
+#define BIG_PARAMS                                                             \
+  PLD_IN(x, FP32, BR, BC), PLD_WINDOW(data, FP32, BR, BC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_IN(flag, INT32, 1),                      \
+      PLD_OUT(mine, FP32, BR, BC), PLD_OUT(far, FP32, BR, BC)
 
-PLD_KERNEL(k_big, k, BIG_PARAMS)
-{
+PLD_KERNEL(k_big, k, BIG_PARAMS) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_xfer o;
@@ -359,17 +333,12 @@ PLD_KERNEL(k_big, k, BIG_PARAMS)
   pld_get(k, far, (me + n - 1) % n, data, &o);
 }
 
-PLD_DEVICE(d_big, a, BIG_PARAMS)
-{
+PLD_DEVICE(d_big, a, BIG_PARAMS) {
   pld_launch(a, k_big, 1, x, data, sig, flag, mine, far);
 }
 
-PLD_HOST(h_big, h,
-         PLD_IN(x, FP32, NR, BR, BC),
-         PLD_IN(flag, INT32, 1),
-         PLD_OUT(mine, FP32, NR, BR, BC),
-         PLD_OUT(far, FP32, NR, BR, BC))
-{
+PLD_HOST(h_big, h, PLD_IN(x, FP32, NR, BR, BC), PLD_IN(flag, INT32, 1),
+         PLD_OUT(mine, FP32, NR, BR, BC), PLD_OUT(far, FP32, NR, BR, BC)) {
   int n = pld_world_size(h);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(BR, BC));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
@@ -401,8 +370,8 @@ static void run_put_get_larger_than_tile_memory(int n) {
     comm_expect_f32(pipelined ? "mine (pipelined)" : "mine",
                     pld_tensor_data(mine), want, n * per);
     shifted(want, pld_tensor_data(x), n, per, -2);
-    comm_expect_f32(pipelined ? "far (pipelined)" : "far",
-                    pld_tensor_data(far), want, n * per);
+    comm_expect_f32(pipelined ? "far (pipelined)" : "far", pld_tensor_data(far),
+                    want, n * per);
   }
   pld_program_destroy(p);
   free(want);
@@ -425,15 +394,12 @@ enum { PR = 100, PC = 256 }; /* 100 KiB: two staging chunks, the last short */
  * into `acc` of every rank, accumulating, pipelined; after a barrier,
  * acc = the sum of all x.  x holds quarters, so every order of addition
  * gives the exact sum. */
-#define PUT_ADD_PARAMS                  \
-  PLD_IN(x, FP32, PR, PC),              \
-  PLD_WINDOW(src, FP32, PR, PC),        \
-  PLD_WINDOW(acc, FP32, PR, PC),        \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(y, FP32, PR, PC)
+#define PUT_ADD_PARAMS                                                         \
+  PLD_IN(x, FP32, PR, PC), PLD_WINDOW(src, FP32, PR, PC),                      \
+      PLD_WINDOW(acc, FP32, PR, PC), PLD_WINDOW(sig, INT32, NR),               \
+      PLD_OUT(y, FP32, PR, PC)
 
-PLD_KERNEL(k_put_add, k, PUT_ADD_PARAMS)
-{
+PLD_KERNEL(k_put_add, k, PUT_ADD_PARAMS) {
   pld_comm comm = pld_window_comm(acc);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_put(k, src, me, x, NULL);
@@ -447,8 +413,7 @@ PLD_KERNEL(k_put_add, k, PUT_ADD_PARAMS)
   pld_get(k, y, me, acc, NULL);
 }
 
-PLD_DEVICE(d_put_add, a, PUT_ADD_PARAMS)
-{
+PLD_DEVICE(d_put_add, a, PUT_ADD_PARAMS) {
   pld_launch(a, k_put_add, 1, x, src, acc, sig, y);
 }
 
@@ -506,15 +471,12 @@ enum { STAGE = 64 * 1024 }; /* a staging tile: 64 of those rows */
  * bytes, which pack without gaps whatever the alignment of tile starts,
  * puts x into the next rank's window, and after a barrier gets its own
  * window (the previous rank's x) into y. */
-#define ROOM_PARAMS                     \
-  PLD_IN(x, FP32, SR, SC),              \
-  PLD_WINDOW(data, FP32, SR, SC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_IN(plan, INT32, 3),               \
-  PLD_OUT(y, FP32, SR, SC)
+#define ROOM_PARAMS                                                            \
+  PLD_IN(x, FP32, SR, SC), PLD_WINDOW(data, FP32, SR, SC),                     \
+      PLD_WINDOW(sig, INT32, NR), PLD_IN(plan, INT32, 3),                      \
+      PLD_OUT(y, FP32, SR, SC)
 
-PLD_KERNEL(k_room, k, ROOM_PARAMS)
-{
+PLD_KERNEL(k_room, k, ROOM_PARAMS) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t taken = (int32_t)pld_read(k, plan, PLD_AT(0));
@@ -531,16 +493,12 @@ PLD_KERNEL(k_room, k, ROOM_PARAMS)
   pld_get(k, y, me, data, &o);
 }
 
-PLD_DEVICE(d_room, a, ROOM_PARAMS)
-{
+PLD_DEVICE(d_room, a, ROOM_PARAMS) {
   pld_launch(a, k_room, 1, x, data, sig, plan, y);
 }
 
-PLD_HOST(h_room, h,
-         PLD_IN(x, FP32, NR, SR, SC),
-         PLD_IN(plan, INT32, 3),
-         PLD_OUT(y, FP32, NR, SR, SC))
-{
+PLD_HOST(h_room, h, PLD_IN(x, FP32, NR, SR, SC), PLD_IN(plan, INT32, 3),
+         PLD_OUT(y, FP32, NR, SR, SC)) {
   int n = pld_world_size(h);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(SR, SC));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
@@ -630,17 +588,13 @@ PLD_DYNAMIC(XC);
  * a barrier x's region into the next rank's window; after another it gets
  * its whole window into box, and the region of the next rank's window
  * into got (whose other elements keep the host's values). */
-#define PARTIAL_PARAMS                  \
-  PLD_IN(x, FP32, XR, XC),              \
-  PLD_IN(bg, FP32, XR, XC),             \
-  PLD_WINDOW(data, FP32, XR, XC),       \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_IN(plan, INT32, 7),               \
-  PLD_OUT(box, FP32, XR, XC),           \
-  PLD_INOUT(got, FP32, XR, XC)
+#define PARTIAL_PARAMS                                                         \
+  PLD_IN(x, FP32, XR, XC), PLD_IN(bg, FP32, XR, XC),                           \
+      PLD_WINDOW(data, FP32, XR, XC), PLD_WINDOW(sig, INT32, NR),              \
+      PLD_IN(plan, INT32, 7), PLD_OUT(box, FP32, XR, XC),                      \
+      PLD_INOUT(got, FP32, XR, XC)
 
-PLD_KERNEL(k_partial, k, PARTIAL_PARAMS)
-{
+PLD_KERNEL(k_partial, k, PARTIAL_PARAMS) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t v[7];
@@ -660,18 +614,13 @@ PLD_KERNEL(k_partial, k, PARTIAL_PARAMS)
   pld_get(k, got, (me + 1) % n, data, &o);
 }
 
-PLD_DEVICE(d_partial, a, PARTIAL_PARAMS)
-{
+PLD_DEVICE(d_partial, a, PARTIAL_PARAMS) {
   pld_launch(a, k_partial, 1, x, bg, data, sig, plan, box, got);
 }
 
-PLD_HOST(h_partial, h,
-         PLD_IN(x, FP32, NR, XR, XC),
-         PLD_IN(bg, FP32, NR, XR, XC),
-         PLD_IN(plan, INT32, 7),
-         PLD_OUT(box, FP32, NR, XR, XC),
-         PLD_INOUT(got, FP32, NR, XR, XC))
-{
+PLD_HOST(h_partial, h, PLD_IN(x, FP32, NR, XR, XC),
+         PLD_IN(bg, FP32, NR, XR, XC), PLD_IN(plan, INT32, 7),
+         PLD_OUT(box, FP32, NR, XR, XC), PLD_INOUT(got, FP32, NR, XR, XC)) {
   int n = pld_world_size(h);
   int64_t rows = pld_tensor_dim(x, 1), cols = pld_tensor_dim(x, 2);
   pld_window_buf data =
@@ -701,7 +650,7 @@ static void run_partial(int n, int64_t rows, int64_t cols, const pld_xfer *o) {
   pld_tensor plan = comm_int_tensor(0, 1, (int64_t[]){7});
   int32_t *pl = pld_tensor_data(plan);
   const int64_t region[6] = {o->dst_row, o->dst_col, o->src_row,
-                             o->src_col, o->rows, o->cols};
+                             o->src_col, o->rows,    o->cols};
   for (int i = 0; i < 6; i++)
     pl[i] = (int32_t)region[i];
   float *win = malloc(bytes), *want = malloc(bytes);
@@ -716,8 +665,7 @@ static void run_partial(int n, int64_t rows, int64_t cols, const pld_xfer *o) {
   for (int r = 0; r < n; r++)
     paste(want + r * per, win + comm_next(r, n) * per, o, rows, cols);
   pld_program *p;
-  assert_ok(pld_compile(h_partial, &cfg, PLD_ARGS(x, bg, plan, box, got),
-                        &p));
+  assert_ok(pld_compile(h_partial, &cfg, PLD_ARGS(x, bg, plan, box, got), &p));
   for (int pipelined = 0; pipelined < 2; pipelined++) {
     pl[6] = pipelined;
     memset(pld_tensor_data(box), 0, bytes);
@@ -748,7 +696,8 @@ static void run_partial_over_rank_counts(int64_t rows, int64_t cols,
       run_partial(comm_rank_counts[c], rows, cols, o);
 }
 
-static const pld_xfer whole_tensor = {0, 0, 0, 0, 0, 0, PLD_ATOMIC_NONE, 0, 0, 0};
+static const pld_xfer whole_tensor = {0, 0, 0, 0, 0, 0, PLD_ATOMIC_NONE,
+                                      0, 0, 0};
 
 /* Rows of 800 bytes: chunks of 81 rows, the last of 69. */
 static void test_put_get_last_chunk_partial(void **state) {
@@ -780,7 +729,8 @@ static void test_put_get_region_row_in_pieces(void **state) {
   run_partial_over_rank_counts(4, 16400, &o);
 }
 
-/* ---- put with notify ------------------------------------------------------ */
+/* ---- put with notify ------------------------------------------------------
+ */
 
 /* Each rank puts x into the next rank's inbox with a notify behind the
  * data, then waits for its own inbox's notify, `rounds` times (the count
@@ -790,9 +740,10 @@ static void test_put_get_region_row_in_pieces(void **state) {
  * moved. */
 enum { PN_ROWS = 70, PN_COLS = 300 };
 #define PUT_NOTIFY_PARAMS                                                      \
-  PLD_IN(x, FP32, PN_ROWS, PN_COLS), PLD_WINDOW(inbox, FP32, PN_ROWS, PN_COLS), \
-      PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(other, INT32, NR),                 \
-      PLD_IN(flag, INT32, 2), PLD_OUT(y, FP32, PN_ROWS, PN_COLS)
+  PLD_IN(x, FP32, PN_ROWS, PN_COLS),                                           \
+      PLD_WINDOW(inbox, FP32, PN_ROWS, PN_COLS), PLD_WINDOW(sig, INT32, NR),   \
+      PLD_WINDOW(other, INT32, NR), PLD_IN(flag, INT32, 2),                    \
+      PLD_OUT(y, FP32, PN_ROWS, PN_COLS)
 
 PLD_KERNEL(k_put_notify, k, PUT_NOTIFY_PARAMS) {
   int32_t me = pld_rank(k, pld_window_comm(inbox)),
@@ -806,8 +757,7 @@ PLD_KERNEL(k_put_notify, k, PUT_NOTIFY_PARAMS) {
     /* Everyone has read its inbox before the next round overwrites it. */
     pld_barrier(k, other);
   }
-  pld_store(k, pld_load(k, pld_local(inbox), 0, 0, PN_ROWS, PN_COLS), y, 0,
-            0);
+  pld_store(k, pld_load(k, pld_local(inbox), 0, 0, PN_ROWS, PN_COLS), y, 0, 0);
 }
 PLD_DEVICE(d_put_notify, a, PUT_NOTIFY_PARAMS) {
   pld_launch(a, k_put_notify, 1, x, inbox, sig, other, flag, y);
@@ -820,11 +770,12 @@ PLD_HOST(h_put_notify, h, PLD_IN(x, FP32, NR, PN_ROWS, PN_COLS),
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
   pld_window_buf other = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
   for (int r = 0; r < n; r++)
-    pld_dispatch(h, d_put_notify, r, pld_slice(h, x, r),
-                 pld_window_view(h, inbox, PLD_FP32, PLD_SHAPE(PN_ROWS, PN_COLS)),
-                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
-                 pld_window_view(h, other, PLD_INT32, PLD_SHAPE(n)), flag,
-                 pld_slice(h, y, r));
+    pld_dispatch(
+        h, d_put_notify, r, pld_slice(h, x, r),
+        pld_window_view(h, inbox, PLD_FP32, PLD_SHAPE(PN_ROWS, PN_COLS)),
+        pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+        pld_window_view(h, other, PLD_INT32, PLD_SHAPE(n)), flag,
+        pld_slice(h, y, r));
 }
 
 static void run_put_notify(int n) {

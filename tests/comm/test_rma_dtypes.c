@@ -2027,11 +2027,14 @@ static void run_tiles_refused(int n, const char *platform) {
       {BAD_PING_DTYPE, 1, CH_NONE, "pld_get_tiles",
        "ping is FP32[4, 5]: expected a tile of FP64"},
       {BAD_PONG_DTYPE, 0, CH_NONE, "pld_put_tiles",
-       "pong is INT64[4, 5]: expected a tile of FP64 of ping's shape FP64[4, 5]"},
+       "pong is INT64[4, 5]: expected a tile of FP64 of ping's shape FP64[4, "
+       "5]"},
       {BAD_PONG_SHAPE, 1, CH_NONE, "pld_get_tiles",
-       "pong is FP64[4, 6]: expected a tile of FP64 of ping's shape FP64[4, 5]"},
+       "pong is FP64[4, 6]: expected a tile of FP64 of ping's shape FP64[4, "
+       "5]"},
       {BAD_PONG_SHAPE, 0, CH_NONE, "pld_put_tiles",
-       "pong is FP64[4, 6]: expected a tile of FP64 of ping's shape FP64[4, 5]"},
+       "pong is FP64[4, 6]: expected a tile of FP64 of ping's shape FP64[4, "
+       "5]"},
       {BAD_SAME, 0, CH_NONE, "pld_put_tiles",
        "ping and pong are one tile: give two, or pong NULL"},
       {BAD_SAME, 1, CH_NONE, "pld_get_tiles",

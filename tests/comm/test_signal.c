@@ -22,9 +22,8 @@ static inline int32_t set_by(int32_t p) {
  * [0] is complete; [2] the previous rank sets set_by(prev), awaited with
  * Eq; [3] two notifies to this rank itself, -5 then +12, awaited with Ge 7
  * and Eq 7; [4] the previous rank adds 3, awaited with Ge 2. */
-#define SIGNALS_PARAMS                  \
-  PLD_WINDOW(sig, INT32, NCELLS),       \
-  PLD_OUT(cells, INT32, NCELLS)
+#define SIGNALS_PARAMS                                                         \
+  PLD_WINDOW(sig, INT32, NCELLS), PLD_OUT(cells, INT32, NCELLS)
 
 PLD_KERNEL(k_signals, k, SIGNALS_PARAMS) {
   pld_comm comm = pld_window_comm(sig);
@@ -104,13 +103,9 @@ static inline double pattern_base(int i, int32_t from) {
  * on even iterations, put on odd ones), notify it (cell [0]); then wait
  * for the previous rank's pattern, check every element, and release the
  * previous rank.  bad = {elements that differed, iterations done}. */
-PLD_KERNEL(k_publish, k,
-           PLD_IN(ramp, FP32, OR, OC),
-           PLD_WINDOW(data, FP32, OR, OC),
-           PLD_WINDOW(sig, INT32, 2),
-           PLD_OUT(stage, FP32, OR, OC),
-           PLD_OUT(bad, INT32, 2))
-{
+PLD_KERNEL(k_publish, k, PLD_IN(ramp, FP32, OR, OC),
+           PLD_WINDOW(data, FP32, OR, OC), PLD_WINDOW(sig, INT32, 2),
+           PLD_OUT(stage, FP32, OR, OC), PLD_OUT(bad, INT32, 2)) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   int32_t next = (me + 1) % n, prev = (me + n - 1) % n;
@@ -152,12 +147,9 @@ PLD_KERNEL(k_publish, k,
   pld_write(k, bad, PLD_AT(1), i);
 }
 
-PLD_DEVICE(d_publish, a,
-           PLD_IN(ramp, FP32, OR, OC),
-           PLD_WINDOW(data, FP32, OR, OC),
-           PLD_WINDOW(sig, INT32, 2),
-           PLD_OUT(bad, INT32, 2))
-{
+PLD_DEVICE(d_publish, a, PLD_IN(ramp, FP32, OR, OC),
+           PLD_WINDOW(data, FP32, OR, OC), PLD_WINDOW(sig, INT32, 2),
+           PLD_OUT(bad, INT32, 2)) {
   pld_tensor stage = pld_device_alloc(a, PLD_FP32, PLD_SHAPE(OR, OC));
   pld_launch(a, k_publish, 1, ramp, data, sig, stage, bad);
 }
@@ -203,14 +195,11 @@ enum { NBAR = 100 };
  * it, every rank records count[i] (all n arrivals: n) and the sum of
  * count[j] for j >= i + 2 (no rank can be two barriers ahead: 0).  After
  * the last one, the signal window is copied out: zero again. */
-#define BARRIERS_PARAMS                 \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_WINDOW(count, INT32, NBAR),       \
-  PLD_OUT(seen, INT32, 2, NBAR),        \
-  PLD_OUT(after, INT32, NR)
+#define BARRIERS_PARAMS                                                        \
+  PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(count, INT32, NBAR),                  \
+      PLD_OUT(seen, INT32, 2, NBAR), PLD_OUT(after, INT32, NR)
 
-PLD_KERNEL(k_barriers, k, BARRIERS_PARAMS)
-{
+PLD_KERNEL(k_barriers, k, BARRIERS_PARAMS) {
   pld_comm comm = pld_window_comm(sig);
   int32_t n = pld_nranks(k, comm);
   pld_tensor mine = pld_local(count);
@@ -228,8 +217,7 @@ PLD_KERNEL(k_barriers, k, BARRIERS_PARAMS)
     pld_write(k, after, PLD_AT(p), pld_read(k, pld_local(sig), PLD_AT(p)));
 }
 
-PLD_DEVICE(d_barriers, a, BARRIERS_PARAMS)
-{
+PLD_DEVICE(d_barriers, a, BARRIERS_PARAMS) {
   pld_launch(a, k_barriers, 1, sig, count, seen, after);
 }
 
@@ -280,14 +268,11 @@ enum { CB = 8, CC = 16 };
  * rank.  Block 0 then holds the suffix sums.  Every block but the last
  * starts by waiting, so a waiting core must not keep the others from
  * running. */
-#define CHAIN_PARAMS                    \
-  PLD_IN(x, FP32, CB, CC),              \
-  PLD_WINDOW(data, FP32, CB, CC),       \
-  PLD_WINDOW(sig, INT32, CB),           \
-  PLD_OUT(y, FP32, CB, CC)
+#define CHAIN_PARAMS                                                           \
+  PLD_IN(x, FP32, CB, CC), PLD_WINDOW(data, FP32, CB, CC),                     \
+      PLD_WINDOW(sig, INT32, CB), PLD_OUT(y, FP32, CB, CC)
 
-PLD_KERNEL(k_chain, k, CHAIN_PARAMS)
-{
+PLD_KERNEL(k_chain, k, CHAIN_PARAMS) {
   int32_t b = pld_block_idx(k), nb = pld_block_num(k);
   int32_t me = pld_rank(k, pld_window_comm(sig));
   pld_tile *t = pld_load(k, x, b, 0, 1, CC);
@@ -302,8 +287,7 @@ PLD_KERNEL(k_chain, k, CHAIN_PARAMS)
     pld_store(k, pld_load(k, pld_local(data), 0, 0, CB, CC), y, 0, 0);
 }
 
-PLD_DEVICE(d_chain, a, CHAIN_PARAMS)
-{
+PLD_DEVICE(d_chain, a, CHAIN_PARAMS) {
   pld_launch(a, k_chain, CB, x, data, sig, y);
 }
 
@@ -338,8 +322,8 @@ static void test_blocks_chain_through_signals(void **state) {
     }
   for (int run = 0; run < 10; run++) {
     assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
-    comm_expect_f32("y (suffix sums over the blocks)", pld_tensor_data(y),
-                    want, n * CB * CC);
+    comm_expect_f32("y (suffix sums over the blocks)", pld_tensor_data(y), want,
+                    n * CB * CC);
   }
   pld_program_destroy(p);
   pld_tensor_destroy(x);
@@ -356,11 +340,9 @@ PLD_DYNAMIC(NA); /* cells of the whole buffer: 3 * NR + 1 */
  * me + 1 to hi[0][me] and sets hi[1][me] = set_by(me) on every rank, waits
  * until it holds every rank's, then a barrier on lo; then all is copied
  * out.  Each cell must be where its view and index put it. */
-#define OFFSET_CELLS_PARAMS             \
-  PLD_WINDOW(all, INT32, NA),           \
-  PLD_WINDOW(lo, INT32, NR),            \
-  PLD_WINDOW(hi, INT32, 2, NR),         \
-  PLD_OUT(cells, INT32, NA)
+#define OFFSET_CELLS_PARAMS                                                    \
+  PLD_WINDOW(all, INT32, NA), PLD_WINDOW(lo, INT32, NR),                       \
+      PLD_WINDOW(hi, INT32, 2, NR), PLD_OUT(cells, INT32, NA)
 
 PLD_KERNEL(k_offset_cells, k, OFFSET_CELLS_PARAMS) {
   pld_comm comm = pld_window_comm(hi);
@@ -425,16 +407,15 @@ static void test_signals_in_view_at_offset(void **state) {
   comm_over_rank_counts(run_signals_in_view_at_offset);
 }
 
-/* ---- every comparison ------------------------------------------------------ */
+/* ---- every comparison ------------------------------------------------------
+ */
 
 /* Rank 0 sets cell [0] of every other rank to value[0] (after a barrier on
  * cells [1, n], so the cell is still 0 when the others look first); each
  * other rank waits until its cell compares with value[1] as value[2]
  * says, then writes what it saw. */
-#define CMP_PARAMS                      \
-  PLD_WINDOW(sig, INT32, NR1),          \
-  PLD_IN(value, INT32, 3),              \
-  PLD_OUT(seen, INT32, 1)
+#define CMP_PARAMS                                                             \
+  PLD_WINDOW(sig, INT32, NR1), PLD_IN(value, INT32, 3), PLD_OUT(seen, INT32, 1)
 PLD_DYNAMIC(NR1); /* cells: NR + 1 */
 
 PLD_KERNEL(k_cmp, k, CMP_PARAMS) {
@@ -457,8 +438,9 @@ PLD_HOST(h_cmp, h, PLD_IN(value, INT32, 3), PLD_OUT(seen, INT32, NR, 1)) {
   int n = pld_world_size(h);
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n + 1));
   for (int r = 0; r < n; r++)
-    pld_dispatch(h, d_cmp, r, pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n + 1)),
-                 value, pld_slice(h, seen, r));
+    pld_dispatch(h, d_cmp, r,
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n + 1)), value,
+                 pld_slice(h, seen, r));
 }
 
 /* For each comparison: a value that satisfies it returns with that value;
@@ -470,7 +452,7 @@ static void run_every_comparison(int n) {
     int32_t v, ok, never;
     const char *sym;
   } cases[] = {
-      {PLD_WAIT_EQ, 7, 7, 8, "=="},  {PLD_WAIT_GE, 7, 7, 8, ">="},
+      {PLD_WAIT_EQ, 7, 7, 8, "=="},   {PLD_WAIT_GE, 7, 7, 8, ">="},
       {PLD_WAIT_NE, -3, 0, -3, "!="}, {PLD_WAIT_GT, 7, 6, 7, ">"},
       {PLD_WAIT_LT, -5, -4, -5, "<"}, {PLD_WAIT_LE, -5, -5, -6, "<="},
   };

@@ -13,20 +13,14 @@ enum { WR = 8, WC = 16, SMALL = 3 };
  * views of each half, `all` of the whole.  Buffer B (allocated by shape) is
  * three INT32 cells.  Before writing anything the kernel copies both
  * buffers out (`before`, ids[4..6]): they must be zero on every run. */
-#define VIEWS_PARAMS                    \
-  PLD_IN(x, FP32, WR, WC),              \
-  PLD_WINDOW(lo, FP32, WR, WC),         \
-  PLD_WINDOW(hi, FP32, WR, WC),         \
-  PLD_WINDOW(all, FP32, 2 * WR, WC),    \
-  PLD_WINDOW(cells, INT32, SMALL),      \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_OUT(before, FP32, 2 * WR, WC),    \
-  PLD_OUT(after, FP32, 2 * WR, WC),     \
-  PLD_OUT(next_hi, FP32, WR, WC),       \
-  PLD_OUT(ids, INT32, 8)
+#define VIEWS_PARAMS                                                           \
+  PLD_IN(x, FP32, WR, WC), PLD_WINDOW(lo, FP32, WR, WC),                       \
+      PLD_WINDOW(hi, FP32, WR, WC), PLD_WINDOW(all, FP32, 2 * WR, WC),         \
+      PLD_WINDOW(cells, INT32, SMALL), PLD_WINDOW(sig, INT32, NR),             \
+      PLD_OUT(before, FP32, 2 * WR, WC), PLD_OUT(after, FP32, 2 * WR, WC),     \
+      PLD_OUT(next_hi, FP32, WR, WC), PLD_OUT(ids, INT32, 8)
 
-PLD_KERNEL(k_views, k, VIEWS_PARAMS)
-{
+PLD_KERNEL(k_views, k, VIEWS_PARAMS) {
   pld_store(k, pld_load(k, pld_local(all), 0, 0, 2 * WR, WC), before, 0, 0);
   for (int64_t i = 0; i < SMALL; i++)
     pld_write(k, ids, PLD_AT(4 + i), pld_read(k, pld_local(cells), PLD_AT(i)));
@@ -55,19 +49,15 @@ PLD_KERNEL(k_views, k, VIEWS_PARAMS)
             0);
 }
 
-PLD_DEVICE(d_views, a, VIEWS_PARAMS)
-{
+PLD_DEVICE(d_views, a, VIEWS_PARAMS) {
   pld_launch(a, k_views, 1, x, lo, hi, all, cells, sig, before, after, next_hi,
              ids);
 }
 
-PLD_HOST(h_views, h,
-         PLD_IN(x, FP32, NR, WR, WC),
+PLD_HOST(h_views, h, PLD_IN(x, FP32, NR, WR, WC),
          PLD_OUT(before, FP32, NR, 2 * WR, WC),
          PLD_OUT(after, FP32, NR, 2 * WR, WC),
-         PLD_OUT(next_hi, FP32, NR, WR, WC),
-         PLD_OUT(ids, INT32, NR, 8))
-{
+         PLD_OUT(next_hi, FP32, NR, WR, WC), PLD_OUT(ids, INT32, NR, 8)) {
   int n = pld_world_size(h);
   const size_t half = WR * WC * sizeof(float);
   pld_window_buf a = pld_window_alloc(h, 2 * half);
@@ -125,8 +115,8 @@ static void run_views_and_zero_start(int n) {
   pld_tensor next_hi = pld_test_tensor(3, (int64_t[]){n, WR, WC}, 0, 0);
   pld_tensor ids = comm_int_tensor(-1, 2, (int64_t[]){n, 8});
   pld_program *p;
-  assert_ok(pld_compile(h_views, &cfg,
-                        PLD_ARGS(x, before, after, next_hi, ids), &p));
+  assert_ok(
+      pld_compile(h_views, &cfg, PLD_ARGS(x, before, after, next_hi, ids), &p));
   for (int run = 0; run < 2; run++) {
     float *xs = pld_tensor_data(x);
     for (int64_t i = 0; i < pld_tensor_numel(x); i++)
@@ -156,15 +146,12 @@ enum { DW = 8, NDOM = 2, DOM_RANKS = 4 };
  * domain, its rank in sig's domain) in its window, meets its domain at a
  * barrier, and copies the next domain rank's cells into row `slot` of ids:
  * which world rank that is shows how domain ranks map to devices. */
-#define DOMAIN_PARAMS                   \
-  PLD_WINDOW(win, INT32, DW),           \
-  PLD_WINDOW(sig, INT32, NR),           \
-  PLD_INOUT(ids, INT32, NDOM, DW),      \
-  PLD_SCALAR(slot, INT32),              \
-  PLD_SCALAR(world, INT32)
+#define DOMAIN_PARAMS                                                          \
+  PLD_WINDOW(win, INT32, DW), PLD_WINDOW(sig, INT32, NR),                      \
+      PLD_INOUT(ids, INT32, NDOM, DW), PLD_SCALAR(slot, INT32),                \
+      PLD_SCALAR(world, INT32)
 
-PLD_KERNEL(k_domain, k, DOMAIN_PARAMS)
-{
+PLD_KERNEL(k_domain, k, DOMAIN_PARAMS) {
   pld_comm comm = pld_window_comm(win);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_write(k, pld_local(win), PLD_AT(0), world);
@@ -180,19 +167,14 @@ PLD_DEVICE(d_in_none, a, PLD_INOUT(ids, INT32, NDOM, DW)) {
   (void)a; /* in no domain: ids keeps what the host put there */
 }
 
-PLD_DEVICE(d_in_one, a, DOMAIN_PARAMS)
-{
+PLD_DEVICE(d_in_one, a, DOMAIN_PARAMS) {
   pld_launch(a, k_domain, 1, win, sig, ids, slot, world);
 }
 
-PLD_DEVICE(d_in_two, a,
-           PLD_WINDOW(win0, INT32, DW),
-           PLD_WINDOW(sig0, INT32, NR),
-           PLD_WINDOW(win1, INT32, DW),
-           PLD_WINDOW(sig1, INT32, NR),
-           PLD_INOUT(ids, INT32, NDOM, DW),
-           PLD_SCALAR(world, INT32))
-{
+PLD_DEVICE(d_in_two, a, PLD_WINDOW(win0, INT32, DW),
+           PLD_WINDOW(sig0, INT32, NR), PLD_WINDOW(win1, INT32, DW),
+           PLD_WINDOW(sig1, INT32, NR), PLD_INOUT(ids, INT32, NDOM, DW),
+           PLD_SCALAR(world, INT32)) {
   pld_launch(a, k_domain, 1, win0, sig0, ids, 0, world);
   pld_launch(a, k_domain, 1, win1, sig1, ids, 1, world);
 }
@@ -206,8 +188,7 @@ static const unsigned char domain_member[2][NDOM][DOM_RANKS] = {
 };
 
 PLD_HOST(h_domain, h, PLD_INOUT(ids, INT32, NR, NDOM, DW),
-         PLD_SCALAR(mode, INT32))
-{
+         PLD_SCALAR(mode, INT32)) {
   int n = pld_world_size(h);
   pld_window_buf win[NDOM], sig[NDOM];
   for (int d = 0; d < NDOM; d++) {

@@ -18,13 +18,10 @@ enum { SIG_CELLS = PLD_SIGNAL_CELLS(N_RANKS, 1) };
 
 /* Device kernel, on an AI core: the elementwise step into this rank's
  * window, then the allreduce over every rank's window. */
-PLD_KERNEL(scale_and_sum, k,
-           PLD_IN(x, FP32, ROWS, COLS),
+PLD_KERNEL(scale_and_sum, k, PLD_IN(x, FP32, ROWS, COLS),
            PLD_WINDOW(data, FP32, ROWS, COLS),
-           PLD_WINDOW(sig, INT32, SIG_CELLS),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(rank, INT32))
-{
+           PLD_WINDOW(sig, INT32, SIG_CELLS), PLD_OUT(y, FP32, ROWS, COLS),
+           PLD_SCALAR(rank, INT32)) {
   pld_tile *t = pld_load(k, x, 0, 0, ROWS, COLS);
   pld_tile *z = pld_tile_new(k, PLD_FP32, ROWS, COLS);
   pld_muls(k, z, t, (double)(rank + 1));
@@ -36,21 +33,16 @@ PLD_KERNEL(scale_and_sum, k,
 }
 
 /* Per-device orchestration, on the device's AICPU: one launch. */
-PLD_DEVICE(device_orch, a,
-           PLD_IN(x, FP32, ROWS, COLS),
+PLD_DEVICE(device_orch, a, PLD_IN(x, FP32, ROWS, COLS),
            PLD_WINDOW(data, FP32, ROWS, COLS),
-           PLD_WINDOW(sig, INT32, SIG_CELLS),
-           PLD_OUT(y, FP32, ROWS, COLS),
-           PLD_SCALAR(rank, INT32))
-{
+           PLD_WINDOW(sig, INT32, SIG_CELLS), PLD_OUT(y, FP32, ROWS, COLS),
+           PLD_SCALAR(rank, INT32)) {
   pld_launch(a, scale_and_sum, 1, x, data, sig, y, rank);
 }
 
 /* Host orchestrator: the windows once, then one dispatch per rank. */
-PLD_HOST(host_orch, h,
-         PLD_IN(x, FP32, N_RANKS, ROWS, COLS),
-         PLD_OUT(y, FP32, N_RANKS, ROWS, COLS))
-{
+PLD_HOST(host_orch, h, PLD_IN(x, FP32, N_RANKS, ROWS, COLS),
+         PLD_OUT(y, FP32, N_RANKS, ROWS, COLS)) {
   pld_window_buf data =
       pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(ROWS, COLS));
   pld_window_buf sig =

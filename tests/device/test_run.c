@@ -27,9 +27,18 @@ static void run_scaled(int n, int first, int step, const char *platform) {
   pld_tensor_destroy(y);
 }
 
-static void test_two_ranks(void **s) { (void)s; run_scaled(2, 0, 1, "a2a3sim"); }
-static void test_three_ranks(void **s) { (void)s; run_scaled(3, 1, 4, "a5sim"); }
-static void test_four_ranks(void **s) { (void)s; run_scaled(4, 15, -5, "a2a3sim"); }
+static void test_two_ranks(void **s) {
+  (void)s;
+  run_scaled(2, 0, 1, "a2a3sim");
+}
+static void test_three_ranks(void **s) {
+  (void)s;
+  run_scaled(3, 1, 4, "a5sim");
+}
+static void test_four_ranks(void **s) {
+  (void)s;
+  run_scaled(4, 15, -5, "a2a3sim");
+}
 
 /* A prepared program replays with new data, keeping its device processes. */
 static void test_replay_keeps_devices(void **state) {
@@ -109,8 +118,8 @@ PLD_DEVICE(d_blocks, a, PLD_IN(x, FP32, BR, BC), PLD_OUT(y, FP32, BR, BC),
   pld_launch(a, k_times3, 1, z);
 }
 
-PLD_HOST(h_blocks, h, PLD_IN(x, FP32, NR, BR, BC),
-         PLD_OUT(y, FP32, NR, BR, BC), PLD_OUT(z, FP32, NR, BR, BC)) {
+PLD_HOST(h_blocks, h, PLD_IN(x, FP32, NR, BR, BC), PLD_OUT(y, FP32, NR, BR, BC),
+         PLD_OUT(z, FP32, NR, BR, BC)) {
   for (int r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, d_blocks, r, pld_slice(h, x, r), pld_slice(h, y, r),
                  pld_slice(h, z, r));
@@ -145,8 +154,8 @@ static void test_blocks_and_order(void **state) {
 
 /* Many independent single-block tasks, more than the device has cores. */
 enum { MANY = 100 };
-PLD_KERNEL(k_one_row, k, PLD_IN(x, FP32, MANY, BC), PLD_INOUT(y, FP32, MANY, BC),
-           PLD_SCALAR(row, INT32)) {
+PLD_KERNEL(k_one_row, k, PLD_IN(x, FP32, MANY, BC),
+           PLD_INOUT(y, FP32, MANY, BC), PLD_SCALAR(row, INT32)) {
   pld_tile *t = pld_load(k, x, row, 0, 1, BC);
   pld_adds(k, t, t, (double)row);
   pld_store(k, t, y, row, 0);
@@ -242,8 +251,7 @@ static int read_past_file_end(void) {
   if (fd < 0)
     return -1;
   unlink(path);
-  volatile unsigned char *m =
-      mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+  volatile unsigned char *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   return m == MAP_FAILED ? -1 : m[0];
 }
@@ -254,10 +262,7 @@ static int read_past_file_end(void) {
 static int divide_by_zero(void) {
 #if defined(__x86_64__)
   int q, zero = 0;
-  __asm__ volatile("cltd\n\tidivl %2"
-                   : "=a"(q)
-                   : "a"(1), "r"(zero)
-                   : "edx");
+  __asm__ volatile("cltd\n\tidivl %2" : "=a"(q) : "a"(1), "r"(zero) : "edx");
   return q;
 #else
   return raise(SIGFPE);
@@ -340,8 +345,8 @@ static void misbehave_setup(struct misbehave *m, int n, int first,
   m->x = pld_test_tensor(3, shape, 1, 0);
   m->y = pld_test_tensor(3, shape, 0, 0);
   assert_ok(pld_tensor_create(PLD_INT32, 1, (int64_t[]){1}, &m->flag));
-  assert_ok(pld_compile(h_misbehave, &cfg, PLD_ARGS(m->x, m->y, m->flag),
-                        &m->p));
+  assert_ok(
+      pld_compile(h_misbehave, &cfg, PLD_ARGS(m->x, m->y, m->flag), &m->p));
 }
 
 static int misbehave_run(struct misbehave *m, int bad_rank, int how) {
@@ -397,8 +402,7 @@ static void test_tile_memory_over_capacity(void **state) {
   misbehave_teardown(&m);
   misbehave_setup(&m, 2, 0, "a5sim");
   assert_fails_with(misbehave_run(&m, 0, 2), PLD_ERR_TILE_MEMORY,
-                    "kernel k_misbehave (rank 0, device 0", "307200",
-                    "262144");
+                    "kernel k_misbehave (rank 0, device 0", "307200", "262144");
   misbehave_teardown(&m);
 }
 
@@ -447,22 +451,25 @@ static void test_kernel_abort(void **state) {
 
 static void test_kernel_sigbus(void **state) {
   (void)state;
-  expect_death(MB_SIGBUS, "rank 1 (device 3) crashed with signal SIGBUS (Bus "
-                          "error) at address 0x",
+  expect_death(MB_SIGBUS,
+               "rank 1 (device 3) crashed with signal SIGBUS (Bus "
+               "error) at address 0x",
                in_kernel);
 }
 
 static void test_kernel_sigill(void **state) {
   (void)state;
-  expect_death(MB_SIGILL, "rank 1 (device 3) crashed with signal SIGILL "
-                          "(Illegal instruction)",
+  expect_death(MB_SIGILL,
+               "rank 1 (device 3) crashed with signal SIGILL "
+               "(Illegal instruction)",
                in_kernel);
 }
 
 static void test_kernel_sigfpe(void **state) {
   (void)state;
-  expect_death(MB_SIGFPE, "rank 1 (device 3) crashed with signal SIGFPE "
-                          "(Floating point exception)",
+  expect_death(MB_SIGFPE,
+               "rank 1 (device 3) crashed with signal SIGFPE "
+               "(Floating point exception)",
                in_kernel);
 }
 
@@ -514,8 +521,8 @@ PLD_DEVICE(d_crash, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
   if (getpid() != test_pid && rank == 1)
     *(volatile int *)bad_address2 = 1;
 }
-PLD_HOST(h_crash, h, PLD_IN(x, FP32, NR, TR, TC),
-         PLD_OUT(y, FP32, NR, TR, TC), PLD_SCALAR(exits, INT32)) {
+PLD_HOST(h_crash, h, PLD_IN(x, FP32, NR, TR, TC), PLD_OUT(y, FP32, NR, TR, TC),
+         PLD_SCALAR(exits, INT32)) {
   for (int r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, d_crash, r, pld_slice(h, x, r), pld_slice(h, y, r), r,
                  exits);
@@ -576,7 +583,7 @@ static void test_devices_isolated_between_programs(void **state) {
   assert_ok(pld_program_prepare(b));
   for (int r = 0; r < 2; r++) {
     pid_t pid = b->devs[r].pid;
-    assert_true(maps_address(pid, b->devs[r].ctl)); /* its own */
+    assert_true(maps_address(pid, b->devs[r].ctl));      /* its own */
     assert_false(maps_address(pid, b->devs[1 - r].ctl)); /* its peer's */
     assert_true(maps_address(pid, pld__shm_region(b)));
     assert_false(maps_address(pid, pld__shm_region(a)));

@@ -64,8 +64,8 @@ static void expect_all(pld_tensor t, float v, const char *what) {
   const float *d = pld_tensor_data(t);
   for (int64_t i = 0; i < pld_tensor_numel(t); i++)
     if (d[i] != v) {
-      print_error("%s: element %lld: got %g, expected %g\n", what,
-                  (long long)i, (double)d[i], (double)v);
+      print_error("%s: element %lld: got %g, expected %g\n", what, (long long)i,
+                  (double)d[i], (double)v);
       fail();
     }
 }

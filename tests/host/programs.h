@@ -9,28 +9,20 @@
 enum { TR = 4, TC = 8 };
 PLD_DYNAMIC(NR);
 
-PLD_KERNEL(k_scale, k,
-           PLD_IN(x, FP32, TR, TC),
-           PLD_OUT(y, FP32, TR, TC),
-           PLD_SCALAR(s, FP32))
-{
+PLD_KERNEL(k_scale, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
+           PLD_SCALAR(s, FP32)) {
   pld_tile *t = pld_load(k, x, 0, 0, TR, TC);
   pld_muls(k, t, t, s);
   pld_store(k, t, y, 0, 0);
 }
 
-PLD_DEVICE(d_scale, a,
-           PLD_IN(x, FP32, TR, TC),
-           PLD_OUT(y, FP32, TR, TC),
-           PLD_SCALAR(rank, INT32))
-{
+PLD_DEVICE(d_scale, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
+           PLD_SCALAR(rank, INT32)) {
   pld_launch(a, k_scale, 1, x, y, (float)(rank + 1));
 }
 
-PLD_HOST(h_scale, h,
-         PLD_IN(x, FP32, NR, TR, TC),
-         PLD_OUT(y, FP32, NR, TR, TC))
-{
+PLD_HOST(h_scale, h, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_OUT(y, FP32, NR, TR, TC)) {
   for (int r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, d_scale, r, pld_slice(h, x, r), pld_slice(h, y, r), r);
 }

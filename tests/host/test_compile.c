@@ -87,8 +87,8 @@ static void test_host_arg_scalar_for_tensor(void **state) {
   pld_tensor x, y;
   with_tensors(2, TR, TC, &x, &y);
   pld_program *p = NULL;
-  assert_fails_with(pld_compile(h_scale, &cfg, PLD_ARGS(x, 3), &p),
-                    PLD_ERR_ARG, "parameter 'y' (2 of 2)",
+  assert_fails_with(pld_compile(h_scale, &cfg, PLD_ARGS(x, 3), &p), PLD_ERR_ARG,
+                    "parameter 'y' (2 of 2)",
                     "expected a tensor FP32[NR, TR, TC], got a INT32 scalar");
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);
@@ -185,8 +185,7 @@ PLD_DEVICE(d_bad_launch, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
 PLD_HOST(h_bad_launch, h, PLD_IN(x, FP32, NR, TR, TC),
          PLD_OUT(y, FP32, NR, TR, TC)) {
   for (int r = 0; r < pld_world_size(h); r++)
-    pld_dispatch(h, d_bad_launch, r, pld_slice(h, x, r), pld_slice(h, y, r),
-                 r);
+    pld_dispatch(h, d_bad_launch, r, pld_slice(h, x, r), pld_slice(h, y, r), r);
 }
 
 static void test_launch_checked_at_compile(void **state) {
@@ -362,14 +361,20 @@ static void fabric_fails(const char *fabric, const char *same_node,
 
 static void test_config_fabric(void **state) {
   (void)state;
-  fabric_fails("tcp", NULL, "pld_compile: cfg.fabric: expected \"shm\" or "
-               "\"mpi\", got \"tcp\"", "");
+  fabric_fails("tcp", NULL,
+               "pld_compile: cfg.fabric: expected \"shm\" or "
+               "\"mpi\", got \"tcp\"",
+               "");
   fabric_fails("MPI", NULL, "cfg.fabric", "got \"MPI\"");
-  fabric_fails("shm", "ucx", "pld_compile: cfg.mpi_same_node: expected "
-               "\"shm\" or \"rma\", got \"ucx\"", "");
+  fabric_fails("shm", "ucx",
+               "pld_compile: cfg.mpi_same_node: expected "
+               "\"shm\" or \"rma\", got \"ucx\"",
+               "");
   assert_int_equal(setenv("PLD_FABRIC", "shmem", 1), 0);
-  fabric_fails(NULL, NULL, "pld_compile: environment: PLD_FABRIC='shmem': "
-               "expected shm or mpi", "");
+  fabric_fails(NULL, NULL,
+               "pld_compile: environment: PLD_FABRIC='shmem': "
+               "expected shm or mpi",
+               "");
   /* The configuration wins over the environment. */
   pld_config cfg = test_config(ids, 2, 0, 1);
   cfg.fabric = "shm";
@@ -381,8 +386,10 @@ static void test_config_fabric(void **state) {
   pld_program_destroy(p);
   assert_int_equal(setenv("PLD_FABRIC", "shm", 1), 0);
   assert_int_equal(setenv("PLD_MPI_SAME_NODE", "", 1), 0);
-  fabric_fails(NULL, NULL, "pld_compile: environment: PLD_MPI_SAME_NODE='': "
-               "expected shm or rma", "");
+  fabric_fails(NULL, NULL,
+               "pld_compile: environment: PLD_MPI_SAME_NODE='': "
+               "expected shm or rma",
+               "");
   assert_int_equal(unsetenv("PLD_MPI_SAME_NODE"), 0);
   assert_int_equal(unsetenv("PLD_FABRIC"), 0);
   /* Without mpirun: one process, every rank on this machine. */
@@ -595,7 +602,10 @@ static void test_descriptor_too_many_parameters(void **state) {
 
 /* A window of (hi << 32 | lo) bytes, viewed as FP32[4] at byte `at`; and
  * if `second`, a second window of that many bytes, viewed too. */
-PLD_DEVICE(d_window, a, PLD_WINDOW(w, FP32, 4)) { (void)a; (void)w; }
+PLD_DEVICE(d_window, a, PLD_WINDOW(w, FP32, 4)) {
+  (void)a;
+  (void)w;
+}
 PLD_HOST(h_window, h, PLD_SCALAR(lo, INT64), PLD_SCALAR(hi, INT64),
          PLD_SCALAR(at, INT64), PLD_SCALAR(second, INT64)) {
   size_t bytes = (size_t)hi << 32 | (size_t)lo;
@@ -605,8 +615,7 @@ PLD_HOST(h_window, h, PLD_SCALAR(lo, INT64), PLD_SCALAR(hi, INT64),
     b2 = pld_window_alloc(h, (size_t)second);
   for (int r = 0; r < pld_world_size(h); r++) {
     pld_dispatch(h, d_window, r,
-                 pld_window_view_at(h, b, (size_t)at, PLD_FP32,
-                                    PLD_SHAPE(4)));
+                 pld_window_view_at(h, b, (size_t)at, PLD_FP32, PLD_SHAPE(4)));
     if (second)
       pld_dispatch(h, d_window, r,
                    pld_window_view(h, b2, PLD_FP32, PLD_SHAPE(4)));
@@ -741,46 +750,45 @@ static void test_tensor_size_overflow(void **state) {
       "pld_tensor_create: shape: FP32[9223372036854775807, 2] holds more "
       "than 9223372036854775807 bytes (half the address space)");
   assert_fails_with(
-      pld_tensor_create(PLD_INT8, 2, (int64_t[]){(int64_t)1 << 32,
-                                                 (int64_t)1 << 31},
-                        &t),
+      pld_tensor_create(PLD_INT8, 2,
+                        (int64_t[]){(int64_t)1 << 32, (int64_t)1 << 31}, &t),
       PLD_ERR_ARG, "INT8[4294967296, 2147483648] holds more than");
   assert_null(t.p);
 }
 
 static const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_compile_ok),
-      cmocka_unit_test(test_host_arg_count),
-      cmocka_unit_test(test_host_arg_dtype),
-      cmocka_unit_test(test_host_arg_shape),
-      cmocka_unit_test(test_host_arg_scalar_for_tensor),
-      cmocka_unit_test(test_dynamic_dim_two_values),
-      cmocka_unit_test(test_world_larger_than_tensors),
-      cmocka_unit_test(test_dispatch_arg_count),
-      cmocka_unit_test(test_dispatch_scalar_dtype),
-      cmocka_unit_test(test_dispatch_shape),
-      cmocka_unit_test(test_launch_checked_at_compile),
-      cmocka_unit_test(test_launch_zero_blocks),
-      cmocka_unit_test(test_rank_not_dispatched),
-      cmocka_unit_test(test_dispatch_rank_out_of_range),
-      cmocka_unit_test(test_two_ranks_write_one_slice),
-      cmocka_unit_test(test_config_duplicate_device),
-      cmocka_unit_test(test_config_negative_device),
-      cmocka_unit_test(test_config_device_beyond_limit),
-      cmocka_unit_test(test_config_unknown_platform),
-      cmocka_unit_test(test_config_hardware_platform),
-      cmocka_unit_test(test_config_no_devices),
-      cmocka_unit_test(test_artifacts),
-      cmocka_unit_test(test_allocation_failures),
-      cmocka_unit_test(test_tensor_create_errors),
-      cmocka_unit_test(test_null_out_parameters),
-      cmocka_unit_test(test_descriptor_too_many_parameters),
-      cmocka_unit_test(test_input_passed_as_output),
-      cmocka_unit_test(test_window_size_beyond_device),
-      cmocka_unit_test(test_window_view_offset_wraps),
-      cmocka_unit_test(test_slices_beyond_device),
-      cmocka_unit_test(test_tensor_size_overflow),
-      cmocka_unit_test(test_config_fabric),
+    cmocka_unit_test(test_compile_ok),
+    cmocka_unit_test(test_host_arg_count),
+    cmocka_unit_test(test_host_arg_dtype),
+    cmocka_unit_test(test_host_arg_shape),
+    cmocka_unit_test(test_host_arg_scalar_for_tensor),
+    cmocka_unit_test(test_dynamic_dim_two_values),
+    cmocka_unit_test(test_world_larger_than_tensors),
+    cmocka_unit_test(test_dispatch_arg_count),
+    cmocka_unit_test(test_dispatch_scalar_dtype),
+    cmocka_unit_test(test_dispatch_shape),
+    cmocka_unit_test(test_launch_checked_at_compile),
+    cmocka_unit_test(test_launch_zero_blocks),
+    cmocka_unit_test(test_rank_not_dispatched),
+    cmocka_unit_test(test_dispatch_rank_out_of_range),
+    cmocka_unit_test(test_two_ranks_write_one_slice),
+    cmocka_unit_test(test_config_duplicate_device),
+    cmocka_unit_test(test_config_negative_device),
+    cmocka_unit_test(test_config_device_beyond_limit),
+    cmocka_unit_test(test_config_unknown_platform),
+    cmocka_unit_test(test_config_hardware_platform),
+    cmocka_unit_test(test_config_no_devices),
+    cmocka_unit_test(test_artifacts),
+    cmocka_unit_test(test_allocation_failures),
+    cmocka_unit_test(test_tensor_create_errors),
+    cmocka_unit_test(test_null_out_parameters),
+    cmocka_unit_test(test_descriptor_too_many_parameters),
+    cmocka_unit_test(test_input_passed_as_output),
+    cmocka_unit_test(test_window_size_beyond_device),
+    cmocka_unit_test(test_window_view_offset_wraps),
+    cmocka_unit_test(test_slices_beyond_device),
+    cmocka_unit_test(test_tensor_size_overflow),
+    cmocka_unit_test(test_config_fabric),
 };
 
 PLD_TEST_MAIN("compile", tests)

@@ -211,10 +211,9 @@ void test_exp_accuracy(void **state) {
     xs[i] = (float)ldexp((double)i / (double)n - 0.5, -(int)(i % 30));
   check_accuracy("exp near 0", pld_exp, exp, xs, n, 4);
   test_free(xs);
-  static const float specials[] = {0.0f,      -0.0f,    INFINITY, -INFINITY,
-                                   NAN,       89.0f,    88.72283f, 88.72284f,
-                                   -104.0f,   -150.0f,  1e30f,    -1e30f,
-                                   -87.33655f, 0x1p-149f};
+  static const float specials[] = {
+      0.0f,      -0.0f,   INFINITY, -INFINITY, NAN,    89.0f,      88.72283f,
+      88.72284f, -104.0f, -150.0f,  1e30f,     -1e30f, -87.33655f, 0x1p-149f};
   check_accuracy("exp specials", pld_exp, exp, specials,
                  sizeof specials / sizeof *specials, 4);
 }
@@ -226,7 +225,8 @@ void test_log_accuracy(void **state) {
   const size_t n = 400000;
   float *xs = test_malloc(n * sizeof *xs);
   for (size_t i = 0; i < n; i++) {
-    const uint32_t u = (uint32_t)(1 + (uint64_t)i * (0x7F7FFFFFu - 1) / (n - 1));
+    const uint32_t u =
+        (uint32_t)(1 + (uint64_t)i * (0x7F7FFFFFu - 1) / (n - 1));
     memcpy(&xs[i], &u, sizeof u);
   }
   check_accuracy("log", pld_log, log, xs, n, 4);
@@ -234,9 +234,9 @@ void test_log_accuracy(void **state) {
   xs = sweep(0.5, 2.0, n);
   check_accuracy("log near 1", pld_log, log, xs, n, 4);
   test_free(xs);
-  static const float specials[] = {0.0f,  -0.0f, 1.0f,      -1.0f, INFINITY,
-                                   -INFINITY, NAN, 0x1p-149f, FLT_MAX,
-                                   0x1p-126f, 0.70710677f, 0.70710683f};
+  static const float specials[] = {
+      0.0f, -0.0f,     1.0f,    -1.0f,     INFINITY,    -INFINITY,
+      NAN,  0x1p-149f, FLT_MAX, 0x1p-126f, 0.70710677f, 0.70710683f};
   check_accuracy("log specials", pld_log, log, specials,
                  sizeof specials / sizeof *specials, 4);
 }

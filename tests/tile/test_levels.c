@@ -29,9 +29,12 @@ struct vector_op {
   tt_unary_fn *unary; /* also casts, reductions and expansions */
 };
 
-#define BIN(f) {#f, BINARY, f, NULL, NULL}
-#define SCA(f) {#f, SCALAR, NULL, f, NULL}
-#define UNA(f, kind) {#f, kind, NULL, NULL, f}
+#define BIN(f)                                                                 \
+  { #f, BINARY, f, NULL, NULL }
+#define SCA(f)                                                                 \
+  { #f, SCALAR, NULL, f, NULL }
+#define UNA(f, kind)                                                           \
+  { #f, kind, NULL, NULL, f }
 
 /* Every tile operation of pld/tile.h but the allowed calls. */
 static const struct vector_op vector_ops[] = {
@@ -76,8 +79,7 @@ static int run_op(struct pld__core *c, const struct vector_op *op,
   const int32_t dcols = op->kind == ROW_REDUCE ? 1 : C;
   const int32_t arows = op->kind == COL_EXPAND ? 1 : R;
   const int32_t acols = op->kind == ROW_EXPAND ? 1 : C;
-  *dst = pld_full(k, op->kind == CAST ? PLD_FP16 : PLD_FP32, drows, dcols,
-                  7.0);
+  *dst = pld_full(k, op->kind == CAST ? PLD_FP16 : PLD_FP32, drows, dcols, 7.0);
   pld_tile *a = pld_full(k, PLD_FP32, arows, acols, 2.0);
   pld_tile *b = pld_full(k, PLD_FP32, arows, acols, 3.0);
   assert_int_equal(c->status, PLD_OK);
@@ -145,9 +147,9 @@ void test_cube_core_refuses_vector_ops(void **state) {
 void test_vector_op_table_is_complete(void **state) {
   (void)state;
   static const char *const allowed[] = {
-      "pld_tile_new", "pld_full",  "pld_tile_free", "pld_load",
-      "pld_load_into", "pld_store", "pld_fill",     "pld_matmul",
-      "pld_matmul_acc"};
+      "pld_tile_new", "pld_full",      "pld_tile_free",
+      "pld_load",     "pld_load_into", "pld_store",
+      "pld_fill",     "pld_matmul",    "pld_matmul_acc"};
   FILE *f = fopen(PLD_TILE_HEADER, "r");
   assert_non_null(f);
   static char text[64 * 1024];
@@ -160,8 +162,8 @@ void test_vector_op_table_is_complete(void **state) {
   for (const char *p = strstr(text, "(pld_core k"); p;
        p = strstr(p + 1, "(pld_core k")) {
     const char *name = p;
-    while (name > text && (name[-1] == '_' || (name[-1] >= 'a' &&
-                                               name[-1] <= 'z')))
+    while (name > text &&
+           (name[-1] == '_' || (name[-1] >= 'a' && name[-1] <= 'z')))
       name--;
     const size_t n = (size_t)(p - name);
     int found = 0;

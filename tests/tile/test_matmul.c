@@ -49,11 +49,11 @@ static void check_matmul(pld_dtype dt, size_t m, size_t kk, size_t n,
   for (size_t i = 0; i < m * n; i++)
     tt_set(c0, i, (double)(float)operand(&seed, exact));
   pld_tile *ta = tt_load(k, a), *tb = tt_load(k, b), *tc = tt_load(k, c0);
-  const int st = accumulate ? pld_matmul_acc(k, tc, ta, tb)
-                            : pld_matmul(k, tc, ta, tb);
+  const int st =
+      accumulate ? pld_matmul_acc(k, tc, ta, tb) : pld_matmul(k, tc, ta, tb);
   if (st != PLD_OK)
-    fail_msg("matmul %s [%zu, %zu] @ [%zu, %zu]: %s", pld_dtype_name(dt), m,
-             kk, kk, n, k.p->msg);
+    fail_msg("matmul %s [%zu, %zu] @ [%zu, %zu]: %s", pld_dtype_name(dt), m, kk,
+             kk, n, k.p->msg);
   tt_store(k, tc, z);
   double *want = test_malloc(m * n * sizeof *want);
   double *bound = test_malloc(m * n * sizeof *bound);
@@ -79,7 +79,7 @@ static void check_matmul(pld_dtype dt, size_t m, size_t kk, size_t n,
 /* Full blocks, edges in every direction, K across several packed chunks,
  * single rows and columns. */
 static const size_t mm_shapes[][3] = {
-    {1, 1, 1},    {3, 5, 7},    {8, 128, 32}, {16, 16, 16}, {17, 33, 65},
+    {1, 1, 1},       {3, 5, 7},    {8, 128, 32}, {16, 16, 16}, {17, 33, 65},
     {128, 128, 128}, {9, 300, 40}, {1, 64, 100}, {100, 64, 1}, {64, 256, 48}};
 
 static void all_shapes(pld_dtype dt, int accumulate) {
@@ -167,8 +167,8 @@ void test_matmul_operand_too_large(void **state) {
   b = pld_full(k, PLD_FP16, 16, 4096, 1); /* 128 KiB > 64 KiB */
   d = pld_tile_new(k, PLD_FP32, 16, 4096);
   assert_int_equal(pld_matmul_acc(k, d, a, b), PLD_ERR_TILE_MEMORY);
-  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "pld_matmul_acc", "b (FP16[16, 4096], 131072 bytes)",
-                   "L0B", NULL);
+  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "pld_matmul_acc",
+                   "b (FP16[16, 4096], 131072 bytes)", "L0B", NULL);
   tt_core_release(&c);
 }
 

@@ -154,10 +154,9 @@ void test_tile_a5sim_six_tiles_fit(void **state) {
   assert_int_equal(c.used, 262144);
   tt_assert_tile_layout(k, t, 7);
   assert_null(pld_tile_new(k, PLD_INT8, 1, 1));
-  tt_assert_failed(k, PLD_ERR_TILE_MEMORY, "pld_tile_new",
-                   "INT8[1, 1] tile needs 32 bytes",
-                   "262144 of 262144 bytes of the AIV core Unified Buffer",
-                   NULL);
+  tt_assert_failed(
+      k, PLD_ERR_TILE_MEMORY, "pld_tile_new", "INT8[1, 1] tile needs 32 bytes",
+      "262144 of 262144 bytes of the AIV core Unified Buffer", NULL);
   tt_core_release(&c);
 }
 
@@ -195,8 +194,7 @@ void test_tile_one_granule_over(void **state) {
  * to back (twice: the second time from freed descriptors only); freed ones
  * are reused in place while the others keep their address and data; one
  * more than fits fails for lack of memory alone. */
-static void fill_with_granules(pld_core_type type, size_t n,
-                               const char *full) {
+static void fill_with_granules(pld_core_type type, size_t n, const char *full) {
   struct pld__core c;
   pld_core k = type == PLD_CORE_CUBE ? tt_cube_core(&c) : tt_vector_core(&c);
   assert_int_equal(c.spec.capacity, n * 32);
@@ -361,8 +359,7 @@ void test_tile_bad_shape_and_dtype(void **state) {
                    "dtype: expected a pld_dtype, got", NULL);
   pld__core_begin(&c, "k", 0, 0, 0, 1);
   assert_null(pld_tile_new(k, (pld_dtype)-1, 8, 8));
-  tt_assert_failed(k, PLD_ERR_ARG, "dtype: expected a pld_dtype, got -1",
-                   NULL);
+  tt_assert_failed(k, PLD_ERR_ARG, "dtype: expected a pld_dtype, got -1", NULL);
   tt_core_release(&c);
 }
 
@@ -727,8 +724,7 @@ void test_read_write_elements(void **state) {
     const double got = pld_read(k, t, PLD_AT(2, 1));
     if (!tt_same(got, cases[i].want) || !tt_same(tt_get(t, 9), got))
       fail_msg("case %zu: %s write %.17g read %.17g, want %.17g", i,
-               pld_dtype_name(cases[i].dt), cases[i].write, got,
-               cases[i].want);
+               pld_dtype_name(cases[i].dt), cases[i].write, got, cases[i].want);
     pld_tensor_destroy(t);
   }
   /* A 1-D and a 3-D tensor. */
@@ -751,7 +747,8 @@ void test_read_write_errors(void **state) {
   pld_tensor x = tt_tensor(PLD_FP32, 8, 8, PLD_DIR_IN, "x");
   assert_true(pld_read(k, x, PLD_AT(1, 2, 3)) == 0.0);
   tt_assert_failed(k, PLD_ERR_BOUNDS, "pld_read",
-                   "index has 3 coordinates, tensor 'x' FP32[8, 8] has 2", NULL);
+                   "index has 3 coordinates, tensor 'x' FP32[8, 8] has 2",
+                   NULL);
 
   pld__core_begin(&c, "k", 0, 0, 0, 1);
   tt_set(x, 0, 5.0);
@@ -771,8 +768,8 @@ void test_read_write_errors(void **state) {
 
 void test_full_and_fill_convert(void **state) {
   (void)state;
-  static const double values[] = {2.5,   3.5,  -2.5, -200.0, 1e10,
-                                  65520, 0.1,  NAN,  -0.0,   1.0 + 0x1p-11};
+  static const double values[] = {2.5,   3.5, -2.5, -200.0, 1e10,
+                                  65520, 0.1, NAN,  -0.0,   1.0 + 0x1p-11};
   for (int d = 0; d < 7; d++) {
     const pld_dtype dt = tt_tile_dtypes[d];
     struct pld__core c;
@@ -787,8 +784,8 @@ void test_full_and_fill_convert(void **state) {
       const double want = tt_cast(dt, values[v]);
       for (size_t i = 0; i < 63; i++)
         if (!tt_same(tt_get(y, i), want))
-          fail_msg("%s fill %g: got %g, want %g", pld_dtype_name(dt),
-                   values[v], tt_get(y, i), want);
+          fail_msg("%s fill %g: got %g, want %g", pld_dtype_name(dt), values[v],
+                   tt_get(y, i), want);
       pld_tile_free(k, t);
     }
     pld_tensor_destroy(y);

@@ -24,9 +24,9 @@ enum op {
   OP_RECIP
 };
 
-static const char *const op_names[] = {"add", "sub",  "mul", "div",  "max",
-                                       "min", "neg",  "abs", "relu", "exp",
-                                       "log", "sqrt", "rsqrt", "reciprocal"};
+static const char *const op_names[] = {
+    "add", "sub",  "mul", "div", "max",  "min",   "neg",
+    "abs", "relu", "exp", "log", "sqrt", "rsqrt", "reciprocal"};
 
 /* Shapes: a single element, one row, cols not a multiple of 8, flat
  * (unpadded) tiles, padded rows, and the benchmark's shape. */
@@ -110,9 +110,8 @@ static double tolerance(enum op op, pld_dtype dt) {
   return op == OP_RSQRT ? 1 : 0;
 }
 
-static void expect_element(const char *what, enum op op, pld_dtype dt,
-                           size_t i, double x, double y, double got,
-                           double want) {
+static void expect_element(const char *what, enum op op, pld_dtype dt, size_t i,
+                           double x, double y, double got, double want) {
   const double tol = tolerance(op, dt);
   const int ok = tol > 0 && tt_is_float(dt) ? tt_ulps(dt, got, want) <= tol
                                             : tt_same(got, want);
@@ -353,12 +352,12 @@ void test_float_special_values(void **state) {
   assert_true(op1(k, PLD_FP16, OP_ADD, 65504, 8) == 65504);
   /* 65520 is the tie between 65504 (odd) and 2^16: even, so infinity. */
   assert_true(op1(k, PLD_FP16, OP_ADD, 65504, 16) == INFINITY);
-  assert_true(op1(k, PLD_FP16, OP_ADD, 2048, 1) == 2048);     /* tie: even */
-  assert_true(op1(k, PLD_FP16, OP_ADD, 2050, 1) == 2052);     /* tie: even */
+  assert_true(op1(k, PLD_FP16, OP_ADD, 2048, 1) == 2048); /* tie: even */
+  assert_true(op1(k, PLD_FP16, OP_ADD, 2050, 1) == 2052); /* tie: even */
   assert_true(op1(k, PLD_BF16, OP_ADD, 256, 1) == 256);
   assert_true(op1(k, PLD_BF16, OP_ADD, 258, 1) == 260);
   assert_true(op1(k, PLD_FP16, OP_MUL, 0x1p-14, 0x1p-10) == 0x1p-24);
-  assert_true(op1(k, PLD_FP16, OP_MUL, 0x1p-14, 0x1p-11) == 0);  /* tie */
+  assert_true(op1(k, PLD_FP16, OP_MUL, 0x1p-14, 0x1p-11) == 0); /* tie */
   assert_true(signbit(op1(k, PLD_FP32, OP_NEG, 0, 0)));
   assert_true(isnan(op1(k, PLD_BF16, OP_SUB, INFINITY, INFINITY)));
   assert_int_equal(k.p->status, PLD_OK);
@@ -440,8 +439,7 @@ void test_shape_and_dtype_mismatch(void **state) {
   pld__core_begin(&c, "k", 0, 0, 0, 1);
   a = pld_full(k, PLD_FP32, 8, 8, 1);
   h = pld_full(k, PLD_FP16, 8, 8, 1);
-  assert_int_equal(pld_cast(k, h, pld_full(k, PLD_INT8, 8, 4, 1)),
-                   PLD_ERR_ARG);
+  assert_int_equal(pld_cast(k, h, pld_full(k, PLD_INT8, 8, 4, 1)), PLD_ERR_ARG);
   tt_assert_failed(k, PLD_ERR_ARG, "pld_cast",
                    "dst is FP16[8, 8], a is INT8[8, 4]: shapes must match",
                    NULL);
@@ -455,7 +453,7 @@ void test_shape_and_dtype_mismatch(void **state) {
 
 /* ---- reductions ---------------------------------------------------------- */
 
-static const int32_t red_shapes[][2] = {{1, 1},  {1, 300},  {3, 37},
+static const int32_t red_shapes[][2] = {{1, 1},   {1, 300},  {3, 37},
                                         {7, 300}, {64, 128}, {300, 3}};
 
 /* The reduction of n values x[0], x[stride], ... in long double (floats)
@@ -503,9 +501,9 @@ static void check_reduce(int by_row, reduce_fn *const fns[3]) {
         tt_store(k, t, z);
         for (size_t o = 0; o < (size_t)(by_row ? rows : cols); o++) {
           const double want =
-              by_row ? ref_reduce(dt, kind, x, o * (size_t)cols, 1,
-                                  (size_t)cols)
-                     : ref_reduce(dt, kind, x, o, (size_t)cols, (size_t)rows);
+              by_row
+                  ? ref_reduce(dt, kind, x, o * (size_t)cols, 1, (size_t)cols)
+                  : ref_reduce(dt, kind, x, o, (size_t)cols, (size_t)rows);
           const double got = tt_get(z, o);
           /* Float sums may differ in the last place: the library adds in
            * another order. */
@@ -544,8 +542,8 @@ void test_reduction_values(void **state) {
   pld_tensor x = tt_tensor(PLD_FP32, 2, 40, PLD_DIR_IN, "x");
   for (size_t i = 0; i < 80; i++)
     tt_set(x, i, 1.0);
-  tt_set(x, 17, NAN);        /* row 0 */
-  tt_set(x, 40 + 3, 1e10);   /* row 1: 1e10 + 38 - 1e10 */
+  tt_set(x, 17, NAN);      /* row 0 */
+  tt_set(x, 40 + 3, 1e10); /* row 1: 1e10 + 38 - 1e10 */
   tt_set(x, 40 + 39, -1e10);
   pld_tile *a = tt_load(k, x), *s = pld_tile_new(k, PLD_FP32, 2, 1);
   pld_tensor z = tt_tensor(PLD_FP32, 2, 1, PLD_DIR_OUT, "z");
@@ -564,7 +562,8 @@ void test_reduction_values(void **state) {
   assert_int_equal(pld_col_sum(k, pld_tile_new(k, PLD_INT8, 1, 1), col),
                    PLD_OK);
   /* INT8 sums wrap: 100 * 3 = 300 = 44 (mod 256). */
-  pld_tile *w = pld_full(k, PLD_INT8, 1, 3, 100), *ws = pld_tile_new(k, PLD_INT8, 1, 1);
+  pld_tile *w = pld_full(k, PLD_INT8, 1, 3, 100),
+           *ws = pld_tile_new(k, PLD_INT8, 1, 1);
   pld_tensor wz = tt_tensor(PLD_INT8, 1, 1, PLD_DIR_OUT, "wz");
   assert_int_equal(pld_row_sum(k, ws, w), PLD_OK);
   tt_store(k, ws, wz);
@@ -602,8 +601,7 @@ void test_reduction_shape_errors(void **state) {
   a = pld_full(k, PLD_FP32, 8, 16, 1);
   assert_int_equal(pld_col_expand(k, a, pld_tile_new(k, PLD_FP32, 8, 1)),
                    PLD_ERR_ARG);
-  tt_assert_failed(k, PLD_ERR_ARG, "pld_col_expand", "v must be [1, 16]",
-                   NULL);
+  tt_assert_failed(k, PLD_ERR_ARG, "pld_col_expand", "v must be [1, 16]", NULL);
   tt_core_release(&c);
 }
 

@@ -21,14 +21,14 @@ static pld_core core_start(struct pld__core *c,
 }
 
 pld_core tt_vector_core(struct pld__core *c) {
-  const struct pld__core_spec spec = {PLD_CORE_VECTOR, 0, 192 * 1024,
-                                      "Unified Buffer", 0, 0, 0};
+  const struct pld__core_spec spec = {
+      PLD_CORE_VECTOR, 0, 192 * 1024, "Unified Buffer", 0, 0, 0};
   return core_start(c, &spec);
 }
 
 pld_core tt_cube_core(struct pld__core *c) {
-  const struct pld__core_spec spec = {PLD_CORE_CUBE, 0, 512 * 1024, "L1",
-                                      64 * 1024, 64 * 1024, 128 * 1024};
+  const struct pld__core_spec spec = {
+      PLD_CORE_CUBE, 0, 512 * 1024, "L1", 64 * 1024, 64 * 1024, 128 * 1024};
   return core_start(c, &spec);
 }
 
@@ -36,11 +36,11 @@ pld_core tt_platform_core(struct pld__core *c, const char *platform,
                           pld_core_type type) {
   const pld_platform_info *p = pld_platform_find(platform);
   assert_non_null(p);
-  const struct pld__core_spec vector = {PLD_CORE_VECTOR, 0, p->ub_bytes,
-                                        "Unified Buffer", 0, 0, 0};
-  const struct pld__core_spec cube = {PLD_CORE_CUBE, 0, p->l1_bytes,
-                                      "L1", p->l0a_bytes, p->l0b_bytes,
-                                      p->l0c_bytes};
+  const struct pld__core_spec vector = {
+      PLD_CORE_VECTOR, 0, p->ub_bytes, "Unified Buffer", 0, 0, 0};
+  const struct pld__core_spec cube = {
+      PLD_CORE_CUBE, 0,           p->l1_bytes, "L1", p->l0a_bytes,
+      p->l0b_bytes,  p->l0c_bytes};
   return core_start(c, type == PLD_CORE_CUBE ? &cube : &vector);
 }
 
@@ -176,7 +176,8 @@ double tt_get(pld_tensor t, size_t i) {
 }
 
 void tt_set(pld_tensor t, size_t i, double v) {
-  unsigned char *p = (unsigned char *)t.p->data + i * pld_dtype_size(t.p->dtype);
+  unsigned char *p =
+      (unsigned char *)t.p->data + i * pld_dtype_size(t.p->dtype);
   switch (t.p->dtype) {
 #define SET(name, T)                                                           \
   case PLD_##name: {                                                           \
@@ -224,8 +225,8 @@ void tt_store(pld_core k, const pld_tile *tile, pld_tensor t) {
 }
 
 /* fn's result into a separate tile (want), then in place (got). */
-static void alias_case(pld_core k, tt_binary_fn *fn, pld_tensor x,
-                       pld_tensor y, int into_a, int same) {
+static void alias_case(pld_core k, tt_binary_fn *fn, pld_tensor x, pld_tensor y,
+                       int into_a, int same) {
   const pld_dtype dt = x.p->dtype;
   const int64_t rows = pld__tensor_rows(x.p), cols = pld__tensor_cols(x.p);
   pld_tensor want = tt_tensor(dt, rows, cols, PLD_DIR_OUT, "want");
@@ -239,7 +240,10 @@ static void alias_case(pld_core k, tt_binary_fn *fn, pld_tensor x,
   tt_store(k, dst, got);
   if (memcmp(got.p->data, want.p->data, want.p->nbytes) != 0)
     fail_msg("%s: in place (dst == %s) differs from out of place",
-             pld_dtype_name(dt), same ? "a == b" : into_a ? "a" : "b");
+             pld_dtype_name(dt),
+             same     ? "a == b"
+             : into_a ? "a"
+                      : "b");
   pld_tile_free(k, t);
   if (!same)
     pld_tile_free(k, b);
