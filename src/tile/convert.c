@@ -1,3 +1,5 @@
+/* tile/convert.c: converting arrays of elements between dtypes, to and
+ * from FP32 and INT32, with the rules of tile/convert.h. */
 #include "tile/convert.h"
 
 #include <string.h>

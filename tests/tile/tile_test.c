@@ -1,3 +1,6 @@
+/* tests/tile/tile_test.c: the shared part of the tile tests (tile_test.h):
+ * a simulated core, device tensors and the independent reference
+ * arithmetic. */
 #include "tile_test.h"
 
 #include <float.h>
