@@ -25,14 +25,27 @@ ucx) opts="--mca btl self,tcp --mca osc ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=lo
   exit 2
   ;;
 esac
-[ "$fabric" = ucx ] || exec mpirun --oversubscribe -n "$n" $lo $opts "$@"
+# Open MPI 4 makes each job's session directory under one per-user
+# directory of TMPDIR, and jobs starting at the same moment race on it: one
+# fails with "A call to mkdir was unable to create the desired directory
+# ... File exists" (Open MPI issue 8510; the tests start many at once).
+# Each job gets a base directory of its own.
+base=$(mktemp -d "${TMPDIR:-/tmp}/pld-mpirun.XXXXXX")
+trap 'rm -rf "$base"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+opts="$opts --mca orte_tmpdir_base $base"
+rc=0
+if [ "$fabric" != ucx ]; then
+  mpirun --oversubscribe -n "$n" $lo $opts "$@" || rc=$?
+  exit $rc
+fi
 # Open MPI 4.1.4's osc ucx (Debian 12) reports an endpoint timeout while
 # it disconnects in MPI_Finalize in about 4 of 10 runs of a bare MPI
 # program of 4 processes with one window (Open MPI pull request 13216
 # fixes it): those two lines only are dropped; the status stays.
-err=$(mktemp)
-rc=0
+err="$base/stderr"
 mpirun --oversubscribe -n "$n" $lo $opts "$@" 2>"$err" || rc=$?
 grep -v -E 'UCX  ERROR req 0x[0-9a-f]+: error during flush: Endpoint timeout|UCX  WARN  disconnect failed: Endpoint timeout' "$err" >&2 || true
-rm -f "$err"
 exit $rc
