@@ -77,6 +77,13 @@ PLD_HOST(empty_host, h) {
     pld_dispatch(h, empty_device, r);
 }
 PLD_DEVICE(nothing_device, a) { (void)a; }
+/* (g): one launch of SPMD_BLOCKS blocks of the empty kernel per rank. */
+enum { SPMD_BLOCKS = 72 };
+PLD_DEVICE(spmd_device, a) { pld_launch(a, empty_kernel, SPMD_BLOCKS); }
+PLD_HOST(spmd_host, h) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, spmd_device, r);
+}
 PLD_HOST(nothing_host, h) {
   for (int r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, nothing_device, r);
@@ -179,17 +186,16 @@ static double ref_round_trip(int reps, double *samples) {
 
 /* ---- (c): one fresh process per measurement ------------------------------ */
 
-/* In a fresh process: `reps` prepared runs of host (after a warm-up);
- * prints "median p99" in microseconds. */
-static int one_process(pld_host_fn host, int reps) {
-  int ids[NDEV] = {0, 1};
+/* The median time of `reps` prepared runs of host on `ndev` devices
+ * (after a warm-up); v holds them, sorted. */
+static double prepared_median(pld_host_fn host, int ndev, int reps, double *v) {
+  int ids[16];
+  for (int i = 0; i < ndev; i++)
+    ids[i] = i;
   pld_config cfg = PLD_CONFIG_INIT;
   cfg.device_ids = ids;
-  cfg.ndevices = NDEV;
-  double *v = calloc((size_t)reps, sizeof *v);
+  cfg.ndevices = ndev;
   pld_program *p;
-  if (!v)
-    return 1;
   check(pld_compile(host, &cfg, 0, NULL, &p), "pld_compile");
   check(pld_program_prepare(p), "pld_program_prepare");
   for (int i = 0; i < 200; i++)
@@ -200,7 +206,16 @@ static int one_process(pld_host_fn host, int reps) {
     v[i] = now_us() - t0;
   }
   pld_program_destroy(p);
-  double m = median(v, reps);
+  return median(v, reps);
+}
+
+/* In a fresh process: `reps` prepared runs of host (after a warm-up);
+ * prints "median p99" in microseconds. */
+static int one_process(pld_host_fn host, int reps) {
+  double *v = calloc((size_t)reps, sizeof *v);
+  if (!v)
+    return 1;
+  double m = prepared_median(host, NDEV, reps, v);
   printf("%.2f %.2f\n", m, quantile(v, reps, 0.99));
   free(v);
   return 0;
@@ -237,6 +252,35 @@ static void fresh_processes(const char *self, const char *what,
   printf("\n%-58s median of medians %.1f us; slowest process %.2fx of it; "
          "worst p99/median in a process %.2fx\n",
          "", mid, worst / mid, worst_tail);
+}
+
+/* (f) the cost per device: an empty kernel's prepared run on 1, 2, 4, 8
+ * and 16 devices, and what each device beyond the CPU count adds. */
+static void per_device(int reps, double *v) {
+  static const int counts[] = {1, 2, 4, 8, 16};
+  double m[5];
+  printf("%-58s", "(f) prepared run, empty kernel, on 1/2/4/8/16 devices");
+  for (int i = 0; i < 5; i++) {
+    m[i] = prepared_median(empty_host, counts[i], reps, v);
+    printf(" %.1f", m[i]);
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int base = 0; /* the largest count within the CPUs */
+  for (int i = 0; i < 5; i++)
+    if (counts[i] <= cpus)
+      base = i;
+  printf(" us\n%-58s %.1f us per device beyond %d\n", "",
+         (m[4] - m[base]) / (counts[4] - counts[base]), counts[base]);
+}
+
+/* (g) SPMD blocks: one launch of SPMD_BLOCKS blocks of the empty kernel on
+ * one device, against one block: what each further block costs. */
+static void spmd_blocks(int reps, double *v) {
+  double one = prepared_median(empty_host, 1, reps, v);
+  double many = prepared_median(spmd_host, 1, reps, v);
+  printf("%-58s %10.1f us %10.1f us %7.2f us per block\n",
+         "(g) 72-block launch / 1-block launch, 1 device", many, one,
+         (many - one) / (SPMD_BLOCKS - 1));
 }
 
 /* (d) runs per second of a prepared program (empty kernel): n blocking
@@ -373,6 +417,8 @@ int main(int argc, char **argv) {
   throughput(p, reps, 5, 2);
   pld_program_destroy(p);
   resident_state(&cfg, reps / 10 > 50 ? reps / 10 : 50);
+  per_device(reps / 5 > 200 ? reps / 5 : 200, c);
+  spmd_blocks(reps / 5 > 200 ? reps / 5 : 200, c);
   printf("targets: (a) <= 20000 us, (b) <= 30 us, (c) no process's median "
          "above 2x the median of medians, (d) submitted >= 2x blocking, "
          "(e) resident copies nothing\n");

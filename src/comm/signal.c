@@ -203,6 +203,10 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
         return PLD_OK;
     }
 
+  /* The thread blocks: the scheduler gives the blocks queued behind this
+   * one another thread. */
+  if (c->on_wait)
+    c->on_wait(c, PLD__WAIT_BLOCK);
   /* Publish the wait for the host's deadlock watch (the slot already names
    * the block), then stop counting as running. */
   struct pld__coreslot *w = &env->watch->slots[c->slot];
@@ -238,7 +242,11 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
     /* The timeout only bounds the sleep: the abort word is checked again. */
     f->ops->wait_events(f, seen, buf, off, &env->spin,
                         PLD__MS(PLD_ABORT_POLL_MS));
+    if (c->on_wait)
+      c->on_wait(c, PLD__WAIT_WOKE);
   }
+  if (c->on_wait)
+    c->on_wait(c, PLD__WAIT_RESUME);
   if (observed) {
     e.c = value;
     e.flag = why != PLD__ABORT_NONE;

@@ -90,7 +90,19 @@ struct pld__core {
   /* First failure of this block: sticky; every later call returns it. */
   int status;
   char msg[PLD__MSG_MAX];
+
+  /* Set by the device layer: told by a wait of the block (comm/) before
+   * the block's thread blocks (PLD__WAIT_BLOCK), each time it wakes in
+   * the wait (PLD__WAIT_WOKE) and when the wait returns
+   * (PLD__WAIT_RESUME), so that the blocks queued behind it get another
+   * thread.  NULL: nothing to tell. */
+  void (*on_wait)(struct pld__core *c, int event);
+  void *sched;
+
+  uint32_t race_seq; /* the race detector numbers the core's records */
 };
+
+enum { PLD__WAIT_BLOCK, PLD__WAIT_WOKE, PLD__WAIT_RESUME };
 
 /* Allocates tile memory and its descriptors.  Returns PLD_OK or
  * PLD_ERR_NOMEM (message set). */

@@ -87,7 +87,7 @@ struct pld__race {
 
 _Thread_local struct pld__race_thread pld__race_me;
 /* The block this thread runs (for records). */
-static _Thread_local const struct pld__core *me_core;
+static _Thread_local struct pld__core *me_core; /* the block's core */
 
 static unsigned char *at(const struct pld__race *r, size_t off) {
   return (unsigned char *)r + off;
@@ -299,8 +299,7 @@ void pld__race_absorb_host(void) {
   unlock(&r->host_lock);
 }
 
-void pld__race_block_begin(const uint32_t *start,
-                           const struct pld__core *core) {
+void pld__race_block_begin(const uint32_t *start, struct pld__core *core) {
   struct pld__race *r = pld__race_me.r;
   if (!r)
     return;
@@ -312,6 +311,7 @@ void pld__race_block_begin(const uint32_t *start,
 }
 
 void pld__race_block_end(uint32_t *task_end) {
+  me_core = NULL;
   if (!pld__race_me.r || !task_end)
     return;
   publish_into(task_end);
@@ -324,12 +324,14 @@ static uint32_t record(int kind, const char *fn, const char *window, int buf,
                        int copy, uint64_t lo, uint64_t hi) {
   struct pld__race *r = pld__race_me.r;
   struct record *ring = ring_of(r, (uint32_t)pld__race_me.slot);
-  /* The slot's thread alone writes its ring; its clock numbers records. */
-  static _Thread_local uint32_t seq;
-  uint32_t n = ++seq;
+  /* One thread at a time writes a slot's ring: the AICPU its own, the
+   * thread running a block on a core the core's; the core (or the AICPU
+   * thread) numbers the records. */
+  static _Thread_local uint32_t aicpu_seq;
+  struct pld__core *c = me_core;
+  uint32_t n = c ? ++c->race_seq : ++aicpu_seq;
   struct record *x = &ring[n % RING];
   __atomic_store_n(&x->seq, 0, __ATOMIC_RELAXED);
-  const struct pld__core *c = me_core;
   x->kind = kind;
   x->rank = c ? c->rank : -1;
   x->device = c ? c->device : -1;

@@ -83,7 +83,7 @@ void pld__race_launch(uint32_t *task_start);
  * block, for reports) and ends it (its task's end clock joins the
  * block's). */
 struct pld__core;
-void pld__race_block_begin(const uint32_t *start, const struct pld__core *core);
+void pld__race_block_begin(const uint32_t *start, struct pld__core *core);
 void pld__race_block_end(uint32_t *task_end);
 /* This thread learns vc (the AICPU after its drain; after host tasks). */
 void pld__race_absorb(const uint32_t *vc);

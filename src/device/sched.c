@@ -1,6 +1,7 @@
 /* device/sched.c: a device's AI cores: kernel launches as tasks ordered
- * by their tensor regions, blocks on core threads, deferred waits
- * (device/sched.h). */
+ * by their tensor regions, blocks run to completion on the thread at hand
+ * (the AICPU while it drains, or a core thread), another thread taking
+ * over the queue when a block blocks, deferred waits (device/sched.h). */
 #include "device/sched.h"
 
 #include <pthread.h>
@@ -14,6 +15,19 @@
 #include "core/kctx.h"
 
 _Thread_local const struct pld__core *pld__running_core;
+
+/* Bytes of each thread's signal stack: the crash handler must run even
+ * when a kernel overflowed its stack. */
+#define ALT_STACK_BYTES ((size_t)64 * 1024)
+
+/* The calling thread as the scheduler knows it: the AICPU (type -1) or a
+ * core thread of one type, and whether the block it runs is blocked in a
+ * wait (it then runs nothing else until the wait returns). */
+static _Thread_local struct {
+  struct pld__sched *s;
+  int type;
+  int blocked;
+} me;
 
 /* A tensor region a task touches. */
 struct region {
@@ -46,20 +60,36 @@ struct task {
   struct task *ready_next; /* ready queue of its core type */
 };
 
-struct corethread {
+/* A simulated core: its identity, tile memory, wait slot and trace lane.
+ * A block holds one from start to end; whichever thread runs the block
+ * runs it on that core. */
+struct simcore {
+  struct pld__core core;
+  char lane[16];
+  struct pld__tbuf *tbuf;
+  int next_free; /* the free list (indices), -1 at its end */
+};
+
+/* A core thread: runs blocks of one core type, on any free core of it. */
+struct worker {
   pthread_t thread;
   struct pld__sched *s;
-  struct pld__core core;
+  int type;
 };
 
 struct coretype {
   int max;                   /* cores of this type on the device */
-  int spawned;               /* threads started */
-  int idle;                  /* threads asleep waiting for work */
-  int busy;                  /* threads running a block */
+  int ncores;                /* cores set up so far (0 .. ncores-1) */
+  int free_core;             /* first free set-up core, -1 for none */
+  int busy;                  /* cores holding a block */
   int pending;               /* blocks in the ready queue not handed out yet */
+  int spawned;               /* core threads started */
+  int idle;                  /* core threads asleep waiting for work */
+  int looking;               /* core threads polling for work */
+  int woken;                 /* core threads told to look, not looking yet */
   _Atomic uint32_t work_seq; /* bumped when work arrives: pollers watch it */
-  struct corethread *threads;
+  struct simcore *cores;
+  struct worker *threads;
   pthread_cond_t work;
   struct task *ready_head, *ready_tail;
   struct pld__core_spec spec;
@@ -71,7 +101,14 @@ struct pld__sched {
   struct coretype types[2]; /* indexed by pld_core_type */
   struct task *head, *tail; /* every task of the current dispatch */
   int unfinished;
-  _Atomic uint32_t finish_seq; /* bumped when unfinished reaches 0 */
+  /* Bumped when unfinished reaches 0, and when work arrives: the AICPU,
+   * draining, watches it. */
+  _Atomic uint32_t drain_seq;
+  int aicpu_free;   /* the AICPU will look for blocks (not in one now) */
+  int aicpu_asleep; /* the AICPU sleeps on drained */
+  /* Blocks ready and not handed out, of both types (written with mu
+   * held): a block about to wait looks here before it takes the lock. */
+  _Atomic int queued;
   struct pld__spin spin;
   _Atomic uint32_t local_awake; /* without an env */
   int stopping;
@@ -87,12 +124,15 @@ struct pld__sched {
   int ndeferred;
   int32_t submitted;     /* tasks of the current dispatch */
   uint32_t *vc_finished; /* race detector: the join of finished tasks */
+  void *alt_stack;       /* the AICPU thread's signal stack, if set here */
 };
 
 /* Called with mu held: the host's deadlock watch sees the blocks ready to
  * start and the cores holding blocks, per core type, and which task is
  * first in line (its name copied only when another task comes first). */
 static void publish_queued(struct pld__sched *s) {
+  atomic_store_explicit(&s->queued, s->types[0].pending + s->types[1].pending,
+                        memory_order_relaxed);
   if (!s->env)
     return;
   for (int i = 0; i < 2; i++) {
@@ -140,25 +180,91 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
                               plat->l0a_bytes, plat->l0b_bytes,
                               plat->l0c_bytes};
   for (int t = 0; t < 2; t++) {
-    s->types[t].threads =
-        pld__calloc((size_t)s->types[t].max, sizeof *s->types[t].threads);
-    if (!s->types[t].threads) {
-      pld__free(s->types[0].threads);
+    struct coretype *ct = &s->types[t];
+    ct->free_core = -1;
+    ct->threads = pld__calloc((size_t)ct->max, sizeof *ct->threads);
+    ct->cores = pld__calloc((size_t)ct->max, sizeof *ct->cores);
+    if (!ct->threads || !ct->cores) {
+      for (int i = 0; i <= t; i++) {
+        pld__free(s->types[i].threads);
+        pld__free(s->types[i].cores);
+      }
       pld__free(s);
       return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (cores)");
     }
-    pthread_cond_init(&s->types[t].work, NULL);
+    pthread_cond_init(&ct->work, NULL);
   }
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->drained, NULL);
+  /* The AICPU runs blocks too: its crash handler must run even when a
+   * kernel overflowed the stack (the core threads have theirs). */
+  stack_t old;
+  if (sigaltstack(NULL, &old) == 0 && (old.ss_flags & SS_DISABLE)) {
+    stack_t alt = {pld__malloc(ALT_STACK_BYTES), 0, ALT_STACK_BYTES};
+    if (alt.ss_sp && sigaltstack(&alt, NULL) == 0)
+      s->alt_stack = alt.ss_sp;
+    else
+      pld__free(alt.ss_sp);
+  }
+  s->aicpu_free = 1;
+  me.s = s;
+  me.type = -1;
+  me.blocked = 0;
   *out = s;
   return PLD_OK;
 }
 
-static int spawn_cores(struct pld__sched *s, struct coretype *ct);
+static int spawn_worker(struct pld__sched *s, struct coretype *ct);
+static void cancel_all(struct pld__sched *s);
 
-/* Called with mu held: t's blocks may start; enough cores are there to
- * take them and the idle ones are told. */
+/* Called with mu held: a block of ct is ready and a core free for it. */
+static int can_take(const struct coretype *ct) {
+  return ct->ready_head && ct->busy < ct->max;
+}
+
+/* Called with mu held: ct has blocks ready to start (and cores free for
+ * them) that may lack a thread.  A block runs to completion on the thread
+ * that takes it, so one thread that will look for work is enough; another
+ * is woken (or started) when none will, or when a CPU is free and fewer
+ * threads look than there are blocks to run. */
+static void want_runner(struct pld__sched *s, struct coretype *ct) {
+  if (ct->pending == 0 || ct->busy >= ct->max)
+    return;
+  int type = (int)(ct - s->types);
+  int self = me.s == s && !me.blocked && (me.type == -1 || me.type == type);
+  int near = ct->looking + ct->woken + self +
+             (s->aicpu_free && !(me.s == s && me.type == -1));
+  if (near > 0) {
+    uint32_t awake = atomic_load_explicit(s->spin.awake, memory_order_relaxed);
+    if (near >= ct->pending || near >= ct->max - ct->busy ||
+        awake + (uint32_t)(s->types[0].woken + s->types[1].woken) >=
+            s->spin.cpus)
+      return;
+  }
+  if (ct->idle > ct->woken) {
+    ct->woken++;
+    pthread_cond_signal(&ct->work);
+  } else if (ct->spawned < ct->max && spawn_worker(s, ct) && near == 0) {
+    /* No thread will ever run these blocks. */
+    if (!s->status) {
+      s->status = PLD_ERR_SYSTEM;
+      pld__catf(s->msg, sizeof s->msg,
+                "pld_launch: rank %d, device %d: cannot start a %s core "
+                "thread",
+                s->rank, s->device, pld__core_type_name((pld_core_type)type));
+    }
+    cancel_all(s);
+  }
+}
+
+/* Called with mu held: a change the draining AICPU must see. */
+static void drain_bump(struct pld__sched *s) {
+  atomic_fetch_add_explicit(&s->drain_seq, 1, memory_order_release);
+  if (s->aicpu_asleep)
+    pthread_cond_broadcast(&s->drained);
+}
+
+/* Called with mu held: t's blocks may start. */
 static void ready_push(struct pld__sched *s, struct task *t) {
   struct coretype *ct = &s->types[t->kernel.sig->core_type];
   t->ready_next = NULL;
@@ -170,9 +276,8 @@ static void ready_push(struct pld__sched *s, struct task *t) {
   ct->pending += t->blocks - t->next_block;
   publish_queued(s);
   atomic_fetch_add_explicit(&ct->work_seq, 1, memory_order_release);
-  spawn_cores(s, ct);
-  if (ct->idle)
-    pthread_cond_broadcast(&ct->work);
+  drain_bump(s);
+  want_runner(s, ct);
 }
 
 static void ready_pop(struct coretype *ct) {
@@ -183,10 +288,8 @@ static void ready_pop(struct coretype *ct) {
 
 /* Called with mu held. */
 static void unfinished_dec(struct pld__sched *s) {
-  if (--s->unfinished == 0) {
-    atomic_fetch_add_explicit(&s->finish_seq, 1, memory_order_release);
-    pthread_cond_broadcast(&s->drained);
-  }
+  if (--s->unfinished == 0)
+    drain_bump(s);
 }
 
 /* Called with mu held when t has handed out and completed all its blocks. */
@@ -323,120 +426,222 @@ static struct pld__coreslot *slot_begin(struct pld__sched *s,
   return slot;
 }
 
-/* Bytes of each core thread's signal stack: the crash handler must run
- * even when a kernel overflowed its stack. */
-#define ALT_STACK_BYTES ((size_t)64 * 1024)
+static void on_wait(struct pld__core *c, int event);
 
-static void *core_main(void *arg) {
-  struct corethread *ct = arg;
-  struct pld__sched *s = ct->s;
-  struct coretype *type = &s->types[ct->core.spec.type];
-  pld_core k = {&ct->core};
+/* Called with mu held: sets up the next core of ct (tile memory, wait
+ * slot, trace lane).  Returns PLD_OK or PLD_ERR_NOMEM (message set). */
+static int core_setup(struct pld__sched *s, struct coretype *ct) {
+  struct simcore *sc = &ct->cores[ct->ncores];
+  struct pld__core_spec spec = ct->spec;
+  spec.index = ct->ncores;
+  int st = pld__core_init(&sc->core, &spec);
+  if (st)
+    return st;
+  /* Wait slots: vector cores first, then cube cores. */
+  sc->core.env = s->env;
+  sc->core.slot = spec.type == PLD_CORE_VECTOR
+                      ? spec.index
+                      : s->types[PLD_CORE_VECTOR].max + spec.index;
+  sc->core.on_wait = on_wait;
+  sc->core.sched = s;
+  const char *type_name = pld__core_type_name(spec.type);
+  snprintf(sc->lane, sizeof sc->lane, "%s%d", type_name, spec.index);
+  sc->tbuf = s->env && s->env->trace
+                 ? pld__trace_tbuf(s->env->trace, 1 + sc->core.slot)
+                 : NULL;
+  if (sc->tbuf)
+    snprintf(sc->tbuf->name, sizeof sc->tbuf->name, "%s core %d", type_name,
+             spec.index);
+  sc->next_free = ct->free_core;
+  ct->free_core = ct->ncores++;
+  return PLD_OK;
+}
+
+/* Called with mu held: the next ready block of ct and a free core for it
+ * (the most recently freed: its tile memory is warm), both taken; NULL if
+ * no block is ready or no core is free.  A core that cannot be set up
+ * fails the dispatch. */
+static struct simcore *take_block(struct pld__sched *s, struct coretype *ct,
+                                  struct task **tp, int32_t *blockp) {
+  if (!can_take(ct) || s->stopping)
+    return NULL;
+  if (ct->free_core < 0 && core_setup(s, ct)) {
+    if (!s->status) {
+      s->status = PLD_ERR_NOMEM;
+      pld__catf(s->msg, sizeof s->msg, "rank %d (device %d): %s", s->rank,
+                s->device, pld_last_error());
+    }
+    cancel_all(s);
+    return NULL;
+  }
+  struct simcore *sc = &ct->cores[ct->free_core];
+  ct->free_core = sc->next_free;
+  struct task *t = ct->ready_head;
+  *tp = t;
+  *blockp = t->next_block++;
+  if (t->next_block == t->blocks)
+    ready_pop(ct);
+  ct->pending--;
+  ct->busy++;
+  if (s->env)
+    atomic_fetch_add(&s->env->watch->running, 1);
+  publish_queued(s);
+  /* More blocks wait: another thread may take them in parallel. */
+  want_runner(s, ct);
+  return sc;
+}
+
+/* Called with mu held, returns with it held: runs block `block` of t on
+ * core sc (taken by take_block) on the calling thread, which, for the
+ * block, observes and is seen by the race detector as that core. */
+static void run_block(struct pld__sched *s, struct coretype *ct,
+                      struct simcore *sc, struct task *t, int32_t block) {
+  struct pld__core *c = &sc->core;
+  pld_core k = {c};
+  int aicpu = me.type == -1;
+  if (aicpu)
+    s->aicpu_free = 0;
+  pthread_mutex_unlock(&s->mu);
+
+  struct pld__observer obs = pld__obs;
+  struct pld__race_thread race = pld__race_me;
+  pld__observe_as(s->rank, s->device, sc->lane, sc->tbuf);
+  if (s->env && s->env->race)
+    pld__race_attach(s->env->race, s->rank, 1 + c->slot);
+  pld__core_begin(c, t->kernel.sig->name, s->rank, s->device, block,
+                  t->launched);
+  struct pld__coreslot *slot = slot_begin(s, c);
+  struct pld__tev e;
+  int observed = pld__observed(PLD__TEV_BLOCK);
+  if (observed) {
+    pld__tev_init(&e, PLD__TEV_BLOCK, 0, t->kernel.sig->name);
+    e.a = block;
+    e.b = t->launched;
+    e.c = t->seq;
+    pld__obs_begin(&e);
+  }
+  pld__running_core = c;
+  pld__race_block_begin(t->vc_start, c);
+  t->kernel.entry(k, t->argv);
+  pld__running_core = NULL;
+  if (observed)
+    pld__obs_end(&e);
+  if (slot) {
+    pld__slot_write_begin(slot);
+    atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_relaxed);
+    pld__slot_write_end(slot);
+  }
+
+  pthread_mutex_lock(&s->mu);
+  pld__race_block_end(t->vc_end);
+  if (aicpu)
+    s->aicpu_free = 1;
+  ct->busy--;
+  sc->next_free = ct->free_core;
+  ct->free_core = (int)(sc - ct->cores);
+  if (s->env) {
+    atomic_fetch_sub(&s->env->watch->running, 1);
+    atomic_fetch_add_explicit(&s->env->watch->progress, 1,
+                              memory_order_relaxed);
+  }
+  publish_queued(s);
+  if (c->status && !s->status) {
+    s->status = c->status;
+    memcpy(s->msg, c->msg, sizeof s->msg);
+  }
+  t->done_blocks++;
+  if (!c->status && c->ndeferred && !s->cancelled && deferred_take(s, t, c) &&
+      !s->status) {
+    s->status = c->status;
+    memcpy(s->msg, c->msg, sizeof s->msg);
+  }
+  if (c->status) {
+    cancel_all(s);
+  } else {
+    /* A deferred wait may be satisfied already; this block's end may
+     * finish its task, or another's whose waits are satisfied. */
+    if (s->ndeferred)
+      deferred_poll(s);
+    try_finish(s, t);
+  }
+  if (s->cancelled && !t->finished && t->done_blocks == t->blocks) {
+    t->finished = 1;
+    unfinished_dec(s);
+  }
+  pld__obs = obs;
+  pld__race_me = race;
+}
+
+/* What a block's wait tells the scheduler (core/kctx.h). */
+static void on_wait(struct pld__core *c, int event) {
+  struct pld__sched *s = c->sched;
+  if (event == PLD__WAIT_RESUME) {
+    me.blocked = 0;
+    return;
+  }
+  if (event == PLD__WAIT_BLOCK) {
+    /* This thread runs nothing else until the wait returns: the blocks
+     * queued behind it get another. */
+    me.blocked = 1;
+    /* Blocks queued later are the queuing thread's business; those queued
+     * before, by this thread, it sees here. */
+    if (!atomic_load_explicit(&s->queued, memory_order_relaxed))
+      return;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < 2; i++)
+      want_runner(s, &s->types[i]);
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
+  /* PLD__WAIT_WOKE: the AICPU, blocked in a block it runs, still watches
+   * the deferred waits (woken by the same signals). */
+  if (me.type == -1) {
+    pthread_mutex_lock(&s->mu);
+    if (s->ndeferred)
+      deferred_poll(s);
+    pthread_mutex_unlock(&s->mu);
+  }
+}
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  struct pld__sched *s = w->s;
+  struct coretype *ct = &s->types[w->type];
   stack_t alt = {pld__malloc(ALT_STACK_BYTES), 0, ALT_STACK_BYTES};
   if (alt.ss_sp)
     sigaltstack(&alt, NULL);
+  me.s = s;
+  me.type = w->type;
+  me.blocked = 0;
   pld__awake(&s->spin);
-  {
-    char lane[16];
-    const char *type_name = pld__core_type_name(ct->core.spec.type);
-    snprintf(lane, sizeof lane, "%s%d", type_name, ct->core.spec.index);
-    struct pld__tbuf *buf =
-        s->env && s->env->trace
-            ? pld__trace_tbuf(s->env->trace, 1 + ct->core.slot)
-            : NULL;
-    if (buf)
-      snprintf(buf->name, sizeof buf->name, "%s core %d", type_name,
-               ct->core.spec.index);
-    pld__observe_as(s->rank, s->device, lane, buf);
-    pld__race_attach(s->env ? s->env->race : NULL, s->rank, 1 + ct->core.slot);
-  }
+  pld__observe_as(s->rank, s->device, pld__core_type_name(ct->spec.type), NULL);
   pthread_mutex_lock(&s->mu);
+  ct->woken--; /* started as woken */
   for (;;) {
-    /* Poll a little for the next block before sleeping: dispatches come in
-     * bursts, and a sleeping core costs a wake-up on the critical path. */
-    if (!s->stopping && !type->ready_head) {
-      uint32_t seq =
-          atomic_load_explicit(&type->work_seq, memory_order_acquire);
-      pthread_mutex_unlock(&s->mu);
-      pld__spin_change(&type->work_seq, seq, &s->spin);
-      pthread_mutex_lock(&s->mu);
-    }
-    while (!s->stopping && !type->ready_head) {
-      type->idle++;
-      int64_t began = pld__sleep_begin(&s->spin);
-      pthread_cond_wait(&type->work, &s->mu);
-      pld__sleep_end(&s->spin, began);
-      type->idle--;
-    }
+    struct task *t;
+    int32_t block;
+    struct simcore *sc;
+    while ((sc = take_block(s, ct, &t, &block)))
+      run_block(s, ct, sc, t, block);
     if (s->stopping)
       break;
-    struct task *t = type->ready_head;
-    int32_t block = t->next_block++;
-    if (t->next_block == t->blocks)
-      ready_pop(type);
-    type->pending--;
-    type->busy++;
-    if (s->env)
-      atomic_fetch_add(&s->env->watch->running, 1);
-    publish_queued(s);
+    /* Poll a little for the next block before sleeping: dispatches come in
+     * bursts, and a sleeping core costs a wake-up on the critical path. */
+    uint32_t seq = atomic_load_explicit(&ct->work_seq, memory_order_acquire);
+    ct->looking++;
     pthread_mutex_unlock(&s->mu);
-
-    pld__core_begin(&ct->core, t->kernel.sig->name, s->rank, s->device, block,
-                    t->launched);
-    struct pld__coreslot *slot = slot_begin(s, &ct->core);
-    struct pld__tev e;
-    int observed = pld__observed(PLD__TEV_BLOCK);
-    if (observed) {
-      pld__tev_init(&e, PLD__TEV_BLOCK, 0, t->kernel.sig->name);
-      e.a = block;
-      e.b = t->launched;
-      e.c = t->seq;
-      pld__obs_begin(&e);
-    }
-    pld__running_core = &ct->core;
-    pld__race_block_begin(t->vc_start, &ct->core);
-    t->kernel.entry(k, t->argv);
-    pld__running_core = NULL;
-    if (observed)
-      pld__obs_end(&e);
-    if (slot) {
-      pld__slot_write_begin(slot);
-      atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_relaxed);
-      pld__slot_write_end(slot);
-    }
-
+    pld__spin_change(&ct->work_seq, seq, &s->spin);
     pthread_mutex_lock(&s->mu);
-    pld__race_block_end(t->vc_end);
-    type->busy--;
-    if (s->env) {
-      atomic_fetch_sub(&s->env->watch->running, 1);
-      atomic_fetch_add_explicit(&s->env->watch->progress, 1,
-                                memory_order_relaxed);
-    }
-    publish_queued(s);
-    if (ct->core.status && !s->status) {
-      s->status = ct->core.status;
-      memcpy(s->msg, ct->core.msg, sizeof s->msg);
-    }
-    t->done_blocks++;
-    if (!ct->core.status && ct->core.ndeferred && !s->cancelled &&
-        deferred_take(s, t, &ct->core) && !s->status) {
-      s->status = ct->core.status;
-      memcpy(s->msg, ct->core.msg, sizeof s->msg);
-    }
-    if (ct->core.status) {
-      cancel_all(s);
-    } else {
-      /* A deferred wait may be satisfied already; this block's end may
-       * finish its task, or another's whose waits are satisfied. */
-      if (s->ndeferred)
-        deferred_poll(s);
-      try_finish(s, t);
-    }
-    if (s->cancelled && !t->finished && t->done_blocks == t->blocks) {
-      t->finished = 1;
-      unfinished_dec(s);
-    }
+    ct->looking--;
+    if (s->stopping || can_take(ct))
+      continue;
+    ct->idle++;
+    int64_t began = pld__sleep_begin(&s->spin);
+    pthread_cond_wait(&ct->work, &s->mu);
+    pld__sleep_end(&s->spin, began);
+    ct->idle--;
+    if (ct->woken > 0)
+      ct->woken--;
   }
   pthread_mutex_unlock(&s->mu);
   pld__asleep(&s->spin);
@@ -448,31 +653,16 @@ static void *core_main(void *arg) {
   return NULL;
 }
 
-/* Called with mu held: a thread for each pending block, while the device
- * has cores left.  Threads not running a block (polling or asleep) take
- * pending blocks first. */
-static int spawn_cores(struct pld__sched *s, struct coretype *ct) {
-  while (ct->spawned - ct->busy < ct->pending && ct->spawned < ct->max) {
-    struct corethread *th = &ct->threads[ct->spawned];
-    struct pld__core_spec spec = ct->spec;
-    spec.index = ct->spawned;
-    int st = pld__core_init(&th->core, &spec);
-    if (st)
-      return st;
-    /* Wait slots: vector cores first, then cube cores. */
-    th->core.env = s->env;
-    th->core.slot = spec.type == PLD_CORE_VECTOR
-                        ? spec.index
-                        : s->types[PLD_CORE_VECTOR].max + spec.index;
-    th->s = s;
-    if (pthread_create(&th->thread, NULL, core_main, th) != 0) {
-      /* The running cores will get through the work; with none running,
-       * the submit reports it. */
-      pld__core_release(&th->core);
-      return PLD_ERR_SYSTEM;
-    }
-    ct->spawned++;
-  }
+/* Called with mu held: starts one more core thread of ct, counted as
+ * woken until it looks for work.  Returns PLD_OK or PLD_ERR_SYSTEM. */
+static int spawn_worker(struct pld__sched *s, struct coretype *ct) {
+  struct worker *w = &ct->threads[ct->spawned];
+  w->s = s;
+  w->type = (int)(ct - s->types);
+  if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+    return PLD_ERR_SYSTEM;
+  ct->spawned++;
+  ct->woken++;
   return PLD_OK;
 }
 
@@ -582,27 +772,28 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
     unfinished_dec(s);
   } else if (t->waiting_on == 0) {
     ready_push(s, t);
-    if (s->types[sig->core_type].spawned == 0) {
-      cancel_all(s);
-      st = pld__fail(PLD_ERR_SYSTEM,
-                     "pld_launch: rank %d, device %d: cannot start a %s core "
-                     "thread",
-                     s->rank, s->device,
-                     pld__core_type_name((pld_core_type)sig->core_type));
-    }
   }
   pthread_mutex_unlock(&s->mu);
   return st;
 }
 
+/* Called with mu held: a ready block of either type and a free core for
+ * it, taken (vector blocks first); NULL if none. */
+static struct simcore *take_any(struct pld__sched *s, struct coretype **ctp,
+                                struct task **tp, int32_t *blockp) {
+  for (int i = 0; i < 2; i++) {
+    struct simcore *sc = take_block(s, &s->types[i], tp, blockp);
+    if (sc) {
+      *ctp = &s->types[i];
+      return sc;
+    }
+  }
+  return NULL;
+}
+
 int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   pthread_mutex_lock(&s->mu);
-  if (s->unfinished > 0) {
-    uint32_t seq = atomic_load_explicit(&s->finish_seq, memory_order_acquire);
-    pthread_mutex_unlock(&s->mu);
-    pld__spin_change(&s->finish_seq, seq, &s->spin);
-    pthread_mutex_lock(&s->mu);
-  }
+  int polled = 0;
   while (s->unfinished > 0) {
     if (s->env && atomic_load_explicit(s->env->abort, memory_order_acquire)) {
       if (!s->status) {
@@ -615,27 +806,53 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
     }
     if (s->unfinished == 0)
       break;
+    /* The AICPU has nothing else to do: it runs the ready blocks itself,
+     * one after the other, while none blocks. */
+    struct coretype *ct;
+    struct task *t;
+    int32_t block;
+    struct simcore *sc = take_any(s, &ct, &t, &block);
+    if (sc) {
+      run_block(s, ct, sc, t, block);
+      polled = 0;
+      continue;
+    }
     if (s->ndeferred) {
       /* Deferred waits: the AICPU watches their cells, woken by the
        * signals this device receives (and, while blocks run, often, for
-       * their ends). */
+       * their ends).  Asleep there, it is not the thread ready blocks
+       * count on. */
       struct pld__fabric *f = s->env->fabric;
       uint32_t seen = f->ops->events(f);
-      if (deferred_poll(s) && s->unfinished > 0) {
+      if (deferred_poll(s) && s->unfinished > 0 && !can_take(&s->types[0]) &&
+          !can_take(&s->types[1])) {
         int running = s->types[0].busy + s->types[1].busy;
+        s->aicpu_free = 0;
         pthread_mutex_unlock(&s->mu);
         f->ops->wait_events(f, seen, -1, 0, &s->spin,
                             running ? PLD__MS(PLD_DEFERRED_POLL_MS)
                                     : PLD__MS(PLD_ABORT_POLL_MS));
         pthread_mutex_lock(&s->mu);
+        s->aicpu_free = 1;
       }
+      continue;
+    }
+    if (!polled) {
+      /* Poll a little first: blocks of other threads end soon. */
+      uint32_t seq = atomic_load_explicit(&s->drain_seq, memory_order_acquire);
+      pthread_mutex_unlock(&s->mu);
+      pld__spin_change(&s->drain_seq, seq, &s->spin);
+      pthread_mutex_lock(&s->mu);
+      polled = 1;
       continue;
     }
     /* The abort flag is polled. */
     struct timespec ts = pld__realtime_after(PLD__MS(PLD_DRAIN_POLL_MS));
+    s->aicpu_asleep = 1;
     int64_t began = pld__sleep_begin(&s->spin);
     pthread_cond_timedwait(&s->drained, &s->mu, &ts);
     pld__sleep_end(&s->spin, began);
+    s->aicpu_asleep = 0;
   }
   int st = s->status;
   if (st && msg)
@@ -675,15 +892,23 @@ void pld__sched_destroy(struct pld__sched *s) {
   pthread_mutex_unlock(&s->mu);
   for (int t = 0; t < 2; t++) {
     struct coretype *ct = &s->types[t];
-    for (int i = 0; i < ct->spawned; i++) {
+    for (int i = 0; i < ct->spawned; i++)
       pthread_join(ct->threads[i].thread, NULL);
-      pld__core_release(&ct->threads[i].core);
-    }
+    for (int i = 0; i < ct->ncores; i++)
+      pld__core_release(&ct->cores[i].core);
     pthread_cond_destroy(&ct->work);
     pld__free(ct->threads);
+    pld__free(ct->cores);
   }
   pthread_cond_destroy(&s->drained);
   pthread_mutex_destroy(&s->mu);
   pld__race_vc_free(s->vc_finished);
+  if (s->alt_stack) {
+    stack_t off = {NULL, SS_DISABLE, 0};
+    sigaltstack(&off, NULL);
+    pld__free(s->alt_stack);
+  }
+  if (me.s == s)
+    me.s = NULL;
   pld__free(s);
 }

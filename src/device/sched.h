@@ -1,9 +1,10 @@
 /* device/sched.h: a device's AI cores.  Kernel launches become tasks;
  * a task waits for the earlier tasks whose tensor regions conflict with
- * its own, then its blocks go to idle cores of the kernel's type.  Each
- * simulated core is a thread, started when first needed and asleep when
- * idle, so a core blocked inside a kernel never holds up the others and
- * idle cores cost no CPU. */
+ * its own, then its blocks go to free cores of the kernel's type.  A block
+ * runs to completion on the thread that takes it: the AICPU while it
+ * drains, or a core thread (started when first needed, asleep when idle).
+ * A block about to block in a wait has the blocks queued behind it given
+ * another thread, so it never holds them up, and idle cores cost no CPU. */
 #ifndef PLD_DEVICE_SCHED_H
 #define PLD_DEVICE_SCHED_H
 
@@ -41,12 +42,13 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *t);
 /* Tasks submitted in the current dispatch (the next one's number). */
 int32_t pld__sched_submitted(struct pld__sched *s);
 
-/* Waits until every submitted task has finished or been cancelled, then
+/* Waits until every submitted task has finished or been cancelled,
+ * running ready blocks on the calling thread (the AICPU) meanwhile, then
  * forgets them.  Returns PLD_OK or the first failure of a block, whose
  * message is copied into msg. */
 int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap);
 
-/* The kernel block a core thread runs now, for the crash report. */
+/* The kernel block the calling thread runs now, for the crash report. */
 extern _Thread_local const struct pld__core *pld__running_core;
 
 #endif

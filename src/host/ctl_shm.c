@@ -2,12 +2,15 @@
  * device is a process forked by the host; the host maps one region per
  * device (its control block and data area) and one for the world, and the
  * windows' region of the shared-memory fabric, before forking. */
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/futex.h"
@@ -47,6 +50,29 @@ int pld__shm_reap(struct pld__device *d, int block) {
     return 1;
   }
   return 0;
+}
+
+/* Reaps d's process once it exits, or gives up at the deadline.  The wait
+ * sleeps on a process descriptor, which wakes the moment the process is
+ * gone (kernels without pidfd_open: short naps).  Returns 1 once reaped. */
+static int reap_by(struct pld__device *d, int64_t deadline) {
+  if (pld__shm_reap(d, 0))
+    return 1;
+  int fd = (int)syscall(SYS_pidfd_open, d->pid, 0);
+  while (!pld__shm_reap(d, 0)) {
+    int64_t left = deadline - pld__now_ns();
+    if (left <= 0)
+      break;
+    if (fd >= 0) {
+      struct pollfd pfd = {fd, POLLIN, 0};
+      poll(&pfd, 1, (int)((left + 999999) / 1000000));
+    } else {
+      pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  return d->reaped;
 }
 
 static int shm_gone(struct pld_program *p, int r, int block) {
@@ -135,9 +161,7 @@ static void shm_stop(struct pld_program *p, int kill_now) {
     }
     int64_t deadline = pld__now_ns() + PLD__MS(PLD_SHUTDOWN_MS);
     for (int r = 0; r < p->nranks; r++)
-      while (!pld__shm_reap(&p->devs[r], 0) && pld__now_ns() < deadline) {
-        pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
-      }
+      reap_by(&p->devs[r], deadline);
   }
   live_remove(p);
   for (int r = 0; r < p->nranks; r++)

@@ -100,6 +100,71 @@ static void test_more_waiting_blocks_than_cores(void **state) {
   }
 }
 
+/* ---- a deferred wait satisfied while the AICPU waits in a block -------- */
+
+/* Rank 0 launches k_hold (waits until its cell go[0] is set), k_defer
+ * (defers waiting until every other rank added 1 to its flag) and
+ * k_after, which depends on k_defer through flag and releases rank 1,
+ * which then sets rank 0's go.  The AICPU runs k_hold itself and blocks
+ * in it; k_defer's block ends on a core thread before the flag is full,
+ * and no block ends after that: only the AICPU, woken in k_hold's wait by
+ * the other ranks' notifies, can see the deferred wait satisfied. */
+PLD_KERNEL(k_hold, k, PLD_WINDOW(go, INT32, 1), PLD_OUT(y, INT32, 1)) {
+  pld_wait(k, go, PLD_AT(0), 1, PLD_WAIT_GE);
+  pld_write(k, y, PLD_AT(0), 7);
+}
+PLD_KERNEL(k_defer, k, PLD_WINDOW(flag, INT32, 1)) {
+  int32_t n = pld_nranks(k, pld_window_comm(flag));
+  pld_wait_deferred(k, flag, PLD_AT(0), n - 1, PLD_WAIT_GE);
+}
+PLD_KERNEL(k_after, k, PLD_WINDOW(flag, INT32, 1), PLD_WINDOW(rel, INT32, 1)) {
+  pld_notify(k, rel, 1, PLD_AT(0), 1, PLD_NOTIFY_SET);
+}
+PLD_KERNEL(k_other, k, PLD_WINDOW(flag, INT32, 1), PLD_WINDOW(rel, INT32, 1),
+           PLD_WINDOW(go, INT32, 1)) {
+  struct timespec ts = {0, 30 * 1000000L}; /* rank 0 is waiting by now */
+  nanosleep(&ts, NULL);
+  pld_notify(k, flag, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+  if (pld_rank(k, pld_window_comm(flag)) != 1)
+    return;
+  pld_wait(k, rel, PLD_AT(0), 1, PLD_WAIT_GE);
+  pld_notify(k, go, 0, PLD_AT(0), 1, PLD_NOTIFY_SET);
+}
+PLD_DEVICE(d_hold, a, PLD_WINDOW(go, INT32, 1), PLD_WINDOW(flag, INT32, 1),
+           PLD_WINDOW(rel, INT32, 1), PLD_OUT(y, INT32, 1),
+           PLD_SCALAR(rank, INT32)) {
+  if (rank == 0) {
+    pld_launch(a, k_hold, 1, go, y);
+    pld_launch(a, k_defer, 1, flag);
+    pld_launch(a, k_after, 1, flag, rel);
+  } else {
+    pld_launch(a, k_other, 1, flag, rel, go);
+  }
+}
+PLD_HOST(h_hold, h, PLD_OUT(y, INT32, NR, 1)) {
+  pld_window_buf gb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  pld_window_buf fb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  pld_window_buf rb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_hold, r, pld_window_view(h, gb, PLD_INT32, PLD_SHAPE(1)),
+                 pld_window_view(h, fb, PLD_INT32, PLD_SHAPE(1)),
+                 pld_window_view(h, rb, PLD_INT32, PLD_SHAPE(1)),
+                 pld_slice(h, y, r), r);
+}
+
+static void test_deferred_while_aicpu_waits(void **state) {
+  (void)state;
+  for (int n = 2; n <= 4; n++) {
+    pld_config cfg = comm_config(n);
+    cfg.wait_timeout_ms = 5000; /* unseen, the deferred wait times out */
+    pld_tensor y = comm_int_tensor(-1, 2, (int64_t[]){n, 1});
+    assert_ok(pld_run(h_hold, &cfg, PLD_ARGS(y)));
+    const int32_t *ys = pld_tensor_data(y);
+    assert_int_equal(ys[0], 7);
+    pld_tensor_destroy(y);
+  }
+}
+
 /* ---- across ranks, and the rank's next dispatch ------------------------ */
 
 /* Rank r defers waiting for the row its left neighbour puts into its
@@ -236,6 +301,7 @@ static void test_deferred_misuse(void **state) {
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_more_waiting_blocks_than_cores),
     cmocka_unit_test(test_deferred_across_ranks),
+    cmocka_unit_test(test_deferred_while_aicpu_waits),
     cmocka_unit_test(test_deferred_never_satisfied),
     cmocka_unit_test(test_deferred_misuse),
 };
