@@ -461,7 +461,6 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
     return 0; /* process 0 watches */
   static _Thread_local struct verdict v;
   struct pld__spin spin = pld__world_spin(p->world, NULL);
-  pld__awake(&spin);
   uint32_t done_sent = UINT32_MAX, calls_sent = 0, tasks_ran = 0;
   int64_t last = 0;
   for (;;) {
@@ -484,7 +483,6 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
     pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &spin,
                     SNAP_NS, 1);
   }
-  pld__asleep(&spin);
   *st = conclude(p, argv, v.status, v.msg, v.dead);
   return 1;
 }

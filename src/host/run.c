@@ -848,6 +848,14 @@ int pld_program_prepare(pld_program *p) {
                : pld__trace_prepare(p);
   if (!st)
     st = p->cp->start(p);
+  if (!st) {
+    /* The host thread counts as awake from now on, between runs too: it
+     * runs the user's code then, and device threads polling for the next
+     * run must yield to it rather than take every CPU (it leaves the
+     * count only while it sleeps in a wait). */
+    struct pld__spin spin = pld__world_spin(p->world, NULL);
+    pld__awake(&spin);
+  }
   if (spanned)
     pld__htrace_end(p, &span, 0);
   if (st && !p->started) {
@@ -958,7 +966,6 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
     return st;
   }
   struct pld__spin spin = pld__world_spin(w, NULL);
-  pld__awake(&spin); /* until the run returns (label out) */
 
   int failed_rank = -1;
   struct watch wt;
@@ -1065,9 +1072,6 @@ crashed:
   st = finish(p, argv, st, result);
 out:
   pld__inters_release(p);
-  /* After device_died the world is gone, and with it the count. */
-  if (p->started)
-    pld__asleep(&spin);
   if (posted != seq)
     pld__free(posted);
   return st;
