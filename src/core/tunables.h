@@ -49,6 +49,10 @@
   X(PLD_DEADLOCK_QUIET_MS, int64_t, 50, 1, 60000, "milliseconds",              \
     "Milliseconds every rank must stay blocked, with no signal and no block "  \
     "progressing, before the run is reported as a deadlock.")                  \
+  X(PLD_WATCH_US, int64_t, 1000, 1, 60000000, "microseconds",                  \
+    "Microseconds between the host's looks at every core of every device "     \
+    "while a run waits (deadlocks, wait and kernel time limits): a run "       \
+    "shorter than this is not looked at.")                                     \
   X(PLD_LIVENESS_MS, int64_t, 100, 1, 60000, "milliseconds",                   \
     "Milliseconds between the host's checks that its device processes are "    \
     "alive while a run waits (a crash is reported within this).")              \

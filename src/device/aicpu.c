@@ -100,14 +100,18 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
                  sig->name, (long long)argv[0].v.i);
   int32_t blocks = (int32_t)argv[0].v.i;
   pld_arg norm[PLD_MAX_PARAMS];
-  char what[160];
-  pld__catf(what, sizeof what, "pld_launch (rank %d, device %d, in %s)",
-            a->rank, a->device, a->fn);
   struct pld__tensor reshaped[PLD_MAX_PARAMS];
-  int st = pld__sig_check(sig, what, a->dims, argc - 1, argv + 1, norm,
+  int st = pld__sig_check(sig, "pld_launch", a->dims, argc - 1, argv + 1, norm,
                           reshaped, a->msg, sizeof a->msg);
-  if (st)
+  if (st) {
+    /* The call is named in full only once it failed (a launch formats
+     * nothing): the message starts "pld_launch: ". */
+    char rest[PLD__MSG_MAX];
+    pld__catf(rest, sizeof rest, "%s", a->msg + strlen("pld_launch"));
+    pld__catf(a->msg, sizeof a->msg, "pld_launch (rank %d, device %d, in %s)%s",
+              a->rank, a->device, a->fn, rest);
     return a->status = st;
+  }
   return pld__launch_checked(ctx, kernel, blocks, norm);
 }
 

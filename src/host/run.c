@@ -26,9 +26,10 @@
 #include "pld/collective.h"
 
 /* The watch's timing (PLD_DEADLOCK_QUIET_MS, PLD_STOP_GRACE_MS,
- * PLD_STOP_POLL_MS, PLD_EXIT_GRACE_MS, PLD_LIVENESS_MS) is in the tunables
- * table (core/tunables.h). */
+ * PLD_STOP_POLL_MS, PLD_EXIT_GRACE_MS, PLD_LIVENESS_MS, PLD_WATCH_US) is in
+ * the tunables table (core/tunables.h). */
 #define QUIET_NS PLD__MS(PLD_DEADLOCK_QUIET_MS)
+#define WATCH_NS PLD__US(PLD_WATCH_US)
 #define STOP_GRACE_NS PLD__MS(PLD_STOP_GRACE_MS)
 #define STOPPING_NS PLD__MS(PLD_STOP_POLL_MS)
 #define EXIT_NS PLD__MS(PLD_EXIT_GRACE_MS)
@@ -971,7 +972,7 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
   struct watch wt;
   memset(&wt, 0, sizeof wt);
   wt.posted = posted;
-  int64_t last_reap = pld__now_ns(), stopped_at = 0;
+  int64_t last_reap = pld__now_ns(), stopped_at = 0, last_watch = last_reap;
   int watch_st = PLD_OK, stragglers = 0, next_task = 0;
   /* The run's result when the watch or a rank failed it: it stands,
    * whatever the devices say when they are stopped. */
@@ -1018,12 +1019,20 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
       stopped_at = now;
     }
     /* Once stopped, the first reason stands: a wait or kernel going over
-     * its limit while the run winds down is only a straggler. */
-    if (!stopped_at && (watch_st = watch_run(p, &wt))) {
-      memcpy(result, pld_last_error(), sizeof result);
-      stop_run(p, watch_st == PLD_ERR_DEADLOCK ? PLD__ABORT_DEADLOCK
-                                               : PLD__ABORT_TIMEOUT);
-      stopped_at = now;
+     * its limit while the run winds down is only a straggler.  The watch
+     * reads every core of every device: it looks every WATCH_NS at most
+     * (a wake sooner shortens the next sleep to when it is due), so that
+     * a short run costs no look at all. */
+    int64_t watch_due = last_watch + WATCH_NS;
+    if (!stopped_at && now >= watch_due) {
+      last_watch = now;
+      watch_due = now + WATCH_NS;
+      if ((watch_st = watch_run(p, &wt))) {
+        memcpy(result, pld_last_error(), sizeof result);
+        stop_run(p, watch_st == PLD_ERR_DEADLOCK ? PLD__ABORT_DEADLOCK
+                                                 : PLD__ABORT_TIMEOUT);
+        stopped_at = now;
+      }
     }
     if (wt.corrupt[0]) {
       st = device_died(p, wt.corrupt_rank, wt.corrupt);
@@ -1034,11 +1043,12 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
       stragglers = 1;
       break;
     }
-    p->cp->await(p, ev,
-                 stopped_at ? STOPPING_NS
-                 : wt.quiet ? QUIET_NS / 4
-                            : PLD__MS(PLD_LIVENESS_MS),
-                 &spin);
+    int64_t nap = stopped_at ? STOPPING_NS
+                  : wt.quiet ? QUIET_NS / 4
+                             : PLD__MS(PLD_LIVENESS_MS);
+    if (!stopped_at && watch_due - now < nap)
+      nap = watch_due - now;
+    p->cp->await(p, ev, nap, &spin);
     /* A device killed from outside rings no bell: look for it every
      * PLD__MS(PLD_LIVENESS_MS), however often the loop wakes. */
     now = pld__now_ns();
