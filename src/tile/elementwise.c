@@ -4,9 +4,17 @@
  * element of b, or the scalar), written once for floats and once for
  * integers; the macros below turn it into one vectorizable loop per dtype
  * with the dtype switch outside the loops, compiled once per level
- * (tile/isa.h).  FP16 and BF16 tiles are computed in float: a chunk is
- * converted to a float scratch, computed by the FP32 loop and converted
- * back, rounding to nearest even. */
+ * (tile/isa.h).  FP16 and BF16 tiles are computed in float, converted
+ * exactly and rounded back to nearest even: in one loop, or a block at a
+ * time through the CPU's conversions (EW_HALF_BLOCKS). */
+/* gcc's pre-allocation scheduling, with register pressure in mind: the
+ * unrolled loops of the float functions (exp, log) on two vectors at a
+ * time otherwise come out with merge-masked moves into registers that the
+ * previous iteration's chain last wrote, a false dependency from one
+ * iteration to the next that halved the FP16 and BF16 exp rate (llvm-mca
+ * and bench_tile agree); the other loops are unchanged by it. */
+#pragma GCC optimize("schedule-insns", "sched-pressure")
+
 #include <string.h>
 
 #include "tile/convert.h"
@@ -59,31 +67,47 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
     }                                                                          \
   } while (0)
 
-/* FP16 elements converted to float at a time by the CPU's instructions
- * (avx2 and avx512, tile/convert_loops.h), which gcc does not generate:
- * small enough that a chunk of each operand stays in L1 between the
- * conversion, the float loop and the conversion back. */
-#define EW_HALF_CHUNK 256
+/* With the CPU's conversions (avx2 and avx512: F16C, and AVX-512's FP16
+ * and BF16 loops, tile/convert_loops.h), which gcc does not generate, FP16
+ * and BF16 go in blocks of PLD__HALF_BLOCK elements: a block of each
+ * operand converted to float, the float loop, the conversion back, in
+ * registers (every loop over a block is unrolled whole), so that the
+ * operation is one pass over the tiles.  The remainder shorter than a
+ * block goes the same way, through a float scratch. */
+#define EW_HALF_PASS(DT, FEXPR, I0, M)                                         \
+  do {                                                                         \
+    float fa_[PLD__HALF_BLOCK], fb_[PLD__HALF_BLOCK];                          \
+    pld__load_half_at(isa, DT, fa_, (const uint16_t *)a + (I0), (M));          \
+    if (!scalar)                                                               \
+      pld__load_half_at(isa, DT, fb_, (const uint16_t *)b + (I0), (M));        \
+    EW_LOOP(float, FEXPR, fa_, fa_, scalar ? (const float *)b : fb_, scalar,   \
+            (M));                                                              \
+    pld__store_half_at(isa, DT, (uint16_t *)d + (I0), fa_, (M));               \
+  } while (0)
 
+#define EW_HALF_BLOCKS(DT, FEXPR)                                              \
+  do {                                                                         \
+    size_t i0 = 0;                                                             \
+    for (; i0 + PLD__HALF_BLOCK <= n; i0 += PLD__HALF_BLOCK)                   \
+      EW_HALF_PASS(DT, FEXPR, i0, PLD__HALF_BLOCK);                            \
+    if (i0 < n)                                                                \
+      EW_HALF_PASS(DT, FEXPR, i0, n - i0);                                     \
+  } while (0)
+
+/* BF16 takes the blocks with avx512 only: with AVX2, gcc's vectorization
+ * of the fused plain C loop is the faster. */
 #define EW_HALF_CASE(FEXPR)                                                    \
   case PLD_BF16:                                                               \
-    EW_FUSED(FEXPR, pld__bf16_to_f32, pld__f32_to_bf16);                       \
+    if (isa >= PLD__ISA_AVX512)                                                \
+      EW_HALF_BLOCKS(PLD_BF16, FEXPR);                                         \
+    else                                                                       \
+      EW_FUSED(FEXPR, pld__bf16_to_f32, pld__f32_to_bf16);                     \
     break;                                                                     \
   case PLD_FP16:                                                               \
-    if (isa == PLD__ISA_GENERIC) {                                             \
+    if (isa >= PLD__ISA_AVX2)                                                  \
+      EW_HALF_BLOCKS(PLD_FP16, FEXPR);                                         \
+    else                                                                       \
       EW_FUSED(FEXPR, pld__fp16_to_f32, pld__f32_to_fp16);                     \
-      break;                                                                   \
-    }                                                                          \
-    for (size_t i0 = 0; i0 < n; i0 += EW_HALF_CHUNK) {                         \
-      float fa_[EW_HALF_CHUNK], fb_[EW_HALF_CHUNK];                            \
-      const size_t m = n - i0 < EW_HALF_CHUNK ? n - i0 : EW_HALF_CHUNK;        \
-      pld__load_f32_at(isa, dt, fa_, (const uint16_t *)a + i0, m);             \
-      if (!scalar)                                                             \
-        pld__load_f32_at(isa, dt, fb_, (const uint16_t *)b + i0, m);           \
-      EW_LOOP(float, FEXPR, fa_, fa_, scalar ? (const float *)b : fb_, scalar, \
-              m);                                                              \
-      pld__store_f32_at(isa, dt, (uint16_t *)d + i0, fa_, m);                  \
-    }                                                                          \
     break;
 
 /* The kernel of an operation defined for every tile dtype, one copy per

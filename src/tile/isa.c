@@ -85,9 +85,12 @@ static int from_environment(void) {
   return best;
 }
 
+/* The level is stored last, with release: a thread that sees it set (the
+ * fast path of pld__isa_refusal, which every tile operation asks) sees
+ * best and refusal too. */
 static void choose(void) {
   best = cpu_best();
-  __atomic_store_n(&pld__isa_level, from_environment(), __ATOMIC_RELAXED);
+  __atomic_store_n(&pld__isa_level, from_environment(), __ATOMIC_RELEASE);
 }
 
 int pld__isa_choose(void) {
@@ -101,7 +104,8 @@ int pld__isa_best(void) {
 }
 
 const char *pld__isa_refusal(void) {
-  pld__isa_choose();
+  if (__atomic_load_n(&pld__isa_level, __ATOMIC_ACQUIRE) < 0)
+    pld__isa_choose();
   return refusal[0] ? refusal : NULL;
 }
 
@@ -117,6 +121,6 @@ int pld__isa_set(int level) {
                      "pld__isa_set: level %s: this CPU and build run %s to "
                      "%s",
                      pld__isa_name(level), names[PLD__ISA_BASE], names[best]);
-  __atomic_store_n(&pld__isa_level, level, __ATOMIC_RELAXED);
+  __atomic_store_n(&pld__isa_level, level, __ATOMIC_RELEASE);
   return PLD_OK;
 }

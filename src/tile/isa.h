@@ -116,9 +116,14 @@ int pld__isa_set(int level);
 
 #define PLD__ISA_UNPAREN(...) __VA_ARGS__
 
-/* The copy of name's body for one level. */
+/* The copy of name's body for one level, with every call in it inlined
+ * where it can be: the helpers compiled for one level (the FP16 and BF16
+ * loops of tile/convert_loops.h) are inlined into that level's copy only,
+ * where gcc's size limits would otherwise leave some calls in the large
+ * elementwise kernels (a call, and a vzeroupper, per block). */
+#define PLD__ISA_FLAT __attribute__((flatten))
 #define PLD__ISA_COPY(attr, suffix, level, name, params, args)                 \
-  attr static void name##__##suffix params {                                   \
+  attr PLD__ISA_FLAT static void name##__##suffix params {                     \
     name##__body(level, PLD__ISA_UNPAREN args);                                \
   }
 

@@ -12,27 +12,6 @@
  * one, as on the chip: tiles pack with no space between them, so whatever
  * fits the hardware's buffer fits here. */
 
-/* ---- dtypes ------------------------------------------------------------- */
-
-int pld__is_tile_dtype(pld_dtype dt) {
-  switch (dt) {
-#define PLD__TILE_DTYPE_CASE(name, T) case PLD_##name:
-    PLD__TILE_DTYPES(PLD__TILE_DTYPE_CASE)
-#undef PLD__TILE_DTYPE_CASE
-    return 1;
-  default:
-    return 0;
-  }
-}
-
-int pld__is_float_dtype(pld_dtype dt) {
-  return dt == PLD_FP32 || pld__is_half_dtype(dt);
-}
-
-int pld__is_half_dtype(pld_dtype dt) {
-  return dt == PLD_FP16 || dt == PLD_BF16;
-}
-
 /* ---- checks ------------------------------------------------------------- */
 
 int pld__vector_only(struct pld__core *c, const char *fn) {

@@ -88,12 +88,28 @@
   X(INT32, int32_t, INT32_MIN, INT32_MAX)                                      \
   PLD__NARROW_INT_DTYPES(X)
 
-/* A dtype tiles compute on (PLD__TILE_DTYPES). */
-int pld__is_tile_dtype(pld_dtype dt);
-/* FP32, FP16 or BF16 (the dtypes computed in float). */
-int pld__is_float_dtype(pld_dtype dt);
+/* A dtype tiles compute on (PLD__TILE_DTYPES).  These three are inline:
+ * every operation asks them before it computes. */
+static inline int pld__is_tile_dtype(pld_dtype dt) {
+  switch (dt) {
+#define PLD__TILE_DTYPE_CASE(name, T) case PLD_##name:
+    PLD__TILE_DTYPES(PLD__TILE_DTYPE_CASE)
+#undef PLD__TILE_DTYPE_CASE
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 /* FP16 or BF16 (stored narrower than they are computed). */
-int pld__is_half_dtype(pld_dtype dt);
+static inline int pld__is_half_dtype(pld_dtype dt) {
+  return dt == PLD_FP16 || dt == PLD_BF16;
+}
+
+/* FP32, FP16 or BF16 (the dtypes computed in float). */
+static inline int pld__is_float_dtype(pld_dtype dt) {
+  return dt == PLD_FP32 || pld__is_half_dtype(dt);
+}
 
 /* ---- checks ------------------------------------------------------------- */
 
