@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "core/alloc.h"
 #include "pld/rma.h"
 #include "tile/tile.h"
 
@@ -11,14 +12,6 @@ static size_t win_at(const struct pld__tensor *w, int64_t row, int64_t col) {
   size_t es = pld_dtype_size(w->dtype);
   return w->win_offset +
          ((size_t)row * (size_t)pld__tensor_cols(w) + (size_t)col) * es;
-}
-
-/* Address of (row, col) of a local tensor. */
-static unsigned char *tensor_at(const struct pld__tensor *t, int64_t row,
-                                int64_t col) {
-  size_t es = pld_dtype_size(t->dtype);
-  return (unsigned char *)t->data +
-         ((size_t)row * (size_t)pld__tensor_cols(t) + (size_t)col) * es;
 }
 
 static int fabric_failed(struct pld__core *c, const char *fn, int st) {
@@ -58,6 +51,28 @@ static int put_signal(struct pld__core *c, const char *fn,
   return st;
 }
 
+/* Columns and rows of a tensor seen as a matrix, as pld__tensor_cols and
+ * pld__tensor_rows count them; here inline, since every put and get asks
+ * several times and a 4 KiB copy takes only about 40 ns. */
+static inline int64_t cols_of(const struct pld__tensor *t) {
+  return t->shape[t->ndim - 1];
+}
+static inline int64_t rows_of(const struct pld__tensor *t) {
+  int64_t r = 1;
+  for (int i = 0; i + 1 < t->ndim; i++)
+    r *= t->shape[i];
+  return r;
+}
+
+/* Whether rows x cols at (row, col) lie inside t: pld__region_check's
+ * test, which is called (for its message) only when this fails. */
+static inline int in_region(const struct pld__tensor *t, int64_t row,
+                            int64_t col, int64_t rows, int64_t cols) {
+  int64_t trows = rows_of(t), tcols = cols_of(t);
+  return !(rows <= 0 || cols <= 0 || row < 0 || col < 0 || row > trows - rows ||
+           col > tcols - cols);
+}
+
 /* Moves rows x cols elements between local memory (row stride `stride`
  * bytes) and peer's copy of window w at (row, col): a write (put != 0,
  * accumulating with PLD_ATOMIC_ADD) or a read.  Whole rows on both sides
@@ -70,34 +85,36 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
                      unsigned char *local, size_t stride, pld_atomic atomic,
                      struct fused *sig, int later) {
   struct pld__fabric *f = c->env->fabric;
-  size_t es = pld_dtype_size(w->dtype);
+  const size_t es = pld_dtype_size(w->dtype);
+  const int64_t wcols = cols_of(w);
+  const size_t wstride = (size_t)wcols * es;
   if (pld__race_on()) {
-    int st = pld__race_access(!put                       ? PLD__RACE_READ
-                              : atomic == PLD_ATOMIC_ADD ? PLD__RACE_ATOMIC
-                                                         : PLD__RACE_WRITE,
-                              fn, w->name, w->win_buf, world,
-                              win_at(w, row, col), (size_t)cols * es,
-                              (size_t)rows, (size_t)pld__tensor_cols(w) * es);
+    int st =
+        pld__race_access(!put                       ? PLD__RACE_READ
+                         : atomic == PLD_ATOMIC_ADD ? PLD__RACE_ATOMIC
+                                                    : PLD__RACE_WRITE,
+                         fn, w->name, w->win_buf, world, win_at(w, row, col),
+                         (size_t)cols * es, (size_t)rows, wstride);
     if (st)
       return fabric_failed(c, fn, st);
   }
-  if (stride == (size_t)cols * es && cols == pld__tensor_cols(w)) {
+  if (stride == (size_t)cols * es && cols == wcols) {
     cols *= rows;
     rows = 1;
   }
-  for (int64_t r = 0; r < rows; r++) {
-    size_t off = win_at(w, row + r, col);
+  size_t off = w->win_offset + ((size_t)row * (size_t)wcols + (size_t)col) * es;
+  const size_t len = (size_t)cols * es;
+  for (int64_t r = 0; r < rows; r++, off += wstride) {
     unsigned char *l = local + (size_t)r * stride;
     int last_plain = put && atomic != PLD_ATOMIC_ADD && sig && r == rows - 1;
-    int st = !put ? (later ? f->ops->read_later : f->ops->read)(
-                        f, w->win_buf, world, off, l, (size_t)cols * es)
+    int st = !put ? (later ? f->ops->read_later
+                           : f->ops->read)(f, w->win_buf, world, off, l, len)
              : atomic == PLD_ATOMIC_ADD
                  ? f->ops->accumulate(f, w->win_buf, world, off, l,
                                       (size_t)cols, w->dtype)
-             : last_plain
-                 ? put_signal(c, fn, w, world, off, l, (size_t)cols * es, sig)
-                 : (later ? f->ops->write_later : f->ops->write)(
-                       f, w->win_buf, world, off, l, (size_t)cols * es);
+             : last_plain ? put_signal(c, fn, w, world, off, l, len, sig)
+                          : (later ? f->ops->write_later : f->ops->write)(
+                                f, w->win_buf, world, off, l, len);
     if (st)
       return fabric_failed(c, fn, st);
     if (last_plain) {
@@ -289,6 +306,13 @@ static int chunk_shape(struct pld__core *c, const char *fn, const pld_xfer *o,
     cr = t->rows;
     cc = t->cols;
   }
+  /* A region of at most STAGE_BYTES is one chunk: no division (two
+   * 64-bit divisions are a noticeable part of a small put). */
+  if (!cc && !cr && (size_t)rows * (size_t)cols * es <= STAGE_BYTES) {
+    *crows = rows;
+    *ccols = cols;
+    return PLD_OK;
+  }
   if (!cc)
     cc = (size_t)cols * es > STAGE_BYTES ? (int64_t)(STAGE_BYTES / es) : cols;
   if (!cr)
@@ -335,6 +359,72 @@ static void copy_block(unsigned char *dst, size_t dstride,
     memcpy(dst + (size_t)r * dstride, src + (size_t)r * sstride, len);
 }
 
+/* Whether the staging tiles of a transfer (crows x ccols elements of es
+ * bytes, two if pipelined) fit this core's tile memory with no tile live:
+ * then pld__tile_alloc would place them at offset 0 and pld_tile_free take
+ * them back, leaving tile memory as it was, so the reservation needs no
+ * doing (it costs a small put a sixth of its time).  The sizes are
+ * pld__tile_alloc's: rows of whole granules. */
+static inline int stage_fits_empty(const struct pld__core *c, const pld_xfer *o,
+                                   size_t es, int64_t crows, int64_t ccols) {
+  if (c->live || c->status)
+    return 0;
+  const uint64_t row_bytes =
+      pld__round_up((size_t)ccols * es, (size_t)PLD__TILE_GRANULE);
+  return (uint64_t)crows * row_bytes * (o->pipelined ? 2u : 1u) <=
+         c->spec.capacity;
+}
+
+/* The failures of transfer's checks, composed out of its way: a put of
+ * 4 KiB takes about 40 ns, and the message buffers of every refusal in
+ * its frame cost it more than the checks themselves. */
+static int __attribute__((noinline, cold))
+refuse_domains(struct pld__core *c, const char *fn, const struct pld__tensor *w,
+               const struct pld__tensor *sig, int32_t peer) {
+  char ws[160], ss[160];
+  pld__describe(ws, sizeof ws, w, PLD__NO_PEER, NULL);
+  pld__describe(ss, sizeof ss, sig, PLD__NO_PEER, NULL);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "peer %d of %s is world rank %d, but of %s world rank "
+                    "%d: the data and the signal must share the domain",
+                    (int)peer, ws, w->comm->members[peer], ss,
+                    sig->comm->members[peer]);
+}
+
+static int __attribute__((noinline, cold))
+refuse_local(struct pld__core *c, const char *fn, int put,
+             const struct pld__tensor *loc, pld_atomic atomic) {
+  if (!loc || !loc->data || (loc->flags & PLD__T_INVALID))
+    return pld__kfail(c, PLD_ERR_ARG, fn, "%s: expected a tensor with data",
+                      put ? "src" : "dst");
+  if (!put && loc->dir == PLD_DIR_IN)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "dst: tensor '%s' is an In parameter: only Out and "
+                      "InOut tensors can be written",
+                      loc->name ? loc->name : "?");
+  (void)atomic;
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "atomic: a get cannot accumulate; use PLD_ATOMIC_NONE");
+}
+
+static int __attribute__((noinline, cold))
+refuse_shape(struct pld__core *c, const char *fn, int put,
+             const struct pld__tensor *loc, const struct pld__tensor *win,
+             int32_t peer) {
+  char ls[160], ws[160], lt[128], wt[128];
+  pld__describe(ls, sizeof ls, loc, PLD__NO_PEER,
+                put ? "source" : "destination");
+  pld__describe(ws, sizeof ws, win, peer, NULL);
+  pld__tensor_str(lt, sizeof lt, loc);
+  pld__tensor_str(wt, sizeof wt, win);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "%s is %s but %s is %s: a whole-tensor %s needs one "
+                    "shape on both sides (a pld_xfer region moves part of "
+                    "one)",
+                    put ? ls : ws, put ? lt : wt, put ? ws : ls, put ? wt : lt,
+                    put ? "put" : "get");
+}
+
 /* A put (local tensor -> peer's window) or a get (peer's window -> local
  * tensor).  The transfer is cut in chunks the size of a staging tile.
  * Without the kernel's tiles (sg NULL) it reserves one such tile in this
@@ -358,82 +448,59 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   if (nt && (st = pld__notify_check(c, fn, nt->sig, peer, nt->n, nt->idx,
                                     nt->op, &sig_off)))
     return st;
-  if (nt && nt->sig.p->comm->members[peer] != win.p->comm->members[peer]) {
-    char ws[160], ss[160];
-    pld__describe(ws, sizeof ws, win.p, PLD__NO_PEER, NULL);
-    pld__describe(ss, sizeof ss, nt->sig.p, PLD__NO_PEER, NULL);
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "peer %d of %s is world rank %d, but of %s world rank "
-                      "%d: the data and the signal must share the domain",
-                      (int)peer, ws, win.p->comm->members[peer], ss,
-                      nt->sig.p->comm->members[peer]);
-  }
-  pld_xfer o;
-  memset(&o, 0, sizeof o);
-  if (opt)
-    o = *opt;
-  if (!loc.p || !loc.p->data || (loc.p->flags & PLD__T_INVALID))
-    return pld__kfail(c, PLD_ERR_ARG, fn, "%s: expected a tensor with data",
-                      put ? "src" : "dst");
-  if (!put && loc.p->dir == PLD_DIR_IN)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "dst: tensor '%s' is an In parameter: only Out and "
-                      "InOut tensors can be written",
-                      loc.p->name ? loc.p->name : "?");
-  if (!put && o.atomic != PLD_ATOMIC_NONE)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "atomic: a get cannot accumulate; use PLD_ATOMIC_NONE");
-  if (put && (st = check_atomic(c, fn, win.p, o.atomic)))
+  if (nt && nt->sig.p->comm->members[peer] != win.p->comm->members[peer])
+    return refuse_domains(c, fn, win.p, nt->sig.p, peer);
+  static const pld_xfer whole; /* no pld_xfer: all zero */
+  const pld_xfer *o = opt ? opt : &whole;
+  if (!loc.p || !loc.p->data || (loc.p->flags & PLD__T_INVALID) ||
+      (!put && (loc.p->dir == PLD_DIR_IN || o->atomic != PLD_ATOMIC_NONE)))
+    return refuse_local(c, fn, put, loc.p, o->atomic);
+  if (put && o->atomic != PLD_ATOMIC_NONE &&
+      (st = check_atomic(c, fn, win.p, o->atomic)))
     return st;
   const struct pld__tensor *src = put ? loc.p : win.p;
   const char *role = put ? "source" : "destination";
-  if ((st = check_dtypes(c, fn, put, win.p, peer, loc.p->dtype, loc.p)))
+  if (win.p->dtype != loc.p->dtype &&
+      (st = check_dtypes(c, fn, put, win.p, peer, loc.p->dtype, loc.p)))
     return st;
   /* The whole tensor (no pld_xfer): one shape on both sides. */
-  if (!opt && !same_shape(loc.p, win.p)) {
-    char ls[160], ws[160], lt[128], wt[128];
-    pld__describe(ls, sizeof ls, loc.p, PLD__NO_PEER, role);
-    pld__describe(ws, sizeof ws, win.p, peer, NULL);
-    pld__tensor_str(lt, sizeof lt, loc.p);
-    pld__tensor_str(wt, sizeof wt, win.p);
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "%s is %s but %s is %s: a whole-tensor %s needs one "
-                      "shape on both sides (a pld_xfer region moves part of "
-                      "one)",
-                      put ? ls : ws, put ? lt : wt, put ? ws : ls,
-                      put ? wt : lt, put ? "put" : "get");
-  }
+  if (!opt && !same_shape(loc.p, win.p))
+    return refuse_shape(c, fn, put, loc.p, win.p, peer);
   /* 0 rows: all of the source's; 0 columns: all of its columns. */
-  int64_t rows = o.rows ? o.rows : pld__tensor_rows(src);
-  int64_t cols = o.cols ? o.cols : pld__tensor_cols(src);
-  int64_t lrow = put ? o.src_row : o.dst_row,
-          lcol = put ? o.src_col : o.dst_col;
-  int64_t wrow = put ? o.dst_row : o.src_row,
-          wcol = put ? o.dst_col : o.src_col;
-  if ((st = pld__region_check(c, fn, loc.p, PLD__NO_PEER, role, lrow, lcol,
-                              rows, cols)) ||
-      (st = pld__region_check(c, fn, win.p, peer, NULL, wrow, wcol, rows,
-                              cols)) ||
+  int64_t rows = o->rows ? o->rows : rows_of(src);
+  int64_t cols = o->cols ? o->cols : cols_of(src);
+  int64_t lrow = put ? o->src_row : o->dst_row,
+          lcol = put ? o->src_col : o->dst_col;
+  int64_t wrow = put ? o->dst_row : o->src_row,
+          wcol = put ? o->dst_col : o->src_col;
+  size_t es = pld_dtype_size(src->dtype);
+  if ((!in_region(loc.p, lrow, lcol, rows, cols) &&
+       (st = pld__region_check(c, fn, loc.p, PLD__NO_PEER, role, lrow, lcol,
+                               rows, cols))) ||
+      (!in_region(win.p, wrow, wcol, rows, cols) &&
+       (st = pld__region_check(c, fn, win.p, peer, NULL, wrow, wcol, rows,
+                               cols))) ||
       (sg && (st = check_staging(c, fn, sg, src->dtype))) ||
       /* the local side may be this rank's copy of a window */
-      (st = pld__tensor_race(
-           c, fn, put ? PLD__RACE_READ : PLD__RACE_WRITE, loc.p, lrow, lcol,
-           (size_t)cols * pld_dtype_size(loc.p->dtype), (size_t)rows)))
+      (st = pld__tensor_race(c, fn, put ? PLD__RACE_READ : PLD__RACE_WRITE,
+                             loc.p, lrow, lcol, (size_t)cols * es,
+                             (size_t)rows)))
     return st;
 
-  size_t es = pld_dtype_size(src->dtype);
   int64_t crows = 1, ccols = 1;
-  if ((st = chunk_shape(c, fn, &o, sg, es, rows, cols, &crows, &ccols)))
+  if ((st = chunk_shape(c, fn, o, sg, es, rows, cols, &crows, &ccols)))
     return st;
   pld_tile *stage[2] = {NULL, NULL};
-  for (int i = 0; !sg && i < (o.pipelined ? 2 : 1); i++)
+  for (int i = 0; !sg && !stage_fits_empty(c, o, es, crows, ccols) &&
+                  i < (o->pipelined ? 2 : 1);
+       i++)
     if (!(stage[i] = pld__tile_alloc(c, fn, src->dtype, (int32_t)crows,
                                      (int32_t)ccols))) {
       pld_tile_free(k, stage[0]);
       return c->status;
     }
   int world = win.p->comm->members[peer];
-  size_t stride = (size_t)pld__tensor_cols(loc.p) * es;
+  size_t stride = (size_t)cols_of(loc.p) * es;
   struct pld__tev e;
   int observed = rma_begin(&e,
                            sg ? (put ? PLD__TR_PUT_TILES : PLD__TR_GET_TILES)
@@ -448,23 +515,24 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
    * the chunks would land where the whole region does, so it moves as one
    * (one transfer where the fabric crosses a network), nothing waiting
    * for a copy. */
+  unsigned char *lbase = (unsigned char *)loc.p->data +
+                         ((size_t)lrow * stride + (size_t)lcol * es);
   if (!sg)
-    st = move_rows(c, fn, put, win.p, world, wrow, wcol, rows, cols,
-                   tensor_at(loc.p, lrow, lcol), stride, o.atomic,
-                   nt && put ? &fz : NULL, 1);
+    st = move_rows(c, fn, put, win.p, world, wrow, wcol, rows, cols, lbase,
+                   stride, o->atomic, nt && put ? &fz : NULL, 1);
   for (int64_t r = 0; sg && r < rows && !st; r += crows)
     for (int64_t q = 0; q < cols && !st; q += ccols) {
       int64_t nr = rows - r < crows ? rows - r : crows;
       int64_t nc = cols - q < ccols ? cols - q : ccols;
       struct fused *last =
           nt && put && r + crows >= rows && q + ccols >= cols ? &fz : NULL;
-      unsigned char *l = tensor_at(loc.p, lrow + r, lcol + q);
+      unsigned char *l = lbase + (size_t)r * stride + (size_t)q * es;
       pld_tile *t = sg->tile[turn];
       turn = sg->tile[1] ? !turn : 0;
       if (put)
         copy_block(t->data, t->row_bytes, l, stride, nr, (size_t)nc * es);
       st = move_rows(c, fn, put, win.p, world, wrow + r, wcol + q, nr, nc,
-                     t->data, t->row_bytes, o.atomic, last, 0);
+                     t->data, t->row_bytes, o->atomic, last, 0);
       if (!st && !put)
         copy_block(l, stride, t->data, t->row_bytes, nr, (size_t)nc * es);
     }
@@ -482,8 +550,65 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   return st;
 }
 
+/* A plain put or get (no notify, no staging tiles of the kernel's) in the
+ * common case, with every check of transfer made and nothing else: the
+ * region is at most one staging tile and contiguous on both sides (so it
+ * moves in one fabric call), its staging tile fits the core's empty tile
+ * memory, neither the race detector nor any observer is on.  Returns 1
+ * with *st set when it did the transfer, 0 when the case is not the
+ * common one or a check fails: transfer then does it, or composes the
+ * failure.  (transfer alone makes a 4 KiB put cost as much again as its
+ * copy: about 500 instructions of general cases, calls and spills.) */
+static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
+                                 pld_tensor loc, pld_window win, int32_t peer,
+                                 const pld_xfer *opt, int *st) {
+  static const pld_xfer whole;
+  const struct pld__tensor *w = win.p, *l = loc.p;
+  const pld_xfer *o = opt ? opt : &whole;
+  if (c->status || !w || !(w->flags & PLD__T_WINDOW) || !w->comm || !c->env ||
+      !c->env->fabric || peer < 0 || peer >= w->comm->nranks || !l ||
+      !l->data || (l->flags & PLD__T_INVALID) ||
+      (!put && l->dir == PLD_DIR_IN) || o->atomic != PLD_ATOMIC_NONE ||
+      w->dtype != l->dtype || o->chunk_rows || o->chunk_cols ||
+      pld__race_on() || pld__observed(PLD__TEV_RMA) ||
+      (!opt && !same_shape(l, w)))
+    return 0;
+  const struct pld__tensor *src = put ? l : w;
+  const int64_t rows = o->rows ? o->rows : rows_of(src);
+  const int64_t cols = o->cols ? o->cols : cols_of(src);
+  const int64_t lrow = put ? o->src_row : o->dst_row,
+                lcol = put ? o->src_col : o->dst_col;
+  const int64_t wrow = put ? o->dst_row : o->src_row,
+                wcol = put ? o->dst_col : o->src_col;
+  if (!in_region(l, lrow, lcol, rows, cols) ||
+      !in_region(w, wrow, wcol, rows, cols))
+    return 0;
+  const size_t es = pld_dtype_size(w->dtype);
+  const size_t len = (size_t)rows * (size_t)cols * es;
+  const int64_t lcols = cols_of(l), wcols = cols_of(w);
+  /* One staging tile, one run on both sides. */
+  if (len > STAGE_BYTES || !stage_fits_empty(c, o, es, rows, cols) ||
+      (rows > 1 && (cols != lcols || cols != wcols)))
+    return 0;
+  struct pld__fabric *f = c->env->fabric;
+  const int world = w->comm->members[peer];
+  const size_t off =
+      w->win_offset + ((size_t)wrow * (size_t)wcols + (size_t)wcol) * es;
+  unsigned char *at = (unsigned char *)l->data +
+                      ((size_t)lrow * (size_t)lcols + (size_t)lcol) * es;
+  int r = put ? f->ops->write_later(f, w->win_buf, world, off, at, len)
+              : f->ops->read_later(f, w->win_buf, world, off, at, len);
+  if (!r)
+    r = f->ops->flush(f, world);
+  *st = r ? fabric_failed(c, fn, r) : PLD_OK;
+  return 1;
+}
+
 int pld_put(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
             const pld_xfer *opt) {
+  int st;
+  if (plain_transfer(k.p, "pld_put", 1, src, dst, peer, opt, &st))
+    return st;
   return transfer(k, "pld_put", 1, src, dst, peer, opt, NULL, NULL);
 }
 
@@ -496,6 +621,9 @@ int pld_put_notify(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
 
 int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
             const pld_xfer *opt) {
+  int st;
+  if (plain_transfer(k.p, "pld_get", 0, dst, src, peer, opt, &st))
+    return st;
   return transfer(k, "pld_get", 0, dst, src, peer, opt, NULL, NULL);
 }
 

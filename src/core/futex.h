@@ -82,6 +82,9 @@ struct pld__spin {
   _Atomic uint32_t *awake;
   _Atomic uint32_t *own;
   uint32_t cpus;
+  /* Looks between yields while every awake thread can have a CPU, minus
+   * one (a power of two minus one; 0: 255). */
+  uint32_t yield_mask;
 };
 
 #define PLD__SPIN_GROWTH 16
@@ -104,15 +107,17 @@ static inline void pld__asleep(const struct pld__spin *spin) {
 
 /* One look of a polling loop, after the i-th look found nothing: pauses
  * (or yields the CPU, see below) and returns 1, or returns 0 once the
- * deadline has passed.  Every 256 looks a yield regardless: the awake
+ * deadline has passed.  Every 256 looks (spin->yield_mask) a yield
+ * regardless: the awake
  * count knows only this program's threads, and another program may be
  * taking a CPU.  A yield may give the CPU away for a whole time slice, so
  * the clock is read before each: 64 of them in a row could outlast the
  * polling time a hundredfold on a loaded machine. */
 static inline int pld__spin_step(int i, int64_t deadline,
                                  const struct pld__spin *spin) {
+  uint32_t mask = spin->yield_mask ? spin->yield_mask : 255;
   int yield =
-      (i & 255) == 255 ||
+      ((uint32_t)i & mask) == mask ||
       atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus;
   if ((yield || (i & 63) == 63) && pld__now_ns() > deadline)
     return 0;

@@ -88,7 +88,7 @@ struct pld__spin pld__world_spin(struct pld__worldctl *world,
                                  _Atomic uint32_t *own) {
   struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000,
                         world->awake_at ? world->awake_at : &world->awake, own,
-                        pld__cpus()};
+                        pld__cpus(), 0};
   return s;
 }
 

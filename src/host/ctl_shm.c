@@ -219,7 +219,7 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
     }
     /* The host does not poll here, nor count as awake: devices start. */
     _Atomic uint32_t uncounted = 1;
-    struct pld__spin sleep_now = {0, &uncounted, NULL, 1};
+    struct pld__spin sleep_now = {0, &uncounted, NULL, 1, 0};
     pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &sleep_now,
                     PLD__MS(PLD_LIVENESS_MS), 1);
   }
