@@ -27,11 +27,16 @@ static size_t ctl_bytes(void) {
   return pld__round_up(sizeof(struct pld__devctl), PAGE);
 }
 
-void pld__devctl_reset(struct pld__devctl *c) {
-  memset(c, 0, sizeof *c);
+/* The magic words of a zeroed control block. */
+static void devctl_mark(struct pld__devctl *c) {
   c->magic = PLD__CTL_MAGIC;
   c->magic_mid = PLD__CTL_MAGIC;
   c->magic_end = PLD__CTL_MAGIC;
+}
+
+void pld__devctl_reset(struct pld__devctl *c) {
+  memset(c, 0, sizeof *c);
+  devctl_mark(c);
 }
 
 /* Pages are committed as they are first touched (a device's heap for
@@ -67,7 +72,7 @@ int pld__devices_map(struct pld__device *devs, int n,
                        "pld_program_prepare: rank %d: mapping %zu bytes: %s", r,
                        devs[r].map_bytes, strerror(e));
     }
-    pld__devctl_reset(devs[r].ctl);
+    devctl_mark(devs[r].ctl); /* a fresh mapping reads as zeros */
     devs[r].data = guard + PAGE;
   }
   return PLD_OK;
