@@ -208,7 +208,7 @@ pld__bf16_store16_avx512(uint16_t *restrict out, const float *restrict in,
     for (; i < n; i += 16)                                                     \
       pld__bf16_##dir##16_avx512(                                              \
           out + i, in + i,                                                     \
-          n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1)); \
+          (__mmask16)(n - i >= 16 ? 0xFFFFu : (1u << (n - i)) - 1));           \
   }
 PLD__BF16_ARRAY(load, float, uint16_t)
 PLD__BF16_ARRAY(store, uint16_t, float)
