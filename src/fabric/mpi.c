@@ -33,7 +33,7 @@ enum {
   TAG_SNAP = 2,
   TAG_ABORT = 3,
   TAG_VERDICT = 4,
-  TAG_TASK = 5
+  TAG_COUNT = 5 /* + PLD__MPI_TASKS, PLD__MPI_ASKS */
 };
 
 /* MPI counts are int: larger transfers go in pieces of this many bytes. */
@@ -320,8 +320,8 @@ struct pld__mpi_prog {
   uint32_t *stage_gen;
   unsigned char *verdict;
   int verdict_in;
-  _Atomic uint32_t tasks; /* host tasks process 0 ran (or runs) this run */
-  struct outmsg *out;     /* control messages in flight (proxy only) */
+  _Atomic uint32_t said[PLD__MPI_COUNTS]; /* the counts process 0 said */
+  struct outmsg *out; /* control messages in flight (proxy only) */
   size_t verdict_bytes;
   struct pld__mpi_prog *next;
 };
@@ -628,7 +628,7 @@ void pld__mpi_zero(struct pld__mpi_prog *m) {
 
 void pld__mpi_running(struct pld__mpi_prog *m, int on) {
   if (on) /* a new run: no host task said yet */
-    atomic_store(&m->tasks, 0);
+    atomic_store(&m->said[PLD__MPI_TASKS], 0);
   if (atomic_exchange(&m->running, on) == on)
     return;
   atomic_fetch_add(&px.running, on ? 1 : -1);
@@ -775,13 +775,13 @@ int pld__mpi_send_verdict(struct pld__mpi_prog *m, const void *v, size_t n) {
   return send_to(m, -1, TAG_VERDICT, v, n);
 }
 
-int pld__mpi_send_task(struct pld__mpi_prog *m, uint32_t k) {
-  atomic_store(&m->tasks, k);
-  return send_to(m, -1, TAG_TASK, &k, sizeof k);
+int pld__mpi_say(struct pld__mpi_prog *m, int what, uint32_t k) {
+  atomic_store(&m->said[what], k);
+  return send_to(m, -1, TAG_COUNT + what, &k, sizeof k);
 }
 
-uint32_t pld__mpi_tasks(struct pld__mpi_prog *m) {
-  return atomic_load_explicit(&m->tasks, memory_order_acquire);
+uint32_t pld__mpi_said(struct pld__mpi_prog *m, int what) {
+  return atomic_load_explicit(&m->said[what], memory_order_acquire);
 }
 
 int pld__mpi_verdict(struct pld__mpi_prog *m, void *v, size_t n) {
@@ -836,11 +836,13 @@ static int poll_prog(struct pld__mpi_prog *m) {
                m->comm, MPI_STATUS_IGNORE);
       apply_abort(m, why);
       control_event(m);
-    } else if (s.MPI_TAG == TAG_TASK) {
+    } else if (s.MPI_TAG >= TAG_COUNT &&
+               s.MPI_TAG < TAG_COUNT + PLD__MPI_COUNTS) {
       uint32_t k = 0;
-      MPI_Recv(&k, (int)sizeof k, MPI_BYTE, s.MPI_SOURCE, TAG_TASK, m->comm,
+      MPI_Recv(&k, (int)sizeof k, MPI_BYTE, s.MPI_SOURCE, s.MPI_TAG, m->comm,
                MPI_STATUS_IGNORE);
-      atomic_store_explicit(&m->tasks, k, memory_order_release);
+      atomic_store_explicit(&m->said[s.MPI_TAG - TAG_COUNT], k,
+                            memory_order_release);
       control_event(m);
     } else if (s.MPI_TAG == TAG_VERDICT) {
       pthread_mutex_lock(&m->mu);
@@ -1447,13 +1449,15 @@ int pld__mpi_verdict(struct pld__mpi_prog *m, void *v, size_t n) {
   (void)n;
   return 0;
 }
-int pld__mpi_send_task(struct pld__mpi_prog *m, uint32_t k) {
+int pld__mpi_say(struct pld__mpi_prog *m, int what, uint32_t k) {
   (void)m;
+  (void)what;
   (void)k;
   return PLD_ERR_UNSUPPORTED;
 }
-uint32_t pld__mpi_tasks(struct pld__mpi_prog *m) {
+uint32_t pld__mpi_said(struct pld__mpi_prog *m, int what) {
   (void)m;
+  (void)what;
   return 0;
 }
 

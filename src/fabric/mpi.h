@@ -20,8 +20,9 @@
  *
  * The host's control plane (host/ctl_mpi.c) uses the same proxy for its
  * messages: snapshots of each device's watch to process 0, which watches
- * for deadlocks and limits; its abort and its verdict back; the Out slices
- * gathered after a run. */
+ * for deadlocks and limits; its abort, its verdict, its host tasks and
+ * its asks for fresh snapshots back; the Out slices gathered after a
+ * run. */
 #ifndef PLD_FABRIC_MPI_H
 #define PLD_FABRIC_MPI_H
 
@@ -111,9 +112,13 @@ int pld__mpi_snapshot(struct pld__mpi_prog *m, int from, void *buf, size_t n,
 int pld__mpi_abort(struct pld__mpi_prog *m, uint32_t why);
 int pld__mpi_send_verdict(struct pld__mpi_prog *m, const void *v, size_t n);
 int pld__mpi_verdict(struct pld__mpi_prog *m, void *v, size_t n);
-/* Host tasks: process 0 says it runs the first k of this run (every
- * process runs each, see host/ctl_mpi.c); how many it said so far. */
-int pld__mpi_send_task(struct pld__mpi_prog *m, uint32_t k);
-uint32_t pld__mpi_tasks(struct pld__mpi_prog *m);
+/* Counts process 0 tells every other process: the host tasks it runs
+ * (PLD__MPI_TASKS: the first k of this run; every process runs each, see
+ * host/ctl_mpi.c; back to 0 at each run) and its asks for a fresh
+ * snapshot (PLD__MPI_ASKS: numbered 1, 2, ... over the program's life).
+ * pld__mpi_said: the newest count of what that arrived. */
+enum { PLD__MPI_TASKS, PLD__MPI_ASKS, PLD__MPI_COUNTS };
+int pld__mpi_say(struct pld__mpi_prog *m, int what, uint32_t k);
+uint32_t pld__mpi_said(struct pld__mpi_prog *m, int what);
 
 #endif

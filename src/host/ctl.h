@@ -34,6 +34,12 @@ struct pld__ctl_ops {
   /* Whether the host may judge rank r from what it sees (a snapshot of
    * this run arrived). */
   int (*seen)(struct pld_program *p, int r);
+  /* The watch found every rank quiet for the quiet period: whether what
+   * it saw of each rank was taken after the quiet began.  *asked is 0 at
+   * the first call of a quiet period, which may start a confirmation (and
+   * set *asked); *yes says whether it is confirmed.  Returns PLD_OK or a
+   * failure (message set).  NULL: the host sees every rank live. */
+  int (*confirm)(struct pld_program *p, uint32_t *asked, int *yes);
   /* The value of the cell rank r's wait slot i (s) waits on. */
   int32_t (*cell)(struct pld_program *p, int r, int i,
                   const struct pld__coreslot *s);

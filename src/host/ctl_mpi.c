@@ -27,7 +27,8 @@
 
 /* A snapshot of a process's control block, as process 0 receives it. */
 struct snap {
-  uint32_t run; /* the run it belongs to (1, 2, ...) */
+  uint32_t run;     /* the run it belongs to (1, 2, ...) */
+  uint32_t answers; /* the newest ask of process 0 before it was taken */
   int32_t rank;
   int64_t taken_ns;             /* the sender's clock when taken */
   int32_t held[PLD__MAX_SLOTS]; /* the cell of each waiting slot */
@@ -53,9 +54,11 @@ struct mpi_state {
   struct pld__devctl *mirror; /* [rank]: the others' latest snapshots */
   int32_t *held;              /* [rank * PLD__MAX_SLOTS] */
   uint32_t *gen;              /* [rank]: the snapshot generation seen */
+  uint32_t *answered;         /* [rank]: the ask its latest snapshot answers */
   unsigned char *seen;        /* [rank]: a snapshot of this run arrived */
   unsigned char *ticketed;    /* [rank]: its failure has a ticket */
   uint32_t tickets;
+  uint32_t asks;    /* asks for fresh snapshots made (process 0) */
   uint32_t runs;    /* runs posted */
   struct snap *out; /* the snapshot this process sends */
 };
@@ -91,6 +94,7 @@ static void free_state(struct pld_program *p, struct mpi_state *s) {
     pld__free(s->mirror);
     pld__free(s->held);
     pld__free(s->gen);
+    pld__free(s->answered);
     pld__free(s->seen);
     pld__free(s->ticketed);
     pld__free(s->out);
@@ -117,12 +121,13 @@ static int mpi_start(struct pld_program *p) {
     s->mirror = pld__calloc((size_t)n, sizeof *s->mirror);
     s->held = pld__calloc((size_t)n * PLD__MAX_SLOTS, sizeof *s->held);
     s->gen = pld__calloc((size_t)n, sizeof *s->gen);
+    s->answered = pld__calloc((size_t)n, sizeof *s->answered);
     s->seen = pld__calloc((size_t)n, 1);
     s->ticketed = pld__calloc((size_t)n, 1);
     s->out = pld__calloc(1, snap_bytes);
   }
   if (!s || !p->devs || !p->world || !s->live || !s->mirror || !s->held ||
-      !s->gen || !s->seen || !s->ticketed || !s->out) {
+      !s->gen || !s->answered || !s->seen || !s->ticketed || !s->out) {
     free_state(p, s);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
   }
@@ -311,6 +316,7 @@ static void mpi_look(struct pld_program *p) {
         atomic_fetch_add(&w->slots[i].since_ns, shift);
     memcpy(&s->mirror[r], &in.ctl, sizeof in.ctl);
     memcpy(&s->held[(size_t)r * PLD__MAX_SLOTS], in.held, sizeof in.held);
+    s->answered[r] = in.answers;
     s->seen[r] = 1;
   }
   /* Failures in the order this process learns of them; a rank stopped
@@ -327,6 +333,28 @@ static void mpi_look(struct pld_program *p) {
 
 static int mpi_seen(struct pld_program *p, int r) {
   return r == state(p)->me || state(p)->seen[r];
+}
+
+/* A snapshot shows its rank as it was when taken, which may be before
+ * the quiet began (snapshots come every SNAP_NS, later under load): rank
+ * 1 waiting in an old one while rank 0 now waits for it is no deadlock
+ * if rank 1 has since gone on.  So process 0 asks every other process for
+ * a fresh snapshot, and confirms once each rank still running has sent
+ * one taken after the ask arrived. */
+static int mpi_confirm(struct pld_program *p, uint32_t *asked, int *yes) {
+  struct mpi_state *s = state(p);
+  *yes = 0;
+  if (!*asked) {
+    *asked = ++s->asks;
+    int st = pld__mpi_say(s->m, PLD__MPI_ASKS, *asked);
+    return st ? pld__fail(st, "pld_program_run: %s", pld_last_error()) : 0;
+  }
+  for (int r = 0; r < p->nranks; r++)
+    if (r != s->me && atomic_load(&p->devs[r].ctl->done_seq) != s->runs &&
+        s->answered[r] < *asked)
+      return PLD_OK;
+  *yes = 1;
+  return PLD_OK;
 }
 
 static int32_t mpi_cell(struct pld_program *p, int r, int i,
@@ -361,7 +389,7 @@ static void mpi_await(struct pld_program *p, uint32_t seen, int64_t ns,
  * device bytes broadcast from its process), so that each has its host
  * intermediates and each can copy the results into its own device. */
 static void mpi_task_begin(struct pld_program *p, int k) {
-  pld__mpi_send_task(state(p)->m, (uint32_t)k + 1);
+  pld__mpi_say(state(p)->m, PLD__MPI_TASKS, (uint32_t)k + 1);
 }
 
 static void mpi_store(struct pld_program *p, int r, size_t dev_off,
@@ -377,7 +405,7 @@ static void mpi_store(struct pld_program *p, int r, size_t dev_off,
 static void follow_tasks(struct pld_program *p, const pld_arg *argv,
                          uint32_t *ran) {
   struct mpi_state *s = state(p);
-  uint32_t said = pld__mpi_tasks(s->m);
+  uint32_t said = pld__mpi_said(s->m, PLD__MPI_TASKS);
   while (*ran < said && *ran < (uint32_t)p->ntasks) {
     pld__task_run(p, argv, (int)*ran);
     ++*ran;
@@ -428,10 +456,11 @@ static int mpi_finish(struct pld_program *p, const pld_arg *argv, int st,
 /* Sends this process's snapshot to process 0: the control block, each
  * slot copied whole or (changing while copied) shown idle, and the value
  * of each waited cell. */
-static void send_snapshot(struct pld_program *p) {
+static void send_snapshot(struct pld_program *p, uint32_t answers) {
   struct mpi_state *s = state(p);
   struct snap *o = s->out;
   o->run = s->runs;
+  o->answers = answers;
   o->rank = s->me;
   memcpy(&o->ctl, s->live, sizeof o->ctl);
   struct pld__fabric *f = pld__mpi_fabric(s->m);
@@ -462,6 +491,7 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
   static _Thread_local struct verdict v;
   struct pld__spin spin = pld__world_spin(p->world, NULL);
   uint32_t done_sent = UINT32_MAX, calls_sent = 0, tasks_ran = 0;
+  uint32_t answered = pld__mpi_said(s->m, PLD__MPI_ASKS);
   int64_t last = 0;
   for (;;) {
     uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
@@ -469,13 +499,15 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
       break;
     follow_tasks(p, argv, &tasks_ran);
     /* At once when the device finished or finished a call (a host task
-     * may wait for it), else every SNAP_NS. */
+     * may wait for it) or process 0 asks, else every SNAP_NS. */
+    uint32_t asked = pld__mpi_said(s->m, PLD__MPI_ASKS);
     uint32_t done = atomic_load(&s->live->done_seq);
     uint32_t calls = atomic_load(&s->live->calls_done);
     int64_t now = pld__now_ns();
     if ((done == s->runs && done_sent != done) || calls != calls_sent ||
-        (done != s->runs && now - last >= SNAP_NS)) {
-      send_snapshot(p);
+        asked != answered || (done != s->runs && now - last >= SNAP_NS)) {
+      send_snapshot(p, asked);
+      answered = asked;
       done_sent = done;
       calls_sent = calls;
       last = now;
@@ -529,6 +561,7 @@ const struct pld__ctl_ops pld__ctl_mpi = {
     .copy_in = mpi_copy_in,
     .look = mpi_look,
     .seen = mpi_seen,
+    .confirm = mpi_confirm,
     .cell = mpi_cell,
     .gone = mpi_gone,
     .abort = mpi_abort,

@@ -399,6 +399,7 @@ struct watch {
   int quiet;              /* the last look found every device quiet */
   int64_t quiet_since;
   uint32_t progress; /* signals sent and blocks finished then */
+  uint32_t asked;    /* the quiet's confirmation (host/ctl.h), 0: none */
   int done;          /* devices done then */
   char corrupt[160]; /* set when a device's watch failed a check */
   int corrupt_rank;
@@ -745,10 +746,14 @@ static int watch_run(struct pld_program *p, struct watch *wt) {
     wt->quiet_since = now;
     wt->progress = progress;
     wt->done = done;
+    wt->asked = 0;
     return PLD_OK;
   }
   if (now - wt->quiet_since < QUIET_NS)
     return PLD_OK;
+  int yes = 1, st = p->cp->confirm ? p->cp->confirm(p, &wt->asked, &yes) : 0;
+  if (st || !yes)
+    return st;
   return report(p, wt, PLD_ERR_DEADLOCK,
                 "deadlock: these waits can never be satisfied (every core of "
                 "every device is finished or blocked in a wait, and nothing "
@@ -1029,8 +1034,9 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
       watch_due = now + WATCH_NS;
       if ((watch_st = watch_run(p, &wt))) {
         memcpy(result, pld_last_error(), sizeof result);
-        stop_run(p, watch_st == PLD_ERR_DEADLOCK ? PLD__ABORT_DEADLOCK
-                                                 : PLD__ABORT_TIMEOUT);
+        stop_run(p, watch_st == PLD_ERR_DEADLOCK  ? PLD__ABORT_DEADLOCK
+                    : watch_st == PLD_ERR_TIMEOUT ? PLD__ABORT_TIMEOUT
+                                                  : PLD__ABORT_FAILED);
         stopped_at = now;
       }
     }

@@ -7,9 +7,17 @@
  *             prints the crash report and dies; mpirun ends the others
  *   kill      rank 1's process is killed (SIGKILL, no handler runs) while
  *             the others wait for it: mpirun ends the job
- *   ok        a run that succeeds, then the program is destroyed */
+ *   ok        a run that succeeds, then the program is destroyed
+ *   stale     no deadlock, though it looks like one in old snapshots:
+ *             rank 1 waits for rank 0, which runs 250 ms first; then
+ *             rank 1 runs 250 ms while rank 0 waits for it.  Snapshots
+ *             come every 200 ms and 10 ms of quiet make a deadlock, so
+ *             that process 0 holds rank 1's snapshot of its wait while
+ *             rank 0 waits: the watch must ask for a fresh one before it
+ *             reports (PLD_OK expected) */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +27,16 @@
 PLD_DYNAMIC(NR);
 
 static const char *mode;
+
+/* Runs (never waits) for ms milliseconds. */
+static void busy_ms(int ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
+         ms);
+}
 
 PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
   int32_t me = pld_rank(k, pld_window_comm(sig));
@@ -30,6 +48,18 @@ PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
     int32_t n = pld_nranks(k, pld_window_comm(sig));
     pld_notify(k, sig, (me + 1) % n, PLD_AT(me), 1, PLD_NOTIFY_ADD);
     pld_wait(k, sig, PLD_AT((me + n - 1) % n), 1, PLD_WAIT_GE);
+    return;
+  }
+  if (what == 4) { /* stale */
+    if (me == 0) {
+      busy_ms(250);
+      pld_notify(k, sig, 1, PLD_AT(1), 1, PLD_NOTIFY_ADD);
+      pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
+    } else if (me == 1) {
+      pld_wait(k, sig, PLD_AT(1), 1, PLD_WAIT_GE);
+      busy_ms(250);
+      pld_notify(k, sig, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+    }
     return;
   }
   pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
@@ -49,10 +79,15 @@ PLD_HOST(h_fault, h, PLD_SCALAR(what, INT32)) {
 
 int main(int argc, char **argv) {
   mode = argc > 1 ? argv[1] : "";
-  int32_t what = !strcmp(mode, "crash")  ? 1
-                 : !strcmp(mode, "kill") ? 2
-                 : !strcmp(mode, "ok")   ? 3
-                                         : 0;
+  int32_t what = !strcmp(mode, "crash")   ? 1
+                 : !strcmp(mode, "kill")  ? 2
+                 : !strcmp(mode, "ok")    ? 3
+                 : !strcmp(mode, "stale") ? 4
+                                          : 0;
+  if (what == 4) { /* before the library reads its tunables */
+    setenv("PLD_SNAPSHOT_MS", "200", 1);
+    setenv("PLD_DEADLOCK_QUIET_MS", "10", 1);
+  }
   pld_config cfg = PLD_CONFIG_INIT;
   pld_program *p;
   int st = pld_compile(h_fault, &cfg, PLD_ARGS(what), &p);
