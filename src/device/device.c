@@ -360,9 +360,11 @@ void pld__device_loop(struct pld__devrun *d) {
       ctl->ticket = atomic_fetch_add(&d->world->tickets, 1);
     report(d, seq);
   }
-  pld__aicpu_release(&a);
-  pld__sched_destroy(sched);
-  pld__fabric_unlogged(env.fabric, d->fabric);
+  if (!d->exits) { /* else the process's end frees it all, and sooner */
+    pld__aicpu_release(&a);
+    pld__sched_destroy(sched);
+    pld__fabric_unlogged(env.fabric, d->fabric);
+  }
   pld__asleep(&d->spin);
 }
 
@@ -398,6 +400,7 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
   struct pld__shm_fabric fabric;
   pld__shm_fabric_init(&fabric, region, d->plan->lay, rank);
   d->fabric = &fabric.base;
+  d->exits = 1;
   pld__device_loop(d);
   _exit(0);
 }

@@ -123,6 +123,7 @@ struct pld__devrun {
   struct pld__spin spin;
   struct pld__trace_area *trace; /* its threads' events, or NULL */
   struct pld__race *race;        /* the race detector's region, or NULL */
+  int exits; /* the loop's process ends with it (nothing need be freed) */
 };
 
 /* The AICPU's loop: reports ready, runs every run command, returns at a

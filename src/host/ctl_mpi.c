@@ -189,7 +189,8 @@ static int mpi_start(struct pld_program *p) {
                                 pld__mpi_fabric(s->m),
                                 {0},
                                 pld__trace_area_of(p, s->me, NULL),
-                                NULL}; /* no race detector under mpi */
+                                NULL, /* no race detector under mpi */
+                                0};
   pld__mpi_set_spin(s->m, &s->run.spin);
   if ((st = pld__device_thread(&s->run, &s->thread))) {
     pld__mpi_prog_destroy(s->m, 0);

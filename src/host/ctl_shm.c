@@ -338,8 +338,8 @@ static int shm_start(struct pld_program *p) {
   for (int r = 0; r < p->nranks; r++) {
     p->devs[r].trace = pld__trace_area_of(p, r, &p->devs[r].trace_bytes);
     s->runs[r] = (struct pld__devrun){
-        &p->plans[r], p->devs[r].ctl,   p->world,      p->devs[r].data, NULL,
-        {0},          p->devs[r].trace, p->race.region};
+        &p->plans[r],     p->devs[r].ctl, p->world, p->devs[r].data, NULL, {0},
+        p->devs[r].trace, p->race.region, 0};
   }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
