@@ -27,7 +27,9 @@
  *
  * The tile calls run on a simulated core made directly (core/kctx.h), so
  * the figures are the tile layer's alone, without dispatch.  Each figure
- * is the median of REPS timings of about two milliseconds each.  Nothing
+ * is the median of REPS timings of about two milliseconds each, pld's and
+ * the reference's taken alternately, and each ratio the median of the
+ * REPS pairs' ratios.  Nothing
  * here fails: the figures are printed, with the ratio to the reference.
  *
  * Usage: bench_tile                  the tables
@@ -65,28 +67,25 @@ enum {
 #define NOINLINE __attribute__((noinline))
 #define S 1.0001f /* the scalar operand */
 
-/* Median seconds per call of fn over REPS timings of about 2 ms. */
-static double time_call(void (*fn)(void)) {
-  int64_t inner = 1;
-  for (;;) { /* warms caches and branch predictors as it calibrates */
+/* Calls of fn that take about 2 ms (warming caches and branch predictors
+ * as it calibrates). */
+static int64_t calibrate(void (*fn)(void)) {
+  for (int64_t inner = 1;; inner *= 4) {
     const double t0 = now_s();
     for (int64_t i = 0; i < inner; i++)
       fn();
     const double t = now_s() - t0;
-    if (t > 2e-4 || inner > (int64_t)1 << 24) {
-      inner = (int64_t)((double)inner * 2e-3 / (t > 1e-9 ? t : 1e-9)) + 1;
-      break;
-    }
-    inner *= 4;
+    if (t > 2e-4 || inner > (int64_t)1 << 24)
+      return (int64_t)((double)inner * 2e-3 / (t > 1e-9 ? t : 1e-9)) + 1;
   }
-  double t[REPS];
-  for (int r = 0; r < REPS; r++) {
-    const double t0 = now_s();
-    for (int64_t i = 0; i < inner; i++)
-      fn();
-    t[r] = (now_s() - t0) / (double)inner;
-  }
-  return median(t, REPS);
+}
+
+/* Seconds per call of fn, over inner calls. */
+static double time_calls(void (*fn)(void), int64_t inner) {
+  const double t0 = now_s();
+  for (int64_t i = 0; i < inner; i++)
+    fn();
+  return (now_s() - t0) / (double)inner;
 }
 
 /* ---- the data ------------------------------------------------------------ */
@@ -376,10 +375,23 @@ static const struct row rows[] = {
 enum { NROWS = sizeof rows / sizeof rows[0] };
 
 /* Row i measured: pld's figure and the reference's, per nanosecond
- * (Gelem/s, GFLOP/s). */
-static void measure(int i, double *pld, double *ref) {
-  *pld = rows[i].work / time_call(rows[i].pld) * 1e-9;
-  *ref = rows[i].ref_work / time_call(rows[i].ref) * 1e-9;
+ * (Gelem/s, GFLOP/s), medians of REPS timings of about 2 ms each; returns
+ * the median of the REPS ratios pld / reference.  The two are timed
+ * alternately, so that each ratio compares timings a few milliseconds
+ * apart: a machine whose speed drifts by 10% within a second (another
+ * process on the other CPU, its memory traffic) drifts both alike. */
+static double measure(int i, double *pld, double *ref) {
+  const struct row *r = &rows[i];
+  const int64_t np = calibrate(r->pld), nr = calibrate(r->ref);
+  double fp[REPS], fr[REPS], ratio[REPS];
+  for (int k = 0; k < REPS; k++) {
+    fp[k] = r->work / time_calls(r->pld, np) * 1e-9;
+    fr[k] = r->ref_work / time_calls(r->ref, nr) * 1e-9;
+    ratio[k] = fp[k] / fr[k];
+  }
+  *pld = median(fp, REPS);
+  *ref = median(fr, REPS);
+  return median(ratio, REPS);
 }
 
 static const char *unit_of(const struct row *r) {
@@ -410,14 +422,13 @@ static void print_tables(void) {
   const char *low_row[2] = {"", ""};
   for (int i = 0; i < NROWS; i++) {
     const struct row *r = &rows[i];
-    double pld, ref;
-    measure(i, &pld, &ref);
+    double pld, ref, ratio = measure(i, &pld, &ref);
     int kind = r->table == TABLE_FP32 ? 0
                : r->table == TABLE_HALF && !strncmp(r->ref_label, "pld_", 4)
                    ? 1 /* against the FP32 op, not the _Float16 loop */
                    : -1;
-    if (kind >= 0 && pld / ref < low[kind]) {
-      low[kind] = pld / ref;
+    if (kind >= 0 && ratio < low[kind]) {
+      low[kind] = ratio;
       low_row[kind] = r->label;
     }
     if (r->table != table) {
@@ -429,13 +440,15 @@ static void print_tables(void) {
     if (r->bytes > 0)
       printf("  %-22s %7.2f %7.1f    %-32s %7.2f %7.1f    %5.0f%%\n", r->label,
              pld, pld * r->bytes, r->ref_label, ref, ref * r->bytes,
-             100.0 * pld / ref);
+             100.0 * ratio);
     else
       printf("  %-22s %7.2f            %-32s %7.2f            %5.0f%%\n",
-             r->label, pld, r->ref_label, ref, 100.0 * pld / ref);
+             r->label, pld, r->ref_label, ref, 100.0 * ratio);
   }
-  printf("  (ratio: pld's throughput / the reference's; the plain loops know "
-         "the size at compile time)\n");
+  printf("  (ratio: the median of %d ratios of pld's throughput to the "
+         "reference's, timed alternately; the plain loops know the size at "
+         "compile time)\n",
+         REPS);
   printf("  (matmul: largest |pld - OpenBLAS| / largest |c|: %.2g)\n",
          matmul_difference());
   printf("\nissue 13 target 7 (one run; single rows swing by 10%% while the "
