@@ -383,14 +383,14 @@ enum { NROWS = sizeof rows / sizeof rows[0] };
 static double measure(int i, double *pld, double *ref) {
   const struct row *r = &rows[i];
   const int64_t np = calibrate(r->pld), nr = calibrate(r->ref);
-  double fp[REPS], fr[REPS], ratio[REPS];
+  double rate_pld[REPS], rate_ref[REPS], ratio[REPS];
   for (int k = 0; k < REPS; k++) {
-    fp[k] = r->work / time_calls(r->pld, np) * 1e-9;
-    fr[k] = r->ref_work / time_calls(r->ref, nr) * 1e-9;
-    ratio[k] = fp[k] / fr[k];
+    rate_pld[k] = r->work / time_calls(r->pld, np) * 1e-9;
+    rate_ref[k] = r->ref_work / time_calls(r->ref, nr) * 1e-9;
+    ratio[k] = rate_pld[k] / rate_ref[k];
   }
-  *pld = median(fp, REPS);
-  *ref = median(fr, REPS);
+  *pld = median(rate_pld, REPS);
+  *ref = median(rate_ref, REPS);
   return median(ratio, REPS);
 }
 

@@ -335,6 +335,9 @@ void pld__device_loop(struct pld__devrun *d) {
   a.watch = &ctl->watch;
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
   report(d, 0);
+  /* A device just started expects its first command soon: it polls for
+   * it as long as a thread woken early learnt to (core/futex.h). */
+  pld__spin_extra_ns = (PLD__SPIN_GROWTH - 1) * d->spin.ns;
 
   uint32_t seen = 0;
   for (;;) {

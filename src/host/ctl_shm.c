@@ -217,11 +217,16 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
                        fn, want - up, want,
                        (long long)pld__tunables()->PLD_START_TIMEOUT_MS);
     }
-    /* The host does not poll here, nor count as awake: devices start. */
+    /* Devices start: the host does not count as awake, and yields the
+     * CPU at every look (as if more were awake than there are CPUs), for
+     * as long as a start takes (a few hundred microseconds); a sleep
+     * would add a wake-up to every start. */
     _Atomic uint32_t uncounted = 1;
-    struct pld__spin sleep_now = {0, &uncounted, NULL, 1, 0};
-    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &sleep_now,
-                    PLD__MS(PLD_LIVENESS_MS), 1);
+    struct pld__spin yield_always = {PLD__SPIN_GROWTH *
+                                         pld__tunables()->PLD_SPIN_US * 1000,
+                                     &uncounted, NULL, 0, 0};
+    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers,
+                    &yield_always, PLD__MS(PLD_LIVENESS_MS), 1);
   }
   for (int r = 0; r < p->nranks; r++) {
     struct pld__devctl *c = p->devs[r].ctl;
