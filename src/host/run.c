@@ -398,10 +398,11 @@ struct watch {
   const uint32_t *posted; /* the command each rank runs */
   int quiet;              /* the last look found every device quiet */
   int64_t quiet_since;
-  uint32_t progress; /* signals sent and blocks finished then */
-  uint32_t asked;    /* the quiet's confirmation (host/ctl.h), 0: none */
-  int done;          /* devices done then */
-  char corrupt[160]; /* set when a device's watch failed a check */
+  uint32_t progress;    /* signals sent and blocks finished then */
+  uint32_t asked;       /* the quiet's confirmation (host/ctl.h), 0: none */
+  uint32_t limit_asked; /* a limit's confirmation, 0: none */
+  int done;             /* devices done then */
+  char corrupt[160];    /* set when a device's watch failed a check */
   int corrupt_rank;
 };
 
@@ -712,20 +713,35 @@ static int over_limit(struct pld_program *p, struct watch *wt, int waiting,
   return 0;
 }
 
+/* Whether what the watch sees of every rank is fresh enough to report
+ * on (host/ctl.h: confirm), the confirmation started by the first call
+ * (*asked 0).  *st: the failure to ask, if any. */
+static int confirmed(struct pld_program *p, uint32_t *asked, int *st) {
+  int yes = 1;
+  *st = p->cp->confirm ? p->cp->confirm(p, asked, &yes) : PLD_OK;
+  return !*st && yes;
+}
+
 /* Looks once; returns PLD_OK, or the status of a deadlock or time limit
  * with its report as the thread's message (the run is then being
- * stopped).  A watch found corrupt is left in wt->corrupt. */
+ * stopped).  A watch found corrupt is left in wt->corrupt.  A snapshot
+ * may show a wait or a kernel that has since ended, so limits, like
+ * deadlocks, are reported on confirmed looks only. */
 static int watch_run(struct pld_program *p, struct watch *wt) {
   int64_t now = pld__now_ns();
   char head[256];
-  if (over_limit(p, wt, 1, p->wait_timeout_ns, now)) {
+  int st = PLD_OK, over_wait = over_limit(p, wt, 1, p->wait_timeout_ns, now);
+  if (!over_wait && !over_limit(p, wt, 0, p->kernel_timeout_ns, now))
+    wt->limit_asked = 0;
+  else if (!confirmed(p, &wt->limit_asked, &st))
+    return st;
+  else if (over_wait) {
     pld__catf(head, sizeof head,
               "wait timeout: a wait was blocked longer than %lld ms "
               "(pld_config.wait_timeout_ms or PLD_WAIT_TIMEOUT_MS):",
               (long long)(p->wait_timeout_ns / 1000000));
     return report(p, wt, PLD_ERR_TIMEOUT, head);
-  }
-  if (over_limit(p, wt, 0, p->kernel_timeout_ns, now)) {
+  } else {
     pld__catf(head, sizeof head,
               "kernel time limit: a kernel or device function ran longer "
               "than %lld ms without finishing or waiting "
@@ -749,10 +765,7 @@ static int watch_run(struct pld_program *p, struct watch *wt) {
     wt->asked = 0;
     return PLD_OK;
   }
-  if (now - wt->quiet_since < QUIET_NS)
-    return PLD_OK;
-  int yes = 1, st = p->cp->confirm ? p->cp->confirm(p, &wt->asked, &yes) : 0;
-  if (st || !yes)
+  if (now - wt->quiet_since < QUIET_NS || !confirmed(p, &wt->asked, &st))
     return st;
   return report(p, wt, PLD_ERR_DEADLOCK,
                 "deadlock: these waits can never be satisfied (every core of "

@@ -14,7 +14,15 @@
  *             come every 200 ms and 10 ms of quiet make a deadlock, so
  *             that process 0 holds rank 1's snapshot of its wait while
  *             rank 0 waits: the watch must ask for a fresh one before it
- *             reports (PLD_OK expected) */
+ *             reports (PLD_OK expected)
+ *   stale-limit no wait timeout, though old snapshots show one: rank 1
+ *             runs 20 ms, then waits 100 ms for rank 0 (which runs 120
+ *             ms), then runs 100 ms while rank 0 waits for it.  The wait
+ *             timeout is 150 ms and snapshots come every 100 ms, so that
+ *             from 170 ms to 200 ms process 0 holds rank 1's snapshot of
+ *             its wait, 150 ms old: the watch must ask for a fresh one
+ *             before it reports (PLD_OK expected; 1 s of quiet makes a
+ *             deadlock, so that only the limit asks) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,14 +58,16 @@ PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
     pld_wait(k, sig, PLD_AT((me + n - 1) % n), 1, PLD_WAIT_GE);
     return;
   }
-  if (what == 4) { /* stale */
+  if (what == 4 || what == 5) { /* stale, stale-limit */
     if (me == 0) {
-      busy_ms(250);
+      busy_ms(what == 4 ? 250 : 120);
       pld_notify(k, sig, 1, PLD_AT(1), 1, PLD_NOTIFY_ADD);
       pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
     } else if (me == 1) {
+      if (what == 5)
+        busy_ms(20);
       pld_wait(k, sig, PLD_AT(1), 1, PLD_WAIT_GE);
-      busy_ms(250);
+      busy_ms(what == 4 ? 250 : 100);
       pld_notify(k, sig, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
     }
     return;
@@ -79,14 +89,20 @@ PLD_HOST(h_fault, h, PLD_SCALAR(what, INT32)) {
 
 int main(int argc, char **argv) {
   mode = argc > 1 ? argv[1] : "";
-  int32_t what = !strcmp(mode, "crash")   ? 1
-                 : !strcmp(mode, "kill")  ? 2
-                 : !strcmp(mode, "ok")    ? 3
-                 : !strcmp(mode, "stale") ? 4
-                                          : 0;
+  int32_t what = !strcmp(mode, "crash")         ? 1
+                 : !strcmp(mode, "kill")        ? 2
+                 : !strcmp(mode, "ok")          ? 3
+                 : !strcmp(mode, "stale")       ? 4
+                 : !strcmp(mode, "stale-limit") ? 5
+                                                : 0;
   if (what == 4) { /* before the library reads its tunables */
     setenv("PLD_SNAPSHOT_MS", "200", 1);
     setenv("PLD_DEADLOCK_QUIET_MS", "10", 1);
+  }
+  if (what == 5) {
+    setenv("PLD_SNAPSHOT_MS", "100", 1);
+    setenv("PLD_DEADLOCK_QUIET_MS", "1000", 1);
+    setenv("PLD_WAIT_TIMEOUT_MS", "150", 1);
   }
   pld_config cfg = PLD_CONFIG_INIT;
   pld_program *p;

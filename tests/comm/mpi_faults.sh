@@ -53,7 +53,7 @@ kill)
     fail "expected mpirun to say rank 1 was killed"
   [ "$(count 'crashed with')" -eq 0 ] || fail "no process crashed"
   ;;
-ok | stale)
+ok | stale | stale-limit)
   [ $rc -eq 0 ] || fail "exit status $rc"
   [ "$(count 'process 0: status PLD_OK')" -eq 1 ] || fail "expected PLD_OK"
   ;;
