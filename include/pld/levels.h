@@ -178,9 +178,7 @@ pld_tensor pld_slice(pld_host h, pld_tensor t, int64_t index);
  * Returns PLD_OK, PLD_ERR_ARG, PLD_ERR_BOUNDS, or the status of an earlier
  * failure of this host call. */
 #define pld_dispatch(h, fn, ...)                                               \
-  pld__dispatch(                                                               \
-      (h), (fn), PLD__NARG(__VA_ARGS__),                                       \
-      (const pld_arg[]){PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, __VA_ARGS__)})
+  pld__dispatch((h), (fn), PLD__CALL_ARGS(pld_dispatch, fn, __VA_ARGS__))
 int pld__dispatch(pld_host h, pld_device_fn fn, int argc, const pld_arg *argv);
 
 /* pld_host_task(h, task, args...): run `task` on the host CPU as a step of
@@ -195,9 +193,7 @@ int pld__dispatch(pld_host h, pld_device_fn fn, int argc, const pld_arg *argv);
  * pld_dispatch's are.  Returns PLD_OK, PLD_ERR_ARG, or an earlier failure
  * of the host function. */
 #define pld_host_task(h, fn, ...)                                              \
-  pld__host_task(                                                              \
-      (h), (fn), PLD__NARG(__VA_ARGS__),                                       \
-      (const pld_arg[]){PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, __VA_ARGS__)})
+  pld__host_task((h), (fn), PLD__CALL_ARGS(pld_host_task, fn, __VA_ARGS__))
 int pld__host_task(pld_host h, pld_host_task_fn fn, int argc,
                    const pld_arg *argv);
 
@@ -246,9 +242,7 @@ int pld_task_world_size(pld_task t);
  * pld_dispatch's are.  Returns PLD_OK, PLD_ERR_ARG, or the status of an
  * earlier failure of this device call. */
 #define pld_launch(a, kernel, ...)                                             \
-  pld__launch(                                                                 \
-      (a), (kernel), PLD__NARG(__VA_ARGS__),                                   \
-      (const pld_arg[]){PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, __VA_ARGS__)})
+  pld__launch((a), (kernel), PLD__CALL_ARGS(pld_launch, kernel, __VA_ARGS__))
 int pld__launch(pld_aicpu a, pld_kernel_fn kernel, int argc,
                 const pld_arg *argv);
 
@@ -639,6 +633,28 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
   PLD__DECL_ERROR(PLD__STRV(what_ fn_: more than PLD_MAX_PARAMS (max_)         \
                             parameters))
 
+/* The arguments of a call (pld_dispatch and pld_launch of fn, after the
+ * rank or the block count; pld_host_task of fn): its argc, argv pair.  A
+ * list longer than the rank or block count and PLD_MAX_PARAMS arguments,
+ * which no function takes, is one error in words at the call, then the
+ * call with the list's first PLD_MAX_PARAMS + 1 entries (no cascade of
+ * errors follows; a task given PLD_MAX_PARAMS + 1 is refused at run time,
+ * as any count its signature does not have). */
+#define PLD__CALL_ARGS(what, fn, ...)                                          \
+  PLD__CAT2(PLD__CALL_ARGS_, PLD__FITS(__VA_ARGS__))(what, fn, __VA_ARGS__)
+#define PLD__CALL_ARGS_1(what, fn, ...)                                        \
+  PLD__NARG(__VA_ARGS__),                                                      \
+      (const pld_arg[]){PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, __VA_ARGS__)}
+#define PLD__CALL_ARGS_0(what, fn, ...)                                        \
+  (PLD__CALL_TOO_MANY(what, fn, PLD_MAX_PARAMS) PLD_MAX_PARAMS + 1),           \
+      (const pld_arg[]) {                                                      \
+    PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, PLD__TAKE(__VA_ARGS__))                 \
+  }
+#define PLD__CALL_TOO_MANY(what, fn, max) PLD__CALL_TOO_MANY_(what, fn, max)
+#define PLD__CALL_TOO_MANY_(what_, fn_, max_)                                  \
+  PLD__EXPR_ERROR(PLD__STRV(what_ of fn_: more than PLD_MAX_PARAMS (max_)      \
+                            arguments))
+
 /* clang-format on */
 
 /* The error itself.  GCC and Clang report a "GCC error" pragma at the
@@ -646,8 +662,15 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
  * compilers get a failed static assertion. */
 #if defined(__clang__) || (defined(__GNUC__) && !defined(__INTEL_COMPILER))
 #define PLD__DECL_ERROR(msg) _Pragma(PLD__STRV(GCC error msg))
+#define PLD__EXPR_ERROR(msg) _Pragma(PLD__STRV(GCC error msg))
 #else
 #define PLD__DECL_ERROR(msg) _Static_assert(0, msg);
+/* Where an expression stands: a failed assertion in a type's members. */
+#define PLD__EXPR_ERROR(msg)                                                   \
+  (void)sizeof(struct {                                                        \
+    _Static_assert(0, msg);                                                    \
+    int pld_x_;                                                                \
+  }),
 #endif
 
 #endif /* PLD_LEVELS_H */
