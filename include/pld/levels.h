@@ -650,6 +650,8 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
       (const pld_arg[]) {                                                      \
     PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, PLD__TAKE(__VA_ARGS__))                 \
   }
+#define PLD__DROP1(...) PLD__DROP1_(__VA_ARGS__)
+#define PLD__DROP1_(x, ...) __VA_ARGS__
 #define PLD__CALL_TOO_MANY(what, fn, max) PLD__CALL_TOO_MANY_(what, fn, max)
 #define PLD__CALL_TOO_MANY_(what_, fn_, max_)                                  \
   PLD__EXPR_ERROR(PLD__STRV(what_ of fn_: more than PLD_MAX_PARAMS (max_)      \

@@ -98,10 +98,20 @@ int pld_process_index(void);
 
 typedef struct pld_program pld_program;
 
-/* PLD_ARGS(x, y, ...): the argc, argv pair of a host call. */
+/* PLD_ARGS(x, y, ...): the argc, argv pair of a host call.  More than
+ * PLD_MAX_PARAMS arguments is one error at the call (pld/levels.h:
+ * PLD__CALL_ARGS). */
 #define PLD_ARGS(...)                                                          \
+  PLD__CAT2(PLD__ARGS_, PLD__FITS(~, __VA_ARGS__))(__VA_ARGS__)
+#define PLD__ARGS_1(...)                                                       \
   PLD__NARG(__VA_ARGS__), (const pld_arg[]) {                                  \
     PLD__MAPI(PLD__ARGF, __VA_ARGS__)                                          \
+  }
+#define PLD__ARGS_0(...)                                                       \
+  (PLD__EXPR_ERROR("PLD_ARGS: more than PLD_MAX_PARAMS (32) arguments")        \
+       PLD_MAX_PARAMS),                                                        \
+      (const pld_arg[]) {                                                      \
+    PLD__MAPI(PLD__ARGF, PLD__DROP1(PLD__TAKE(~, __VA_ARGS__)))                \
   }
 
 /* Compiles `host` for the arguments (see the top of this file).  On

@@ -22,3 +22,7 @@ PLD_HOST(host, h) {
   pld_dispatch(h, dev, 0, A33);
   pld_host_task(h, task, A33, 34);
 }
+int main(void) {
+  pld_program *p;
+  return pld_compile(host, NULL, PLD_ARGS(A33), &p);
+}
