@@ -122,17 +122,19 @@ typedef struct pld_host_task_fn {
 
 /* A tensor parameter: name, dtype (FP32, INT32, ...) and its dimensions,
  * 1 to PLD_MAX_DIMS, each an integer constant or a PLD_DYNAMIC name. */
-#define PLD_IN(name, dtype, ...) (T, PLD_DIR_IN, name, dtype, __VA_ARGS__)
-#define PLD_OUT(name, dtype, ...) (T, PLD_DIR_OUT, name, dtype, __VA_ARGS__)
-#define PLD_INOUT(name, dtype, ...) (T, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
+#define PLD_IN(name, dtype, ...) (PLD__T, PLD_DIR_IN, name, dtype, __VA_ARGS__)
+#define PLD_OUT(name, dtype, ...)                                              \
+  (PLD__T, PLD_DIR_OUT, name, dtype, __VA_ARGS__)
+#define PLD_INOUT(name, dtype, ...)                                            \
+  (PLD__T, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
 /* A window tensor parameter (pld/window.h): the body sees a pld_window,
  * which peers reach through signals and remote operations.  Always read
  * and written (InOut). */
 #define PLD_WINDOW(name, dtype, ...)                                           \
-  (W, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
+  (PLD__W, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
 /* A scalar parameter, passed by value; the body sees the C type of dtype
  * (INT32 -> int32_t, FP32 -> float, FP16/BF16 -> float, BOOL -> bool). */
-#define PLD_SCALAR(name, dtype) (S, PLD_DIR_IN, name, dtype, 0)
+#define PLD_SCALAR(name, dtype) (PLD__S, PLD_DIR_IN, name, dtype, 0)
 
 /* ---- function declarations -------------------------------------------- */
 
@@ -303,19 +305,19 @@ int32_t pld_block_num(pld_core k);
 #define PLD__PARAM_OF(...) PLD__PARAM_OF_(__VA_ARGS__)
 #define PLD__PARAM_OF_(kind, dir, name, dtype, ...)                            \
   PLD__PARAM_##kind(dir, name, dtype, __VA_ARGS__)
-#define PLD__PARAM_T(dir, name, dtype, ...)                                    \
+#define PLD__PARAM_PLD__T(dir, name, dtype, ...)                               \
   {                                                                            \
 #name, PLD_ARG_TENSOR, dir, PLD_##dtype, PLD__NARG(__VA_ARGS__), {         \
       PLD__MAPD(PLD__DIM, __VA_ARGS__)                                         \
     }                                                                          \
   }
-#define PLD__PARAM_W(dir, name, dtype, ...)                                    \
+#define PLD__PARAM_PLD__W(dir, name, dtype, ...)                               \
   {                                                                            \
 #name, PLD_ARG_WINDOW, dir, PLD_##dtype, PLD__NARG(__VA_ARGS__), {         \
       PLD__MAPD(PLD__DIM, __VA_ARGS__)                                         \
     }                                                                          \
   }
-#define PLD__PARAM_S(dir, name, dtype, unused)                                 \
+#define PLD__PARAM_PLD__S(dir, name, dtype, unused)                            \
   {                                                                            \
 #name, PLD_ARG_SCALAR, dir, PLD_##dtype, 0, {                              \
       { 0, 0 }                                                                 \
@@ -333,17 +335,17 @@ int32_t pld_block_num(pld_core k);
 #define PLD__DECLF(c, i, p) , PLD__DECL_OF(PLD__EXPAND p)
 #define PLD__DECL_OF(...) PLD__DECL_OF_(__VA_ARGS__)
 #define PLD__DECL_OF_(kind, dir, name, dtype, ...) PLD__DECL_##kind(name, dtype)
-#define PLD__DECL_T(name, dtype) PLD__UNUSED pld_tensor name
-#define PLD__DECL_W(name, dtype) PLD__UNUSED pld_window name
-#define PLD__DECL_S(name, dtype) PLD__UNUSED PLD__CTYPE_##dtype name
+#define PLD__DECL_PLD__T(name, dtype) PLD__UNUSED pld_tensor name
+#define PLD__DECL_PLD__W(name, dtype) PLD__UNUSED pld_window name
+#define PLD__DECL_PLD__S(name, dtype) PLD__UNUSED PLD__CTYPE_##dtype name
 
 #define PLD__UNPACKF(c, i, p) , PLD__UNPACK_OF(i, PLD__EXPAND p)
 #define PLD__UNPACK_OF(...) PLD__UNPACK_OF_(__VA_ARGS__)
 #define PLD__UNPACK_OF_(i, kind, dir, name, dtype, ...)                        \
   PLD__UNPACK_##kind(argv_[(i)-1], dtype)
-#define PLD__UNPACK_T(a, dtype) ((pld_tensor){(a).v.t})
-#define PLD__UNPACK_W(a, dtype) ((pld_window){(a).v.t})
-#define PLD__UNPACK_S(a, dtype) ((PLD__CTYPE_##dtype)PLD__GET_##dtype(a))
+#define PLD__UNPACK_PLD__T(a, dtype) ((pld_tensor){(a).v.t})
+#define PLD__UNPACK_PLD__W(a, dtype) ((pld_window){(a).v.t})
+#define PLD__UNPACK_PLD__S(a, dtype) ((PLD__CTYPE_##dtype)PLD__GET_##dtype(a))
 
 /* Per dtype of PLD_DTYPE_MAP: its C type, how to read it from a pld_arg,
  * and PLD__DTYPE_OK_<dtype>, empty (the checks below: anything else that
@@ -462,11 +464,12 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
  * element> p: a call of the macro below if PLD_IN & co. made it, else
  * tokens that stay (p not a tuple gives PLD__VERDICT_PLD__HEAD ...). */
 #define PLD__VERDICTF(c, i, x) PLD__CAT2(PLD__VERDICT_, PLD__HEAD x) x
-#define PLD__VERDICT_T(kind, dir, name, dtype, ...)                            \
+#define PLD__VERDICT_PLD__T(kind, dir, name, dtype, ...)                       \
   PLD__DTYPE_OK_##dtype PLD__DIMS_PAST_MAX(__VA_ARGS__)
-#define PLD__VERDICT_W(kind, dir, name, dtype, ...)                            \
+#define PLD__VERDICT_PLD__W(kind, dir, name, dtype, ...)                       \
   PLD__DTYPE_OK_##dtype PLD__DIMS_PAST_MAX(__VA_ARGS__)
-#define PLD__VERDICT_S(kind, dir, name, dtype, unused) PLD__DTYPE_OK_##dtype
+#define PLD__VERDICT_PLD__S(kind, dir, name, dtype, unused)                    \
+  PLD__DTYPE_OK_##dtype
 
 /* The walk. */
 #define PLD__BAD0(c, x) PLD__CHECK_CTX(PLD__BAD, c, x)
@@ -494,9 +497,9 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
   PLD__CAT2(PLD__CHECK_KIND_,                                                  \
             PLD__CHECK(PLD__CAT2(PLD__KIND_IS_, PLD__HEAD p)))                 \
   (M, c, i, p)
-#define PLD__KIND_IS_T ~, 1,
-#define PLD__KIND_IS_W ~, 1,
-#define PLD__KIND_IS_S ~, 1,
+#define PLD__KIND_IS_PLD__T ~, 1,
+#define PLD__KIND_IS_PLD__W ~, 1,
+#define PLD__KIND_IS_PLD__S ~, 1,
 #define PLD__CHECK_KIND_0(M, c, i, p)                                          \
   PLD__CAT2(PLD__CHECK_KIND_EMPTY_, PLD__IS_EMPTY(p))(M, c, i, p)
 #define PLD__CHECK_KIND_EMPTY_1(M, c, i, p) M##_PARAM_EMPTY(c, i, p)
@@ -507,9 +510,9 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
   M##_PARAM(c, i, kind, dir, name, dtype,                                      \
             PLD__IS_EMPTY(PLD__DTYPE_OK_##dtype),                              \
             PLD__CAT2(PLD__DIMS_FIT_, kind)(__VA_ARGS__), __VA_ARGS__)
-#define PLD__DIMS_FIT_S(...) 1
-#define PLD__DIMS_FIT_T(...) PLD__IS_EMPTY(PLD__DIMS_PAST_MAX(__VA_ARGS__))
-#define PLD__DIMS_FIT_W(...) PLD__IS_EMPTY(PLD__DIMS_PAST_MAX(__VA_ARGS__))
+#define PLD__DIMS_FIT_PLD__S(...) 1
+#define PLD__DIMS_FIT_PLD__T(...) PLD__IS_EMPTY(PLD__DIMS_PAST_MAX(__VA_ARGS__))
+#define PLD__DIMS_FIT_PLD__W(...) PLD__IS_EMPTY(PLD__DIMS_PAST_MAX(__VA_ARGS__))
 
 /* Mode BAD. */
 #define PLD__BAD_CTX_MISSING(c, x) 0
