@@ -204,8 +204,10 @@ int pld_job_test(pld_job *job);
 /* Waits until the run is done: PLD_OK, or PLD_ERR_TIMEOUT after
  * timeout_ms milliseconds (0: do not wait; negative: no limit). */
 int pld_job_wait(pld_job *job, int64_t timeout_ms);
-/* A done run's status and message ("" on success); PLD_ERR_STATE (and
- * the calling thread's message) while it is not done. */
+/* A done run's status and message ("" on success; a failure of the run
+ * itself starts "pld_job: run N: ", N its number in the program's
+ * submissions); PLD_ERR_STATE (and the calling thread's message) while it
+ * is not done. */
 int pld_job_status(pld_job *job);
 const char *pld_job_message(pld_job *job);
 /* Frees a done job: PLD_OK, PLD_ERR_STATE (not done), PLD_ERR_ARG (freed

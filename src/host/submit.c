@@ -110,11 +110,17 @@ static struct pld_job *job_new(void) {
   return j;
 }
 
-/* Called with mu held: j is finished with status st and message msg. */
+/* Called with mu held: j is finished with status st and message msg.  A
+ * run's own failure ("pld_program_run: ...", as the run said it) names
+ * the job's run instead: "pld_job: run 2: ...". */
 static void job_done(struct pld__runner *r, struct pld_job *j, int st,
                      const char *msg) {
+  static const char run_fn[] = "pld_program_run: ";
   j->status = st;
-  if (st)
+  if (st && !strncmp(msg, run_fn, sizeof run_fn - 1))
+    pld__catf(j->msg, sizeof j->msg, "pld_job: run %llu: %s",
+              (unsigned long long)j->seq, msg + sizeof run_fn - 1);
+  else if (st)
     pld__catf(j->msg, sizeof j->msg, "%s", msg);
   j->state = DONE;
   r->in_flight--;

@@ -671,7 +671,7 @@ static void test_deadlock_cancels_queued(void **state) {
            "waits on window 'sig'",
            ids[0]);
   expect_job(j2, PLD_ERR_DEADLOCK,
-             "deadlock: these waits can never be "
+             "pld_job: run 2: deadlock: these waits can never be "
              "satisfied",
              line);
   expect_job(j3, PLD_ERR_CANCELLED, "run 3 of the program was cancelled",
