@@ -360,19 +360,12 @@ static void copy_block(unsigned char *dst, size_t dstride,
 }
 
 /* Whether the staging tiles of a transfer (crows x ccols elements of es
- * bytes, two if pipelined) fit this core's tile memory with no tile live:
- * then pld__tile_alloc would place them at offset 0 and pld_tile_free take
- * them back, leaving tile memory as it was, so the reservation needs no
- * doing (it costs a small put a sixth of its time).  The sizes are
- * pld__tile_alloc's: rows of whole granules. */
+ * bytes, two if pipelined) fit this core's empty tile memory: then the
+ * reservation needs no doing (it costs a small put a sixth of its
+ * time). */
 static inline int stage_fits_empty(const struct pld__core *c, const pld_xfer *o,
                                    size_t es, int64_t crows, int64_t ccols) {
-  if (c->live || c->status)
-    return 0;
-  const uint64_t row_bytes =
-      pld__round_up((size_t)ccols * es, (size_t)PLD__TILE_GRANULE);
-  return (uint64_t)crows * row_bytes * (o->pipelined ? 2u : 1u) <=
-         c->spec.capacity;
+  return pld__tiles_fit_empty(c, o->pipelined ? 2 : 1, crows, ccols, es);
 }
 
 /* The failures of transfer's checks, composed out of its way: a put of

@@ -174,6 +174,20 @@ size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t);
 pld_tile *pld__tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
                           int32_t rows, int32_t cols);
 
+/* Whether n tiles of rows x cols elements of es bytes fit c's tile memory
+ * with no tile live and no failure: then pld__tile_alloc places them from
+ * offset 0 (rows of whole granules) and pld_tile_free of them leaves tile
+ * memory as it was, so a caller that would free them at once may use that
+ * memory without allocating (the short paths of pld_put and pld_get). */
+static inline int pld__tiles_fit_empty(const struct pld__core *c, int n,
+                                       int64_t rows, int64_t cols, size_t es) {
+  if (c->live || c->status)
+    return 0;
+  const uint64_t row_bytes = ((uint64_t)cols * es + PLD__TILE_GRANULE - 1) /
+                             PLD__TILE_GRANULE * PLD__TILE_GRANULE;
+  return (uint64_t)rows * row_bytes * (uint64_t)n <= c->spec.capacity;
+}
+
 /* ---- walking a tile's elements ------------------------------------------ */
 
 /* Tiles of one shape seen as contiguous runs of elements: a single run of
