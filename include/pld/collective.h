@@ -54,6 +54,10 @@
  * point of the signal window: ranks that reached it with different calls
  * (another collective, op, dtype, element count, root, mode or block count)
  * all fail with PLD_ERR_MISMATCH and a message naming each rank's call.  A
+ * pld_notify (or the notify of pld_put & co.) on a cell of a signal window
+ * that a collective of the run has used on the same rank fails with
+ * PLD_ERR_ARG, naming the collective (one made before that rank's first
+ * collective call on the window is not caught there).  A
  * deadlock report names, for each blocked rank, the collective, its call
  * number and its round.  Tile memory: reductions stage data through tiles
  * of the core (an FP32 accumulator and a staging tile, sized to the free

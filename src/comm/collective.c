@@ -509,6 +509,7 @@ static int begin(struct coll *cc, struct pld__core *c, const char *fn,
   char msg[1024];
   if ((st = pld__coll_check(a, msg, sizeof msg)))
     return pld__kfail(c, st, fn, "%s", msg);
+  pld__coll_sigs_note(c->env->sigs, w, a->kind);
   cc->sig = w;
   cc->f = c->env->fabric;
   cc->comm = w->comm;

@@ -5,6 +5,7 @@
 #ifndef PLD_COMM_COMM_H
 #define PLD_COMM_COMM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,7 +106,31 @@ struct pld__comm_env {
   struct pld__spin spin;
   struct pld__trace_area *trace; /* the threads' events (core/trace.h) */
   struct pld__race *race;        /* the race detector (core/race.h) */
+  struct pld__coll_sigs *sigs;   /* the collectives' signals, or NULL */
 };
+
+/* The signal windows the collectives of this run used on this device:
+ * their cells are written by nothing but collectives (pld/collective.h),
+ * so pld_notify and the notifies of pld_put & co. refuse them.  The device
+ * empties it at each run (pld__coll_sigs_clear); the first
+ * PLD__COLL_SIGS signal views a run uses are known. */
+#define PLD__COLL_SIGS 16
+struct pld__coll_sigs {
+  pthread_mutex_t mu; /* taken to add one */
+  _Atomic int n;
+  struct pld__coll_sig {
+    int32_t buf;
+    uint64_t off, end; /* bytes [off, end) of buffer buf */
+    int kind;          /* the first collective that used it (PLD__COLL_*) */
+  } at[PLD__COLL_SIGS];
+};
+void pld__coll_sigs_clear(struct pld__coll_sigs *s);
+/* Collective `kind` uses window w as its signal. */
+void pld__coll_sigs_note(struct pld__coll_sigs *s, const struct pld__tensor *w,
+                         int kind);
+/* The signal view holding byte off of buffer buf, or NULL. */
+const struct pld__coll_sig *pld__coll_sigs_at(struct pld__coll_sigs *s,
+                                              int32_t buf, uint64_t off);
 
 /* With PLD_DEBUG=fabric: a fabric that logs every call, then makes it
  * through f (f itself otherwise, or if memory is short); and freeing it

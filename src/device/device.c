@@ -304,13 +304,17 @@ void pld__device_loop(struct pld__devrun *d) {
   struct pld__devctl *ctl = d->ctl;
   aicpu_of = d;
   d->spin = pld__world_spin(d->world, &ctl->awake);
-  pld__awake(&d->spin); /* the AICPU thread */
+  pld__awake(&d->spin);       /* the AICPU thread */
+  struct pld__coll_sigs sigs; /* this device's, for the loop's life */
+  pthread_mutex_init(&sigs.mu, NULL);
+  atomic_init(&sigs.n, 0);
   struct pld__comm_env env = {pld__fabric_logged(d->fabric),
                               &d->world->abort,
                               &ctl->watch,
                               d->spin,
                               d->trace,
-                              d->race};
+                              d->race,
+                              &sigs};
   pld__race_attach(d->race, plan->rank, 0);
   struct pld__tbuf *tbuf = d->trace ? pld__trace_tbuf(d->trace, 0) : NULL;
   if (tbuf)
@@ -353,8 +357,10 @@ void pld__device_loop(struct pld__devrun *d) {
       report(d, seq);
       continue;
     }
-    /* Dynamic dimensions start from the compiled bindings on every run. */
+    /* Dynamic dimensions start from the compiled bindings on every run,
+     * and no window is a collectives' signal yet. */
     dims = *plan->dims;
+    pld__coll_sigs_clear(&sigs);
     pld__aicpu_busy(&a, 1);
     st = run_plan(d, &a, ctl->msg, sizeof ctl->msg);
     pld__aicpu_busy(&a, 0);
@@ -367,6 +373,7 @@ void pld__device_loop(struct pld__devrun *d) {
     pld__aicpu_release(&a);
     pld__sched_destroy(sched);
     pld__fabric_unlogged(env.fabric, d->fabric);
+    pthread_mutex_destroy(&sigs.mu);
   }
   pld__asleep(&d->spin);
 }

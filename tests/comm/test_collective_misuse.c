@@ -6,7 +6,8 @@
  * PLD_ERR_MISMATCH and a message naming each rank's call, instead of hanging or
  * corrupting data; a rank that never makes a call is a deadlock, reported
  * within a second with the collective, call number and round of every blocked
- * rank.  After each, the same program runs correctly again. */
+ * rank; a pld_notify on the signal window a collective used is refused.
+ * After each, the same program runs correctly again. */
 #include "comm_test.h"
 
 PLD_DYNAMIC(NS);  /* cells of sig: PLD_SIGNAL_CELLS(P, C) */
@@ -56,8 +57,9 @@ enum {
   C_ALLREDUCE_MODE_4,
   C_ALL_TO_ALL_V_SEND_SHAPE, /* send_counts INT32[P, 2] */
   C_ALL_TO_ALL_V_RECV_SHAPE,
-  C_TILES_TAKEN /* allreduce with all but flag[FL_ARG] bytes of tile memory
-                   taken */
+  C_TILES_TAKEN, /* allreduce with all but flag[FL_ARG] bytes of tile memory
+                    taken */
+  C_STRAY_NOTIFY /* pld_notify(sig, next rank, cell flag[FL_ARG]) */
 };
 
 enum { FL_BAD, FL_BAD_CALL, FL_GOOD_CALL, FL_CALLS, FL_ARG, NFL };
@@ -202,6 +204,10 @@ static void do_call(pld_core k, const struct mis *g, int what, int32_t arg) {
     break;
   case C_ALL_TO_ALL_V_RECV_SHAPE:
     pld_all_to_all_v(k, g->x, g->sc, g->tgt, g->cnt2, g->sig);
+    break;
+  case C_STRAY_NOTIFY:
+    pld_notify(k, g->sig, (pld_rank(k, pld_window_comm(g->sig)) + 1) % n,
+               PLD_AT(arg), 1, PLD_NOTIFY_ADD);
     break;
   case C_TILES_TAKEN: {
     pld_tile *taken = pld_tile_new(k, PLD_UINT8, 1, arg);
@@ -809,6 +815,41 @@ static void test_mismatched_calls(void **state) {
                     cases[i].good_call);
 }
 
+/* ---- a notify of a collectives' signal ----------------------------------- */
+
+/* Rank `bad` of p, on c blocks, makes a collective call (`good`), then
+ * notifies cell `cell` of its signal window (the first, the last of the
+ * view): refused, naming the collective; the others fail with it. */
+static void stray_notify(int p, int c, int bad, int good, int cell,
+                         const char *coll) {
+  struct prog g;
+  prog_init(&g, p, c, -1, PLD_SIGNAL_CELLS(p, c), 0);
+  g.arg = cell;
+  double seconds;
+  int st = prog_run(&g, bad, C_STRAY_NOTIFY, good, 2, &seconds);
+  char who[128], what[256];
+  snprintf(who, sizeof who,
+           "pld_notify: kernel k_misuse (rank %d, device %d, AIV core ", bad,
+           comm_ids[bad]);
+  snprintf(what, sizeof what,
+           "cell [%d] of %s is a cell of the signal window %s used on rank "
+           "%d in this run: the collectives count its cells, and nothing "
+           "else may write them",
+           cell, win("sig", B_SIG), coll, bad);
+  const char *subs[] = {who, what, NULL};
+  pld_test_assert_fails(st, PLD_ERR_ARG, __FILE__, __LINE__, subs);
+  prog_runs_correctly(&g, C_ALLREDUCE);
+  prog_free(&g);
+}
+
+static void test_stray_notify(void **state) {
+  (void)state;
+  const int p3 = (int)PLD_SIGNAL_CELLS(3, 1), p4 = (int)PLD_SIGNAL_CELLS(4, 2);
+  stray_notify(2, 1, 1, C_ALLREDUCE, 0, "pld_allreduce");
+  stray_notify(3, 1, 0, C_BARRIER, p3 - 1, "pld_barrier");
+  stray_notify(4, 2, 2, C_BROADCAST_0, p4 - 1, "pld_broadcast");
+}
+
 /* ---- deadlock ------------------------------------------------------------ */
 
 /* The line of the report about rank r that contains `what`, or NULL. */
@@ -891,6 +932,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_all_to_all_v_count_shapes),
     cmocka_unit_test(test_mismatched_calls),
     cmocka_unit_test(test_deadlock_rank_returns_early),
+    cmocka_unit_test(test_stray_notify),
 };
 
 PLD_TEST_MAIN("comm_collective_misuse", tests)
