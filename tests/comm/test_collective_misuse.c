@@ -850,6 +850,59 @@ static void test_stray_notify(void **state) {
   stray_notify(4, 2, 2, C_BROADCAST_0, p4 - 1, "pld_broadcast");
 }
 
+/* Only the signal view is the collectives': one buffer holds a cell
+ * before it (`pre`) and a cell after it (`post`), each notified by the
+ * next rank between two barriers and waited for; every rank's cells count
+ * one notify each.  (The check's bounds: the view's first byte is its,
+ * the byte after its last is not.) */
+PLD_DYNAMIC(NSV); /* cells of the signal view */
+PLD_KERNEL(k_beside, k, PLD_WINDOW(pre, INT32, 1), PLD_WINDOW(sv, INT32, NSV),
+           PLD_WINDOW(post, INT32, 1), PLD_OUT(got, INT32, 2)) {
+  const int32_t me = pld_rank(k, pld_window_comm(sv)),
+                n = pld_nranks(k, pld_window_comm(sv));
+  pld_barrier(k, sv);
+  pld_notify(k, pre, comm_next(me, n), PLD_AT(0), 1, PLD_NOTIFY_ADD);
+  pld_notify(k, post, comm_next(me, n), PLD_AT(0), 1, PLD_NOTIFY_ADD);
+  pld_wait(k, pre, PLD_AT(0), 1, PLD_WAIT_GE);
+  pld_wait(k, post, PLD_AT(0), 1, PLD_WAIT_GE);
+  pld_barrier(k, sv);
+  pld_write(k, got, PLD_AT(0), pld_read(k, pld_local(pre), PLD_AT(0)));
+  pld_write(k, got, PLD_AT(1), pld_read(k, pld_local(post), PLD_AT(0)));
+}
+PLD_DEVICE(d_beside, a, PLD_WINDOW(pre, INT32, 1), PLD_WINDOW(sv, INT32, NSV),
+           PLD_WINDOW(post, INT32, 1), PLD_OUT(got, INT32, 2)) {
+  pld_launch(a, k_beside, 1, pre, sv, post, got);
+}
+PLD_HOST(h_beside, h, PLD_OUT(got, INT32, NR, 2)) {
+  const int n = pld_world_size(h);
+  const int64_t ns = PLD_SIGNAL_CELLS(n, 1);
+  pld_window_buf b = pld_window_alloc(h, (size_t)(ns + 2) * 4);
+  for (int q = 0; q < n; q++)
+    pld_dispatch(
+        h, d_beside, q, pld_window_view_at(h, b, 0, PLD_INT32, PLD_SHAPE(1)),
+        pld_window_view_at(h, b, 4, PLD_INT32, PLD_SHAPE(ns)),
+        pld_window_view_at(h, b, (size_t)(ns + 1) * 4, PLD_INT32, PLD_SHAPE(1)),
+        pld_slice(h, got, q));
+}
+
+static void beside(int p) {
+  if (!comm_world_fits(p))
+    return;
+  pld_config cfg = comm_config(p);
+  pld_tensor got = comm_tensor(PLD_INT32, 2, (int64_t[]){p, 2});
+  assert_ok(pld_run(h_beside, &cfg, PLD_ARGS(got)));
+  const int32_t want[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  comm_expect_i32("pre and post, every rank", pld_tensor_data(got), want,
+                  2 * p);
+  pld_tensor_destroy(got);
+}
+
+static void test_notify_beside_signal(void **state) {
+  (void)state;
+  for (int p = 2; p <= 4; p++)
+    beside(p);
+}
+
 /* ---- deadlock ------------------------------------------------------------ */
 
 /* The line of the report about rank r that contains `what`, or NULL. */
@@ -933,6 +986,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mismatched_calls),
     cmocka_unit_test(test_deadlock_rank_returns_early),
     cmocka_unit_test(test_stray_notify),
+    cmocka_unit_test(test_notify_beside_signal),
 };
 
 PLD_TEST_MAIN("comm_collective_misuse", tests)
