@@ -116,13 +116,15 @@ struct pld__comm_env {
  * PLD__COLL_SIGS signal views a run uses are known. */
 #define PLD__COLL_SIGS 16
 struct pld__coll_sigs {
-  pthread_mutex_t mu; /* taken to add one */
-  _Atomic int n;
+  /* Read by every notify: in cache lines of its own (the AICPU's stack
+   * holds it, next to what the AICPU writes). */
+  _Alignas(64) _Atomic int n;
   struct pld__coll_sig {
     int32_t buf;
     uint64_t off, end; /* bytes [off, end) of buffer buf */
     int kind;          /* the first collective that used it (PLD__COLL_*) */
   } at[PLD__COLL_SIGS];
+  pthread_mutex_t mu; /* taken to add one */
 };
 void pld__coll_sigs_clear(struct pld__coll_sigs *s);
 /* Collective `kind` uses window w as its signal. */

@@ -151,10 +151,14 @@ int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
     return pld__kfail(c, PLD_ERR_ARG, fn,
                       "op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got %d",
                       (int)op);
+  /* No collective used a signal yet (a notify's usual case): as cheap as
+   * before the check. */
+  struct pld__coll_sigs *s = c->env ? c->env->sigs : NULL;
+  if (!s || !atomic_load_explicit(&s->n, memory_order_acquire))
+    return pld__cell_offset(c, fn, sig, peer, n, idx, off);
   int st = pld__cell_offset(c, fn, sig, peer, n, idx, off);
   const struct pld__coll_sig *cs =
-      st || !c->env ? NULL
-                    : pld__coll_sigs_at(c->env->sigs, sig.p->win_buf, *off);
+      st ? NULL : pld__coll_sigs_at(s, sig.p->win_buf, *off);
   return cs ? refuse_coll_sig(c, fn, sig.p, n, idx, cs) : st;
 }
 
