@@ -431,11 +431,14 @@ static int judged(int ok, int meets) { return ok < 0 ? meets : ok && meets; }
 
 /* Keeps the lowest measured ratio r (-1: not measured) in *low (-1 while
  * none) and its size in *at. */
-static void note_lowest(double r, size_t bytes, double *low, size_t *at) {
-  if (r >= 0 && (*low < 0 || r < *low)) {
-    *low = r;
-    *at = bytes;
-  }
+/* Keeps r (measured) in *low and its size in *at if it is the lowest so
+ * far; returns whether it was. */
+static int note_lowest(double r, size_t bytes, double *low, size_t *at) {
+  if (r < 0 || (*low >= 0 && r >= *low))
+    return 0;
+  *low = r;
+  *at = bytes;
+  return 1;
 }
 
 /* a / b, or -1 unless both were measured. */
@@ -669,11 +672,10 @@ static void bench_bandwidth(int reps) {
         med[i] = median_measured(v[i], nr);
       const double p = med[P], m = med[M], q = med[Q], q_sm = med[QSM],
                    ps = med[PS], ratio = med[RATIO], rm = med[RM], rs = med[RS];
-      if (rm >= 0 && (low4_mpi < 0 || rm < low4_mpi)) {
+      if (note_lowest(rm, bytes, &low4_mpi, &at4_mpi)) {
         low4_pld_mc = ratio;
         low4_mpi_mc = med[RQM];
       }
-      note_lowest(rm, bytes, &low4_mpi, &at4_mpi);
       if (bytes >= ((size_t)16 << 10))
         note_lowest(ratio, bytes, &low4_mc, &at4_mc);
       if (bytes >= ((size_t)1 << 20)) {

@@ -649,15 +649,16 @@ _Static_assert(1 PLD_DTYPE_MAP(PLD__DTYPE_KNOWN), "PLD__DTYPE_OK_");
   PLD__NARG(__VA_ARGS__),                                                      \
       (const pld_arg[]){PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, __VA_ARGS__)}
 #define PLD__CALL_ARGS_0(what, fn, ...)                                        \
-  (PLD__CALL_TOO_MANY(what, fn, PLD_MAX_PARAMS) PLD_MAX_PARAMS + 1),           \
+  (PLD__TOO_MANY_ARGS(PLD_MAX_PARAMS, what of fn) PLD_MAX_PARAMS + 1),         \
       (const pld_arg[]) {                                                      \
     PLD__MAPH(PLD__ARG0, PLD__ARGN, ~, PLD__TAKE(__VA_ARGS__))                 \
   }
 #define PLD__DROP1(...) PLD__DROP1_(__VA_ARGS__)
 #define PLD__DROP1_(x, ...) __VA_ARGS__
-#define PLD__CALL_TOO_MANY(what, fn, max) PLD__CALL_TOO_MANY_(what, fn, max)
-#define PLD__CALL_TOO_MANY_(what_, fn_, max_)                                  \
-  PLD__EXPR_ERROR(PLD__STRV(what_ of fn_: more than PLD_MAX_PARAMS (max_)      \
+/* The error of a call (who: its words) with more than max arguments. */
+#define PLD__TOO_MANY_ARGS(max, ...) PLD__TOO_MANY_ARGS_(max, __VA_ARGS__)
+#define PLD__TOO_MANY_ARGS_(max_, ...)                                         \
+  PLD__EXPR_ERROR(PLD__STRV(__VA_ARGS__: more than PLD_MAX_PARAMS (max_)       \
                             arguments))
 
 /* clang-format on */

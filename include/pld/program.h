@@ -108,8 +108,7 @@ typedef struct pld_program pld_program;
     PLD__MAPI(PLD__ARGF, __VA_ARGS__)                                          \
   }
 #define PLD__ARGS_0(...)                                                       \
-  (PLD__EXPR_ERROR("PLD_ARGS: more than PLD_MAX_PARAMS (32) arguments")        \
-       PLD_MAX_PARAMS),                                                        \
+  (PLD__TOO_MANY_ARGS(PLD_MAX_PARAMS, PLD_ARGS) PLD_MAX_PARAMS),               \
       (const pld_arg[]) {                                                      \
     PLD__MAPI(PLD__ARGF, PLD__DROP1(PLD__TAKE(~, __VA_ARGS__)))                \
   }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/alloc.h"
 #include "core/kctx.h"
 #include "core/race.h"
 #include "core/tensor.h"
@@ -183,8 +184,8 @@ static inline int pld__tiles_fit_empty(const struct pld__core *c, int n,
                                        int64_t rows, int64_t cols, size_t es) {
   if (c->live || c->status)
     return 0;
-  const uint64_t row_bytes = ((uint64_t)cols * es + PLD__TILE_GRANULE - 1) /
-                             PLD__TILE_GRANULE * PLD__TILE_GRANULE;
+  const uint64_t row_bytes =
+      pld__round_up((size_t)cols * es, (size_t)PLD__TILE_GRANULE);
   return (uint64_t)rows * row_bytes * (uint64_t)n <= c->spec.capacity;
 }
 
