@@ -276,6 +276,7 @@ static struct {
   int beyond;                              /* the CPU count (f) counts from */
   double per_block;                        /* (g) */
   double oneshot, fork_reap, bare_oneshot; /* (a) */
+  double submitted;                        /* (d): the best ratio to blocking */
 } fig;
 
 /* In a fresh process: the polling round trip to NDEV bare processes;
@@ -375,11 +376,18 @@ static void spmd_blocks(int reps, double *v) {
          fig.per_block);
 }
 
-/* (d) runs per second of a prepared program (empty kernel): n blocking
- * pld_program_run calls, against n runs submitted back to back (each job
- * waited for `depth` submissions later), alternately, `rounds` times;
- * the medians of each. */
-static void throughput(pld_program *p, int n, int rounds, int depth) {
+/* (d) runs per second of a prepared program (empty kernel) compiled for
+ * `depth` runs in flight: n blocking pld_program_run calls, against n
+ * runs submitted back to back (each job waited for `depth` submissions
+ * later), alternately, `rounds` times; the medians of each. */
+static void throughput(const pld_config *base, int n, int rounds, int depth) {
+  pld_config cfg = *base;
+  cfg.max_in_flight = depth;
+  pld_program *p;
+  check(pld_compile(empty_host, &cfg, 0, NULL, &p), "pld_compile");
+  check(pld_program_prepare(p), "pld_program_prepare");
+  for (int i = 0; i < 100; i++) /* warm up */
+    check(pld_program_run(p, 0, NULL), "pld_program_run");
   double *blk = calloc((size_t)rounds, sizeof *blk);
   double *sub = calloc((size_t)rounds, sizeof *sub);
   pld_job **jobs = calloc((size_t)depth, sizeof *jobs);
@@ -405,9 +413,13 @@ static void throughput(pld_program *p, int n, int rounds, int depth) {
     sub[k] = n / ((now_us() - t0) * 1e-6);
   }
   double mb = median(blk, rounds), ms = median(sub, rounds);
-  printf("%-58s %8.0f /s %10.0f /s %7.2fx\n",
-         "(d) runs per second: submitted back to back / blocking", ms, mb,
-         ms / mb);
+  char what[80];
+  snprintf(what, sizeof what,
+           "(d) runs per second: submitted, %2d in flight / blocking", depth);
+  printf("%-58s %8.0f /s %10.0f /s %7.2fx\n", what, ms, mb, ms / mb);
+  if (ms / mb > fig.submitted)
+    fig.submitted = ms / mb;
+  pld_program_destroy(p);
   free(blk);
   free(sub);
   free(jobs);
@@ -460,6 +472,11 @@ static void verdict(int met, const char *fmt, ...) {
 }
 
 static void verdicts(void) {
+  printf("issue 11 target:\n");
+  verdict(fig.submitted >= 2,
+          "(d) submitted runs >= 2x the blocking loop's rate: %.2fx (the "
+          "best of 2, 8 and 32 in flight)",
+          fig.submitted);
   printf("issue 13 targets:\n");
   verdict(fig.run_median <= 10 && fig.run_tail <= 2,
           "1. prepared run <= 10 us, p99 <= 2x median in every process: "
@@ -553,8 +570,9 @@ int main(int argc, char **argv) {
                   &fig.run_median, &fig.run_tail);
   fresh_processes(argv[0], "bare", "    polling round trip to 2 bare processes",
                   10, 2000, &unused, &fig.ref_tail);
-  throughput(p, reps, 5, 2);
   pld_program_destroy(p);
+  for (int depth = 2; depth <= 32; depth *= 4)
+    throughput(&cfg, reps, 5, depth);
   resident_state(&cfg, reps / 10 > 50 ? reps / 10 : 50);
   per_device(reps / 5 > 200 ? reps / 5 : 200, c);
   spmd_blocks(reps / 5 > 200 ? reps / 5 : 200, c);

@@ -57,12 +57,12 @@ int pld__devices_map(struct pld__device *devs, int n,
   for (int r = 0; r < n; r++) {
     memset(&devs[r], 0, sizeof devs[r]);
     size_t stride = pld__plan_slot_stride(&plans[r]);
-    devs[r].map_bytes =
-        ctl_bytes() + PAGE + PLD__DATA_SLOTS * stride + plans[r].heap_bytes;
+    devs[r].map_bytes = ctl_bytes() + PAGE + (size_t)plans[r].nslots * stride +
+                        plans[r].heap_bytes;
     devs[r].ctl = map_shared(devs[r].map_bytes);
     unsigned char *guard = (unsigned char *)devs[r].ctl + ctl_bytes();
     int bad = !devs[r].ctl;
-    for (int k = 0; !bad && k < PLD__DATA_SLOTS; k++)
+    for (int k = 0; !bad && k < plans[r].nslots; k++)
       bad = mprotect(guard + (size_t)k * stride, PAGE, PROT_NONE) != 0;
     if (bad) {
       int e = errno;
@@ -249,11 +249,9 @@ static int await_tasks(const struct pld__devrun *d, struct pld__aicpu *a,
  * waits for; counts the calls done for the host.  Returns the first
  * failure. */
 static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
-                    char *msg, size_t cap) {
+                    uint32_t slot, char *msg, size_t cap) {
   const struct pld__devplan *plan = d->plan;
-  unsigned char *data =
-      d->data + atomic_load_explicit(&d->ctl->data_slot, memory_order_relaxed) *
-                    pld__plan_slot_stride(plan);
+  unsigned char *data = d->data + slot * pld__plan_slot_stride(plan);
   for (int c = 0; c < plan->ncalls; c++) {
     const struct pld__call *call = &plan->calls[c];
     const pld_signature *sig = call->fn.sig;
@@ -297,6 +295,51 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
 static void report(const struct pld__devrun *d, uint32_t seq) {
   atomic_store_explicit(&d->ctl->done_seq, seq, memory_order_release);
   pld__event_signal(&d->world->event, &d->world->event_sleepers, 1);
+}
+
+/* Waits until *word holds at least need; 0 if the run is stopped first
+ * (the host's abort word), as an AICPU waiting for its work: not busy. */
+static int await_count(const struct pld__devrun *d, _Atomic uint32_t *word,
+                       uint32_t need) {
+  uint32_t v;
+  while ((v = atomic_load_explicit(word, memory_order_acquire)) < need) {
+    if (atomic_load_explicit(&d->world->abort, memory_order_acquire))
+      return 0;
+    pld__event_wait(word, v, &d->world->q_sleepers, &d->spin,
+                    PLD__MS(PLD_ABORT_POLL_MS), 1);
+  }
+  return 1;
+}
+
+/* The gate of queued run k (struct pld__cmd), the run before it on this
+ * device failed or not: 1 once it may start, 0 if it is cancelled (a run
+ * before it failed, or the host closed the chain before it: the host then
+ * stops the chain with its abort word). */
+static int gate(const struct pld__devrun *d, const struct pld__cmd *k,
+                int failed) {
+  struct pld__worldctl *w = d->world;
+  const uint32_t n = k->gate, need = n * (uint32_t)d->plan->nranks;
+  if (atomic_load_explicit(&w->abort, memory_order_acquire))
+    return 0;
+  if (!await_count(d, &w->q_ok,
+                   (k->flags & PLD__GATE_SYNC) ? need
+                   : failed                    ? UINT32_MAX
+                                               : 0))
+    return 0;
+  uint32_t open = atomic_load(&w->q_open);
+  while ((open & ~PLD__Q_CLOSED) < n) {
+    if (open & PLD__Q_CLOSED) /* never opens: wait for the stop */
+      return await_count(d, &w->q_ok, UINT32_MAX);
+    if (atomic_compare_exchange_weak(&w->q_open, &open, n))
+      break;
+  }
+  if (!(k->flags & PLD__GATE_ZERO))
+    return 1;
+  /* Every rank finished the runs before: no one writes the windows until
+   * every rank zeroed its copies. */
+  pld__shm_zero_rank(d->shm, d->plan->rank);
+  pld__event_signal(&w->q_zeroed, &w->q_sleepers, 1);
+  return await_count(d, &w->q_zeroed, need);
 }
 
 void pld__device_loop(struct pld__devrun *d) {
@@ -343,17 +386,18 @@ void pld__device_loop(struct pld__devrun *d) {
    * it as long as a thread woken early learnt to (core/futex.h). */
   pld__spin_extra_ns = (PLD__SPIN_GROWTH - 1) * d->spin.ns;
 
-  uint32_t seen = 0;
-  for (;;) {
-    uint32_t seq;
-    while ((seq = pld__event_wait(&ctl->cmd_seq, seen, &ctl->cmd_sleepers,
-                                  &d->spin, -1, 1)) == seen)
+  /* The commands, one by one in the order posted. */
+  int failed = 0; /* the last run this device ran */
+  for (uint32_t seq = 1;; seq++) {
+    while (pld__event_wait(&ctl->cmd_seq, seq - 1, &ctl->cmd_sleepers, &d->spin,
+                           -1, 1) == seq - 1)
       ;
-    seen = seq;
-    if (atomic_load_explicit(&ctl->cmd, memory_order_relaxed) != PLD__CMD_RUN)
+    const struct pld__cmd k = ctl->ring[seq % PLD__RING];
+    if (k.cmd != PLD__CMD_RUN)
       break;
     atomic_store_explicit(&ctl->run_seq, seq, memory_order_release);
-    if (!sched) {
+    if (!sched || (k.gate && !gate(d, &k, failed))) { /* failed start,
+                                                         cancelled */
       report(d, seq);
       continue;
     }
@@ -362,11 +406,16 @@ void pld__device_loop(struct pld__devrun *d) {
     dims = *plan->dims;
     pld__coll_sigs_clear(&sigs);
     pld__aicpu_busy(&a, 1);
-    st = run_plan(d, &a, ctl->msg, sizeof ctl->msg);
+    st = run_plan(d, &a, k.slot, ctl->msg, sizeof ctl->msg);
     pld__aicpu_busy(&a, 0);
     ctl->status = st;
+    failed = st != PLD_OK;
     if (st)
       ctl->ticket = atomic_fetch_add(&d->world->tickets, 1);
+    atomic_store_explicit(&ctl->result, (uint64_t)seq << 32 | (uint32_t)st,
+                          memory_order_release);
+    if (!st)
+      pld__event_signal(&d->world->q_ok, &d->world->q_sleepers, 1);
     report(d, seq);
   }
   if (!d->exits) { /* else the process's end frees it all, and sooner */
@@ -410,6 +459,7 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
   struct pld__shm_fabric fabric;
   pld__shm_fabric_init(&fabric, region, d->plan->lay, rank);
   d->fabric = &fabric.base;
+  d->shm = &fabric;
   d->exits = 1;
   pld__device_loop(d);
   _exit(0);

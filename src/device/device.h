@@ -21,6 +21,29 @@
 
 enum { PLD__CMD_RUN = 1, PLD__CMD_STOP = 2 };
 
+/* A command of the host to a device.  The device takes its commands in
+ * order from a ring holding the last PLD__RING posted (the one of cmd_seq
+ * s at ring[s % PLD__RING]): the host posts a command only once the device
+ * finished the one PLD__RING before it.  A run posted while the runs
+ * before it still execute (a queued run, host/submit.c) passes a gate
+ * first, gate n for the chain's run n (struct pld__worldctl: q_*): with
+ * PLD__GATE_SYNC (a run that can reach beyond its device's data slot:
+ * the program has windows, or the run device-resident tensors) it waits
+ * until the n runs before it finished successfully on every rank, else
+ * only until its own device's did; the host must let it start (q_open);
+ * with PLD__GATE_ZERO the device then zeroes its windows and waits until
+ * every rank did.  A chain's first run (gate 0) starts at once, the host
+ * having zeroed the windows.  A run that did not start is cancelled: it
+ * stays at its gate until the chain is stopped (the abort word). */
+#define PLD__RING 64
+enum { PLD__GATE_SYNC = 1, PLD__GATE_ZERO = 2 };
+struct pld__cmd {
+  uint32_t cmd;   /* PLD__CMD_RUN or PLD__CMD_STOP */
+  uint32_t slot;  /* a run's data slot */
+  uint32_t gate;  /* 0, or n: the queued run's number in its chain */
+  uint32_t flags; /* PLD__GATE_* */
+};
+
 /* Written at both ends and in the middle of every control block by the
  * host, so that it can tell a block a device's code overwrote. */
 #define PLD__CTL_MAGIC 0x31746374636c6470ull /* "pldctlc1" */
@@ -42,9 +65,9 @@ struct pld__crash {
 
 struct pld__devctl {
   uint64_t magic;                /* PLD__CTL_MAGIC */
-  _Atomic uint32_t cmd_seq;      /* host: bumped after setting cmd */
+  _Atomic uint32_t cmd_seq;      /* host: bumped after posting a command */
   _Atomic uint32_t cmd_sleepers; /* device: asleep on cmd_seq */
-  _Atomic uint32_t cmd;
+  struct pld__cmd ring[PLD__RING];
   _Atomic uint32_t run_seq;    /* device: the cmd_seq it took up */
   _Atomic uint32_t done_seq;   /* device: the cmd_seq it finished */
   _Atomic uint32_t ready;      /* device: started and waiting */
@@ -52,9 +75,12 @@ struct pld__devctl {
                                   threads (see struct pld__spin) */
   _Atomic uint32_t calls_done; /* device: calls of this run finished (the
                                   host resets it before each run) */
-  _Atomic uint32_t data_slot;  /* host: the data slot of the run posted */
   int status;                  /* result of the last run */
-  uint32_t ticket;             /* order of failure among the ranks */
+  /* device: the cmd_seq of the last run it ran (not one cancelled at its
+   * gate) in the high half, its status in the low half: a queued run's
+   * status is read there, the run after it may have started since */
+  _Atomic uint64_t result;
+  uint32_t ticket; /* order of failure among the ranks */
   char msg[PLD__MSG_MAX];
   struct pld__crash crash;
   uint64_t magic_mid;      /* PLD__CTL_MAGIC */
@@ -64,6 +90,15 @@ struct pld__devctl {
 
 /* Clears a control block for a new device process. */
 void pld__devctl_reset(struct pld__devctl *c);
+
+/* Posts command k to the device of c; returns its cmd_seq. */
+static inline uint32_t pld__devctl_post(struct pld__devctl *c,
+                                        struct pld__cmd k) {
+  uint32_t seq = atomic_load_explicit(&c->cmd_seq, memory_order_relaxed) + 1;
+  c->ring[seq % PLD__RING] = k;
+  pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
+  return seq;
+}
 
 struct pld__worldctl {
   _Atomic uint32_t event; /* bumped and woken by a device done or dying */
@@ -75,7 +110,16 @@ struct pld__worldctl {
                                   the node's, shared), or NULL */
   _Atomic uint32_t tasks_done; /* host: host tasks of this run done */
   _Atomic uint32_t tasks_sleepers; /* devices: asleep on tasks_done */
+  /* The chain of queued runs (struct pld__cmd), reset by the host as a
+   * chain begins (no run in flight).  q_ok: runs that finished
+   * successfully, summed over the ranks; q_zeroed: ranks that zeroed
+   * their windows for a queued run, summed over the runs; q_open: the
+   * last run of the chain whose gate opened (the first rank there opens
+   * it), PLD__Q_CLOSED set by the host to open no more. */
+  _Atomic uint32_t q_ok, q_zeroed, q_open;
+  _Atomic uint32_t q_sleepers; /* devices: asleep on q_ok or q_zeroed */
 };
+#define PLD__Q_CLOSED 0x80000000u
 
 /* The host's handle on one device process.  Its region is the control
  * block, one inaccessible guard page (a kernel writing just before its
@@ -106,6 +150,8 @@ int pld__devices_map(struct pld__device *devs, int n,
 void pld__devices_unmap(struct pld__device *devs, int n,
                         struct pld__worldctl *world);
 
+struct pld__shm_fabric;
+
 /* A shared mapping a new device process must not keep. */
 struct pld__mapping {
   void *addr;
@@ -123,6 +169,8 @@ struct pld__devrun {
   struct pld__spin spin;
   struct pld__trace_area *trace; /* its threads' events, or NULL */
   struct pld__race *race;        /* the race detector's region, or NULL */
+  struct pld__shm_fabric *shm;   /* the shm fabric: zeroes a queued run's
+                                    windows (NULL under mpi: no queue) */
   int exits; /* the loop's process ends with it (nothing need be freed) */
 };
 

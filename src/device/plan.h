@@ -62,6 +62,7 @@ struct pld__devplan {
   size_t table_offset;
   /* Bytes after the data slots for device-resident tensors. */
   size_t heap_bytes;
+  int nslots; /* data slots (below) */
   int nscalars;
   size_t scalars_offset;
   size_t data_bytes;
@@ -74,9 +75,10 @@ struct pld__devplan {
   const struct pld__comm *comms;
 };
 
-/* A device's data area holds PLD__DATA_SLOTS runs' slices, one slot
- * each, so that the host can copy the next run's inputs in while a run
- * executes; a run command names its slot.  Slot k starts k strides into
+/* A device's data area holds nslots runs' slices (PLD__DATA_SLOTS, or
+ * one per run in flight where the program queues more: pld_compile), one
+ * slot each, so that the host can copy the next runs' inputs in while a
+ * run executes; a run command names its slot.  Slot k starts k strides into
  * the area, each stride the slot's pages and one inaccessible guard page
  * after them (so every slot has a guard page before it: the first the
  * one after the control block). */

@@ -214,19 +214,23 @@ static void shm_wait_events(struct pld__fabric *fb, uint32_t seen, int buf,
  * committed to memory) whole before every run. */
 #define ZERO_BY_MEMSET_MAX ((size_t)1 << 20)
 
-void pld__shm_zero_all(struct pld__shm_fabric *f) {
+void pld__shm_zero_rank(struct pld__shm_fabric *f, int r) {
   const struct pld__winlayout *lay = f->lay;
-  for (int b = 0; b < lay->nbufs; b++)
-    for (int r = 0; r < lay->nranks; r++) {
-      size_t c = lay->copy[(size_t)b * (size_t)lay->nranks + (size_t)r];
-      if (c == SIZE_MAX)
-        continue;
-      /* Copies start on pages and own whole pages (winlayout_init). */
-      size_t whole = pld__round_up(lay->phys[b], 4096);
-      if (lay->phys[b] <= ZERO_BY_MEMSET_MAX ||
-          madvise(f->region + c, whole, MADV_REMOVE) != 0)
-        memset(f->region + c, 0, lay->phys[b]);
-    }
+  for (int b = 0; b < lay->nbufs; b++) {
+    size_t c = lay->copy[(size_t)b * (size_t)lay->nranks + (size_t)r];
+    if (c == SIZE_MAX)
+      continue;
+    /* Copies start on pages and own whole pages (winlayout_init). */
+    size_t whole = pld__round_up(lay->phys[b], 4096);
+    if (lay->phys[b] <= ZERO_BY_MEMSET_MAX ||
+        madvise(f->region + c, whole, MADV_REMOVE) != 0)
+      memset(f->region + c, 0, lay->phys[b]);
+  }
+}
+
+void pld__shm_zero_all(struct pld__shm_fabric *f) {
+  for (int r = 0; r < f->lay->nranks; r++)
+    pld__shm_zero_rank(f, r);
 }
 
 int32_t pld__shm_peek(struct pld__shm_fabric *f, int buf, int rank,

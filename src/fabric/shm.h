@@ -52,6 +52,9 @@ void pld__winlayout_release(struct pld__winlayout *lay);
 void pld__shm_fabric_init(struct pld__shm_fabric *f, unsigned char *region,
                           const struct pld__winlayout *lay, int rank);
 
+/* Zeroes rank r's copy of every buffer (a device, before a queued run). */
+void pld__shm_zero_rank(struct pld__shm_fabric *f, int r);
+
 /* The host's side (the shared-memory control plane): zero every copy of
  * every buffer before a run; read any rank's cell (for a deadlock report);
  * wake every rank's waiting cores (they re-check their cells and the

@@ -673,8 +673,10 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
     st = pld__tasks_plan(p, &h);
   if (!st)
     st = pld__residents_init(p);
-  for (int r = 0; !st && r < p->nranks; r++)
+  for (int r = 0; !st && r < p->nranks; r++) {
     p->plans[r].heap_bytes = pld__heap_bytes(p, r);
+    p->plans[r].nslots = p->nslots;
+  }
 release:
   host_release(&h);
   return st;
@@ -774,7 +776,14 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   p->same_node_rma = rma;
   p->race.on = races;
   p->max_in_flight = cfg->max_in_flight ? cfg->max_in_flight : 2;
-  p->slot = PLD__DATA_SLOTS - 1; /* the first run takes slot 0 */
+  /* A data slot per run in flight where they are queued on the devices
+   * (host/submit.c), else the two that let a run's inputs be copied while
+   * the run before executes. */
+  p->nslots =
+      p->max_in_flight > PLD__DATA_SLOTS && p->max_in_flight <= PLD__RING
+          ? p->max_in_flight
+          : PLD__DATA_SLOTS;
+  p->slot = p->nslots - 1; /* the first run takes slot 0 */
   p->nranks = ndevices;
   p->device_ids = pld__calloc((size_t)ndevices, sizeof *p->device_ids);
   if (!p->device_ids) {

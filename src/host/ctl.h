@@ -23,7 +23,9 @@ struct pld__ctl_ops {
   int (*start)(struct pld_program *p);
   /* Before a run: windows zeroed (unless kept), In slices copied, the run
    * posted to every device this process runs; posted[r] is the command
-   * rank r runs. */
+   * rank r runs.  A queued run (p->chain > 0, shm only) is posted behind
+   * the runs in flight, its windows zeroed by the devices (struct
+   * pld__cmd). */
   int (*post)(struct pld_program *p, const pld_arg *argv, uint32_t *posted);
   /* The In slices and the scalars of a run, into data slot `slot` of the
    * ranks this process runs (post does it, unless p->precopied says it
@@ -65,8 +67,9 @@ struct pld__ctl_ops {
   int (*restart)(struct pld_program *p, int r);
   /* The run's end on this process: the result st with message msg
    * decided (by this process, or the one that watches), Out slices copied
-   * back on success.  Returns the run's status, message set. */
-  int (*finish)(struct pld_program *p, const pld_arg *argv, int st,
+   * back from data slot `slot` on success.  Returns the run's status,
+   * message set. */
+  int (*finish)(struct pld_program *p, const pld_arg *argv, int slot, int st,
                 const char *msg);
   /* Processes that do not watch follow the run instead: they wait for the
    * watching process's result, store the run's status in *st and return

@@ -134,11 +134,11 @@ static int mpi_start(struct pld_program *p) {
   p->cps = s;
   const struct pld__devplan *plan = &p->plans[s->me];
   s->data_bytes =
-      PLD__DATA_SLOTS * pld__plan_slot_stride(plan) + plan->heap_bytes;
+      (size_t)plan->nslots * pld__plan_slot_stride(plan) + plan->heap_bytes;
   s->data = mmap(NULL, s->data_bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   /* A guard page before every slot but the first (see plan.h). */
-  for (int k = 1; s->data != MAP_FAILED && k < PLD__DATA_SLOTS; k++)
+  for (int k = 1; s->data != MAP_FAILED && k < plan->nslots; k++)
     mprotect(s->data + (size_t)k * pld__plan_slot_stride(plan) - 4096, 4096,
              PROT_NONE);
   if (s->data == MAP_FAILED) {
@@ -190,6 +190,7 @@ static int mpi_start(struct pld_program *p) {
                                 {0},
                                 pld__trace_area_of(p, s->me, NULL),
                                 NULL, /* no race detector under mpi */
+                                NULL, /* nor queued runs */
                                 0};
   pld__mpi_set_spin(s->m, &s->run.spin);
   if ((st = pld__device_thread(&s->run, &s->thread))) {
@@ -276,7 +277,6 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
     pld__mpi_zero(s->m);
   if (!p->precopied)
     mpi_copy_in(p, argv, p->slot);
-  atomic_store(&s->live->data_slot, (uint32_t)p->slot);
   /* Nothing of the other ranks' last run counts in this one (a host task
    * waits for their calls of this run). */
   for (int r = 0; r < p->nranks; r++)
@@ -292,8 +292,8 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
     pld__mpi_running(s->m, 0);
     return pld__fail(st, "pld_program_run: %s", pld_last_error());
   }
-  atomic_store_explicit(&s->live->cmd, PLD__CMD_RUN, memory_order_relaxed);
-  pld__event_signal(&s->live->cmd_seq, &s->live->cmd_sleepers, 1);
+  pld__devctl_post(s->live,
+                   (struct pld__cmd){PLD__CMD_RUN, (uint32_t)p->slot, 0, 0});
   for (int r = 0; r < p->nranks; r++)
     posted[r] = s->runs;
   return PLD_OK;
@@ -423,9 +423,10 @@ static int mpi_restart(struct pld_program *p, int r) {
                    r);
 }
 
-/* Every process: the result known, the Out slices gathered on success. */
-static int conclude(struct pld_program *p, const pld_arg *argv, int st,
-                    const char *msg, int dead) {
+/* Every process: the result known, the Out slices gathered from data slot
+ * `slot` on success. */
+static int conclude(struct pld_program *p, const pld_arg *argv, int slot,
+                    int st, const char *msg, int dead) {
   struct mpi_state *s = state(p);
   pld__mpi_running(s->m, 0);
   if (dead && !p->dead) {
@@ -434,11 +435,11 @@ static int conclude(struct pld_program *p, const pld_arg *argv, int st,
   }
   if (st)
     return pld__fail_msg(st, msg);
-  return copy_slices(p, argv, 0, p->slot);
+  return copy_slices(p, argv, 0, slot);
 }
 
-static int mpi_finish(struct pld_program *p, const pld_arg *argv, int st,
-                      const char *msg) {
+static int mpi_finish(struct pld_program *p, const pld_arg *argv, int slot,
+                      int st, const char *msg) {
   struct mpi_state *s = state(p);
   static _Thread_local struct verdict v;
   memset(&v, 0, sizeof v);
@@ -451,7 +452,7 @@ static int mpi_finish(struct pld_program *p, const pld_arg *argv, int st,
     st = sent;
     pld__catf(v.msg, sizeof v.msg, "pld_program_run: %s", pld_last_error());
   }
-  return conclude(p, argv, st, v.msg, p->dead);
+  return conclude(p, argv, slot, st, v.msg, p->dead);
 }
 
 /* Sends this process's snapshot to process 0: the control block, each
@@ -516,7 +517,7 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
     pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &spin,
                     SNAP_NS, 1);
   }
-  *st = conclude(p, argv, v.status, v.msg, v.dead);
+  *st = conclude(p, argv, p->slot, v.status, v.msg, v.dead);
   return 1;
 }
 
@@ -529,8 +530,7 @@ static void mpi_stop(struct pld_program *p, int kill_now) {
     return; /* the collective part comes with pld_program_destroy */
   int abandon = p->dead;
   if (s->thread_started && !abandon) {
-    atomic_store_explicit(&s->live->cmd, PLD__CMD_STOP, memory_order_relaxed);
-    pld__event_signal(&s->live->cmd_seq, &s->live->cmd_sleepers, 1);
+    pld__devctl_post(s->live, (struct pld__cmd){PLD__CMD_STOP, 0, 0, 0});
     pthread_join(s->thread, NULL);
   } else if (s->thread_started) {
     pthread_detach(s->thread);

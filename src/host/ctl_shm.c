@@ -155,9 +155,8 @@ static void shm_stop(struct pld_program *p, int kill_now) {
   struct shm_state *s = state(p);
   if (!kill_now) {
     for (int r = 0; r < p->nranks; r++) {
-      struct pld__devctl *c = p->devs[r].ctl;
-      atomic_store_explicit(&c->cmd, PLD__CMD_STOP, memory_order_relaxed);
-      pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
+      pld__devctl_post(p->devs[r].ctl,
+                       (struct pld__cmd){PLD__CMD_STOP, 0, 0, 0});
     }
     int64_t deadline = pld__now_ns() + PLD__MS(PLD_SHUTDOWN_MS);
     for (int r = 0; r < p->nranks; r++)
@@ -342,9 +341,16 @@ static int shm_start(struct pld_program *p) {
   pld__shm_fabric_init(&s->fabric, s->region, &p->lay, -1);
   for (int r = 0; r < p->nranks; r++) {
     p->devs[r].trace = pld__trace_area_of(p, r, &p->devs[r].trace_bytes);
-    s->runs[r] = (struct pld__devrun){
-        &p->plans[r],     p->devs[r].ctl, p->world, p->devs[r].data, NULL, {0},
-        p->devs[r].trace, p->race.region, 0};
+    s->runs[r] = (struct pld__devrun){&p->plans[r],
+                                      p->devs[r].ctl,
+                                      p->world,
+                                      p->devs[r].data,
+                                      NULL,
+                                      {0},
+                                      p->devs[r].trace,
+                                      p->race.region,
+                                      NULL,
+                                      0};
   }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
@@ -383,20 +389,25 @@ static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
 
 static int shm_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {
-  if (!p->keep_windows) /* fresh mappings are zero already */
+  const uint32_t n = p->chain; /* > 0: a queued run, behind runs in flight */
+  if (!n && !p->keep_windows)  /* fresh mappings are zero already */
     pld__shm_zero_all(&state(p)->fabric);
   if (!p->precopied)
     shm_copy_in(p, argv, p->slot);
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; !n && r < p->nranks; r++)
     atomic_store(&p->devs[r].ctl->calls_done, 0);
-    atomic_store(&p->devs[r].ctl->data_slot, (uint32_t)p->slot);
-  }
-  for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
-    atomic_store_explicit(&c->cmd, PLD__CMD_RUN, memory_order_relaxed);
-    posted[r] = atomic_load_explicit(&c->cmd_seq, memory_order_relaxed) + 1;
-    pld__event_signal(&c->cmd_seq, &c->cmd_sleepers, 1);
-  }
+  /* A queued run waits for every rank if it can reach beyond its
+   * device's data slot (windows, device-resident tensors). */
+  int reach = p->nwinbufs > 0;
+  for (int i = 0; i < p->nargs && !reach; i++)
+    reach = argv[i].kind == PLD_ARG_TENSOR &&
+            (argv[i].v.t->flags & PLD__T_RESIDENT);
+  const struct pld__cmd k = {
+      PLD__CMD_RUN, (uint32_t)p->slot, n,
+      (reach ? PLD__GATE_SYNC : 0u) |
+          (p->nwinbufs > 0 && !p->keep_windows ? PLD__GATE_ZERO : 0u)};
+  for (int r = 0; r < p->nranks; r++)
+    posted[r] = pld__devctl_post(p->devs[r].ctl, k);
   return PLD_OK;
 }
 
@@ -417,8 +428,11 @@ static int32_t shm_cell(struct pld_program *p, int r, int i,
 static void shm_abort(struct pld_program *p, uint32_t why) {
   atomic_store_explicit(&p->world->abort, why, memory_order_release);
   pld__shm_wake_all(&state(p)->fabric);
-  /* Devices waiting for a host task look at the abort word too. */
+  /* Devices waiting for a host task, or at a queued run's gate, look at
+   * the abort word too. */
   pld__futex_wake(&p->world->tasks_done, 1);
+  pld__futex_wake(&p->world->q_ok, 1);
+  pld__futex_wake(&p->world->q_zeroed, 1);
 }
 
 static void shm_await(struct pld_program *p, uint32_t seen, int64_t ns,
@@ -427,11 +441,11 @@ static void shm_await(struct pld_program *p, uint32_t seen, int64_t ns,
                   1);
 }
 
-static int shm_finish(struct pld_program *p, const pld_arg *argv, int st,
-                      const char *msg) {
+static int shm_finish(struct pld_program *p, const pld_arg *argv, int slot,
+                      int st, const char *msg) {
   if (st)
     return pld__fail_msg(st, msg);
-  copy_slices(p, argv, 0, p->slot);
+  copy_slices(p, argv, 0, slot);
   return PLD_OK;
 }
 

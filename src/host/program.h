@@ -140,9 +140,12 @@ struct pld_program {
   /* Submitted runs (host/submit.c): its runner, made at the first. */
   struct pld__runner *runner;
   int max_in_flight;
-  /* The data slot of the current run (plan.h), and whether its inputs
-   * were copied in already, while the run before it executed. */
-  int slot, precopied;
+  /* The data slots (plan.h), the slot of the run posted last, and whether
+   * its inputs were copied in already, while the run before it executed.
+   * chain: the number of the run being posted in its chain of queued runs
+   * (struct pld__cmd; 0 begins one). */
+  int nslots, slot, precopied;
+  uint32_t chain;
 
   /* Sharing devices (pld_config.share): the program whose devices, windows
    * and heaps this one uses (the first of the group), the programs using

@@ -90,7 +90,7 @@ static void heap_release(struct pld__heap *h, size_t off) {
 static size_t from_slot(const struct pld_program *p, int r, int slot,
                         size_t off) {
   size_t stride = pld__plan_slot_stride(&p->plans[r]);
-  return (PLD__DATA_SLOTS - (size_t)slot) * stride + off;
+  return ((size_t)p->plans[r].nslots - (size_t)slot) * stride + off;
 }
 
 /* ---- the API ------------------------------------------------------------- */

@@ -368,6 +368,25 @@ static int check_run_args(struct pld_program *p, int argc,
   return !st && rescalar ? pld__program_rescalar(p, argc, argv) : st;
 }
 
+int pld__run_depends(const struct pld_program *p, const pld_arg *before,
+                     const pld_arg *argv) {
+  const pld_signature *sig = p->host.sig;
+  for (int i = 0; i < p->nargs; i++) {
+    const struct pld__tensor *in = argv[i].v.t;
+    if (argv[i].kind != PLD_ARG_TENSOR || !in ||
+        !(sig->params[i].dir & PLD_DIR_IN) ||
+        (in->flags & PLD__T_RESIDENT)) /* never copied */
+      continue;
+    for (int j = 0; j < p->nargs; j++)
+      if (before[j].kind == PLD_ARG_TENSOR &&
+          (sig->params[j].dir & PLD_DIR_OUT) &&
+          pld__ranges_overlap(in->data, in->nbytes, before[j].v.t->data,
+                              before[j].v.t->nbytes))
+        return 1;
+  }
+  return 0;
+}
+
 int pld__run_precopy(struct pld_program *p, const pld_arg *now, int argc,
                      const pld_arg *argv) {
   int rescalar;
@@ -375,20 +394,9 @@ int pld__run_precopy(struct pld_program *p, const pld_arg *now, int argc,
     return 0;
   /* Its inputs must be final: none may be what the run in flight writes
    * (a chain of runs, one tensor updated in place). */
-  const pld_signature *sig = p->host.sig;
-  for (int i = 0; i < argc; i++) {
-    if (argv[i].kind != PLD_ARG_TENSOR || !(sig->params[i].dir & PLD_DIR_IN))
-      continue;
-    const struct pld__tensor *in = argv[i].v.t;
-    if (in->flags & PLD__T_RESIDENT) /* never copied */
-      continue;
-    for (int j = 0; j < argc; j++)
-      if (now[j].kind == PLD_ARG_TENSOR && (sig->params[j].dir & PLD_DIR_OUT) &&
-          pld__ranges_overlap(in->data, in->nbytes, now[j].v.t->data,
-                              now[j].v.t->nbytes))
-        return 0;
-  }
-  p->cp->copy_in(p, argv, (p->slot + 1) % PLD__DATA_SLOTS);
+  if (pld__run_depends(p, now, argv))
+    return 0;
+  p->cp->copy_in(p, argv, (p->slot + 1) % p->nslots);
   return 1;
 }
 
@@ -406,10 +414,22 @@ struct watch {
   int corrupt_rank;
 };
 
-/* Rank r finished this run. */
+/* Rank r finished this run (a queued run: it may have gone on to the
+ * next). */
 static int finished(const struct pld_program *p, const struct watch *wt,
                     int r) {
-  return atomic_load(&p->devs[r].ctl->done_seq) == wt->posted[r];
+  return (int32_t)(atomic_load(&p->devs[r].ctl->done_seq) - wt->posted[r]) >= 0;
+}
+
+/* The status of this run on rank r, once it finished: the one it reported
+ * for the run, or success if it went on to a later one (a queued run
+ * starts only once every run before it succeeded everywhere). */
+static int rank_status(const struct pld_program *p, const struct watch *wt,
+                       int r) {
+  const struct pld__devctl *c = p->devs[r].ctl;
+  uint64_t res = atomic_load_explicit(&c->result, memory_order_acquire);
+  int32_t after = (int32_t)((uint32_t)(res >> 32) - wt->posted[r]);
+  return after > 0 ? PLD_OK : after == 0 ? (int)(uint32_t)res : c->status;
 }
 
 /* Marks rank r's watch corrupt (what says how); returns 0, so that a
@@ -891,11 +911,11 @@ unsigned char *pld__run_data(const struct pld_program *p, int r, int slot) {
 }
 
 /* The run's end on this process (copy out: a span of the trace). */
-static int finish(struct pld_program *p, const pld_arg *argv, int st,
+static int finish(struct pld_program *p, const pld_arg *argv, int slot, int st,
                   const char *msg) {
   struct pld__tev span;
   int spanned = pld__htrace_begin(p, &span, PLD__TH_COPY_OUT, NULL);
-  st = p->cp->finish(p, argv, st, msg);
+  st = p->cp->finish(p, argv, slot, st, msg);
   if (spanned)
     pld__htrace_end(p, &span, 0);
   return st;
@@ -937,18 +957,191 @@ int pld__program_run_now(struct pld_program *p, int argc, const pld_arg *argv) {
   return st;
 }
 
+/* ---- a run from its post to its end -------------------------------------- */
+
+/* What the host keeps of a posted run while it watches it. */
+struct loop {
+  struct watch wt;
+  struct pld__spin spin;
+  int slot;        /* its data slot */
+  int failed_rank; /* the earliest rank that failed it, or -1 */
+  int watch_st;    /* the watch's (or a host task's) failure */
+  int stragglers;  /* ranks still ran after the stop's grace */
+  int next_task;
+  int64_t last_reap, stopped_at, last_watch;
+  uint32_t ev; /* the world's event word at the last look */
+  int64_t nap; /* how long to sleep before the next look */
+  /* The run's result when the watch or a rank failed it: it stands,
+   * whatever the devices say when they are stopped. */
+  char result[PLD__MSG_MAX];
+  char corrupt_what[160];
+};
+
+static void loop_begin(struct pld_program *p, struct loop *l,
+                       const uint32_t *posted, int slot) {
+  memset(&l->wt, 0, sizeof l->wt);
+  l->wt.posted = posted;
+  l->spin = pld__world_spin(p->world, NULL);
+  l->slot = slot;
+  l->failed_rank = -1;
+  l->watch_st = PLD_OK;
+  l->stragglers = 0;
+  l->next_task = 0;
+  l->last_reap = l->last_watch = pld__now_ns();
+  l->stopped_at = 0;
+  l->result[0] = '\0';
+}
+
+/* The run's end: its result, the Out slices copied back on success. */
+static int loop_end(struct pld_program *p, struct loop *l,
+                    const pld_arg *argv) {
+  if (!l->watch_st && l->failed_rank < 0)
+    return finish(p, argv, l->slot, PLD_OK, NULL);
+  int st = l->watch_st;
+  if (!st) {
+    /* The earliest failure (ranks finished: their reports are final). */
+    const struct pld__devctl *c = p->devs[l->failed_rank].ctl;
+    st = rank_status(p, &l->wt, l->failed_rank);
+    pld__copy_printable(l->result, sizeof l->result, c->msg, sizeof c->msg, 1);
+  }
+  if (l->stragglers && stop_stragglers(p, &l->wt, l->result, sizeof l->result))
+    st = PLD_ERR_CRASH;
+  return finish(p, argv, l->slot, st, l->result);
+}
+
+/* A device died (status st, message set): every process learns of it (the
+ * devices are stopped already). */
+static int loop_crashed(struct pld_program *p, struct loop *l,
+                        const pld_arg *argv, int st) {
+  memcpy(l->result, pld_last_error(), sizeof l->result);
+  return finish(p, argv, l->slot, st, l->result);
+}
+
+/* Looks at the run once: 1 once it is over (*st its status, message set),
+ * else 0 (l->ev and l->nap say how to sleep before the next look). */
+static int loop_step(struct pld_program *p, struct loop *l, const pld_arg *argv,
+                     int *st) {
+  struct watch *wt = &l->wt;
+  int64_t now = pld__now_ns();
+  int dead;
+  /* A device killed from outside rings no bell: look for it every
+   * PLD__MS(PLD_LIVENESS_MS), however often the loop wakes. */
+  if (now - l->last_reap >= PLD__MS(PLD_LIVENESS_MS)) {
+    l->last_reap = now;
+    if ((dead = pld__find_dead(p, 1, l->corrupt_what,
+                               sizeof l->corrupt_what)) >= 0) {
+      *st = loop_crashed(p, l, argv, pld__died(p, dead, l->corrupt_what));
+      return 1;
+    }
+  }
+  l->ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
+  p->cp->look(p);
+  dead = pld__find_dead(p, 0, l->corrupt_what, sizeof l->corrupt_what);
+  if (dead >= 0) {
+    *st = loop_crashed(p, l, argv, pld__died(p, dead, l->corrupt_what));
+    return 1;
+  }
+  int done = 0;
+  for (int r = 0; r < p->nranks; r++) {
+    struct pld__devctl *c = p->devs[r].ctl;
+    if (!finished(p, wt, r))
+      continue;
+    done++;
+    int cs = rank_status(p, wt, r);
+    if (cs && !pld__status_valid(cs)) {
+      pld__catf(l->corrupt_what, sizeof l->corrupt_what,
+                "its run status holds %d, no pld status", cs);
+      *st = loop_crashed(p, l, argv, pld__died(p, r, l->corrupt_what));
+      return 1;
+    }
+    if (cs &&
+        (l->failed_rank < 0 || c->ticket < p->devs[l->failed_rank].ctl->ticket))
+      l->failed_rank = r;
+  }
+  /* Host tasks whose calls have finished (all of them, once every rank
+   * is done); a failing one stops the run, as a failing rank does. */
+  if (!l->stopped_at && l->failed_rank < 0 && !l->watch_st &&
+      (l->watch_st = run_tasks(p, argv, &l->next_task))) {
+    memcpy(l->result, pld_last_error(), sizeof l->result);
+    stop_run(p, PLD__ABORT_FAILED);
+    l->stopped_at = pld__now_ns();
+  }
+  if (done == p->nranks) {
+    *st = loop_end(p, l, argv);
+    return 1;
+  }
+  now = pld__now_ns();
+  if (l->failed_rank >= 0 && !l->stopped_at) {
+    stop_run(p, PLD__ABORT_FAILED);
+    l->stopped_at = now;
+  }
+  /* Once stopped, the first reason stands: a wait or kernel going over
+   * its limit while the run winds down is only a straggler.  The watch
+   * reads every core of every device: it looks every WATCH_NS at most
+   * (a wake sooner shortens the next sleep to when it is due), so that
+   * a short run costs no look at all. */
+  int64_t watch_due = l->last_watch + WATCH_NS;
+  if (!l->stopped_at && now >= watch_due) {
+    l->last_watch = now;
+    watch_due = now + WATCH_NS;
+    if ((l->watch_st = watch_run(p, wt))) {
+      memcpy(l->result, pld_last_error(), sizeof l->result);
+      stop_run(p, l->watch_st == PLD_ERR_DEADLOCK  ? PLD__ABORT_DEADLOCK
+                  : l->watch_st == PLD_ERR_TIMEOUT ? PLD__ABORT_TIMEOUT
+                                                   : PLD__ABORT_FAILED);
+      l->stopped_at = now;
+    }
+  }
+  if (wt->corrupt[0]) {
+    *st =
+        loop_crashed(p, l, argv, device_died(p, wt->corrupt_rank, wt->corrupt));
+    return 1;
+  }
+  if (l->stopped_at && now - l->stopped_at >= STOP_GRACE_NS) {
+    /* Whoever is still running now does not stop by itself. */
+    l->stragglers = 1;
+    *st = loop_end(p, l, argv);
+    return 1;
+  }
+  l->nap = l->stopped_at ? STOPPING_NS
+           : wt->quiet   ? QUIET_NS / 4
+                         : PLD__MS(PLD_LIVENESS_MS);
+  if (!l->stopped_at && watch_due - now < l->nap)
+    l->nap = watch_due - now;
+  return 0;
+}
+
+/* The host's sleep between two looks at a run. */
+static void loop_await(struct pld_program *p, struct loop *l) {
+  p->cp->await(p, l->ev, l->nap, &l->spin);
+}
+
+/* No run is in flight: the next one begins a chain (struct pld__cmd). */
+static void chain_begin(struct pld_program *p) {
+  struct pld__worldctl *w = p->world;
+  atomic_store(&w->abort, PLD__ABORT_NONE);
+  atomic_store(&w->tickets, 0);
+  atomic_store(&w->tasks_done, 0);
+  atomic_store(&w->q_ok, 0);
+  atomic_store(&w->q_zeroed, 0);
+  atomic_store(&w->q_open, 0);
+  p->chain = 0;
+}
+
+/* The next data slot (where a precopy put the run's inputs, if one
+ * did). */
+static void slot_next(struct pld_program *p) {
+  p->slot = (p->slot + 1) % p->nslots;
+}
+
 /* One run, once prepared; *posted_run set once the devices have it. */
 static int run(struct pld_program *p, int argc, const pld_arg *argv,
                int *posted_run) {
   (void)argc;
   int st;
-
-  struct pld__worldctl *w = p->world;
-  atomic_store(&w->abort, PLD__ABORT_NONE);
-  atomic_store(&w->tickets, 0);
+  chain_begin(p);
   if ((st = pld__inters_alloc(p)))
     return st;
-  atomic_store(&w->tasks_done, 0);
   uint32_t seq[PLD_MAX_RANKS_INLINE];
   uint32_t *posted = p->nranks <= PLD_MAX_RANKS_INLINE
                          ? seq
@@ -959,151 +1152,118 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
   }
   if (p->race.region)
     pld__race_run_begin(p->race.region);
-  /* The other data slot than the last run's (where a precopy put this
-   * run's inputs, if one did). */
-  p->slot = (p->slot + 1) % PLD__DATA_SLOTS;
+  slot_next(p);
   struct pld__tev copy_span;
   int copy_spanned = pld__htrace_begin(p, &copy_span, PLD__TH_COPY_IN, NULL);
   st = p->cp->post(p, argv, posted);
   if (copy_spanned)
     pld__htrace_end(p, &copy_span, 0);
-  if (st) {
-    pld__inters_release(p);
-    if (posted != seq)
-      pld__free(posted);
-    return st;
-  }
+  if (st)
+    goto out;
   *posted_run = 1;
   /* While the devices run: the next submitted run's inputs, into the
    * other slot. */
   if (p->runner)
     pld__runner_precopy(p, argv);
-  if (p->cp->follow && p->cp->follow(p, argv, &st)) {
-    pld__inters_release(p);
-    if (posted != seq)
-      pld__free(posted);
-    return st;
-  }
-  struct pld__spin spin = pld__world_spin(w, NULL);
-
-  int failed_rank = -1;
-  struct watch wt;
-  memset(&wt, 0, sizeof wt);
-  wt.posted = posted;
-  int64_t last_reap = pld__now_ns(), stopped_at = 0, last_watch = last_reap;
-  int watch_st = PLD_OK, stragglers = 0, next_task = 0;
-  /* The run's result when the watch or a rank failed it: it stands,
-   * whatever the devices say when they are stopped. */
-  static _Thread_local char result[PLD__MSG_MAX];
-  char corrupt_what[160];
-  for (;;) {
-    uint32_t ev = atomic_load_explicit(&w->event, memory_order_acquire);
-    p->cp->look(p);
-    int dead = pld__find_dead(p, 0, corrupt_what, sizeof corrupt_what);
-    if (dead >= 0) {
-      st = pld__died(p, dead, corrupt_what);
-      goto crashed;
-    }
-    int done = 0;
-    for (int r = 0; r < p->nranks; r++) {
-      struct pld__devctl *c = p->devs[r].ctl;
-      if (!finished(p, &wt, r))
-        continue;
-      done++;
-      int cs = c->status;
-      if (cs && !pld__status_valid(cs)) {
-        pld__catf(corrupt_what, sizeof corrupt_what,
-                  "its run status holds %d, no pld status", cs);
-        st = pld__died(p, r, corrupt_what);
-        goto crashed;
-      }
-      if (cs &&
-          (failed_rank < 0 || c->ticket < p->devs[failed_rank].ctl->ticket))
-        failed_rank = r;
-    }
-    /* Host tasks whose calls have finished (all of them, once every rank
-     * is done); a failing one stops the run, as a failing rank does. */
-    if (!stopped_at && failed_rank < 0 && !watch_st &&
-        (watch_st = run_tasks(p, argv, &next_task))) {
-      memcpy(result, pld_last_error(), sizeof result);
-      stop_run(p, PLD__ABORT_FAILED);
-      stopped_at = pld__now_ns();
-    }
-    if (done == p->nranks)
-      break;
-    int64_t now = pld__now_ns();
-    if (failed_rank >= 0 && !stopped_at) {
-      stop_run(p, PLD__ABORT_FAILED);
-      stopped_at = now;
-    }
-    /* Once stopped, the first reason stands: a wait or kernel going over
-     * its limit while the run winds down is only a straggler.  The watch
-     * reads every core of every device: it looks every WATCH_NS at most
-     * (a wake sooner shortens the next sleep to when it is due), so that
-     * a short run costs no look at all. */
-    int64_t watch_due = last_watch + WATCH_NS;
-    if (!stopped_at && now >= watch_due) {
-      last_watch = now;
-      watch_due = now + WATCH_NS;
-      if ((watch_st = watch_run(p, &wt))) {
-        memcpy(result, pld_last_error(), sizeof result);
-        stop_run(p, watch_st == PLD_ERR_DEADLOCK  ? PLD__ABORT_DEADLOCK
-                    : watch_st == PLD_ERR_TIMEOUT ? PLD__ABORT_TIMEOUT
-                                                  : PLD__ABORT_FAILED);
-        stopped_at = now;
-      }
-    }
-    if (wt.corrupt[0]) {
-      st = device_died(p, wt.corrupt_rank, wt.corrupt);
-      goto crashed;
-    }
-    if (stopped_at && now - stopped_at >= STOP_GRACE_NS) {
-      /* Whoever is still running now does not stop by itself. */
-      stragglers = 1;
-      break;
-    }
-    int64_t nap = stopped_at ? STOPPING_NS
-                  : wt.quiet ? QUIET_NS / 4
-                             : PLD__MS(PLD_LIVENESS_MS);
-    if (!stopped_at && watch_due - now < nap)
-      nap = watch_due - now;
-    p->cp->await(p, ev, nap, &spin);
-    /* A device killed from outside rings no bell: look for it every
-     * PLD__MS(PLD_LIVENESS_MS), however often the loop wakes. */
-    now = pld__now_ns();
-    if (now - last_reap >= PLD__MS(PLD_LIVENESS_MS)) {
-      last_reap = now;
-      if ((dead = pld__find_dead(p, 1, corrupt_what, sizeof corrupt_what)) >=
-          0) {
-        st = pld__died(p, dead, corrupt_what);
-        goto crashed;
-      }
-    }
-  }
-  if (watch_st || failed_rank >= 0) {
-    st = watch_st;
-    if (!watch_st) {
-      /* The earliest failure (ranks finished: their reports are final). */
-      struct pld__devctl *c = p->devs[failed_rank].ctl;
-      st = c->status;
-      pld__copy_printable(result, sizeof result, c->msg, sizeof c->msg, 1);
-    }
-    if (stragglers && stop_stragglers(p, &wt, result, sizeof result))
-      st = PLD_ERR_CRASH;
-    st = finish(p, argv, st, result);
-  } else {
-    st = finish(p, argv, PLD_OK, NULL);
-  }
-  goto out;
-crashed:
-  /* Every process learns of it (the devices are stopped already). */
-  memcpy(result, pld_last_error(), sizeof result);
-  st = finish(p, argv, st, result);
+  if (p->cp->follow && p->cp->follow(p, argv, &st))
+    goto out;
+  struct loop l;
+  loop_begin(p, &l, posted, p->slot);
+  while (!loop_step(p, &l, argv, &st))
+    loop_await(p, &l);
 out:
   pld__inters_release(p);
   if (posted != seq)
     pld__free(posted);
   return st;
+}
+
+/* ---- queued runs (host/submit.c) ----------------------------------------- */
+
+struct pld__qrun {
+  struct loop l;
+  uint32_t n; /* its number in its chain */
+  int begun;  /* its watch began: it is the oldest in flight */
+  uint32_t posted[];
+};
+
+int pld__queue_eligible(const struct pld_program *p) {
+  return p->cp == &pld__ctl_shm && !p->share && !p->sharers && !p->ntasks &&
+         !p->trace.on && !p->race.on && p->max_in_flight <= PLD__RING;
+}
+
+int pld__queue_chain_full(const struct pld_program *p) {
+  /* The devices' counts of the chain (n times the ranks) stay in 31
+   * bits. */
+  return p->chain >= (UINT32_MAX / 2) / (uint32_t)p->nranks - 1;
+}
+
+int pld__queue_post(struct pld_program *p, int argc, const pld_arg *argv,
+                    int in_flight, struct pld__qrun **out) {
+  *out = NULL;
+  int st = check_run_args(p, argc, argv);
+  if (st)
+    return st;
+  struct pld__qrun *q =
+      pld__malloc(sizeof *q + (size_t)p->nranks * sizeof q->posted[0]);
+  if (!q)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+  if (!in_flight)
+    chain_begin(p);
+  else
+    p->chain++;
+  q->n = p->chain;
+  q->begun = 0;
+  slot_next(p);
+  q->l.slot = p->slot;
+  p->precopied = 0;
+  st = p->cp->post(p, argv, q->posted);
+  if (st)
+    pld__free(q);
+  else
+    *out = q;
+  return st;
+}
+
+uint32_t pld__queue_number(const struct pld__qrun *q) { return q->n; }
+
+int pld__queue_step(struct pld_program *p, struct pld__qrun *q,
+                    const pld_arg *argv, int *st) {
+  if (!q->begun) {
+    loop_begin(p, &q->l, q->posted, q->l.slot);
+    q->begun = 1;
+  }
+  return loop_step(p, &q->l, argv, st);
+}
+
+void pld__queue_await(struct pld_program *p, struct pld__qrun *q) {
+  loop_await(p, &q->l);
+}
+
+void pld__queue_free(struct pld__qrun *q) { pld__free(q); }
+
+uint32_t pld__queue_close(struct pld_program *p) {
+  return atomic_fetch_or(&p->world->q_open, PLD__Q_CLOSED) & ~PLD__Q_CLOSED;
+}
+
+int pld__queue_drain(struct pld_program *p, int stop) {
+  if (stop)
+    stop_run(p, PLD__ABORT_FAILED);
+  struct pld__spin spin = pld__world_spin(p->world, NULL);
+  char corrupt[160];
+  for (;;) {
+    uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
+    int left = 0;
+    for (int r = 0; r < p->nranks; r++)
+      left += atomic_load(&p->devs[r].ctl->done_seq) !=
+              atomic_load(&p->devs[r].ctl->cmd_seq);
+    if (!left)
+      return PLD_OK;
+    int dead = pld__find_dead(p, 1, corrupt, sizeof corrupt);
+    if (dead >= 0)
+      return pld__died(p, dead, corrupt);
+    p->cp->await(p, ev, PLD__MS(PLD_LIVENESS_MS), &spin);
+  }
 }
 
 void pld_program_destroy(pld_program *p) {

@@ -1,11 +1,21 @@
 /* host/submit.c: asynchronous runs (pld_program_submit and the pld_job
- * handles).  A program that has runs submitted gets a runner thread, which
- * takes them from its queue in submission order and runs each as
- * pld_program_run does (host/run.c's pld__program_run_now); the caller's
- * thread goes on meanwhile.  At most max_in_flight runs are queued or
- * running: a further submit waits for one to finish, or fails at once
- * with PLD_SUBMIT_NOWAIT.  A failed run cancels the runs queued behind it;
- * a crash (the program dead) fails every run in flight.
+ * handles).  A program's submitted runs go one of two ways, chosen at its
+ * first submit:
+ *   queued: where host/run.c can queue runs on the devices (the shm
+ *     fabric, no host tasks, trace or race check, devices of its own:
+ *     pld__queue_eligible), a submit checks the run, copies its inputs and
+ *     posts it behind the runs in flight, and the devices start it as soon
+ *     as those succeeded everywhere, without the host in between.  The
+ *     threads that submit, test and wait drive the runs in flight, one at
+ *     a time (the driver): they watch the oldest and end its job once it
+ *     is over, copying its outputs back;
+ *   by a runner thread: the program's runner takes the runs from its
+ *     queue in submission order and runs each as pld_program_run does
+ *     (host/run.c's pld__program_run_now).
+ * Either way the caller's thread goes on meanwhile.  At most max_in_flight
+ * runs are queued or running: a further submit waits for one to finish,
+ * or fails at once with PLD_SUBMIT_NOWAIT.  A failed run cancels the runs
+ * queued behind it; a crash (the program dead) fails every run in flight.
  *
  * Handles stay valid until pld_job_free, whatever happens to the
  * program.  A freed handle's memory is kept for reuse by later handles, so
@@ -34,6 +44,8 @@ struct pld_job {
   int status;
   uint64_t seq;          /* its number in the runner's submissions, from 1 */
   struct pld_program *p; /* the program it runs (one of a group's) */
+  int queued;            /* queued on the devices (q, until it is done) */
+  struct pld__qrun *q;
   int argc;
   pld_arg argv[PLD_MAX_PARAMS];
   struct pld_job *next; /* the queue, or the free list */
@@ -84,37 +96,64 @@ static void poll_until(int (*done)(const void *), const void *arg,
   pld__asleep(spin);
 }
 
-/* A program's runner: its queue and thread. */
+/* A program's runner: its queue and thread, or the program whose devices
+ * queue its runs. */
 struct pld__runner {
   pthread_t thread;
   int started, stopping;
   struct pld_job *head, *tail; /* queued, in submission order */
   int in_flight, max;
   uint64_t submitted;
+  struct pld_program *queued; /* its jobs are queued on its devices */
+  int driving;                /* a thread drives them */
 };
 
 /* Freed handles, for reuse (never returned to the allocator). */
 static struct pld_job *free_jobs;
 
-/* Called with mu held. */
-static struct pld_job *job_new(void) {
+/* Called with mu held: a new job of r running p with these arguments,
+ * counted in flight (NULL: out of memory, the failure set). */
+static struct pld_job *job_new(struct pld__runner *r, struct pld_program *p,
+                               int argc, const pld_arg *argv) {
   struct pld_job *j = free_jobs;
   if (j)
     free_jobs = j->next;
-  else
-    j = pld__malloc(sizeof *j);
-  if (j) {
-    memset(j, 0, sizeof *j);
-    j->magic = JOB_LIVE;
+  else if (!(j = pld__malloc(sizeof *j))) {
+    pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+    return NULL;
   }
+  memset(j, 0, sizeof *j);
+  j->magic = JOB_LIVE;
+  j->argc = argc;
+  memcpy(j->argv, argv, (size_t)argc * sizeof *argv);
+  j->p = p;
+  j->seq = ++r->submitted;
+  j->state = QUEUED;
+  r->in_flight++;
   return j;
 }
 
-/* Called with mu held: j is finished with status st and message msg.  A
- * run's own failure ("pld_program_run: ...", as the run said it) names
- * the job's run instead: "pld_job: run 2: ...". */
-static void job_done(struct pld__runner *r, struct pld_job *j, int st,
-                     const char *msg) {
+/* Called with mu held: j joins the end of r's queue. */
+static void job_append(struct pld__runner *r, struct pld_job *j) {
+  if (r->tail)
+    r->tail->next = j;
+  else
+    __atomic_store_n(&r->head, j, __ATOMIC_RELEASE);
+  r->tail = j;
+}
+
+/* The refusal of a submit with PLD_SUBMIT_NOWAIT when r is full. */
+static int busy(const struct pld_program *p, const struct pld__runner *r) {
+  return pld__fail(PLD_ERR_BUSY,
+                   "pld_program_submit: %s: %d runs are in flight already, "
+                   "the most the program allows (pld_config.max_in_flight)",
+                   p->host.sig->name, r->max);
+}
+
+/* j's result: status st and message msg.  A run's own failure
+ * ("pld_program_run: ...", as the run said it) names the job's run
+ * instead: "pld_job: run 2: ...". */
+static void job_result(struct pld_job *j, int st, const char *msg) {
   static const char run_fn[] = "pld_program_run: ";
   j->status = st;
   if (st && !strncmp(msg, run_fn, sizeof run_fn - 1))
@@ -122,9 +161,24 @@ static void job_done(struct pld__runner *r, struct pld_job *j, int st,
               (unsigned long long)j->seq, msg + sizeof run_fn - 1);
   else if (st)
     pld__catf(j->msg, sizeof j->msg, "%s", msg);
+}
+
+/* Called with mu held: j is finished, its result set. */
+static void job_end(struct pld__runner *r, struct pld_job *j) {
   j->state = DONE;
+  if (j->q) {
+    pld__queue_free(j->q);
+    j->q = NULL;
+  }
   r->in_flight--;
   announce();
+}
+
+/* Called with mu held: j is finished with status st and message msg. */
+static void job_done(struct pld__runner *r, struct pld_job *j, int st,
+                     const char *msg) {
+  job_result(j, st, msg);
+  job_end(r, j);
 }
 
 /* Called with mu held: every queued job cancelled, because job `why`
@@ -147,6 +201,17 @@ static void cancel_queued(struct pld__runner *r, const struct pld_job *why,
                 "program was destroyed before it started",
                 (unsigned long long)j->seq);
     job_done(r, j, PLD_ERR_CANCELLED, msg);
+  }
+  r->tail = NULL;
+}
+
+/* Called with mu held: every queued job fails with the crash (status st,
+ * message msg) that ended the one before it. */
+static void fail_queued(struct pld__runner *r, int st, const char *msg) {
+  while (r->head) {
+    struct pld_job *q = r->head;
+    __atomic_store_n(&r->head, q->next, __ATOMIC_RELEASE);
+    job_done(r, q, st, msg);
   }
   r->tail = NULL;
 }
@@ -189,18 +254,136 @@ static void *runner_main(void *arg) {
     job_done(r, j, st, st ? pld_last_error() : NULL);
     if (st && j->p->dead) {
       /* A crash: every run in flight fails with it. */
-      while (r->head) {
-        struct pld_job *q = r->head;
-        __atomic_store_n(&r->head, q->next, __ATOMIC_RELEASE);
-        job_done(r, q, st, j->msg);
-      }
-      r->tail = NULL;
+      fail_queued(r, st, j->msg);
     } else if (st) {
       cancel_queued(r, j, st);
     }
   }
   pthread_mutex_unlock(&mu);
   return NULL;
+}
+
+/* ---- queued runs: the driver --------------------------------------------- */
+
+/* Called with mu held: this thread becomes r's driver once no other
+ * thread is; and gives it up. */
+static void drive_take(struct pld__runner *r) {
+  while (r->driving)
+    pthread_cond_wait(&changed, &mu);
+  r->driving = 1;
+}
+
+static void drive_give(struct pld__runner *r) {
+  r->driving = 0;
+  announce();
+}
+
+/* The driver, without mu: ends the jobs of the oldest runs in flight that
+ * are over (a failure cancels the runs behind it, a crash fails them);
+ * if none was, sleep says whether to wait until the next look is due.
+ * Only the driver takes jobs off the queue or adds to it. */
+static void drive_step(struct pld__runner *r, int sleep) {
+  struct pld_program *p = r->queued;
+  int ended = 0;
+  while (r->head) {
+    struct pld_job *j = r->head;
+    int st = j->status, posted = j->q != NULL;
+    if (posted && !pld__queue_step(p, j->q, j->argv, &st)) {
+      if (sleep && !ended)
+        pld__queue_await(p, j->q);
+      return;
+    }
+    ended = 1;
+    pthread_mutex_lock(&mu);
+    __atomic_store_n(&r->head, j->next, __ATOMIC_RELEASE);
+    if (!r->head)
+      r->tail = NULL;
+    if (posted)
+      job_done(r, j, st, st ? pld_last_error() : NULL);
+    else /* refused by its checks: its result is set */
+      job_end(r, j);
+    if (st && r->head) {
+      /* The runs behind it are cancelled: on the devices at their gates
+       * (or failed with a crash), or never posted. */
+      int ds = PLD_OK;
+      if (!p->dead && r->head->q) {
+        pthread_mutex_unlock(&mu);
+        ds = pld__queue_drain(p, 1);
+        pthread_mutex_lock(&mu);
+      }
+      if (p->dead)
+        fail_queued(r, ds ? ds : st, ds ? pld_last_error() : j->msg);
+      else
+        cancel_queued(r, j, st);
+    }
+    pthread_mutex_unlock(&mu);
+  }
+}
+
+/* Called with mu held, as r's driver: until no run is in flight. */
+static void drive_all(struct pld__runner *r) {
+  while (r->head) {
+    pthread_mutex_unlock(&mu);
+    drive_step(r, 1);
+    pthread_mutex_lock(&mu);
+  }
+}
+
+/* Called with mu held, as r's driver: whether a run with these arguments
+ * must wait for the runs in flight to end (it reads what one of them
+ * writes, or their chain is full). */
+static int must_follow(struct pld__runner *r, struct pld_program *p, int argc,
+                       const pld_arg *argv) {
+  if (!r->tail || !r->tail->q) /* none in flight, or none to be posted */
+    return 0;
+  if (pld__queue_chain_full(p))
+    return 1;
+  for (const struct pld_job *j = r->head; j && argc == p->nargs; j = j->next)
+    if (pld__run_depends(p, j->argv, argv))
+      return 1;
+  return 0;
+}
+
+/* pld_program_submit of a queued run (p is r->queued). */
+static int submit_queued(struct pld__runner *r, struct pld_program *p, int argc,
+                         const pld_arg *argv, int flags, pld_job **out) {
+  pthread_mutex_lock(&mu);
+  drive_take(r);
+  for (;;) {
+    int full = r->in_flight >= r->max;
+    if (full && (flags & PLD_SUBMIT_NOWAIT)) {
+      drive_give(r);
+      pthread_mutex_unlock(&mu);
+      return busy(p, r);
+    }
+    if (!full && !must_follow(r, p, argc, argv))
+      break;
+    pthread_mutex_unlock(&mu);
+    drive_step(r, 1);
+    pthread_mutex_lock(&mu);
+  }
+  int in_flight = r->in_flight;
+  struct pld_job *j = job_new(r, p, argc, argv);
+  if (!j) {
+    drive_give(r);
+    pthread_mutex_unlock(&mu);
+    return PLD_ERR_NOMEM;
+  }
+  j->queued = 1;
+  /* Behind a run refused by its checks nothing is posted: that run
+   * cancels it once the runs before have ended. */
+  if (!r->tail || r->tail->q) {
+    pthread_mutex_unlock(&mu);
+    int st = pld__queue_post(p, argc, argv, in_flight, &j->q);
+    pthread_mutex_lock(&mu);
+    if (st) /* refused: it fails in its turn, as a run by a runner would */
+      job_result(j, st, pld_last_error());
+  }
+  job_append(r, j);
+  drive_give(r);
+  pthread_mutex_unlock(&mu);
+  *out = j;
+  return PLD_OK;
 }
 
 /* The runner of p's group (the first program's), made and started if
@@ -212,13 +395,24 @@ static int runner_get(struct pld_program *p, struct pld__runner **out) {
     if (!r)
       return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
     r->max = owner->max_in_flight;
+    r->queued = pld__queue_eligible(owner) ? owner : NULL;
     owner->runner = r;
   }
   /* Set once (the runner reads it while running p's jobs). */
   if (p->runner != owner->runner)
     p->runner = owner->runner;
   struct pld__runner *r = p->runner;
-  if (!r->started) {
+  if (r->queued && (p != r->queued || p->sharers)) {
+    /* Programs share the devices now: their runs go one after another
+     * through the runner thread, after the runs queued so far. */
+    pthread_mutex_lock(&mu);
+    drive_take(r);
+    drive_all(r);
+    r->queued = NULL;
+    drive_give(r);
+    pthread_mutex_unlock(&mu);
+  }
+  if (!r->started && !r->queued) {
     int e = pthread_create(&r->thread, NULL, runner_main, r);
     if (e)
       return pld__fail(PLD_ERR_SYSTEM,
@@ -264,34 +458,22 @@ int pld_program_submit(pld_program *p, int argc, const pld_arg *argv, int flags,
   st = runner_get(p, &r);
   if (st)
     return st;
+  if (r->queued)
+    return submit_queued(r, p, argc, argv, flags, out);
   pthread_mutex_lock(&mu);
   while (r->in_flight >= r->max) {
     if (flags & PLD_SUBMIT_NOWAIT) {
       pthread_mutex_unlock(&mu);
-      return pld__fail(PLD_ERR_BUSY,
-                       "pld_program_submit: %s: %d runs are in flight "
-                       "already, the most the program allows "
-                       "(pld_config.max_in_flight)",
-                       p->host.sig->name, r->max);
+      return busy(p, r);
     }
     pthread_cond_wait(&changed, &mu);
   }
-  struct pld_job *j = job_new();
+  struct pld_job *j = job_new(r, p, argc, argv);
   if (!j) {
     pthread_mutex_unlock(&mu);
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+    return PLD_ERR_NOMEM;
   }
-  j->argc = argc;
-  memcpy(j->argv, argv, (size_t)argc * sizeof *argv);
-  j->p = p;
-  j->seq = ++r->submitted;
-  j->state = QUEUED;
-  if (r->tail)
-    r->tail->next = j;
-  else
-    __atomic_store_n(&r->head, j, __ATOMIC_RELEASE);
-  r->tail = j;
-  r->in_flight++;
+  job_append(r, j);
   announce();
   pthread_mutex_unlock(&mu);
   *out = j;
@@ -319,6 +501,16 @@ int pld_job_test(pld_job *job) {
     return 0;
   pthread_mutex_lock(&mu);
   int done = j->state == DONE;
+  if (!done && j->queued && !j->p->runner->driving) {
+    /* One look, unless another thread drives the runs. */
+    struct pld__runner *r = j->p->runner;
+    drive_take(r);
+    pthread_mutex_unlock(&mu);
+    drive_step(r, 0);
+    pthread_mutex_lock(&mu);
+    drive_give(r);
+    done = j->state == DONE;
+  }
   pthread_mutex_unlock(&mu);
   return done;
 }
@@ -334,18 +526,29 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
     return PLD_ERR_ARG;
   /* Beyond a century is forever (and the nanoseconds cannot overflow). */
   int64_t most_ms = INT64_MAX / 2000000;
-  struct timespec until =
-      pld__realtime_after((timeout_ms < 0         ? 0
-                           : timeout_ms < most_ms ? timeout_ms
-                                                  : most_ms) *
-                          (int64_t)1000000);
+  int64_t ns = (timeout_ms < 0         ? 0
+                : timeout_ms < most_ms ? timeout_ms
+                                       : most_ms) *
+               (int64_t)1000000;
+  struct timespec until = pld__realtime_after(ns);
+  int64_t due = pld__now_ns() + ns;
   struct pld__spin spin = poll_spin();
-  if (timeout_ms != 0)
+  if (timeout_ms != 0 && !j->queued)
     poll_until(job_done_p, j, &spin);
   pthread_mutex_lock(&mu);
   int late = 0;
   while (j->state != DONE && !late) {
-    if (timeout_ms < 0)
+    struct pld__runner *r = j->queued ? j->p->runner : NULL;
+    if (r && !r->driving) {
+      /* Drive the runs until this one is done, or the time is up. */
+      drive_take(r);
+      pthread_mutex_unlock(&mu);
+      drive_step(r, timeout_ms != 0);
+      pthread_mutex_lock(&mu);
+      drive_give(r);
+      late = j->state != DONE &&
+             (timeout_ms == 0 || (timeout_ms > 0 && pld__now_ns() >= due));
+    } else if (timeout_ms < 0)
       pthread_cond_wait(&changed, &mu);
     else
       late =
@@ -405,13 +608,15 @@ int pld_job_free(pld_job *job) {
 
 void pld__runner_precopy(struct pld_program *p, const pld_arg *now) {
   struct pld__runner *r = p->runner;
+  if (!in_runner)
+    return;
   /* Only this thread (the runner's, running the current job) takes jobs
    * off the queue or cancels them: the head stays while it is copied. */
   pthread_mutex_lock(&mu);
   struct pld_job *next =
       r->stopping || !r->head || r->head->p != p ? NULL : r->head;
   pthread_mutex_unlock(&mu);
-  if (next && in_runner && pld__run_precopy(p, now, next->argc, next->argv)) {
+  if (next && pld__run_precopy(p, now, next->argc, next->argv)) {
     pthread_mutex_lock(&mu);
     next->precopied = 1;
     pthread_mutex_unlock(&mu);
@@ -423,6 +628,11 @@ void pld__runner_drain(struct pld_program *p) {
   if (!r)
     return;
   pthread_mutex_lock(&mu);
+  if (r->queued) {
+    drive_take(r);
+    drive_all(r);
+    drive_give(r);
+  }
   while (r->in_flight > 0)
     pthread_cond_wait(&changed, &mu);
   pthread_mutex_unlock(&mu);
@@ -438,8 +648,32 @@ void pld__runner_stop(struct pld_program *p) {
     p->runner = NULL;
     return;
   }
-  /* The running job ends; the queued ones are cancelled after it. */
   pthread_mutex_lock(&mu);
+  if (r->queued) {
+    /* The runs that started end; the others are cancelled at their
+     * gates. */
+    drive_take(r);
+    if (r->head && !p->dead) {
+      uint32_t last = pld__queue_close(p);
+      while (r->head && pld__queue_number(r->head->q) <= last) {
+        pthread_mutex_unlock(&mu);
+        drive_step(r, 1);
+        pthread_mutex_lock(&mu);
+      }
+      if (r->head) {
+        pthread_mutex_unlock(&mu);
+        pld__queue_drain(p, 1);
+        pthread_mutex_lock(&mu);
+      }
+    }
+    cancel_queued(r, NULL, PLD_ERR_CANCELLED);
+    drive_give(r);
+    pthread_mutex_unlock(&mu);
+    pld__free(r);
+    p->runner = NULL;
+    return;
+  }
+  /* The running job ends; the queued ones are cancelled after it. */
   __atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
   announce();
   pthread_mutex_unlock(&mu);
