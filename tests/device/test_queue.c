@@ -1,0 +1,470 @@
+/* Submitted runs queued on the devices (host/submit.c, struct pld__cmd):
+ * a run posted behind the runs in flight starts at its gate on each device
+ * without the host in between, so these tests hold the gate's promises
+ * over 2, 3 and 4 ranks and both simulators:
+ *   - a run with windows starts on no rank before every rank finished the
+ *     run before it, and finds the windows zeroed (each run sees exactly
+ *     its own notify);
+ *   - a run with a device-resident tensor waits for every rank too: after
+ *     a failed run, no rank applied a run behind it to the tensor;
+ *   - a run that reaches nothing beyond its data slot may run ahead on a
+ *     device, but a failure still cancels every run behind it (their
+ *     outputs never reach the host);
+ *   - destroy lets the runs that started end and cancels the others;
+ *   - several threads wait at once (one of them drives the runs). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../host/programs.h"
+#include "pld_test.h"
+
+static int ids[16];
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void spin_for(int32_t ms) {
+  double until = now_ms() + ms;
+  volatile uint64_t count = 0;
+  while (now_ms() < until)
+    count++;
+}
+
+/* Waits for j and asserts its status and that its message holds `sub`. */
+static void expect_job(pld_job *j, int want, const char *sub,
+                       const char *what) {
+  assert_ok(pld_job_wait(j, -1));
+  int got = pld_job_status(j);
+  const char *msg = pld_job_message(j);
+  if (got != want || !strstr(msg, sub)) {
+    print_error("%s: expected %s with \"%s\", got %s: %s\n", what,
+                pld_status_name(want), sub, pld_status_name(got), msg);
+    fail();
+  }
+}
+
+static const float POISON = -12345.0f;
+
+static void poison(pld_tensor y) {
+  float *ys = pld_tensor_data(y);
+  for (int64_t i = 0; i < pld_tensor_numel(y); i++)
+    ys[i] = POISON;
+}
+
+/* y holds POISON (poisoned: its run must not have reached the host) or
+ * x * s exactly. */
+static void expect_y(pld_tensor x, pld_tensor y, float s, int poisoned,
+                     const char *what) {
+  const float *xs = pld_tensor_data(x), *ys = pld_tensor_data(y);
+  for (int64_t i = 0; i < pld_tensor_numel(y); i++) {
+    volatile float want = poisoned ? POISON : xs[i] * s;
+    if (ys[i] != want) {
+      print_error("%s: y[%lld] = %.9g, expected %.9g\n", what, (long long)i,
+                  (double)ys[i], (double)want);
+      fail();
+    }
+  }
+}
+
+/* ---- windows: every rank waits, the windows are zeroed ------------------ */
+
+/* Each rank adds `add` to its successor's cell, waits until its own cell
+ * holds at least `add` and reports what it holds: exactly `add` when the
+ * windows start zeroed and the predecessor's next run has not begun. */
+PLD_KERNEL(k_ring, k, PLD_WINDOW(w, INT32, 1), PLD_OUT(seen, INT32, 1),
+           PLD_SCALAR(add, INT32)) {
+  pld_comm c = pld_window_comm(w);
+  int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
+  pld_notify(k, w, (me + 1) % n, PLD_AT(0), add, PLD_NOTIFY_ADD);
+  pld_wait(k, w, PLD_AT(0), add, PLD_WAIT_GE);
+  pld_write(k, seen, PLD_AT(0), pld_read(k, pld_local(w), PLD_AT(0)));
+}
+PLD_DEVICE(d_ring, a, PLD_WINDOW(w, INT32, 1), PLD_OUT(seen, INT32, 1),
+           PLD_SCALAR(add, INT32)) {
+  pld_launch(a, k_ring, 1, w, seen, add);
+}
+PLD_HOST(h_ring, h, PLD_OUT(seen, INT32, NR, 1), PLD_SCALAR(add, INT32)) {
+  pld_window_buf buf = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_ring, r, pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(1)),
+                 pld_slice(h, seen, r), add);
+}
+
+enum { RUNS = 24 };
+
+static void ring_runs(int n, int first, int step, const char *platform,
+                      int depth) {
+  pld_config cfg = test_config(ids, n, first, step);
+  cfg.platform = platform;
+  cfg.max_in_flight = depth;
+  pld_tensor seen[RUNS];
+  for (int k = 0; k < RUNS; k++) {
+    assert_ok(pld_tensor_create(PLD_INT32, 2, (int64_t[]){n, 1}, &seen[k]));
+    int32_t *d = pld_tensor_data(seen[k]);
+    for (int r = 0; r < n; r++)
+      d[r] = -1;
+  }
+  pld_program *p = NULL;
+  int32_t add = 1;
+  assert_ok(pld_compile(h_ring, &cfg, PLD_ARGS(seen[0], add), &p));
+  assert_ok(pld_program_prepare(p));
+  pld_job *jobs[RUNS];
+  /* The same value twice in a row, then another: equal and new scalars. */
+  for (int k = 0; k < RUNS; k++) {
+    add = 1 + k / 2 * 3;
+    assert_ok(pld_program_submit(p, PLD_ARGS(seen[k], add), 0, &jobs[k]));
+  }
+  for (int k = 0; k < RUNS; k++) {
+    char what[96];
+    snprintf(what, sizeof what, "%s, %d ranks, depth %d, run %d", platform, n,
+             depth, k + 1);
+    expect_job(jobs[k], PLD_OK, "", what);
+    const int32_t *d = pld_tensor_data(seen[k]);
+    for (int r = 0; r < n; r++)
+      if (d[r] != 1 + k / 2 * 3) {
+        print_error("%s: rank %d saw %d in its cell, expected its own "
+                    "notify's %d alone\n",
+                    what, r, d[r], 1 + k / 2 * 3);
+        fail();
+      }
+    assert_ok(pld_job_free(jobs[k]));
+  }
+  pld_program_destroy(p);
+  for (int k = 0; k < RUNS; k++)
+    pld_tensor_destroy(seen[k]);
+}
+
+static void test_windows_zeroed_between_queued_runs(void **state) {
+  (void)state;
+  ring_runs(2, 0, 1, "a2a3sim", 8);
+  ring_runs(3, 4, 2, "a5sim", 4);
+  ring_runs(4, 1, 3, "a2a3sim", 16);
+}
+
+/* ---- y = x * s; the rank told to fail spins first, then fails ---------- */
+
+PLD_KERNEL(k_mulf, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
+           PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
+  spin_for(fail_ms > 0 ? fail_ms : -fail_ms);
+  pld_tile *t = pld_load(k, x, fail_ms > 0 ? 1 : 0, 0, TR, TC);
+  pld_muls(k, t, t, s);
+  pld_store(k, t, y, 0, 0);
+}
+PLD_DEVICE(d_mulf, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
+           PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
+  pld_launch(a, k_mulf, 1, x, y, s, fail_ms);
+}
+/* fail_ms > 0: the last rank spins that long and loads out of bounds;
+ * < 0: every rank spins -fail_ms milliseconds and succeeds. */
+PLD_HOST(h_mulf, h, PLD_IN(x, FP32, NR, TR, TC), PLD_OUT(y, FP32, NR, TR, TC),
+         PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
+  int n = pld_world_size(h);
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_mulf, r, pld_slice(h, x, r), pld_slice(h, y, r), s,
+                 r == n - 1 || fail_ms < 0 ? fail_ms : 0);
+}
+
+enum { NJ = 8 };
+
+/* Runs 1 and 2 succeed, run 3 fails on the last rank after 30 ms (the
+ * other ranks may run ahead meanwhile), runs 4 to 7 behind it are
+ * cancelled, run 8 after that succeeds. */
+static void failure_cancels(int n, int first, int step, const char *platform) {
+  pld_config cfg = test_config(ids, n, first, step);
+  cfg.platform = platform;
+  cfg.max_in_flight = 6;
+  const int64_t shape[] = {n, TR, TC};
+  pld_tensor x[NJ], y[NJ];
+  for (int k = 0; k < NJ; k++) {
+    x[k] = pld_test_tensor(3, shape, 0.5f + 0.125f * (float)k, (float)k);
+    y[k] = pld_test_tensor(3, shape, 0, 0);
+    poison(y[k]);
+  }
+  pld_program *p = NULL;
+  float s = 1.0f;
+  int32_t fail_ms = 0;
+  assert_ok(pld_compile(h_mulf, &cfg, PLD_ARGS(x[0], y[0], s, fail_ms), &p));
+  assert_ok(pld_program_prepare(p));
+  pld_job *j[NJ];
+  for (int k = 0; k < 7; k++) {
+    s = 1.5f + (float)k;
+    fail_ms = k == 2 ? 30 : 0;
+    assert_ok(pld_program_submit(p, PLD_ARGS(x[k], y[k], s, fail_ms), 0, &j[k]));
+  }
+  char what[96];
+  snprintf(what, sizeof what, "%s, %d ranks", platform, n);
+  expect_job(j[0], PLD_OK, "", what);
+  expect_job(j[1], PLD_OK, "", what);
+  char where[96];
+  snprintf(where, sizeof where, "pld_load: kernel k_mulf (rank %d, device %d",
+           n - 1, ids[n - 1]);
+  expect_job(j[2], PLD_ERR_BOUNDS, where, what);
+  for (int k = 3; k < 7; k++) {
+    char cancelled[128];
+    snprintf(cancelled, sizeof cancelled,
+             "run %d of the program was cancelled: run 3, submitted before "
+             "it, failed (PLD_ERR_BOUNDS)",
+             k + 1);
+    expect_job(j[k], PLD_ERR_CANCELLED, cancelled, what);
+  }
+  s = -0.75f;
+  fail_ms = 0;
+  assert_ok(pld_program_submit(p, PLD_ARGS(x[7], y[7], s, fail_ms), 0, &j[7]));
+  expect_job(j[7], PLD_OK, "", what);
+  for (int k = 0; k < NJ; k++) {
+    float sk = k == 7 ? -0.75f : 1.5f + (float)k;
+    expect_y(x[k], y[k], sk, k >= 2 && k < 7, what);
+    assert_ok(pld_job_free(j[k]));
+  }
+  pld_program_destroy(p);
+  for (int k = 0; k < NJ; k++) {
+    pld_tensor_destroy(x[k]);
+    pld_tensor_destroy(y[k]);
+  }
+}
+
+static void test_failure_cancels_runs_ahead(void **state) {
+  (void)state;
+  failure_cancels(2, 0, 1, "a2a3sim");
+  failure_cancels(3, 6, -3, "a5sim");
+  failure_cancels(4, 2, 1, "a2a3sim");
+}
+
+/* ---- a device-resident state: no rank applies a run behind a failure --- */
+
+PLD_KERNEL(k_acc, k, PLD_IN(x, FP32, TR, TC), PLD_INOUT(h, FP32, TR, TC),
+           PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
+  if (fail_ms > 0)
+    spin_for(fail_ms);
+  pld_tile *a = pld_load(k, x, fail_ms > 0 ? 1 : 0, 0, TR, TC);
+  pld_tile *b = pld_load(k, h, 0, 0, TR, TC);
+  pld_muls(k, a, a, s);
+  pld_add(k, b, b, a);
+  pld_store(k, b, h, 0, 0);
+}
+PLD_DEVICE(d_acc, a, PLD_IN(x, FP32, TR, TC), PLD_INOUT(h, FP32, TR, TC),
+           PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
+  pld_launch(a, k_acc, 1, x, h, s, fail_ms);
+}
+PLD_HOST(h_acc, hh, PLD_IN(x, FP32, NR, TR, TC),
+         PLD_INOUT(h, FP32, NR, TR, TC), PLD_SCALAR(s, FP32),
+         PLD_SCALAR(fail_ms, INT32)) {
+  int n = pld_world_size(hh);
+  for (int r = 0; r < n; r++)
+    pld_dispatch(hh, d_acc, r, pld_slice(hh, x, r), pld_slice(hh, h, r), s,
+                 r == n - 1 ? fail_ms : 0);
+}
+
+/* want[rank part] += x * s, in FP32, on the ranks below `upto`. */
+static void acc_ref(float *want, pld_tensor x, float s, int n, int upto) {
+  const float *xs = pld_tensor_data(x);
+  int64_t per = pld_tensor_numel(x) / n;
+  for (int64_t i = 0; i < per * upto; i++) {
+    volatile float m = xs[i] * s;
+    want[i] = want[i] + m;
+  }
+}
+
+static void resident_failure(int n, int first, int step,
+                             const char *platform) {
+  pld_config cfg = test_config(ids, n, first, step);
+  cfg.platform = platform;
+  cfg.max_in_flight = 8;
+  const int64_t shape[] = {n, TR, TC};
+  pld_tensor x = pld_test_tensor(3, shape, 0.25f, -1.0f);
+  pld_tensor hinit = pld_test_tensor(3, shape, 0.5f, 2.0f);
+  pld_program *p = NULL;
+  float s = 1.0f;
+  int32_t fail_ms = 0;
+  assert_ok(pld_compile(h_acc, &cfg, PLD_ARGS(x, hinit, s, fail_ms), &p));
+  pld_tensor h;
+  assert_ok(pld_device_tensor_create(p, PLD_EACH_RANK, PLD_FP32, 2,
+                                     (const int64_t[]){TR, TC}, &h));
+  assert_ok(pld_device_tensor_write(h, hinit));
+  int64_t numel = pld_tensor_numel(x);
+  float *want = malloc((size_t)numel * sizeof *want);
+  assert_non_null(want);
+  memcpy(want, pld_tensor_data(hinit), (size_t)numel * sizeof *want);
+  /* Runs 1 to 3 succeed; run 4 fails on the last rank after 30 ms (the
+   * others apply it); runs 5 to 8 are cancelled everywhere. */
+  pld_job *j[8];
+  for (int k = 0; k < 8; k++) {
+    s = 0.5f + (float)k;
+    fail_ms = k == 3 ? 30 : 0;
+    assert_ok(pld_program_submit(p, PLD_ARGS(x, h, s, fail_ms), 0, &j[k]));
+    if (k < 4)
+      acc_ref(want, x, s, n, k == 3 ? n - 1 : n);
+  }
+  char what[96];
+  snprintf(what, sizeof what, "%s, %d ranks, resident state", platform, n);
+  for (int k = 0; k < 8; k++) {
+    expect_job(j[k],
+               k < 3    ? PLD_OK
+               : k == 3 ? PLD_ERR_BOUNDS
+                        : PLD_ERR_CANCELLED,
+               k < 3 ? "" : k == 3 ? "pld_load" : "run 4, submitted before it",
+               what);
+    assert_ok(pld_job_free(j[k]));
+  }
+  pld_tensor back = pld_test_tensor(3, shape, 0, 0);
+  assert_ok(pld_device_tensor_read(h, back));
+  const float *got = pld_tensor_data(back);
+  for (int64_t i = 0; i < numel; i++)
+    if (memcmp(&got[i], &want[i], sizeof got[i]) != 0) {
+      print_error("%s: element %lld (rank %lld) = %.9g, expected %.9g: a run "
+                  "behind the failed one changed the state\n",
+                  what, (long long)i, (long long)(i / (numel / n)),
+                  (double)got[i], (double)want[i]);
+      fail();
+    }
+  pld_tensor_destroy(back);
+  free(want);
+  pld_tensor_destroy(h);
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(hinit);
+}
+
+static void test_resident_waits_for_every_rank(void **state) {
+  (void)state;
+  resident_failure(2, 3, 1, "a5sim");
+  resident_failure(3, 0, 2, "a2a3sim");
+  resident_failure(4, 8, -2, "a5sim");
+}
+
+/* ---- destroy: the runs that started end, the others are cancelled ------ */
+
+static void destroy_queued(int n, const char *platform) {
+  pld_config cfg = test_config(ids, n, 0, 1);
+  cfg.platform = platform;
+  cfg.max_in_flight = 6;
+  const int64_t shape[] = {n, TR, TC};
+  pld_tensor x[6], y[6];
+  for (int k = 0; k < 6; k++) {
+    x[k] = pld_test_tensor(3, shape, 1.0f + (float)k, 0.5f);
+    y[k] = pld_test_tensor(3, shape, 0, 0);
+    poison(y[k]);
+  }
+  pld_program *p = NULL;
+  float s = 2.0f;
+  int32_t spin = 0;
+  assert_ok(pld_compile(h_mulf, &cfg, PLD_ARGS(x[0], y[0], s, spin), &p));
+  assert_ok(pld_program_prepare(p));
+  /* Run 1 spins 50 ms on every rank: the runs behind it have not started
+   * when the program is destroyed. */
+  pld_job *j[6];
+  for (int k = 0; k < 6; k++) {
+    s = 2.0f + (float)k;
+    spin = k == 0 ? -50 : 0;
+    assert_ok(pld_program_submit(p, PLD_ARGS(x[k], y[k], s, spin), 0, &j[k]));
+  }
+  pld_program_destroy(p);
+  assert_no_children();
+  /* Every job is done: the run that started, then the cancelled ones. */
+  int cancelled = 0;
+  for (int k = 0; k < 6; k++) {
+    assert_int_equal(pld_job_test(j[k]), 1);
+    int st = pld_job_status(j[k]);
+    char what[64];
+    snprintf(what, sizeof what, "%s, %d ranks, run %d", platform, n, k + 1);
+    if (st == PLD_ERR_CANCELLED) {
+      expect_job(j[k], PLD_ERR_CANCELLED,
+                 "was cancelled: the program was destroyed before it "
+                 "started",
+                 what);
+      cancelled = 1;
+    } else if (cancelled || st != PLD_OK) {
+      print_error("%s: %s after a cancelled run: %s\n", what,
+                  pld_status_name(st), pld_job_message(j[k]));
+      fail();
+    }
+    expect_y(x[k], y[k], 2.0f + (float)k, st == PLD_ERR_CANCELLED, what);
+    assert_int_equal(st, k == 0 ? PLD_OK : PLD_ERR_CANCELLED);
+    assert_ok(pld_job_free(j[k]));
+  }
+  for (int k = 0; k < 6; k++) {
+    pld_tensor_destroy(x[k]);
+    pld_tensor_destroy(y[k]);
+  }
+}
+
+static void test_destroy_ends_started_cancels_rest(void **state) {
+  (void)state;
+  destroy_queued(2, "a2a3sim");
+  destroy_queued(3, "a5sim");
+  destroy_queued(4, "a2a3sim");
+}
+
+/* ---- several threads wait at once --------------------------------------- */
+
+struct waiter {
+  pld_job *job;
+  int status;
+};
+
+static void *wait_thread(void *arg) {
+  struct waiter *w = arg;
+  w->status = pld_job_wait(w->job, -1);
+  if (w->status == PLD_OK)
+    w->status = pld_job_status(w->job);
+  return NULL;
+}
+
+static void test_threads_wait_together(void **state) {
+  (void)state;
+  enum { N = 3, T = 4, ROUNDS = 20 };
+  pld_config cfg = test_config(ids, N, 1, 1);
+  cfg.max_in_flight = T;
+  const int64_t shape[] = {N, TR, TC};
+  pld_tensor x[T], y[T];
+  for (int k = 0; k < T; k++) {
+    x[k] = pld_test_tensor(3, shape, 0.75f * (float)(k + 1), -2.0f);
+    y[k] = pld_test_tensor(3, shape, 0, 0);
+  }
+  pld_program *p = NULL;
+  float s = 1.0f;
+  int32_t spin = 0;
+  assert_ok(pld_compile(h_mulf, &cfg, PLD_ARGS(x[0], y[0], s, spin), &p));
+  for (int round = 0; round < ROUNDS; round++) {
+    struct waiter w[T];
+    pthread_t th[T];
+    for (int k = 0; k < T; k++) {
+      poison(y[k]);
+      s = (float)(round + 1) + 0.5f * (float)k;
+      assert_ok(
+          pld_program_submit(p, PLD_ARGS(x[k], y[k], s, spin), 0, &w[k].job));
+    }
+    /* The last job is waited for here, the others each by a thread. */
+    for (int k = 0; k < T - 1; k++)
+      assert_int_equal(pthread_create(&th[k], NULL, wait_thread, &w[k]), 0);
+    wait_thread(&w[T - 1]);
+    for (int k = 0; k < T - 1; k++)
+      assert_int_equal(pthread_join(th[k], NULL), 0);
+    for (int k = 0; k < T; k++) {
+      assert_int_equal(w[k].status, PLD_OK);
+      expect_y(x[k], y[k], (float)(round + 1) + 0.5f * (float)k, 0,
+               "a run waited for by a thread");
+      assert_ok(pld_job_free(w[k].job));
+    }
+  }
+  pld_program_destroy(p);
+  for (int k = 0; k < T; k++) {
+    pld_tensor_destroy(x[k]);
+    pld_tensor_destroy(y[k]);
+  }
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_windows_zeroed_between_queued_runs),
+    cmocka_unit_test(test_failure_cancels_runs_ahead),
+    cmocka_unit_test(test_resident_waits_for_every_rank),
+    cmocka_unit_test(test_destroy_ends_started_cancels_rest),
+    cmocka_unit_test(test_threads_wait_together),
+};
+
+PLD_TEST_MAIN("queue", tests)
