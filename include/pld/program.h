@@ -70,7 +70,9 @@ typedef struct pld_config {
    * NULL: PLD_CHECK (unset or empty: no checking); "": no checking. */
   const char *check;
   /* Runs of the program queued or running at once (pld_program_submit):
-   * 0 means 2 (one running, the next one waiting with its inputs). */
+   * 0 means 2 (one running, the next one waiting with its inputs).  Up to
+   * 64, each run in flight has a copy of the program's slices of its own
+   * on every device (at least 2 copies). */
   int max_in_flight;
   /* Another program whose devices this one runs on (the shm fabric): the
    * same platform and device ids; its windows, if it declares any, must
@@ -169,12 +171,21 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv);
 
 /* Stops the device processes and frees the program.  NULL is a no-op. */
 /* ---- asynchronous runs ----------------------------------------------------
- * pld_program_submit queues a run and returns at once with a job; a
- * thread of the program runs the queued runs one after another in
- * submission order, each as pld_program_run would (the results are those
- * of the same calls made one by one), while the caller goes on.  The
- * host tensors of a submitted run must stay allocated and unchanged
- * (its In tensors) and unread (its Out tensors) until its job is done.
+ * pld_program_submit queues a run and returns at once with a job; the
+ * queued runs run one after another in submission order, each as
+ * pld_program_run would (the results are those of the same calls made one
+ * by one), while the caller goes on.  On the shm fabric a program without
+ * host tasks, trace or race check, on devices of its own and with at most
+ * 64 runs in flight queues its runs on the devices themselves: submit
+ * copies the run's inputs and posts it, and each device starts it as soon
+ * as the runs before it are done (no host turn in between); the calls
+ * pld_job_test, pld_job_wait, pld_program_submit, pld_program_run and
+ * pld_program_destroy then drive the runs in flight (watch them, copy
+ * their outputs back, end their jobs), so a deadlock or a time limit is
+ * reported once one of these is called.  Other programs have a thread of
+ * their own that runs their queued runs.  The host tensors of a
+ * submitted run must stay allocated and unchanged (its In tensors) and
+ * unread (its Out tensors) until its job is done.
  * At most pld_config.max_in_flight runs are queued or running: a further
  * submit waits until one is done, or with PLD_SUBMIT_NOWAIT fails at once
  * with PLD_ERR_BUSY.  A run that fails (its job's status says how)
@@ -184,7 +195,8 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv);
  * PLD_ERR_STATE after).  pld_program_run waits for the runs in flight
  * first, then runs, as a submit followed by a wait would.
  * pld_program_destroy cancels the runs still queued (PLD_ERR_CANCELLED)
- * and waits for the one running; every job stays valid until
+ * and waits for the ones running (runs queued on the devices: those
+ * that started on any device); every job stays valid until
  * pld_job_free, which each job needs once: a job used after it is freed
  * is refused (PLD_ERR_ARG) until its memory serves a later job. */
 typedef struct pld_job pld_job;

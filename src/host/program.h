@@ -132,6 +132,7 @@ struct pld_program {
   uint32_t *resumes_seen;
   int64_t *resumed_at;
   struct pld__worldctl *world;
+  struct pld__spin spin; /* how the host polls its devices (from prepare) */
   int started;
   struct pld_program *live_next; /* the started programs of this process */
   int dead; /* a device crashed: the program cannot run again */

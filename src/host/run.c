@@ -892,8 +892,8 @@ int pld_program_prepare(pld_program *p) {
      * runs the user's code then, and device threads polling for the next
      * run must yield to it rather than take every CPU (it leaves the
      * count only while it sleeps in a wait). */
-    struct pld__spin spin = pld__world_spin(p->world, NULL);
-    pld__awake(&spin);
+    p->spin = pld__world_spin(p->world, NULL);
+    pld__awake(&p->spin);
   }
   if (spanned)
     pld__htrace_end(p, &span, 0);
@@ -925,9 +925,12 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
                int *posted_run);
 
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
-  /* After the runs in flight, as a submit then a wait would be. */
-  if (p && p->runner)
-    pld__runner_drain(p);
+  /* After the runs in flight on its devices (its group's: a program
+   * sharing them that never submitted has no runner of its own), as a
+   * submit then a wait would be. */
+  struct pld_program *group = p && p->share ? p->share : p;
+  if (p && (p->runner || group->runner))
+    pld__runner_drain(p->runner ? p : group);
   return pld__program_run_now(p, argc, argv);
 }
 
@@ -981,7 +984,7 @@ static void loop_begin(struct pld_program *p, struct loop *l,
                        const uint32_t *posted, int slot) {
   memset(&l->wt, 0, sizeof l->wt);
   l->wt.posted = posted;
-  l->spin = pld__world_spin(p->world, NULL);
+  l->spin = p->spin;
   l->slot = slot;
   l->failed_rank = -1;
   l->watch_st = PLD_OK;
@@ -1249,7 +1252,6 @@ uint32_t pld__queue_close(struct pld_program *p) {
 int pld__queue_drain(struct pld_program *p, int stop) {
   if (stop)
     stop_run(p, PLD__ABORT_FAILED);
-  struct pld__spin spin = pld__world_spin(p->world, NULL);
   char corrupt[160];
   for (;;) {
     uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
@@ -1262,7 +1264,7 @@ int pld__queue_drain(struct pld_program *p, int stop) {
     int dead = pld__find_dead(p, 1, corrupt, sizeof corrupt);
     if (dead >= 0)
       return pld__died(p, dead, corrupt);
-    p->cp->await(p, ev, PLD__MS(PLD_LIVENESS_MS), &spin);
+    p->cp->await(p, ev, PLD__MS(PLD_LIVENESS_MS), &p->spin);
   }
 }
 

@@ -23,6 +23,7 @@
  * undetectable: it then names another job. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -122,7 +123,8 @@ static struct pld_job *job_new(struct pld__runner *r, struct pld_program *p,
     pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
     return NULL;
   }
-  memset(j, 0, sizeof *j);
+  memset(j, 0, offsetof(struct pld_job, msg)); /* and an empty message: */
+  j->msg[0] = '\0';
   j->magic = JOB_LIVE;
   j->argc = argc;
   memcpy(j->argv, argv, (size_t)argc * sizeof *argv);
@@ -532,9 +534,10 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
                (int64_t)1000000;
   struct timespec until = pld__realtime_after(ns);
   int64_t due = pld__now_ns() + ns;
-  struct pld__spin spin = poll_spin();
-  if (timeout_ms != 0 && !j->queued)
+  if (timeout_ms != 0 && !j->queued) {
+    struct pld__spin spin = poll_spin();
     poll_until(job_done_p, j, &spin);
+  }
   pthread_mutex_lock(&mu);
   int late = 0;
   while (j->state != DONE && !late) {

@@ -11,7 +11,9 @@
  *     device, but a failure still cancels every run behind it (their
  *     outputs never reach the host);
  *   - destroy lets the runs that started end and cancels the others;
- *   - several threads wait at once (one of them drives the runs). */
+ *   - several threads wait at once (one of them drives the runs);
+ *   - a program sharing the devices comes after the runs queued so far,
+ *     run or submitted. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -194,7 +196,8 @@ static void failure_cancels(int n, int first, int step, const char *platform) {
   for (int k = 0; k < 7; k++) {
     s = 1.5f + (float)k;
     fail_ms = k == 2 ? 30 : 0;
-    assert_ok(pld_program_submit(p, PLD_ARGS(x[k], y[k], s, fail_ms), 0, &j[k]));
+    assert_ok(
+        pld_program_submit(p, PLD_ARGS(x[k], y[k], s, fail_ms), 0, &j[k]));
   }
   char what[96];
   snprintf(what, sizeof what, "%s, %d ranks", platform, n);
@@ -251,9 +254,8 @@ PLD_DEVICE(d_acc, a, PLD_IN(x, FP32, TR, TC), PLD_INOUT(h, FP32, TR, TC),
            PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
   pld_launch(a, k_acc, 1, x, h, s, fail_ms);
 }
-PLD_HOST(h_acc, hh, PLD_IN(x, FP32, NR, TR, TC),
-         PLD_INOUT(h, FP32, NR, TR, TC), PLD_SCALAR(s, FP32),
-         PLD_SCALAR(fail_ms, INT32)) {
+PLD_HOST(h_acc, hh, PLD_IN(x, FP32, NR, TR, TC), PLD_INOUT(h, FP32, NR, TR, TC),
+         PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
   int n = pld_world_size(hh);
   for (int r = 0; r < n; r++)
     pld_dispatch(hh, d_acc, r, pld_slice(hh, x, r), pld_slice(hh, h, r), s,
@@ -270,8 +272,7 @@ static void acc_ref(float *want, pld_tensor x, float s, int n, int upto) {
   }
 }
 
-static void resident_failure(int n, int first, int step,
-                             const char *platform) {
+static void resident_failure(int n, int first, int step, const char *platform) {
   pld_config cfg = test_config(ids, n, first, step);
   cfg.platform = platform;
   cfg.max_in_flight = 8;
@@ -307,7 +308,9 @@ static void resident_failure(int n, int first, int step,
                k < 3    ? PLD_OK
                : k == 3 ? PLD_ERR_BOUNDS
                         : PLD_ERR_CANCELLED,
-               k < 3 ? "" : k == 3 ? "pld_load" : "run 4, submitted before it",
+               k < 3    ? ""
+               : k == 3 ? "pld_load"
+                        : "run 4, submitted before it",
                what);
     assert_ok(pld_job_free(j[k]));
   }
@@ -459,12 +462,84 @@ static void test_threads_wait_together(void **state) {
   }
 }
 
+/* ---- another program comes to share the devices ------------------------- */
+
+static void share_after_queued(int n, const char *platform) {
+  pld_config cfg = test_config(ids, n, 2, 1);
+  cfg.platform = platform;
+  cfg.max_in_flight = 4;
+  const int64_t shape[] = {n, TR, TC};
+  enum { NA = 3 };
+  pld_tensor x = pld_test_tensor(3, shape, 0.5f, -1.5f);
+  pld_tensor ya[NA + 1], yb[2];
+  for (int k = 0; k < NA + 1; k++)
+    ya[k] = pld_test_tensor(3, shape, 0, 0);
+  for (int k = 0; k < 2; k++)
+    yb[k] = pld_test_tensor(3, shape, 0, 0);
+  pld_program *a = NULL, *b = NULL;
+  float s = 1.0f;
+  int32_t spin = -30; /* every rank spins 30 ms */
+  assert_ok(pld_compile(h_mulf, &cfg, PLD_ARGS(x, ya[0], s, spin), &a));
+  assert_ok(pld_program_prepare(a));
+  pld_job *ja[NA + 1], *jb;
+  for (int k = 0; k < NA; k++) {
+    s = 1.0f + (float)k;
+    assert_ok(pld_program_submit(a, PLD_ARGS(x, ya[k], s, spin), 0, &ja[k]));
+  }
+  /* B runs on A's devices: its run comes after A's three. */
+  pld_config cb = cfg;
+  cb.share = a;
+  spin = 0;
+  s = -2.0f;
+  assert_ok(pld_compile(h_mulf, &cb, PLD_ARGS(x, yb[0], s, spin), &b));
+  assert_ok(pld_program_run(b, PLD_ARGS(x, yb[0], s, spin)));
+  for (int k = 0; k < NA; k++)
+    if (!pld_job_test(ja[k])) {
+      print_error("%s, %d ranks: the sharing program's run returned before "
+                  "run %d of the first program ended\n",
+                  platform, n, k + 1);
+      fail();
+    }
+  /* Submitted, both, from now on through the group's runner thread. */
+  s = 4.0f;
+  spin = -10;
+  assert_ok(pld_program_submit(a, PLD_ARGS(x, ya[NA], s, spin), 0, &ja[NA]));
+  s = 0.25f;
+  spin = 0;
+  assert_ok(pld_program_submit(b, PLD_ARGS(x, yb[1], s, spin), 0, &jb));
+  expect_job(jb, PLD_OK, "", "B's submitted run");
+  assert_int_equal(pld_job_test(ja[NA]), 1);
+  for (int k = 0; k < NA + 1; k++) {
+    expect_job(ja[k], PLD_OK, "", "A's run");
+    expect_y(x, ya[k], 1.0f + (float)k, 0, "A's run");
+    assert_ok(pld_job_free(ja[k]));
+  }
+  expect_y(x, yb[0], -2.0f, 0, "B's run");
+  expect_y(x, yb[1], 0.25f, 0, "B's submitted run");
+  assert_ok(pld_job_free(jb));
+  pld_program_destroy(b);
+  pld_program_destroy(a);
+  assert_no_children();
+  pld_tensor_destroy(x);
+  for (int k = 0; k < NA + 1; k++)
+    pld_tensor_destroy(ya[k]);
+  for (int k = 0; k < 2; k++)
+    pld_tensor_destroy(yb[k]);
+}
+
+static void test_sharing_program_comes_after(void **state) {
+  (void)state;
+  share_after_queued(2, "a2a3sim");
+  share_after_queued(3, "a5sim");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_windows_zeroed_between_queued_runs),
     cmocka_unit_test(test_failure_cancels_runs_ahead),
     cmocka_unit_test(test_resident_waits_for_every_rank),
     cmocka_unit_test(test_destroy_ends_started_cancels_rest),
     cmocka_unit_test(test_threads_wait_together),
+    cmocka_unit_test(test_sharing_program_comes_after),
 };
 
 PLD_TEST_MAIN("queue", tests)
