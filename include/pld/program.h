@@ -203,8 +203,9 @@ typedef struct pld_job pld_job;
 
 enum { PLD_SUBMIT_NOWAIT = 1 };
 
-/* Queues a run with these arguments (checked when it runs: its job
- * reports PLD_ERR_ARG then).  Returns PLD_OK with *out set, PLD_ERR_BUSY
+/* Queues a run with these arguments (checked when it runs, or when it is
+ * queued on the devices: either way its job reports PLD_ERR_ARG in its
+ * turn, after the runs before it).  Returns PLD_OK with *out set, PLD_ERR_BUSY
  * (NOWAIT and max_in_flight runs in flight), PLD_ERR_STATE (the program
  * is dead), PLD_ERR_ARG (NULL program or out, unknown flags, argc out of
  * range). */

@@ -13,13 +13,17 @@
  *   - destroy lets the runs that started end and cancels the others;
  *   - several threads wait at once (one of them drives the runs);
  *   - a program sharing the devices comes after the runs queued so far,
- *     run or submitted. */
+ *     run or submitted;
+ *   - a chain of queued runs ends before the devices' counts of it (its
+ *     length times the ranks) could leave 31 bits. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "../host/programs.h"
+#include "host/program.h" /* a chain's length (test_chain_full) */
+#include "host/submit.h"
 #include "pld_test.h"
 
 static int ids[16];
@@ -533,6 +537,27 @@ static void test_sharing_program_comes_after(void **state) {
   share_after_queued(3, "a5sim");
 }
 
+/* ---- the length of a chain ---------------------------------------------- */
+
+static void test_chain_full(void **state) {
+  (void)state;
+  struct pld_program p;
+  memset(&p, 0, sizeof p);
+  for (int n = 1; n <= 64; n = n * 3 + 1) {
+    p.nranks = n;
+    /* The run posted next has number chain + 1: its gate's count, n
+     * times that, must stay below 2^31. */
+    uint32_t last = (uint32_t)(0x7fffffffu / (uint32_t)n) - 1;
+    p.chain = last - 1;
+    assert_int_equal(pld__queue_chain_full(&p), 0);
+    assert_true((uint64_t)(p.chain + 1) * (uint64_t)n < 0x80000000u);
+    p.chain = last;
+    assert_int_equal(pld__queue_chain_full(&p), 1);
+    p.chain = 0;
+    assert_int_equal(pld__queue_chain_full(&p), 0);
+  }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_windows_zeroed_between_queued_runs),
     cmocka_unit_test(test_failure_cancels_runs_ahead),
@@ -540,6 +565,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_destroy_ends_started_cancels_rest),
     cmocka_unit_test(test_threads_wait_together),
     cmocka_unit_test(test_sharing_program_comes_after),
+    cmocka_unit_test(test_chain_full),
 };
 
 PLD_TEST_MAIN("queue", tests)
