@@ -14,6 +14,8 @@
  *   - several threads wait at once (one of them drives the runs);
  *   - a program sharing the devices comes after the runs queued so far,
  *     run or submitted;
+ *   - the watch runs while a thread waits: a kernel over its time limit
+ *     fails its run, and cancels the runs behind it;
  *   - a chain of queued runs ends before the devices' counts of it (its
  *     length times the ranks) could leave 31 bits. */
 #include <pthread.h>
@@ -537,6 +539,71 @@ static void test_sharing_program_comes_after(void **state) {
   share_after_queued(3, "a5sim");
 }
 
+/* ---- a time limit, watched by the waiting thread ------------------------ */
+
+static void time_limit(int n, const char *platform) {
+  pld_config cfg = test_config(ids, n, 1, 2);
+  cfg.platform = platform;
+  cfg.max_in_flight = 3;
+  cfg.kernel_timeout_ms = 40;
+  const int64_t shape[] = {n, TR, TC};
+  pld_tensor x = pld_test_tensor(3, shape, 1.25f, 0.5f);
+  pld_tensor y[4];
+  for (int k = 0; k < 4; k++) {
+    y[k] = pld_test_tensor(3, shape, 0, 0);
+    poison(y[k]);
+  }
+  pld_program *p = NULL;
+  float s = 3.0f;
+  int32_t spin = 0;
+  assert_ok(pld_compile(h_mulf, &cfg, PLD_ARGS(x, y[0], s, spin), &p));
+  pld_job *j[4];
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y[0], s, spin), 0, &j[0]));
+  spin = -2000; /* every rank spins 2 s: far over the limit */
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y[1], s, spin), 0, &j[1]));
+  spin = 0;
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y[2], s, spin), 0, &j[2]));
+  double t0 = now_ms();
+  char what[64];
+  snprintf(what, sizeof what, "%s, %d ranks", platform, n);
+  expect_job(j[0], PLD_OK, "", what);
+  expect_job(j[1], PLD_ERR_TIMEOUT,
+             "pld_job: run 2: kernel time limit: a kernel or device function "
+             "ran longer than 40 ms",
+             what);
+  expect_job(j[2], PLD_ERR_CANCELLED,
+             "run 3 of the program was cancelled: run 2, submitted before "
+             "it, failed (PLD_ERR_TIMEOUT)",
+             what);
+  /* Reported at the limit, not when the spin ends (the stop's grace
+   * ends it: the devices are killed and started again). */
+  double took = now_ms() - t0;
+  if (took > 1500) {
+    print_error("%s: the time limit was reported after %.0f ms\n", what, took);
+    fail();
+  }
+  s = -1.5f;
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y[3], s, spin), 0, &j[3]));
+  expect_job(j[3], PLD_OK, "", what);
+  expect_y(x, y[0], 3.0f, 0, what);
+  expect_y(x, y[1], 3.0f, 1, what);
+  expect_y(x, y[2], 3.0f, 1, what);
+  expect_y(x, y[3], -1.5f, 0, what);
+  for (int k = 0; k < 4; k++)
+    assert_ok(pld_job_free(j[k]));
+  pld_program_destroy(p);
+  assert_no_children();
+  pld_tensor_destroy(x);
+  for (int k = 0; k < 4; k++)
+    pld_tensor_destroy(y[k]);
+}
+
+static void test_time_limit_while_waiting(void **state) {
+  (void)state;
+  time_limit(2, "a5sim");
+  time_limit(3, "a2a3sim");
+}
+
 /* ---- the length of a chain ---------------------------------------------- */
 
 static void test_chain_full(void **state) {
@@ -565,6 +632,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_destroy_ends_started_cancels_rest),
     cmocka_unit_test(test_threads_wait_together),
     cmocka_unit_test(test_sharing_program_comes_after),
+    cmocka_unit_test(test_time_limit_while_waiting),
     cmocka_unit_test(test_chain_full),
 };
 
