@@ -350,6 +350,11 @@ static int must_follow(struct pld__runner *r, struct pld_program *p, int argc,
 static int submit_queued(struct pld__runner *r, struct pld_program *p, int argc,
                          const pld_arg *argv, int flags, pld_job **out) {
   pthread_mutex_lock(&mu);
+  if ((flags & PLD_SUBMIT_NOWAIT) && r->in_flight >= r->max) {
+    /* At once, not after the thread driving the runs is done. */
+    pthread_mutex_unlock(&mu);
+    return busy(p, r);
+  }
   drive_take(r);
   for (;;) {
     int full = r->in_flight >= r->max;
