@@ -280,23 +280,25 @@ static void drive_give(struct pld__runner *r) {
   announce();
 }
 
-/* The driver, without mu: ends the jobs of the oldest runs in flight that
- * are over (a failure cancels the runs behind it, a crash fails them);
- * if none was, sleep says whether to wait until the next look is due.
- * Only the driver takes jobs off the queue or adds to it. */
+/* Called with mu held, as r's driver (mu is let go while it looks and
+ * sleeps): ends the jobs of the oldest runs in flight that are over (a
+ * failure cancels the runs behind it, a crash fails them); if none was,
+ * sleep says whether to wait until the next look is due.  Only the driver
+ * takes jobs off the queue or adds to it. */
 static void drive_step(struct pld__runner *r, int sleep) {
   struct pld_program *p = r->queued;
   int ended = 0;
   while (r->head) {
     struct pld_job *j = r->head;
     int st = j->status, posted = j->q != NULL;
-    if (posted && !pld__queue_step(p, j->q, j->argv, &st)) {
-      if (sleep && !ended)
-        pld__queue_await(p, j->q);
-      return;
-    }
-    ended = 1;
+    pthread_mutex_unlock(&mu);
+    int over = !posted || pld__queue_step(p, j->q, j->argv, &st);
+    if (!over && sleep && !ended)
+      pld__queue_await(p, j->q);
     pthread_mutex_lock(&mu);
+    if (!over)
+      return;
+    ended = 1;
     __atomic_store_n(&r->head, j->next, __ATOMIC_RELEASE);
     if (!r->head)
       r->tail = NULL;
@@ -318,17 +320,13 @@ static void drive_step(struct pld__runner *r, int sleep) {
       else
         cancel_queued(r, j, st);
     }
-    pthread_mutex_unlock(&mu);
   }
 }
 
 /* Called with mu held, as r's driver: until no run is in flight. */
 static void drive_all(struct pld__runner *r) {
-  while (r->head) {
-    pthread_mutex_unlock(&mu);
+  while (r->head)
     drive_step(r, 1);
-    pthread_mutex_lock(&mu);
-  }
 }
 
 /* Called with mu held, as r's driver: whether a run with these arguments
@@ -365,9 +363,7 @@ static int submit_queued(struct pld__runner *r, struct pld_program *p, int argc,
     }
     if (!full && !must_follow(r, p, argc, argv))
       break;
-    pthread_mutex_unlock(&mu);
     drive_step(r, 1);
-    pthread_mutex_lock(&mu);
   }
   int in_flight = r->in_flight;
   struct pld_job *j = job_new(r, p, argc, argv);
@@ -512,9 +508,7 @@ int pld_job_test(pld_job *job) {
     /* One look, unless another thread drives the runs. */
     struct pld__runner *r = j->p->runner;
     drive_take(r);
-    pthread_mutex_unlock(&mu);
     drive_step(r, 0);
-    pthread_mutex_lock(&mu);
     drive_give(r);
     done = j->state == DONE;
   }
@@ -550,9 +544,7 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
     if (r && !r->driving) {
       /* Drive the runs until this one is done, or the time is up. */
       drive_take(r);
-      pthread_mutex_unlock(&mu);
       drive_step(r, timeout_ms != 0);
-      pthread_mutex_lock(&mu);
       drive_give(r);
       late = j->state != DONE &&
              (timeout_ms == 0 || (timeout_ms > 0 && pld__now_ns() >= due));
@@ -658,16 +650,14 @@ void pld__runner_stop(struct pld_program *p) {
   }
   pthread_mutex_lock(&mu);
   if (r->queued) {
-    /* The runs that started end; the others are cancelled at their
+    /* The runs that started end (and a run refused by its checks fails,
+     * cancelling those behind it); the others are cancelled at their
      * gates. */
     drive_take(r);
     if (r->head && !p->dead) {
       uint32_t last = pld__queue_close(p);
-      while (r->head && pld__queue_number(r->head->q) <= last) {
-        pthread_mutex_unlock(&mu);
+      while (r->head && (!r->head->q || pld__queue_number(r->head->q) <= last))
         drive_step(r, 1);
-        pthread_mutex_lock(&mu);
-      }
       if (r->head) {
         pthread_mutex_unlock(&mu);
         pld__queue_drain(p, 1);

@@ -156,10 +156,16 @@ static void test_windows_zeroed_between_queued_runs(void **state) {
 
 /* ---- y = x * s; the rank told to fail spins first, then fails ---------- */
 
+/* Spins |fail_ms| milliseconds, then loads x's tile: out of bounds (one
+ * row down) when fail_ms > 0. */
+static pld_tile *spin_then_load(pld_core k, pld_tensor x, int32_t fail_ms) {
+  spin_for(fail_ms > 0 ? fail_ms : -fail_ms);
+  return pld_load(k, x, fail_ms > 0 ? 1 : 0, 0, TR, TC);
+}
+
 PLD_KERNEL(k_mulf, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
            PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
-  spin_for(fail_ms > 0 ? fail_ms : -fail_ms);
-  pld_tile *t = pld_load(k, x, fail_ms > 0 ? 1 : 0, 0, TR, TC);
+  pld_tile *t = spin_then_load(k, x, fail_ms);
   pld_muls(k, t, t, s);
   pld_store(k, t, y, 0, 0);
 }
@@ -248,9 +254,7 @@ static void test_failure_cancels_runs_ahead(void **state) {
 
 PLD_KERNEL(k_acc, k, PLD_IN(x, FP32, TR, TC), PLD_INOUT(h, FP32, TR, TC),
            PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
-  if (fail_ms > 0)
-    spin_for(fail_ms);
-  pld_tile *a = pld_load(k, x, fail_ms > 0 ? 1 : 0, 0, TR, TC);
+  pld_tile *a = spin_then_load(k, x, fail_ms);
   pld_tile *b = pld_load(k, h, 0, 0, TR, TC);
   pld_muls(k, a, a, s);
   pld_add(k, b, b, a);
@@ -402,11 +406,49 @@ static void destroy_queued(int n, const char *platform) {
   }
 }
 
+/* A run refused by its checks, and one behind it, still queued when the
+ * program is destroyed: the refused one reports its refusal, the other
+ * is cancelled by it. */
+static void destroy_refused(int n, const char *platform) {
+  pld_config cfg = test_config(ids, n, 1, 1);
+  cfg.platform = platform;
+  cfg.max_in_flight = 4;
+  const int64_t shape[] = {n, TR, TC};
+  pld_tensor x = pld_test_tensor(3, shape, 1.0f, 2.0f);
+  pld_tensor y = pld_test_tensor(3, shape, 0, 0);
+  pld_program *p = NULL;
+  float s = 2.0f;
+  int32_t spin = 0;
+  assert_ok(pld_compile(h_mulf, &cfg, PLD_ARGS(x, y, s, spin), &p));
+  pld_job *j[3];
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y, s, spin), 0, &j[0]));
+  expect_job(j[0], PLD_OK, "", platform);
+  /* Two arguments of four: refused when it is queued. */
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y), 0, &j[1]));
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y, s, spin), 0, &j[2]));
+  pld_program_destroy(p);
+  assert_no_children();
+  expect_job(j[1], PLD_ERR_ARG,
+             "pld_job: run 2: h_mulf: expected the 4 arguments it was "
+             "compiled for, got 2",
+             platform);
+  expect_job(j[2], PLD_ERR_CANCELLED,
+             "run 3 of the program was cancelled: run 2, submitted before "
+             "it, failed (PLD_ERR_ARG)",
+             platform);
+  for (int k = 0; k < 3; k++)
+    assert_ok(pld_job_free(j[k]));
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
 static void test_destroy_ends_started_cancels_rest(void **state) {
   (void)state;
   destroy_queued(2, "a2a3sim");
   destroy_queued(3, "a5sim");
   destroy_queued(4, "a2a3sim");
+  destroy_refused(2, "a5sim");
+  destroy_refused(3, "a2a3sim");
 }
 
 /* ---- several threads wait at once --------------------------------------- */
