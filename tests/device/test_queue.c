@@ -4,7 +4,8 @@
  * over 2, 3 and 4 ranks and both simulators:
  *   - a run with windows starts on no rank before every rank finished the
  *     run before it, and finds the windows zeroed (each run sees exactly
- *     its own notify);
+ *     its own notify), up to the 64 runs in flight a device's ring holds
+ *     and past it;
  *   - a run with a device-resident tensor waits for every rank too: after
  *     a failed run, no rank applied a run behind it to the tensor;
  *   - a run that reaches nothing beyond its data slot may run ahead on a
@@ -103,7 +104,8 @@ PLD_HOST(h_ring, h, PLD_OUT(seen, INT32, NR, 1), PLD_SCALAR(add, INT32)) {
                  pld_slice(h, seen, r), add);
 }
 
-enum { RUNS = 24 };
+/* More than the 64 runs a device's ring holds. */
+enum { RUNS = 70 };
 
 static void ring_runs(int n, int first, int step, const char *platform,
                       int depth) {
@@ -152,6 +154,9 @@ static void test_windows_zeroed_between_queued_runs(void **state) {
   ring_runs(2, 0, 1, "a2a3sim", 8);
   ring_runs(3, 4, 2, "a5sim", 4);
   ring_runs(4, 1, 3, "a2a3sim", 16);
+  /* The most the devices' rings take, and one more (a runner thread). */
+  ring_runs(2, 5, 1, "a5sim", 64);
+  ring_runs(3, 0, 1, "a2a3sim", 65);
 }
 
 /* ---- y = x * s; the rank told to fail spins first, then fails ---------- */
