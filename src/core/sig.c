@@ -58,6 +58,12 @@ static size_t dims_str(char *buf, size_t cap, const pld_param *p) {
   return n + pld__catf(buf + n, cap - n, "]");
 }
 
+/* dims_str into buf, for a message. */
+static const char *dims_text(char *buf, size_t cap, const pld_param *p) {
+  dims_str(buf, cap, p);
+  return buf;
+}
+
 size_t pld__param_str(char *buf, size_t cap, const pld_param *p) {
   size_t n = pld__catf(buf, cap, "%s: ", p->name);
   if (p->kind == PLD_ARG_SCALAR)
@@ -522,13 +528,14 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
                         const pld_arg *a, const struct pld__tensor **tp,
                         struct pld__tensor *reshaped, char *msg, size_t cap) {
   const pld_param *p = &sig->params[i];
+  /* What was expected and got, written only for a failure: this runs for
+   * every tensor of every call. */
   char want[128], got[128];
-  dims_str(want, sizeof want, p);
   if (a->kind == PLD_ARG_SCALAR) {
     size_t n = head(msg, cap, what, sig, i);
     pld__catf(msg + n, cap - n, "expected a %s %s, got a %s scalar",
-              p->kind == PLD_ARG_WINDOW ? "window" : "tensor", want,
-              pld_dtype_name(a->dtype));
+              p->kind == PLD_ARG_WINDOW ? "window" : "tensor",
+              dims_text(want, sizeof want, p), pld_dtype_name(a->dtype));
     return PLD_ERR_ARG;
   }
   /* A window is a tensor too; a plain tensor is no window: peers cannot
@@ -539,13 +546,14 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
     pld__catf(msg + n, cap - n,
               "expected a window %s, got a plain tensor: peers cannot reach "
               "it; pass a view of a window buffer (pld_window_view)",
-              want);
+              dims_text(want, sizeof want, p));
     return PLD_ERR_ARG;
   }
   const struct pld__tensor *t = a->v.t;
   if (!t || (t->flags & PLD__T_INVALID)) {
     size_t n = head(msg, cap, what, sig, i);
-    pld__catf(msg + n, cap - n, "expected a tensor %s, got %s", want,
+    pld__catf(msg + n, cap - n, "expected a tensor %s, got %s",
+              dims_text(want, sizeof want, p),
               t ? "the result of a failed call" : "a NULL tensor");
     return PLD_ERR_ARG;
   }
@@ -561,7 +569,6 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
               t->name ? t->name : "a tensor", t->name ? "'" : "");
     return PLD_ERR_ARG;
   }
-  pld__tensor_str(got, sizeof got, t);
   int units = t->ndim != p->ndim && p->kind == PLD_ARG_WINDOW && reshaped;
   /* Leading dimensions of the longer shape beyond the other's rank: all
    * 1 (the parameter's: declared as the number 1). */
@@ -571,7 +578,9 @@ static int check_tensor(const pld_signature *sig, const char *what, int i,
     units = p->dims[d].size == 1 && is_number(p->dims[d].name);
   if (t->dtype != p->dtype || (t->ndim != p->ndim && !units)) {
     size_t n = head(msg, cap, what, sig, i);
-    pld__catf(msg + n, cap - n, "expected %s, got %s", want, got);
+    pld__tensor_str(got, sizeof got, t);
+    pld__catf(msg + n, cap - n, "expected %s, got %s",
+              dims_text(want, sizeof want, p), got);
     return PLD_ERR_ARG;
   }
   if (units) {

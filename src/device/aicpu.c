@@ -77,6 +77,18 @@ static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
   log_append(a, line);
 }
 
+/* The call is named in full only once it failed (a launch formats
+ * nothing): the message starts "pld_launch: ".  Out of line, so that a
+ * launch's frame does not carry the copy. */
+static int __attribute__((noinline, cold))
+launch_refused(struct pld__aicpu *a, int st) {
+  char rest[PLD__MSG_MAX];
+  pld__catf(rest, sizeof rest, "%s", a->msg + strlen("pld_launch"));
+  pld__catf(a->msg, sizeof a->msg, "pld_launch (rank %d, device %d, in %s)%s",
+            a->rank, a->device, a->fn, rest);
+  return a->status = st;
+}
+
 int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
                 const pld_arg *argv) {
   struct pld__aicpu *a = ctx.p;
@@ -103,15 +115,8 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
   struct pld__tensor reshaped[PLD_MAX_PARAMS];
   int st = pld__sig_check(sig, "pld_launch", a->dims, argc - 1, argv + 1, norm,
                           reshaped, a->msg, sizeof a->msg);
-  if (st) {
-    /* The call is named in full only once it failed (a launch formats
-     * nothing): the message starts "pld_launch: ". */
-    char rest[PLD__MSG_MAX];
-    pld__catf(rest, sizeof rest, "%s", a->msg + strlen("pld_launch"));
-    pld__catf(a->msg, sizeof a->msg, "pld_launch (rank %d, device %d, in %s)%s",
-              a->rank, a->device, a->fn, rest);
-    return a->status = st;
-  }
+  if (st)
+    return launch_refused(a, st);
   return pld__launch_checked(ctx, kernel, blocks, norm);
 }
 
@@ -231,14 +236,12 @@ int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
   if (!a->trace) {
     /* Only while it waits for its tasks can the AICPU be part of a
      * deadlock: the host's watch reads this. */
-    char msg[PLD__MSG_MAX];
+    int first = !a->status; /* else the call's first failure stays */
     pld__aicpu_busy(a, 0);
-    int st = pld__sched_drain(a->sched, msg, sizeof msg);
+    int st = pld__sched_drain(a->sched, first ? a->msg : NULL, sizeof a->msg);
     pld__aicpu_busy(a, 1);
-    if (st && !a->status) {
+    if (st && first)
       a->status = st;
-      memcpy(a->msg, msg, sizeof msg);
-    }
   }
   for (int i = 0; i < a->nallocs; i++) {
     pld__free(a->allocs[i]->data);

@@ -47,46 +47,63 @@ static void *map_shared(size_t n) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+/* The world's page, then each device's region, in one mapping: one
+ * mmap and one munmap (each a file of its own to the kernel, made and
+ * torn down). */
+_Static_assert(sizeof(struct pld__worldctl) <= PAGE, "the world's page");
+static size_t devices_bytes(const struct pld__device *devs, int n) {
+  size_t total = PAGE;
+  for (int r = 0; r < n; r++)
+    total += devs[r].map_bytes;
+  return total;
+}
+
 int pld__devices_map(struct pld__device *devs, int n,
                      const struct pld__devplan *plans,
                      struct pld__worldctl **world) {
-  *world = map_shared(sizeof **world);
-  if (!*world)
-    return pld__fail(PLD_ERR_SYSTEM, "pld_program_prepare: mmap: %s",
-                     strerror(errno));
   for (int r = 0; r < n; r++) {
     memset(&devs[r], 0, sizeof devs[r]);
+    devs[r].map_bytes =
+        ctl_bytes() + PAGE +
+        (size_t)plans[r].nslots * pld__plan_slot_stride(&plans[r]) +
+        plans[r].heap_bytes;
+  }
+  size_t total = devices_bytes(devs, n);
+  unsigned char *base = map_shared(total);
+  if (!base)
+    return pld__fail(
+        PLD_ERR_SYSTEM,
+        "pld_program_prepare: mapping %zu bytes for %d devices: %s", total, n,
+        strerror(errno));
+  unsigned char *at = base + PAGE;
+  for (int r = 0; r < n; r++) {
     size_t stride = pld__plan_slot_stride(&plans[r]);
-    devs[r].map_bytes = ctl_bytes() + PAGE + (size_t)plans[r].nslots * stride +
-                        plans[r].heap_bytes;
-    devs[r].ctl = map_shared(devs[r].map_bytes);
-    unsigned char *guard = (unsigned char *)devs[r].ctl + ctl_bytes();
-    int bad = !devs[r].ctl;
-    for (int k = 0; !bad && k < plans[r].nslots; k++)
-      bad = mprotect(guard + (size_t)k * stride, PAGE, PROT_NONE) != 0;
-    if (bad) {
-      int e = errno;
-      pld__devices_unmap(devs, r + 1, *world);
-      *world = NULL;
-      return pld__fail(PLD_ERR_SYSTEM,
-                       "pld_program_prepare: rank %d: mapping %zu bytes: %s", r,
-                       devs[r].map_bytes, strerror(e));
-    }
+    devs[r].ctl = (struct pld__devctl *)at;
+    unsigned char *guard = at + ctl_bytes();
+    for (int k = 0; k < plans[r].nslots; k++)
+      if (mprotect(guard + (size_t)k * stride, PAGE, PROT_NONE) != 0) {
+        int e = errno;
+        munmap(base, total);
+        for (int i = 0; i < n; i++)
+          devs[i].ctl = NULL;
+        return pld__fail(PLD_ERR_SYSTEM,
+                         "pld_program_prepare: rank %d: a guard page: %s", r,
+                         strerror(e));
+      }
     devctl_mark(devs[r].ctl); /* a fresh mapping reads as zeros */
     devs[r].data = guard + PAGE;
+    at += devs[r].map_bytes;
   }
+  *world = (struct pld__worldctl *)base;
   return PLD_OK;
 }
 
 void pld__devices_unmap(struct pld__device *devs, int n,
                         struct pld__worldctl *world) {
-  for (int r = 0; r < n; r++)
-    if (devs[r].ctl) {
-      munmap(devs[r].ctl, devs[r].map_bytes);
-      devs[r].ctl = NULL;
-    }
   if (world)
-    munmap(world, sizeof *world);
+    munmap(world, devices_bytes(devs, n));
+  for (int r = 0; r < n; r++)
+    devs[r].ctl = NULL;
 }
 
 struct pld__spin pld__world_spin(struct pld__worldctl *world,

@@ -428,6 +428,21 @@ static struct pld__coreslot *slot_begin(struct pld__sched *s,
 
 static void on_wait(struct pld__core *c, int event);
 
+/* lane = the core type's name and index ("AIV3"), without stdio: a
+ * device's first core is set up on its first run's way. */
+static void lane_name(char lane[16], const char *type, int index) {
+  char digits[12];
+  int n = 0;
+  do
+    digits[n++] = (char)('0' + index % 10);
+  while ((index /= 10) > 0 && n < (int)sizeof digits);
+  size_t at = strlen(type);
+  memcpy(lane, type, at);
+  while (n > 0)
+    lane[at++] = digits[--n];
+  lane[at] = '\0';
+}
+
 /* Called with mu held: sets up the next core of ct (tile memory, wait
  * slot, trace lane).  Returns PLD_OK or PLD_ERR_NOMEM (message set). */
 static int core_setup(struct pld__sched *s, struct coretype *ct) {
@@ -445,7 +460,7 @@ static int core_setup(struct pld__sched *s, struct coretype *ct) {
   sc->core.on_wait = on_wait;
   sc->core.sched = s;
   const char *type_name = pld__core_type_name(spec.type);
-  snprintf(sc->lane, sizeof sc->lane, "%s%d", type_name, spec.index);
+  lane_name(sc->lane, type_name, spec.index);
   sc->tbuf = s->env && s->env->trace
                  ? pld__trace_tbuf(s->env->trace, 1 + sc->core.slot)
                  : NULL;

@@ -45,7 +45,7 @@ int32_t pld__sched_submitted(struct pld__sched *s);
 /* Waits until every submitted task has finished or been cancelled,
  * running ready blocks on the calling thread (the AICPU) meanwhile, then
  * forgets them.  Returns PLD_OK or the first failure of a block, whose
- * message is copied into msg. */
+ * message is copied into msg (unless it is NULL). */
 int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap);
 
 /* The kernel block the calling thread runs now, for the crash report. */

@@ -50,9 +50,9 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
         name, name);
     return bad;
   }
-  char s[128];
-  pld__tensor_str(s, sizeof s, t.p);
+  char s[128]; /* its shape, for a failure */
   if (t.p->ndim < 2) {
+    pld__tensor_str(s, sizeof s, t.p);
     pld__hfail(
         h, PLD_ERR_ARG,
         "pld_slice (in %s): t: expected a tensor of 2 or more dimensions, "
@@ -61,6 +61,7 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
     return bad;
   }
   if (index < 0 || index >= t.p->shape[0]) {
+    pld__tensor_str(s, sizeof s, t.p);
     pld__hfail(h, PLD_ERR_BOUNDS,
                "pld_slice (in %s): index: expected [0, %lld) for %s, got %lld",
                name, (long long)t.p->shape[0], s, (long long)index);

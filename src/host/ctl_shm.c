@@ -150,30 +150,35 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
 }
 
 /* Stops every device process (kill: at once; otherwise each gets a
- * moment to stop its cores and exit by itself) and frees their memory. */
+ * moment to stop its cores and exit by itself) and frees their memory.
+ * The host lets go of the shared memory while the devices exit: the last
+ * process to let go frees it, so that is a device's end, in parallel
+ * with the others, rather than the host's after reaping them all. */
 static void shm_stop(struct pld_program *p, int kill_now) {
   struct shm_state *s = state(p);
-  if (!kill_now) {
-    for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->nranks; r++)
+    if (!kill_now)
       pld__devctl_post(p->devs[r].ctl,
                        (struct pld__cmd){PLD__CMD_STOP, 0, 0, 0});
-    }
-    int64_t deadline = pld__now_ns() + PLD__MS(PLD_SHUTDOWN_MS);
-    for (int r = 0; r < p->nranks; r++)
-      reap_by(&p->devs[r], deadline);
-  }
-  live_remove(p);
-  for (int r = 0; r < p->nranks; r++)
-    if (p->devs[r].pid > 0 && !p->devs[r].reaped)
+    else if (p->devs[r].pid > 0 && !p->devs[r].reaped)
       kill(p->devs[r].pid, SIGKILL);
-  for (int r = 0; r < p->nranks; r++)
-    pld__shm_reap(&p->devs[r], 1);
+  int64_t deadline = pld__now_ns() + PLD__MS(PLD_SHUTDOWN_MS);
+  /* Off the list before its mappings go: a device forked later must not
+   * unmap their addresses, which may be another's by then. */
+  live_remove(p);
   pld__devices_unmap(p->devs, p->nranks, p->world);
   if (s && s->region && !shares_windows(p))
     munmap(s->region, p->lay.total);
   if (p->race.region)
     munmap(p->race.region, p->race.bytes);
   p->race.region = NULL;
+  for (int r = 0; r < p->nranks && !kill_now; r++)
+    reap_by(&p->devs[r], deadline);
+  for (int r = 0; r < p->nranks; r++)
+    if (p->devs[r].pid > 0 && !p->devs[r].reaped)
+      kill(p->devs[r].pid, SIGKILL);
+  for (int r = 0; r < p->nranks; r++)
+    pld__shm_reap(&p->devs[r], 1);
   if (s)
     pld__free(s->runs);
   pld__free(s);

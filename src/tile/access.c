@@ -3,36 +3,41 @@
 #include "tile/convert.h"
 #include "tile/tile.h"
 
-/* The byte offset of element idx of t, or a failure naming the index. */
+/* The byte offset of element idx of t, or a failure naming the index
+ * (the tensor's name and shape are written only then: this runs for
+ * every element read or written). */
 static int element_offset(struct pld__core *c, const char *fn,
                           const struct pld__tensor *t, int n,
                           const int64_t *idx, size_t *offset) {
-  char name[160], shape[160];
-  pld__tensor_label(name, sizeof name, t);
-  pld__tensor_str(shape, sizeof shape, t);
   if (n > 0 && !idx)
     return pld__kfail(c, PLD_ERR_ARG, fn,
                       "index: expected %d coordinates, got NULL", n);
+  size_t off = 0;
+  int i = 0;
+  for (; n == t->ndim && i < n; i++) {
+    if (idx[i] < 0 || idx[i] >= t->shape[i])
+      break;
+    off = off * (size_t)t->shape[i] + (size_t)idx[i];
+  }
+  if (n == t->ndim && i == n) {
+    *offset = off * pld_dtype_size(t->dtype);
+    return PLD_OK;
+  }
+  char name[160], shape[160];
+  pld__tensor_label(name, sizeof name, t);
+  pld__tensor_str(shape, sizeof shape, t);
   if (n != t->ndim)
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                       "index has %d coordinates, %s %s has %d dimensions", n,
                       name, shape, t->ndim);
-  size_t off = 0;
-  for (int i = 0; i < n; i++) {
-    if (idx[i] < 0 || idx[i] >= t->shape[i]) {
-      long long dims[PLD_MAX_DIMS];
-      char at[160];
-      for (int j = 0; j < n; j++)
-        dims[j] = (long long)idx[j];
-      pld__shape_str(at, sizeof at, n, dims);
-      return pld__kfail(c, PLD_ERR_BOUNDS, fn,
-                        "index %s is outside %s %s (coordinate %d)", at, name,
-                        shape, i);
-    }
-    off = off * (size_t)t->shape[i] + (size_t)idx[i];
-  }
-  *offset = off * pld_dtype_size(t->dtype);
-  return PLD_OK;
+  long long dims[PLD_MAX_DIMS];
+  char at[160];
+  for (int j = 0; j < n; j++)
+    dims[j] = (long long)idx[j];
+  pld__shape_str(at, sizeof at, n, dims);
+  return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                    "index %s is outside %s %s (coordinate %d)", at, name,
+                    shape, i);
 }
 
 /* The race detector's check of one element at byte off of t. */

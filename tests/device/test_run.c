@@ -554,15 +554,19 @@ static void test_device_function_crash(void **state) {
 }
 
 /* Does process pid map a region starting at addr? */
+/* Whether process pid maps addr (a line of its maps covers it). */
 static int maps_address(pid_t pid, const void *addr) {
-  char path[64], line[512], want[32];
+  char path[64], line[512];
   snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-  snprintf(want, sizeof want, "%lx-", (unsigned long)(uintptr_t)addr);
   FILE *f = fopen(path, "r");
   assert_non_null(f);
+  uintptr_t a = (uintptr_t)addr;
   int found = 0;
-  while (!found && fgets(line, sizeof line, f))
-    found = strncmp(line, want, strlen(want)) == 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    assert_int_equal(sscanf(line, "%lx-%lx", &lo, &hi), 2);
+    found = lo <= a && a < hi;
+  }
   fclose(f);
   return found;
 }
