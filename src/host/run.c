@@ -320,11 +320,10 @@ static int check_run_tensors(const struct pld_program *p, int argc,
     const char *pn = sig->params[i].name;
     if (want->kind == PLD_ARG_TENSOR) {
       const struct pld__tensor *w = want->v.t, *g = got->v.t;
+      /* The shapes are written for a failure only: this runs every run. */
       char ws[128], gs[128] = "a scalar";
-      pld__tensor_str(ws, sizeof ws, w);
-      if (got->kind == PLD_ARG_TENSOR && g)
-        pld__tensor_str(gs, sizeof gs, g);
-      if (got->kind == PLD_ARG_TENSOR && g && (g->flags & PLD__T_INTER))
+      if (got->kind == PLD_ARG_TENSOR && g && (g->flags & PLD__T_INTER)) {
+        pld__tensor_str(ws, sizeof ws, w);
         return pld__fail(PLD_ERR_ARG,
                          "pld_program_run: %s: parameter '%s' (%d of %d): "
                          "expected a host tensor %s, got %s, an intermediate "
@@ -332,6 +331,7 @@ static int check_run_tensors(const struct pld_program *p, int argc,
                          "its run)",
                          sig->name, pn, i + 1, argc, ws,
                          g->name ? g->name : "?");
+      }
       if (got->kind == PLD_ARG_TENSOR && g && (g->flags & PLD__T_RESIDENT) &&
           g->dtype == w->dtype && g->ndim == w->ndim &&
           !memcmp(g->shape, w->shape, (size_t)w->ndim * sizeof w->shape[0])) {
@@ -343,11 +343,15 @@ static int check_run_tensors(const struct pld_program *p, int argc,
       if (got->kind != PLD_ARG_TENSOR || !g ||
           !(g->flags & (PLD__T_HOST | PLD__T_RESIDENT)) ||
           g->dtype != w->dtype || g->ndim != w->ndim ||
-          memcmp(g->shape, w->shape, (size_t)w->ndim * sizeof w->shape[0]))
+          memcmp(g->shape, w->shape, (size_t)w->ndim * sizeof w->shape[0])) {
+        pld__tensor_str(ws, sizeof ws, w);
+        if (got->kind == PLD_ARG_TENSOR && g)
+          pld__tensor_str(gs, sizeof gs, g);
         return pld__fail(PLD_ERR_ARG,
                          "pld_program_run: %s: parameter '%s' (%d of %d): "
                          "expected a host tensor %s as compiled, got %s",
                          sig->name, pn, i + 1, argc, ws, gs);
+      }
     } else if (got->kind != PLD_ARG_SCALAR) {
       return pld__fail(PLD_ERR_ARG,
                        "pld_program_run: %s: parameter '%s' (%d of %d): "

@@ -100,24 +100,21 @@ int pld__tensor_check(struct pld__core *c, const char *fn, pld_tensor t,
   if (!t.p)
     return pld__kfail(c, PLD_ERR_ARG, fn,
                       "tensor: expected a tensor, got a NULL handle");
+  const char *problem =
+      (t.p->flags & PLD__T_INVALID)
+          ? "is the result of a failed call: it has no data"
+      : (t.p->flags & PLD__T_TRACE)
+          ? "has no data: it is a traced tensor (shape only)"
+      : !t.p->data ? "has no data"
+      : writing && t.p->dir == PLD_DIR_IN
+          ? "is an In parameter: only Out and InOut tensors can be written"
+          : NULL;
+  if (!problem) /* the tensor is named only for a failure: this runs for
+                   every load and store */
+    return PLD_OK;
   char name[160];
   pld__tensor_label(name, sizeof name, t.p);
-  if (t.p->flags & PLD__T_INVALID)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "%s is the result of a failed call: it has no data",
-                      name);
-  if (t.p->flags & PLD__T_TRACE)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "%s has no data: it is a traced tensor (shape only)",
-                      name);
-  if (!t.p->data)
-    return pld__kfail(c, PLD_ERR_ARG, fn, "%s has no data", name);
-  if (writing && t.p->dir == PLD_DIR_IN)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "%s is an In parameter: only Out and InOut tensors can "
-                      "be written",
-                      name);
-  return PLD_OK;
+  return pld__kfail(c, PLD_ERR_ARG, fn, "%s %s", name, problem);
 }
 
 /* ---- walking a tile's elements ------------------------------------------ */
