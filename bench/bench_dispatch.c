@@ -492,8 +492,8 @@ static void verdicts(void) {
   verdict(fig.per_block <= 0.5, "3. <= 0.5 us per block: %.2f us",
           fig.per_block);
   verdict(fig.oneshot <= 2 * fig.fork_reap,
-          "6. one-shot <= 2x fork+reap: %.1fx (the bare start, command, "
-          "answer and stop: %.1fx; a device process takes %.0f page faults, "
+          "6. one-shot <= 2x fork+reap: %.2fx (the bare start, command, "
+          "answer and stop: %.2fx; a device process takes %.0f page faults, "
           "a bare child %.0f: a forked process faults in again each code page "
           "it runs and copies each page it writes)",
           fig.oneshot / fig.fork_reap, fig.bare_oneshot / fig.fork_reap,
@@ -514,7 +514,7 @@ int main(int argc, char **argv) {
                : one_process(strcmp(argv[2], "kernel") == 0 ? empty_host
                                                             : nothing_host,
                              atoi(argv[3]));
-  int oneshot_reps = argc > 1 ? atoi(argv[1]) : 30;
+  int oneshot_reps = argc > 1 ? atoi(argv[1]) : 100;
   int reps = argc > 2 ? atoi(argv[2]) : 5000;
   int ids[NDEV] = {0, 1};
   pld_config cfg = PLD_CONFIG_INIT;

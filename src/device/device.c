@@ -47,20 +47,21 @@ static void *map_shared(size_t n) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* The world's page, then each device's region, in one mapping: one
- * mmap and one munmap (each a file of its own to the kernel, made and
- * torn down). */
+/* The world's page, each device's region, then the windows', in one
+ * mapping: one mmap and one munmap (each a file of its own to the kernel,
+ * made and torn down). */
 _Static_assert(sizeof(struct pld__worldctl) <= PAGE, "the world's page");
-static size_t devices_bytes(const struct pld__device *devs, int n) {
-  size_t total = PAGE;
+static size_t devices_bytes(const struct pld__device *devs, int n,
+                            size_t windows_bytes) {
+  size_t total = PAGE + windows_bytes;
   for (int r = 0; r < n; r++)
     total += devs[r].map_bytes;
   return total;
 }
 
 int pld__devices_map(struct pld__device *devs, int n,
-                     const struct pld__devplan *plans,
-                     struct pld__worldctl **world) {
+                     const struct pld__devplan *plans, size_t windows_bytes,
+                     struct pld__worldctl **world, unsigned char **windows) {
   for (int r = 0; r < n; r++) {
     memset(&devs[r], 0, sizeof devs[r]);
     devs[r].map_bytes =
@@ -68,7 +69,7 @@ int pld__devices_map(struct pld__device *devs, int n,
         (size_t)plans[r].nslots * pld__plan_slot_stride(&plans[r]) +
         plans[r].heap_bytes;
   }
-  size_t total = devices_bytes(devs, n);
+  size_t total = devices_bytes(devs, n, windows_bytes);
   unsigned char *base = map_shared(total);
   if (!base)
     return pld__fail(
@@ -95,13 +96,15 @@ int pld__devices_map(struct pld__device *devs, int n,
     at += devs[r].map_bytes;
   }
   *world = (struct pld__worldctl *)base;
+  if (windows)
+    *windows = windows_bytes ? at : NULL;
   return PLD_OK;
 }
 
-void pld__devices_unmap(struct pld__device *devs, int n,
+void pld__devices_unmap(struct pld__device *devs, int n, size_t windows_bytes,
                         struct pld__worldctl *world) {
   if (world)
-    munmap(world, devices_bytes(devs, n));
+    munmap(world, devices_bytes(devs, n, windows_bytes));
   for (int r = 0; r < n; r++)
     devs[r].ctl = NULL;
 }

@@ -142,12 +142,13 @@ struct pld__device {
 struct pld__spin pld__world_spin(struct pld__worldctl *world,
                                  _Atomic uint32_t *own);
 
-/* Maps the shared region of each device (sized for its plan) and of the
- * world.  Returns PLD_OK or PLD_ERR_SYSTEM (message set). */
+/* Maps, in one mapping, the world's page, the shared region of each
+ * device (sized for its plan) and, when windows_bytes > 0, the windows'
+ * region (*windows).  Returns PLD_OK or PLD_ERR_SYSTEM (message set). */
 int pld__devices_map(struct pld__device *devs, int n,
-                     const struct pld__devplan *plans,
-                     struct pld__worldctl **world);
-void pld__devices_unmap(struct pld__device *devs, int n,
+                     const struct pld__devplan *plans, size_t windows_bytes,
+                     struct pld__worldctl **world, unsigned char **windows);
+void pld__devices_unmap(struct pld__device *devs, int n, size_t windows_bytes,
                         struct pld__worldctl *world);
 
 struct pld__shm_fabric;

@@ -35,6 +35,12 @@ static int shares_windows(const struct pld_program *p) {
   return p->share && p->nwinbufs > 0;
 }
 
+/* The bytes of the windows' region this program maps (none when it uses
+ * the first program's). */
+static size_t windows_bytes(const struct pld_program *p) {
+  return shares_windows(p) ? 0 : p->lay.total;
+}
+
 unsigned char *pld__shm_region(const struct pld_program *p) {
   return p->cps ? state(p)->region : NULL;
 }
@@ -166,9 +172,7 @@ static void shm_stop(struct pld_program *p, int kill_now) {
   /* Off the list before its mappings go: a device forked later must not
    * unmap their addresses, which may be another's by then. */
   live_remove(p);
-  pld__devices_unmap(p->devs, p->nranks, p->world);
-  if (s && s->region && !shares_windows(p))
-    munmap(s->region, p->lay.total);
+  pld__devices_unmap(p->devs, p->nranks, windows_bytes(p), p->world);
   if (p->race.region)
     munmap(p->race.region, p->race.bytes);
   p->race.region = NULL;
@@ -311,10 +315,14 @@ static int shm_start(struct pld_program *p) {
     return st0;
   struct shm_state *s = pld__calloc(1, sizeof *s);
   p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
+  /* The windows' region: every device process inherits it (a program
+   * sharing another's devices and windows: that one's). */
+  unsigned char *region = NULL;
   int st = !s || !p->devs ||
                    !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs))
                ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
-               : pld__devices_map(p->devs, p->nranks, p->plans, &p->world);
+               : pld__devices_map(p->devs, p->nranks, p->plans,
+                                  windows_bytes(p), &p->world, &region);
   if (st) {
     if (s)
       pld__free(s->runs);
@@ -325,20 +333,7 @@ static int shm_start(struct pld_program *p) {
   }
   p->cps = s;
   p->started = 1;
-  /* The windows' region: every device process inherits it (a program
-   * sharing another's devices and windows: that one's). */
-  void *region = shares_windows(p)
-                     ? state(p->share)->region
-                     : mmap(NULL, p->lay.total, PROT_READ | PROT_WRITE,
-                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (region == MAP_FAILED) {
-    int e = errno;
-    shm_stop(p, 1);
-    return pld__fail(PLD_ERR_SYSTEM,
-                     "pld_program_prepare: mmap of %zu bytes of windows: %s",
-                     p->lay.total, strerror(e));
-  }
-  s->region = region;
+  s->region = shares_windows(p) ? state(p->share)->region : region;
   if (p->race.on && (st = race_map(p))) {
     shm_stop(p, 1);
     return st;

@@ -554,19 +554,46 @@ static void test_device_function_crash(void **state) {
 }
 
 /* Does process pid map a region starting at addr? */
-/* Whether process pid maps addr (a line of its maps covers it). */
-static int maps_address(pid_t pid, const void *addr) {
-  char path[64], line[512];
-  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-  FILE *f = fopen(path, "r");
+/* A line of /proc/PID/maps: its addresses, the file (device, inode) and
+ * the file offset it starts at. */
+struct map_line {
+  unsigned long lo, hi, pgoff, inode;
+  char dev[16];
+};
+
+static int read_map_line(FILE *f, struct map_line *m) {
+  char line[512];
+  if (!fgets(line, sizeof line, f))
+    return 0;
+  assert_int_equal(sscanf(line, "%lx-%lx %*s %lx %15s %lu", &m->lo, &m->hi,
+                          &m->pgoff, m->dev, &m->inode),
+                   5);
+  return 1;
+}
+
+/* Whether process pid maps the memory at the host's address addr: the
+ * same part of the same file (shared memory is a file to the kernel),
+ * wherever it maps it. */
+static int maps_memory(pid_t pid, const void *addr) {
+  FILE *f = fopen("/proc/self/maps", "r");
   assert_non_null(f);
+  struct map_line m, own = {0};
   uintptr_t a = (uintptr_t)addr;
   int found = 0;
-  while (!found && fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    assert_int_equal(sscanf(line, "%lx-%lx", &lo, &hi), 2);
-    found = lo <= a && a < hi;
-  }
+  while (!found && read_map_line(f, &m))
+    if ((found = m.lo <= a && a < m.hi))
+      own = m;
+  fclose(f);
+  assert_true(found && own.inode != 0); /* the host maps it, a file */
+  unsigned long off = own.pgoff + (a - own.lo);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  found = 0;
+  while (!found && read_map_line(f, &m))
+    found = m.inode == own.inode && strcmp(m.dev, own.dev) == 0 &&
+            m.pgoff <= off && off < m.pgoff + (m.hi - m.lo);
   fclose(f);
   return found;
 }
@@ -587,13 +614,18 @@ static void test_devices_isolated_between_programs(void **state) {
   assert_ok(pld_program_prepare(b));
   for (int r = 0; r < 2; r++) {
     pid_t pid = b->devs[r].pid;
-    assert_true(maps_address(pid, b->devs[r].ctl));      /* its own */
-    assert_false(maps_address(pid, b->devs[1 - r].ctl)); /* its peer's */
-    assert_true(maps_address(pid, pld__shm_region(b)));
-    assert_false(maps_address(pid, pld__shm_region(a)));
-    assert_false(maps_address(pid, a->world));
-    for (int q = 0; q < 2; q++)
-      assert_false(maps_address(pid, a->devs[q].ctl));
+    assert_true(maps_memory(pid, b->devs[r].ctl)); /* its own */
+    assert_true(maps_memory(pid, b->devs[r].data));
+    assert_false(maps_memory(pid, b->devs[1 - r].ctl)); /* its peer's */
+    assert_false(maps_memory(pid, b->devs[1 - r].data));
+    assert_true(maps_memory(pid, pld__shm_region(b)));
+    assert_true(maps_memory(pid, b->world));
+    assert_false(maps_memory(pid, pld__shm_region(a)));
+    assert_false(maps_memory(pid, a->world));
+    for (int q = 0; q < 2; q++) {
+      assert_false(maps_memory(pid, a->devs[q].ctl));
+      assert_false(maps_memory(pid, a->devs[q].data));
+    }
   }
   /* Both still run, in any order. */
   assert_ok(pld_program_run(b, PLD_ARGS(x, y)));
