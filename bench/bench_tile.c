@@ -454,9 +454,9 @@ static void print_tables(void) {
   printf("\nissue 13 target 7 (one run; single rows swing by 10%% while the "
          "other CPU is busy: compare several runs):\n");
   printf("  %s: every FP32 elementwise op >= 95%% of its plain C loop: "
-         "lowest %.0f%% (%s)\n",
+         "lowest %.1f%% (%s)\n",
          low[0] >= 0.95 ? "met    " : "not met", 100 * low[0], low_row[0]);
-  printf("  %s: FP16 and BF16 ops >= 80%% of the FP32 rate: lowest %.0f%% "
+  printf("  %s: FP16 and BF16 ops >= 80%% of the FP32 rate: lowest %.1f%% "
          "(%s)\n",
          low[1] >= 0.80 ? "met    " : "not met", 100 * low[1], low_row[1]);
 }
