@@ -3,6 +3,7 @@
  * (core/kctx.h). */
 #include "core/kctx.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,7 +14,9 @@ const char *pld__core_type_name(pld_core_type t) {
 }
 
 int pld__core_init(struct pld__core *c, const struct pld__core_spec *spec) {
-  memset(c, 0, sizeof *c);
+  /* All but the message's body, which only a failure writes: it is most
+   * of the struct, pages a device need not touch. */
+  memset(c, 0, offsetof(struct pld__core, msg) + 1);
   c->spec = *spec;
   /* Descriptors start at block_seq 0: none is live before a block. */
   c->block_seq = 1;

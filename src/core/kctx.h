@@ -87,9 +87,9 @@ struct pld__core {
     const char *window;
   } deferred[PLD_MAX_DEFERRED_WAITS];
 
-  /* First failure of this block: sticky; every later call returns it. */
+  /* First failure of this block: sticky; every later call returns it.
+   * Its message is the struct's last member (see pld__core_init). */
   int status;
-  char msg[PLD__MSG_MAX];
 
   /* Set by the device layer: told by a wait of the block (comm/) before
    * the block's thread blocks (PLD__WAIT_BLOCK), each time it wakes in
@@ -100,6 +100,8 @@ struct pld__core {
   void *sched;
 
   uint32_t race_seq; /* the race detector numbers the core's records */
+
+  char msg[PLD__MSG_MAX];
 };
 
 enum { PLD__WAIT_BLOCK, PLD__WAIT_WOKE, PLD__WAIT_RESUME };

@@ -33,8 +33,8 @@ struct pld__aicpu {
   char *log;
   size_t loglen, logcap;
 
-  int status; /* first failure: sticky */
-  char msg[PLD__MSG_MAX];
+  int status;             /* first failure: sticky */
+  char msg[PLD__MSG_MAX]; /* last: a device zeroes only what precedes */
 };
 
 /* Runs (or traces) one call of a device function: entry(args), then waits

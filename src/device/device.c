@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,8 +386,9 @@ void pld__device_loop(struct pld__devrun *d) {
   pld__observe_as(plan->rank, plan->device_id, "AICPU", tbuf);
   struct pld__sched *sched = NULL;
   struct pld__dims dims;
-  struct pld__aicpu a;
-  memset(&a, 0, sizeof a);
+  struct pld__aicpu a; /* all but its message's body (8 KiB), written
+                          only by a failure */
+  memset(&a, 0, offsetof(struct pld__aicpu, msg) + 1);
   int st =
       pld__sched_create(plan->plat, plan->rank, plan->device_id, &env, &sched);
   if (st) {

@@ -183,12 +183,9 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     struct coretype *ct = &s->types[t];
     ct->free_core = -1;
     ct->threads = pld__calloc((size_t)ct->max, sizeof *ct->threads);
-    ct->cores = pld__calloc((size_t)ct->max, sizeof *ct->cores);
-    if (!ct->threads || !ct->cores) {
-      for (int i = 0; i <= t; i++) {
+    if (!ct->threads) {
+      for (int i = 0; i < t; i++)
         pld__free(s->types[i].threads);
-        pld__free(s->types[i].cores);
-      }
       pld__free(s);
       return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (cores)");
     }
@@ -446,6 +443,11 @@ static void lane_name(char lane[16], const char *type, int index) {
 /* Called with mu held: sets up the next core of ct (tile memory, wait
  * slot, trace lane).  Returns PLD_OK or PLD_ERR_NOMEM (message set). */
 static int core_setup(struct pld__sched *s, struct coretype *ct) {
+  /* The cores of a type are allocated with its first: a device whose
+   * kernels use one type never maps the other's. */
+  if (!ct->cores &&
+      !(ct->cores = pld__calloc((size_t)ct->max, sizeof *ct->cores)))
+    return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (cores)");
   struct simcore *sc = &ct->cores[ct->ncores];
   struct pld__core_spec spec = ct->spec;
   spec.index = ct->ncores;
