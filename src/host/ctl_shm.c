@@ -307,6 +307,8 @@ static int race_map(struct pld_program *p) {
   return PLD_OK;
 }
 
+static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot);
+
 /* Maps the regions and forks every device process. */
 static int shm_start(struct pld_program *p) {
   /* On another program's devices: those first (its memory is shared). */
@@ -355,6 +357,10 @@ static int shm_start(struct pld_program *p) {
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
     return st;
+  }
+  if (p->start_argv) { /* the first run's inputs, while the devices start */
+    shm_copy_in(p, p->start_argv, (p->slot + 1) % p->nslots);
+    p->precopied = 1;
   }
   return await_ready(p, NULL, "pld_program_prepare");
 }

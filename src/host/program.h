@@ -147,6 +147,9 @@ struct pld_program {
    * (struct pld__cmd; 0 begins one). */
   int nslots, slot, precopied;
   uint32_t chain;
+  /* A blocking run that starts the devices: its arguments, whose inputs
+   * start (shm) copies in while the device processes start up. */
+  const pld_arg *start_argv;
 
   /* Sharing devices (pld_config.share): the program whose devices, windows
    * and heaps this one uses (the first of the group), the programs using

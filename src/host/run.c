@@ -945,12 +945,26 @@ int pld__program_run_now(struct pld_program *p, int argc, const pld_arg *argv) {
   if (p->dead)
     return pld__fail(PLD_ERR_STATE, "pld_program_run: %s", p->dead_msg);
   int st = check_run_args(p, argc, argv);
-  if (st || (st = pld_program_prepare(p)))
+  if (st)
     return st;
+  /* Starting the devices: the run's inputs can be copied in meanwhile (a
+   * trace shows every copy in within its run). */
+  int early = !p->started && !p->precopied && !p->trace.on;
+  if (early)
+    p->start_argv = argv;
+  st = pld_program_prepare(p);
+  p->start_argv = NULL;
+  if (st) {
+    if (early)
+      p->precopied = 0;
+    return st;
+  }
   struct pld__tev span;
   int spanned = pld__htrace_begin(p, &span, PLD__TH_RUN, p->host.sig->name);
   int posted_run = 0;
   st = run(p, argc, argv, &posted_run);
+  if (early)
+    p->precopied = 0;
   if (spanned)
     pld__htrace_end(p, &span, 0);
   if (posted_run && p->trace.on) {
