@@ -1,15 +1,18 @@
 /* pld/collective.h: collectives built on signals and one-sided movement.
  *
  * Kernels only.  Every rank of a window's domain calls the same collective
- * with the same arguments (dtype, shapes, op, mode, root), from a kernel
- * launched on the same number of blocks C on every rank.  A collective
- * launched on C > 1 blocks splits its data into C contiguous parts, one per
- * block (all-to-all-v: block b serves the peers d with d % C == b), each
- * block its own lane of the signal window; every block takes part, with
- * or without data, and the C blocks must run at once (a block
- * that waits for a block that has no core is a deadlock, and is reported
- * as one).  Only the comm layer's primitives move data and order ranks, so
- * every fabric carries the collectives.
+ * with the same arguments (dtype, shapes, op, mode, root) on the same
+ * windows (the same window buffer and view, and the same signal view),
+ * from a kernel launched on the same number of blocks C on every rank.  A
+ * collective launched on C > 1 blocks splits its data into C contiguous
+ * parts, one per block (all-to-all-v: block b serves the peers d with
+ * d % C == b; the ring: each of its P chunks into C parts), each block its
+ * own lane of the signal window; every block takes part, with or without
+ * data, and the C blocks must run at once, as on the hardware: C may not
+ * exceed the device's cores of the kernel's type (pld_platform_info:
+ * vector_cores, cube_cores; PLD_ERR_ARG otherwise).  Only the comm layer's
+ * primitives move data and order ranks, so every fabric carries the
+ * collectives.
  *
  * Signal windows.  A collective's signal is a 1-D INT32 window of at least
  * PLD_SIGNAL_CELLS(nranks, blocks) cells, zero when first used and written
@@ -22,11 +25,15 @@
  * (credits, and all-to-all-v's row counts) and cells 2P+1 to 2P+3 are zero
  * again after each call; cell 2P holds the rank's number of collective
  * calls on the lane (barriers not counted); from cell 2P+4 on, a slot of
- * 4 + PLD_COLL_EAGER_BYTES / 4 cells per rank s and call parity keeps what
- * rank s sent this rank for its last odd-numbered call (slot 2s) and its
- * last even-numbered one (slot 2s+1): 4 cells describing the call (for
- * comparing calls across ranks; the last is the call's number), then the
- * call's data for this rank if the call was small.
+ * PLD_COLL_DESC_CELLS + PLD_COLL_EAGER_BYTES / 4 cells per rank s and call
+ * parity keeps what rank s sent this rank for its last odd-numbered call
+ * (slot 2s) and its last even-numbered one (slot 2s+1):
+ * PLD_COLL_DESC_CELLS cells describing the call (for comparing calls
+ * across ranks; the last is the call's number), then the call's data for
+ * this rank if the call was small.  After a run that failed, the next run
+ * starts with every signal view a collective of the program used zeroed
+ * on every rank (whatever calls the failure interrupted), also where the
+ * program keeps its windows from run to run.
  *
  * Small calls.  A call whose data per block and rank pair is at most
  * PLD_COLL_EAGER_BYTES bytes (allreduce in mesh mode, broadcast,
@@ -35,13 +42,15 @@
  * The result is the same bits either way.
  *
  * Exactness.  Every rank ends with the bitwise-same result, and the same
- * inputs give the same bits on every run, whatever the timing.  Each
+ * inputs give the same bits on every run, whatever the timing, the block
+ * count, the platform, the fabric and the instruction level.  Each
  * element is reduced over the ranks in one order fixed by the mode and the
  * rank count: mesh and two-phase combine ranks 0, 1, ..., P-1 in that
- * order; the ring combines the ranks of chunk c in ring order starting at
- * rank c+1 and ending with rank c.  FP16 and BF16 are reduced in FP32 and
- * rounded once (mesh, two-phase, reduce-scatter); the ring keeps partial
- * results in the data's dtype between its hops, so FP16 and BF16 are
+ * order; the ring combines the ranks of chunk c (element e of N is in
+ * chunk c when floor(c N / P) <= e < floor((c+1) N / P)) in ring order
+ * starting at rank c+1 and ending with rank c.  FP16 and BF16 are reduced in
+ * FP32 and rounded once (mesh, two-phase, reduce-scatter); the ring keeps
+ * partial results in the data's dtype between its hops, so FP16 and BF16 are
  * rounded at each of its P-1 hops.  Integer sums and products wrap (two's
  * complement), which makes them independent of the order; with integer
  * values that every partial sum holds exactly, every mode gives the same
@@ -50,20 +59,33 @@
  * Mistakes.  Each call first checks its arguments against the rank's own
  * view (PLD_ERR_ARG, PLD_ERR_BOUNDS: dtype, shapes, op, root, a signal
  * window too small for the rank count or block count, stage and target
- * overlapping), then compares its call with every other rank's at the same
- * point of the signal window: ranks that reached it with different calls
- * (another collective, op, dtype, element count, root, mode or block count)
- * all fail with PLD_ERR_MISMATCH and a message naming each rank's call.  A
- * pld_notify (or the notify of pld_put & co.) on a cell of a signal window
- * that a collective of the run has used on the same rank fails with
- * PLD_ERR_ARG, naming the collective (one made before that rank's first
- * collective call on the window is not caught there).  A
- * deadlock report names, for each blocked rank, the collective, its call
- * number and its round.  Tile memory: reductions stage data through tiles
- * of the core (an FP32 accumulator and a staging tile, sized to the free
- * tile memory), transfers through one staging tile, so a call fails with
- * PLD_ERR_TILE_MEMORY where too little is free.  Reducing collectives run
- * on vector cores only (PLD_ERR_LEVEL on a cube core).
+ * overlapping, more blocks than cores), then compares its call with every
+ * other rank's at the same point of the signal window: ranks that reached
+ * it with different calls (another collective, op, dtype, element count,
+ * root, mode or block count, all-to-all-v's rows, or another data or
+ * target window: window buffer or view offset; or another signal view)
+ * all fail with PLD_ERR_MISMATCH and a message naming each rank's call,
+ * window buffer and bytes.  The cells of a signal view that a collective
+ * of the program used are the collectives' alone, on each rank, for the
+ * program's life: a pld_notify, pld_wait or pld_wait_deferred on one of
+ * them, a notify of pld_put_notify & co. on one, or a remote store
+ * (pld_remote_store, pld_put & co.) into one fails with PLD_ERR_ARG naming
+ * the collective; and a collective whose signal view holds a cell that
+ * such a call of the rank used before fails with PLD_ERR_ARG naming the
+ * call and the cell (the first PLD__COLL_SIGS = 64 signal views and 256
+ * runs of other cells a device uses are known).  A deadlock report names,
+ * for each blocked rank, the collective, its call number and its round.
+ * Reducing collectives run on vector cores only (PLD_ERR_LEVEL on a cube
+ * core).
+ *
+ * Tile memory.  Reductions stage data through tiles of the core: an
+ * accumulator (FP32, or INT32 for integers) and a staging tile of the
+ * data's dtype, each of the same number of elements, as many as the free
+ * tile memory holds (up to 8192; the ranks of a call use the least of
+ * theirs); the other collectives through one staging tile.  A call needs
+ * at least PLD_COLL_MIN_TILE_BYTES of free tile memory (a reduction: two
+ * 32-byte granules, in one gap or two; the others: one), whatever its
+ * data's size, and fails with PLD_ERR_TILE_MEMORY with less.
  *
  * Returns: PLD_OK, or the statuses above, or those of pld_wait (deadlock,
  * time limit, abort), or an earlier failure of the kernel.
@@ -102,11 +124,19 @@ typedef enum pld_allreduce_mode {
  * the signal window (see "Small calls" above). */
 #define PLD_COLL_EAGER_BYTES 1024
 
+/* The cells of a slot that describe a call (see "Signal windows"). */
+#define PLD_COLL_DESC_CELLS 12
+
+/* The least free tile memory a reducing collective needs (bytes); the
+ * others need half of it (see "Tile memory" above). */
+#define PLD_COLL_MIN_TILE_BYTES 64
+
 /* INT32 cells of one lane of a signal window for a domain of nranks
  * ranks, and of a signal window for collectives launched on `blocks`
  * blocks.  A barrier on one block needs nranks cells (its lane's first). */
 #define PLD_SIGNAL_LANE_CELLS(nranks)                                          \
-  (2 * (nranks) + 4 + 2 * (nranks) * (4 + PLD_COLL_EAGER_BYTES / 4))
+  (2 * (nranks) + 4 +                                                          \
+   2 * (nranks) * (PLD_COLL_DESC_CELLS + PLD_COLL_EAGER_BYTES / 4))
 #define PLD_SIGNAL_CELLS(nranks, blocks)                                       \
   ((blocks)*PLD_SIGNAL_LANE_CELLS(nranks))
 

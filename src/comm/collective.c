@@ -43,8 +43,26 @@
 #define CALLS(n) (2 * (n))
 #define SLOT(n, s, parity) (2 * (n) + 4 + (2 * (s) + (parity)) * SLOT_CELLS)
 
-/* Descriptor words: what a call is, so that ranks can compare calls. */
-enum { D_WHAT, D_COUNT_LO, D_COUNT_HI, D_CALL, D_WORDS };
+/* Descriptor words: what a call is and the memory it works on, so that
+ * ranks can compare calls (every word but D_GROUP must be equal), and the
+ * call's number last.  D_GROUP is what the rank's tile memory lets it
+ * reduce at a time: every rank takes the least. */
+enum {
+  D_WHAT,     /* collective, op, dtype, mode, blocks */
+  D_COUNT_LO, /* element count, and the root */
+  D_COUNT_HI,
+  D_ROWS,     /* all-to-all-v: the target's leading dimension */
+  D_DATA_BUF, /* the window the call works on: buffer, view offset */
+  D_DATA_LO,
+  D_DATA_HI,
+  D_SIG_BUF, /* the signal window: buffer, view offset */
+  D_SIG_LO,
+  D_SIG_HI,
+  D_GROUP,
+  D_CALL,
+  D_WORDS
+};
+_Static_assert(D_WORDS == PLD_COLL_DESC_CELLS, "pld/collective.h says so");
 
 #define SLOT_CELLS (D_WORDS + PLD_COLL_EAGER_BYTES / 4)
 _Static_assert(SLOT(1, 1, 0) == PLD_SIGNAL_LANE_CELLS(1) &&
@@ -225,9 +243,20 @@ static const char *mode_name(int mode) {
   return mode >= 0 && mode < 4 ? names[mode] : "?";
 }
 
-/* "pld_allreduce(SUM, FP32, 1024 elements, ring, 2 blocks)" for a
- * descriptor, or what stands where call `call` should be. */
-static size_t desc_str(char *buf, size_t cap, const int32_t *d, int32_t call) {
+static uint64_t desc_u64(const int32_t *d, int lo) {
+  return (uint64_t)(uint32_t)d[lo] | (uint64_t)(uint32_t)d[lo + 1] << 32;
+}
+
+static void desc_set_u64(int32_t *d, int lo, uint64_t v) {
+  d[lo] = (int32_t)(uint32_t)(v & 0xffffffffu);
+  d[lo + 1] = (int32_t)(uint32_t)(v >> 32);
+}
+
+/* "pld_allreduce(SUM, FP32, 1024 elements, ring, 2 blocks) on buffer #3
+ * bytes [0, 4096), signal buffer #5 from byte 0" for a descriptor of a
+ * domain of n ranks, or what stands where call `call` should be. */
+static size_t desc_str(char *buf, size_t cap, const int32_t *d, int32_t call,
+                       int32_t n) {
   if (d[D_CALL] != call + 1)
     return pld__catf(buf, cap,
                      "no collective call %d on this window (a pld_barrier, "
@@ -243,29 +272,50 @@ static size_t desc_str(char *buf, size_t cap, const int32_t *d, int32_t call) {
                   (uint64_t)((uint32_t)d[D_COUNT_HI] & 0xffff) << 32);
   int root = (int)((uint32_t)d[D_COUNT_HI] >> 16);
   const char *name = pld__coll_name(kind);
-  size_t n = pld__catf(buf, cap, "%s(", name ? name : "?");
+  size_t m = pld__catf(buf, cap, "%s(", name ? name : "?");
   if (kind == PLD__COLL_ALLREDUCE || kind == PLD__COLL_REDUCE_SCATTER)
-    n += pld__catf(buf + n, cap - n, "%s, ", op_name(op));
-  n += pld__catf(buf + n, cap - n, "%s, %lld elements", pld_dtype_name(dt),
+    m += pld__catf(buf + m, cap - m, "%s, ", op_name(op));
+  m += pld__catf(buf + m, cap - m, "%s, %lld elements", pld_dtype_name(dt),
                  count);
+  if (kind == PLD__COLL_ALL_TO_ALL_V)
+    m += pld__catf(buf + m, cap - m, " in %d rows", (int)d[D_ROWS]);
   if (kind == PLD__COLL_ALLREDUCE)
-    n += pld__catf(buf + n, cap - n, ", %s", mode_name(mode));
+    m += pld__catf(buf + m, cap - m, ", %s", mode_name(mode));
   if (kind == PLD__COLL_BROADCAST)
-    n += pld__catf(buf + n, cap - n, ", root %d", root);
-  return n + pld__catf(buf + n, cap - n, ", %d block%s)", lanes,
-                       lanes == 1 ? "" : "s");
+    m += pld__catf(buf + m, cap - m, ", root %d", root);
+  /* The window's bytes: an allgather's target holds a stage per rank. */
+  const uint64_t at = desc_u64(d, D_DATA_LO);
+  const uint64_t bytes = (uint64_t)count * pld_dtype_size(dt) *
+                         (uint64_t)(kind == PLD__COLL_ALLGATHER ? n : 1);
+  return m + pld__catf(buf + m, cap - m,
+                       ", %d block%s) on buffer #%d bytes [%llu, %llu), "
+                       "signal buffer #%d from byte %llu",
+                       lanes, lanes == 1 ? "" : "s", (int)d[D_DATA_BUF],
+                       (unsigned long long)at, (unsigned long long)(at + bytes),
+                       (int)d[D_SIG_BUF],
+                       (unsigned long long)desc_u64(d, D_SIG_LO));
 }
 
-/* Every rank's descriptor of this call equals mine, or the call fails
- * with PLD_ERR_MISMATCH naming each rank's call. */
+/* Every rank's descriptor of this call equals mine but for D_GROUP, or
+ * the call fails with PLD_ERR_MISMATCH naming each rank's call.  Then
+ * the call reduces as many elements at a time as the rank with the least
+ * tile memory can. */
 static int compare_calls(struct coll *cc) {
   int32_t call = cc->desc[D_CALL] - 1;
   int same = 1;
-  for (int32_t q = 0; q < cc->n; q++)
-    same &= memcmp(&cc->cells[SLOT(cc->n, q, cc->parity)], cc->desc,
-                   sizeof cc->desc) == 0;
-  if (same)
+  for (int32_t q = 0; q < cc->n; q++) {
+    const int32_t *d = &cc->cells[SLOT(cc->n, q, cc->parity)];
+    for (int i = 0; i < D_WORDS; i++)
+      same &= i == D_GROUP || d[i] == cc->desc[i];
+  }
+  if (same) {
+    for (int32_t q = 0; q < cc->n; q++) {
+      int32_t g = cc->cells[SLOT(cc->n, q, cc->parity) + D_GROUP];
+      if (g >= 1 && (size_t)g < cc->group)
+        cc->group = (size_t)g;
+    }
     return PLD_OK;
+  }
   char msg[4096], ws[160];
   pld__describe(ws, sizeof ws, cc->sig, PLD__NO_PEER, NULL);
   size_t m = pld__catf(msg, sizeof msg,
@@ -280,7 +330,7 @@ static int compare_calls(struct coll *cc) {
                      cc->comm->members[q]);
     m += pld__catf(msg + m, sizeof msg - m, ": ");
     m += desc_str(msg + m, sizeof msg - m,
-                  &cc->cells[SLOT(cc->n, q, cc->parity)], call);
+                  &cc->cells[SLOT(cc->n, q, cc->parity)], call, cc->n);
     m += pld__catf(msg + m, sizeof msg - m, ";");
   }
   msg[m ? m - 1 : 0] = '\0';
@@ -509,7 +559,18 @@ static int begin(struct coll *cc, struct pld__core *c, const char *fn,
   char msg[1024];
   if ((st = pld__coll_check(a, msg, sizeof msg)))
     return pld__kfail(c, st, fn, "%s", msg);
-  pld__coll_sigs_note(c->env->sigs, w, a->kind);
+  /* Every block of the call runs at once, as on the hardware: no more
+   * blocks than the device has cores of the kernel's type. */
+  const int cores = c->env->cores[c->spec.type];
+  if (cores > 0 && c->block_num > cores)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "launched on %d blocks, but the device has %d %s "
+                      "cores: the blocks of a collective must run at once "
+                      "(pld/collective.h); launch it on at most %d",
+                      (int)c->block_num, cores,
+                      pld__core_type_name(c->spec.type), cores);
+  if ((st = pld__coll_sig_use(c, fn, w, a->kind)))
+    return st;
   cc->sig = w;
   cc->f = c->env->fabric;
   cc->comm = w->comm;
@@ -525,38 +586,79 @@ static int begin(struct coll *cc, struct pld__core *c, const char *fn,
 }
 
 /* Elements of a group: what a reduction reads from each rank, combines in
- * the accumulator and stores at a time.  The same on every rank, since
- * mesh synchronises once per group: FP32 data takes 32 KiB of staging and
- * 32 KiB of accumulator, which every core's tile memory holds. */
+ * the accumulator and stores at a time, at most (FP32 data: 32 KiB of
+ * staging and 32 KiB of accumulator, which an empty core's tile memory
+ * holds); less where the rank's tile memory has less room, and the same
+ * on every rank (mesh synchronises once per group): the least of all
+ * ranks' (compare_calls). */
 #define GROUP ((size_t)8192)
 #define PIECE ((size_t)1024)
 
+/* Whether a group of g elements of es bytes fits tile memory with gaps
+ * `largest` and `second` (pld__tile_gaps): its staging tile, and for a
+ * reduction first its accumulator (FP32 or INT32, never smaller than the
+ * staging: reducible dtypes are 4 bytes at most).  The accumulator fits
+ * the second gap (the staging then fits whichever of the two largest it
+ * left), or both fit the largest one together. */
+static int group_fits(size_t g, size_t es, int reduce, size_t largest,
+                      size_t second) {
+  const size_t stage = pld__round_up(g * es, PLD__TILE_GRANULE);
+  if (!reduce)
+    return stage <= largest;
+  const size_t acc = pld__round_up(g * sizeof(float), PLD__TILE_GRANULE);
+  return acc <= second || acc + stage <= largest;
+}
+
 /* Reserves the call's tile memory: a staging tile for groups of elements
  * of `es` bytes, and for a reduction an accumulator; groups are at most
- * `most` elements. */
+ * `most` elements, and as large as the free tile memory allows
+ * (PLD_COLL_MIN_TILE_BYTES: one element fits, or the allocation fails
+ * with its message). */
 static int reserve(struct coll *cc, size_t es, int reduce, int64_t most) {
   struct pld__core *c = cc->c;
-  size_t g = most > 0 && (size_t)most < GROUP ? (size_t)most : GROUP;
-  cc->group = g;
-  cc->stage = pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(g * es));
-  if (cc->stage && reduce)
+  size_t hi = most <= 0 ? 1 : (size_t)most < GROUP ? (size_t)most : GROUP;
+  size_t largest, second;
+  pld__tile_gaps(c, &largest, &second);
+  if (!group_fits(hi, es, reduce, largest, second)) {
+    size_t lo = 1; /* fits, or nothing does: the allocation says so */
+    while (lo + 1 < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (group_fits(mid, es, reduce, largest, second))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    hi = lo;
+  }
+  cc->group = hi;
+  if (reduce)
     cc->acc =
-        pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(g * sizeof(float)));
+        pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(hi * sizeof(float)));
+  if (!c->status)
+    cc->stage = pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(hi * es));
   return c->status;
 }
 
-/* Counts the call; then the entry (sending ep) and the comparison of
- * every rank's call. */
-static int start(struct coll *cc, pld_dtype dt, int op, int mode, int root,
-                 int64_t count, const struct eager *ep) {
+/* Counts the call on window w (the window of its data or target); then
+ * the entry (sending ep) and the comparison of every rank's call. */
+static int start(struct coll *cc, const struct pld__tensor *w, int op, int mode,
+                 int root, int64_t count, const struct eager *ep) {
+  const pld_dtype dt = w->dtype;
   int32_t call = cc->cells[CALLS(cc->n)];
-  cc->desc[D_WHAT] =
+  int32_t *d = cc->desc;
+  d[D_WHAT] =
       (int32_t)((uint32_t)cc->kind | (uint32_t)op << 4 | (uint32_t)dt << 8 |
                 (uint32_t)mode << 12 | (uint32_t)(cc->lanes - 1) << 16);
-  cc->desc[D_COUNT_LO] = (int32_t)(uint32_t)((uint64_t)count & 0xffffffffu);
-  cc->desc[D_COUNT_HI] = (int32_t)((uint32_t)((uint64_t)count >> 32 & 0xffff) |
-                                   (uint32_t)root << 16);
-  cc->desc[D_CALL] = call + 1;
+  d[D_COUNT_LO] = (int32_t)(uint32_t)((uint64_t)count & 0xffffffffu);
+  d[D_COUNT_HI] = (int32_t)((uint32_t)((uint64_t)count >> 32 & 0xffff) |
+                            (uint32_t)root << 16);
+  d[D_ROWS] = cc->kind == PLD__COLL_ALL_TO_ALL_V ? (int32_t)w->shape[0] : 0;
+  d[D_DATA_BUF] = w->win_buf;
+  desc_set_u64(d, D_DATA_LO, w->win_offset);
+  d[D_SIG_BUF] = cc->sig->win_buf;
+  desc_set_u64(d, D_SIG_LO, cc->sig->win_offset);
+  d[D_GROUP] = (int32_t)cc->group;
+  d[D_CALL] = call + 1;
   cc->parity = call & 1;
   cc->cells[CALLS(cc->n)] = call + 1;
   cc->c->coll_kind = cc->kind;
@@ -831,7 +933,7 @@ static int exchange(pld_core k, const char *fn, int kind, pld_tensor local,
   cc.eager = part <= PLD_COLL_EAGER_BYTES;
   const struct eager ep = {src, cc.eager ? part : 0, stride};
   if ((st = reserve(&cc, es, 0, hi - lo)) ||
-      (st = start(&cc, w->dtype, 0, 0, 0, gather ? row : row * cc.n, &ep)))
+      (st = start(&cc, w, 0, 0, 0, gather ? row : row * cc.n, &ep)))
     return finish(&cc, st);
   unsigned char *rows = (unsigned char *)w->data + (size_t)lo * es;
   for (int32_t i = 0; i < cc.n && !st; i++) {
@@ -861,13 +963,25 @@ pld_allreduce_mode pld_allreduce_auto(int32_t nranks, int64_t bytes) {
   return nranks <= 8 ? PLD_ALLREDUCE_TWO_PHASE : PLD_ALLREDUCE_RING;
 }
 
-/* Ring allreduce of my lane's part [lo, hi): chunk c is reduced by the
- * ranks c+1, c+2, ..., c in turn (each adds its own to its left
- * neighbour's partial), then passed around.  Stage t (1 to 2 (P-1)) reads
- * from the left neighbour what it finished at stage t-1: before it, a
- * credit from the left; after it, one to the right (but for the last). */
-static int ring(struct coll *cc, const struct pld__tensor *w, int64_t lo,
-                int64_t hi, pld_reduce_op op) {
+/* The lane's part [*c0, *c1) of chunk k of the ring's `count` elements:
+ * the data is cut into P chunks first and each chunk among the lanes, so
+ * that the ranks that reduce an element, and their order, do not depend
+ * on the block count. */
+static void ring_piece(const struct coll *cc, int64_t count, int32_t k,
+                       int64_t *c0, int64_t *c1) {
+  int64_t k0, k1;
+  chunk(0, count, k, cc->n, &k0, &k1);
+  chunk(k0, k1, cc->lane, cc->lanes, c0, c1);
+}
+
+/* Ring allreduce of my lane's part of each chunk of the `count` elements
+ * of w: chunk c is reduced by the ranks c+1, c+2, ..., c in turn (each
+ * adds its own to its left neighbour's partial), then passed around.
+ * Stage t (1 to 2 (P-1)) reads from the left neighbour what it finished at
+ * stage t-1: before it, a credit from the left; after it, one to the
+ * right (but for the last). */
+static int ring(struct coll *cc, const struct pld__tensor *w, int64_t count,
+                pld_reduce_op op) {
   const int32_t n = cc->n, me = cc->me, left = (me + n - 1) % n;
   const int32_t right = (me + 1) % n;
   const size_t es = pld_dtype_size(w->dtype);
@@ -883,7 +997,7 @@ static int ring(struct coll *cc, const struct pld__tensor *w, int64_t lo,
     int32_t k = reducing ? ((me - t - 1) % n + n) % n
                          : ((me - (t - (n - 1))) % n + n) % n;
     int64_t c0, c1;
-    chunk(lo, hi, k, n, &c0, &c1);
+    ring_piece(cc, count, k, &c0, &c1);
     for (int64_t g = c0; g < c1 && !st; g += (int64_t)cc->group) {
       size_t len = (size_t)(c1 - g) < cc->group ? (size_t)(c1 - g) : cc->group;
       unsigned char *mine = (unsigned char *)w->data + (size_t)g * es;
@@ -933,7 +1047,7 @@ int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
   const struct eager ep = {(const unsigned char *)w->data + cc.eager_off,
                            cc.eager ? (size_t)(hi - lo) * es : 0, 0};
   if ((st = reserve(&cc, es, 1, hi - lo)) ||
-      (st = start(&cc, w->dtype, op, mode, 0, n, &ep)))
+      (st = start(&cc, w, op, mode, 0, n, &ep)))
     return finish(&cc, st);
   if (cc.n == 1)
     return finish(&cc, PLD_OK);
@@ -960,7 +1074,7 @@ int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
     if (!st) /* nobody returns while others read its chunk */
       st = barrier(&cc);
   } else {
-    st = ring(&cc, w, lo, hi, op);
+    st = ring(&cc, w, n, op);
     if (!st)
       st = barrier(&cc);
   }
@@ -986,7 +1100,7 @@ int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
   cc.eager = part <= PLD_COLL_EAGER_BYTES;
   const struct eager ep = {mine, cc.eager && cc.me == root ? part : 0, 0};
   if ((st = reserve(&cc, es, 0, hi - lo)) ||
-      (st = start(&cc, w->dtype, 0, 0, root, n, &ep)))
+      (st = start(&cc, w, 0, 0, root, n, &ep)))
     return finish(&cc, st);
   if (cc.eager) {
     if (cc.me != root)
@@ -1028,7 +1142,7 @@ int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
                            cc.eager ? (size_t)(hi - lo) * es : 0,
                            (size_t)row * es};
   if ((st = reserve(&cc, es, 1, hi - lo)) ||
-      (st = start(&cc, w->dtype, op, 0, 0, n, &ep)))
+      (st = start(&cc, w, op, 0, 0, n, &ep)))
     return finish(&cc, st);
   /* Nobody else reads my row me: it is stored as it is reduced. */
   st = reduce_into_mine(&cc, w, cc.me * row + lo, cc.me * row + hi, op, 0);
@@ -1077,7 +1191,7 @@ int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
                       (int)cc.n);
   const struct eager none = {NULL, 0, 0};
   if (st || (st = reserve(&cc, es, 0, max * cols)) ||
-      (st = start(&cc, w->dtype, 0, 0, 0, (int64_t)(w->nbytes / es), &none)))
+      (st = start(&cc, w, 0, 0, 0, (int64_t)(w->nbytes / es), &none)))
     return finish(&cc, st);
   const unsigned char *in = (const unsigned char *)input.p->data;
   const size_t block = (size_t)(max * cols) * es;

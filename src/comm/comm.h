@@ -106,33 +106,53 @@ struct pld__comm_env {
   struct pld__spin spin;
   struct pld__trace_area *trace; /* the threads' events (core/trace.h) */
   struct pld__race *race;        /* the race detector (core/race.h) */
-  struct pld__coll_sigs *sigs;   /* the collectives' signals, or NULL */
+  struct pld__sig_uses *uses;    /* what the cells were used for, or NULL */
+  int cores[2];                  /* the device's cores per pld_core_type */
 };
 
-/* The signal windows the collectives of this run used on this device:
- * their cells are written by nothing but collectives (pld/collective.h),
- * so pld_notify and the notifies of pld_put & co. refuse them.  The device
- * empties it at each run (pld__coll_sigs_clear); the first
- * PLD__COLL_SIGS signal views a run uses are known. */
-#define PLD__COLL_SIGS 16
-struct pld__coll_sigs {
-  /* Read by every notify: in cache lines of its own (the AICPU's stack
-   * holds it, next to what the AICPU writes). */
-  _Alignas(64) _Atomic int n;
+/* What this device's kernels did with window cells, for the life of its
+ * programs (the control block of the device holds it, struct pld__devctl,
+ * so that a device started again in place of a killed one keeps it): the
+ * signal views its collectives used, whose cells nothing but collectives
+ * may write or wait on (pld/collective.h), and the bytes its notifies,
+ * waits and remote stores (pld_remote_store, pld_put & co.) touched.  A
+ * collective whose signal view holds bytes a notify, wait or store
+ * touched, and a notify, wait or store of bytes of a collectives' signal
+ * view, are refused, whichever came first.  The first PLD__COLL_SIGS
+ * signal views and PLD__CELL_USES runs of touched bytes are known (runs
+ * that meet are joined); later ones are not recorded.  All zero is empty. */
+#define PLD__COLL_SIGS 64
+#define PLD__CELL_USES 256
+enum { PLD__USE_NOTIFY = 1, PLD__USE_WAIT = 2, PLD__USE_STORE = 4 };
+struct pld__sig_uses {
+  /* Read by every notify and wait: in cache lines of their own. */
+  _Alignas(64) _Atomic int ncoll;
+  _Atomic int nuses;
+  _Atomic int lock; /* taken to add an entry (a spin lock: all zero is
+                       free, and the host only reads) */
   struct pld__coll_sig {
     int32_t buf;
-    uint64_t off, end; /* bytes [off, end) of buffer buf */
     int kind;          /* the first collective that used it (PLD__COLL_*) */
-  } at[PLD__COLL_SIGS];
-  pthread_mutex_t mu; /* taken to add one */
+    uint64_t off, end; /* bytes [off, end) of buffer buf */
+  } coll[PLD__COLL_SIGS];
+  struct pld__cell_use {
+    int32_t buf;
+    _Atomic int what;          /* PLD__USE_* of the uses joined in it */
+    _Atomic uint64_t off, end; /* bytes [off, end): only ever grows */
+  } uses[PLD__CELL_USES];
 };
-void pld__coll_sigs_clear(struct pld__coll_sigs *s);
-/* Collective `kind` uses window w as its signal. */
-void pld__coll_sigs_note(struct pld__coll_sigs *s, const struct pld__tensor *w,
-                         int kind);
-/* The signal view holding byte off of buffer buf, or NULL. */
-const struct pld__coll_sig *pld__coll_sigs_at(struct pld__coll_sigs *s,
-                                              int32_t buf, uint64_t off);
+
+/* Collective `kind` uses window w as its signal: refused (recorded in c as
+ * fn's) if a notify, wait or store of this device touched bytes of it. */
+int pld__coll_sig_use(struct pld__core *c, const char *fn,
+                      const struct pld__tensor *w, int kind);
+/* A notify, wait or store (what: PLD__USE_*) of bytes [off, off + n) of
+ * w's buffer: refused (recorded in c as fn's) if they hold bytes of a
+ * collectives' signal view.  idx (nidx coordinates, or NULL) names the
+ * cell in the message. */
+int pld__cell_use(struct pld__core *c, const char *fn,
+                  const struct pld__tensor *w, size_t off, size_t n, int what,
+                  int nidx, const int64_t *idx);
 
 /* With PLD_DEBUG=fabric: a fabric that logs every call, then makes it
  * through f (f itself otherwise, or if memory is short); and freeing it

@@ -88,6 +88,11 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
   const size_t es = pld_dtype_size(w->dtype);
   const int64_t wcols = cols_of(w);
   const size_t wstride = (size_t)wcols * es;
+  /* A store into a collectives' signal view is refused (comm/uses.c). */
+  if (put && pld__cell_use(c, fn, w, win_at(w, row, col),
+                           (size_t)(rows - 1) * wstride + (size_t)cols * es,
+                           PLD__USE_STORE, 0, NULL))
+    return c->status;
   if (pld__race_on()) {
     int st =
         pld__race_access(!put                       ? PLD__RACE_READ
@@ -589,6 +594,10 @@ static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
       w->win_offset + ((size_t)wrow * (size_t)wcols + (size_t)wcol) * es;
   unsigned char *at = (unsigned char *)l->data +
                       ((size_t)lrow * (size_t)lcols + (size_t)lcol) * es;
+  if (put && pld__cell_use(c, fn, w, off, len, PLD__USE_STORE, 0, NULL)) {
+    *st = c->status;
+    return 1;
+  }
   int r = put ? f->ops->write_later(f, w->win_buf, world, off, at, len)
               : f->ops->read_later(f, w->win_buf, world, off, at, len);
   if (!r)

@@ -92,56 +92,6 @@ int pld__signal_cell_later(struct pld__core *c, const char *fn,
   return signal_cell(c, fn, w, peer, off, value, op, 1);
 }
 
-/* ---- the collectives' signals ------------------------------------------ */
-
-void pld__coll_sigs_clear(struct pld__coll_sigs *s) {
-  if (s)
-    atomic_store_explicit(&s->n, 0, memory_order_relaxed);
-}
-
-void pld__coll_sigs_note(struct pld__coll_sigs *s, const struct pld__tensor *w,
-                         int kind) {
-  if (!s || pld__coll_sigs_at(s, w->win_buf, w->win_offset))
-    return;
-  pthread_mutex_lock(&s->mu);
-  int n = atomic_load_explicit(&s->n, memory_order_relaxed);
-  if (n < PLD__COLL_SIGS && !pld__coll_sigs_at(s, w->win_buf, w->win_offset)) {
-    s->at[n] = (struct pld__coll_sig){w->win_buf, w->win_offset,
-                                      w->win_offset + w->nbytes, kind};
-    atomic_store_explicit(&s->n, n + 1, memory_order_release);
-  }
-  pthread_mutex_unlock(&s->mu);
-}
-
-const struct pld__coll_sig *pld__coll_sigs_at(struct pld__coll_sigs *s,
-                                              int32_t buf, uint64_t off) {
-  int n = s ? atomic_load_explicit(&s->n, memory_order_acquire) : 0;
-  for (int i = 0; i < n; i++)
-    if (s->at[i].buf == buf && off >= s->at[i].off && off < s->at[i].end)
-      return &s->at[i];
-  return NULL;
-}
-
-/* A notify of a cell of a collectives' signal window (cs). */
-static int __attribute__((noinline, cold))
-refuse_coll_sig(struct pld__core *c, const char *fn,
-                const struct pld__tensor *w, int n, const int64_t *idx,
-                const struct pld__coll_sig *cs) {
-  char ws[160], at[96];
-  pld__describe(ws, sizeof ws, w, PLD__NO_PEER, NULL);
-  size_t k = pld__catf(at, sizeof at, "[");
-  for (int d = 0; d < n; d++)
-    k += pld__catf(at + k, sizeof at - k, d ? ", %lld" : "%lld",
-                   (long long)idx[d]);
-  pld__catf(at + k, sizeof at - k, "]");
-  return pld__kfail(c, PLD_ERR_ARG, fn,
-                    "cell %s of %s is a cell of the signal window %s used "
-                    "on rank %d in this run: the collectives count its "
-                    "cells, and nothing else may write them "
-                    "(pld/collective.h); notify a window of your own",
-                    at, ws, pld__coll_name(cs->kind), c->rank);
-}
-
 int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
                       int32_t peer, int n, const int64_t *idx, pld_notify_op op,
                       size_t *off) {
@@ -151,15 +101,10 @@ int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
     return pld__kfail(c, PLD_ERR_ARG, fn,
                       "op: expected PLD_NOTIFY_ADD or PLD_NOTIFY_SET, got %d",
                       (int)op);
-  /* No collective used a signal yet (a notify's usual case): as cheap as
-   * before the check. */
-  struct pld__coll_sigs *s = c->env ? c->env->sigs : NULL;
-  if (!s || !atomic_load_explicit(&s->n, memory_order_acquire))
-    return pld__cell_offset(c, fn, sig, peer, n, idx, off);
   int st = pld__cell_offset(c, fn, sig, peer, n, idx, off);
-  const struct pld__coll_sig *cs =
-      st ? NULL : pld__coll_sigs_at(s, sig.p->win_buf, *off);
-  return cs ? refuse_coll_sig(c, fn, sig.p, n, idx, cs) : st;
+  return st ? st
+            : pld__cell_use(c, fn, sig.p, *off, sizeof(int32_t),
+                            PLD__USE_NOTIFY, n, idx);
 }
 
 int pld_notify(pld_core k, pld_window sig, int32_t peer, int n,
@@ -182,6 +127,9 @@ int pld_wait(pld_core k, pld_window sig, int n, const int64_t *idx,
                       (int)cmp);
   size_t off;
   int st = pld__cell_offset(c, "pld_wait", sig, PLD__NO_PEER, n, idx, &off);
+  if (!st)
+    st = pld__cell_use(c, "pld_wait", sig.p, off, sizeof(int32_t),
+                       PLD__USE_WAIT, n, idx);
   if (st)
     return st;
   return pld__wait_cell(c, "pld_wait", sig.p, off, n, idx, expected, cmp);
@@ -200,6 +148,9 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
                       (int)cmp);
   size_t off;
   int st = pld__cell_offset(c, fn, sig, PLD__NO_PEER, n, idx, &off);
+  if (!st)
+    st = pld__cell_use(c, fn, sig.p, off, sizeof(int32_t), PLD__USE_WAIT, n,
+                       idx);
   if (st)
     return st;
   struct pld__fabric *f = c->env->fabric;

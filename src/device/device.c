@@ -35,8 +35,10 @@ static void devctl_mark(struct pld__devctl *c) {
   c->magic_end = PLD__CTL_MAGIC;
 }
 
-void pld__devctl_reset(struct pld__devctl *c) {
-  memset(c, 0, sizeof *c);
+void pld__devctl_reset(struct pld__devctl *c, int keep_uses) {
+  memset(c, 0, keep_uses ? offsetof(struct pld__devctl, uses) : sizeof *c);
+  if (keep_uses) /* the killed process may have held it */
+    atomic_store(&c->uses.lock, 0);
   devctl_mark(c);
 }
 
@@ -368,17 +370,16 @@ void pld__device_loop(struct pld__devrun *d) {
   struct pld__devctl *ctl = d->ctl;
   aicpu_of = d;
   d->spin = pld__world_spin(d->world, &ctl->awake);
-  pld__awake(&d->spin);       /* the AICPU thread */
-  struct pld__coll_sigs sigs; /* this device's, for the loop's life */
-  pthread_mutex_init(&sigs.mu, NULL);
-  atomic_init(&sigs.n, 0);
+  pld__awake(&d->spin); /* the AICPU thread */
   struct pld__comm_env env = {pld__fabric_logged(d->fabric),
                               &d->world->abort,
                               &ctl->watch,
                               d->spin,
                               d->trace,
                               d->race,
-                              &sigs};
+                              &ctl->uses,
+                              {[PLD_CORE_VECTOR] = plan->plat->vector_cores,
+                               [PLD_CORE_CUBE] = plan->plat->cube_cores}};
   pld__race_attach(d->race, plan->rank, 0);
   struct pld__tbuf *tbuf = d->trace ? pld__trace_tbuf(d->trace, 0) : NULL;
   if (tbuf)
@@ -423,10 +424,8 @@ void pld__device_loop(struct pld__devrun *d) {
       report(d, seq);
       continue;
     }
-    /* Dynamic dimensions start from the compiled bindings on every run,
-     * and no window is a collectives' signal yet. */
+    /* Dynamic dimensions start from the compiled bindings on every run. */
     dims = *plan->dims;
-    pld__coll_sigs_clear(&sigs);
     pld__aicpu_busy(&a, 1);
     st = run_plan(d, &a, k.slot, ctl->msg, sizeof ctl->msg);
     pld__aicpu_busy(&a, 0);
@@ -444,7 +443,6 @@ void pld__device_loop(struct pld__devrun *d) {
     pld__aicpu_release(&a);
     pld__sched_destroy(sched);
     pld__fabric_unlogged(env.fabric, d->fabric);
-    pthread_mutex_destroy(&sigs.mu);
   }
   pld__asleep(&d->spin);
 }

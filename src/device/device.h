@@ -11,9 +11,11 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "comm/comm.h"
 #include "core/error.h"
 #include "core/futex.h"
 #include "core/watch.h"
@@ -86,10 +88,19 @@ struct pld__devctl {
   uint64_t magic_mid;      /* PLD__CTL_MAGIC */
   struct pld__watch watch; /* read by the host's watch */
   uint64_t magic_end;      /* PLD__CTL_MAGIC */
+  /* device: what its kernels used window cells for, over its programs'
+   * life (comm/comm.h); its host reads the collectives' signal views
+   * between runs, to clear them after a failed run.  Last: not part of
+   * what the block shows other processes (PLD__DEVCTL_SHOWN). */
+  struct pld__sig_uses uses;
 };
+/* The bytes of a control block that the MPI control plane sends other
+ * processes (the watch's view of the device). */
+#define PLD__DEVCTL_SHOWN offsetof(struct pld__devctl, uses)
 
-/* Clears a control block for a new device process. */
-void pld__devctl_reset(struct pld__devctl *c);
+/* Clears a control block for a new device process; with keep_uses (a
+ * device started in place of one that was killed) all but `uses`. */
+void pld__devctl_reset(struct pld__devctl *c, int keep_uses);
 
 /* Posts command k to the device of c; returns its cmd_seq. */
 static inline uint32_t pld__devctl_post(struct pld__devctl *c,

@@ -626,6 +626,12 @@ void pld__mpi_zero(struct pld__mpi_prog *m) {
       memset(m->bufs[b].local, 0, m->bufs[b].bytes);
 }
 
+void pld__mpi_zero_bytes(struct pld__mpi_prog *m, int buf, size_t off,
+                         size_t n) {
+  if (m->bufs[buf].member)
+    memset((unsigned char *)m->bufs[buf].local + off, 0, n);
+}
+
 void pld__mpi_running(struct pld__mpi_prog *m, int on) {
   if (on) /* a new run: no host task said yet */
     atomic_store(&m->said[PLD__MPI_TASKS], 0);
@@ -1402,6 +1408,13 @@ _Atomic uint32_t *pld__mpi_awake(struct pld__mpi_prog *m) {
   return NULL;
 }
 void pld__mpi_zero(struct pld__mpi_prog *m) { (void)m; }
+void pld__mpi_zero_bytes(struct pld__mpi_prog *m, int buf, size_t off,
+                         size_t n) {
+  (void)m;
+  (void)buf;
+  (void)off;
+  (void)n;
+}
 void pld__mpi_running(struct pld__mpi_prog *m, int on) {
   (void)m;
   (void)on;

@@ -89,8 +89,11 @@ void pld__mpi_set_spin(struct pld__mpi_prog *m, const struct pld__spin *spin);
  * share memory (PLD_MPI_SAME_NODE=rma). */
 _Atomic uint32_t *pld__mpi_awake(struct pld__mpi_prog *m);
 
-/* Zeroes this process's copies of every buffer. */
+/* Zeroes this process's copies of every buffer; of bytes [off, off + n)
+ * of buffer buf (if it has a copy). */
 void pld__mpi_zero(struct pld__mpi_prog *m);
+void pld__mpi_zero_bytes(struct pld__mpi_prog *m, int buf, size_t off,
+                         size_t n);
 /* A run of the program is in progress here (on) or over (off): while one
  * is, the proxy keeps calling into MPI. */
 void pld__mpi_running(struct pld__mpi_prog *m, int on);

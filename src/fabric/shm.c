@@ -233,6 +233,13 @@ void pld__shm_zero_all(struct pld__shm_fabric *f) {
     pld__shm_zero_rank(f, r);
 }
 
+void pld__shm_zero_bytes(struct pld__shm_fabric *f, int buf, int r, size_t off,
+                         size_t n) {
+  if (f->lay->copy[(size_t)buf * (size_t)f->lay->nranks + (size_t)r] !=
+      SIZE_MAX)
+    memset(copy_of(f, buf, r) + off, 0, n);
+}
+
 int32_t pld__shm_peek(struct pld__shm_fabric *f, int buf, int rank,
                       size_t off) {
   const int32_t *cell = (const int32_t *)(copy_of(f, buf, rank) + off);

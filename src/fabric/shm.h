@@ -61,6 +61,10 @@ void pld__shm_zero_rank(struct pld__shm_fabric *f, int r);
  * abort word); forget what a rank's process left behind when it was killed
  * (before a new process takes its place; no run is in progress then). */
 void pld__shm_zero_all(struct pld__shm_fabric *f);
+/* Zeroes bytes [off, off + n) of rank r's copy of buffer buf, if r has
+ * one. */
+void pld__shm_zero_bytes(struct pld__shm_fabric *f, int buf, int r, size_t off,
+                         size_t n);
 int32_t pld__shm_peek(struct pld__shm_fabric *f, int buf, int rank, size_t off);
 void pld__shm_wake_all(struct pld__shm_fabric *f);
 void pld__shm_reset_rank(struct pld__shm_fabric *f, int rank);

@@ -21,7 +21,9 @@ struct pld__ctl_ops {
   /* Starts every device this process runs and waits until they are ready
    * (pld_program_prepare).  Returns PLD_OK or the failure. */
   int (*start)(struct pld_program *p);
-  /* Before a run: windows zeroed (unless kept), In slices copied, the run
+  /* Before a run: windows zeroed (unless kept; kept, the collectives'
+   * signal views of every rank after a failed run, p->coll_dirty), In
+   * slices copied, the run
    * posted to every device this process runs; posted[r] is the command
    * rank r runs.  A queued run (p->chain > 0, shm only) is posted behind
    * the runs in flight, its windows zeroed by the devices (struct
@@ -87,6 +89,29 @@ struct pld__ctl_ops {
 extern const struct pld__ctl_ops pld__ctl_shm, pld__ctl_mpi;
 
 /* Shared by the control planes and the run loop (host/run.c). */
+
+/* Entry i of a device's collectives' signal views (struct
+ * pld__sig_uses), which the device wrote: 1 with its buffer and bytes if
+ * they lie in one of the program's window buffers, else 0. */
+static inline int pld__coll_sig_view(const struct pld_program *p,
+                                     const struct pld__sig_uses *u, int i,
+                                     int *buf, size_t *off, size_t *len) {
+  const struct pld__coll_sig *v = &u->coll[i];
+  if (v->buf < 0 || v->buf >= p->nwinbufs || v->off > v->end ||
+      v->end > p->winbufs[v->buf]->phys)
+    return 0;
+  *buf = v->buf;
+  *off = (size_t)v->off;
+  *len = (size_t)(v->end - v->off);
+  return 1;
+}
+
+/* How many collectives' signal views a device's registry holds (it
+ * wrote the count). */
+static inline int pld__coll_sig_count(const struct pld__sig_uses *u) {
+  int n = atomic_load_explicit(&u->ncoll, memory_order_acquire);
+  return n < 0 ? 0 : n > PLD__COLL_SIGS ? PLD__COLL_SIGS : n;
+}
 
 /* Ranks whose run bookkeeping fits on the stack. */
 #define PLD_MAX_RANKS_INLINE 64

@@ -32,8 +32,10 @@ struct snap {
   int32_t rank;
   int64_t taken_ns;             /* the sender's clock when taken */
   int32_t held[PLD__MAX_SLOTS]; /* the cell of each waiting slot */
-  struct pld__devctl ctl;
+  struct pld__devctl ctl;       /* its first PLD__DEVCTL_SHOWN bytes (last) */
 };
+/* The bytes of a snapshot that are sent. */
+#define SNAP_SHOWN (offsetof(struct snap, ctl) + PLD__DEVCTL_SHOWN)
 
 /* The run's result, from process 0 to the others. */
 struct verdict {
@@ -149,9 +151,9 @@ static int mpi_start(struct pld_program *p) {
                      "device memory failed",
                      plan->rank, plan->data_bytes);
   }
-  pld__devctl_reset(s->live);
+  pld__devctl_reset(s->live, 0);
   for (int r = 0; r < n; r++) {
-    pld__devctl_reset(&s->mirror[r]);
+    pld__devctl_reset(&s->mirror[r], 0);
     p->devs[r].ctl = r == s->me ? s->live : &s->mirror[r];
   }
   p->devs[s->me].data = s->data;
@@ -270,11 +272,33 @@ static void mpi_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
                         pld__run_table(p, me, argv, slot));
 }
 
+/* After a failed run, this process's copies of the collectives' signal
+ * views any rank's device used (each process learns every rank's: the
+ * calls the failure broke left credits, counts and call numbers behind,
+ * on ranks that took part in them whether or not they noted the view). */
+static void mpi_clear_coll_sigs(struct pld_program *p) {
+  struct mpi_state *s = state(p);
+  static _Thread_local struct pld__sig_uses u;
+  for (int r = 0; r < p->nranks; r++) {
+    memcpy(&u, &s->live->uses, sizeof u);
+    pld__mpi_bcast(s->m, &u, sizeof u, r); /* rank r runs in process r */
+    for (int i = 0, n = pld__coll_sig_count(&u); i < n; i++) {
+      int buf;
+      size_t off, len;
+      if (pld__coll_sig_view(p, &u, i, &buf, &off, &len))
+        pld__mpi_zero_bytes(s->m, buf, off, len);
+    }
+  }
+}
+
 static int mpi_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {
   struct mpi_state *s = state(p);
   if (!p->keep_windows)
     pld__mpi_zero(s->m);
+  else if (p->coll_dirty)
+    mpi_clear_coll_sigs(p);
+  p->coll_dirty = 0;
   if (!p->precopied)
     mpi_copy_in(p, argv, p->slot);
   /* Nothing of the other ranks' last run counts in this one (a host task
@@ -305,7 +329,8 @@ static void mpi_look(struct pld_program *p) {
   struct mpi_state *s = state(p);
   static _Thread_local struct snap in;
   for (int r = 0; r < p->nranks; r++) {
-    if (r == s->me || !pld__mpi_snapshot(s->m, r, &in, sizeof in, &s->gen[r]) ||
+    if (r == s->me ||
+        !pld__mpi_snapshot(s->m, r, &in, SNAP_SHOWN, &s->gen[r]) ||
         in.run != s->runs)
       continue;
     int64_t shift = pld__now_ns() - in.taken_ns;
@@ -315,7 +340,7 @@ static void mpi_look(struct pld_program *p) {
     for (int i = 0; i < PLD__MAX_SLOTS; i++)
       if (atomic_load(&w->slots[i].since_ns))
         atomic_fetch_add(&w->slots[i].since_ns, shift);
-    memcpy(&s->mirror[r], &in.ctl, sizeof in.ctl);
+    memcpy(&s->mirror[r], &in.ctl, PLD__DEVCTL_SHOWN);
     memcpy(&s->held[(size_t)r * PLD__MAX_SLOTS], in.held, sizeof in.held);
     s->answered[r] = in.answers;
     s->seen[r] = 1;
@@ -464,7 +489,7 @@ static void send_snapshot(struct pld_program *p, uint32_t answers) {
   o->run = s->runs;
   o->answers = answers;
   o->rank = s->me;
-  memcpy(&o->ctl, s->live, sizeof o->ctl);
+  memcpy(&o->ctl, s->live, PLD__DEVCTL_SHOWN);
   struct pld__fabric *f = pld__mpi_fabric(s->m);
   for (int i = 0; i < PLD__MAX_SLOTS; i++) {
     struct pld__coreslot *from = &s->live->watch.slots[i],
@@ -483,7 +508,7 @@ static void send_snapshot(struct pld_program *p, uint32_t answers) {
                      : 0;
   }
   o->taken_ns = pld__now_ns();
-  pld__mpi_send_snapshot(s->m, o, sizeof *o);
+  pld__mpi_send_snapshot(s->m, o, SNAP_SHOWN);
 }
 
 static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {

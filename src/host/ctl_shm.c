@@ -260,7 +260,7 @@ static int shm_restart(struct pld_program *p, int r) {
   pld__shm_reap(d, 1);
   atomic_fetch_sub(&p->world->awake, atomic_load(&d->ctl->awake));
   pld__shm_reset_rank(&state(p)->fabric, r);
-  pld__devctl_reset(d->ctl);
+  pld__devctl_reset(d->ctl, 1);
   d->pid = 0;
   d->reaped = 0;
   unsigned char start[PLD_MAX_RANKS_INLINE];
@@ -393,11 +393,33 @@ static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
                           pld__run_table(p, r, argv, slot));
 }
 
+/* After a failed run, the collectives' signal views any device used, on
+ * every rank (the devices are idle): the calls the failure broke left
+ * credits, counts and call numbers behind, on ranks that took part in
+ * them whether or not they noted the view. */
+static void shm_clear_coll_sigs(struct pld_program *p) {
+  for (int r = 0; r < p->nranks; r++) {
+    const struct pld__sig_uses *u = &p->devs[r].ctl->uses;
+    for (int i = 0, n = pld__coll_sig_count(u); i < n; i++) {
+      int buf;
+      size_t off, len;
+      for (int q = 0;
+           pld__coll_sig_view(p, u, i, &buf, &off, &len) && q < p->nranks; q++)
+        pld__shm_zero_bytes(&state(p)->fabric, buf, q, off, len);
+    }
+  }
+}
+
 static int shm_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {
   const uint32_t n = p->chain; /* > 0: a queued run, behind runs in flight */
-  if (!n && !p->keep_windows)  /* fresh mappings are zero already */
+  struct pld_program *group = p->share ? p->share : p;
+  if (!n && !p->keep_windows) /* fresh mappings are zero already */
     pld__shm_zero_all(&state(p)->fabric);
+  else if (!n && group->coll_dirty)
+    shm_clear_coll_sigs(p);
+  if (!n)
+    group->coll_dirty = 0;
   if (!p->precopied)
     shm_copy_in(p, argv, p->slot);
   for (int r = 0; !n && r < p->nranks; r++)

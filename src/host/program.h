@@ -109,6 +109,10 @@ struct pld_program {
   int64_t wait_timeout_ns;   /* 0: no limit */
   int64_t kernel_timeout_ns; /* 0: no limit */
   int keep_windows;
+  /* A run failed since the collectives' signal views were last cleared:
+   * the next run's post clears them where windows are kept (the first
+   * program of a group of programs sharing devices holds it). */
+  int coll_dirty;
 
   /* Window buffers and their domains. */
   int nwinbufs;

@@ -1155,6 +1155,14 @@ static void slot_next(struct pld_program *p) {
   p->slot = (p->slot + 1) % p->nslots;
 }
 
+/* A posted run ended with status st: after a failure, the collectives'
+ * calls it broke must not be seen by the next run (struct
+ * pld__ctl_ops.post). */
+static void run_ended(struct pld_program *p, int st) {
+  if (st)
+    (p->share ? p->share : p)->coll_dirty = 1;
+}
+
 /* One run, once prepared; *posted_run set once the devices have it. */
 static int run(struct pld_program *p, int argc, const pld_arg *argv,
                int *posted_run) {
@@ -1193,6 +1201,8 @@ static int run(struct pld_program *p, int argc, const pld_arg *argv,
   while (!loop_step(p, &l, argv, &st))
     loop_await(p, &l);
 out:
+  if (*posted_run)
+    run_ended(p, st);
   pld__inters_release(p);
   if (posted != seq)
     pld__free(posted);
@@ -1254,7 +1264,10 @@ int pld__queue_step(struct pld_program *p, struct pld__qrun *q,
     loop_begin(p, &q->l, q->posted, q->l.slot);
     q->begun = 1;
   }
-  return loop_step(p, &q->l, argv, st);
+  if (!loop_step(p, &q->l, argv, st))
+    return 0;
+  run_ended(p, *st);
+  return 1;
 }
 
 void pld__queue_await(struct pld_program *p, struct pld__qrun *q) {

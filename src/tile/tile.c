@@ -183,6 +183,25 @@ static int find_gap(const struct pld__core *c, size_t bytes, size_t *offset,
   }
 }
 
+void pld__tile_gaps(const struct pld__core *c, size_t *largest,
+                    size_t *second) {
+  *largest = *second = 0;
+  pld_tile *prev = c->packed;
+  size_t pos = prev ? offset_end(prev) : 0;
+  for (pld_tile *t = prev ? prev->next : c->live;; t = t->next) {
+    const size_t gap = (t ? t->offset : c->spec.capacity) - pos;
+    if (gap > *largest) {
+      *second = *largest;
+      *largest = gap;
+    } else if (gap > *second) {
+      *second = gap;
+    }
+    if (!t)
+      return;
+    pos = offset_end(t);
+  }
+}
+
 /* A free descriptor: one freed in this block, else the next never used in
  * it.  There is always one when the tile fits: then the free list being
  * empty means every used descriptor holds a live tile, and the live tiles

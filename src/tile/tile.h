@@ -175,6 +175,11 @@ size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t);
 pld_tile *pld__tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
                           int32_t rows, int32_t cols);
 
+/* The largest and the second largest gap between c's live tiles, in
+ * bytes (multiples of the granule), where pld__tile_alloc places tiles
+ * (first fit, each tile in one gap). */
+void pld__tile_gaps(const struct pld__core *c, size_t *largest, size_t *second);
+
 /* Whether n tiles of rows x cols elements of es bytes fit c's tile memory
  * with no tile live and no failure: then pld__tile_alloc places them from
  * offset 0 (rows of whole granules) and pld_tile_free of them leaves tile

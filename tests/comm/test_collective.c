@@ -1272,15 +1272,17 @@ static void test_signal_window_after_calls(void **state) {
 
 /* pld/collective.h: a call whose data per block and rank pair is at most
  * PLD_COLL_EAGER_BYTES sends it in the signal window, in the sender's slot
- * on the receiver (cell 2P+4 + (2s + (i-1) % 2) * (4 + EAGER/4) for call
- * i of rank s: 4 cells naming the call, then the data).  Two calls of
+ * on the receiver (cell 2P+4 + (2s + (i-1) % 2) * (D + EAGER/4) for call
+ * i of rank s, D = PLD_COLL_DESC_CELLS: D cells naming the call, the last
+ * its number, then the data).  Two calls of
  * exactly that much (pair 0: an allreduce, then an all-to-all of rows that
  * long; pair 1: a broadcast from the last rank, then a reduce-scatter)
  * leave each rank's data for each receiver there (the broadcast: the
  * root's only); one element more and the data goes the other way, the
  * slots hold the calls' descriptions only (their data cells stay zero). */
 static void small_calls(int p, int64_t len, int pair) {
-  const int64_t words = PLD_COLL_EAGER_BYTES / 4, slot = 4 + words;
+  const int64_t words = PLD_COLL_EAGER_BYTES / 4, desc = PLD_COLL_DESC_CELLS;
+  const int64_t slot = desc + words;
   struct run r;
   const int kinds[] = {S_EXACT};
   run_init(&r, PLD_FP32, p, 1, len, len, 1, kinds, 1);
@@ -1301,7 +1303,7 @@ static void small_calls(int p, int64_t len, int pair) {
         const int32_t *cells = r.dsig + (size_t)q * (size_t)r.ns + 2 * p + 4 +
                                (2 * s + (call - 1) % 2) * slot;
         /* The call number, in the description's last cell. */
-        assert_int_equal(cells[3], call);
+        assert_int_equal(cells[desc - 1], call);
         const char *want = call == 1
                                ? (const char *)r.dxa + s * len * 4
                                : (const char *)r.dxm + (s * p + q) * len * 4;
@@ -1309,12 +1311,12 @@ static void small_calls(int p, int64_t len, int pair) {
           int32_t w = 0;
           if (small && i < len && (pair == 0 || call == 2 || s == p - 1))
             memcpy(&w, want + i * 4, 4);
-          if (cells[4 + i] != w) {
+          if (cells[desc + i] != w) {
             print_error("%d ranks, %lld elements: rank %d's slot for rank %d, "
                         "call %d of pair %d, data word %lld holds %d, "
                         "expected %d\n",
                         p, (long long)len, q, s, call, pair, (long long)i,
-                        (int)cells[4 + i], (int)w);
+                        (int)cells[desc + i], (int)w);
             fail();
           }
         }

@@ -6,7 +6,8 @@
  * PLD_ERR_MISMATCH and a message naming each rank's call, instead of hanging or
  * corrupting data; a rank that never makes a call is a deadlock, reported
  * within a second with the collective, call number and round of every blocked
- * rank; a pld_notify on the signal window a collective used is refused.
+ * rank; a notify, wait or remote store on a cell of a signal window a
+ * collective of the program used is refused, before or after it.
  * After each, the same program runs correctly again. */
 #include "comm_test.h"
 
@@ -57,12 +58,19 @@ enum {
   C_ALLREDUCE_MODE_4,
   C_ALL_TO_ALL_V_SEND_SHAPE, /* send_counts INT32[P, 2] */
   C_ALL_TO_ALL_V_RECV_SHAPE,
-  C_TILES_TAKEN, /* allreduce with all but flag[FL_ARG] bytes of tile memory
-                    taken */
-  C_STRAY_NOTIFY /* pld_notify(sig, next rank, cell flag[FL_ARG]) */
+  C_TILES_TAKEN,  /* allreduce with all but flag[FL_ARG] bytes of tile memory
+                     taken */
+  C_STRAY_NOTIFY, /* pld_notify(sig, next rank, cell flag[FL_ARG]) */
+  C_STRAY_WAIT,   /* pld_wait(sig, cell flag[FL_ARG]) for >= 0 */
+  C_STRAY_STORE,  /* pld_remote_store of a zero cell into the next rank's
+                     sig, cell flag[FL_ARG] */
+  C_STRAY_PUT     /* pld_put_notify of data to the next rank, notifying its
+                     cell flag[FL_ARG] of sig */
 };
 
-enum { FL_BAD, FL_BAD_CALL, FL_GOOD_CALL, FL_CALLS, FL_ARG, NFL };
+/* flag[FL_BAD_FIRST]: the rank at fault makes its bad call first, not
+ * last. */
+enum { FL_BAD, FL_BAD_CALL, FL_GOOD_CALL, FL_CALLS, FL_ARG, FL_BAD_FIRST, NFL };
 
 /* Window buffers in the order h_misuse allocates them: message say
  * "buffer #k". */
@@ -209,6 +217,22 @@ static void do_call(pld_core k, const struct mis *g, int what, int32_t arg) {
     pld_notify(k, g->sig, (pld_rank(k, pld_window_comm(g->sig)) + 1) % n,
                PLD_AT(arg), 1, PLD_NOTIFY_ADD);
     break;
+  case C_STRAY_WAIT:
+    pld_wait(k, g->sig, PLD_AT(arg), 0, PLD_WAIT_GE);
+    break;
+  case C_STRAY_STORE: {
+    pld_tile *t = pld_full(k, PLD_INT32, 1, 1, 0);
+    pld_remote_store(k, t, g->sig,
+                     (pld_rank(k, pld_window_comm(g->sig)) + 1) % n, 0, arg,
+                     PLD_ATOMIC_NONE);
+    pld_tile_free(k, t);
+    break;
+  }
+  case C_STRAY_PUT:
+    pld_put_notify(k, g->data, (pld_rank(k, pld_window_comm(g->sig)) + 1) % n,
+                   pld_local(g->data), NULL, g->sig, PLD_AT(arg), 1,
+                   PLD_NOTIFY_ADD);
+    break;
   case C_TILES_TAKEN: {
     pld_tile *taken = pld_tile_new(k, PLD_UINT8, 1, arg);
     pld_allreduce(k, g->data, g->sig, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH);
@@ -227,12 +251,13 @@ static void misuse_body(pld_core k, pld_tensor flag, const struct mis *g) {
   const int32_t bad = (int32_t)pld_read(k, flag, PLD_AT(FL_BAD));
   const int calls = (int)pld_read(k, flag, PLD_AT(FL_CALLS));
   const int32_t arg = (int32_t)pld_read(k, flag, PLD_AT(FL_ARG));
+  const int at = pld_read(k, flag, PLD_AT(FL_BAD_FIRST)) ? 0 : calls - 1;
   for (int i = 0; i < calls; i++)
-    do_call(k, g,
-            (int)pld_read(k, flag,
-                          PLD_AT(me == bad && i == calls - 1 ? FL_BAD_CALL
-                                                             : FL_GOOD_CALL)),
-            arg);
+    do_call(
+        k, g,
+        (int)pld_read(
+            k, flag, PLD_AT(me == bad && i == at ? FL_BAD_CALL : FL_GOOD_CALL)),
+        arg);
 }
 
 #define MIS_STRUCT                                                             \
@@ -337,7 +362,8 @@ struct prog {
   int p, c, cube;
   pld_tensor flag, x, sc, cnt2, rc, y;
   int32_t blocks, odd, short_cells;
-  int32_t arg; /* flag[FL_ARG] of the runs */
+  int32_t arg;       /* flag[FL_ARG] of the runs */
+  int32_t bad_first; /* flag[FL_BAD_FIRST] of the runs */
   pld_program *prog;
 };
 
@@ -378,7 +404,7 @@ static int prog_run(struct prog *g, int bad, int bad_call, int good_call,
                     int calls, double *seconds) {
   int32_t *f = pld_tensor_data(g->flag);
   f[FL_BAD] = bad, f[FL_BAD_CALL] = bad_call, f[FL_GOOD_CALL] = good_call;
-  f[FL_CALLS] = calls, f[FL_ARG] = g->arg;
+  f[FL_CALLS] = calls, f[FL_ARG] = g->arg, f[FL_BAD_FIRST] = g->bad_first;
   return comm_timed_run(g->prog,
                         PLD_ARGS(g->flag, g->x, g->sc, g->cnt2, g->rc, g->y,
                                  g->blocks, g->odd, g->short_cells, g->cube),
@@ -833,8 +859,8 @@ static void stray_notify(int p, int c, int bad, int good, int cell,
            comm_ids[bad]);
   snprintf(what, sizeof what,
            "cell [%d] of %s is a cell of the signal window %s used on rank "
-           "%d in this run: the collectives count its cells, and nothing "
-           "else may write them",
+           "%d in this program: the collectives count its cells, and "
+           "nothing else may write or wait on them",
            cell, win("sig", B_SIG), coll, bad);
   const char *subs[] = {who, what, NULL};
   pld_test_assert_fails(st, PLD_ERR_ARG, __FILE__, __LINE__, subs);
@@ -848,6 +874,107 @@ static void test_stray_notify(void **state) {
   stray_notify(2, 1, 1, C_ALLREDUCE, 0, "pld_allreduce");
   stray_notify(3, 1, 0, C_BARRIER, p3 - 1, "pld_barrier");
   stray_notify(4, 2, 2, C_BROADCAST_0, p4 - 1, "pld_broadcast");
+}
+
+/* What a stray call of rank `bad` says when a collective used the signal
+ * window (fn refuses cell `cell`): the remote store names bytes. */
+static void stray_says(char *buf, size_t cap, int call, int bad, int cell,
+                       const char *coll) {
+  char at[64];
+  if (call == C_STRAY_STORE)
+    snprintf(at, sizeof at, "bytes [%d, %d) of %s hold cells of", cell * 4,
+             cell * 4 + 4, win("sig", B_SIG));
+  else
+    snprintf(at, sizeof at, "cell [%d] of %s is a cell of", cell,
+             win("sig", B_SIG));
+  snprintf(buf, cap,
+           "%s the signal window %s used on rank %d in this program: the "
+           "collectives count its cells, and nothing else may write or wait "
+           "on them",
+           at, coll, bad);
+}
+
+static const char *const stray_fns[] = {"pld_notify", "pld_wait",
+                                        "pld_remote_store", "pld_put_notify"};
+
+/* After a collective call of every rank on sig, rank `bad` of p makes
+ * stray call `call` (C_STRAY_*) on cell `cell`: refused, naming the
+ * collective; then, in a later run of the program, the same call with no
+ * collective before it in that run: refused too (the cells stay the
+ * collectives' for the program's life). */
+static void stray_after(int p, int bad, int call, int cell) {
+  struct prog g;
+  prog_init(&g, p, 1, -1, PLD_SIGNAL_CELLS(p, 1), 0);
+  g.arg = cell;
+  char who[128], what[320];
+  snprintf(who, sizeof who,
+           "%s: kernel k_misuse (rank %d, device %d, AIV core ",
+           stray_fns[call - C_STRAY_NOTIFY], bad, comm_ids[bad]);
+  stray_says(what, sizeof what, call, bad, cell, "pld_broadcast");
+  double seconds;
+  for (int run = 0; run < 2; run++) {
+    int st = prog_run(&g, bad, call, run ? C_NONE : C_BROADCAST_0, 2, &seconds);
+    const char *subs[] = {who, what, NULL};
+    pld_test_assert_fails(st, PLD_ERR_ARG, __FILE__, __LINE__, subs);
+  }
+  prog_runs_correctly(&g, C_ALLREDUCE);
+  prog_free(&g);
+}
+
+static void test_stray_use_after_a_collective(void **state) {
+  (void)state;
+  const int last2 = (int)PLD_SIGNAL_CELLS(2, 1) - 1,
+            last4 = (int)PLD_SIGNAL_CELLS(4, 1) - 1;
+  stray_after(2, 1, C_STRAY_WAIT, 0);
+  stray_after(3, 2, C_STRAY_STORE, 1);
+  stray_after(4, 0, C_STRAY_PUT, last4);
+  stray_after(2, 0, C_STRAY_STORE, last2);
+  stray_after(3, 0, C_STRAY_NOTIFY, 2);
+}
+
+/* Rank `bad` of p makes stray call `call` on cell `cell` (the view's last,
+ * which the first call leaves alone), then the collective call with the
+ * others: the collective is refused, naming the stray call and the cell;
+ * a later run's collective is refused too; a new program whose kernels
+ * make the stray call on another window runs. */
+static void stray_before(int p, int bad, int call, int cell) {
+  struct prog g;
+  prog_init(&g, p, 1, -1, PLD_SIGNAL_CELLS(p, 1), 0);
+  g.arg = cell;
+  g.bad_first = 1;
+  char who[128], what[320];
+  snprintf(who, sizeof who,
+           "pld_allreduce: kernel k_misuse (rank %d, device %d, AIV core ", bad,
+           comm_ids[bad]);
+  snprintf(what, sizeof what,
+           "signal %s: %s of rank %d used its cells in this program (the "
+           "first: cell [%d]): the collectives count every cell of their "
+           "signal window, and nothing else may write or wait on them",
+           win("sig", B_SIG),
+           call == C_STRAY_NOTIFY ? "pld_notify"
+           : call == C_STRAY_WAIT ? "pld_wait"
+           : call == C_STRAY_PUT  ? "pld_notify"
+                                  : "a remote store",
+           bad, cell);
+  double seconds;
+  for (int run = 0; run < 2; run++) {
+    int st =
+        prog_run(&g, bad, run ? C_ALLREDUCE : call, C_ALLREDUCE, 2, &seconds);
+    const char *subs[] = {who, what, NULL};
+    pld_test_assert_fails(st, PLD_ERR_ARG, __FILE__, __LINE__, subs);
+  }
+  prog_free(&g);
+}
+
+static void test_stray_use_before_a_collective(void **state) {
+  (void)state;
+  const int last2 = (int)PLD_SIGNAL_CELLS(2, 1) - 1,
+            last3 = (int)PLD_SIGNAL_CELLS(3, 1) - 1,
+            last4 = (int)PLD_SIGNAL_CELLS(4, 1) - 1;
+  stray_before(2, 1, C_STRAY_NOTIFY, last2);
+  stray_before(3, 0, C_STRAY_WAIT, last3);
+  stray_before(4, 3, C_STRAY_STORE, last4);
+  stray_before(3, 2, C_STRAY_PUT, last3);
 }
 
 /* Only the signal view is the collectives': one buffer holds a cell
@@ -986,6 +1113,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mismatched_calls),
     cmocka_unit_test(test_deadlock_rank_returns_early),
     cmocka_unit_test(test_stray_notify),
+    cmocka_unit_test(test_stray_use_after_a_collective),
+    cmocka_unit_test(test_stray_use_before_a_collective),
     cmocka_unit_test(test_notify_beside_signal),
 };
 
