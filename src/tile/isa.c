@@ -56,19 +56,30 @@ static size_t quote(char *buf, size_t cap, const char *value) {
   return n + pld__catf(buf + n, cap - n, "'%s", value[i] ? "..." : "");
 }
 
+int pld__isa_parse(const char *name) {
+  for (int level = 0; level < PLD__ISA_LEVELS; level++)
+    if (!strcmp(name, names[level]))
+      return level;
+  return -1;
+}
+
+/* Whether this build runs level on this CPU (best known): the one rule of
+ * PLD_ISA, pld__isa_set and pld__isa_runs. */
+static int runnable(int level) {
+  return level >= PLD__ISA_BASE && level <= best;
+}
+
 /* The level PLD_ISA asks for, or the best with the refusal recorded. */
 static int from_environment(void) {
   const char *v = getenv("PLD_ISA");
   if (!v || !*v || !strcmp(v, "auto"))
     return best;
-  int want = 0;
-  while (want < PLD__ISA_LEVELS && strcmp(v, names[want]) != 0)
-    want++;
-  if (want < PLD__ISA_LEVELS && want <= best && want >= PLD__ISA_BASE)
+  int want = pld__isa_parse(v);
+  if (want >= 0 && runnable(want))
     return want;
   size_t n = pld__catf(refusal, sizeof refusal, "environment: PLD_ISA=");
   n += quote(refusal + n, sizeof refusal - n, v);
-  if (want == PLD__ISA_LEVELS)
+  if (want < 0)
     pld__catf(refusal + n, sizeof refusal - n,
               ": expected generic, avx2, avx512 or auto (unset: the best "
               "this CPU has, here %s)",
@@ -103,6 +114,11 @@ int pld__isa_best(void) {
   return best;
 }
 
+int pld__isa_runs(int level) {
+  pld__isa_choose();
+  return runnable(level);
+}
+
 const char *pld__isa_refusal(void) {
   if (__atomic_load_n(&pld__isa_level, __ATOMIC_ACQUIRE) < 0)
     pld__isa_choose();
@@ -115,8 +131,7 @@ int pld__isa_check(const char *fn) {
 }
 
 int pld__isa_set(int level) {
-  pld__isa_choose();
-  if (level < PLD__ISA_BASE || level > best)
+  if (!pld__isa_runs(level))
     return pld__fail(PLD_ERR_CONFIG,
                      "pld__isa_set: level %s: this CPU and build run %s to "
                      "%s",

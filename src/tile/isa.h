@@ -98,8 +98,15 @@ static inline int pld__isa(void) {
 
 /* "generic", "avx2" or "avx512". */
 const char *pld__isa_name(int level);
+/* The level a name of pld__isa_name names, or -1. */
+int pld__isa_parse(const char *name);
 /* The best level this CPU runs (never below PLD__ISA_BASE). */
 int pld__isa_best(void);
+/* Whether this build can run level on this CPU: from PLD__ISA_BASE (what
+ * the build's own flags use) to the best the CPU has.  The one rule: a
+ * level PLD_ISA names is accepted, and pld__isa_set takes it, exactly
+ * when this says so, and the tile tests run each level where it does. */
+int pld__isa_runs(int level);
 /* Why PLD_ISA is refused ("environment: PLD_ISA='...': ..."), or NULL
  * when it is accepted (or unset).  The level in force is then the best. */
 const char *pld__isa_refusal(void);

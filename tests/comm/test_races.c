@@ -24,6 +24,9 @@
  * its reader is still acquiring would order the race away in that run.  The
  * programs below therefore never notify, after a racy access, a cell the other
  * side acquires before its own (see k_overwrite). */
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "comm_test.h"
 
 enum { DR = 4, DC = 8 }; /* the FP32 tile most programs move */
@@ -460,6 +463,103 @@ static void run_write_after_read_done(int n) {
 static void test_write_after_read_done(void **state) {
   (void)state;
   comm_over_rank_counts(run_write_after_read_done);
+}
+
+/* A read that a later, smaller read of the same bytes does not cover stays
+ * known: rank 0 loads bytes [0, 4) of rank 1's INT8 window, then byte
+ * [0, 1); only then does the last rank store bytes [2, 4) of it, with no
+ * signal between (SYNC_NONE): the store races with the first load, whose
+ * bytes [2, 4) the second does not cover.  The writer goes only once rank 0
+ * has made the marker file after its loads - an order in real time that no
+ * signal gives, so the detector does not see it - and the race must be
+ * reported as this write after rank 0's first load in every run.  With
+ * SYNC_SIGNAL, rank 0 notifies the writer after its loads and the writer
+ * waits for it: no race, and rank 0 read the window's zeros. */
+enum { UB = 8 }; /* bytes of the INT8 window */
+static char uncovered_marker[64];
+
+/* Makes the marker (rank 0, after its loads); waits for it (the writer),
+ * at most 30 s: a run stopped meanwhile stops the writer itself. */
+static void marker_make(void) {
+  int fd = open(uncovered_marker, O_CREAT | O_WRONLY, 0600);
+  if (fd >= 0)
+    close(fd);
+}
+static void marker_await(void) {
+  struct timespec nap = {0, 1000000L};
+  for (int i = 0; i < 30000 && access(uncovered_marker, F_OK) != 0; i++)
+    nanosleep(&nap, NULL);
+}
+
+#define UNCOVERED_PARAMS                                                       \
+  PLD_WINDOW(bytes, INT8, 1, UB), PLD_WINDOW(flag, INT32, NFLAG),              \
+      PLD_OUT(y, FP32, 1, 4), PLD_SCALAR(order, INT32)
+
+PLD_KERNEL(k_uncovered, k, UNCOVERED_PARAMS) {
+  pld_comm c = pld_window_comm(bytes);
+  int32_t me = pld_rank(k, c), writer = pld_nranks(k, c) - 1;
+  if (me == 0) {
+    pld_tile *wide = pld_remote_load(k, bytes, 1, 0, 0, 1, 4);
+    pld_tile *narrow = pld_remote_load(k, bytes, 1, 0, 0, 1, 1);
+    pld_tile *f = pld_tile_new(k, PLD_FP32, 1, 4);
+    pld_cast(k, f, wide);
+    pld_store(k, f, y, 0, 0);
+    pld_tile_free(k, narrow);
+    if (order == SYNC_SIGNAL)
+      pld_notify(k, flag, writer, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+    marker_make();
+  } else if (me == writer) {
+    marker_await();
+    if (order == SYNC_SIGNAL)
+      pld_wait(k, flag, PLD_AT(0), 1, PLD_WAIT_GE);
+    pld_remote_store(k, pld_full(k, PLD_INT8, 1, 2, 7), bytes, 1, 0, 2,
+                     PLD_ATOMIC_NONE);
+  }
+}
+PLD_DEVICE(d_uncovered, a, UNCOVERED_PARAMS) {
+  pld_launch(a, k_uncovered, 1, bytes, flag, y, order);
+}
+PLD_HOST(h_uncovered, h, PLD_OUT(y, FP32, NR, 1, 4), PLD_SCALAR(order, INT32)) {
+  pld_window_buf b8 = pld_window_alloc_shape(h, PLD_INT8, PLD_SHAPE(1, UB));
+  pld_window_buf fb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(NFLAG));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_uncovered, r,
+                 pld_window_view(h, b8, PLD_INT8, PLD_SHAPE(1, UB)),
+                 pld_window_view(h, fb, PLD_INT32, PLD_SHAPE(NFLAG)),
+                 pld_slice(h, y, r), order);
+}
+
+/* Runs h_uncovered on n ranks; y of rank 0 must be the window's zeros. */
+static int uncovered_run(int n, int32_t order) {
+  pld_config cfg = race_config(n, "races");
+  snprintf(uncovered_marker, sizeof uncovered_marker, "/tmp/pld-races-%d",
+           (int)getpid());
+  unlink(uncovered_marker);
+  pld_tensor y = comm_tensor(PLD_FP32, 3, (int64_t[]){n, 1, 4});
+  float *ys = pld_tensor_data(y);
+  for (int i = 0; i < 4; i++)
+    ys[i] = -1;
+  int st = pld_run(h_uncovered, &cfg, PLD_ARGS(y, order));
+  unlink(uncovered_marker);
+  if (st == PLD_OK)
+    comm_expect_f32("rank 0's load of the window", ys,
+                    (const float[4]){0, 0, 0, 0}, 4);
+  pld_tensor_destroy(y);
+  return st;
+}
+
+static void run_read_not_covered_by_a_smaller_one(int n) {
+  expect_race(uncovered_run(n, SYNC_NONE), n, "bytes", "write", "read",
+              WHY_WRITE_AFTER_READ, WHY_READ_AFTER_WRITE, 1,
+              {"bytes [2, 4): this write is not ordered after the read by "
+               "rank 0 (device ",
+               "kernel k_uncovered on ", "(pld_remote_load, bytes [0, 4))",
+               "pld_remote_store"});
+  assert_ok(uncovered_run(n, SYNC_SIGNAL));
+}
+static void test_read_not_covered_by_a_smaller_one(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_read_not_covered_by_a_smaller_one);
 }
 
 /* ---- 3. two plain writes ------------------------------------------------ */
@@ -1560,6 +1660,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_read_after_barrier_or_signal),
     cmocka_unit_test(test_write_while_peer_reads),
     cmocka_unit_test(test_write_after_read_done),
+    cmocka_unit_test(test_read_not_covered_by_a_smaller_one),
     cmocka_unit_test(test_two_unordered_writes),
     cmocka_unit_test(test_neighbouring_bytes_are_no_race),
     cmocka_unit_test(test_race_beside_a_neighbouring_write),

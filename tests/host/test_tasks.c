@@ -248,6 +248,108 @@ static void test_task_chain(void **state) {
   pld_tensor_destroy(y);
 }
 
+/* ---- a task after a write and a read of overlapping parts ------------- */
+
+/* The writer rank writes x = src * 3 + 1 and the reader rank reads x into
+ * y = x * 2 - 5, on overlapping parts of x: wide, the writer all of x and
+ * the reader x[1]; narrow, the writer x[0] and the reader all of x.  The
+ * task then copies x, as it sees it, into z.  It must see the writer's
+ * result wherever the writer wrote: before a task, only what a call wrote
+ * is copied back from device memory, never a slice a call only read (the
+ * reader's copy of x holds x as it was).  Slices overlap only by one
+ * holding the other, so wide and narrow put each call's part inside the
+ * other's. */
+/* dst = a * s + c over a's rows of L (a [L] tensor is one row). */
+static void affine(pld_core k, pld_tensor a, pld_tensor dst, int32_t s,
+                   int32_t c) {
+  for (int64_t i = 0; i < pld_tensor_numel(a) / L; i++) {
+    pld_tile *t = pld_load(k, a, i, 0, 1, L);
+    pld_muls(k, t, t, s);
+    pld_adds(k, t, t, c);
+    pld_store(k, t, dst, i, 0);
+    pld_tile_free(k, t);
+  }
+}
+#define AFFINE_ROW_PARAMS                                                      \
+  PLD_IN(a, INT32, L), PLD_OUT(dst, INT32, L), PLD_SCALAR(s, INT32),           \
+      PLD_SCALAR(c, INT32)
+#define AFFINE_ROWS_PARAMS                                                     \
+  PLD_IN(a, INT32, 2, L), PLD_OUT(dst, INT32, 2, L), PLD_SCALAR(s, INT32),     \
+      PLD_SCALAR(c, INT32)
+PLD_KERNEL(k_affine_row, k, AFFINE_ROW_PARAMS) { affine(k, a, dst, s, c); }
+PLD_KERNEL(k_affine_rows, k, AFFINE_ROWS_PARAMS) { affine(k, a, dst, s, c); }
+PLD_DEVICE(d_affine_row, d, AFFINE_ROW_PARAMS) {
+  pld_launch(d, k_affine_row, 1, a, dst, s, c);
+}
+PLD_DEVICE(d_affine_rows, d, AFFINE_ROWS_PARAMS) {
+  pld_launch(d, k_affine_rows, 1, a, dst, s, c);
+}
+PLD_HOST_TASK(t_copy, t, PLD_IN(a, INT32, 2, L), PLD_OUT(b, INT32, 2, L)) {
+  (void)t;
+  memcpy(pld_tensor_data(b), pld_tensor_data(a), 2 * L * sizeof(int32_t));
+}
+PLD_HOST(h_overlap, h, PLD_IN(src, INT32, 2, L), PLD_INOUT(x, INT32, 2, L),
+         PLD_OUT(y, INT32, 2, L), PLD_OUT(z, INT32, 2, L),
+         PLD_SCALAR(writer, INT32), PLD_SCALAR(reader, INT32),
+         PLD_SCALAR(wide, INT32)) {
+  if (wide) {
+    pld_dispatch(h, d_affine_rows, writer, src, x, 3, 1);
+    pld_dispatch(h, d_affine_row, reader, pld_slice(h, x, 1),
+                 pld_slice(h, y, 1), 2, -5);
+  } else {
+    pld_dispatch(h, d_affine_row, writer, pld_slice(h, src, 0),
+                 pld_slice(h, x, 0), 3, 1);
+    pld_dispatch(h, d_affine_rows, reader, x, y, 2, -5);
+  }
+  /* Every rank is dispatched: the others copy src[0] where nobody looks. */
+  for (int r = 0; r < pld_world_size(h); r++)
+    if (r != writer && r != reader)
+      pld_dispatch(h, d_affine_row, r, pld_slice(h, src, 0),
+                   pld_host_tensor(h, PLD_INT32, PLD_SHAPE(L)), 1, 0);
+  pld_host_task(h, t_copy, x, z);
+}
+
+static void test_task_sees_write_beside_overlapping_read(void **state) {
+  (void)state;
+  static const int32_t pairs[][2] = {{1, 2}, {2, 1}}; /* writer, reader */
+  for (int n = 3; n <= 4; n++)
+    for (int pair = 0; pair < 2; pair++)
+      for (int32_t wide = 0; wide < 2; wide++) {
+        pld_config cfg = test_config(ids, n, 0, 1);
+        cfg.platform = n == 3 ? "a5sim" : "a2a3sim";
+        int32_t writer = pairs[pair][0], reader = pairs[pair][1];
+        pld_tensor src = int_tensor(2, L, 3), x = int_tensor(2, L, 8);
+        pld_tensor y = int_tensor(2, L, 0), z = int_tensor(2, L, 0);
+        int32_t x0[2 * L], y0[2 * L];
+        memcpy(x0, pld_tensor_data(x), sizeof x0);
+        memcpy(y0, pld_tensor_data(y), sizeof y0);
+        assert_ok(pld_run(h_overlap, &cfg,
+                          PLD_ARGS(src, x, y, z, writer, reader, wide)));
+        /* Rows the writer wrote and the reader read: wide, 0 and 1 and
+         * row 1; narrow, row 0 and 0 and 1. */
+        const int32_t *ss = pld_tensor_data(src), *xs = pld_tensor_data(x),
+                      *ys = pld_tensor_data(y), *zs = pld_tensor_data(z);
+        for (int i = 0; i < 2 * L; i++) {
+          int row = i / L;
+          int written = wide || row == 0, read = !wide || row == 1;
+          int32_t want_x = written ? ss[i] * 3 + 1 : x0[i];
+          int32_t want_y = read ? x0[i] * 2 - 5 : y0[i];
+          if (zs[i] != want_x || xs[i] != want_x || ys[i] != want_y) {
+            print_error("%d ranks, writer %d, reader %d, %s: element %d: "
+                        "the task saw x = %d, x after the run %d, y %d; "
+                        "expected x = %d, y = %d\n",
+                        n, writer, reader, wide ? "wide" : "narrow", i, zs[i],
+                        xs[i], ys[i], want_x, want_y);
+            fail();
+          }
+        }
+        pld_tensor_destroy(src);
+        pld_tensor_destroy(x);
+        pld_tensor_destroy(y);
+        pld_tensor_destroy(z);
+      }
+}
+
 /* A cycle through the host: rank 0's dispatch waits for a flag rank 1's
  * second dispatch sets, which waits for the task, which waits for rank
  * 0's dispatch.  Reported as a deadlock naming each link. */
@@ -483,6 +585,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_task_order_follows_data),
     cmocka_unit_test(test_task_chain),
     cmocka_unit_test(test_task_deadlock_reported),
+    cmocka_unit_test(test_task_sees_write_beside_overlapping_read),
     cmocka_unit_test(test_task_failure),
     cmocka_unit_test(test_intermediate_after_run),
     cmocka_unit_test(test_task_and_intermediate_misuse),

@@ -62,6 +62,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cube_core_refuses_vector_ops),
     cmocka_unit_test(test_vector_op_table_is_complete),
     cmocka_unit_test(test_cube_core_allowed_calls),
+    cmocka_unit_test(test_isa_level_in_force),
 };
 
 PLD_TEST_MAIN("tile", tests)

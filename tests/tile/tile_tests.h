@@ -72,4 +72,7 @@ void test_cube_core_refuses_vector_ops(void **state);
 void test_vector_op_table_is_complete(void **state);
 void test_cube_core_allowed_calls(void **state);
 
+/* test_isa.c */
+void test_isa_level_in_force(void **state);
+
 #endif
