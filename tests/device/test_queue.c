@@ -202,7 +202,10 @@ static double failure_cancels(int n, int first, int step,
                               const char *platform) {
   pld_config cfg = test_config(ids, n, first, step);
   cfg.platform = platform;
-  cfg.max_in_flight = 6;
+  /* Room for all 7: no submit drives the runs (a driver could end runs 1
+   * to 3 and cancel those behind before run 7 is posted, which would then
+   * begin a chain of its own and succeed). */
+  cfg.max_in_flight = NJ;
   const int64_t shape[] = {n, TR, TC};
   pld_tensor x[NJ], y[NJ];
   for (int k = 0; k < NJ; k++) {
@@ -757,11 +760,10 @@ PLD_HOST(h_task, h, PLD_IN(x, FP32, NR, TR, TC), PLD_OUT(y, FP32, NR, TR, TC),
 static void task_wait_stopped(int n, int first, const char *platform) {
   pld_config cfg = test_config(ids, n, first, 1);
   cfg.platform = platform;
-  cfg.max_in_flight = 3;
   const int64_t shape[] = {n, TR, TC};
   pld_tensor x = pld_test_tensor(3, shape, 0.75f, -1.0f);
-  pld_tensor y[3];
-  for (int k = 0; k < 3; k++) {
+  pld_tensor y[2];
+  for (int k = 0; k < 2; k++) {
     y[k] = pld_test_tensor(3, shape, 0, 0);
     poison(y[k]);
   }
@@ -773,24 +775,19 @@ static void task_wait_stopped(int n, int first, const char *platform) {
   char what[96];
   snprintf(what, sizeof what, "%s, %d ranks, waiting for a host task", platform,
            n);
-  pld_job *j[3];
+  pld_job *j[2];
   assert_ok(pld_program_submit(p, PLD_ARGS(x, y[0], s, fail_ms), 0, &j[0]));
   expect_job(j[0], PLD_OK, "", what);
   expect_y(x, y[0], 2.0f * 2.0f, 0, what); /* x * 2 * 2: exact */
+  /* Its job ends once every rank ended the run. */
   double t0 = now_ms();
   fail_ms = 5;
   assert_ok(pld_program_submit(p, PLD_ARGS(x, y[1], s, fail_ms), 0, &j[1]));
-  fail_ms = 0;
-  assert_ok(pld_program_submit(p, PLD_ARGS(x, y[2], s, fail_ms), 0, &j[2]));
   char head[128];
   snprintf(head, sizeof head,
            "pld_job: run 2: pld_load: kernel k_mulf (rank %d, device %d", n - 1,
            ids[n - 1]);
   expect_job(j[1], PLD_ERR_BOUNDS, head, what);
-  expect_job(j[2], PLD_ERR_CANCELLED,
-             "run 3 of the program was cancelled: run 2, submitted before "
-             "it, failed (PLD_ERR_BOUNDS)",
-             what);
   double took = now_ms() - t0;
   if (strstr(pld_job_message(j[1]), "restart")) {
     print_error("%s: a device was restarted: %s\n", what,
@@ -799,13 +796,12 @@ static void task_wait_stopped(int n, int first, const char *platform) {
   }
   expect_within(took, what);
   expect_y(x, y[1], 0, 1, what);
-  expect_y(x, y[2], 0, 1, what);
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < 2; k++)
     assert_ok(pld_job_free(j[k]));
   pld_program_destroy(p);
   assert_no_children();
   pld_tensor_destroy(x);
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < 2; k++)
     pld_tensor_destroy(y[k]);
 }
 
