@@ -191,9 +191,9 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv);
  * with PLD_ERR_BUSY.  A run that fails (its job's status says how)
  * cancels the runs queued behind it: their jobs end with
  * PLD_ERR_CANCELLED naming it; runs submitted afterwards run.  A crash
- * fails every run in flight with its report (the program is dead:
- * PLD_ERR_STATE after).  pld_program_run waits for the runs in flight
- * first, then runs, as a submit followed by a wait would.
+ * fails every run in flight with its report, naming the run that crashed
+ * (the program is dead: PLD_ERR_STATE after).  pld_program_run waits for the
+ * runs in flight first, then runs, as a submit followed by a wait would.
  * pld_program_destroy cancels the runs still queued (PLD_ERR_CANCELLED)
  * and waits for the ones running (runs queued on the devices: those
  * that started on any device); every job stays valid until
@@ -216,10 +216,20 @@ int pld_job_test(pld_job *job);
 /* Waits until the run is done: PLD_OK, or PLD_ERR_TIMEOUT after
  * timeout_ms milliseconds (0: do not wait; negative: no limit). */
 int pld_job_wait(pld_job *job, int64_t timeout_ms);
-/* A done run's status and message ("" on success; a failure of the run
- * itself starts "pld_job: run N: ", N its number in the program's
- * submissions); PLD_ERR_STATE (and the calling thread's message) while it
- * is not done. */
+/* A done run's status and message: "" on success; else it starts
+ * "pld_job: run N: ", N the run's number in the program's submissions
+ * (from 1), then says what failed, as pld_program_run would without its
+ * own name, however the run failed: a kernel's failure ("pld_job: run 2:
+ * pld_load: kernel k (rank 1, device 1, AIV core 0, block 0 of 1): ..."),
+ * a device function's ("pld_job: run 2: pld_launch (rank 1, device 1, in
+ * d): ..."), a deadlock or time limit report ("pld_job: run 2: deadlock:
+ * ..."), a crash ("pld_job: run 2: rank 1 (device 1) crashed ..."), its
+ * arguments refused by the checks; a run failed by the crash of an
+ * earlier one: "pld_job: run 3: the program died before this run ended
+ * (run 2, submitted before it, failed with PLD_ERR_CRASH): ..."; a
+ * cancelled run: "pld_job: run 3 of the program was cancelled: run 2,
+ * submitted before it, failed (...)".  PLD_ERR_STATE (and the calling
+ * thread's message) while it is not done. */
 int pld_job_status(pld_job *job);
 const char *pld_job_message(pld_job *job);
 /* Frees a done job: PLD_OK, PLD_ERR_STATE (not done), PLD_ERR_ARG (freed

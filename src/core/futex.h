@@ -27,6 +27,9 @@ static inline void pld__futex_wait(_Atomic uint32_t *word, uint32_t expected,
           expected, tp, NULL, 0);
 }
 
+/* Wakes every thread asleep on word.  The waker changes *word first: a
+ * waiter still polling it (pld__event_wait) never sees a wake that leaves
+ * it as it was, and then sleeps its whole timeout on the value it saw. */
 static inline void pld__futex_wake(_Atomic uint32_t *word, int shared) {
   syscall(SYS_futex, (uint32_t *)word, shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE,
           INT32_MAX, NULL, NULL, 0);

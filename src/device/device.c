@@ -257,13 +257,17 @@ static int aborted(const struct pld__devrun *d, char *msg, size_t cap) {
 static int await_tasks(const struct pld__devrun *d, struct pld__aicpu *a,
                        uint32_t n, char *msg, size_t cap) {
   _Atomic uint32_t *done = &d->world->tasks_done;
-  uint32_t seen;
-  int st = PLD_OK;
+  int st;
   pld__aicpu_busy(a, 0);
-  while ((seen = atomic_load_explicit(done, memory_order_acquire)) < n &&
-         !(st = aborted(d, msg, cap)))
+  for (;;) {
+    /* The count, then the abort word: a stop bumps the count too (see
+     * await_count), so a count reached may be the stop's. */
+    uint32_t seen = atomic_load_explicit(done, memory_order_acquire);
+    if ((st = aborted(d, msg, cap)) || seen >= n)
+      break;
     pld__event_wait(done, seen, &d->world->tasks_sleepers, &d->spin,
                     PLD__MS(PLD_ABORT_POLL_MS), 1);
+  }
   pld__aicpu_busy(a, 1);
   return st;
 }
@@ -321,17 +325,25 @@ static void report(const struct pld__devrun *d, uint32_t seq) {
 }
 
 /* Waits until *word holds at least need; 0 if the run is stopped first
- * (the host's abort word), as an AICPU waiting for its work: not busy. */
+ * (the host's abort word), as an AICPU waiting for its work: not busy.
+ *
+ * The host's stop raises the abort word, then bumps *word and wakes its
+ * sleepers (shm_abort): a wake that left the word as it was would be lost
+ * on a waiter still polling it, which would then sleep a whole
+ * PLD_ABORT_POLL_MS on the value it saw.  So the count is read first and
+ * the abort word after: a count reached may be the stop's bump, and a
+ * count that moved is read with the abort word raised before it. */
 static int await_count(const struct pld__devrun *d, _Atomic uint32_t *word,
                        uint32_t need) {
-  uint32_t v;
-  while ((v = atomic_load_explicit(word, memory_order_acquire)) < need) {
+  for (;;) {
+    uint32_t v = atomic_load_explicit(word, memory_order_acquire);
     if (atomic_load_explicit(&d->world->abort, memory_order_acquire))
       return 0;
+    if (v >= need)
+      return 1;
     pld__event_wait(word, v, &d->world->q_sleepers, &d->spin,
                     PLD__MS(PLD_ABORT_POLL_MS), 1);
   }
-  return 1;
 }
 
 /* The gate of queued run k (struct pld__cmd), the run before it on this

@@ -457,10 +457,13 @@ static void shm_abort(struct pld_program *p, uint32_t why) {
   atomic_store_explicit(&p->world->abort, why, memory_order_release);
   pld__shm_wake_all(&state(p)->fabric);
   /* Devices waiting for a host task, or at a queued run's gate, look at
-   * the abort word too. */
-  pld__futex_wake(&p->world->tasks_done, 1);
-  pld__futex_wake(&p->world->q_ok, 1);
-  pld__futex_wake(&p->world->q_zeroed, 1);
+   * the abort word too.  Each word they wait on is bumped as they are
+   * woken: a device still polling one sees it move (a wake alone would
+   * be lost on it, and it would sleep a whole PLD_ABORT_POLL_MS), and
+   * reads the abort word after the word (device.c: await_count). */
+  pld__event_signal(&p->world->tasks_done, &p->world->tasks_sleepers, 1);
+  pld__event_signal(&p->world->q_ok, &p->world->q_sleepers, 1);
+  pld__event_signal(&p->world->q_zeroed, &p->world->q_sleepers, 1);
 }
 
 static void shm_await(struct pld_program *p, uint32_t seen, int64_t ns,

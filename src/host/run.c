@@ -823,10 +823,13 @@ static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
     if (st)
       return st;
     (*next)++;
-    /* Done: the calls that wait for it may start (the release orders its
-     * copies into device memory before them). */
-    atomic_store_explicit(&p->world->tasks_done, (uint32_t)*next,
-                          memory_order_release);
+    /* Done: the calls that wait for it may start (the store orders its
+     * copies into device memory before them).  Sequentially consistent,
+     * not only a release: the load of the sleepers below must not be
+     * done before it, or a device counting itself asleep meanwhile could
+     * still read the old count and sleep unwoken (core/futex.h:
+     * pld__event_wait). */
+    atomic_store(&p->world->tasks_done, (uint32_t)*next);
     if (atomic_load(&p->world->tasks_sleepers))
       pld__futex_wake(&p->world->tasks_done, 1);
   }

@@ -152,17 +152,33 @@ static int busy(const struct pld_program *p, const struct pld__runner *r) {
                    p->host.sig->name, r->max);
 }
 
-/* j's result: status st and message msg.  A run's own failure
- * ("pld_program_run: ...", as the run said it) names the job's run
- * instead: "pld_job: run 2: ...". */
+/* msg without the name of the call that said it when that is the run's
+ * own ("pld_program_run: " or "pld_program_submit: "): the job's message
+ * names the run instead. */
+static const char *run_said(const char *msg) {
+  static const char *const fns[] = {"pld_program_run: ",
+                                    "pld_program_submit: "};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+    if (!strncmp(msg, fns[i], strlen(fns[i])))
+      return msg + strlen(fns[i]);
+  return msg;
+}
+
+/* j's result: status st and message msg, the run's failure however it
+ * failed (its checks, a kernel's or device function's failure, a
+ * deadlock, a time limit, a crash), named by the job's run: "pld_job: run
+ * 2: pld_load: kernel ...", "pld_job: run 2: deadlock: ...". */
 static void job_result(struct pld_job *j, int st, const char *msg) {
-  static const char run_fn[] = "pld_program_run: ";
   j->status = st;
-  if (st && !strncmp(msg, run_fn, sizeof run_fn - 1))
+  if (st)
     pld__catf(j->msg, sizeof j->msg, "pld_job: run %llu: %s",
-              (unsigned long long)j->seq, msg + sizeof run_fn - 1);
-  else if (st)
-    pld__catf(j->msg, sizeof j->msg, "%s", msg);
+              (unsigned long long)j->seq, run_said(msg));
+}
+
+/* A failed job's message past its "pld_job: run N: ". */
+static const char *job_said(const struct pld_job *j) {
+  const char *m = strchr(j->msg + strlen("pld_job: run "), ':');
+  return m ? m + 2 : j->msg;
 }
 
 /* Called with mu held: j is finished, its result set. */
@@ -183,37 +199,46 @@ static void job_done(struct pld__runner *r, struct pld_job *j, int st,
   job_end(r, j);
 }
 
-/* Called with mu held: every queued job cancelled, because job `why`
- * failed with status st (or the program died). */
-static void cancel_queued(struct pld__runner *r, const struct pld_job *why,
-                          int st) {
+/* Called with mu held: every queued job cancelled, because run `why` (its
+ * number) failed with status st, or (why 0) the program was destroyed.
+ * The number, not the job: a done job may be freed and its memory reused
+ * while its driver lets go of mu. */
+static void cancel_queued(struct pld__runner *r, uint64_t why, int st) {
   while (r->head) {
     struct pld_job *j = r->head;
     __atomic_store_n(&r->head, j->next, __ATOMIC_RELEASE);
-    char msg[256];
+    j->status = PLD_ERR_CANCELLED;
     if (why)
-      pld__catf(msg, sizeof msg,
+      pld__catf(j->msg, sizeof j->msg,
                 "pld_job: run %llu of the program was cancelled: run %llu, "
                 "submitted before it, failed (%s)",
-                (unsigned long long)j->seq, (unsigned long long)why->seq,
+                (unsigned long long)j->seq, (unsigned long long)why,
                 pld_status_name(st));
     else
-      pld__catf(msg, sizeof msg,
+      pld__catf(j->msg, sizeof j->msg,
                 "pld_job: run %llu of the program was cancelled: the "
                 "program was destroyed before it started",
                 (unsigned long long)j->seq);
-    job_done(r, j, PLD_ERR_CANCELLED, msg);
+    job_end(r, j);
   }
   r->tail = NULL;
 }
 
 /* Called with mu held: every queued job fails with the crash (status st,
- * message msg) that ended the one before it. */
-static void fail_queued(struct pld__runner *r, int st, const char *msg) {
+ * message msg, as the run or the drain said it) that ended the program
+ * after run `why` (its number) failed with status why_st. */
+static void fail_queued(struct pld__runner *r, uint64_t why, int why_st, int st,
+                        const char *msg) {
   while (r->head) {
     struct pld_job *q = r->head;
     __atomic_store_n(&r->head, q->next, __ATOMIC_RELEASE);
-    job_done(r, q, st, msg);
+    q->status = st;
+    pld__catf(q->msg, sizeof q->msg,
+              "pld_job: run %llu: the program died before this run ended "
+              "(run %llu, submitted before it, failed with %s): %s",
+              (unsigned long long)q->seq, (unsigned long long)why,
+              pld_status_name(why_st), run_said(msg));
+    job_end(r, q);
   }
   r->tail = NULL;
 }
@@ -256,9 +281,9 @@ static void *runner_main(void *arg) {
     job_done(r, j, st, st ? pld_last_error() : NULL);
     if (st && j->p->dead) {
       /* A crash: every run in flight fails with it. */
-      fail_queued(r, st, j->msg);
+      fail_queued(r, j->seq, st, st, job_said(j));
     } else if (st) {
-      cancel_queued(r, j, st);
+      cancel_queued(r, j->seq, st);
     }
   }
   pthread_mutex_unlock(&mu);
@@ -291,6 +316,7 @@ static void drive_step(struct pld__runner *r, int sleep) {
   while (r->head) {
     struct pld_job *j = r->head;
     int st = j->status, posted = j->q != NULL;
+    uint64_t seq = j->seq; /* j may be freed once done and mu let go */
     pthread_mutex_unlock(&mu);
     int over = !posted || pld__queue_step(p, j->q, j->argv, &st);
     if (!over && sleep && !ended)
@@ -315,10 +341,13 @@ static void drive_step(struct pld__runner *r, int sleep) {
         ds = pld__queue_drain(p, 1);
         pthread_mutex_lock(&mu);
       }
+      /* ds 0 and dead: the run itself crashed, and mu was held since (j
+       * is still the job that ran it). */
       if (p->dead)
-        fail_queued(r, ds ? ds : st, ds ? pld_last_error() : j->msg);
+        fail_queued(r, seq, st, ds ? ds : st,
+                    ds ? pld_last_error() : job_said(j));
       else
-        cancel_queued(r, j, st);
+        cancel_queued(r, seq, st);
     }
   }
 }
@@ -664,7 +693,7 @@ void pld__runner_stop(struct pld_program *p) {
         pthread_mutex_lock(&mu);
       }
     }
-    cancel_queued(r, NULL, PLD_ERR_CANCELLED);
+    cancel_queued(r, 0, PLD_ERR_CANCELLED);
     drive_give(r);
     pthread_mutex_unlock(&mu);
     pld__free(r);
@@ -678,7 +707,7 @@ void pld__runner_stop(struct pld_program *p) {
   if (r->started)
     pthread_join(r->thread, NULL);
   pthread_mutex_lock(&mu);
-  cancel_queued(r, NULL, PLD_ERR_CANCELLED);
+  cancel_queued(r, 0, PLD_ERR_CANCELLED);
   pthread_mutex_unlock(&mu);
   pld__free(r);
   p->runner = NULL;

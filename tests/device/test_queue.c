@@ -17,6 +17,9 @@
  *     run or submitted;
  *   - the watch runs while a thread waits: a kernel over its time limit
  *     fails its run, and cancels the runs behind it;
+ *   - a stop reaches a device still polling at its gate, or for a host
+ *     task, at once: with a 20 s abort poll, a failed run and the runs
+ *     behind it end within 4 s;
  *   - a chain of queued runs ends before the devices' counts of it (its
  *     length times the ranks) could leave 31 bits. */
 #include <pthread.h>
@@ -25,7 +28,8 @@
 #include <time.h>
 
 #include "../host/programs.h"
-#include "host/program.h" /* a chain's length (test_chain_full) */
+#include "core/tunables.h" /* the long poll (test_stop_reaches_*) */
+#include "host/program.h"  /* a chain's length (test_chain_full) */
 #include "host/submit.h"
 #include "pld_test.h"
 
@@ -192,11 +196,16 @@ enum { NJ = 8 };
 
 /* Runs 1 and 2 succeed, run 3 fails on the last rank after 30 ms (the
  * other ranks may run ahead meanwhile), runs 4 to 7 behind it are
- * cancelled, run 8 after that succeeds. */
-static void failure_cancels(int n, int first, int step, const char *platform) {
+ * cancelled, run 8 after that succeeds.  Returns the milliseconds from
+ * the first submit until run 7 was cancelled. */
+static double failure_cancels(int n, int first, int step,
+                              const char *platform) {
   pld_config cfg = test_config(ids, n, first, step);
   cfg.platform = platform;
-  cfg.max_in_flight = 6;
+  /* Room for all 7: no submit drives the runs (a driver could end runs 1
+   * to 3 and cancel those behind before run 7 is posted, which would then
+   * begin a chain of its own and succeed). */
+  cfg.max_in_flight = NJ;
   const int64_t shape[] = {n, TR, TC};
   pld_tensor x[NJ], y[NJ];
   for (int k = 0; k < NJ; k++) {
@@ -210,6 +219,7 @@ static void failure_cancels(int n, int first, int step, const char *platform) {
   assert_ok(pld_compile(h_mulf, &cfg, PLD_ARGS(x[0], y[0], s, fail_ms), &p));
   assert_ok(pld_program_prepare(p));
   pld_job *j[NJ];
+  double t0 = now_ms();
   for (int k = 0; k < 7; k++) {
     s = 1.5f + (float)k;
     fail_ms = k == 2 ? 30 : 0;
@@ -232,6 +242,7 @@ static void failure_cancels(int n, int first, int step, const char *platform) {
              k + 1);
     expect_job(j[k], PLD_ERR_CANCELLED, cancelled, what);
   }
+  double took = now_ms() - t0;
   s = -0.75f;
   fail_ms = 0;
   assert_ok(pld_program_submit(p, PLD_ARGS(x[7], y[7], s, fail_ms), 0, &j[7]));
@@ -246,6 +257,7 @@ static void failure_cancels(int n, int first, int step, const char *platform) {
     pld_tensor_destroy(x[k]);
     pld_tensor_destroy(y[k]);
   }
+  return took;
 }
 
 static void test_failure_cancels_runs_ahead(void **state) {
@@ -651,6 +663,157 @@ static void test_time_limit_while_waiting(void **state) {
   time_limit(3, "a2a3sim");
 }
 
+/* ---- a stop reaches the devices still polling --------------------------- */
+
+/* A stopped run wakes the devices waiting at a queued run's gate, or for a
+ * host task, by changing the word they wait on: a device still polling
+ * that word, not yet asleep, sees the stop at once.  These cases leave no
+ * other way to see it soon: a device asleep looks at the abort word only
+ * every PLD_ABORT_POLL_MS, 20 s here, and the devices poll 20 ms before
+ * they sleep (PLD_SPIN_US), so that the stop comes while the device it
+ * must reach still polls.  A wake that leaves the word as it was is lost
+ * on that device, and the run ends only when its 20 s sleep does.  The
+ * runs themselves take milliseconds: the bound, 4 s, leaves a machine
+ * loaded many times over a wide margin, and is a fifth of the poll. */
+enum { LONG_POLL_MS = 20000, POLL_US = 20000, STOPPED_WITHIN_MS = 4000 };
+
+static void set_env(const char *name, long long value) {
+  char text[32];
+  snprintf(text, sizeof text, "%lld", value);
+  assert_int_equal(setenv(name, text, 1), 0);
+}
+
+/* The long poll, for this process and its devices; the stop's grace past
+ * the poll, so that a lost wake is not cut short by a restart.  The
+ * tunables are read once per process: a case run after another (all of
+ * them in one process) skips, as CTest runs each alone. */
+static void long_poll(void) {
+  set_env("PLD_ABORT_POLL_MS", LONG_POLL_MS);
+  set_env("PLD_SPIN_US", POLL_US);
+  set_env("PLD_STOP_GRACE_MS", 2 * LONG_POLL_MS);
+  const struct pld__tunables *t = pld__tunables();
+  if (t->PLD_ABORT_POLL_MS != LONG_POLL_MS || t->PLD_SPIN_US != POLL_US ||
+      t->PLD_STOP_GRACE_MS != 2 * LONG_POLL_MS) {
+    print_message("the tunables were read before this case: run it alone "
+                  "(ctest does)\n");
+    skip();
+  }
+}
+
+static void expect_within(double took, const char *what) {
+  if (took > STOPPED_WITHIN_MS) {
+    print_error("%s: the stop took %.0f ms to reach every device (abort "
+                "poll %d ms, bound %d ms): a wake was lost\n",
+                what, took, LONG_POLL_MS, STOPPED_WITHIN_MS);
+    fail();
+  }
+}
+
+/* The failed rank alone waits at a gate when the stop comes: the other
+ * ranks ran ahead (runs without windows wait only for their own device),
+ * and the failed one is at its next run's gate, still polling. */
+static void test_stop_reaches_polling_gate(void **state) {
+  (void)state;
+  long_poll();
+  static const struct {
+    int n, first, step;
+    const char *platform;
+  } cases[] = {{2, 0, 1, "a2a3sim"}, {3, 6, -3, "a5sim"},  {4, 2, 1, "a2a3sim"},
+               {2, 3, 1, "a5sim"},   {3, 0, 2, "a2a3sim"}, {4, 7, -2, "a5sim"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    double took = failure_cancels(cases[i].n, cases[i].first, cases[i].step,
+                                  cases[i].platform);
+    char what[96];
+    snprintf(what, sizeof what,
+             "%s, %d ranks: a failed run and the 4 runs "
+             "cancelled behind it",
+             cases[i].platform, cases[i].n);
+    expect_within(took, what);
+  }
+}
+
+/* b = a, on the host. */
+PLD_HOST_TASK(t_copy, t, PLD_IN(a, FP32, NR, TR, TC),
+              PLD_OUT(b, FP32, NR, TR, TC)) {
+  (void)t;
+  memcpy(pld_tensor_data(b), pld_tensor_data(a),
+         (size_t)pld_tensor_numel(a) * sizeof(float));
+}
+/* Call 1 on each rank: part = x * s (on the last rank after spinning
+ * fail_ms, then out of bounds, when fail_ms > 0); the host task copies
+ * part to mid; call 2 on each rank waits for it: y = mid * s. */
+PLD_HOST(h_task, h, PLD_IN(x, FP32, NR, TR, TC), PLD_OUT(y, FP32, NR, TR, TC),
+         PLD_SCALAR(s, FP32), PLD_SCALAR(fail_ms, INT32)) {
+  int n = pld_world_size(h);
+  pld_tensor part = pld_host_tensor(h, PLD_FP32, PLD_SHAPE(n, TR, TC));
+  pld_tensor mid = pld_host_tensor(h, PLD_FP32, PLD_SHAPE(n, TR, TC));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_mulf, r, pld_slice(h, x, r), pld_slice(h, part, r), s,
+                 r == n - 1 ? fail_ms : 0);
+  pld_host_task(h, t_copy, part, mid);
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_mulf, r, pld_slice(h, mid, r), pld_slice(h, y, r), s, 0);
+}
+
+/* Every rank but the last waits for the host task when the last one fails
+ * (5 ms into the run, well within the devices' 20 ms of polling). */
+static void task_wait_stopped(int n, int first, const char *platform) {
+  pld_config cfg = test_config(ids, n, first, 1);
+  cfg.platform = platform;
+  const int64_t shape[] = {n, TR, TC};
+  pld_tensor x = pld_test_tensor(3, shape, 0.75f, -1.0f);
+  pld_tensor y[2];
+  for (int k = 0; k < 2; k++) {
+    y[k] = pld_test_tensor(3, shape, 0, 0);
+    poison(y[k]);
+  }
+  pld_program *p = NULL;
+  float s = 2.0f;
+  int32_t fail_ms = 0;
+  assert_ok(pld_compile(h_task, &cfg, PLD_ARGS(x, y[0], s, fail_ms), &p));
+  assert_ok(pld_program_prepare(p));
+  char what[96];
+  snprintf(what, sizeof what, "%s, %d ranks, waiting for a host task", platform,
+           n);
+  pld_job *j[2];
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y[0], s, fail_ms), 0, &j[0]));
+  expect_job(j[0], PLD_OK, "", what);
+  expect_y(x, y[0], 2.0f * 2.0f, 0, what); /* x * 2 * 2: exact */
+  /* Its job ends once every rank ended the run. */
+  double t0 = now_ms();
+  fail_ms = 5;
+  assert_ok(pld_program_submit(p, PLD_ARGS(x, y[1], s, fail_ms), 0, &j[1]));
+  char head[128];
+  snprintf(head, sizeof head,
+           "pld_job: run 2: pld_load: kernel k_mulf (rank %d, device %d", n - 1,
+           ids[n - 1]);
+  expect_job(j[1], PLD_ERR_BOUNDS, head, what);
+  double took = now_ms() - t0;
+  if (strstr(pld_job_message(j[1]), "restart")) {
+    print_error("%s: a device was restarted: %s\n", what,
+                pld_job_message(j[1]));
+    fail();
+  }
+  expect_within(took, what);
+  expect_y(x, y[1], 0, 1, what);
+  for (int k = 0; k < 2; k++)
+    assert_ok(pld_job_free(j[k]));
+  pld_program_destroy(p);
+  assert_no_children();
+  pld_tensor_destroy(x);
+  for (int k = 0; k < 2; k++)
+    pld_tensor_destroy(y[k]);
+}
+
+static void test_stop_reaches_task_wait(void **state) {
+  (void)state;
+  long_poll();
+  task_wait_stopped(2, 0, "a2a3sim");
+  task_wait_stopped(3, 4, "a5sim");
+  task_wait_stopped(4, 1, "a2a3sim");
+  task_wait_stopped(2, 6, "a5sim");
+}
+
 /* ---- the length of a chain ---------------------------------------------- */
 
 static void test_chain_full(void **state) {
@@ -680,6 +843,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_threads_wait_together),
     cmocka_unit_test(test_sharing_program_comes_after),
     cmocka_unit_test(test_time_limit_while_waiting),
+    cmocka_unit_test(test_stop_reaches_polling_gate),
+    cmocka_unit_test(test_stop_reaches_task_wait),
     cmocka_unit_test(test_chain_full),
 };
 

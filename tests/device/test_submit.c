@@ -4,7 +4,9 @@
  * it wrote (the next run's inputs may be copied while one runs: runs with
  * equal scalar values); the caller's thread runs on while a run
  * computes; the depth limit; a failed, deadlocked or crashed run and the
- * runs queued behind it; destroying a program with runs in flight; misuse
+ * runs queued behind it; the message of a failed run, which names it
+ * however it failed, on both ways of running submitted runs; destroying a
+ * program with runs in flight; misuse
  * of the handles; pld_program_run after submits; and new scalar values
  * through submits. */
 #include <fcntl.h>
@@ -381,15 +383,24 @@ enum {
   C_OOB,      /* the last rank loads a row past the end of x */
   C_DEADLOCK, /* rank 0 waits on a cell nobody notifies */
   C_CRASH,    /* the last rank writes to an address nobody maps */
-  C_EXTRA     /* the host orchestrator makes one more dispatch to rank 0 */
+  C_EXTRA,    /* the host orchestrator makes one more dispatch to rank 0 */
+  C_TILES,    /* the last rank asks for a tile larger than tile memory */
+  C_LAUNCH,   /* the last rank's device function launches 0 blocks */
+  C_HOLD      /* the host orchestrator, traced again for this value, waits
+                 until the test lets it go (release) */
 };
 
 /* Created by rank 0's kernel when it starts spinning: the run is running.
  * Set before the device processes are forked, which inherit it. */
 static char marker[64];
+/* Created by the test to let a run with C_HOLD go on. */
+static char release[64];
 /* An address no process maps, read at run time so that the compiler cannot
  * see the fault coming. */
 static volatile uintptr_t bad_address = 16;
+/* Compiling traces the device functions in the test's process: C_LAUNCH
+ * fails only where it runs, on the device. */
+static pid_t test_pid;
 
 static void spin_for(int32_t ms) {
   double until = now_ms() + ms;
@@ -415,6 +426,8 @@ PLD_KERNEL(k_ctl, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
   if (mode == C_CRASH && last)
     *(volatile int *)bad_address = 1;
+  if (mode == C_TILES && last)
+    pld_tile_new(k, PLD_FP32, 1024, 1024);
   pld_tile *t = pld_load(k, x, mode == C_OOB && last ? 1 : 0, 0, TR, TC);
   pld_muls(k, t, t, tag);
   pld_store(k, t, y, 0, 0);
@@ -422,16 +435,23 @@ PLD_KERNEL(k_ctl, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
 PLD_DEVICE(d_ctl, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
            PLD_WINDOW(sig, INT32, 1), PLD_SCALAR(tag, FP32),
            PLD_SCALAR(mode, INT32), PLD_SCALAR(ms, INT32)) {
-  pld_launch(a, k_ctl, 1, x, y, sig, tag, mode, ms);
+  int32_t blocks = mode == C_LAUNCH && getpid() != test_pid ? 0 : 1;
+  pld_launch(a, k_ctl, blocks, x, y, sig, tag, mode, ms);
 }
 PLD_HOST(h_ctl, h, PLD_IN(x, FP32, NR, TR, TC), PLD_OUT(y, FP32, NR, TR, TC),
          PLD_SCALAR(tag, FP32), PLD_SCALAR(mode, INT32),
          PLD_SCALAR(ms, INT32)) {
+  /* Traced on the thread that runs the run (the runner's): the runs
+   * submitted meanwhile wait behind it.  At most 10 s. */
+  for (int i = 0; mode == C_HOLD && access(release, F_OK) != 0 && i < 10000;
+       i++)
+    usleep(1000);
   pld_window_buf buf = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
-  for (int r = 0; r < pld_world_size(h); r++)
+  int n = pld_world_size(h);
+  for (int r = 0; r < n; r++)
     pld_dispatch(h, d_ctl, r, pld_slice(h, x, r), pld_slice(h, y, r),
-                 pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(1)), tag, mode,
-                 ms);
+                 pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(1)), tag,
+                 mode == C_LAUNCH && r != n - 1 ? C_OK : mode, ms);
   if (mode == C_EXTRA)
     pld_dispatch(h, d_ctl, 0, pld_slice(h, x, 0), pld_slice(h, y, 0),
                  pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(1)), tag, mode,
@@ -446,15 +466,14 @@ struct ctl {
   pld_program *p;
 };
 
-/* A prepared h_ctl over n ranks, compiled with tag 1, C_OK, no spin.  Run
- * i reads x[i] (each different) and writes y[i]. */
-static void ctl_setup(struct ctl *c, int n, int first, int step,
-                      const char *platform, int depth) {
+/* A prepared h_ctl over n ranks (cfg's), compiled with tag 1, C_OK, no
+ * spin.  Run i reads x[i] (each different) and writes y[i]. */
+static void ctl_setup_cfg(struct ctl *c, int n, const pld_config *cfg) {
+  test_pid = getpid();
   snprintf(marker, sizeof marker, "/tmp/pld-submit-%d", (int)getpid());
   unlink(marker);
-  pld_config cfg = test_config(ids, n, first, step);
-  cfg.platform = platform;
-  cfg.max_in_flight = depth;
+  snprintf(release, sizeof release, "/tmp/pld-submit-go-%d", (int)getpid());
+  unlink(release);
   c->n = n;
   const int64_t shape[] = {n, TR, TC};
   for (int i = 0; i < NY; i++) {
@@ -466,9 +485,17 @@ static void ctl_setup(struct ctl *c, int n, int first, int step,
   float tag = 1.0f;
   int32_t mode = C_OK, ms = 0;
   c->p = NULL;
-  assert_ok(pld_compile(h_ctl, &cfg, PLD_ARGS(c->x[0], c->y[0], tag, mode, ms),
+  assert_ok(pld_compile(h_ctl, cfg, PLD_ARGS(c->x[0], c->y[0], tag, mode, ms),
                         &c->p));
   assert_ok(pld_program_prepare(c->p));
+}
+
+static void ctl_setup(struct ctl *c, int n, int first, int step,
+                      const char *platform, int depth) {
+  pld_config cfg = test_config(ids, n, first, step);
+  cfg.platform = platform;
+  cfg.max_in_flight = depth;
+  ctl_setup_cfg(c, n, &cfg);
 }
 
 static int ctl_submit(struct ctl *c, int yi, float tag, int32_t mode,
@@ -485,6 +512,7 @@ static void ctl_teardown(struct ctl *c) {
     pld_tensor_destroy(c->y[i]);
   }
   unlink(marker);
+  unlink(release);
 }
 
 /* Waits (at most 10 s) until a run has started spinning. */
@@ -717,6 +745,202 @@ static void test_crash_fails_all(void **state) {
   ctl_teardown(&c);
 }
 
+/* ---- a failed run's message names it ------------------------------------ */
+
+/* How run 2 fails, and what its message says: it starts with `start`
+ * and holds `sub`, where "{r}" stands for the rank the message names
+ * (`rank`: 0 or the last), "{d}" for its device and "{n}" for the rank
+ * count. */
+enum {
+  F_BOUNDS,   /* a kernel's pld_load out of range */
+  F_TILES,    /* a kernel's tile over tile memory */
+  F_LAUNCH,   /* a device function's launch refused */
+  F_DEADLOCK, /* a wait nobody notifies */
+  F_TIMEOUT,  /* a kernel over its time limit */
+  F_CRASH,    /* a kernel's fault */
+  F_SHAPE,    /* refused by its checks: a tensor of another shape */
+  F_VALUES,   /* refused by its checks: values that change the program */
+  F_KINDS
+};
+enum { FIRST, LAST };
+static const struct {
+  const char *name;
+  int32_t mode, ms; /* ms: rank 0 and the last spin first */
+  int status, rank;
+  const char *start, *sub;
+} kinds[F_KINDS] = {
+    [F_BOUNDS] = {"bounds", C_OOB, 30, PLD_ERR_BOUNDS, LAST,
+                  "pld_load: kernel k_ctl (rank {r}, device {d}, ",
+                  "rows [1, 5) cols [0, 8) are outside tensor 'x' FP32[4, 8]"},
+    [F_TILES] =
+        {"tile memory", C_TILES, 0, PLD_ERR_TILE_MEMORY, LAST,
+         "pld_tile_new: kernel k_ctl (rank {r}, device {d}, ",
+         "tile memory over capacity: FP32[1024, 1024] tile needs 4194304 "
+         "bytes"},
+    [F_LAUNCH] =
+        {"launch", C_LAUNCH, 0, PLD_ERR_ARG, LAST,
+         "pld_launch (rank {r}, device {d}, in d_ctl): k_ctl: blocks: expected "
+         "an integer in [1, 65535], got 0",
+         ""},
+    [F_DEADLOCK] = {"deadlock", C_DEADLOCK, 0, PLD_ERR_DEADLOCK, FIRST,
+                    "deadlock: these waits can never be satisfied",
+                    "rank {r} (device {d}): kernel k_ctl on AIV core 0 "
+                    "(block 0 of 1) waits on window 'sig'"},
+    /* A limit of 1 s (runs of a few milliseconds stay far within it on a
+     * loaded machine); the kernel computes on after the stop: its device
+     * is killed and started again. */
+    [F_TIMEOUT] =
+        {"time limit", C_OK, 30000, PLD_ERR_TIMEOUT, FIRST,
+         "kernel time limit: a kernel or device function ran longer than 1000 "
+         "ms without finishing or waiting",
+         "rank {r} (device {d}): kernel k_ctl on AIV core"},
+    [F_CRASH] = {"crash", C_CRASH, 30, PLD_ERR_CRASH, LAST,
+                 "rank {r} (device {d}) crashed with signal SIGSEGV",
+                 "in kernel k_ctl on AIV core 0"},
+    /* Refused by its checks: a tensor of another shape (C_OK: its x is
+     * wide), and values that change the program. */
+    [F_SHAPE] =
+        {"shape", C_OK, 0, PLD_ERR_ARG, LAST, "h_ctl: parameter 'x' (1 of 5): ",
+         "expected a host tensor FP32[{n}, 4, 8] as compiled, got FP32[{n}, 4, "
+         "16]"},
+    [F_VALUES] =
+        {"new values", C_EXTRA, 0, PLD_ERR_ARG, LAST,
+         "h_ctl: with its new scalar values ('tag' FP32 = 2, was FP32 = 1.5; "
+         "'mode' INT32 = 4, was INT32 = ",
+         ") the host orchestrator dispatches 2 calls to rank 0, not 1"},
+};
+
+/* tmpl with {r}, {d} and {n} replaced. */
+static void fill(char *out, size_t cap, const char *tmpl, int r, int d, int n) {
+  size_t k = 0;
+  for (const char *t = tmpl; *t && k + 12 < cap;) {
+    if (t[0] == '{' && t[1] && t[2] == '}') {
+      int v = t[1] == 'r' ? r : t[1] == 'd' ? d : n;
+      k += (size_t)snprintf(out + k, cap - k, "%d", v);
+      t += 3;
+    } else {
+      out[k++] = *t++;
+    }
+  }
+  out[k] = '\0';
+}
+
+/* Asserts that msg starts exactly with `start` and holds `sub`, and that
+ * it names no other call than its own failure's. */
+static void expect_named(const char *what, const char *msg, const char *start,
+                         const char *sub) {
+  if (strncmp(msg, start, strlen(start)) != 0) {
+    print_error("%s: the message does not start with \"%s\": %s\n", what, start,
+                msg);
+    fail();
+  }
+  if (strstr(msg + 1, "pld_job") || strstr(msg, "pld_program_run")) {
+    print_error("%s: the message names a call twice: %s\n", what, msg);
+    fail();
+  }
+  if (!strstr(msg, sub)) {
+    print_error("%s: the message lacks \"%s\": %s\n", what, sub, msg);
+    fail();
+  }
+}
+
+/* Run 1 succeeds, run 2 fails as kinds[kind] says, run 3 is submitted
+ * behind it; on the runs queued on the devices (depth 3) or by the runner
+ * thread (depth 65: more than a device's ring of 64 takes; run 1 holds
+ * the runner until runs 2 and 3 are submitted, so that run 3 is queued
+ * when run 2 fails, however fast it fails).  Run 2's
+ * message starts "pld_job: run 2: " then the failure's own words, naming
+ * rank, kernel or function, and what went wrong; run 3 is cancelled
+ * naming run 2 (a crash: fails with it, naming it); a run after that
+ * succeeds (not after a crash: the program is dead). */
+static void failure_named(int kind, int n, int first, const char *platform,
+                          int depth) {
+  pld_config cfg = test_config(ids, n, first, 1);
+  cfg.platform = platform;
+  cfg.max_in_flight = depth;
+  if (kind == F_TIMEOUT)
+    cfg.kernel_timeout_ms = 1000;
+  struct ctl c;
+  ctl_setup_cfg(&c, n, &cfg);
+  const int runner = depth > 64;
+  char what[96];
+  snprintf(what, sizeof what, "%s, %d ranks, %s, %s", platform, n,
+           runner ? "runner thread" : "queued on the devices",
+           kinds[kind].name);
+  pld_job *j1, *j2, *j3, *j4;
+  assert_ok(ctl_submit(&c, 0, 1.5f, runner ? C_HOLD : C_OK, 0, 0, &j1));
+  pld_tensor wide = pld_test_tensor(3, (int64_t[]){n, TR, TC * 2}, 1, 0);
+  float tag = 2.0f;
+  int32_t mode = kinds[kind].mode, ms = kinds[kind].ms;
+  assert_ok(pld_program_submit(
+      c.p, PLD_ARGS(kind == F_SHAPE ? wide : c.x[1], c.y[1], tag, mode, ms), 0,
+      &j2));
+  assert_ok(ctl_submit(&c, 2, 3.0f, C_OK, 0, 0, &j3));
+  int fd = open(release, O_CREAT | O_WRONLY, 0600);
+  assert_true(fd >= 0);
+  close(fd);
+  expect_job(j1, PLD_OK, "");
+  expect_mul(c.x[0], c.y[0], 1.5f, what);
+  assert_ok(pld_job_wait(j2, -1));
+  const char *msg = pld_job_message(j2);
+  if (pld_job_status(j2) != kinds[kind].status) {
+    print_error("%s: expected %s, got %s: %s\n", what,
+                pld_status_name(kinds[kind].status),
+                pld_status_name(pld_job_status(j2)), msg);
+    fail();
+  }
+  const int r = kinds[kind].rank == LAST ? n - 1 : 0;
+  char start[512], sub[256], head[256];
+  fill(head, sizeof head, kinds[kind].start, r, ids[r], n);
+  snprintf(start, sizeof start, "pld_job: run 2: %s", head);
+  fill(sub, sizeof sub, kinds[kind].sub, r, ids[r], n);
+  expect_named(what, msg, start, sub);
+  expect_poisoned(c.y[1], what);
+  assert_ok(pld_job_wait(j3, -1));
+  if (kind == F_CRASH) {
+    /* The runs behind a crash fail with it, naming the run that did. */
+    snprintf(start, sizeof start,
+             "pld_job: run 3: the program died before this run ended (run "
+             "2, submitted before it, failed with PLD_ERR_CRASH): %s",
+             head);
+    assert_int_equal(pld_job_status(j3), PLD_ERR_CRASH);
+    expect_named(what, pld_job_message(j3), start, sub);
+  } else {
+    snprintf(start, sizeof start,
+             "pld_job: run 3 of the program was cancelled: run 2, submitted "
+             "before it, failed (%s)",
+             pld_status_name(kinds[kind].status));
+    expect_job(j3, PLD_ERR_CANCELLED, start);
+    assert_ok(ctl_submit(&c, 3, -0.5f, C_OK, 0, 0, &j4));
+    expect_job(j4, PLD_OK, "");
+    expect_mul(c.x[3], c.y[3], -0.5f, what);
+    assert_ok(pld_job_free(j4));
+  }
+  expect_poisoned(c.y[2], what);
+  assert_ok(pld_job_free(j1));
+  assert_ok(pld_job_free(j2));
+  assert_ok(pld_job_free(j3));
+  pld_tensor_destroy(wide);
+  ctl_teardown(&c);
+}
+
+/* Every kind, on 2, 3 and 4 ranks in turn and both simulators. */
+static void failures_named(int depth) {
+  for (int kind = 0; kind < F_KINDS; kind++)
+    failure_named(kind, 2 + kind % 3, kind, kind % 2 ? "a5sim" : "a2a3sim",
+                  depth);
+}
+
+static void test_failure_names_run_queued(void **state) {
+  (void)state;
+  failures_named(3);
+}
+
+static void test_failure_names_run_runner(void **state) {
+  (void)state;
+  failures_named(65);
+}
+
 /* ---- destroy with runs in flight ---------------------------------------- */
 
 static void test_destroy_in_flight(void **state) {
@@ -929,6 +1153,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_failure_cancels_queued),
     cmocka_unit_test(test_deadlock_cancels_queued),
     cmocka_unit_test(test_crash_fails_all),
+    cmocka_unit_test(test_failure_names_run_queued),
+    cmocka_unit_test(test_failure_names_run_runner),
     cmocka_unit_test(test_destroy_in_flight),
     cmocka_unit_test(test_job_handles),
     cmocka_unit_test(test_run_after_submits),
