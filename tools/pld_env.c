@@ -1,7 +1,8 @@
 /* pld-env: prints the environment variables of pld: those that tune,
  * with their defaults, accepted ranges, the values in force in this
  * environment, and what they do; then those that choose (a fabric, a
- * trace file, the debug log, the race check) with their values.  A value pld
+ * trace file, the debug log, the race check) with their values, and the
+ * instruction level the tile loops use here.  A value pld
  * refuses is listed with the default in force, then the refusal pld_compile
  * would give; the status is then 1. */
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "core/tunables.h"
+#include "tile/isa.h"
 
 /* Columns of the help text, indented by four spaces. */
 #define HELP_WIDTH 76
@@ -85,6 +87,14 @@ int main(void) {
            v ? "'" : "");
     print_wrapped(choices[i].help);
   }
+  /* The level PLD_ISA leaves in force here (the best, when it is
+   * refused), and the ones this CPU and build run. */
+  printf("PLD_ISA in force: %s (this CPU and build run",
+         pld__isa_name(pld__isa()));
+  for (int l = 0; l < PLD__ISA_LEVELS; l++)
+    if (pld__isa_runs(l))
+      printf(" %s", pld__isa_name(l));
+  printf(")\n");
   fflush(stdout);
   pld__tunables_each(report);
   return refused;

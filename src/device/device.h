@@ -119,14 +119,18 @@ struct pld__worldctl {
   _Atomic uint32_t awake;      /* threads awake, in all processes */
   _Atomic uint32_t *awake_at;  /* the count to use instead (the MPI fabric:
                                   the node's, shared), or NULL */
-  _Atomic uint32_t tasks_done; /* host: host tasks of this run done */
+  _Atomic uint32_t tasks_done; /* host: host tasks of this run done (and
+                                  bumped by a stop: devices then read the
+                                  abort word) */
   _Atomic uint32_t tasks_sleepers; /* devices: asleep on tasks_done */
   /* The chain of queued runs (struct pld__cmd), reset by the host as a
    * chain begins (no run in flight).  q_ok: runs that finished
    * successfully, summed over the ranks; q_zeroed: ranks that zeroed
    * their windows for a queued run, summed over the runs; q_open: the
    * last run of the chain whose gate opened (the first rank there opens
-   * it), PLD__Q_CLOSED set by the host to open no more. */
+   * it), PLD__Q_CLOSED set by the host to open no more.  A stop bumps
+   * q_ok and q_zeroed as it wakes their sleepers (the abort word, raised
+   * first, tells a bump from a count). */
   _Atomic uint32_t q_ok, q_zeroed, q_open;
   _Atomic uint32_t q_sleepers; /* devices: asleep on q_ok or q_zeroed */
 };

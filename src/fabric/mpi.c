@@ -769,6 +769,10 @@ static void apply_abort(struct pld__mpi_prog *m, uint32_t why) {
   atomic_store_explicit(m->set.hooks.abort, why, memory_order_release);
   atomic_fetch_add(&m->bell->count, 1);
   pld__futex_wake(&m->bell->count, 1);
+  /* A device waiting for a host task reads the abort word after the count
+   * (device.c: await_tasks): the count moves, or a device still polling
+   * it would miss the wake. */
+  atomic_fetch_add(m->set.hooks.tasks, 1);
   pld__futex_wake(m->set.hooks.tasks, 1);
 }
 

@@ -56,7 +56,8 @@ struct pld__mpi_hooks {
   _Atomic uint32_t *abort; /* an abort from process 0 sets it */
   _Atomic uint32_t *event; /* bumped (and woken) on every control message */
   _Atomic uint32_t *event_sleepers;
-  _Atomic uint32_t *tasks; /* woken on an abort (devices may sleep on it) */
+  _Atomic uint32_t *tasks; /* bumped and woken on an abort (devices may
+                              sleep on it) */
 };
 
 struct pld__mpi_setup {

@@ -281,7 +281,10 @@ static void mpi_clear_coll_sigs(struct pld_program *p) {
   static _Thread_local struct pld__sig_uses u;
   for (int r = 0; r < p->nranks; r++) {
     memcpy(&u, &s->live->uses, sizeof u);
-    pld__mpi_bcast(s->m, &u, sizeof u, r); /* rank r runs in process r */
+    /* Rank r runs in process r.  MPI failing here fails the barrier of
+     * mpi_post, which reports it. */
+    if (pld__mpi_bcast(s->m, &u, sizeof u, r))
+      return;
     for (int i = 0, n = pld__coll_sig_count(&u); i < n; i++) {
       int buf;
       size_t off, len;
