@@ -798,14 +798,15 @@ REFERENCE static uint32_t el(const struct run *r, const void *base, int64_t n,
 #define YV(q, rec, row, e)                                                     \
   el(r, r->dyv, r->nyv, r->p * r->m, r->cv, q, rec, row, e)
 
-/* One reduced element got, from the ranks' inputs v[]: exact sets give
- * the exact value whatever the order; otherwise mesh, two-phase and
- * reduce-scatter reduce in rank order and round once, the ring in ring
- * order from some chunk's rank c+1 to c rounding at each hop (which chunk
- * an element is in is the implementation's); floats stay within rounding
- * of the exact result.  Returns NULL, or what is wrong. */
+/* One reduced element got, element e of an allreduce's (-1: of a
+ * reduce-scatter's), from the ranks' inputs v[]: exact sets give the exact
+ * value whatever the order; otherwise mesh, two-phase and reduce-scatter
+ * reduce in rank order and round once, the ring in ring order from rank
+ * c+1 to rank c of e's chunk c (floor(c N / P) <= e < floor((c+1) N / P),
+ * whatever the block count) rounding at each hop; floats stay within
+ * rounding of the exact result.  Returns NULL, or what is wrong. */
 REFERENCE static const char *check_reduced(const struct run *r,
-                                           const struct step *s,
+                                           const struct step *s, int64_t e,
                                            const uint32_t *v, uint32_t got,
                                            uint32_t *want) {
   const pld_dtype dt = r->dt;
@@ -823,18 +824,14 @@ REFERENCE static const char *check_reduced(const struct run *r,
     return same_value(dt, got, *want) ? NULL
                                       : "not reduced in rank order 0..P-1 "
                                         "in FP32, rounded once";
-  /* Chunks are runs of elements: the last element's chunk first. */
-  static int last_chunk;
-  for (int j = 0; j < r->p; j++) {
-    const int c = (last_chunk + j) % r->p;
-    *want = model(dt, s->op, r->p, v, (c + 1) % r->p, 1);
-    if (same_value(dt, got, *want)) {
-      last_chunk = c;
-      return NULL;
-    }
-  }
-  return "not reduced in ring order from rank c+1 to rank c for any c, "
-         "rounded at each hop";
+  int c = 0;
+  while (!((int64_t)(c + 1) * r->la / r->p > e))
+    c++;
+  *want = model(dt, s->op, r->p, v, (c + 1) % r->p, 1);
+  return same_value(dt, got, *want)
+             ? NULL
+             : "not reduced in ring order from rank c+1 to rank c of its "
+               "chunk c, rounded at each hop";
 }
 
 REFERENCE static void check_allreduce(const struct run *r, int si) {
@@ -852,7 +849,7 @@ REFERENCE static void check_allreduce(const struct run *r, int si) {
         step_fail(r, si, q, where, YA(q, s->rec, i), got,
                   "differs from rank 0's bits");
       }
-    const char *why = check_reduced(r, s, v, got, &want);
+    const char *why = check_reduced(r, s, i, v, got, &want);
     if (why) {
       snprintf(where, sizeof where, "element %lld", (long long)i);
       step_fail(r, si, 0, where, got, want, why);
@@ -896,7 +893,7 @@ REFERENCE static void check_matrix(const struct run *r, int si) {
         } else {
           for (int k = 0; k < r->p; k++)
             v[k] = XM(k, s->set, q, e);
-          why = check_reduced(r, s, v, got, &want);
+          why = check_reduced(r, s, -1, v, got, &want);
         }
         if (why) {
           snprintf(where, sizeof where, "row %d element %lld", row,
