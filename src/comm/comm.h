@@ -142,6 +142,10 @@ struct pld__sig_uses {
   } uses[PLD__CELL_USES];
 };
 
+/* How many signal views u holds, within its array whatever a wild write
+ * left in its count (the host reads it between runs). */
+int pld__coll_sig_count(struct pld__sig_uses *u);
+
 /* Collective `kind` uses window w as its signal: refused (recorded in c as
  * fn's) if a notify, wait or store of this device touched bytes of it. */
 int pld__coll_sig_use(struct pld__core *c, const char *fn,

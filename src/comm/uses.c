@@ -27,6 +27,21 @@ static void unlock(struct pld__sig_uses *u) {
   atomic_store_explicit(&u->lock, 0, memory_order_release);
 }
 
+/* The counts, within the arrays whatever a wild write left in them. */
+static int coll_count(struct pld__sig_uses *u, memory_order mo) {
+  unsigned n = (unsigned)atomic_load_explicit(&u->ncoll, mo);
+  return n < PLD__COLL_SIGS ? (int)n : PLD__COLL_SIGS;
+}
+
+int pld__coll_sig_count(struct pld__sig_uses *u) {
+  return coll_count(u, memory_order_acquire);
+}
+
+static int use_count(struct pld__sig_uses *u, memory_order mo) {
+  unsigned n = (unsigned)atomic_load_explicit(&u->nuses, mo);
+  return n < PLD__CELL_USES ? (int)n : PLD__CELL_USES;
+}
+
 static uint64_t run_off(const struct pld__cell_use *r) {
   return atomic_load_explicit(&r->off, memory_order_acquire);
 }
@@ -39,7 +54,7 @@ static uint64_t run_end(const struct pld__cell_use *r) {
  * buffer buf, or NULL. */
 static const struct pld__coll_sig *
 coll_meeting(struct pld__sig_uses *u, int32_t buf, uint64_t off, uint64_t end) {
-  int n = atomic_load_explicit(&u->ncoll, memory_order_acquire);
+  const int n = coll_count(u, memory_order_acquire);
   for (int i = 0; i < n; i++)
     if (u->coll[i].buf == buf && off < u->coll[i].end && u->coll[i].off < end)
       return &u->coll[i];
@@ -51,7 +66,7 @@ coll_meeting(struct pld__sig_uses *u, int32_t buf, uint64_t off, uint64_t end) {
 static const struct pld__cell_use *use_meeting(struct pld__sig_uses *u,
                                                int32_t buf, uint64_t off,
                                                uint64_t end, int whole) {
-  int n = atomic_load_explicit(&u->nuses, memory_order_acquire);
+  const int n = use_count(u, memory_order_acquire);
   for (int i = 0; i < n; i++) {
     const struct pld__cell_use *r = &u->uses[i];
     if (r->buf != buf)
@@ -68,7 +83,7 @@ static const struct pld__cell_use *use_meeting(struct pld__sig_uses *u,
 static void use_record(struct pld__sig_uses *u, int32_t buf, uint64_t off,
                        uint64_t end, int what) {
   lock(u);
-  int n = atomic_load_explicit(&u->nuses, memory_order_relaxed);
+  const int n = use_count(u, memory_order_relaxed);
   int i = 0;
   for (; i < n; i++) {
     struct pld__cell_use *r = &u->uses[i];
@@ -200,8 +215,7 @@ int pld__coll_sig_use(struct pld__core *c, const char *fn,
   const int32_t buf = w->win_buf;
   const uint64_t off = w->win_offset, end = off + w->nbytes;
   /* Noted already: checked then. */
-  if (coll_index(u, atomic_load_explicit(&u->ncoll, memory_order_acquire), buf,
-                 off, end) >= 0)
+  if (coll_index(u, coll_count(u, memory_order_acquire), buf, off, end) >= 0)
     return PLD_OK;
   /* As for a use: checked before it is noted (a refused call notes
    * nothing), and again after. */
@@ -209,7 +223,7 @@ int pld__coll_sig_use(struct pld__core *c, const char *fn,
   if (r)
     return refuse_coll(c, fn, w, r);
   lock(u);
-  int n = atomic_load_explicit(&u->ncoll, memory_order_relaxed);
+  const int n = coll_count(u, memory_order_relaxed);
   if (coll_index(u, n, buf, off, end) < 0 && n < PLD__COLL_SIGS) {
     u->coll[n] = (struct pld__coll_sig){buf, kind, off, end};
     atomic_store_explicit(&u->ncoll, n + 1, memory_order_release);

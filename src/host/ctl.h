@@ -106,13 +106,6 @@ static inline int pld__coll_sig_view(const struct pld_program *p,
   return 1;
 }
 
-/* How many collectives' signal views a device's registry holds (it
- * wrote the count). */
-static inline int pld__coll_sig_count(const struct pld__sig_uses *u) {
-  int n = atomic_load_explicit(&u->ncoll, memory_order_acquire);
-  return n < 0 ? 0 : n > PLD__COLL_SIGS ? PLD__COLL_SIGS : n;
-}
-
 /* Ranks whose run bookkeeping fits on the stack. */
 #define PLD_MAX_RANKS_INLINE 64
 

@@ -399,7 +399,7 @@ static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
  * them whether or not they noted the view. */
 static void shm_clear_coll_sigs(struct pld_program *p) {
   for (int r = 0; r < p->nranks; r++) {
-    const struct pld__sig_uses *u = &p->devs[r].ctl->uses;
+    struct pld__sig_uses *u = &p->devs[r].ctl->uses;
     for (int i = 0, n = pld__coll_sig_count(u); i < n; i++) {
       int buf;
       size_t off, len;
