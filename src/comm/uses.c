@@ -6,13 +6,15 @@
  * reads a count that is not the user's.  Whichever of the two comes first
  * is recorded, and the second is refused.
  *
- * Ordering.  Entries are added under the registry's lock, and each side
- * adds its entry before it looks for the other's: of a notify and a
- * collective racing on two cores, the one that takes the lock second sees
- * the other's entry.  A use already recorded is not added again; its
+ * Ordering.  Each side is checked against the other before it is recorded
+ * (a call that is refused records nothing) and again after.  Entries are
+ * added under the registry's lock: of a notify and a collective racing on
+ * two cores, the one that takes the lock second sees the other's entry
+ * when it checks again.  A use recorded already is not added again; its
  * entry, read with acquire, was stored after the lock of its first use was
- * taken, so what that use saw is seen too.  Use runs only ever grow, so a
- * reader seeing half of a growth sees a run that is recorded either way. */
+ * taken, so what that use saw then is seen too.  Use runs only ever grow,
+ * so a reader seeing half of a growth sees a run that is recorded either
+ * way. */
 #include <sched.h>
 #include <string.h>
 
