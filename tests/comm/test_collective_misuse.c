@@ -64,7 +64,7 @@ enum {
   C_STRAY_WAIT,   /* pld_wait(sig, cell flag[FL_ARG]) for >= 0 */
   C_STRAY_STORE,  /* pld_remote_store of a zero cell into the next rank's
                      sig, cell flag[FL_ARG] */
-  C_STRAY_PUT     /* pld_put_notify of data to the next rank, notifying its
+  C_STRAY_PUT     /* pld_put_notify of tgt to the next rank, notifying its
                      cell flag[FL_ARG] of sig */
 };
 
@@ -229,8 +229,8 @@ static void do_call(pld_core k, const struct mis *g, int what, int32_t arg) {
     break;
   }
   case C_STRAY_PUT:
-    pld_put_notify(k, g->data, (pld_rank(k, pld_window_comm(g->sig)) + 1) % n,
-                   pld_local(g->data), NULL, g->sig, PLD_AT(arg), 1,
+    pld_put_notify(k, g->tgt, (pld_rank(k, pld_window_comm(g->sig)) + 1) % n,
+                   pld_local(g->tgt), NULL, g->sig, PLD_AT(arg), 1,
                    PLD_NOTIFY_ADD);
     break;
   case C_TILES_TAKEN: {
