@@ -66,7 +66,7 @@ ok | stale | stale-limit | rerun)
   ;;
 *) fail "unknown case" ;;
 esac
-# rerun makes 40 runs, the others one.
+# rerun makes 60 runs, the others one.
 limit=$(allow $([ "$case" = rerun ] && echo 20000 || echo 10000))
 [ $took -lt $limit ] ||
   fail "took $took ms, expected the job to end within $limit ms (10 s on an idle machine, 20 s for rerun; $slow times slower now)"
