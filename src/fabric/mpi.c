@@ -850,8 +850,9 @@ static void do_send_snapshot(void *arg) {
 }
 
 int pld__mpi_send_snapshot(struct pld__mpi_prog *m, const void *buf, size_t n) {
-  struct send_args a = {m, buf, n < m->set.snap_bytes ? n : m->set.snap_bytes,
-                        0, TAG_SNAP, MPI_SUCCESS};
+  struct send_args a = {
+      m, buf,      n < m->set.snap_bytes ? n : m->set.snap_bytes,
+      0, TAG_SNAP, MPI_SUCCESS};
   proxy_call(do_send_snapshot, &a, NULL);
   return PLD_OK;
 }
