@@ -44,8 +44,12 @@ fi
 # Open MPI 4.1.4's osc ucx (Debian 12) reports an endpoint timeout while
 # it disconnects in MPI_Finalize in about 4 of 10 runs of a bare MPI
 # program of 4 processes with one window (Open MPI pull request 13216
-# fixes it): those two lines only are dropped; the status stays.
-err="$base/stderr"
-mpirun --oversubscribe -n "$n" $lo $opts "$@" 2>"$err" || rc=$?
-grep -v -E 'UCX  ERROR req 0x[0-9a-f]+: error during flush: Endpoint timeout|UCX  WARN  disconnect failed: Endpoint timeout' "$err" >&2 || true
-exit $rc
+# fixes it): those two lines only are dropped; the status stays.  The
+# job's stderr goes through the filter as it comes, so that what a job
+# printed is seen even when it is killed (a test's timeout).
+exec 3>&1
+{
+  mpirun --oversubscribe -n "$n" $lo $opts "$@" 2>&1 1>&3 3>&- || rc=$?
+  echo $rc >"$base/rc"
+} | grep --line-buffered -v -E 'UCX  ERROR req 0x[0-9a-f]+: error during flush: Endpoint timeout|UCX  WARN  disconnect failed: Endpoint timeout' >&2 || true
+exit "$(cat "$base/rc")"

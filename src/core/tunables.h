@@ -58,8 +58,9 @@
     "alive while a run waits (a crash is reported within this).")              \
   X(PLD_STOP_GRACE_MS, int64_t, 500, 1, 3600000, "milliseconds",               \
     "Milliseconds the devices of a stopped run (a failure, a deadlock, a "     \
-    "time limit) have to finish their dispatch before the ones still "         \
-    "running are killed and restarted.")                                       \
+    "time limit) have to finish their dispatch, counted again whenever one "   \
+    "comes closer to its end (a wait returns, a block ends), before the ones " \
+    "still running are killed and restarted.")                                 \
   X(PLD_STOP_POLL_MS, int64_t, 20, 1, 60000, "milliseconds",                   \
     "Milliseconds between the host's looks while a stopped run winds "         \
     "down.")                                                                   \

@@ -318,6 +318,21 @@ struct pld__mpi_prog {
   pthread_mutex_t mu;
   unsigned char *stage; /* [proc * snap_bytes] */
   uint32_t *stage_gen;
+  /* Snapshots go on a communicator of their own.  A process sends process
+   * 0 one at a time: while one is in flight (snap_req), a newer one waits
+   * in snap_next, replaced by the next (only the latest counts), and goes
+   * once the one in flight has landed.  Process 0 has a receive posted for
+   * each other process at all times (snap_in, landing in snap_land): its
+   * proxy never waits in a receive for one (a snapshot is 70 KiB, sent
+   * in two steps; on a busy machine process 0's proxy waited for one for
+   * minutes, with the main thread's look waiting for the stage), and a
+   * machine that runs process 0 late never piles them up. */
+  MPI_Comm snap_comm;
+  MPI_Request snap_req;
+  unsigned char *snap_buf, *snap_next;
+  int snap_waiting;
+  MPI_Request *snap_in;     /* [proc] (process 0) */
+  unsigned char *snap_land; /* [proc * snap_bytes] (process 0) */
   unsigned char *verdict;
   int verdict_in;
   _Atomic uint32_t said[PLD__MPI_COUNTS]; /* the counts process 0 said */
@@ -485,11 +500,24 @@ static int make_bells(struct pld__mpi_prog *m) {
 
 static const struct pld__fabric_ops mpi_ops;
 
+static int snap_take(struct pld__mpi_prog *m);
+
+/* Process 0: the receive of process q's next snapshot. */
+static void snap_post(struct pld__mpi_prog *m, int q) {
+  size_t n = m->set.snap_bytes;
+  MPI_Irecv(m->snap_land + (size_t)q * n, (int)n, MPI_BYTE, q, TAG_SNAP,
+            m->snap_comm, &m->snap_in[q]);
+}
+
 static void do_create(void *arg) {
   struct create_args *a = arg;
   struct pld__mpi_prog *m = a->m;
   int st = PLD_OK;
   MPI_Comm_dup(px.world, &m->comm);
+  MPI_Comm_dup(m->comm, &m->snap_comm);
+  for (int q = 0; m->snap_in && q < m->n; q++)
+    if (q != m->me)
+      snap_post(m, q);
   m->node = MPI_COMM_NULL;
   MPI_Barrier(m->comm);
   for (int b = 0; b < m->set.nbufs && !st; b++)
@@ -533,8 +561,18 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
   m->stage_gen = calloc((size_t)m->n, sizeof *m->stage_gen);
   m->verdict_bytes = s->snap_bytes;
   m->verdict = calloc(1, s->snap_bytes);
+  m->snap_req = MPI_REQUEST_NULL;
+  m->snap_buf = calloc(2, s->snap_bytes);
+  m->snap_next = m->snap_buf ? m->snap_buf + s->snap_bytes : NULL;
+  if (m->me == 0) {
+    m->snap_in = calloc((size_t)m->n, sizeof *m->snap_in);
+    m->snap_land = calloc((size_t)m->n, s->snap_bytes);
+    for (int q = 0; m->snap_in && q < m->n; q++)
+      m->snap_in[q] = MPI_REQUEST_NULL;
+  }
   if (!m->bufs || !m->dirty || !m->dirty_list || !m->late || !m->stage ||
-      !m->stage_gen || !m->verdict) {
+      !m->stage_gen || !m->verdict || !m->snap_buf ||
+      (m->me == 0 && (!m->snap_in || !m->snap_land))) {
     pld__mpi_prog_destroy(m, 1);
     return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
   }
@@ -564,7 +602,24 @@ static void do_destroy(void *arg) {
   if (a->abandon)
     return;
   reap_sent(m, 1);
-  MPI_Barrier(m->comm);
+  /* A snapshot still in flight (an answer to an ask that came after the
+   * run ended) lands before its process goes on, and process 0 takes
+   * snapshots in until every process has come here; one waiting behind
+   * it is of no use any more. */
+  MPI_Wait(&m->snap_req, MPI_STATUS_IGNORE);
+  MPI_Request here;
+  MPI_Ibarrier(m->comm, &here);
+  for (int done = 0; !done;) {
+    snap_take(m);
+    MPI_Test(&here, &done, MPI_STATUS_IGNORE);
+  }
+  /* No snapshot comes any more. */
+  for (int q = 0; m->snap_in && q < m->n; q++)
+    if (m->snap_in[q] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&m->snap_in[q]);
+      MPI_Wait(&m->snap_in[q], MPI_STATUS_IGNORE);
+    }
+  MPI_Comm_free(&m->snap_comm);
   for (int b = 0; b < m->set.nbufs; b++) {
     struct mbuf *mb = &m->bufs[b];
     if (mb->win != MPI_WIN_NULL) {
@@ -606,6 +661,9 @@ void pld__mpi_prog_destroy(struct pld__mpi_prog *m, int abandon) {
   free(m->stage);
   free(m->stage_gen);
   free(m->verdict);
+  free(m->snap_buf);
+  free(m->snap_in);
+  free(m->snap_land);
   pthread_mutex_destroy(&m->mu);
   free(m);
 }
@@ -747,8 +805,62 @@ static int send_to(struct pld__mpi_prog *m, int to, int tag, const void *buf,
   return a.rc == MPI_SUCCESS ? PLD_OK : mpi_failed(a.rc, "MPI_Send");
 }
 
+/* The snapshot in flight has landed (or none was in flight): the one
+ * waiting, if any, goes. */
+static int snap_send_next(struct pld__mpi_prog *m) {
+  int done = 1;
+  if (m->snap_req != MPI_REQUEST_NULL)
+    MPI_Test(&m->snap_req, &done, MPI_STATUS_IGNORE);
+  if (!done || !m->snap_waiting)
+    return 0;
+  memcpy(m->snap_buf, m->snap_next, m->set.snap_bytes);
+  m->snap_waiting = 0;
+  MPI_Isend(m->snap_buf, (int)m->set.snap_bytes, MPI_BYTE, 0, TAG_SNAP,
+            m->snap_comm, &m->snap_req);
+  return 1;
+}
+
+static void control_event(struct pld__mpi_prog *m);
+
+/* Process 0: the snapshots that landed are staged (the latest of each
+ * process; one process's land in the order sent), and their receives
+ * posted again.  Returns whether any landed. */
+static int snap_take(struct pld__mpi_prog *m) {
+  int any = 0;
+  for (int q = 0; m->snap_in && q < m->n; q++) {
+    int done = 0;
+    if (m->snap_in[q] == MPI_REQUEST_NULL)
+      continue;
+    MPI_Test(&m->snap_in[q], &done, MPI_STATUS_IGNORE);
+    if (!done)
+      continue;
+    size_t n = m->set.snap_bytes;
+    pthread_mutex_lock(&m->mu);
+    memcpy(m->stage + (size_t)q * n, m->snap_land + (size_t)q * n, n);
+    m->stage_gen[q]++;
+    pthread_mutex_unlock(&m->mu);
+    snap_post(m, q);
+    any = 1;
+  }
+  if (any)
+    control_event(m);
+  return any;
+}
+
+static void do_send_snapshot(void *arg) {
+  struct send_args *a = arg;
+  struct pld__mpi_prog *m = a->m;
+  memcpy(m->snap_next, a->buf, a->n);
+  m->snap_waiting = 1;
+  snap_send_next(m);
+}
+
 int pld__mpi_send_snapshot(struct pld__mpi_prog *m, const void *buf, size_t n) {
-  return send_to(m, 0, TAG_SNAP, buf, n);
+  struct send_args a = {
+      m, buf,      n < m->set.snap_bytes ? n : m->set.snap_bytes,
+      0, TAG_SNAP, MPI_SUCCESS};
+  proxy_call(do_send_snapshot, &a, NULL);
+  return PLD_OK;
 }
 
 int pld__mpi_snapshot(struct pld__mpi_prog *m, int from, void *buf, size_t n,
@@ -816,6 +928,8 @@ static void control_event(struct pld__mpi_prog *m) {
  * did. */
 static int poll_prog(struct pld__mpi_prog *m) {
   int any = m->out ? reap_sent(m, 0) : 0;
+  any |= snap_send_next(m);
+  any |= snap_take(m);
   for (;;) {
     int flag = 0;
     MPI_Status s;
@@ -832,14 +946,6 @@ static int poll_prog(struct pld__mpi_prog *m) {
       if (buf >= 0 && buf < m->set.nbufs && m->bufs[buf].win != MPI_WIN_NULL)
         MPI_Win_sync(m->bufs[buf].win);
       ring(m->bell);
-    } else if (s.MPI_TAG == TAG_SNAP) {
-      pthread_mutex_lock(&m->mu);
-      unsigned char *to = m->stage + (size_t)s.MPI_SOURCE * m->set.snap_bytes;
-      MPI_Recv(to, (int)m->set.snap_bytes, MPI_BYTE, s.MPI_SOURCE, TAG_SNAP,
-               m->comm, MPI_STATUS_IGNORE);
-      m->stage_gen[s.MPI_SOURCE]++;
-      pthread_mutex_unlock(&m->mu);
-      control_event(m);
     } else if (s.MPI_TAG == TAG_ABORT) {
       uint32_t why = 0;
       MPI_Recv(&why, (int)sizeof why, MPI_BYTE, s.MPI_SOURCE, TAG_ABORT,

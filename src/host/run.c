@@ -414,7 +414,12 @@ struct watch {
   uint32_t asked;       /* the quiet's confirmation (host/ctl.h), 0: none */
   uint32_t limit_asked; /* a limit's confirmation, 0: none */
   int done;             /* devices done then */
-  char corrupt[160];    /* set when a device's watch failed a check */
+  /* Once the run is stopped: when, how far the ranks were from its end at
+   * their closest (left_to_stop), since when, and the confirmation that
+   * they still are (host/ctl.h), 0: none. */
+  int64_t stopped, stop_left, stop_since;
+  uint32_t stop_asked;
+  char corrupt[160]; /* set when a device's watch failed a check */
   int corrupt_rank;
 };
 
@@ -453,11 +458,25 @@ static int slot_satisfied(struct pld_program *p, int r, int i,
   return pld__wait_satisfied(*value, s->expected, s->cmp);
 }
 
+/* Rank r's next dispatch waits for a host task that has not run (here:
+ * under mpi, process 0 runs each first). */
+static int awaits_task(const struct pld_program *p, int r) {
+  const struct pld__devplan *pl = &p->plans[r];
+  uint32_t c = atomic_load(&p->devs[r].ctl->calls_done);
+  return c < (uint32_t)pl->ncalls && (uint32_t)pl->calls[c].after_tasks >
+                                         atomic_load(&p->world->tasks_done);
+}
+
 /* Rank r can do nothing more by itself: its AICPU waits for its tasks, no
  * block runs outside a wait, and no ready block can start (there is none,
  * or every core of its type holds a block that waits: on the hardware too
  * a block that never gets a core never runs); no blocked wait of it could
- * return now.  *waits counts its blocked waits. */
+ * return now.  A rank with no blocked wait is quiet only while its next
+ * dispatch waits for a host task that has not run: otherwise it is between
+ * two steps (a dispatch ended, the next not begun, a host task it waited
+ * for just done), which a thread does in a moment on an idle machine and
+ * in however long the scheduler takes to run it on a busy one.  *waits
+ * counts its blocked waits. */
 static int rank_quiet(struct pld_program *p, struct watch *wt, int r,
                       int *waits) {
   const struct pld__watch *w = &p->devs[r].ctl->watch;
@@ -479,6 +498,7 @@ static int rank_quiet(struct pld_program *p, struct watch *wt, int r,
     if (atomic_load(&w->queue[t].blocks) > 0 && held < cores[t])
       return 0;
   }
+  int mine = 0;
   for (int i = 0; i < PLD__MAX_SLOTS; i++) {
     struct pld__coreslot s;
     char why[96];
@@ -490,8 +510,11 @@ static int rank_quiet(struct pld_program *p, struct watch *wt, int r,
       continue;
     if (slot_satisfied(p, r, i, &s, &v))
       return 0;
-    (*waits)++;
+    mine++;
   }
+  if (!mine && !awaits_task(p, r))
+    return 0;
+  *waits += mine;
   return 1;
 }
 
@@ -836,6 +859,51 @@ static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
   return PLD_OK;
 }
 
+/* How far the unfinished ranks of a stopped run are from its end: each
+ * counts one, and one for each block it runs, has waiting or has ready to
+ * start, and one if its AICPU runs device-function code.  A rank stopping
+ * brings it down (its waits return, its blocks end, the blocks not begun
+ * are dropped, it finishes); nothing a stopped rank does brings it up. */
+static int64_t left_to_stop(struct pld_program *p, struct watch *wt) {
+  int64_t left = 0;
+  for (int r = 0; r < p->nranks; r++) {
+    if (finished(p, wt, r))
+      continue;
+    const struct pld__watch *w = &p->devs[r].ctl->watch;
+    int32_t running = atomic_load(&w->running);
+    left +=
+        1 + (atomic_load(&w->aicpu_busy) != 0) + (running > 0 ? running : 0);
+    for (int t = 0; t < 2; t++) {
+      int32_t ready = atomic_load(&w->queue[t].blocks);
+      left += ready > 0 ? ready : 0;
+    }
+    for (int i = 0; i < PLD__MAX_SLOTS; i++)
+      left += atomic_load(&w->slots[i].state) == PLD__CORE_WAITING;
+  }
+  return left;
+}
+
+/* The grace of a stopped run is over: for STOP_GRACE_NS the unfinished
+ * ranks have come no closer to its end, on a confirmed look (a snapshot
+ * may show a rank that has stopped since still running).  A device that
+ * computes without end is killed that long after the stop, as before; one
+ * that stops slowly (a busy machine runs its threads late) is given the
+ * grace again each time it gets closer, which it can do only so many
+ * times. */
+static int stop_overdue(struct pld_program *p, struct watch *wt, int64_t now) {
+  int64_t left = left_to_stop(p, wt);
+  if (!wt->stopped)
+    wt->stopped = now;
+  if (!wt->stop_since || left < wt->stop_left) {
+    wt->stop_left = left;
+    wt->stop_since = now;
+    wt->stop_asked = 0;
+  }
+  int st;
+  return now - wt->stop_since >= STOP_GRACE_NS &&
+         (confirmed(p, &wt->stop_asked, &st) || st);
+}
+
 /* The grace after a stop is over: every rank still running is killed and
  * restarted; what each was running is appended to msg (which holds n
  * bytes).  Returns PLD_OK, or the failure of a restart (the program is
@@ -854,10 +922,12 @@ static int stop_stragglers(struct pld_program *p, struct watch *wt, char *msg,
                 "corrupt)");
     n += pld__catf(msg + n, cap - n,
                    "\n  rank %d (device %d) was still running %s %lld ms "
-                   "after the run was stopped: its process was killed and a "
+                   "after the run was stopped (%lld ms without any rank "
+                   "coming closer to its end): its process was killed and a "
                    "new one started",
                    r, p->device_ids[r], running,
-                   (long long)(STOP_GRACE_NS / 1000000));
+                   (long long)((now - wt->stopped) / 1000000),
+                   (long long)((now - wt->stop_since) / 1000000));
     int st = p->cp->restart(p, r);
     if (st) {
       n += pld__catf(msg + n, cap - n, ", but that failed: %s",
@@ -1121,7 +1191,7 @@ static int loop_step(struct pld_program *p, struct loop *l, const pld_arg *argv,
         loop_crashed(p, l, argv, device_died(p, wt->corrupt_rank, wt->corrupt));
     return 1;
   }
-  if (l->stopped_at && now - l->stopped_at >= STOP_GRACE_NS) {
+  if (l->stopped_at && stop_overdue(p, wt, now)) {
     /* Whoever is still running now does not stop by itself. */
     l->stragglers = 1;
     *st = loop_end(p, l, argv);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "load.h"
 #include "pld_test.h"
 #include "../host/programs.h"
 
@@ -85,16 +86,37 @@ static inline void comm_expect_i32(const char *what, const int32_t *got,
     }
 }
 
+/* How much slower than an idle machine this one ran around the last
+ * comm_timed_run (tests/load.h). */
+static double comm_slowdown = 1;
+
 /* Runs p and stores the wall time it took in *seconds. */
 static inline int comm_timed_run(pld_program *p, int argc, const pld_arg *argv,
                                  double *seconds) {
+  comm_slowdown = pld_test_slowdown();
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int st = pld_program_run(p, argc, argv);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   *seconds =
       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  pld_test_slowdown_max(&comm_slowdown);
   return st;
+}
+
+/* The last comm_timed_run, which took `seconds`, took at most `clock`
+ * seconds the library waits by the clock (a quiet period, a limit) and
+ * `work` seconds of an idle machine's work, allowed as much longer as the
+ * machine was slower; `what` says what took that long. */
+static inline void comm_assert_within(const char *what, double seconds,
+                                      double clock, double work) {
+  double bound = pld_test_bound(clock, work, comm_slowdown);
+  if (seconds > bound) {
+    print_error("%s took %.3f s, more than %.3f s (%.3f s, and %.3f s at %.1f "
+                "times an idle machine's time)\n",
+                what, seconds, bound, clock, work, comm_slowdown);
+    fail();
+  }
 }
 
 /* Files in /dev/shm, as count_dev_shm() counts them, but for Open MPI's

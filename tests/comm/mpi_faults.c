@@ -2,7 +2,9 @@
  * run (mpi_faults.sh runs them and checks what the job printed and left):
  *   deadlock  every rank waits on a cell nobody notifies: the run fails
  *             with PLD_ERR_DEADLOCK on every process, the report printed
- *             by process 0 alone; exit 0 if so and within 2 s
+ *             by process 0 alone; exit 0 if so and within 2 s (the work
+ *             around the 50 ms quiet allowed as much longer as the
+ *             machine is slower, tests/load.h)
  *   crash     rank 1's kernel writes through a NULL pointer: its process
  *             prints the crash report and dies; mpirun ends the others
  *   kill      rank 1's process is killed (SIGKILL, no handler runs) while
@@ -15,15 +17,36 @@
  *             deadlock, so that process 0 holds rank 1's snapshot of its
  *             wait while rank 0 waits: the watch must ask for a fresh one
  *             before it reports, in each of the two quiets (PLD_OK
- *             expected)
- *   stale-limit no wait timeout, though old snapshots show one: rank 1
- *             runs 20 ms, then waits 100 ms for rank 0 (which runs 120
- *             ms), then runs 100 ms while rank 0 waits for it.  The wait
- *             timeout is 150 ms and snapshots come every 100 ms, so that
- *             from 170 ms to 200 ms process 0 holds rank 1's snapshot of
- *             its wait, 150 ms old: the watch must ask for a fresh one
- *             before it reports (PLD_OK expected; 1 s of quiet makes a
- *             deadlock, so that only the limit asks) */
+ *             expected; a deadlock is reported on fresh snapshots only,
+ *             so a slow machine cannot make one)
+ *   stale-limit no wait timeout, though an old snapshot shows one: the
+ *             wait limit L is 2 s, snapshots come every 0.55 L.  Rank 1
+ *             tells rank 0 it starts waiting and waits; rank 0 then runs
+ *             0.65 L and wakes it; rank 1 runs until 1.1 L after its wait
+ *             began.  Process 0 holds rank 1's snapshot of the wait taken
+ *             at 0.55 L until the next, at 1.1 L: from L on it shows a
+ *             wait over the limit that ended at 0.65 L, and the watch must
+ *             ask for a fresh snapshot before it reports (PLD_OK
+ *             expected; no quiet is short enough to ask).  The real wait
+ *             is 0.65 L and two notifies: 0.35 L (700 ms) of margin for a
+ *             slow machine, and on a slow one the old snapshot may come at
+ *             other times, which passes too
+ *   rerun     snapshots of an earlier run are never taken for the current
+ *             run's: 30 runs that fail (a deadlock in their second
+ *             dispatch, after a host task), each followed by one that
+ *             succeeds, with 1 ms of quiet, a snapshot every 1 ms and a
+ *             look every 10 us: the snapshots a failed run's processes
+ *             send last (answers to its last ask for fresh ones, sent
+ *             after their rank finished) often arrive after it ended.
+ *             The host task of each run takes what rank 1's first
+ *             dispatch computed from the run's input in 50 ms: a
+ *             snapshot of the failed run taken for the new one says
+ *             rank 1 finished that dispatch, and the task takes an old
+ *             value (PLD_OK and every value right expected; with
+ *             mpi_look keeping snapshots of other runs, 8 or 9 of the 9
+ *             entries fail)
+ *   slowdown  prints how much slower than an idle one the machine runs
+ *             now (tests/load.h), not under mpirun */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,21 +54,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "load.h"
 #include "pld.h"
 
 PLD_DYNAMIC(NR);
 
-static const char *mode;
+/* The wait limit of stale-limit, in ms. */
+enum { STALE_LIMIT_MS = 2000 };
+
+static double now_ms(void) { return pld_test_clock_s(CLOCK_MONOTONIC) * 1e3; }
+
+/* Runs (never waits) until now_ms() reaches until. */
+static void busy_until(double until) {
+  while (now_ms() < until)
+    ;
+}
 
 /* Runs (never waits) for ms milliseconds. */
-static void busy_ms(int ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  do
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
-         ms);
-}
+static void busy_ms(double ms) { busy_until(now_ms() + ms); }
 
 PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
   int32_t me = pld_rank(k, pld_window_comm(sig));
@@ -59,19 +85,31 @@ PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
     pld_wait(k, sig, PLD_AT((me + n - 1) % n), 1, PLD_WAIT_GE);
     return;
   }
-  if (what == 4 || what == 5) { /* stale, stale-limit */
-    for (int32_t round = 1; round <= (what == 4 ? 2 : 1); round++) {
+  if (what == 4) { /* stale */
+    for (int32_t round = 1; round <= 2; round++) {
       if (me == 0) {
-        busy_ms(what == 4 ? 250 : 120);
+        busy_ms(250);
         pld_notify(k, sig, 1, PLD_AT(1), 1, PLD_NOTIFY_ADD);
         pld_wait(k, sig, PLD_AT(0), round, PLD_WAIT_GE);
       } else if (me == 1) {
-        if (what == 5)
-          busy_ms(20);
         pld_wait(k, sig, PLD_AT(1), round, PLD_WAIT_GE);
-        busy_ms(what == 4 ? 250 : 100);
+        busy_ms(250);
         pld_notify(k, sig, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
       }
+    }
+    return;
+  }
+  if (what == 5) { /* stale-limit */
+    const double limit = STALE_LIMIT_MS;
+    if (me == 0) {
+      pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
+      busy_ms(0.65 * limit);
+      pld_notify(k, sig, 1, PLD_AT(1), 1, PLD_NOTIFY_ADD);
+    } else if (me == 1) {
+      double began = now_ms();
+      pld_notify(k, sig, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+      pld_wait(k, sig, PLD_AT(1), 1, PLD_WAIT_GE);
+      busy_until(began + 1.1 * limit);
     }
     return;
   }
@@ -90,23 +128,146 @@ PLD_HOST(h_fault, h, PLD_SCALAR(what, INT32)) {
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), what);
 }
 
+/* ---- rerun ---------------------------------------------------------------
+ * Rank r's first dispatch: z[r] = x[r] * 10, rank 1 after computing 50 ms.
+ * A host task takes rank 1's z into s, once that dispatch is done (as soon
+ * as the watch believes it is).  The second dispatch: y[r] = s + r, or,
+ * when the run is to fail, rank 0 waits on a cell nobody notifies. */
+PLD_KERNEL(k_first, k, PLD_WINDOW(sig, INT32, 2), PLD_IN(x, INT32, 1),
+           PLD_OUT(z, INT32, 1)) {
+  if (pld_rank(k, pld_window_comm(sig)) == 1)
+    busy_ms(50);
+  pld_write(k, z, PLD_AT(0), pld_read(k, x, PLD_AT(0)) * 10);
+}
+PLD_DEVICE(d_first, a, PLD_WINDOW(sig, INT32, 2), PLD_IN(x, INT32, 1),
+           PLD_OUT(z, INT32, 1)) {
+  pld_launch(a, k_first, 1, sig, x, z);
+}
+PLD_HOST_TASK(t_take, t, PLD_IN(z1, INT32, 1), PLD_OUT(s, INT32, 1)) {
+  (void)t;
+  *(int32_t *)pld_tensor_data(s) = *(const int32_t *)pld_tensor_data(z1);
+}
+PLD_KERNEL(k_second, k, PLD_WINDOW(sig, INT32, 2), PLD_IN(s, INT32, 1),
+           PLD_OUT(y, INT32, 1), PLD_SCALAR(fail, INT32)) {
+  int32_t me = pld_rank(k, pld_window_comm(sig));
+  if (fail && me == 0)
+    pld_wait(k, sig, PLD_AT(1), 1, PLD_WAIT_GE);
+  pld_write(k, y, PLD_AT(0), pld_read(k, s, PLD_AT(0)) + me);
+}
+PLD_DEVICE(d_second, a, PLD_WINDOW(sig, INT32, 2), PLD_IN(s, INT32, 1),
+           PLD_OUT(y, INT32, 1), PLD_SCALAR(fail, INT32)) {
+  pld_launch(a, k_second, 1, sig, s, y, fail);
+}
+PLD_HOST(h_rerun, h, PLD_IN(x, INT32, NR, 1), PLD_OUT(y, INT32, NR, 1),
+         PLD_SCALAR(fail, INT32)) {
+  int n = pld_world_size(h);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(2));
+  pld_tensor z = pld_host_tensor(h, PLD_INT32, PLD_SHAPE(n, 1));
+  pld_tensor s = pld_host_tensor(h, PLD_INT32, PLD_SHAPE(1));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_first, r,
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(2)),
+                 pld_slice(h, x, r), pld_slice(h, z, r));
+  pld_host_task(h, t_take, pld_slice(h, z, 1), s);
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_second, r,
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(2)), s,
+                 pld_slice(h, y, r), fail);
+}
+
+/* Pairs of a failed run and a good one; 0 if every failed run failed with
+ * a deadlock and every good one gave the right sums. */
+static int rerun(void) {
+  enum { PAIRS = 30 };
+  int n = pld_process_count(), lead = pld_process_index() == 0;
+  pld_tensor x, y;
+  if (pld_tensor_create(PLD_INT32, 2, (int64_t[]){n, 1}, &x) ||
+      pld_tensor_create(PLD_INT32, 2, (int64_t[]){n, 1}, &y))
+    return 1;
+  int32_t *xs = pld_tensor_data(x), *ys = pld_tensor_data(y), fail = 0;
+  pld_config cfg = PLD_CONFIG_INIT;
+  pld_program *p;
+  if (pld_compile(h_rerun, &cfg, PLD_ARGS(x, y, fail), &p)) {
+    fprintf(stderr, "pld_compile: %s\n", pld_last_error());
+    return 1;
+  }
+  int bad = 0;
+  for (int pair = 0; pair < PAIRS && !bad; pair++) {
+    for (int r = 0; r < n; r++)
+      xs[r] = 100 * pair + r + 1;
+    fail = 1;
+    int st = pld_program_run(p, PLD_ARGS(x, y, fail));
+    if (st != PLD_ERR_DEADLOCK) {
+      if (lead)
+        fprintf(stderr, "pair %d: the failing run gave %s: %s\n", pair,
+                pld_status_name(st), pld_last_error());
+      bad = 1;
+      break;
+    }
+    for (int r = 0; r < n; r++)
+      xs[r] = 100 * pair + 50 + r;
+    fail = 0;
+    if ((st = pld_program_run(p, PLD_ARGS(x, y, fail)))) {
+      if (lead)
+        fprintf(stderr, "pair %d: the run after the failed one gave %s: %s\n",
+                pair, pld_status_name(st), pld_last_error());
+      bad = 1;
+      break;
+    }
+    int32_t sum = xs[1] * 10;
+    for (int r = 0; r < n; r++)
+      if (ys[r] != sum + r) {
+        if (lead)
+          fprintf(stderr,
+                  "pair %d: the run after the failed one gave y[%d] = %d, "
+                  "expected %d (the host task took another value than the "
+                  "run's)\n",
+                  pair, r, (int)ys[r], (int)(sum + r));
+        bad = 1;
+      }
+  }
+  if (lead)
+    printf("process 0: status %s after %d pairs\n",
+           bad ? "PLD_ERR_TEST" : "PLD_OK", PAIRS);
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  return bad;
+}
+
 int main(int argc, char **argv) {
-  mode = argc > 1 ? argv[1] : "";
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (!strcmp(mode, "slowdown")) {
+    printf("%.2f\n", pld_test_slowdown());
+    return 0;
+  }
   int32_t what = !strcmp(mode, "crash")         ? 1
                  : !strcmp(mode, "kill")        ? 2
                  : !strcmp(mode, "ok")          ? 3
                  : !strcmp(mode, "stale")       ? 4
                  : !strcmp(mode, "stale-limit") ? 5
+                 : !strcmp(mode, "rerun")       ? 6
                                                 : 0;
-  if (what == 4) { /* before the library reads its tunables */
+  /* Before the library reads its tunables. */
+  if (what == 4) {
     setenv("PLD_SNAPSHOT_MS", "200", 1);
     setenv("PLD_DEADLOCK_QUIET_MS", "10", 1);
   }
   if (what == 5) {
-    setenv("PLD_SNAPSHOT_MS", "100", 1);
-    setenv("PLD_DEADLOCK_QUIET_MS", "1000", 1);
-    setenv("PLD_WAIT_TIMEOUT_MS", "150", 1);
+    char v[32];
+    snprintf(v, sizeof v, "%d", (int)(0.55 * STALE_LIMIT_MS));
+    setenv("PLD_SNAPSHOT_MS", v, 1);
+    setenv("PLD_DEADLOCK_QUIET_MS", "60000", 1);
+    snprintf(v, sizeof v, "%d", (int)STALE_LIMIT_MS);
+    setenv("PLD_WAIT_TIMEOUT_MS", v, 1);
   }
+  if (what == 6) {
+    setenv("PLD_SNAPSHOT_MS", "1", 1);
+    setenv("PLD_DEADLOCK_QUIET_MS", "1", 1);
+    setenv("PLD_WATCH_US", "10", 1);
+    return rerun();
+  }
+  double slowdown = pld_test_slowdown();
   pld_config cfg = PLD_CONFIG_INIT;
   pld_program *p;
   int st = pld_compile(h_fault, &cfg, PLD_ARGS(what), &p);
@@ -114,19 +275,21 @@ int main(int argc, char **argv) {
     fprintf(stderr, "pld_compile: %s\n", pld_last_error());
     return 1;
   }
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = now_ms();
   st = pld_program_run(p, PLD_ARGS(what));
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  double s =
-      (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  double s = (now_ms() - t0) / 1e3;
   int lead = pld_process_index() == 0;
   if (lead && st)
     fprintf(stderr, "%s: %s\n", pld_status_name(st), pld_last_error());
   if (lead)
     printf("process 0: status %s after %.2f s\n", pld_status_name(st), s);
   pld_program_destroy(p);
-  if (what == 0)
-    return st == PLD_ERR_DEADLOCK && s < 2.0 ? 0 : 1;
+  if (what == 0) {
+    double bound = pld_test_bound(0.05, 1.95, pld_test_slowdown_max(&slowdown));
+    if (lead && s >= bound)
+      fprintf(stderr, "the deadlock took %.2f s to report, more than %.2f s\n",
+              s, bound);
+    return st == PLD_ERR_DEADLOCK && s < bound ? 0 : 1;
+  }
   return st == PLD_OK ? 0 : 1;
 }

@@ -3,7 +3,9 @@
  * PLD_ERR_DEADLOCK and the blocked waits; a wait longer than the limit
  * while other cores still run ends it with PLD_ERR_TIMEOUT; a wait on a
  * peer that is slow but running is neither.  After each, the program runs
- * correctly again, and nothing is left behind when it is destroyed. */
+ * correctly again, and nothing is left behind when it is destroyed.  A
+ * second is an idle machine's: on a busy one the work around the quiet
+ * period may take as much longer as the machine is slower (load.h). */
 #include <signal.h>
 #include <unistd.h>
 
@@ -120,10 +122,10 @@ static void expect_deadlock(int n, int bad, int how, const char *finished) {
                       "pld_program_run: deadlock: these waits can never be "
                       "satisfied",
                       finished);
-    if (seconds >= 1.0) {
-      print_error("the deadlock took %.3f s to report\n", seconds);
-      fail();
-    }
+    /* Under mpirun the ranks' processes confirm it first: 2 s (as
+     * mpi_faults.sh allows). */
+    comm_assert_within("the deadlock's report", seconds, 0.05,
+                       pld_process_count() > 1 ? 1.95 : 0.95);
     for (int r = 0; r < n; r++) {
       char line[256];
       if (how == DL_WAIT_FIRST)
@@ -182,18 +184,22 @@ static void spin(pld_core k, pld_tensor t, double ms) {
     (void)pld_read(k, t, PLD_AT(0));
 }
 
-/* Two blocks a rank.  Rank 0: block 0 waits on cell [0]; block 1 computes
- * for flag[0] ms.  Rank 1: block 0 computes for flag[1] ms, then notifies
- * rank 0 if flag[2]; block 1 does nothing. */
+/* Two blocks a rank.  Rank 0: block 0 notifies its own cell [1], then
+ * waits on cell [0]; block 1 waits for that notify, then computes for
+ * flag[0] ms (so that block 0 has waited that long, however late either
+ * started).  Rank 1: block 0 computes for flag[1] ms, then notifies rank 0
+ * if flag[2]; block 1 does nothing. */
 #define SLOW_PARAMS PLD_WINDOW(sig, INT32, NR), PLD_IN(flag, INT32, 3)
 
 PLD_KERNEL(k_slow, k, SLOW_PARAMS) {
   int32_t me = pld_rank(k, pld_window_comm(sig)), b = pld_block_idx(k);
-  if (me == 0 && b == 0)
+  if (me == 0 && b == 0) {
+    pld_notify(k, sig, 0, PLD_AT(1), 1, PLD_NOTIFY_ADD);
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
-  else if (me == 0)
+  } else if (me == 0) {
+    pld_wait(k, sig, PLD_AT(1), 1, PLD_WAIT_GE);
     spin(k, flag, pld_read(k, flag, PLD_AT(0)));
-  else if (b == 0) {
+  } else if (b == 0) {
     spin(k, flag, pld_read(k, flag, PLD_AT(1)));
     if (pld_read(k, flag, PLD_AT(2)) != 0)
       pld_notify(k, sig, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
@@ -261,6 +267,71 @@ static void test_slow_peer_is_no_deadlock(void **state) {
   pld_tensor_destroy(flag);
 }
 
+/* ---- steps of a rank that waits for nothing ----------------------------- */
+
+/* Rank 0 waits on its cell [0], which rank 1 notifies in its second
+ * dispatch; that dispatch waits for a host task, which waits for rank 1's
+ * first.  Between the steps (the first dispatch done, the task run, the
+ * second not begun) rank 1 has no wait while rank 0 waits: the watch then
+ * sees every rank blocked or between steps, and with a quiet period of
+ * 1 ms it would call that a deadlock whenever rank 1's thread takes longer
+ * to go on, as a busy machine's scheduler makes it.  y[0] = the value
+ * rank 0 was woken by (1). */
+PLD_KERNEL(k_steps_wait, k, PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, INT32, 1)) {
+  pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
+  pld_write(k, y, PLD_AT(0), pld_read(k, pld_local(sig), PLD_AT(0)));
+}
+PLD_DEVICE(d_steps_wait, a, PLD_WINDOW(sig, INT32, NR), PLD_OUT(y, INT32, 1)) {
+  pld_launch(a, k_steps_wait, 1, sig, y);
+}
+PLD_KERNEL(k_steps_make, k, PLD_OUT(z, INT32, 1)) {
+  pld_write(k, z, PLD_AT(0), 1);
+}
+PLD_DEVICE(d_steps_make, a, PLD_OUT(z, INT32, 1)) {
+  pld_launch(a, k_steps_make, 1, z);
+}
+PLD_HOST_TASK(t_steps, t, PLD_IN(z, INT32, 1), PLD_OUT(u, INT32, 1)) {
+  (void)t;
+  *(int32_t *)pld_tensor_data(u) = *(const int32_t *)pld_tensor_data(z);
+}
+PLD_KERNEL(k_steps_notify, k, PLD_WINDOW(sig, INT32, NR), PLD_IN(u, INT32, 1)) {
+  pld_notify(k, sig, 0, PLD_AT(0), (int32_t)pld_read(k, u, PLD_AT(0)),
+             PLD_NOTIFY_ADD);
+}
+PLD_DEVICE(d_steps_notify, a, PLD_WINDOW(sig, INT32, NR), PLD_IN(u, INT32, 1)) {
+  pld_launch(a, k_steps_notify, 1, sig, u);
+}
+PLD_HOST(h_steps, h, PLD_OUT(y, INT32, NR, 1)) {
+  int n = pld_world_size(h);
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  pld_tensor z = pld_host_tensor(h, PLD_INT32, PLD_SHAPE(1));
+  pld_tensor u = pld_host_tensor(h, PLD_INT32, PLD_SHAPE(1));
+  pld_dispatch(h, d_steps_wait, 0,
+               pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+               pld_slice(h, y, 0));
+  pld_dispatch(h, d_steps_make, 1, z);
+  pld_host_task(h, t_steps, z, u);
+  pld_dispatch(h, d_steps_notify, 1,
+               pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), u);
+}
+
+static void test_no_deadlock_between_steps(void **state) {
+  (void)state;
+  /* Unless set already (it is read once a process). */
+  setenv("PLD_DEADLOCK_QUIET_MS", "1", 0);
+  pld_config cfg = comm_config(2);
+  pld_tensor y = comm_int_tensor(0, 2, (int64_t[]){2, 1});
+  pld_program *p;
+  assert_ok(pld_compile(h_steps, &cfg, PLD_ARGS(y), &p));
+  for (int run = 0; run < 100; run++) {
+    *(int32_t *)pld_tensor_data(y) = 0;
+    assert_ok(pld_program_run(p, PLD_ARGS(y)));
+    assert_int_equal(*(const int32_t *)pld_tensor_data(y), 1);
+  }
+  pld_program_destroy(p);
+  pld_tensor_destroy(y);
+}
+
 /* ---- a device process killed -------------------------------------------- */
 
 /* Both ranks wait on a cell nobody notifies.  Rank 1's process is killed
@@ -310,7 +381,7 @@ static void expect_killed(int after_deadlock) {
                     PLD_ERR_CRASH,
                     "pld_program_run: rank 1 (device 1) was killed by signal "
                     "SIGKILL");
-  assert_true(seconds < 2.0);
+  comm_assert_within("the report of the killed device", seconds, 0.1, 1.9);
   pld_program_destroy(p);
   assert_no_children();
   pld_tensor_destroy(when);
@@ -339,6 +410,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_deadlock_wrong_row),
     cmocka_unit_test(test_wait_timeout),
     cmocka_unit_test(test_slow_peer_is_no_deadlock),
+    cmocka_unit_test(test_no_deadlock_between_steps),
     cmocka_unit_test(test_device_killed_while_peer_waits),
     cmocka_unit_test(test_device_killed_after_deadlock),
 };

@@ -10,12 +10,14 @@
  * of the handles; pld_program_run after submits; and new scalar values
  * through submits. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../host/programs.h"
+#include "load.h"
 #include "pld_test.h"
 
 static int ids[16];
@@ -376,8 +378,10 @@ static void test_order_kept_window(void **state) {
 /* ---- a program that computes, spins, fails, deadlocks or crashes ------- */
 
 /* What the kernel does, besides y = x * tag.  When ms > 0, rank 0 and the
- * last rank (the one that fails) first spin for ms milliseconds: the runs
- * submitted right after are queued by the time it fails. */
+ * last rank (the one that fails) first spin for ms milliseconds and until
+ * the test releases them (ctl_release, at most 10 s): the runs submitted
+ * before the release are queued by the time it fails, however slowly a
+ * busy machine runs the test's thread. */
 enum {
   C_OK,
   C_OOB,      /* the last rank loads a row past the end of x */
@@ -393,7 +397,8 @@ enum {
 /* Created by rank 0's kernel when it starts spinning: the run is running.
  * Set before the device processes are forked, which inherit it. */
 static char marker[64];
-/* Created by the test to let a run with C_HOLD go on. */
+/* Created by the test to let runs go on: spinning kernels may end
+ * (ctl_release), a run with C_HOLD starts. */
 static char release[64];
 /* An address no process maps, read at run time so that the compiler cannot
  * see the fault coming. */
@@ -420,8 +425,12 @@ PLD_KERNEL(k_ctl, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
     if (fd >= 0)
       close(fd);
   }
-  if ((me == 0 || last) && ms > 0)
+  if ((me == 0 || last) && ms > 0) {
     spin_for(ms);
+    double until = now_ms() + 10000;
+    while (release[0] && access(release, F_OK) != 0 && now_ms() < until)
+      spin_for(1);
+  }
   if (mode == C_DEADLOCK && me == 0)
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
   if (mode == C_CRASH && last)
@@ -471,8 +480,8 @@ struct ctl {
 static void ctl_setup_cfg(struct ctl *c, int n, const pld_config *cfg) {
   test_pid = getpid();
   snprintf(marker, sizeof marker, "/tmp/pld-submit-%d", (int)getpid());
+  snprintf(release, sizeof release, "/tmp/pld-submit-%d.go", (int)getpid());
   unlink(marker);
-  snprintf(release, sizeof release, "/tmp/pld-submit-go-%d", (int)getpid());
   unlink(release);
   c->n = n;
   const int64_t shape[] = {n, TR, TC};
@@ -504,7 +513,16 @@ static int ctl_submit(struct ctl *c, int yi, float tag, int32_t mode,
                             flags, out);
 }
 
+/* The runs spinning since ctl_setup may end (and later ones spin only
+ * their milliseconds). */
+static void ctl_release(void) {
+  int fd = open(release, O_CREAT | O_WRONLY, 0600);
+  assert_true(fd >= 0);
+  close(fd);
+}
+
 static void ctl_teardown(struct ctl *c) {
+  ctl_release(); /* destroy waits for a run that started */
   pld_program_destroy(c->p);
   assert_no_children();
   for (int i = 0; i < NY; i++) {
@@ -537,12 +555,17 @@ static void test_overlap(void **state) {
   ctl_setup(&c, 3, 1, 4, "a5sim", 0);
   float tag = 2.5f;
   pld_job *j = NULL;
+  double slowdown = pld_test_slowdown();
   double t0 = now_ms();
   assert_ok(ctl_submit(&c, 0, tag, C_OK, SPIN_MS, 0, &j));
   double submitted = now_ms() - t0;
+  /* The run spins until released: the submit returned without it. */
   assert_int_equal(pld_job_test(j), 0);
-  if (submitted >= 10) {
-    print_error("pld_program_submit took %.3f ms\n", submitted);
+  pld_test_slowdown_max(&slowdown);
+  if (submitted >= pld_test_bound(0, 10, slowdown)) {
+    print_error("pld_program_submit took %.3f ms (10 ms at %.1f times an "
+                "idle machine's time)\n",
+                submitted, slowdown);
     fail();
   }
   assert_fails_with(pld_job_wait(j, 1), PLD_ERR_TIMEOUT,
@@ -557,7 +580,8 @@ static void test_overlap(void **state) {
     float *ws = pld_tensor_data(want);
     for (int64_t i = 0; i < pld_tensor_numel(c.x[0]); i++)
       ws[i] = xs[i] * tag;
-    rounds++;
+    if (++rounds == 10)
+      ctl_release();
   }
   double done = now_ms() - t0;
   if (rounds < 10 || done < SPIN_MS) {
@@ -594,6 +618,7 @@ static void test_depth_limit(void **state) {
                     "pld_program_submit: h_ctl: 2 runs are in flight already",
                     "pld_config.max_in_flight");
   assert_null(j3);
+  ctl_release();
   /* Without NOWAIT the submit waits for the first run to be done. */
   assert_ok(ctl_submit(&c, 2, 3.0f, C_OK, 0, 0, &j3));
   double returned = now_ms() - t0;
@@ -622,6 +647,7 @@ static void test_depth_limit(void **state) {
   assert_fails_with(ctl_submit(&c, 1, 4.0f, C_OK, 0, PLD_SUBMIT_NOWAIT, &j2),
                     PLD_ERR_BUSY, "1 runs are in flight already");
   assert_null(j2);
+  ctl_release();
   assert_ok(ctl_submit(&c, 1, 4.0f, C_OK, 0, 0, &j2));
   assert_int_equal(pld_job_test(j1), 1);
   expect_job(j1, PLD_OK, "");
@@ -663,6 +689,7 @@ static void test_failure_cancels_queued(void **state) {
   /* Run 1 spins first, so that run 2 is queued when it fails. */
   assert_ok(ctl_submit(&c, 0, 2.0f, C_OOB, 50, 0, &j1));
   assert_ok(ctl_submit(&c, 1, 2.0f, C_OOB, 50, 0, &j2));
+  ctl_release();
   char where[128];
   snprintf(where, sizeof where, "pld_load: kernel k_ctl (rank 1, device %d",
            ids[1]);
@@ -693,6 +720,7 @@ static void test_deadlock_cancels_queued(void **state) {
   expect_mul(c.x[0], c.y[0], 2.0f, "run 1");
   assert_ok(ctl_submit(&c, 1, 2.0f, C_DEADLOCK, 50, 0, &j2));
   assert_ok(ctl_submit(&c, 2, 5.0f, C_OK, 0, 0, &j3));
+  ctl_release();
   char line[160];
   snprintf(line, sizeof line,
            "rank 0 (device %d): kernel k_ctl on AIV core 0 (block 0 of 1) "
@@ -724,6 +752,7 @@ static void test_crash_fails_all(void **state) {
   assert_ok(ctl_submit(&c, 0, 2.0f, C_CRASH, 50, 0, &j[0]));
   assert_ok(ctl_submit(&c, 1, 2.0f, C_CRASH, 50, 0, &j[1]));
   assert_ok(ctl_submit(&c, 2, 4.0f, C_OK, 0, 0, &j[2]));
+  ctl_release();
   char head[128];
   snprintf(head, sizeof head, "rank 3 (device %d) crashed with signal SIGSEGV",
            ids[3]);
@@ -876,9 +905,7 @@ static void failure_named(int kind, int n, int first, const char *platform,
       c.p, PLD_ARGS(kind == F_SHAPE ? wide : c.x[1], c.y[1], tag, mode, ms), 0,
       &j2));
   assert_ok(ctl_submit(&c, 2, 3.0f, C_OK, 0, 0, &j3));
-  int fd = open(release, O_CREAT | O_WRONLY, 0600);
-  assert_true(fd >= 0);
-  close(fd);
+  ctl_release();
   expect_job(j1, PLD_OK, "");
   expect_mul(c.x[0], c.y[0], 1.5f, what);
   assert_ok(pld_job_wait(j2, -1));
@@ -943,6 +970,15 @@ static void test_failure_names_run_runner(void **state) {
 
 /* ---- destroy with runs in flight ---------------------------------------- */
 
+/* Releases the spinning runs after *(double *)ms milliseconds. */
+static void *release_later(void *ms) {
+  double until = now_ms() + *(double *)ms;
+  while (now_ms() < until)
+    usleep(1000);
+  ctl_release();
+  return NULL;
+}
+
 static void test_destroy_in_flight(void **state) {
   (void)state;
   struct ctl c;
@@ -950,9 +986,16 @@ static void test_destroy_in_flight(void **state) {
   pld_job *j1, *j2;
   assert_ok(ctl_submit(&c, 0, 1.75f, C_OK, 150, 0, &j1));
   assert_ok(ctl_submit(&c, 1, -3.0f, C_OK, 150, 0, &j2));
-  wait_marker(); /* run 1 is running, run 2 queued */
+  wait_marker(); /* run 1 is running (until released), run 2 queued */
   assert_int_equal(pld_job_test(j1), 0);
+  /* Run 1 ends once destroy has begun (300 ms of an idle machine's time
+   * from now, far more than the call takes to get there), and run 2 must
+   * not start then. */
+  double ms = pld_test_bound(0, 300, pld_test_slowdown());
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, release_later, &ms), 0);
   pld_program_destroy(c.p);
+  pthread_join(t, NULL);
   c.p = NULL;
   assert_no_children();
   /* Both handles outlive the program. */
@@ -983,6 +1026,7 @@ static void test_job_handles(void **state) {
                     "pld_job_status: run 1 is not finished");
   const char *m = pld_job_message(j);
   assert_non_null(strstr(m, "pld_job_message: run 1 is not finished"));
+  ctl_release();
   expect_job(j, PLD_OK, "");
   expect_mul(c.x[0], c.y[0], 1.5f, "run 1");
   assert_ok(pld_job_free(j));
@@ -1056,6 +1100,7 @@ static void test_run_after_submits(void **state) {
   (void)state;
   struct ctl c;
   ctl_setup(&c, 4, 3, 1, "a5sim", 4);
+  ctl_release(); /* the runs spin their 40 ms */
   pld_job *j[3];
   /* The submitted runs share their values (the inputs of the next may be
    * copied while one runs); the run brings new ones. */
@@ -1116,6 +1161,7 @@ static void test_new_values_through_submit(void **state) {
   assert_ok(ctl_submit(&c, 0, 2.0f, C_OK, 50, 0, &j[0]));
   assert_ok(ctl_submit(&c, 1, 3.0f, C_EXTRA, 0, 0, &j[1]));
   assert_ok(ctl_submit(&c, 2, 4.0f, C_OK, 0, 0, &j[2]));
+  ctl_release();
   expect_job(j[0], PLD_OK, "");
   expect_mul(c.x[0], c.y[0], 2.0f, "run 1");
   expect_job(j[1], PLD_ERR_ARG, "h_ctl: with its new scalar values (",
