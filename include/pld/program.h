@@ -28,7 +28,9 @@ typedef struct pld_config {
   /* Where pld_compile writes a readable description of the program (which
    * function runs on which processor for each rank, argument shapes).
    * NULL: nowhere; "": a new folder under $TMPDIR (or /tmp); otherwise
-   * that folder, created if missing. */
+   * that folder, created if missing, its files from an earlier compile
+   * replaced (program.txt and a rank<r>.txt per rank: those of ranks
+   * beyond this program's are removed). */
   const char *artifact_dir;
   /* A wait pending longer than this many milliseconds fails the run with
    * PLD_ERR_TIMEOUT and a report of the blocked waits.  0: the value of
