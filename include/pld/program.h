@@ -68,7 +68,7 @@ typedef struct pld_config {
    * the order signals create, and a run with two accesses of which one
    * writes and neither is ordered before the other (or an unordered Set
    * and Add on one signal cell) fails with PLD_ERR_RACE and a report
-   * naming both; runs are slower (see README).  Needs the shm fabric.
+   * naming both; runs are slower (docs/benchmarks.md).  Needs the shm fabric.
    * NULL: PLD_CHECK (unset or empty: no checking); "": no checking. */
   const char *check;
   /* Runs of the program queued or running at once (pld_program_submit):
