@@ -216,7 +216,7 @@ struct event {
   uint32_t name;   /* metadata: the process's or thread's name */
   uint32_t kernel; /* a block: its kernel */
   uint32_t id;     /* "s" and "f": the flow's id, as text */
-  uint32_t on;     /* a wait: what it waited on, "sig[1]" */
+  uint32_t on;     /* a wait: what it waited on, "window 'sig' cell [4, 1]" */
   uint32_t cond;   /* a wait: its condition, ">= 1", or 0 */
   uint32_t outcome;
   char ph; /* 'X', 'i', 's', 'f' or 'M' */
@@ -794,22 +794,30 @@ static unsigned char cat_of(const char *cat) {
   return CAT_OTHER;
 }
 
-/* Reads a wait's args: what it waited on and its condition. */
+/* Reads a wait's args: what it waited on, named as pld's reports name it
+ * ("window 'sig' cell [4, 1]"), and its condition. */
 static int wait_read(struct parser *p, struct trace *t, struct event *e,
                      size_t args, const char *what, const char *name) {
   size_t window = 0, cell = 0, cmp = 0, expected;
-  char text[256];
   if (args && (member_typed(p, args, "window", J_STRING, what, &window) ||
-               member_typed(p, args, "cell", J_NUMBER, what, &cell) ||
+               member_typed(p, args, "cell", J_ARRAY, what, &cell) ||
                member_typed(p, args, "cmp", J_STRING, what, &cmp)))
     return -1;
-  if (window && cell)
-    snprintf(text, sizeof text, "%s[%.*s]", str_of(p, window), num_len(p, cell),
-             p->src + p->nodes[cell].str);
-  else
-    snprintf(text, sizeof text, "%s",
-             strncmp(name, "wait ", 5) ? name : name + 5);
-  e->on = name_addz(&t->names, text);
+  for (size_t k = cell ? p->nodes[cell].kid : 0; k; k = p->nodes[k].next)
+    if (p->nodes[k].type != J_NUMBER)
+      return fail(p, p->nodes[k].line,
+                  "%s: \"cell\": expected an array of numbers, got an array "
+                  "holding %s",
+                  what, type_name(p->nodes[k].type));
+  struct buf on = {0};
+  if (window && cell) {
+    buf_printf(&on, "window '%s' cell ", str_of(p, window));
+    value_render(p, cell, &on);
+  } else {
+    buf_printf(&on, "%s", strncmp(name, "wait ", 5) ? name : name + 5);
+  }
+  e->on = name_add(&t->names, on.p, on.n);
+  free(on.p);
   expected = args ? member(p, args, "expected") : 0;
   if (cmp && expected) {
     struct buf b = {0};

@@ -29,7 +29,8 @@ struct example {
   int device_ids[EXAMPLE_MAX_DEVICES];
   const char *default_devices; /* -d when not given */
   int compile_only;
-  const char *mode; /* --mode, for the examples that have one */
+  char artifact_dir[256]; /* --compile-only: "pld-<name>" */
+  const char *mode;       /* --mode, for the examples that have one */
   int use_builtin;
   unsigned long long seed;
   int failed; /* golden checks that failed (example_expect*) */
@@ -48,14 +49,16 @@ static inline void example_usage(FILE *to, const struct example *ex,
           "(a2a3sim: %d,\n"
           "                       a5sim: %d)\n"
           "                       (default %s)\n"
-          "  --compile-only       write the program's description to a new "
-          "folder, print\n"
-          "                       its path and exit without running\n"
+          "  --compile-only       write the program's description to the "
+          "folder\n"
+          "                       pld-%s in the current directory (replaced\n"
+          "                       each time), print its path and exit "
+          "without running\n"
           "%s"
           "  -h, --help           print this and exit\n",
           ex->name, pld_platform_find("a2a3sim")->max_devices,
           pld_platform_find("a5sim")->max_devices, ex->default_devices,
-          extra ? extra : "");
+          ex->name, extra ? extra : "");
 }
 
 /* A usage mistake: one line on stderr (from process 0 only, under
@@ -205,8 +208,12 @@ static inline void example_init_devices(struct example *ex, int argc,
                         min_devices, max_devices, n, devices);
   }
   ex->cfg.ndevices = n;
-  if (ex->compile_only)
-    ex->cfg.artifact_dir = ""; /* a new folder, printed below */
+  /* One folder per example, written over by each --compile-only, so that
+   * calls leave nothing else behind (under mpirun process 0 writes it). */
+  if (ex->compile_only && pld_process_index() == 0) {
+    snprintf(ex->artifact_dir, sizeof ex->artifact_dir, "pld-%s", ex->name);
+    ex->cfg.artifact_dir = ex->artifact_dir;
+  }
   /* Random inputs differ from run to run, but not between the processes
    * of one mpirun job: each gives its rank's inputs, and checks every
    * rank's results against its own. */
@@ -260,14 +267,15 @@ static inline pld_tensor example_tensor(struct example *ex, int ndim,
 }
 
 /* Compiles `host` for the arguments and returns the program; with
- * --compile-only prints the artifact folder and exits 0. */
+ * --compile-only prints the artifact folder's path and exits 0. */
 static inline pld_program *example_compile_args(struct example *ex,
                                                 pld_host_fn host, int argc,
                                                 const pld_arg *argv) {
   pld_program *prog;
   example_check(pld_compile(host, &ex->cfg, argc, argv, &prog), "pld_compile");
   if (ex->compile_only) {
-    printf("%s\n", pld_program_artifact_dir(prog));
+    if (pld_program_artifact_dir(prog))
+      printf("%s\n", pld_program_artifact_dir(prog));
     pld_program_destroy(prog);
     exit(0);
   }

@@ -28,7 +28,9 @@ typedef struct pld_config {
   /* Where pld_compile writes a readable description of the program (which
    * function runs on which processor for each rank, argument shapes).
    * NULL: nowhere; "": a new folder under $TMPDIR (or /tmp); otherwise
-   * that folder, created if missing. */
+   * that folder, created if missing, its files from an earlier compile
+   * replaced (program.txt and a rank<r>.txt per rank: those of ranks
+   * beyond this program's are removed). */
   const char *artifact_dir;
   /* A wait pending longer than this many milliseconds fails the run with
    * PLD_ERR_TIMEOUT and a report of the blocked waits.  0: the value of
@@ -66,7 +68,7 @@ typedef struct pld_config {
    * the order signals create, and a run with two accesses of which one
    * writes and neither is ordered before the other (or an unordered Set
    * and Add on one signal cell) fails with PLD_ERR_RACE and a report
-   * naming both; runs are slower (see README).  Needs the shm fabric.
+   * naming both; runs are slower (docs/benchmarks.md).  Needs the shm fabric.
    * NULL: PLD_CHECK (unset or empty: no checking); "": no checking. */
   const char *check;
   /* Runs of the program queued or running at once (pld_program_submit):

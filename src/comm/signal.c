@@ -53,7 +53,8 @@ static int signal_cell(struct pld__core *c, const char *fn,
     /* Before the signal: the wait it releases ends after it. */
     struct pld__tev e;
     pld__tev_init(&e, PLD__TEV_NOTIFY, op, w->name);
-    e.a = (int32_t)((off - w->win_offset) / sizeof(int32_t));
+    pld__tev_cell(&e, w->ndim, w->shape,
+                  (int64_t)((off - w->win_offset) / sizeof(int32_t)));
     e.b = value;
     e.c = peer;
     e.d = w->win_buf;
@@ -231,7 +232,8 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   int observed = pld__observed(PLD__TEV_WAIT);
   if (observed) {
     pld__tev_init(&e, PLD__TEV_WAIT, cmp, sig->name);
-    e.a = (int32_t)((off - sig->win_offset) / sizeof(int32_t));
+    pld__tev_cell(&e, sig->ndim, sig->shape,
+                  (int64_t)((off - sig->win_offset) / sizeof(int32_t)));
     e.b = expected;
     e.d = buf;
     e.x = (int64_t)off;

@@ -79,6 +79,28 @@ void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name) {
   pld__name_copy(e->name, sizeof e->name, name ? name : "");
 }
 
+void pld__tev_cell(struct pld__tev *e, int ndim, const int64_t *shape,
+                   int64_t linear) {
+  e->a = (int32_t)linear;
+  e->ndim = (uint8_t)(ndim > 0 && ndim <= PLD_MAX_DIMS ? ndim : 1);
+  if (e->ndim != ndim) { /* not a view's: the linear index alone */
+    e->idx[0] = (int32_t)linear;
+    return;
+  }
+  for (int d = ndim - 1; d >= 0; d--) {
+    int64_t n = shape[d] > 0 ? shape[d] : 1;
+    e->idx[d] = (int32_t)(d ? linear % n : linear);
+    linear /= n;
+  }
+}
+
+size_t pld__tev_cell_str(char *buf, size_t cap, const struct pld__tev *e) {
+  size_t n = pld__catf(buf, cap, "[");
+  for (int d = 0; d < e->ndim && d < PLD_MAX_DIMS; d++)
+    n += pld__catf(buf + n, cap - n, d ? ", %d" : "%d", (int)e->idx[d]);
+  return n + pld__catf(buf + n, cap - n, "]");
+}
+
 static void store(const struct pld__tev *e) {
   struct pld__tbuf *b = pld__obs.buf;
   if (!b)
@@ -178,6 +200,7 @@ static void log_event(const struct pld__tev *e, int begun) {
     return;
   int64_t t = begun ? e->t0 : e->t1;
   double us = (double)(e->t1 - e->t0) / 1000.0;
+  char cell[12 * PLD_MAX_DIMS + 4];
   switch (e->kind) {
   case PLD__TEV_HOST:
     if (begun)
@@ -210,17 +233,22 @@ static void log_event(const struct pld__tev *e, int begun) {
                e->c, e->name, e->a, e->b, us);
     break;
   case PLD__TEV_WAIT:
+    pld__tev_cell_str(cell, sizeof cell, e);
     if (begun)
-      log_line(t, "signal: wait on %s[%d] %s %d blocks", e->name, e->a,
-               pld__wait_cmp_str(e->sub), e->b);
+      log_line(t, "signal: wait on window '%s' cell %s %s %d blocks", e->name,
+               cell, pld__wait_cmp_str(e->sub), e->b);
     else
-      log_line(t, "signal: wait on %s[%d] %s %d %s after %.3f us (cell %d)",
-               e->name, e->a, pld__wait_cmp_str(e->sub), e->b,
+      log_line(t,
+               "signal: wait on window '%s' cell %s %s %d %s after %.3f us "
+               "(it holds %d)",
+               e->name, cell, pld__wait_cmp_str(e->sub), e->b,
                e->flag ? "stopped" : "returns", us, e->c);
     break;
   case PLD__TEV_NOTIFY:
-    log_line(t, "signal: notify %s[%d] of peer %d (rank %d): %s %d", e->name,
-             e->a, e->c, e->e, op_name(e->sub), e->b);
+    pld__tev_cell_str(cell, sizeof cell, e);
+    log_line(t,
+             "signal: notify window '%s' cell %s of peer %d (rank %d): %s %d",
+             e->name, cell, e->c, e->e, op_name(e->sub), e->b);
     break;
   case PLD__TEV_RMA:
     if (!begun)

@@ -20,17 +20,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pld/types.h"
+
 /* Event kinds. */
 enum {
   PLD__TEV_HOST,     /* host span; sub: PLD__TH_* */
   PLD__TEV_DISPATCH, /* a device function on the AICPU; a: call */
   PLD__TEV_LAUNCH,   /* a launch on the AICPU; a: blocks, b: task */
   PLD__TEV_BLOCK,    /* a block on a core; a: block, b: blocks, c: task */
-  PLD__TEV_WAIT,     /* a blocked wait; sub: cmp, flag: stopped, a: cell,
-                        b: expected, c: seen, d: buffer, x: cell offset;
-                        in a collective e: PLD__COLL_*, f: call, g: round */
-  PLD__TEV_NOTIFY,   /* instant; sub: op, a: cell, b: value, c: domain
-                        peer, d: buffer, x: cell offset, e: world peer */
+  PLD__TEV_WAIT,     /* a blocked wait; sub: cmp, flag: stopped, the cell
+                        (pld__tev_cell), b: expected, c: seen, d: buffer,
+                        x: cell offset; in a collective e: PLD__COLL_*,
+                        f: call, g: round */
+  PLD__TEV_NOTIFY,   /* instant; sub: op, the cell (pld__tev_cell), b:
+                        value, c: domain peer, d: buffer, x: cell offset,
+                        e: world peer */
   PLD__TEV_RMA,      /* sub: PLD__TR_*; c: domain peer, x: bytes */
   PLD__TEV_COLL,     /* sub: PLD__COLL_*; a: call, b: rounds, x: bytes */
   PLD__TEV_FABRIC,   /* debug log only: one data-plane call */
@@ -66,12 +70,16 @@ const char *pld__tev_rma_name(int sub);
 
 struct pld__tev {
   int64_t t0, t1; /* CLOCK_MONOTONIC ns; t1 == t0 for an instant */
-  uint8_t kind, sub, flag, pad;
+  uint8_t kind, sub, flag;
+  uint8_t ndim; /* a wait's or notify's cell: the dimensions of idx */
   int32_t a, b, c, d, e, f, g;
   int64_t x;
   char name[PLD__TEV_NAME]; /* kernel, function or window */
+  /* A wait's or notify's cell: its index in the window view, one number
+   * per dimension, as reports name cells ("cell [4, 1]"). */
+  int32_t idx[PLD_MAX_DIMS];
 };
-_Static_assert(sizeof(struct pld__tev) == 96,
+_Static_assert(sizeof(struct pld__tev) == 128,
                "PLD_TRACE_EVENTS' help gives an event's size");
 
 /* One thread's events of the current run. */
@@ -147,6 +155,13 @@ void pld__obs_instant(struct pld__tev *e);
 /* An event of kind and sub named name (truncated), its other fields 0:
  * the caller sets those it has, then begins or ends it. */
 void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name);
+/* Sets the cell of a wait or notify: `linear`, the cell's place in a
+ * window view of ndim dimensions `shape`, becomes its index (a: linear,
+ * ndim and idx). */
+void pld__tev_cell(struct pld__tev *e, int ndim, const int64_t *shape,
+                   int64_t linear);
+/* "[4, 1]": the cell's index (a JSON array too). */
+size_t pld__tev_cell_str(char *buf, size_t cap, const struct pld__tev *e);
 
 /* One data-plane call for the debug log (fabric subsystem). */
 void pld__obs_fabric(const char *what, int buf, int peer, size_t off, size_t n);

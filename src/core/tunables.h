@@ -35,7 +35,7 @@
     "it per program.")                                                         \
   X(PLD_TRACE_EVENTS, int64_t, 65536, 16, 16777216, "events",                  \
     "Events each thread (host, AICPU or AI core) keeps per run when a trace "  \
-    "is written (PLD_TRACE): a thread's buffer takes about 96 bytes an "       \
+    "is written (PLD_TRACE): a thread's buffer takes about 128 bytes an "      \
     "event, committed only as it fills; events beyond it are dropped and "     \
     "counted in the trace.")                                                   \
   X(PLD_DEVICE_HEAP_MB, int64_t, 1024, 0, 1048576, "MiB",                      \

@@ -205,5 +205,13 @@ int pld__artifacts_write(struct pld_program *p, const char *dir) {
     snprintf(name, sizeof name, "rank%d.txt", r);
     st = write_file(path, name, p, r);
   }
+  /* A folder written before by a program of more ranks keeps no rank
+   * file this program has not: the folder describes one program. */
+  for (int r = p->nranks; st == PLD_OK; r++) {
+    char name[4096 + 32];
+    snprintf(name, sizeof name, "%s/rank%d.txt", path, r);
+    if (unlink(name) != 0)
+      break;
+  }
   return st;
 }

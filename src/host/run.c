@@ -616,15 +616,20 @@ static size_t report_cores(struct pld_program *p, struct watch *wt, int r,
         if (finished(p, wt, members[from]))
           n += pld__catf(msg + n, cap - n, ", which has finished");
       } else {
+        /* The other unfinished ranks of the window's domain.  Not rank r:
+         * the waiting block cannot notify its own cell, and what its
+         * rank's other blocks do (wait, or lack a core) has lines of its
+         * own. */
         n += pld__catf(msg + n, cap - n, "who could still notify it:");
         int any = 0;
         for (int q = 0; q < p->nranks; q++)
-          if (p->winbufs[s->buf]->member[q] && !finished(p, wt, q)) {
+          if (q != r && p->winbufs[s->buf]->member[q] && !finished(p, wt, q)) {
             n += pld__catf(msg + n, cap - n, "%s rank %d", any ? "," : "", q);
             any = 1;
           }
         if (!any)
-          n += pld__catf(msg + n, cap - n, " no rank (all finished)");
+          n += pld__catf(msg + n, cap - n,
+                         " no other rank (the others finished)");
       }
     }
     if (more)
@@ -675,9 +680,9 @@ static size_t report_task_wait(struct pld_program *p, int r, char *msg,
 }
 
 /* The report: for every unfinished rank, what runs (with how long), every
- * blocked wait (and who could still notify it: the unfinished ranks of its
- * window's domain), the ready blocks that have no core; then the ranks
- * already finished. */
+ * blocked wait (and who could still notify it: the other unfinished ranks
+ * of its window's domain), the ready blocks that have no core; then the
+ * ranks already finished. */
 static int report(struct pld_program *p, struct watch *wt, int status,
                   const char *head) {
   static _Thread_local char msg[PLD__MSG_MAX];

@@ -294,18 +294,22 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
                       uint64_t flow_in, int64_t flow_in_t) {
   int64_t t0 = e->t0 + l->offset, t1 = e->t1 + l->offset;
   struct line ln;
+  /* A wait's or notify's cell, "[4, 1]": in its name and its args. */
+  char cell[12 * PLD_MAX_DIMS + 4];
+  pld__tev_cell_str(cell, sizeof cell, e);
   if (e->kind == PLD__TEV_NOTIFY) {
     event_head(&ln, "i", l->pid, l->tid, t0);
     put(&ln, ",\"s\":\"t\",\"cat\":\"notify\",\"name\":\"notify ");
     put_esc(&ln, e->name);
-    put_char(&ln, '[');
-    put_int(&ln, e->a);
-    put(&ln, "]\",\"args\":{\"peer\":");
+    put(&ln, " cell ");
+    put(&ln, cell);
+    put(&ln, "\",\"args\":{\"peer\":");
     put_int(&ln, e->c);
     put_field(&ln, "to", e->e);
     put(&ln, ",\"window\":");
     put_str(&ln, e->name);
-    put_field(&ln, "cell", e->a);
+    put(&ln, ",\"cell\":");
+    put(&ln, cell);
     put(&ln, e->sub == PLD_NOTIFY_SET ? ",\"op\":\"set\"" : ",\"op\":\"add\"");
     put_field(&ln, "value", e->b);
     put(&ln, "}}");
@@ -339,9 +343,8 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
   put(&ln, prefix);
   put_esc(&ln, name);
   if (e->kind == PLD__TEV_WAIT) {
-    put_char(&ln, '[');
-    put_int(&ln, e->a);
-    put_char(&ln, ']');
+    put(&ln, " cell ");
+    put(&ln, cell);
   }
   put(&ln, "\",\"args\":{");
   switch (e->kind) {
@@ -372,7 +375,8 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
   case PLD__TEV_WAIT:
     put(&ln, "\"window\":");
     put_str(&ln, e->name);
-    put_field(&ln, "cell", e->a);
+    put(&ln, ",\"cell\":");
+    put(&ln, cell);
     put(&ln, ",\"cmp\":\"");
     put(&ln, pld__wait_cmp_str(e->sub));
     put_char(&ln, '"');

@@ -169,6 +169,34 @@ static void test_deadlock_wrong_row(void **state) {
   expect_deadlock(4, 3, DL_WRONG_ROW, "ranks already finished: 3");
 }
 
+/* Who could still notify a blocked wait: the other unfinished ranks of its
+ * window's domain, never the waiting rank itself.  Rank 1 of 3 notifies
+ * nobody and finishes: ranks 0 and 2 wait on its cell, each able to blame
+ * only the other; then rank 0 of 2 notifies 0 and finishes: rank 1 has
+ * nobody left. */
+static void test_deadlock_report_names_others(void **state) {
+  (void)state;
+  struct tally t;
+  double seconds;
+  tally_setup(&t, 3);
+  assert_fails_with(tally_run(&t, 1, DL_MISSING_NOTIFY, &seconds),
+                    PLD_ERR_DEADLOCK, "who could still notify it: rank 2\n",
+                    "who could still notify it: rank 0\n",
+                    "ranks already finished: 1");
+  pld_program_destroy(t.p);
+  pld_tensor_destroy(t.flag);
+  pld_tensor_destroy(t.y);
+  tally_setup(&t, 2);
+  assert_fails_with(tally_run(&t, 0, DL_NOTIFY_ZERO, &seconds),
+                    PLD_ERR_DEADLOCK,
+                    "who could still notify it: no other rank (the others "
+                    "finished)\n",
+                    "ranks already finished: 0");
+  pld_program_destroy(t.p);
+  pld_tensor_destroy(t.flag);
+  pld_tensor_destroy(t.y);
+}
+
 /* ---- wait timeout, and a slow peer -------------------------------------- */
 
 static double now_ms(void) {
@@ -408,6 +436,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_deadlock_notify_zero),
     cmocka_unit_test(test_deadlock_wait_before_notify),
     cmocka_unit_test(test_deadlock_wrong_row),
+    cmocka_unit_test(test_deadlock_report_names_others),
     cmocka_unit_test(test_wait_timeout),
     cmocka_unit_test(test_slow_peer_is_no_deadlock),
     cmocka_unit_test(test_no_deadlock_between_steps),

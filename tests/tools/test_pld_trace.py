@@ -72,16 +72,22 @@ def span(cat, name, pid, tid, ts_ns, end_ns, **args):
             "ts": us(ts_ns), "dur": us(end_ns - ts_ns), "args": args}
 
 
+def cell_text(cell):
+    """A cell's index as pld writes it: "[4, 1]"."""
+    return "[%s]" % ", ".join(map(str, cell))
+
+
 def wait_span(pid, tid, ts_ns, end_ns, window, cell, cmp=">=", expected=1):
-    return span("wait", "wait %s[%d]" % (window, cell), pid, tid, ts_ns,
-                end_ns, window=window, cell=cell, cmp=cmp, expected=expected,
-                seen=expected, outcome="ok")
+    return span("wait", "wait %s cell %s" % (window, cell_text(cell)), pid,
+                tid, ts_ns, end_ns, window=window, cell=cell, cmp=cmp,
+                expected=expected, seen=expected, outcome="ok")
 
 
 def notify(pid, tid, ts_ns, window, cell, peer, flow_id):
     """A notify instant and the start of its flow."""
     return [{"ph": "i", "s": "t", "cat": "notify",
-             "name": "notify %s[%d]" % (window, cell), "pid": pid,
+             "name": "notify %s cell %s" % (window, cell_text(cell)),
+             "pid": pid,
              "tid": tid, "ts": us(ts_ns),
              "args": {"peer": peer, "window": window, "cell": cell,
                       "op": "add", "value": 1}},
@@ -138,7 +144,8 @@ def random_trace(seed, nranks, blocks=(3, 8)):
                     a, ws, we, z = points[4 * i:4 * i + 4]
                     if we - ws < 100:
                         continue
-                    window, cell = rng.choice(["sig", "flag"]), rng.randint(0, 7)
+                    window = rng.choice(["sig", "flag"])
+                    cell = [rng.randint(0, 3), rng.randint(0, 1)]
                     ev.append(wait_span(pid, tid, ws, we, window, cell))
                     waits.append((pid, tid, ws, we, window, cell))
                     roll = rng.random()
@@ -160,7 +167,7 @@ def random_trace(seed, nranks, blocks=(3, 8)):
             flow_id += 1
     for _ in range(rng.randint(1, 5)):  # notifies that released no wait
         npid, ntid = rng.choice(cores)
-        ev += notify(npid, ntid, rng.randint(0, 50000), "sig", 0, 0, flow_id)
+        ev += notify(npid, ntid, rng.randint(0, 50000), "sig", [0], 0, flow_id)
         flow_id += 1
     rng.shuffle(ev)
     return ev
@@ -324,8 +331,9 @@ def expected_chain(events):
         if around:
             line += " kernel " + around["args"]["kernel"]
         a = w["args"]
-        line += ": waited %.3f us on %s[%d] (%s %d)" % (
-            w["dur"], a["window"], a["cell"], a["cmp"], a["expected"])
+        line += ": waited %.3f us on window '%s' cell %s (%s %d)" % (
+            w["dur"], a["window"], cell_text(a["cell"]), a["cmp"],
+            a["expected"])
         s = released.get(id(w))
         if s is None:
             lines.append(line + ", released by no recorded notify")
@@ -530,11 +538,11 @@ def case_large():
 
 
 def chain_trace():
-    """Rank 0's last block waits on rank 1 (sig[0]), whose wait was
-    released by rank 0's other core (sig[1]), whose wait was released by
-    rank 1's other core (flag[2]), whose wait, which ends exactly when
-    that core notifies (a wait that ends at the time point counts), no
-    recorded notify released.  Decoys: an earlier wait of rank 0's first
+    """Rank 0's last block waits on rank 1 (sig cell [0, 0]), whose wait
+    was released by rank 0's other core (sig cell [0, 1]), whose wait was
+    released by rank 1's other core (flag cell [2]), whose wait, which
+    ends exactly when that core notifies (a wait that ends at the time
+    point counts), no recorded notify released.  Decoys: an earlier wait of rank 0's first
     core, released by a flow; a wait that ends 1 ns after a notify."""
     ev = meta(1, "rank 0 (device 3)") + meta(2, "rank 1 (device 5)")
     ev += meta(1, "AIV core 0", tid=1) + meta(1, "AIV core 1", tid=2)
@@ -542,29 +550,29 @@ def chain_trace():
     ms = 1000
     ev.append(span("block", "step", 1, 1, 0, 100 * ms, kernel="step",
                    block=0, blocks=2, task=0))
-    ev.append(wait_span(1, 1, 20 * ms, 40 * ms, "sig", 9))
+    ev.append(wait_span(1, 1, 20 * ms, 40 * ms, "sig", [4, 1]))
     ev.append(flow_end(1, 1, 40 * ms, 4))
-    ev.append(wait_span(1, 1, 60 * ms, 99 * ms, "sig", 0))
+    ev.append(wait_span(1, 1, 60 * ms, 99 * ms, "sig", [0, 0]))
     ev.append(flow_end(1, 1, 99 * ms, 3))
     ev.append(span("block", "step", 2, 1, 0, 98500, kernel="step", block=1,
                    blocks=2, task=0))
-    ev += notify(2, 1, 98 * ms, "sig", 0, 0, 3)
-    ev.append(wait_span(2, 1, 10 * ms, 25 * ms, "sig", 8))
-    ev.append(wait_span(2, 1, 30 * ms, 90 * ms, "sig", 1))
+    ev += notify(2, 1, 98 * ms, "sig", [0, 0], 0, 3)
+    ev.append(wait_span(2, 1, 10 * ms, 25 * ms, "sig", [4, 0]))
+    ev.append(wait_span(2, 1, 30 * ms, 90 * ms, "sig", [0, 1]))
     ev.append(flow_end(2, 1, 90 * ms, 2))
     ev.append(span("block", "pre", 1, 2, 0, 95 * ms, kernel="pre", block=0,
                    blocks=1, task=0))
-    ev += notify(1, 2, 89 * ms, "sig", 1, 1, 2)
-    ev.append(wait_span(1, 2, 10 * ms, 80 * ms, "flag", 2, "==", 2))
+    ev += notify(1, 2, 89 * ms, "sig", [0, 1], 1, 2)
+    ev.append(wait_span(1, 2, 10 * ms, 80 * ms, "flag", [2], "==", 2))
     ev.append(flow_end(1, 2, 80 * ms, 1))
     ev.append(span("block", "load", 2, 2, 0, 76 * ms, kernel="load", block=0,
                    blocks=1, task=0))
-    ev += notify(2, 2, 75 * ms, "flag", 2, 0, 1)
-    ev += notify(2, 2, 2 * ms, "sig", 9, 0, 4)
-    ev.append(wait_span(2, 2, 5 * ms, 75 * ms, "sig", 3))
+    ev += notify(2, 2, 75 * ms, "flag", [2], 0, 1)
+    ev += notify(2, 2, 2 * ms, "sig", [4, 1], 0, 4)
+    ev.append(wait_span(2, 2, 5 * ms, 75 * ms, "sig", [1, 1]))
     ev.append(span("block", "step", 2, 1, 99 * ms, 99900, kernel="step",
                    block=3, blocks=4, task=0))
-    ev.append(wait_span(2, 1, 97 * ms, 98 * ms + 1, "sig", 7))
+    ev.append(wait_span(2, 1, 97 * ms, 98 * ms + 1, "sig", [3, 1]))
     return ev
 
 
@@ -574,14 +582,14 @@ def case_known_chain():
     want = [
         "critical chain, back from the block that ends last (rank 0 AIV "
         "core 0 kernel step, at 100.000 us):",
-        "  rank 0 AIV core 0 kernel step: waited 39.000 us on sig[0] (>= 1), "
-        "released by rank 1 AIV core 0 at 98.000 us",
-        "  rank 1 AIV core 0 kernel step: waited 60.000 us on sig[1] (>= 1), "
-        "released by rank 0 AIV core 1 at 89.000 us",
-        "  rank 0 AIV core 1 kernel pre: waited 70.000 us on flag[2] (== 2), "
-        "released by rank 1 AIC core 0 at 75.000 us",
-        "  rank 1 AIC core 0 kernel load: waited 70.000 us on sig[3] (>= 1), "
-        "released by no recorded notify",
+        "  rank 0 AIV core 0 kernel step: waited 39.000 us on window 'sig' "
+        "cell [0, 0] (>= 1), released by rank 1 AIV core 0 at 98.000 us",
+        "  rank 1 AIV core 0 kernel step: waited 60.000 us on window 'sig' "
+        "cell [0, 1] (>= 1), released by rank 0 AIV core 1 at 89.000 us",
+        "  rank 0 AIV core 1 kernel pre: waited 70.000 us on window 'flag' "
+        "cell [2] (== 2), released by rank 1 AIC core 0 at 75.000 us",
+        "  rank 1 AIC core 0 kernel load: waited 70.000 us on window 'sig' "
+        "cell [1, 1] (>= 1), released by no recorded notify",
     ]
     got = section(out, "critical chain")
     check(got == want, "the chain:\n%s\nexpected:\n%s" %
@@ -606,11 +614,11 @@ def case_chain_across_runs():
     ms = 1000
     ev.append(span("block", "first", 1, 1, 0, 10 * ms, kernel="first",
                    block=0, blocks=1, task=0))
-    ev.append(wait_span(1, 1, 2 * ms, 5 * ms, "sig", 0))
+    ev.append(wait_span(1, 1, 2 * ms, 5 * ms, "sig", [0]))
     ev.append(flow_end(1, 1, 5 * ms, 1))
     ev.append(span("block", "first", 2, 1, 0, 8 * ms, kernel="first",
                    block=0, blocks=1, task=0))
-    ev += notify(2, 1, 4 * ms, "sig", 0, 0, 1)
+    ev += notify(2, 1, 4 * ms, "sig", [0], 0, 1)
     ev.append(span("block", "second", 1, 1, 20 * ms, 30 * ms,
                    kernel="second", block=0, blocks=1, task=0))
     ev.append(span("block", "second", 2, 1, 20 * ms, 25 * ms,
@@ -644,7 +652,7 @@ def case_zero_duration():
                    block=0, blocks=2, task=0))
     ev.append(span("block", "matmul", 1, 1, 2000, 5000, kernel="matmul",
                    block=1, blocks=2, task=0))
-    ev.append(wait_span(1, 1, 3000, 3000, "sig", 0))
+    ev.append(wait_span(1, 1, 3000, 3000, "sig", [0]))
     out, svg = summary_and_svg(ev, "zero")
     check_summary(ev, out)
     check_svg(ev, svg)

@@ -184,8 +184,8 @@ def check(doc, ranks, expect, lost):
             w = inside[-1]["args"]
             if (n["to"] != f["pid"] - 1 or n["window"] != w["window"] or
                     n["cell"] != w["cell"]):
-                fail("flow %d: a notify of %s[%d] to rank %d releases a "
-                     "wait on %s[%d] of rank %d" %
+                fail("flow %d: a notify of %s cell %s to rank %d releases "
+                     "a wait on %s cell %s of rank %d" %
                      (fid, n["window"], n["cell"], n["to"], w["window"],
                       w["cell"], f["pid"] - 1))
     for key, ws in waits.items():

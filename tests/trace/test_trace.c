@@ -31,7 +31,8 @@ struct tev {
   char ph;
   int pid, tid;
   int64_t ts, dur; /* nanoseconds */
-  long long id, lost, to, cell;
+  long long id, lost, to;
+  char cell[32]; /* a wait's or notify's, "[3]": its index */
   char cat[16], name[48], window[32], outcome[12], meta[48];
 };
 
@@ -72,6 +73,19 @@ static int64_t ns_of(const char *s, const char *key) {
          i++, scale /= 10)
       ns += (end[i] - '0') * scale;
   return ns;
+}
+
+/* An array of numbers, as written: "[4, 1]". */
+static void array_of(const char *s, const char *key, char *out, size_t cap) {
+  const char *v = value_of(s, key);
+  size_t n = 0;
+  if (v && *v == '[')
+    for (; *v && n + 1 < cap; v++) {
+      out[n++] = *v;
+      if (*v == ']')
+        break;
+    }
+  out[n] = 0;
 }
 
 /* A string value (the writer escapes none of the names used here). */
@@ -142,7 +156,7 @@ static void trace_read(const char *path, const struct mark *m,
     e->id = int_of(line, "id");
     e->lost = int_of(line, "lost");
     e->to = int_of(line, "to");
-    e->cell = int_of(line, "cell");
+    array_of(line, "cell", e->cell, sizeof e->cell);
     str_of(line, "cat", e->cat, sizeof e->cat);
     str_of(line, "name", e->name, sizeof e->name);
     str_of(line, "window", e->window, sizeof e->window);
@@ -331,22 +345,22 @@ static int expect_flows(const struct trace *t) {
       if (e->ph == 'i' && !strcmp(e->cat, "notify") &&
           program_of(e->pid) == program_of(w->pid) &&
           e->to == rank_of(w->pid) && !strcmp(e->window, w->window) &&
-          e->cell == w->cell && e->ts <= end && e->ts > last)
+          !strcmp(e->cell, w->cell) && e->ts <= end && e->ts > last)
         last = e->ts;
     }
     const struct tev *s = f ? flow_start(t, f->id) : NULL;
     const struct tev *n = s ? notify_at(t, s) : NULL;
     if (ends != 1 || !n || program_of(n->pid) != program_of(w->pid) ||
         n->to != rank_of(w->pid) || strcmp(n->window, w->window) ||
-        n->cell != w->cell || n->ts != last) {
+        strcmp(n->cell, w->cell) || n->ts != last) {
       print_error(
-          "the wait on %s[%lld] of rank %d (pid %d tid %d) ending at %lld ns "
-          "has %d flow ends; its flow starts at %s (pid %d, to rank %lld, "
-          "%s[%lld], at %lld ns); the last notify of its cell by then is at "
-          "%lld ns\n",
+          "the wait on %s cell %s of rank %d (pid %d tid %d) ending at %lld "
+          "ns has %d flow ends; its flow starts at %s (pid %d, to rank %lld, "
+          "%s cell %s, at %lld ns); the last notify of its cell by then is "
+          "at %lld ns\n",
           w->window, w->cell, rank_of(w->pid), w->pid, w->tid, (long long)end,
           ends, n ? "a notify" : "no notify", n ? n->pid : -1, n ? n->to : -1,
-          n ? n->window : "", n ? n->cell : -1, n ? (long long)n->ts : -1,
+          n ? n->window : "", n ? n->cell : "", n ? (long long)n->ts : -1,
           (long long)last);
       fail();
     }
@@ -469,15 +483,15 @@ static void test_cap_per_lane(void **state) {
  * recorded, whatever the machine's speed. */
 enum { ROUNDS = 3 };
 
-/* Whether the log has world rank `rank` blocked on flag[0] >= value. */
+/* Whether the log has world rank `rank` blocked on flag cell [0] >= value. */
 static int logged_blocked(int32_t rank, int32_t value) {
   FILE *f = fopen(debug_log, "r");
   if (!f)
     return 0;
   char line[512], who[32], what[64];
   snprintf(who, sizeof who, "pld: rank %d ", (int)rank);
-  snprintf(what, sizeof what, ": signal: wait on flag[0] >= %d blocks",
-           (int)value);
+  snprintf(what, sizeof what,
+           ": signal: wait on window 'flag' cell [0] >= %d blocks", (int)value);
   int found = 0;
   while (!found && fgets(line, sizeof line, f))
     found = !strncmp(line, who, strlen(who)) && strstr(line, what);
@@ -586,18 +600,18 @@ static void test_flow_at_equal_times(void **state) {
   for (int i = 0; i < 3; i++) {
     pld__tev_init(&e, PLD__TEV_NOTIFY, PLD_NOTIFY_ADD, "tie");
     e.t0 = e.t1 = at + (int64_t[]){-50, 0, 1}[i];
-    e.a = 3;  /* cell */
-    e.b = 1;  /* value */
-    e.c = 1;  /* domain peer */
-    e.e = 2;  /* world peer */
-    e.d = 77; /* buffer */
-    e.x = 12; /* offset */
+    pld__tev_cell(&e, 1, (const int64_t[]){4}, 3); /* cell [3] */
+    e.b = 1;                                       /* value */
+    e.c = 1;                                       /* domain peer */
+    e.e = 2;                                       /* world peer */
+    e.d = 77;                                      /* buffer */
+    e.x = 12;                                      /* offset */
     record(from, &e);
   }
   pld__tev_init(&e, PLD__TEV_WAIT, PLD_WAIT_GE, "tie");
   e.t0 = at - 1000;
   e.t1 = at;
-  e.a = 3;
+  pld__tev_cell(&e, 1, (const int64_t[]){4}, 3);
   e.b = e.c = 1;
   e.d = 77;
   e.x = 12;
