@@ -43,6 +43,11 @@ static inline pld_config comm_config(int n) {
   pld_config cfg = n == 2 ? test_config(comm_ids, n, 0, 1)
                           : test_config(comm_ids, n, 2 * n - 1, -2);
   cfg.platform = n == 3 ? "a5sim" : "a2a3sim";
+  /* Runs that must succeed stay far from the time limits on a loaded
+   * machine (a kernel of test_remote_every_dtype ran 64 s in a UCX job of
+   * 4 processes on 2 CPUs at load 57); a test of a limit sets its own. */
+  cfg.kernel_timeout_ms = 600000;
+  cfg.wait_timeout_ms = 600000;
   return cfg;
 }
 

@@ -218,7 +218,8 @@ static void prog_init(struct prog *g, int p, int64_t len, int keep,
   g->y = comm_tensor(PLD_FP32, 3, (int64_t[]){p, p + 1, len});
   pld_config cfg = comm_config(p);
   cfg.keep_windows = keep;
-  cfg.kernel_timeout_ms = kernel_timeout_ms;
+  if (kernel_timeout_ms)
+    cfg.kernel_timeout_ms = kernel_timeout_ms;
   assert_ok(pld_compile(h_rerun, &cfg,
                         PLD_ARGS(g->flag, g->x, g->sc, g->rc, g->y), &g->prog));
 }
