@@ -109,13 +109,6 @@ static inline int pld__coll_sig_view(const struct pld_program *p,
 /* Ranks whose run bookkeeping fits on the stack. */
 #define PLD_MAX_RANKS_INLINE 64
 
-/* Returns the rank of a device that died or whose control block is
- * overwritten (*corrupt then says what), or -1; and the report of such a
- * death as the run's failure (PLD_ERR_CRASH; the program is dead). */
-int pld__find_dead(struct pld_program *p, int check_pids, char *corrupt,
-                   size_t cap);
-int pld__died(struct pld_program *p, int r, const char *corrupt);
-
 /* shm: collects device d if it exited (block: wait); 1 if it is gone. */
 int pld__shm_reap(struct pld__device *d, int block);
 /* shm: the windows' shared region of a started program (tests). */

@@ -17,6 +17,7 @@
 #include "core/tunables.h"
 #include "fabric/shm.h"
 #include "host/ctl.h"
+#include "host/inspect.h"
 #include "host/resident.h"
 #include "host/trace.h"
 
@@ -27,7 +28,7 @@ struct shm_state {
   struct pld__devrun *runs;      /* [rank]: what each device process runs */
 };
 
-static struct shm_state *state(const struct pld_program *p) { return p->cps; }
+static struct shm_state *shm_of(const struct pld_program *p) { return p->cps; }
 
 /* p uses the windows of the program whose devices it shares (it declares
  * the same ones, pld_compile checked). */
@@ -37,12 +38,12 @@ static int shares_windows(const struct pld_program *p) {
 
 /* The bytes of the windows' region this program maps (none when it uses
  * the first program's). */
-static size_t windows_bytes(const struct pld_program *p) {
+static size_t shm_windows_bytes(const struct pld_program *p) {
   return shares_windows(p) ? 0 : p->lay.total;
 }
 
 unsigned char *pld__shm_region(const struct pld_program *p) {
-  return p->cps ? state(p)->region : NULL;
+  return p->cps ? shm_of(p)->region : NULL;
 }
 
 int pld__shm_reap(struct pld__device *d, int block) {
@@ -117,7 +118,7 @@ static int live_mappings(const struct pld_program *self,
     if (q == self || q == group || q->share == group)
       continue;
     (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
-    (*out)[(*n)++] = (struct pld__mapping){state(q)->region, q->lay.total};
+    (*out)[(*n)++] = (struct pld__mapping){shm_of(q)->region, q->lay.total};
     for (int r = 0; r < q->nranks; r++) {
       (*out)[(*n)++] =
           (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
@@ -141,8 +142,8 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
   int st = live_mappings(p, &foreign, &nforeign);
   for (int r = 0; r < p->nranks && st == PLD_OK; r++)
     if (!start || start[r])
-      st = pld__device_spawn(p->devs, p->nranks, r, &state(p)->runs[r],
-                             state(p)->region, foreign, nforeign);
+      st = pld__device_spawn(p->devs, p->nranks, r, &shm_of(p)->runs[r],
+                             shm_of(p)->region, foreign, nforeign);
   int is_live = 0;
   for (struct pld_program *q = live; q; q = q->live_next)
     is_live |= q == p;
@@ -161,7 +162,7 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
  * process to let go frees it, so that is a device's end, in parallel
  * with the others, rather than the host's after reaping them all. */
 static void shm_stop(struct pld_program *p, int kill_now) {
-  struct shm_state *s = state(p);
+  struct shm_state *s = shm_of(p);
   for (int r = 0; r < p->nranks; r++)
     if (!kill_now)
       pld__devctl_post(p->devs[r].ctl,
@@ -172,7 +173,7 @@ static void shm_stop(struct pld_program *p, int kill_now) {
   /* Off the list before its mappings go: a device forked later must not
    * unmap their addresses, which may be another's by then. */
   live_remove(p);
-  pld__devices_unmap(p->devs, p->nranks, windows_bytes(p), p->world);
+  pld__devices_unmap(p->devs, p->nranks, shm_windows_bytes(p), p->world);
   if (p->race.region)
     munmap(p->race.region, p->race.bytes);
   p->race.region = NULL;
@@ -259,7 +260,7 @@ static int shm_restart(struct pld_program *p, int r) {
     kill(d->pid, SIGKILL);
   pld__shm_reap(d, 1);
   atomic_fetch_sub(&p->world->awake, atomic_load(&d->ctl->awake));
-  pld__shm_reset_rank(&state(p)->fabric, r);
+  pld__shm_reset_rank(&shm_of(p)->fabric, r);
   pld__devctl_reset(d->ctl, 1);
   d->pid = 0;
   d->reaped = 0;
@@ -311,10 +312,8 @@ static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot);
 
 /* Maps the regions and forks every device process. */
 static int shm_start(struct pld_program *p) {
-  /* On another program's devices: those first (its memory is shared). */
-  int st0 = p->share ? pld_program_prepare(p->share) : PLD_OK;
-  if (st0)
-    return st0;
+  /* On another program's devices: pld_program_prepare started those
+   * first (its memory is shared). */
   struct shm_state *s = pld__calloc(1, sizeof *s);
   p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
   /* The windows' region: every device process inherits it (a program
@@ -324,7 +323,7 @@ static int shm_start(struct pld_program *p) {
                    !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs))
                ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
                : pld__devices_map(p->devs, p->nranks, p->plans,
-                                  windows_bytes(p), &p->world, &region);
+                                  shm_windows_bytes(p), &p->world, &region);
   if (st) {
     if (s)
       pld__free(s->runs);
@@ -335,7 +334,7 @@ static int shm_start(struct pld_program *p) {
   }
   p->cps = s;
   p->started = 1;
-  s->region = shares_windows(p) ? state(p->share)->region : region;
+  s->region = shares_windows(p) ? shm_of(p->share)->region : region;
   if (p->race.on && (st = race_map(p))) {
     shm_stop(p, 1);
     return st;
@@ -366,8 +365,8 @@ static int shm_start(struct pld_program *p) {
 }
 /* Copies tensor slices between the host arguments and the device memory
  * of data slot `slot`. */
-static void copy_slices(struct pld_program *p, const pld_arg *argv, int in,
-                        int slot) {
+static void shm_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
+                            int slot) {
   for (int r = 0; r < p->nranks; r++) {
     const struct pld__devplan *pl = &p->plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
@@ -387,7 +386,7 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in,
 }
 
 static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
-  copy_slices(p, argv, 1, slot);
+  shm_copy_slices(p, argv, 1, slot);
   for (int r = 0; r < p->nranks; r++)
     pld__plan_table_write(&p->plans[r], pld__run_data(p, r, slot),
                           pld__run_table(p, r, argv, slot));
@@ -405,7 +404,7 @@ static void shm_clear_coll_sigs(struct pld_program *p) {
       size_t off, len;
       for (int q = 0;
            pld__coll_sig_view(p, u, i, &buf, &off, &len) && q < p->nranks; q++)
-        pld__shm_zero_bytes(&state(p)->fabric, buf, q, off, len);
+        pld__shm_zero_bytes(&shm_of(p)->fabric, buf, q, off, len);
     }
   }
 }
@@ -415,7 +414,7 @@ static int shm_post(struct pld_program *p, const pld_arg *argv,
   const uint32_t n = p->chain; /* > 0: a queued run, behind runs in flight */
   struct pld_program *group = p->share ? p->share : p;
   if (!n && !p->keep_windows) /* fresh mappings are zero already */
-    pld__shm_zero_all(&state(p)->fabric);
+    pld__shm_zero_all(&shm_of(p)->fabric);
   else if (!n && group->coll_dirty)
     shm_clear_coll_sigs(p);
   if (!n)
@@ -447,15 +446,15 @@ static int shm_seen(struct pld_program *p, int r) {
   return 1;
 }
 
-static int32_t shm_cell(struct pld_program *p, int r, int i,
-                        const struct pld__coreslot *s) {
+static int32_t shm_cell_value(struct pld_program *p, int r, int i,
+                              const struct pld__coreslot *s) {
   (void)i;
-  return pld__shm_peek(&state(p)->fabric, s->buf, r, (size_t)s->off);
+  return pld__shm_peek(&shm_of(p)->fabric, s->buf, r, (size_t)s->off);
 }
 
 static void shm_abort(struct pld_program *p, uint32_t why) {
   atomic_store_explicit(&p->world->abort, why, memory_order_release);
-  pld__shm_wake_all(&state(p)->fabric);
+  pld__shm_wake_all(&shm_of(p)->fabric);
   /* Devices waiting for a host task, or at a queued run's gate, look at
    * the abort word too.  Each word they wait on is bumped as they are
    * woken: a device still polling one sees it move (a wake alone would
@@ -476,7 +475,7 @@ static int shm_finish(struct pld_program *p, const pld_arg *argv, int slot,
                       int st, const char *msg) {
   if (st)
     return pld__fail_msg(st, msg);
-  copy_slices(p, argv, 0, slot);
+  shm_copy_slices(p, argv, 0, slot);
   return PLD_OK;
 }
 
@@ -505,7 +504,7 @@ const struct pld__ctl_ops pld__ctl_shm = {
     .copy_in = shm_copy_in,
     .look = shm_look,
     .seen = shm_seen,
-    .cell = shm_cell,
+    .cell = shm_cell_value,
     .gone = shm_gone,
     .abort = shm_abort,
     .await = shm_await,
