@@ -319,7 +319,7 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
   return PLD_OK;
 }
 
-static void report(const struct pld__devrun *d, uint32_t seq) {
+static void report_done(const struct pld__devrun *d, uint32_t seq) {
   atomic_store_explicit(&d->ctl->done_seq, seq, memory_order_release);
   pld__event_signal(&d->world->event, &d->world->event_sleepers, 1);
 }
@@ -416,7 +416,7 @@ void pld__device_loop(struct pld__devrun *d) {
   a.sched = sched;
   a.watch = &ctl->watch;
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
-  report(d, 0);
+  report_done(d, 0);
   /* A device just started expects its first command soon: it polls for
    * it as long as a thread woken early learnt to (core/futex.h). */
   pld__spin_extra_ns = (PLD__SPIN_GROWTH - 1) * d->spin.ns;
@@ -433,7 +433,7 @@ void pld__device_loop(struct pld__devrun *d) {
     atomic_store_explicit(&ctl->run_seq, seq, memory_order_release);
     if (!sched || (k.gate && !gate(d, &k, failed))) { /* failed start,
                                                          cancelled */
-      report(d, seq);
+      report_done(d, seq);
       continue;
     }
     /* Dynamic dimensions start from the compiled bindings on every run. */
@@ -449,7 +449,7 @@ void pld__device_loop(struct pld__devrun *d) {
                           memory_order_release);
     if (!st)
       pld__event_signal(&d->world->q_ok, &d->world->q_sleepers, 1);
-    report(d, seq);
+    report_done(d, seq);
   }
   if (!d->exits) { /* else the process's end frees it all, and sooner */
     pld__aicpu_release(&a);
