@@ -9,6 +9,7 @@
 #include "device/aicpu.h"
 #include "fabric/mpi.h"
 #include "host/ctl.h"
+#include "host/process.h"
 #include "host/program.h"
 #include "host/resident.h"
 #include "host/trace.h"
@@ -289,7 +290,7 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
                       same_node, &st);
   if (st)
     return st;
-  *mpi = f < 0 ? pld__mpi_launched() && pld__mpi_built() : f == 1;
+  *mpi = f < 0 ? pld__fabric_is_mpi() : f == 1;
   *rma = r == 1;
   *ndevices = cfg->ndevices;
   *ids = cfg->device_ids;
@@ -320,9 +321,11 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
 }
 
 /* Whether the race detector is on: cfg.check, else PLD_CHECK ("races";
- * empty or unset: off).  It needs the shm fabric.  Returns PLD_OK or
+ * empty or unset: off).  It needs a control plane that can (the shm
+ * fabric).  Returns PLD_OK or
  * PLD_ERR_CONFIG / PLD_ERR_UNSUPPORTED (message set). */
-static int choose_check(const pld_config *cfg, int mpi, int *on) {
+static int choose_check(const pld_config *cfg, const struct pld__ctl_ops *cp,
+                        int *on) {
   const char *v = cfg->check ? cfg->check : getenv("PLD_CHECK");
   *on = v && !strcmp(v, "races");
   if (v && *v && !*on)
@@ -334,7 +337,7 @@ static int choose_check(const pld_config *cfg, int mpi, int *on) {
                                   "pld_compile: environment: PLD_CHECK='%s': "
                                   "expected races",
                                   v);
-  if (*on && mpi)
+  if (*on && !(cp->caps & PLD__CTL_RACES))
     return pld__fail(PLD_ERR_UNSUPPORTED,
                      "pld_compile: %s: the race detector needs the shm fabric "
                      "(one machine); under mpirun run without it",
@@ -528,7 +531,7 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
                      "share %s",
                      root->dead ? "cannot run again (a device crashed)"
                                 : "was destroyed");
-  if (p->cp != &pld__ctl_shm || root->cp != &pld__ctl_shm)
+  if (!(p->cp->caps & PLD__CTL_SHARE) || !(root->cp->caps & PLD__CTL_SHARE))
     return pld__fail(PLD_ERR_UNSUPPORTED,
                      "pld_compile: cfg.share: programs share devices on the "
                      "shm fabric only; under mpirun give each its own");
@@ -568,6 +571,17 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
   return PLD_OK;
 }
 
+/* The features a compiled program may use together, decided once (the
+ * race check and shared devices were checked against the control
+ * plane's capabilities as the configuration was read): its submitted runs
+ * are queued on its devices where the control plane can, and no host
+ * task, trace or race check needs the host between two runs, and its
+ * runs in flight fit the devices' command rings. */
+static void features_decide(struct pld_program *p) {
+  p->queue_ok = (p->cp->caps & PLD__CTL_QUEUE) && !p->ntasks && !p->trace.on &&
+                !p->race.on && p->max_in_flight <= PLD__RING;
+}
+
 int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
                 const pld_arg *argv, pld_program **out) {
   /* A refused environment variable fails every program at its start,
@@ -586,7 +600,8 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   const int *ids = NULL;
   int races = 0;
   st = check_config(cfg, &plat, &mpi, &rma, &ndevices, &ids);
-  if (st || (st = choose_check(cfg, mpi, &races)))
+  const struct pld__ctl_ops *cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
+  if (st || (st = choose_check(cfg, cp, &races)))
     return st;
   const char *problem =
       pld__sig_problem(host.sig, PLD_LEVEL_HOST, !!host.entry);
@@ -605,7 +620,7 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
       limit_ns(cfg->wait_timeout_ms, pld__tunables()->PLD_WAIT_TIMEOUT_MS);
   p->kernel_timeout_ns =
       limit_ns(cfg->kernel_timeout_ms, pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
-  p->cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
+  p->cp = cp;
   p->same_node_rma = rma;
   p->race.on = races;
   p->max_in_flight = cfg->max_in_flight ? cfg->max_in_flight : 2;
@@ -635,6 +650,7 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
     goto fail;
   if (cfg->artifact_dir && (st = pld__artifacts_write(p, cfg->artifact_dir)))
     goto fail;
+  features_decide(p);
   if (spanned)
     pld__htrace_end(p, &span, 0);
   *out = p;

@@ -16,8 +16,25 @@
 
 #include "host/program.h"
 
+/* What a control plane can do (struct pld__ctl_ops.caps).  Generic code
+ * asks these, never which control plane it has; pld_compile decides once
+ * what a program may use (host/compile.c: features_decide). */
+enum {
+  /* Runs queued on the devices behind the runs in flight, gated there
+   * (struct pld__cmd): pld_program_submit without a runner thread. */
+  PLD__CTL_QUEUE = 1u << 0,
+  /* Programs sharing devices (pld_config.share). */
+  PLD__CTL_SHARE = 1u << 1,
+  /* The race detector: its region is mapped by every device. */
+  PLD__CTL_RACES = 1u << 2,
+  /* Each process runs the device of one rank only, its own (under
+   * mpirun: pld_process_index), and a trace is gathered through share. */
+  PLD__CTL_OWN_RANK = 1u << 3,
+};
+
 struct pld__ctl_ops {
   const char *name;
+  unsigned caps; /* PLD__CTL_* */
   /* Starts every device this process runs and waits until they are ready
    * (pld_program_prepare).  Returns PLD_OK or the failure. */
   int (*start)(struct pld_program *p);
@@ -108,10 +125,5 @@ static inline int pld__coll_sig_view(const struct pld_program *p,
 
 /* Ranks whose run bookkeeping fits on the stack. */
 #define PLD_MAX_RANKS_INLINE 64
-
-/* shm: collects device d if it exited (block: wait); 1 if it is gone. */
-int pld__shm_reap(struct pld__device *d, int block);
-/* shm: the windows' shared region of a started program (tests). */
-unsigned char *pld__shm_region(const struct pld_program *p);
 
 #endif

@@ -564,6 +564,7 @@ static void mpi_share(struct pld_program *p, int r, void *buf, size_t n) {
 
 const struct pld__ctl_ops pld__ctl_mpi = {
     .name = "mpi",
+    .caps = PLD__CTL_OWN_RANK,
     .start = mpi_start,
     .post = mpi_post,
     .copy_in = mpi_copy_in,

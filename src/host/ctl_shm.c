@@ -17,6 +17,7 @@
 #include "core/tunables.h"
 #include "fabric/shm.h"
 #include "host/ctl.h"
+#include "host/ctl_shm.h"
 #include "host/inspect.h"
 #include "host/resident.h"
 #include "host/trace.h"
@@ -46,7 +47,8 @@ unsigned char *pld__shm_region(const struct pld_program *p) {
   return p->cps ? shm_of(p)->region : NULL;
 }
 
-int pld__shm_reap(struct pld__device *d, int block) {
+/* Collects device d if it exited (block: wait); 1 if it is gone. */
+static int shm_reap(struct pld__device *d, int block) {
   if (d->reaped)
     return 1;
   if (d->pid <= 0)
@@ -63,10 +65,10 @@ int pld__shm_reap(struct pld__device *d, int block) {
  * sleeps on a process descriptor, which wakes the moment the process is
  * gone (kernels without pidfd_open: short naps).  Returns 1 once reaped. */
 static int reap_by(struct pld__device *d, int64_t deadline) {
-  if (pld__shm_reap(d, 0))
+  if (shm_reap(d, 0))
     return 1;
   int fd = (int)syscall(SYS_pidfd_open, d->pid, 0);
-  while (!pld__shm_reap(d, 0)) {
+  while (!shm_reap(d, 0)) {
     int64_t left = deadline - pld__now_ns();
     if (left <= 0)
       break;
@@ -83,7 +85,7 @@ static int reap_by(struct pld__device *d, int64_t deadline) {
 }
 
 static int shm_gone(struct pld_program *p, int r, int block) {
-  return pld__shm_reap(&p->devs[r], block);
+  return shm_reap(&p->devs[r], block);
 }
 
 /* The programs of this process whose devices run: a device process
@@ -183,7 +185,7 @@ static void shm_stop(struct pld_program *p, int kill_now) {
     if (p->devs[r].pid > 0 && !p->devs[r].reaped)
       kill(p->devs[r].pid, SIGKILL);
   for (int r = 0; r < p->nranks; r++)
-    pld__shm_reap(&p->devs[r], 1);
+    shm_reap(&p->devs[r], 1);
   if (s)
     pld__free(s->runs);
   pld__free(s);
@@ -258,7 +260,7 @@ static int shm_restart(struct pld_program *p, int r) {
   struct pld__device *d = &p->devs[r];
   if (!d->reaped)
     kill(d->pid, SIGKILL);
-  pld__shm_reap(d, 1);
+  shm_reap(d, 1);
   atomic_fetch_sub(&p->world->awake, atomic_load(&d->ctl->awake));
   pld__shm_reset_rank(&shm_of(p)->fabric, r);
   pld__devctl_reset(d->ctl, 1);
@@ -499,6 +501,7 @@ static void shm_store(struct pld_program *p, int r, size_t dev_off,
 
 const struct pld__ctl_ops pld__ctl_shm = {
     .name = "shm",
+    .caps = PLD__CTL_QUEUE | PLD__CTL_SHARE | PLD__CTL_RACES,
     .start = shm_start,
     .post = shm_post,
     .copy_in = shm_copy_in,

@@ -4,9 +4,10 @@
 #include <string.h>
 
 #include "fabric/mpi.h"
+#include "host/process.h"
 #include "pld/program.h"
 
-static int fabric_chosen(void) {
+int pld__fabric_is_mpi(void) {
   const char *f = getenv("PLD_FABRIC");
   if (f)
     return !strcmp(f, "mpi");
@@ -16,13 +17,13 @@ static int fabric_chosen(void) {
 /* Queries: they leave the thread's message alone (a program calls them to
  * decide what to print about a failure). */
 int pld_process_count(void) {
-  if (!fabric_chosen() || pld__mpi_init(NULL))
+  if (!pld__fabric_is_mpi() || pld__mpi_init(NULL))
     return 1;
   return pld__mpi_size();
 }
 
 int pld_process_index(void) {
-  if (!fabric_chosen() || pld__mpi_init(NULL))
+  if (!pld__fabric_is_mpi() || pld__mpi_init(NULL))
     return 0;
   return pld__mpi_rank();
 }

@@ -145,6 +145,9 @@ struct pld_program {
   /* Submitted runs (host/submit.c): its runner, made at the first. */
   struct pld__runner *runner;
   int max_in_flight;
+  /* Its submitted runs may be queued on its devices while it has them to
+   * itself (decided by pld_compile). */
+  int queue_ok;
   /* The data slots (plan.h), the slot of the run posted last, and whether
    * its inputs were copied in already, while the run before it executed.
    * chain: the number of the run being posted in its chain of queued runs

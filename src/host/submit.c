@@ -50,12 +50,11 @@ struct pld__qrun {
   uint32_t posted[];
 };
 
-/* Whether p's submitted runs can be queued on its devices: the shm
- * fabric, no host tasks, trace or race check, devices of its own, at most
- * PLD__RING runs in flight (the others go through a runner thread). */
+/* Whether p's submitted runs can be queued on its devices: pld_compile
+ * found they can (p->queue_ok), and it has devices of its own (the others
+ * go through a runner thread). */
 static int queue_eligible(const struct pld_program *p) {
-  return p->cp == &pld__ctl_shm && !p->share && !p->sharers && !p->ntasks &&
-         !p->trace.on && !p->race.on && p->max_in_flight <= PLD__RING;
+  return p->queue_ok && !p->share && !p->sharers;
 }
 
 int pld__queue_chain_full(const struct pld_program *p) {
