@@ -32,6 +32,14 @@ enum {
   PLD__CTL_OWN_RANK = 1u << 3,
 };
 
+/* How a device's process ended, as far as its control plane knows
+ * (struct pld__ctl_ops.ended): killed by a signal, or exited with a
+ * status. */
+struct pld__dev_end {
+  int signal; /* the signal that killed it, or 0 */
+  int status; /* its exit status, when no signal killed it */
+};
+
 struct pld__ctl_ops {
   const char *name;
   unsigned caps; /* PLD__CTL_* */
@@ -66,6 +74,10 @@ struct pld__ctl_ops {
                   const struct pld__coreslot *s);
   /* Rank r's device is gone (its process ended); block: wait for it. */
   int (*gone)(struct pld_program *p, int r, int block);
+  /* How rank r's device process ended, once gone (else as an exit with
+   * status 0).  NULL: the control plane learns nothing of it (its devices
+   * are not its children), taken as an exit with status 0. */
+  void (*ended)(struct pld_program *p, int r, struct pld__dev_end *e);
   /* Stops the run everywhere (why: PLD__ABORT_*), waking every waiter. */
   void (*abort)(struct pld_program *p, uint32_t why);
   /* The host's sleep until something happens, at most ns. */

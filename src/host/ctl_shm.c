@@ -88,6 +88,14 @@ static int shm_gone(struct pld_program *p, int r, int block) {
   return shm_reap(&p->devs[r], block);
 }
 
+/* The wait status of a reaped device process, decoded (0 while it is not
+ * reaped: an exit with status 0). */
+static void shm_ended(struct pld_program *p, int r, struct pld__dev_end *e) {
+  int ws = p->devs[r].wstatus;
+  e->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+  e->status = WIFSIGNALED(ws) ? 0 : WEXITSTATUS(ws);
+}
+
 /* The programs of this process whose devices run: a device process
  * started later must drop their memory (fork gives it all of it). */
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -509,6 +517,7 @@ const struct pld__ctl_ops pld__ctl_shm = {
     .seen = shm_seen,
     .cell = shm_cell_value,
     .gone = shm_gone,
+    .ended = shm_ended,
     .abort = shm_abort,
     .await = shm_await,
     .task_begin = shm_task_begin,

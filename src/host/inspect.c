@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "core/futex.h"
 #include "core/tunables.h"
@@ -170,6 +169,14 @@ int pld__running_str(const struct pld_program *p, int r, int64_t now, char *buf,
 
 /* ---- devices that died -------------------------------------------------- */
 
+/* How rank r's device process ended, as its control plane knows it. */
+static struct pld__dev_end device_end(struct pld_program *p, int r) {
+  struct pld__dev_end e = {0, 0};
+  if (p->cp->ended)
+    p->cp->ended(p, r, &e);
+  return e;
+}
+
 /* A device died, or wrote over its control block: the message names rank,
  * device, what it was running and how it died; the others are stopped and
  * the program is done for.  corrupt (if not NULL) says what was found
@@ -230,9 +237,10 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
         pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
       }
       n += pld__catf(msg + n, sizeof msg - n, "called exit()");
-      if (WIFEXITED(d->wstatus))
+      struct pld__dev_end e = device_end(p, r);
+      if (!e.signal)
         n += pld__catf(msg + n, sizeof msg - n, " and exited with status %d",
-                       WEXITSTATUS(d->wstatus));
+                       e.status);
     }
     if (cr.core_type >= 0)
       n += pld__catf(msg + n, sizeof msg - n,
@@ -246,13 +254,13 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
     /* No word from the process itself: it was killed, or left without
      * running its exit hook (_exit); its watch says what it was doing. */
     p->cp->gone(p, r, 1);
-    if (WIFSIGNALED(d->wstatus))
+    struct pld__dev_end e = device_end(p, r);
+    if (e.signal)
       n += pld__catf(msg + n, sizeof msg - n, "was killed by signal SIG%s (%s)",
-                     sig_name(WTERMSIG(d->wstatus)),
-                     strsignal(WTERMSIG(d->wstatus)));
+                     sig_name(e.signal), strsignal(e.signal));
     else
-      n += pld__catf(msg + n, sizeof msg - n, "exited with status %d",
-                     WEXITSTATUS(d->wstatus));
+      n +=
+          pld__catf(msg + n, sizeof msg - n, "exited with status %d", e.status);
     if (pld__running_str(p, r, now, running, sizeof running) == 0)
       n += pld__catf(msg + n, sizeof msg - n, " while running %s", running);
     else
