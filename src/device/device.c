@@ -20,7 +20,6 @@
 #include "core/tunables.h"
 #include "device/aicpu.h"
 #include "device/sched.h"
-#include "fabric/shm.h"
 
 #define PAGE ((size_t)4096)
 
@@ -372,7 +371,7 @@ static int gate(const struct pld__devrun *d, const struct pld__cmd *k,
     return 1;
   /* Every rank finished the runs before: no one writes the windows until
    * every rank zeroed its copies. */
-  pld__shm_zero_rank(d->shm, d->plan->rank);
+  d->zero_windows(d->fabric, d->plan->rank);
   pld__event_signal(&w->q_zeroed, &w->q_sleepers, 1);
   return await_count(d, &w->q_zeroed, need);
 }
@@ -460,8 +459,8 @@ void pld__device_loop(struct pld__devrun *d) {
 }
 
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
-                      struct pld__devrun *d, unsigned char *region,
-                      const struct pld__mapping *foreign, int nforeign) {
+                      struct pld__devrun *d, const struct pld__mapping *foreign,
+                      int nforeign) {
   pid_t host = getpid();
   pid_t pid = fork();
   if (pid < 0)
@@ -488,10 +487,6 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
     munmap(foreign[i].addr, foreign[i].len);
   self = d;
   install_crash_handlers();
-  struct pld__shm_fabric fabric;
-  pld__shm_fabric_init(&fabric, region, d->plan->lay, rank);
-  d->fabric = &fabric.base;
-  d->shm = &fabric;
   d->exits = 1;
   pld__device_loop(d);
   _exit(0);

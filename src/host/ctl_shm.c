@@ -24,9 +24,10 @@
 
 /* What this control plane adds to a started program. */
 struct shm_state {
-  unsigned char *region;         /* the windows' shared region */
-  struct pld__shm_fabric fabric; /* the host's side of it */
-  struct pld__devrun *runs;      /* [rank]: what each device process runs */
+  unsigned char *region;          /* the windows' shared region */
+  struct pld__shm_fabric fabric;  /* the host's side of it */
+  struct pld__devrun *runs;       /* [rank]: what each device process runs */
+  struct pld__shm_fabric *devfab; /* [rank]: each device's side of it */
 };
 
 static struct shm_state *shm_of(const struct pld_program *p) { return p->cps; }
@@ -153,7 +154,7 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
   for (int r = 0; r < p->nranks && st == PLD_OK; r++)
     if (!start || start[r])
       st = pld__device_spawn(p->devs, p->nranks, r, &shm_of(p)->runs[r],
-                             shm_of(p)->region, foreign, nforeign);
+                             foreign, nforeign);
   int is_live = 0;
   for (struct pld_program *q = live; q; q = q->live_next)
     is_live |= q == p;
@@ -194,8 +195,10 @@ static void shm_stop(struct pld_program *p, int kill_now) {
       kill(p->devs[r].pid, SIGKILL);
   for (int r = 0; r < p->nranks; r++)
     shm_reap(&p->devs[r], 1);
-  if (s)
+  if (s) {
     pld__free(s->runs);
+    pld__free(s->devfab);
+  }
   pld__free(s);
   p->cps = NULL;
   pld__free(p->devs);
@@ -320,6 +323,12 @@ static int race_map(struct pld_program *p) {
 
 static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot);
 
+/* A device's zeroing of its own copies of the windows, at a queued run's
+ * gate (f: its side of the fabric, struct pld__devrun.fabric). */
+static void shm_zero_windows(struct pld__fabric *f, int rank) {
+  pld__shm_zero_rank((struct pld__shm_fabric *)(void *)f, rank);
+}
+
 /* Maps the regions and forks every device process. */
 static int shm_start(struct pld_program *p) {
   /* On another program's devices: pld_program_prepare started those
@@ -329,14 +338,18 @@ static int shm_start(struct pld_program *p) {
   /* The windows' region: every device process inherits it (a program
    * sharing another's devices and windows: that one's). */
   unsigned char *region = NULL;
-  int st = !s || !p->devs ||
-                   !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs))
-               ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
-               : pld__devices_map(p->devs, p->nranks, p->plans,
-                                  shm_windows_bytes(p), &p->world, &region);
+  int st =
+      !s || !p->devs ||
+              !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs)) ||
+              !(s->devfab = pld__calloc((size_t)p->nranks, sizeof *s->devfab))
+          ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
+          : pld__devices_map(p->devs, p->nranks, p->plans, shm_windows_bytes(p),
+                             &p->world, &region);
   if (st) {
-    if (s)
+    if (s) {
       pld__free(s->runs);
+      pld__free(s->devfab);
+    }
     pld__free(s);
     pld__free(p->devs);
     p->devs = NULL;
@@ -352,16 +365,13 @@ static int shm_start(struct pld_program *p) {
   pld__shm_fabric_init(&s->fabric, s->region, &p->lay, -1);
   for (int r = 0; r < p->nranks; r++) {
     p->devs[r].trace = pld__trace_area_of(p, r, &p->devs[r].trace_bytes);
-    s->runs[r] = (struct pld__devrun){&p->plans[r],
-                                      p->devs[r].ctl,
-                                      p->world,
-                                      p->devs[r].data,
-                                      NULL,
-                                      {0},
-                                      p->devs[r].trace,
-                                      p->race.region,
-                                      NULL,
-                                      0};
+    /* Each device's side of the fabric, which its process inherits. */
+    pld__shm_fabric_init(&s->devfab[r], s->region, &p->lay, r);
+    s->runs[r] = (struct pld__devrun){&p->plans[r],       p->devs[r].ctl,
+                                      p->world,           p->devs[r].data,
+                                      &s->devfab[r].base, {0},
+                                      p->devs[r].trace,   p->race.region,
+                                      shm_zero_windows,   0};
   }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
