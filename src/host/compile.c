@@ -123,7 +123,6 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   pl->nranks = p->nranks;
   pl->plat = p->plat;
   pl->dims = &p->dims;
-  pl->lay = &p->lay;
   pl->comms = p->comms;
   for (int i = 0; i < h->ndisps; i++)
     if (h->disps[i].rank == rank)
