@@ -152,7 +152,7 @@ void pld__debug_set(unsigned mask, int fd) {
   debug_fd = fd;
 }
 
-static const char *op_name(int op) {
+static const char *tev_op_name(int op) {
   return op == PLD_NOTIFY_SET ? "set" : "add";
 }
 
@@ -248,7 +248,7 @@ static void log_event(const struct pld__tev *e, int begun) {
     pld__tev_cell_str(cell, sizeof cell, e);
     log_line(t,
              "signal: notify window '%s' cell %s of peer %d (rank %d): %s %d",
-             e->name, cell, e->c, e->e, op_name(e->sub), e->b);
+             e->name, cell, e->c, e->e, tev_op_name(e->sub), e->b);
     break;
   case PLD__TEV_RMA:
     if (!begun)

@@ -20,7 +20,6 @@
 #include "core/tunables.h"
 #include "device/aicpu.h"
 #include "device/sched.h"
-#include "fabric/shm.h"
 
 #define PAGE ((size_t)4096)
 
@@ -319,7 +318,7 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
   return PLD_OK;
 }
 
-static void report(const struct pld__devrun *d, uint32_t seq) {
+static void report_done(const struct pld__devrun *d, uint32_t seq) {
   atomic_store_explicit(&d->ctl->done_seq, seq, memory_order_release);
   pld__event_signal(&d->world->event, &d->world->event_sleepers, 1);
 }
@@ -372,7 +371,7 @@ static int gate(const struct pld__devrun *d, const struct pld__cmd *k,
     return 1;
   /* Every rank finished the runs before: no one writes the windows until
    * every rank zeroed its copies. */
-  pld__shm_zero_rank(d->shm, d->plan->rank);
+  d->zero_windows(d->fabric, d->plan->rank);
   pld__event_signal(&w->q_zeroed, &w->q_sleepers, 1);
   return await_count(d, &w->q_zeroed, need);
 }
@@ -416,7 +415,7 @@ void pld__device_loop(struct pld__devrun *d) {
   a.sched = sched;
   a.watch = &ctl->watch;
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
-  report(d, 0);
+  report_done(d, 0);
   /* A device just started expects its first command soon: it polls for
    * it as long as a thread woken early learnt to (core/futex.h). */
   pld__spin_extra_ns = (PLD__SPIN_GROWTH - 1) * d->spin.ns;
@@ -433,7 +432,7 @@ void pld__device_loop(struct pld__devrun *d) {
     atomic_store_explicit(&ctl->run_seq, seq, memory_order_release);
     if (!sched || (k.gate && !gate(d, &k, failed))) { /* failed start,
                                                          cancelled */
-      report(d, seq);
+      report_done(d, seq);
       continue;
     }
     /* Dynamic dimensions start from the compiled bindings on every run. */
@@ -449,7 +448,7 @@ void pld__device_loop(struct pld__devrun *d) {
                           memory_order_release);
     if (!st)
       pld__event_signal(&d->world->q_ok, &d->world->q_sleepers, 1);
-    report(d, seq);
+    report_done(d, seq);
   }
   if (!d->exits) { /* else the process's end frees it all, and sooner */
     pld__aicpu_release(&a);
@@ -460,8 +459,8 @@ void pld__device_loop(struct pld__devrun *d) {
 }
 
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
-                      struct pld__devrun *d, unsigned char *region,
-                      const struct pld__mapping *foreign, int nforeign) {
+                      struct pld__devrun *d, const struct pld__mapping *foreign,
+                      int nforeign) {
   pid_t host = getpid();
   pid_t pid = fork();
   if (pid < 0)
@@ -488,10 +487,6 @@ int pld__device_spawn(struct pld__device *devs, int n, int rank,
     munmap(foreign[i].addr, foreign[i].len);
   self = d;
   install_crash_handlers();
-  struct pld__shm_fabric fabric;
-  pld__shm_fabric_init(&fabric, region, d->plan->lay, rank);
-  d->fabric = &fabric.base;
-  d->shm = &fabric;
   d->exits = 1;
   pld__device_loop(d);
   _exit(0);

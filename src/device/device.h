@@ -166,8 +166,6 @@ int pld__devices_map(struct pld__device *devs, int n,
 void pld__devices_unmap(struct pld__device *devs, int n, size_t windows_bytes,
                         struct pld__worldctl *world);
 
-struct pld__shm_fabric;
-
 /* A shared mapping a new device process must not keep. */
 struct pld__mapping {
   void *addr;
@@ -185,8 +183,9 @@ struct pld__devrun {
   struct pld__spin spin;
   struct pld__trace_area *trace; /* its threads' events, or NULL */
   struct pld__race *race;        /* the race detector's region, or NULL */
-  struct pld__shm_fabric *shm;   /* the shm fabric: zeroes a queued run's
-                                    windows (NULL under mpi: no queue) */
+  /* Zeroes this rank's copy of every window of the fabric, at a queued
+   * run's gate (NULL where runs are not queued: under mpi). */
+  void (*zero_windows)(struct pld__fabric *f, int rank);
   int exits; /* the loop's process ends with it (nothing need be freed) */
 };
 
@@ -194,14 +193,13 @@ struct pld__devrun {
  * stop command (its cores joined). */
 void pld__device_loop(struct pld__devrun *d);
 
-/* Starts the process of device `rank` (d: its plan, control block, world
- * and data area; the fabric is made in the child over region, the
- * windows' shared region).  The child drops the other devices' regions
- * and the `nforeign` mappings of other programs, so it can reach no
- * memory but its own and the windows.  The child never returns. */
+/* Starts the process of device `rank` (d: its plan, control block, world,
+ * data area and fabric, which the child inherits).  The child drops the other
+ * devices' regions and the `nforeign` mappings of other programs, so it can
+ * reach no memory but its own and the windows.  The child never returns. */
 int pld__device_spawn(struct pld__device *devs, int n, int rank,
-                      struct pld__devrun *d, unsigned char *region,
-                      const struct pld__mapping *foreign, int nforeign);
+                      struct pld__devrun *d, const struct pld__mapping *foreign,
+                      int nforeign);
 
 /* Under the MPI fabric: runs device d in this process, its AICPU on a new
  * thread (its fabric set).  A crash of any of its threads prints its

@@ -69,9 +69,8 @@ struct pld__devplan {
   /* Device global memory its tensor slices and window copies take (device
    * allocations must fit the rest). */
   uint64_t mem_bytes;
-  /* Window buffers: where their copies are, and this rank's comm context
-   * in each (comms[win_buf * nranks + rank]). */
-  const struct pld__winlayout *lay;
+  /* Window buffers: this rank's comm context in each (comms[win_buf *
+   * nranks + rank]); where their copies are is the fabric's. */
   const struct pld__comm *comms;
 };
 

@@ -9,200 +9,20 @@
 #include "device/aicpu.h"
 #include "fabric/mpi.h"
 #include "host/ctl.h"
+#include "host/process.h"
 #include "host/program.h"
 #include "host/resident.h"
 #include "host/trace.h"
 #include "tile/isa.h"
-
-int pld__hfail(struct pld__host *h, int status, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int st = pld__first_failure(&h->status, h->msg, sizeof h->msg, status, "",
-                              fmt, ap);
-  va_end(ap);
-  return st;
-}
 
 /* pld__tensor_sink while a host function is traced. */
 static int host_sink(void *ctx, int status, const char *msg) {
   return pld__hfail(ctx, status, "%s", msg);
 }
 
-int pld_world_size(pld_host h) { return h.p->prog->nranks; }
-
-pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
-  struct pld__host *h = hh.p;
-  pld_tensor bad = {&pld__invalid_tensor};
-  if (h->status)
-    return bad;
-  const char *name = h->prog->host.sig->name;
-  if (!t.p || (t.p->flags & PLD__T_INVALID)) {
-    pld__hfail(h, PLD_ERR_ARG,
-               "pld_slice (in %s): t: expected a tensor, got %s", name,
-               t.p ? "the result of a failed call" : "a NULL tensor");
-    return bad;
-  }
-  if (t.p->host_arg < 0) {
-    pld__hfail(
-        h, PLD_ERR_ARG,
-        "pld_slice (in %s): t: expected a parameter of %s or a slice of one, "
-        "got another tensor",
-        name, name);
-    return bad;
-  }
-  char s[128]; /* its shape, for a failure */
-  if (t.p->ndim < 2) {
-    pld__tensor_str(s, sizeof s, t.p);
-    pld__hfail(
-        h, PLD_ERR_ARG,
-        "pld_slice (in %s): t: expected a tensor of 2 or more dimensions, "
-        "got %s",
-        name, s);
-    return bad;
-  }
-  if (index < 0 || index >= t.p->shape[0]) {
-    pld__tensor_str(s, sizeof s, t.p);
-    pld__hfail(h, PLD_ERR_BOUNDS,
-               "pld_slice (in %s): index: expected [0, %lld) for %s, got %lld",
-               name, (long long)t.p->shape[0], s, (long long)index);
-    return bad;
-  }
-  struct pld__tensor *sl = pld__host_keep(h, pld__malloc(sizeof *sl));
-  if (!sl)
-    return bad;
-  *sl = *t.p;
-  sl->flags &= ~(unsigned)PLD__T_OWNED;
-  size_t stride = t.p->nbytes / (size_t)t.p->shape[0];
-  sl->ndim = t.p->ndim - 1;
-  memmove(sl->shape, t.p->shape + 1, (size_t)sl->ndim * sizeof sl->shape[0]);
-  sl->nbytes = stride;
-  sl->host_offset = t.p->host_offset + (size_t)index * stride;
-  if (sl->data)
-    sl->data = (char *)t.p->data + (size_t)index * stride;
-  return (pld_tensor){sl};
-}
-
-struct pld__tensor *pld__host_keep(struct pld__host *h, struct pld__tensor *t) {
-  if (t && h->nkept == h->capkept) {
-    int cap = h->capkept ? 2 * h->capkept : 16;
-    struct pld__tensor **v =
-        pld__realloc(h->kept, (size_t)cap * sizeof *h->kept);
-    if (!v) {
-      pld__free(t);
-      t = NULL;
-    } else {
-      h->kept = v;
-      h->capkept = cap;
-    }
-  }
-  if (!t) {
-    pld__hfail(h, PLD_ERR_NOMEM, "%s: out of memory", h->prog->host.sig->name);
-    return NULL;
-  }
-  h->kept[h->nkept++] = t;
-  return t;
-}
-
-int pld__host_callee(struct pld__host *h, const char *call,
-                     const pld_signature *sig, int entry, pld_level level,
-                     const char *decl) {
-  if (h->status)
-    return h->status;
-  const char *problem = pld__sig_problem(sig, level, entry);
-  if (problem)
-    return pld__hfail(h, PLD_ERR_ARG,
-                      "%s (in %s): fn: expected a function declared with %s, "
-                      "got %s",
-                      call, h->prog->host.sig->name, decl, problem);
-  return PLD_OK;
-}
-
-int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
-                  const pld_arg *argv) {
-  struct pld__host *h = hh.p;
-  int st = pld__host_callee(h, "pld_dispatch", fn.sig, !!fn.entry,
-                            PLD_LEVEL_DEVICE, "PLD_DEVICE");
-  if (st)
-    return st;
-  struct pld_program *p = h->prog;
-  const char *name = p->host.sig->name;
-  const pld_signature *sig = fn.sig;
-  const pld_arg *r = &argv[0];
-  if (!pld__arg_is_integer(r))
-    return pld__hfail(
-        h, PLD_ERR_ARG,
-        "pld_dispatch (in %s): rank: expected an integer, got a %s", name,
-        r->kind != PLD_ARG_SCALAR ? "tensor" : "float");
-  if (r->v.i < 0 || r->v.i >= p->nranks)
-    return pld__hfail(h, PLD_ERR_ARG,
-                      "pld_dispatch (in %s): rank: expected [0, %d) (the world "
-                      "size), got %lld",
-                      name, p->nranks, (long long)r->v.i);
-  int rank = (int)r->v.i;
-  char what[128];
-  pld__catf(what, sizeof what, "pld_dispatch to rank %d (in %s)", rank, name);
-  pld_arg norm[PLD_MAX_PARAMS];
-  struct pld__tensor reshaped[PLD_MAX_PARAMS];
-  st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, norm, reshaped,
-                      h->msg, sizeof h->msg);
-  if (st)
-    return h->status = st;
-  return pld__dispatch_record(h, rank, fn, norm, what);
-}
-
-int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
-                         const pld_arg *norm, const char *what) {
-  struct pld_program *p = h->prog;
-  const pld_signature *sig = fn.sig;
-  const char *name = p->host.sig->name;
-  if (h->ndisps == h->capdisps) {
-    int cap = h->capdisps ? 2 * h->capdisps : 8;
-    struct pld__dispatch *v =
-        pld__realloc(h->disps, (size_t)cap * sizeof *h->disps);
-    if (!v)
-      return pld__hfail(h, PLD_ERR_NOMEM, "%s: out of memory", what);
-    h->disps = v;
-    h->capdisps = cap;
-  }
-  struct pld__dispatch *d = &h->disps[h->ndisps];
-  for (int i = 0; i < sig->nparams; i++) {
-    d->argv[i] = norm[i];
-    if (norm[i].kind == PLD_ARG_SCALAR)
-      continue;
-    const struct pld__tensor *t = norm[i].v.t;
-    const struct pld__inter *in =
-        t->host_arg >= 0 ? pld__host_inter(p, t->host_arg) : NULL;
-    if (t->flags & PLD__T_WINDOW)
-      pld__windows_member(p, t->win_buf, rank);
-    else if (t->host_arg < 0)
-      return pld__hfail(
-          h, PLD_ERR_ARG,
-          "%s: %s: parameter '%s' (%d of %d): expected a parameter of "
-          "%s, a slice of one or an intermediate, got another tensor",
-          what, sig->name, sig->params[i].name, i + 1, sig->nparams, name);
-    else if (in && in->rank >= 0 && in->rank != rank)
-      return pld__hfail(h, PLD_ERR_ARG,
-                        "%s: %s: parameter '%s' (%d of %d): %s lives in the "
-                        "memory of rank %d's device: only rank %d's "
-                        "dispatches take it",
-                        what, sig->name, sig->params[i].name, i + 1,
-                        sig->nparams, in->name, in->rank, in->rank);
-    /* Keep a copy: t lives only as long as the trace, and the dispatch
-     * array moves as it grows, so the plan reads d->t[i] by index. */
-    d->t[i] = *t;
-    d->t[i].data = NULL;
-    d->argv[i].v.t = NULL;
-  }
-  d->rank = rank;
-  d->fn = fn;
-  d->argc = sig->nparams;
-  h->ndisps++;
-  return PLD_OK;
-}
-
 /* ---- plans --------------------------------------------------------------- */
 
-void pld__plans_free(struct pld_program *p) {
+static void plans_free(struct pld_program *p) {
   if (!p->plans)
     return;
   for (int r = 0; r < p->nranks; r++) {
@@ -216,6 +36,19 @@ void pld__plans_free(struct pld_program *p) {
   }
   pld__free(p->plans);
   p->plans = NULL;
+}
+
+void pld__program_free(struct pld_program *p) {
+  pld__trace_release(p);
+  pld__residents_release(p);
+  plans_free(p);
+  pld__tasks_free(p);
+  pld__windows_free(p);
+  pld__free(p->device_ids);
+  pld__free(p->args);
+  pld__free(p->arg_meta);
+  pld__free(p->artifact_dir);
+  pld__free(p);
 }
 
 /* Rank pl's device cannot hold `what` (n bytes) beyond the `used` bytes
@@ -290,7 +123,6 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   pl->nranks = p->nranks;
   pl->plat = p->plat;
   pl->dims = &p->dims;
-  pl->lay = &p->lay;
   pl->comms = p->comms;
   for (int i = 0; i < h->ndisps; i++)
     if (h->disps[i].rank == rank)
@@ -420,8 +252,8 @@ static int trace_devices(struct pld_program *p) {
 /* A choice between names (NULL-terminated): the configuration field's
  * value if set, else the environment variable's, else -1 (*bad: the
  * status of a value that is neither). */
-static int choose(const char *field, const char *given, const char *env,
-                  const char *const *names, int *bad) {
+static int choose_name(const char *field, const char *given, const char *env,
+                       const char *const *names, int *bad) {
   const char *v = given ? given : getenv(env);
   *bad = PLD_OK;
   if (!v)
@@ -450,14 +282,14 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
   static const char *const fabrics[] = {"shm", "mpi", NULL};
   static const char *const same_node[] = {"shm", "rma", NULL};
   int st;
-  int f = choose("fabric", cfg->fabric, "PLD_FABRIC", fabrics, &st);
+  int f = choose_name("fabric", cfg->fabric, "PLD_FABRIC", fabrics, &st);
   if (st)
     return st;
-  int r = choose("mpi_same_node", cfg->mpi_same_node, "PLD_MPI_SAME_NODE",
-                 same_node, &st);
+  int r = choose_name("mpi_same_node", cfg->mpi_same_node, "PLD_MPI_SAME_NODE",
+                      same_node, &st);
   if (st)
     return st;
-  *mpi = f < 0 ? pld__mpi_launched() && pld__mpi_built() : f == 1;
+  *mpi = f < 0 ? pld__fabric_is_mpi() : f == 1;
   *rma = r == 1;
   *ndevices = cfg->ndevices;
   *ids = cfg->device_ids;
@@ -488,9 +320,11 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
 }
 
 /* Whether the race detector is on: cfg.check, else PLD_CHECK ("races";
- * empty or unset: off).  It needs the shm fabric.  Returns PLD_OK or
+ * empty or unset: off).  It needs a control plane that can (the shm
+ * fabric).  Returns PLD_OK or
  * PLD_ERR_CONFIG / PLD_ERR_UNSUPPORTED (message set). */
-static int choose_check(const pld_config *cfg, int mpi, int *on) {
+static int choose_check(const pld_config *cfg, const struct pld__ctl_ops *cp,
+                        int *on) {
   const char *v = cfg->check ? cfg->check : getenv("PLD_CHECK");
   *on = v && !strcmp(v, "races");
   if (v && *v && !*on)
@@ -502,7 +336,7 @@ static int choose_check(const pld_config *cfg, int mpi, int *on) {
                                   "pld_compile: environment: PLD_CHECK='%s': "
                                   "expected races",
                                   v);
-  if (*on && mpi)
+  if (*on && !(cp->caps & PLD__CTL_RACES))
     return pld__fail(PLD_ERR_UNSUPPORTED,
                      "pld_compile: %s: the race detector needs the shm fabric "
                      "(one machine); under mpirun run without it",
@@ -696,7 +530,7 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
                      "share %s",
                      root->dead ? "cannot run again (a device crashed)"
                                 : "was destroyed");
-  if (p->cp != &pld__ctl_shm || root->cp != &pld__ctl_shm)
+  if (!(p->cp->caps & PLD__CTL_SHARE) || !(root->cp->caps & PLD__CTL_SHARE))
     return pld__fail(PLD_ERR_UNSUPPORTED,
                      "pld_compile: cfg.share: programs share devices on the "
                      "shm fabric only; under mpirun give each its own");
@@ -736,6 +570,17 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
   return PLD_OK;
 }
 
+/* The features a compiled program may use together, decided once (the
+ * race check and shared devices were checked against the control
+ * plane's capabilities as the configuration was read): its submitted runs
+ * are queued on its devices where the control plane can, and no host
+ * task, trace or race check needs the host between two runs, and its
+ * runs in flight fit the devices' command rings. */
+static void features_decide(struct pld_program *p) {
+  p->queue_ok = (p->cp->caps & PLD__CTL_QUEUE) && !p->ntasks && !p->trace.on &&
+                !p->race.on && p->max_in_flight <= PLD__RING;
+}
+
 int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
                 const pld_arg *argv, pld_program **out) {
   /* A refused environment variable fails every program at its start,
@@ -754,7 +599,8 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   const int *ids = NULL;
   int races = 0;
   st = check_config(cfg, &plat, &mpi, &rma, &ndevices, &ids);
-  if (st || (st = choose_check(cfg, mpi, &races)))
+  const struct pld__ctl_ops *cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
+  if (st || (st = choose_check(cfg, cp, &races)))
     return st;
   const char *problem =
       pld__sig_problem(host.sig, PLD_LEVEL_HOST, !!host.entry);
@@ -773,7 +619,7 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
       limit_ns(cfg->wait_timeout_ms, pld__tunables()->PLD_WAIT_TIMEOUT_MS);
   p->kernel_timeout_ns =
       limit_ns(cfg->kernel_timeout_ms, pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
-  p->cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
+  p->cp = cp;
   p->same_node_rma = rma;
   p->race.on = races;
   p->max_in_flight = cfg->max_in_flight ? cfg->max_in_flight : 2;
@@ -803,12 +649,15 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
     goto fail;
   if (cfg->artifact_dir && (st = pld__artifacts_write(p, cfg->artifact_dir)))
     goto fail;
+  features_decide(p);
   if (spanned)
     pld__htrace_end(p, &span, 0);
   *out = p;
   return PLD_OK;
 fail:
-  pld_program_destroy(p);
+  if (p->share) /* it joined a group: it leaves it */
+    p->share->sharers--;
+  pld__program_free(p);
   return st;
 }
 
@@ -990,6 +839,6 @@ int pld__program_rescalar(struct pld_program *p, int argc,
   for (int k = 0; k < p->ntasks; k++)
     memcpy(p->tasks[k].argv, q->tasks[k].argv, sizeof p->tasks[k].argv);
 out:
-  pld_program_destroy(q);
+  pld__program_free(q);
   return st;
 }

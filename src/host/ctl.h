@@ -16,8 +16,33 @@
 
 #include "host/program.h"
 
+/* What a control plane can do (struct pld__ctl_ops.caps).  Generic code
+ * asks these, never which control plane it has; pld_compile decides once
+ * what a program may use (host/compile.c: features_decide). */
+enum {
+  /* Runs queued on the devices behind the runs in flight, gated there
+   * (struct pld__cmd): pld_program_submit without a runner thread. */
+  PLD__CTL_QUEUE = 1u << 0,
+  /* Programs sharing devices (pld_config.share). */
+  PLD__CTL_SHARE = 1u << 1,
+  /* The race detector: its region is mapped by every device. */
+  PLD__CTL_RACES = 1u << 2,
+  /* Each process runs the device of one rank only, its own (under
+   * mpirun: pld_process_index), and a trace is gathered through share. */
+  PLD__CTL_OWN_RANK = 1u << 3,
+};
+
+/* How a device's process ended, as far as its control plane knows
+ * (struct pld__ctl_ops.ended): killed by a signal, or exited with a
+ * status. */
+struct pld__dev_end {
+  int signal; /* the signal that killed it, or 0 */
+  int status; /* its exit status, when no signal killed it */
+};
+
 struct pld__ctl_ops {
   const char *name;
+  unsigned caps; /* PLD__CTL_* */
   /* Starts every device this process runs and waits until they are ready
    * (pld_program_prepare).  Returns PLD_OK or the failure. */
   int (*start)(struct pld_program *p);
@@ -49,6 +74,10 @@ struct pld__ctl_ops {
                   const struct pld__coreslot *s);
   /* Rank r's device is gone (its process ended); block: wait for it. */
   int (*gone)(struct pld_program *p, int r, int block);
+  /* How rank r's device process ended, once gone (else as an exit with
+   * status 0).  NULL: the control plane learns nothing of it (its devices
+   * are not its children), taken as an exit with status 0. */
+  void (*ended)(struct pld_program *p, int r, struct pld__dev_end *e);
   /* Stops the run everywhere (why: PLD__ABORT_*), waking every waiter. */
   void (*abort)(struct pld_program *p, uint32_t why);
   /* The host's sleep until something happens, at most ns. */
@@ -108,17 +137,5 @@ static inline int pld__coll_sig_view(const struct pld_program *p,
 
 /* Ranks whose run bookkeeping fits on the stack. */
 #define PLD_MAX_RANKS_INLINE 64
-
-/* Returns the rank of a device that died or whose control block is
- * overwritten (*corrupt then says what), or -1; and the report of such a
- * death as the run's failure (PLD_ERR_CRASH; the program is dead). */
-int pld__find_dead(struct pld_program *p, int check_pids, char *corrupt,
-                   size_t cap);
-int pld__died(struct pld_program *p, int r, const char *corrupt);
-
-/* shm: collects device d if it exited (block: wait); 1 if it is gone. */
-int pld__shm_reap(struct pld__device *d, int block);
-/* shm: the windows' shared region of a started program (tests). */
-unsigned char *pld__shm_region(const struct pld_program *p);
 
 #endif

@@ -67,27 +67,6 @@ struct mpi_state {
 
 static struct mpi_state *state(const struct pld_program *p) { return p->cps; }
 
-static int fabric_chosen(void) {
-  const char *f = getenv("PLD_FABRIC");
-  if (f)
-    return !strcmp(f, "mpi");
-  return pld__mpi_launched() && pld__mpi_built();
-}
-
-/* Queries: they leave the thread's message alone (a program calls them to
- * decide what to print about a failure). */
-int pld_process_count(void) {
-  if (!fabric_chosen() || pld__mpi_init(NULL))
-    return 1;
-  return pld__mpi_size();
-}
-
-int pld_process_index(void) {
-  if (!fabric_chosen() || pld__mpi_init(NULL))
-    return 0;
-  return pld__mpi_rank();
-}
-
 static void free_state(struct pld_program *p, struct mpi_state *s) {
   if (s) {
     if (s->data)
@@ -386,8 +365,8 @@ static int mpi_confirm(struct pld_program *p, uint32_t *asked, int *yes) {
   return PLD_OK;
 }
 
-static int32_t mpi_cell(struct pld_program *p, int r, int i,
-                        const struct pld__coreslot *sl) {
+static int32_t mpi_cell_value(struct pld_program *p, int r, int i,
+                              const struct pld__coreslot *sl) {
   struct mpi_state *s = state(p);
   if (r == s->me) {
     struct pld__fabric *f = pld__mpi_fabric(s->m);
@@ -585,13 +564,14 @@ static void mpi_share(struct pld_program *p, int r, void *buf, size_t n) {
 
 const struct pld__ctl_ops pld__ctl_mpi = {
     .name = "mpi",
+    .caps = PLD__CTL_OWN_RANK,
     .start = mpi_start,
     .post = mpi_post,
     .copy_in = mpi_copy_in,
     .look = mpi_look,
     .seen = mpi_seen,
     .confirm = mpi_confirm,
-    .cell = mpi_cell,
+    .cell = mpi_cell_value,
     .gone = mpi_gone,
     .abort = mpi_abort,
     .await = mpi_await,

@@ -17,17 +17,20 @@
 #include "core/tunables.h"
 #include "fabric/shm.h"
 #include "host/ctl.h"
+#include "host/ctl_shm.h"
+#include "host/inspect.h"
 #include "host/resident.h"
 #include "host/trace.h"
 
 /* What this control plane adds to a started program. */
 struct shm_state {
-  unsigned char *region;         /* the windows' shared region */
-  struct pld__shm_fabric fabric; /* the host's side of it */
-  struct pld__devrun *runs;      /* [rank]: what each device process runs */
+  unsigned char *region;          /* the windows' shared region */
+  struct pld__shm_fabric fabric;  /* the host's side of it */
+  struct pld__devrun *runs;       /* [rank]: what each device process runs */
+  struct pld__shm_fabric *devfab; /* [rank]: each device's side of it */
 };
 
-static struct shm_state *state(const struct pld_program *p) { return p->cps; }
+static struct shm_state *shm_of(const struct pld_program *p) { return p->cps; }
 
 /* p uses the windows of the program whose devices it shares (it declares
  * the same ones, pld_compile checked). */
@@ -37,15 +40,16 @@ static int shares_windows(const struct pld_program *p) {
 
 /* The bytes of the windows' region this program maps (none when it uses
  * the first program's). */
-static size_t windows_bytes(const struct pld_program *p) {
+static size_t shm_windows_bytes(const struct pld_program *p) {
   return shares_windows(p) ? 0 : p->lay.total;
 }
 
 unsigned char *pld__shm_region(const struct pld_program *p) {
-  return p->cps ? state(p)->region : NULL;
+  return p->cps ? shm_of(p)->region : NULL;
 }
 
-int pld__shm_reap(struct pld__device *d, int block) {
+/* Collects device d if it exited (block: wait); 1 if it is gone. */
+static int shm_reap(struct pld__device *d, int block) {
   if (d->reaped)
     return 1;
   if (d->pid <= 0)
@@ -62,10 +66,10 @@ int pld__shm_reap(struct pld__device *d, int block) {
  * sleeps on a process descriptor, which wakes the moment the process is
  * gone (kernels without pidfd_open: short naps).  Returns 1 once reaped. */
 static int reap_by(struct pld__device *d, int64_t deadline) {
-  if (pld__shm_reap(d, 0))
+  if (shm_reap(d, 0))
     return 1;
   int fd = (int)syscall(SYS_pidfd_open, d->pid, 0);
-  while (!pld__shm_reap(d, 0)) {
+  while (!shm_reap(d, 0)) {
     int64_t left = deadline - pld__now_ns();
     if (left <= 0)
       break;
@@ -82,7 +86,15 @@ static int reap_by(struct pld__device *d, int64_t deadline) {
 }
 
 static int shm_gone(struct pld_program *p, int r, int block) {
-  return pld__shm_reap(&p->devs[r], block);
+  return shm_reap(&p->devs[r], block);
+}
+
+/* The wait status of a reaped device process, decoded (0 while it is not
+ * reaped: an exit with status 0). */
+static void shm_ended(struct pld_program *p, int r, struct pld__dev_end *e) {
+  int ws = p->devs[r].wstatus;
+  e->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+  e->status = WIFSIGNALED(ws) ? 0 : WEXITSTATUS(ws);
 }
 
 /* The programs of this process whose devices run: a device process
@@ -117,7 +129,7 @@ static int live_mappings(const struct pld_program *self,
     if (q == self || q == group || q->share == group)
       continue;
     (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
-    (*out)[(*n)++] = (struct pld__mapping){state(q)->region, q->lay.total};
+    (*out)[(*n)++] = (struct pld__mapping){shm_of(q)->region, q->lay.total};
     for (int r = 0; r < q->nranks; r++) {
       (*out)[(*n)++] =
           (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
@@ -141,8 +153,8 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
   int st = live_mappings(p, &foreign, &nforeign);
   for (int r = 0; r < p->nranks && st == PLD_OK; r++)
     if (!start || start[r])
-      st = pld__device_spawn(p->devs, p->nranks, r, &state(p)->runs[r],
-                             state(p)->region, foreign, nforeign);
+      st = pld__device_spawn(p->devs, p->nranks, r, &shm_of(p)->runs[r],
+                             foreign, nforeign);
   int is_live = 0;
   for (struct pld_program *q = live; q; q = q->live_next)
     is_live |= q == p;
@@ -161,7 +173,7 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
  * process to let go frees it, so that is a device's end, in parallel
  * with the others, rather than the host's after reaping them all. */
 static void shm_stop(struct pld_program *p, int kill_now) {
-  struct shm_state *s = state(p);
+  struct shm_state *s = shm_of(p);
   for (int r = 0; r < p->nranks; r++)
     if (!kill_now)
       pld__devctl_post(p->devs[r].ctl,
@@ -172,7 +184,7 @@ static void shm_stop(struct pld_program *p, int kill_now) {
   /* Off the list before its mappings go: a device forked later must not
    * unmap their addresses, which may be another's by then. */
   live_remove(p);
-  pld__devices_unmap(p->devs, p->nranks, windows_bytes(p), p->world);
+  pld__devices_unmap(p->devs, p->nranks, shm_windows_bytes(p), p->world);
   if (p->race.region)
     munmap(p->race.region, p->race.bytes);
   p->race.region = NULL;
@@ -182,9 +194,11 @@ static void shm_stop(struct pld_program *p, int kill_now) {
     if (p->devs[r].pid > 0 && !p->devs[r].reaped)
       kill(p->devs[r].pid, SIGKILL);
   for (int r = 0; r < p->nranks; r++)
-    pld__shm_reap(&p->devs[r], 1);
-  if (s)
+    shm_reap(&p->devs[r], 1);
+  if (s) {
     pld__free(s->runs);
+    pld__free(s->devfab);
+  }
   pld__free(s);
   p->cps = NULL;
   pld__free(p->devs);
@@ -257,9 +271,9 @@ static int shm_restart(struct pld_program *p, int r) {
   struct pld__device *d = &p->devs[r];
   if (!d->reaped)
     kill(d->pid, SIGKILL);
-  pld__shm_reap(d, 1);
+  shm_reap(d, 1);
   atomic_fetch_sub(&p->world->awake, atomic_load(&d->ctl->awake));
-  pld__shm_reset_rank(&state(p)->fabric, r);
+  pld__shm_reset_rank(&shm_of(p)->fabric, r);
   pld__devctl_reset(d->ctl, 1);
   d->pid = 0;
   d->reaped = 0;
@@ -309,25 +323,33 @@ static int race_map(struct pld_program *p) {
 
 static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot);
 
+/* A device's zeroing of its own copies of the windows, at a queued run's
+ * gate (f: its side of the fabric, struct pld__devrun.fabric). */
+static void shm_zero_windows(struct pld__fabric *f, int rank) {
+  pld__shm_zero_rank((struct pld__shm_fabric *)(void *)f, rank);
+}
+
 /* Maps the regions and forks every device process. */
 static int shm_start(struct pld_program *p) {
-  /* On another program's devices: those first (its memory is shared). */
-  int st0 = p->share ? pld_program_prepare(p->share) : PLD_OK;
-  if (st0)
-    return st0;
+  /* On another program's devices: pld_program_prepare started those
+   * first (its memory is shared). */
   struct shm_state *s = pld__calloc(1, sizeof *s);
   p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
   /* The windows' region: every device process inherits it (a program
    * sharing another's devices and windows: that one's). */
   unsigned char *region = NULL;
-  int st = !s || !p->devs ||
-                   !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs))
-               ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
-               : pld__devices_map(p->devs, p->nranks, p->plans,
-                                  windows_bytes(p), &p->world, &region);
+  int st =
+      !s || !p->devs ||
+              !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs)) ||
+              !(s->devfab = pld__calloc((size_t)p->nranks, sizeof *s->devfab))
+          ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
+          : pld__devices_map(p->devs, p->nranks, p->plans, shm_windows_bytes(p),
+                             &p->world, &region);
   if (st) {
-    if (s)
+    if (s) {
       pld__free(s->runs);
+      pld__free(s->devfab);
+    }
     pld__free(s);
     pld__free(p->devs);
     p->devs = NULL;
@@ -335,7 +357,7 @@ static int shm_start(struct pld_program *p) {
   }
   p->cps = s;
   p->started = 1;
-  s->region = shares_windows(p) ? state(p->share)->region : region;
+  s->region = shares_windows(p) ? shm_of(p->share)->region : region;
   if (p->race.on && (st = race_map(p))) {
     shm_stop(p, 1);
     return st;
@@ -343,16 +365,13 @@ static int shm_start(struct pld_program *p) {
   pld__shm_fabric_init(&s->fabric, s->region, &p->lay, -1);
   for (int r = 0; r < p->nranks; r++) {
     p->devs[r].trace = pld__trace_area_of(p, r, &p->devs[r].trace_bytes);
-    s->runs[r] = (struct pld__devrun){&p->plans[r],
-                                      p->devs[r].ctl,
-                                      p->world,
-                                      p->devs[r].data,
-                                      NULL,
-                                      {0},
-                                      p->devs[r].trace,
-                                      p->race.region,
-                                      NULL,
-                                      0};
+    /* Each device's side of the fabric, which its process inherits. */
+    pld__shm_fabric_init(&s->devfab[r], s->region, &p->lay, r);
+    s->runs[r] = (struct pld__devrun){&p->plans[r],       p->devs[r].ctl,
+                                      p->world,           p->devs[r].data,
+                                      &s->devfab[r].base, {0},
+                                      p->devs[r].trace,   p->race.region,
+                                      shm_zero_windows,   0};
   }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
@@ -366,8 +385,8 @@ static int shm_start(struct pld_program *p) {
 }
 /* Copies tensor slices between the host arguments and the device memory
  * of data slot `slot`. */
-static void copy_slices(struct pld_program *p, const pld_arg *argv, int in,
-                        int slot) {
+static void shm_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
+                            int slot) {
   for (int r = 0; r < p->nranks; r++) {
     const struct pld__devplan *pl = &p->plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
@@ -387,7 +406,7 @@ static void copy_slices(struct pld_program *p, const pld_arg *argv, int in,
 }
 
 static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
-  copy_slices(p, argv, 1, slot);
+  shm_copy_slices(p, argv, 1, slot);
   for (int r = 0; r < p->nranks; r++)
     pld__plan_table_write(&p->plans[r], pld__run_data(p, r, slot),
                           pld__run_table(p, r, argv, slot));
@@ -405,7 +424,7 @@ static void shm_clear_coll_sigs(struct pld_program *p) {
       size_t off, len;
       for (int q = 0;
            pld__coll_sig_view(p, u, i, &buf, &off, &len) && q < p->nranks; q++)
-        pld__shm_zero_bytes(&state(p)->fabric, buf, q, off, len);
+        pld__shm_zero_bytes(&shm_of(p)->fabric, buf, q, off, len);
     }
   }
 }
@@ -415,7 +434,7 @@ static int shm_post(struct pld_program *p, const pld_arg *argv,
   const uint32_t n = p->chain; /* > 0: a queued run, behind runs in flight */
   struct pld_program *group = p->share ? p->share : p;
   if (!n && !p->keep_windows) /* fresh mappings are zero already */
-    pld__shm_zero_all(&state(p)->fabric);
+    pld__shm_zero_all(&shm_of(p)->fabric);
   else if (!n && group->coll_dirty)
     shm_clear_coll_sigs(p);
   if (!n)
@@ -447,15 +466,15 @@ static int shm_seen(struct pld_program *p, int r) {
   return 1;
 }
 
-static int32_t shm_cell(struct pld_program *p, int r, int i,
-                        const struct pld__coreslot *s) {
+static int32_t shm_cell_value(struct pld_program *p, int r, int i,
+                              const struct pld__coreslot *s) {
   (void)i;
-  return pld__shm_peek(&state(p)->fabric, s->buf, r, (size_t)s->off);
+  return pld__shm_peek(&shm_of(p)->fabric, s->buf, r, (size_t)s->off);
 }
 
 static void shm_abort(struct pld_program *p, uint32_t why) {
   atomic_store_explicit(&p->world->abort, why, memory_order_release);
-  pld__shm_wake_all(&state(p)->fabric);
+  pld__shm_wake_all(&shm_of(p)->fabric);
   /* Devices waiting for a host task, or at a queued run's gate, look at
    * the abort word too.  Each word they wait on is bumped as they are
    * woken: a device still polling one sees it move (a wake alone would
@@ -476,7 +495,7 @@ static int shm_finish(struct pld_program *p, const pld_arg *argv, int slot,
                       int st, const char *msg) {
   if (st)
     return pld__fail_msg(st, msg);
-  copy_slices(p, argv, 0, slot);
+  shm_copy_slices(p, argv, 0, slot);
   return PLD_OK;
 }
 
@@ -500,13 +519,15 @@ static void shm_store(struct pld_program *p, int r, size_t dev_off,
 
 const struct pld__ctl_ops pld__ctl_shm = {
     .name = "shm",
+    .caps = PLD__CTL_QUEUE | PLD__CTL_SHARE | PLD__CTL_RACES,
     .start = shm_start,
     .post = shm_post,
     .copy_in = shm_copy_in,
     .look = shm_look,
     .seen = shm_seen,
-    .cell = shm_cell,
+    .cell = shm_cell_value,
     .gone = shm_gone,
+    .ended = shm_ended,
     .abort = shm_abort,
     .await = shm_await,
     .task_begin = shm_task_begin,

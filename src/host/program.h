@@ -145,6 +145,9 @@ struct pld_program {
   /* Submitted runs (host/submit.c): its runner, made at the first. */
   struct pld__runner *runner;
   int max_in_flight;
+  /* Its submitted runs may be queued on its devices while it has them to
+   * itself (decided by pld_compile). */
+  int queue_ok;
   /* The data slots (plan.h), the slot of the run posted last, and whether
    * its inputs were copied in already, while the run before it executed.
    * chain: the number of the run being posted in its chain of queued runs
@@ -196,14 +199,18 @@ int pld__program_rescalar(struct pld_program *p, int argc, const pld_arg *argv);
 
 /* Rank r's device memory of data slot `slot` (its slices, as the plan
  * lays them out). */
-unsigned char *pld__run_data(const struct pld_program *p, int r, int slot);
+static inline unsigned char *pld__run_data(const struct pld_program *p, int r,
+                                           int slot) {
+  return p->devs[r].data + (size_t)slot * pld__plan_slot_stride(&p->plans[r]);
+}
 
 /* Writes the artifact folder of a compiled program.  Returns PLD_OK or
  * PLD_ERR_SYSTEM (message set). */
 int pld__artifacts_write(struct pld_program *p, const char *dir);
 
-/* Frees the plans (device processes must be stopped). */
-void pld__plans_free(struct pld_program *p);
+/* Frees what pld_compile made of p, and p (its devices must be stopped,
+ * its runner gone: pld_program_destroy). */
+void pld__program_free(struct pld_program *p);
 
 /* Window buffers: records that `rank` receives a view of buf; after the
  * trace, numbers every domain and lays the copies out; frees them. */

@@ -1,9 +1,9 @@
 /* host/submit.c: asynchronous runs (pld_program_submit and the pld_job
  * handles).  A program's submitted runs go one of two ways, chosen at its
  * first submit:
- *   queued: where host/run.c can queue runs on the devices (the shm
- *     fabric, no host tasks, trace or race check, devices of its own:
- *     pld__queue_eligible), a submit checks the run, copies its inputs and
+ *   queued: where runs can be queued on the devices (the shm fabric, no
+ *     host tasks, trace or race check, devices of its own:
+ *     queue_eligible), a submit checks the run, copies its inputs and
  *     posts it behind the runs in flight, and the devices start it as soon
  *     as those succeeded everywhere, without the host in between.  The
  *     threads that submit, test and wait drive the runs in flight, one at
@@ -30,11 +30,123 @@
 #include "core/alloc.h"
 #include "core/futex.h"
 #include "core/tunables.h"
-#include "host/program.h"
+#include "host/ctl.h"
+#include "host/inspect.h"
+#include "host/run.h"
 #include "host/submit.h"
 
 #define JOB_LIVE 0x6a6f626cu  /* "jobl" */
 #define JOB_FREED 0x6a6f6266u /* "jobf" */
+
+/* ---- queued runs: posted to the devices, watched by the driver --------- */
+
+/* A run queued on the devices (struct pld__cmd), behind the runs in
+ * flight; the driver watches it with the loop of host/run.c once it is
+ * the oldest. */
+struct pld__qrun {
+  struct pld__loop l;
+  uint32_t n; /* its number in its chain */
+  int begun;  /* its watch began: it is the oldest in flight */
+  uint32_t posted[];
+};
+
+/* Whether p's submitted runs can be queued on its devices: pld_compile
+ * found they can (p->queue_ok), and it has devices of its own (the others
+ * go through a runner thread). */
+static int queue_eligible(const struct pld_program *p) {
+  return p->queue_ok && !p->share && !p->sharers;
+}
+
+int pld__queue_chain_full(const struct pld_program *p) {
+  /* The devices' counts of the chain (n times the ranks) stay in 31
+   * bits. */
+  return p->chain >= (UINT32_MAX / 2) / (uint32_t)p->nranks - 1;
+}
+
+/* Checks a run's arguments, copies its inputs into the next data slot and
+ * posts it behind the in_flight runs (0: a chain begins).  Returns PLD_OK
+ * with *out the run, or the failure of its checks (message set). */
+static int queue_post(struct pld_program *p, int argc, const pld_arg *argv,
+                      int in_flight, struct pld__qrun **out) {
+  *out = NULL;
+  int st = pld__run_check(p, argc, argv);
+  if (st)
+    return st;
+  struct pld__qrun *q =
+      pld__malloc(sizeof *q + (size_t)p->nranks * sizeof q->posted[0]);
+  if (!q)
+    return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+  if (!in_flight)
+    pld__run_chain_begin(p);
+  else
+    p->chain++;
+  q->n = p->chain;
+  q->begun = 0;
+  pld__run_slot_next(p);
+  q->l.slot = p->slot;
+  p->precopied = 0;
+  st = p->cp->post(p, argv, q->posted);
+  if (st)
+    pld__free(q);
+  else
+    *out = q;
+  return st;
+}
+
+/* The run's number in its chain. */
+static uint32_t queue_number(const struct pld__qrun *q) { return q->n; }
+
+/* Looks once at q, the oldest run in flight: 1 once it is over (*st its
+ * status, message set; its Out slices copied into argv's tensors), else
+ * 0; queue_await sleeps until the next look is due. */
+static int queue_step(struct pld_program *p, struct pld__qrun *q,
+                      const pld_arg *argv, int *st) {
+  if (!q->begun) {
+    pld__loop_begin(p, &q->l, q->posted, q->l.slot);
+    q->begun = 1;
+  }
+  if (!pld__loop_step(p, &q->l, argv, st))
+    return 0;
+  pld__run_ended(p, *st);
+  return 1;
+}
+
+static void queue_await(struct pld_program *p, struct pld__qrun *q) {
+  pld__loop_await(p, &q->l);
+}
+
+static void queue_free(struct pld__qrun *q) { pld__free(q); }
+
+/* Lets no more runs of the chain start; returns the number of the last
+ * that did (or will: the runs up to it run to their end). */
+static uint32_t queue_close(struct pld_program *p) {
+  return atomic_fetch_or(&p->world->q_open, PLD__Q_CLOSED) & ~PLD__Q_CLOSED;
+}
+
+/* Waits until every device took every command posted, the runs still
+ * queued cancelled at their gates (stop: the chain is stopped first; a
+ * failed run stopped it already).  Returns PLD_OK, or the crash of a
+ * device meanwhile (the program is then dead). */
+static int queue_drain(struct pld_program *p, int stop) {
+  if (stop)
+    p->cp->abort(p, PLD__ABORT_FAILED);
+  char corrupt[160];
+  for (;;) {
+    uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
+    int left = 0;
+    for (int r = 0; r < p->nranks; r++)
+      left += atomic_load(&p->devs[r].ctl->done_seq) !=
+              atomic_load(&p->devs[r].ctl->cmd_seq);
+    if (!left)
+      return PLD_OK;
+    int dead = pld__find_dead(p, 1, corrupt, sizeof corrupt);
+    if (dead >= 0)
+      return pld__died(p, dead, corrupt);
+    p->cp->await(p, ev, PLD__MS(PLD_LIVENESS_MS), &p->spin);
+  }
+}
+
+/* ---- jobs and runners --------------------------------------------------- */
 
 enum { QUEUED, RUNNING, DONE };
 
@@ -145,7 +257,8 @@ static void job_append(struct pld__runner *r, struct pld_job *j) {
 }
 
 /* The refusal of a submit with PLD_SUBMIT_NOWAIT when r is full. */
-static int busy(const struct pld_program *p, const struct pld__runner *r) {
+static int runner_busy(const struct pld_program *p,
+                       const struct pld__runner *r) {
   return pld__fail(PLD_ERR_BUSY,
                    "pld_program_submit: %s: %d runs are in flight already, "
                    "the most the program allows (pld_config.max_in_flight)",
@@ -185,7 +298,7 @@ static const char *job_said(const struct pld_job *j) {
 static void job_end(struct pld__runner *r, struct pld_job *j) {
   j->state = DONE;
   if (j->q) {
-    pld__queue_free(j->q);
+    queue_free(j->q);
     j->q = NULL;
   }
   r->in_flight--;
@@ -253,6 +366,8 @@ static int runner_has_work(const void *arg) {
          __atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE);
 }
 
+static void runner_precopy(struct pld_program *p, const pld_arg *now);
+
 static void *runner_main(void *arg) {
   struct pld__runner *r = arg;
   in_runner = 1;
@@ -275,7 +390,7 @@ static void *runner_main(void *arg) {
     j->state = RUNNING;
     pthread_mutex_unlock(&mu);
     j->p->precopied = j->precopied;
-    int st = pld__program_run_now(j->p, j->argc, j->argv);
+    int st = pld__program_run_now(j->p, j->argc, j->argv, runner_precopy);
     j->p->precopied = 0;
     pthread_mutex_lock(&mu);
     job_done(r, j, st, st ? pld_last_error() : NULL);
@@ -318,9 +433,9 @@ static void drive_step(struct pld__runner *r, int sleep) {
     int st = j->status, posted = j->q != NULL;
     uint64_t seq = j->seq; /* j may be freed once done and mu let go */
     pthread_mutex_unlock(&mu);
-    int over = !posted || pld__queue_step(p, j->q, j->argv, &st);
+    int over = !posted || queue_step(p, j->q, j->argv, &st);
     if (!over && sleep && !ended)
-      pld__queue_await(p, j->q);
+      queue_await(p, j->q);
     pthread_mutex_lock(&mu);
     if (!over)
       return;
@@ -338,7 +453,7 @@ static void drive_step(struct pld__runner *r, int sleep) {
       int ds = PLD_OK;
       if (!p->dead && r->head->q) {
         pthread_mutex_unlock(&mu);
-        ds = pld__queue_drain(p, 1);
+        ds = queue_drain(p, 1);
         pthread_mutex_lock(&mu);
       }
       /* ds 0 and dead: the run itself crashed, and mu was held since (j
@@ -380,7 +495,7 @@ static int submit_queued(struct pld__runner *r, struct pld_program *p, int argc,
   if ((flags & PLD_SUBMIT_NOWAIT) && r->in_flight >= r->max) {
     /* At once, not after the thread driving the runs is done. */
     pthread_mutex_unlock(&mu);
-    return busy(p, r);
+    return runner_busy(p, r);
   }
   drive_take(r);
   for (;;) {
@@ -388,7 +503,7 @@ static int submit_queued(struct pld__runner *r, struct pld_program *p, int argc,
     if (full && (flags & PLD_SUBMIT_NOWAIT)) {
       drive_give(r);
       pthread_mutex_unlock(&mu);
-      return busy(p, r);
+      return runner_busy(p, r);
     }
     if (!full && !must_follow(r, p, argc, argv))
       break;
@@ -406,7 +521,7 @@ static int submit_queued(struct pld__runner *r, struct pld_program *p, int argc,
    * cancels it once the runs before have ended. */
   if (!r->tail || r->tail->q) {
     pthread_mutex_unlock(&mu);
-    int st = pld__queue_post(p, argc, argv, in_flight, &j->q);
+    int st = queue_post(p, argc, argv, in_flight, &j->q);
     pthread_mutex_lock(&mu);
     if (st) /* refused: it fails in its turn, as a run by a runner would */
       job_result(j, st, pld_last_error());
@@ -427,7 +542,7 @@ static int runner_get(struct pld_program *p, struct pld__runner **out) {
     if (!r)
       return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
     r->max = owner->max_in_flight;
-    r->queued = pld__queue_eligible(owner) ? owner : NULL;
+    r->queued = queue_eligible(owner) ? owner : NULL;
     owner->runner = r;
   }
   /* Set once (the runner reads it while running p's jobs). */
@@ -496,7 +611,7 @@ int pld_program_submit(pld_program *p, int argc, const pld_arg *argv, int flags,
   while (r->in_flight >= r->max) {
     if (flags & PLD_SUBMIT_NOWAIT) {
       pthread_mutex_unlock(&mu);
-      return busy(p, r);
+      return runner_busy(p, r);
     }
     pthread_cond_wait(&changed, &mu);
   }
@@ -594,7 +709,7 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
 }
 
 /* Whether j is done, failing fn (PLD_ERR_STATE) if not. */
-static int finished(struct pld_job *j, const char *fn) {
+static int job_finished(struct pld_job *j, const char *fn) {
   pthread_mutex_lock(&mu);
   int done = j->state == DONE;
   uint64_t seq = j->seq;
@@ -611,12 +726,12 @@ int pld_job_status(pld_job *job) {
   struct pld_job *j = job_check(job, "pld_job_status");
   if (!j)
     return PLD_ERR_ARG;
-  return finished(j, "pld_job_status") ? j->status : PLD_ERR_STATE;
+  return job_finished(j, "pld_job_status") ? j->status : PLD_ERR_STATE;
 }
 
 const char *pld_job_message(pld_job *job) {
   struct pld_job *j = job_check(job, "pld_job_message");
-  if (!j || !finished(j, "pld_job_message"))
+  if (!j || !job_finished(j, "pld_job_message"))
     return pld_last_error();
   return j->msg;
 }
@@ -625,7 +740,7 @@ int pld_job_free(pld_job *job) {
   struct pld_job *j = job_check(job, "pld_job_free");
   if (!j)
     return PLD_ERR_ARG;
-  if (!finished(j, "pld_job_free"))
+  if (!job_finished(j, "pld_job_free"))
     return PLD_ERR_STATE;
   pthread_mutex_lock(&mu);
   j->magic = JOB_FREED;
@@ -635,7 +750,11 @@ int pld_job_free(pld_job *job) {
   return PLD_OK;
 }
 
-void pld__runner_precopy(struct pld_program *p, const pld_arg *now) {
+/* While a run executes (its inputs in data slot p->slot): copies the
+ * inputs of the run submitted next into the other slot, if its tensors and
+ * scalars are the current run's kind (no new trace).  The next run then
+ * skips its copy in (p->precopied). */
+static void runner_precopy(struct pld_program *p, const pld_arg *now) {
   struct pld__runner *r = p->runner;
   if (!in_runner)
     return;
@@ -684,12 +803,12 @@ void pld__runner_stop(struct pld_program *p) {
      * gates. */
     drive_take(r);
     if (r->head && !p->dead) {
-      uint32_t last = pld__queue_close(p);
-      while (r->head && (!r->head->q || pld__queue_number(r->head->q) <= last))
+      uint32_t last = queue_close(p);
+      while (r->head && (!r->head->q || queue_number(r->head->q) <= last))
         drive_step(r, 1);
       if (r->head) {
         pthread_mutex_unlock(&mu);
-        pld__queue_drain(p, 1);
+        queue_drain(p, 1);
         pthread_mutex_lock(&mu);
       }
     }

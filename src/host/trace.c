@@ -54,7 +54,7 @@ struct line {
   size_t n;
 };
 
-static void put(struct line *l, const char *s) {
+static void put_raw(struct line *l, const char *s) {
   size_t k = strlen(s);
   if (k > sizeof l->b - l->n)
     k = sizeof l->b - l->n;
@@ -90,7 +90,7 @@ static void put_esc(struct line *l, const char *s) {
       put_char(l, '\\');
       put_char(l, (char)ch);
     } else if (ch < 0x20) {
-      put(l, "\\u00");
+      put_raw(l, "\\u00");
       put_char(l, hex[ch >> 4]);
       put_char(l, hex[ch & 15]);
     } else {
@@ -108,9 +108,9 @@ static void put_str(struct line *l, const char *s) {
 
 /* ,"key":<ns as microseconds, three decimals> */
 static void put_us(struct line *l, const char *key, int64_t ns) {
-  put(l, ",\"");
-  put(l, key);
-  put(l, "\":");
+  put_raw(l, ",\"");
+  put_raw(l, key);
+  put_raw(l, "\":");
   if (ns < 0) {
     put_char(l, '-');
     ns = -ns;
@@ -124,9 +124,9 @@ static void put_us(struct line *l, const char *key, int64_t ns) {
 
 /* ,"key":value */
 static void put_field(struct line *l, const char *key, long long v) {
-  put(l, ",\"");
-  put(l, key);
-  put(l, "\":");
+  put_raw(l, ",\"");
+  put_raw(l, key);
+  put_raw(l, "\":");
   put_int(l, v);
 }
 
@@ -135,8 +135,8 @@ static void put_field(struct line *l, const char *key, long long v) {
 static void event_head(struct line *l, const char *ph, int pid, int tid,
                        int64_t t) {
   l->n = 0;
-  put(l, "{\"ph\":\"");
-  put(l, ph);
+  put_raw(l, "{\"ph\":\"");
+  put_raw(l, ph);
   put_char(l, '"');
   put_field(l, "pid", pid);
   put_field(l, "tid", tid);
@@ -152,19 +152,19 @@ static void line_end(struct line *l) {
 static void meta(int pid, int tid, const char *what, const char *name) {
   for (int i = 0; i < 2; i++) {
     struct line l = {.n = 0};
-    put(&l, "{\"ph\":\"M\"");
+    put_raw(&l, "{\"ph\":\"M\"");
     put_field(&l, "pid", pid);
     if (tid >= 0)
       put_field(&l, "tid", tid);
-    put(&l, ",\"name\":\"");
-    put(&l, what);
-    put(&l, i ? "_sort_index\",\"args\":{\"sort_index\":"
-              : "_name\",\"args\":{\"name\":");
+    put_raw(&l, ",\"name\":\"");
+    put_raw(&l, what);
+    put_raw(&l, i ? "_sort_index\",\"args\":{\"sort_index\":"
+                  : "_name\",\"args\":{\"name\":");
     if (i)
       put_int(&l, tid >= 0 ? tid : pid);
     else
       put_str(&l, name);
-    put(&l, "}}");
+    put_raw(&l, "}}");
     line_end(&l);
   }
 }
@@ -299,20 +299,21 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
   pld__tev_cell_str(cell, sizeof cell, e);
   if (e->kind == PLD__TEV_NOTIFY) {
     event_head(&ln, "i", l->pid, l->tid, t0);
-    put(&ln, ",\"s\":\"t\",\"cat\":\"notify\",\"name\":\"notify ");
+    put_raw(&ln, ",\"s\":\"t\",\"cat\":\"notify\",\"name\":\"notify ");
     put_esc(&ln, e->name);
-    put(&ln, " cell ");
-    put(&ln, cell);
-    put(&ln, "\",\"args\":{\"peer\":");
+    put_raw(&ln, " cell ");
+    put_raw(&ln, cell);
+    put_raw(&ln, "\",\"args\":{\"peer\":");
     put_int(&ln, e->c);
     put_field(&ln, "to", e->e);
-    put(&ln, ",\"window\":");
+    put_raw(&ln, ",\"window\":");
     put_str(&ln, e->name);
-    put(&ln, ",\"cell\":");
-    put(&ln, cell);
-    put(&ln, e->sub == PLD_NOTIFY_SET ? ",\"op\":\"set\"" : ",\"op\":\"add\"");
+    put_raw(&ln, ",\"cell\":");
+    put_raw(&ln, cell);
+    put_raw(&ln,
+            e->sub == PLD_NOTIFY_SET ? ",\"op\":\"set\"" : ",\"op\":\"add\"");
     put_field(&ln, "value", e->b);
-    put(&ln, "}}");
+    put_raw(&ln, "}}");
     line_end(&ln);
     return;
   }
@@ -323,9 +324,9 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
       [PLD__TEV_COLL] = "coll"};
   event_head(&ln, "X", l->pid, l->tid, t0);
   put_us(&ln, "dur", t1 - t0);
-  put(&ln, ",\"cat\":\"");
-  put(&ln, cats[e->kind] ? cats[e->kind] : "?");
-  put(&ln, "\",\"name\":");
+  put_raw(&ln, ",\"cat\":\"");
+  put_raw(&ln, cats[e->kind] ? cats[e->kind] : "?");
+  put_raw(&ln, "\",\"name\":");
   /* The name: a prefix, then (escaped) the event's name. */
   const char *prefix = e->kind == PLD__TEV_LAUNCH ? "launch "
                        : e->kind == PLD__TEV_WAIT ? "wait "
@@ -340,76 +341,76 @@ static void put_event(const struct lane *l, const struct pld__tev *e, int run,
           ? (pld__coll_name(e->sub) ? pld__coll_name(e->sub) : "?")
           : e->name;
   put_char(&ln, '"');
-  put(&ln, prefix);
+  put_raw(&ln, prefix);
   put_esc(&ln, name);
   if (e->kind == PLD__TEV_WAIT) {
-    put(&ln, " cell ");
-    put(&ln, cell);
+    put_raw(&ln, " cell ");
+    put_raw(&ln, cell);
   }
-  put(&ln, "\",\"args\":{");
+  put_raw(&ln, "\",\"args\":{");
   switch (e->kind) {
   case PLD__TEV_HOST:
-    put(&ln, "\"run\":");
+    put_raw(&ln, "\"run\":");
     put_int(&ln, run);
     if (e->x)
       put_field(&ln, "bytes", e->x);
     break;
   case PLD__TEV_DISPATCH:
-    put(&ln, "\"run\":");
+    put_raw(&ln, "\"run\":");
     put_int(&ln, run);
     put_field(&ln, "call", e->a);
     break;
   case PLD__TEV_LAUNCH:
-    put(&ln, "\"kernel\":");
+    put_raw(&ln, "\"kernel\":");
     put_str(&ln, e->name);
     put_field(&ln, "blocks", e->a);
     put_field(&ln, "task", e->b);
     break;
   case PLD__TEV_BLOCK:
-    put(&ln, "\"kernel\":");
+    put_raw(&ln, "\"kernel\":");
     put_str(&ln, e->name);
     put_field(&ln, "block", e->a);
     put_field(&ln, "blocks", e->b);
     put_field(&ln, "task", e->c);
     break;
   case PLD__TEV_WAIT:
-    put(&ln, "\"window\":");
+    put_raw(&ln, "\"window\":");
     put_str(&ln, e->name);
-    put(&ln, ",\"cell\":");
-    put(&ln, cell);
-    put(&ln, ",\"cmp\":\"");
-    put(&ln, pld__wait_cmp_str(e->sub));
+    put_raw(&ln, ",\"cell\":");
+    put_raw(&ln, cell);
+    put_raw(&ln, ",\"cmp\":\"");
+    put_raw(&ln, pld__wait_cmp_str(e->sub));
     put_char(&ln, '"');
     put_field(&ln, "expected", e->b);
     put_field(&ln, "seen", e->c);
-    put(&ln, e->flag ? ",\"outcome\":\"stopped\"" : ",\"outcome\":\"ok\"");
+    put_raw(&ln, e->flag ? ",\"outcome\":\"stopped\"" : ",\"outcome\":\"ok\"");
     if (e->e && pld__coll_name(e->e)) {
-      put(&ln, ",\"coll\":\"");
-      put(&ln, pld__coll_name(e->e));
+      put_raw(&ln, ",\"coll\":\"");
+      put_raw(&ln, pld__coll_name(e->e));
       put_char(&ln, '"');
       put_field(&ln, "call", e->f);
       put_field(&ln, "round", e->g);
     }
     break;
   case PLD__TEV_RMA:
-    put(&ln, "\"peer\":");
+    put_raw(&ln, "\"peer\":");
     put_int(&ln, e->c);
-    put(&ln, ",\"window\":");
+    put_raw(&ln, ",\"window\":");
     put_str(&ln, e->name);
     put_field(&ln, "bytes", e->x);
     break;
   case PLD__TEV_COLL:
-    put(&ln, "\"call\":");
+    put_raw(&ln, "\"call\":");
     put_int(&ln, e->a);
     put_field(&ln, "rounds", e->b);
     put_field(&ln, "bytes", e->x);
     break;
   }
-  put(&ln, "}}");
+  put_raw(&ln, "}}");
   line_end(&ln);
   if (flow_in) {
     event_head(&ln, "f", l->pid, l->tid, flow_in_t);
-    put(&ln, ",\"bp\":\"e\",\"cat\":\"signal\",\"name\":\"signal\"");
+    put_raw(&ln, ",\"bp\":\"e\",\"cat\":\"signal\",\"name\":\"signal\"");
     put_field(&ln, "id", (long long)flow_in);
     put_char(&ln, '}');
     line_end(&ln);
@@ -473,7 +474,7 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
         if (id) {
           struct line sl;
           event_head(&sl, "s", ln->pid, ln->tid, e->t0 + ln->offset);
-          put(&sl, ",\"cat\":\"signal\",\"name\":\"signal\"");
+          put_raw(&sl, ",\"cat\":\"signal\",\"name\":\"signal\"");
           put_field(&sl, "id", (long long)id);
           put_char(&sl, '}');
           line_end(&sl);
@@ -484,10 +485,10 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
       int64_t t = ln->b->n ? ln->b->ev[ln->b->n - 1].t1 + ln->offset : w.epoch;
       struct line sl;
       event_head(&sl, "i", ln->pid, ln->tid, t);
-      put(&sl, ",\"s\":\"t\",\"cat\":\"pld\",\"name\":\"events lost\","
-               "\"args\":{\"lost\":");
+      put_raw(&sl, ",\"s\":\"t\",\"cat\":\"pld\",\"name\":\"events lost\","
+                   "\"args\":{\"lost\":");
       put_int(&sl, (long long)ln->b->lost);
-      put(&sl, "}}");
+      put_raw(&sl, "}}");
       line_end(&sl);
     }
   }
@@ -582,7 +583,7 @@ int pld__trace_prepare(struct pld_program *p) {
                                     "(trace)");
   int threads = 1 + p->plat->vector_cores + p->plat->cube_cores;
   size_t bytes = pld__trace_area_bytes(threads, p->trace.cap);
-  int me = p->cp == &pld__ctl_mpi ? pld_process_index() : -1;
+  int me = p->cp->caps & PLD__CTL_OWN_RANK ? pld_process_index() : -1;
   for (int r = 0; r < p->nranks; r++) {
     if (me >= 0 && r != me)
       continue;
@@ -650,10 +651,10 @@ static int64_t clock_offset(struct pld_program *p) {
 }
 
 /* Writes the events recorded since the last drain (ran: after a run). */
-static void drain(struct pld_program *p, int ran) {
+static void trace_drain(struct pld_program *p, int ran) {
   if (!p->trace.on)
     return;
-  int mpi = p->cp == &pld__ctl_mpi;
+  int mpi = (p->cp->caps & PLD__CTL_OWN_RANK) != 0;
   unsigned char **packed = NULL;
   if (mpi && p->trace.area) {
     /* Every process gathers every rank's events, in rank order. */
@@ -761,14 +762,14 @@ static void drain(struct pld_program *p, int ran) {
   pld__free(packed);
 }
 
-void pld__trace_run_end(struct pld_program *p) { drain(p, 1); }
+void pld__trace_run_end(struct pld_program *p) { trace_drain(p, 1); }
 
 void pld__trace_release(struct pld_program *p) {
   if (!p->trace.on)
     return;
   /* Host events since the last run (a compile that never ran). */
-  if (w.host && w.host->n && p->cp != &pld__ctl_mpi)
-    drain(p, 0);
+  if (w.host && w.host->n && !(p->cp->caps & PLD__CTL_OWN_RANK))
+    trace_drain(p, 0);
   pthread_mutex_lock(&mu);
   if (--w.programs == 0 && w.f)
     footer();

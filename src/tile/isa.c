@@ -44,7 +44,7 @@ static int cpu_best(void) {
 
 /* value between single quotes, bounded, other bytes than printable ASCII
  * as \xNN. */
-static size_t quote(char *buf, size_t cap, const char *value) {
+static size_t isa_quote(char *buf, size_t cap, const char *value) {
   size_t n = pld__catf(buf, cap, "'");
   size_t i = 0;
   for (; value[i] && i < 32; i++) {
@@ -78,7 +78,7 @@ static int from_environment(void) {
   if (want >= 0 && runnable(want))
     return want;
   size_t n = pld__catf(refusal, sizeof refusal, "environment: PLD_ISA=");
-  n += quote(refusal + n, sizeof refusal - n, v);
+  n += isa_quote(refusal + n, sizeof refusal - n, v);
   if (want < 0)
     pld__catf(refusal + n, sizeof refusal - n,
               ": expected generic, avx2, avx512 or auto (unset: the best "

@@ -86,7 +86,7 @@ PLD__ISA_INLINE void micro_kernel(const int isa, size_t kc,
 }
 
 /* Element (r, col) of tile t. */
-static const unsigned char *at(const pld_tile *t, size_t r, size_t col) {
+static const unsigned char *mat_at(const pld_tile *t, size_t r, size_t col) {
   return t->data + r * t->row_bytes + col * pld_dtype_size(t->dtype);
 }
 
@@ -105,14 +105,15 @@ PLD__ISA_FUNCTION(static, gemm,
     for (size_t k0 = 0; k0 < kk; k0 += KC) {
       const size_t kc = kk - k0 < KC ? kk - k0 : KC;
       for (size_t k = 0; k < kc; k++) {
-        pld__load_f32_at(isa, b->dtype, bp + k * NR, at(b, k0 + k, j0), nr);
+        pld__load_f32_at(isa, b->dtype, bp + k * NR, mat_at(b, k0 + k, j0), nr);
         memset(bp + k * NR + nr, 0, (NR - nr) * sizeof(float));
       }
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const size_t mr = m - i0 < MR ? m - i0 : MR;
         for (size_t r = 0; r < MR; r++) {
           if (r < mr)
-            pld__load_f32_at(isa, a->dtype, ap + r * KC, at(a, i0 + r, k0), kc);
+            pld__load_f32_at(isa, a->dtype, ap + r * KC, mat_at(a, i0 + r, k0),
+                             kc);
           else
             memset(ap + r * KC, 0, kc * sizeof(float));
         }

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "host/ctl.h"
+#include "host/ctl_shm.h"
 #include "pld_test.h"
 #include "../host/programs.h"
 

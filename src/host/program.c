@@ -1,0 +1,47 @@
+/* host/program.c: a compiled program's public life after pld_compile:
+ * its blocking runs (after the runs in flight of host/submit.c), its
+ * destruction, and pld_run (compile, run, destroy). */
+#include "host/ctl.h"
+#include "host/run.h"
+#include "host/submit.h"
+
+int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
+  /* After the runs in flight on its devices (its group's: a program
+   * sharing them that never submitted has no runner of its own), as a
+   * submit then a wait would be. */
+  struct pld_program *group = p && p->share ? p->share : p;
+  if (p && (p->runner || group->runner))
+    pld__runner_drain(p->runner ? p : group);
+  return pld__program_run_now(p, argc, argv, NULL);
+}
+
+void pld_program_destroy(pld_program *p) {
+  if (!p)
+    return;
+  if (p->sharers > 0) {
+    /* Other programs run on its devices: they stay until the last of
+     * them is destroyed (and this one with it). */
+    pld__runner_drain(p);
+    p->destroy_pending = 1;
+    return;
+  }
+  pld__runner_stop(p);
+  if (p->started)
+    p->cp->stop(p, 0);
+  struct pld_program *root = p->share;
+  pld__program_free(p);
+  if (root && --root->sharers == 0 && root->destroy_pending)
+    pld_program_destroy(root);
+}
+
+int pld_run(pld_host_fn host, const pld_config *cfg, int argc,
+            const pld_arg *argv) {
+  pld_program *p;
+  int st = pld_compile(host, cfg, argc, argv, &p);
+  if (st)
+    return st;
+  st = pld_program_run(p, argc, argv);
+  /* Keep the run's message: destroying must not overwrite it. */
+  pld_program_destroy(p);
+  return st;
+}
