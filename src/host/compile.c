@@ -7,7 +7,7 @@
 #include "core/alloc.h"
 #include "core/tunables.h"
 #include "device/aicpu.h"
-#include "fabric/mpi.h"
+#include "host/backends.h"
 #include "host/ctl.h"
 #include "host/program.h"
 #include "host/resident.h"
@@ -463,9 +463,10 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
   *ids = cfg->device_ids;
   if (!*mpi)
     return PLD_OK;
-  if ((st = pld__mpi_init("pld_compile")))
+  const struct pld__ctl_backend *be;
+  if ((st = pld__ctl_backend_mpi_start("pld_compile", &be)))
     return st;
-  int size = pld__mpi_size();
+  int size = be->size();
   if (!*ids) {
     static _Thread_local int dflt[MPI_DEFAULT_IDS];
     if (size > MPI_DEFAULT_IDS || size > plat->max_devices)
@@ -474,7 +475,7 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
                        "processes, one rank each; %s has at most %d devices",
                        size, plat->name, plat->max_devices);
     for (int q = 0; q < size; q++)
-      dflt[q] = pld__mpi_default_device(q, plat->server_devices);
+      dflt[q] = be->default_device(q, plat->server_devices);
     *ids = dflt;
     *ndevices = cfg->ndevices ? cfg->ndevices : size;
   }
@@ -773,7 +774,7 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
       limit_ns(cfg->wait_timeout_ms, pld__tunables()->PLD_WAIT_TIMEOUT_MS);
   p->kernel_timeout_ns =
       limit_ns(cfg->kernel_timeout_ms, pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
-  p->cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
+  p->cp = pld__ctl_backend(mpi ? "mpi" : "shm")->ops;
   p->same_node_rma = rma;
   p->race.on = races;
   p->max_in_flight = cfg->max_in_flight ? cfg->max_in_flight : 2;

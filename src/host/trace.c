@@ -19,6 +19,7 @@
 #include "core/futex.h"
 #include "core/tunables.h"
 #include "core/watch.h"
+#include "host/backends.h"
 #include "host/ctl.h"
 #include "pld/signal.h"
 
@@ -582,7 +583,7 @@ int pld__trace_prepare(struct pld_program *p) {
                                     "(trace)");
   int threads = 1 + p->plat->vector_cores + p->plat->cube_cores;
   size_t bytes = pld__trace_area_bytes(threads, p->trace.cap);
-  int me = p->cp == &pld__ctl_mpi ? pld_process_index() : -1;
+  int me = pld__ctl_launched(p->cp) ? pld_process_index() : -1;
   for (int r = 0; r < p->nranks; r++) {
     if (me >= 0 && r != me)
       continue;
@@ -653,7 +654,7 @@ static int64_t clock_offset(struct pld_program *p) {
 static void drain(struct pld_program *p, int ran) {
   if (!p->trace.on)
     return;
-  int mpi = p->cp == &pld__ctl_mpi;
+  int mpi = pld__ctl_launched(p->cp);
   unsigned char **packed = NULL;
   if (mpi && p->trace.area) {
     /* Every process gathers every rank's events, in rank order. */
@@ -767,7 +768,7 @@ void pld__trace_release(struct pld_program *p) {
   if (!p->trace.on)
     return;
   /* Host events since the last run (a compile that never ran). */
-  if (w.host && w.host->n && p->cp != &pld__ctl_mpi)
+  if (w.host && w.host->n && !pld__ctl_launched(p->cp))
     drain(p, 0);
   pthread_mutex_lock(&mu);
   if (--w.programs == 0 && w.f)
