@@ -7,9 +7,8 @@
 #include "core/alloc.h"
 #include "core/tunables.h"
 #include "device/aicpu.h"
-#include "fabric/mpi.h"
+#include "host/backends.h"
 #include "host/ctl.h"
-#include "host/process.h"
 #include "host/program.h"
 #include "host/resident.h"
 #include "host/trace.h"
@@ -295,9 +294,10 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
   *ids = cfg->device_ids;
   if (!*mpi)
     return PLD_OK;
-  if ((st = pld__mpi_init("pld_compile")))
+  const struct pld__ctl_backend *be;
+  if ((st = pld__ctl_backend_mpi_start("pld_compile", &be)))
     return st;
-  int size = pld__mpi_size();
+  int size = be->size();
   if (!*ids) {
     static _Thread_local int dflt[MPI_DEFAULT_IDS];
     if (size > MPI_DEFAULT_IDS || size > plat->max_devices)
@@ -306,7 +306,7 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
                        "processes, one rank each; %s has at most %d devices",
                        size, plat->name, plat->max_devices);
     for (int q = 0; q < size; q++)
-      dflt[q] = pld__mpi_default_device(q, plat->server_devices);
+      dflt[q] = be->default_device(q, plat->server_devices);
     *ids = dflt;
     *ndevices = cfg->ndevices ? cfg->ndevices : size;
   }
@@ -598,9 +598,10 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   int mpi = 0, rma = 0, ndevices = 0;
   const int *ids = NULL;
   int races = 0;
-  st = check_config(cfg, &plat, &mpi, &rma, &ndevices, &ids);
-  const struct pld__ctl_ops *cp = mpi ? &pld__ctl_mpi : &pld__ctl_shm;
-  if (st || (st = choose_check(cfg, cp, &races)))
+  if ((st = check_config(cfg, &plat, &mpi, &rma, &ndevices, &ids)))
+    return st;
+  const struct pld__ctl_ops *cp = pld__ctl_backend(mpi ? "mpi" : "shm")->ops;
+  if ((st = choose_check(cfg, cp, &races)))
     return st;
   const char *problem =
       pld__sig_problem(host.sig, PLD_LEVEL_HOST, !!host.entry);

@@ -115,7 +115,7 @@ struct pld__ctl_ops {
   void (*stop)(struct pld_program *p, int kill);
 };
 
-extern const struct pld__ctl_ops pld__ctl_shm, pld__ctl_mpi;
+extern const struct pld__ctl_ops pld__ctl_shm;
 
 /* Shared by the control planes and the run loop (host/run.c). */
 

@@ -17,7 +17,10 @@
 #include "core/futex.h"
 #include "core/tunables.h"
 #include "fabric/mpi.h"
+#include "fabric/mpi_proxy.h"
+#include "host/backends.h"
 #include "host/ctl.h"
+#include "host/ctl_mpi_msg.h"
 #include "host/resident.h"
 #include "host/trace.h"
 
@@ -45,7 +48,8 @@ struct verdict {
 };
 
 struct mpi_state {
-  struct pld__mpi_prog *m;
+  struct pld__mpi_prog *m;  /* the program's fabric */
+  struct pld__mpi_msg *msg; /* its control messages */
   int me;
   struct pld__devrun run; /* this process's device */
   pthread_t thread;
@@ -65,7 +69,7 @@ struct mpi_state {
   struct snap *out; /* the snapshot this process sends */
 };
 
-static struct mpi_state *state(const struct pld_program *p) { return p->cps; }
+static struct mpi_state *mpi_of(const struct pld_program *p) { return p->cps; }
 
 static void free_state(struct pld_program *p, struct mpi_state *s) {
   if (s) {
@@ -149,14 +153,20 @@ static int mpi_start(struct pld_program *p) {
                                .nbufs = p->nwinbufs,
                                .phys = phys,
                                .member = p->member,
-                               .same_node_rma = p->same_node_rma,
-                               .snap_bytes = snap_bytes,
-                               .hooks = {&p->world->abort, &p->world->event,
-                                         &p->world->event_sleepers,
-                                         &p->world->tasks_done}};
+                               .same_node_rma = p->same_node_rma};
+  struct pld__mpi_msg_setup msgset = {
+      .nranks = n,
+      .snap_bytes = snap_bytes,
+      .hooks = {&p->world->abort, &p->world->event, &p->world->event_sleepers,
+                &p->world->tasks_done}};
   int st = pld__mpi_prog_create(&set, &s->m);
   pld__free(phys);
   if (st) {
+    free_state(p, s);
+    return st;
+  }
+  if ((st = pld__mpi_msg_create(s->m, &msgset, &s->msg))) {
+    pld__mpi_prog_destroy(s->m, 1);
     free_state(p, s);
     return st;
   }
@@ -175,6 +185,7 @@ static int mpi_start(struct pld_program *p) {
                                 0};
   pld__mpi_set_spin(s->m, &s->run.spin);
   if ((st = pld__device_thread(&s->run, &s->thread))) {
+    pld__mpi_msg_destroy(s->msg, 0);
     pld__mpi_prog_destroy(s->m, 0);
     free_state(p, s);
     return st;
@@ -203,10 +214,10 @@ static int mpi_start(struct pld_program *p) {
  * process (a broadcast from r's: collective). */
 static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
                      size_t len) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   if (r == s->me)
     memcpy(host, pld__run_data(p, r, p->slot) + dev_off, len);
-  int st = pld__mpi_bcast(s->m, host, len, r);
+  int st = pld__mpi_msg_bcast(s->msg, host, len, r);
   return st ? pld__fail(st,
                         "pld_program_run: copying %zu bytes from rank %d's "
                         "device: %s",
@@ -217,9 +228,9 @@ static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
 /* Copies this rank's slices between the host arguments and its device
  * memory (in: the In slices; out: the Out slices, which every process
  * gets from every rank). */
-static int copy_slices(struct pld_program *p, const pld_arg *argv, int in,
-                       int slot) {
-  struct mpi_state *s = state(p);
+static int mpi_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
+                           int slot) {
+  struct mpi_state *s = mpi_of(p);
   for (int r = 0; r < p->nranks; r++) {
     if (in && r != s->me)
       continue;
@@ -245,8 +256,8 @@ static int copy_slices(struct pld_program *p, const pld_arg *argv, int in,
 }
 
 static void mpi_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
-  int me = state(p)->me;
-  copy_slices(p, argv, 1, slot);
+  int me = mpi_of(p)->me;
+  mpi_copy_slices(p, argv, 1, slot);
   pld__plan_table_write(&p->plans[me], pld__run_data(p, me, slot),
                         pld__run_table(p, me, argv, slot));
 }
@@ -256,13 +267,13 @@ static void mpi_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
  * calls the failure broke left credits, counts and call numbers behind,
  * on ranks that took part in them whether or not they noted the view). */
 static void mpi_clear_coll_sigs(struct pld_program *p) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   static _Thread_local struct pld__sig_uses u;
   for (int r = 0; r < p->nranks; r++) {
     memcpy(&u, &s->live->uses, sizeof u);
     /* Rank r runs in process r.  MPI failing here fails the barrier of
      * mpi_post, which reports it. */
-    if (pld__mpi_bcast(s->m, &u, sizeof u, r))
+    if (pld__mpi_msg_bcast(s->msg, &u, sizeof u, r))
       return;
     for (int i = 0, n = pld__coll_sig_count(&u); i < n; i++) {
       int buf;
@@ -275,7 +286,7 @@ static void mpi_clear_coll_sigs(struct pld_program *p) {
 
 static int mpi_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   if (!p->keep_windows)
     pld__mpi_zero(s->m);
   else if (p->coll_dirty)
@@ -291,11 +302,11 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
   memset(s->ticketed, 0, (size_t)p->nranks);
   s->tickets = 0;
   s->runs++;
-  pld__mpi_running(s->m, 1);
+  pld__mpi_msg_running(s->msg, 1);
   /* No rank's data may reach a window before its owner zeroed it. */
-  int st = pld__mpi_barrier(s->m);
+  int st = pld__mpi_msg_barrier(s->msg);
   if (st) {
-    pld__mpi_running(s->m, 0);
+    pld__mpi_msg_running(s->msg, 0);
     return pld__fail(st, "pld_program_run: %s", pld_last_error());
   }
   pld__devctl_post(s->live,
@@ -308,11 +319,11 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
 /* Takes the newest snapshot of every other rank into its mirror, its
  * times moved onto this process's clock. */
 static void mpi_look(struct pld_program *p) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   static _Thread_local struct snap in;
   for (int r = 0; r < p->nranks; r++) {
     if (r == s->me ||
-        !pld__mpi_snapshot(s->m, r, &in, SNAP_SHOWN, &s->gen[r]) ||
+        !pld__mpi_msg_snapshot(s->msg, r, &in, SNAP_SHOWN, &s->gen[r]) ||
         in.run != s->runs)
       continue;
     int64_t shift = pld__now_ns() - in.taken_ns;
@@ -340,7 +351,7 @@ static void mpi_look(struct pld_program *p) {
 }
 
 static int mpi_seen(struct pld_program *p, int r) {
-  return r == state(p)->me || state(p)->seen[r];
+  return r == mpi_of(p)->me || mpi_of(p)->seen[r];
 }
 
 /* A snapshot shows its rank as it was when taken, which may be before
@@ -350,11 +361,11 @@ static int mpi_seen(struct pld_program *p, int r) {
  * a fresh snapshot, and confirms once each rank still running has sent
  * one taken after the ask arrived. */
 static int mpi_confirm(struct pld_program *p, uint32_t *asked, int *yes) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   *yes = 0;
   if (!*asked) {
     *asked = ++s->asks;
-    int st = pld__mpi_say(s->m, PLD__MPI_ASKS, *asked);
+    int st = pld__mpi_msg_say(s->msg, PLD__MPI_ASKS, *asked);
     return st ? pld__fail(st, "pld_program_run: %s", pld_last_error()) : 0;
   }
   for (int r = 0; r < p->nranks; r++)
@@ -367,7 +378,7 @@ static int mpi_confirm(struct pld_program *p, uint32_t *asked, int *yes) {
 
 static int32_t mpi_cell_value(struct pld_program *p, int r, int i,
                               const struct pld__coreslot *sl) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   if (r == s->me) {
     struct pld__fabric *f = pld__mpi_fabric(s->m);
     return f->ops->cell(f, sl->buf, (size_t)sl->off);
@@ -384,7 +395,7 @@ static int mpi_gone(struct pld_program *p, int r, int block) {
 }
 
 static void mpi_abort(struct pld_program *p, uint32_t why) {
-  pld__mpi_abort(state(p)->m, why);
+  pld__mpi_msg_abort(mpi_of(p)->msg, why);
 }
 
 static void mpi_await(struct pld_program *p, uint32_t seen, int64_t ns,
@@ -397,12 +408,12 @@ static void mpi_await(struct pld_program *p, uint32_t seen, int64_t ns,
  * device bytes broadcast from its process), so that each has its host
  * intermediates and each can copy the results into its own device. */
 static void mpi_task_begin(struct pld_program *p, int k) {
-  pld__mpi_say(state(p)->m, PLD__MPI_TASKS, (uint32_t)k + 1);
+  pld__mpi_msg_say(mpi_of(p)->msg, PLD__MPI_TASKS, (uint32_t)k + 1);
 }
 
 static void mpi_store(struct pld_program *p, int r, size_t dev_off,
                       const void *host, size_t len) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   if (r == s->me)
     memcpy(pld__run_data(p, r, p->slot) + dev_off, host, len);
 }
@@ -412,8 +423,8 @@ static void mpi_store(struct pld_program *p, int r, size_t dev_off,
  * lets its device go on after each. */
 static void follow_tasks(struct pld_program *p, const pld_arg *argv,
                          uint32_t *ran) {
-  struct mpi_state *s = state(p);
-  uint32_t said = pld__mpi_said(s->m, PLD__MPI_TASKS);
+  struct mpi_state *s = mpi_of(p);
+  uint32_t said = pld__mpi_msg_said(s->msg, PLD__MPI_TASKS);
   while (*ran < said && *ran < (uint32_t)p->ntasks) {
     pld__task_run(p, argv, (int)*ran);
     ++*ran;
@@ -434,27 +445,27 @@ static int mpi_restart(struct pld_program *p, int r) {
  * `slot` on success. */
 static int conclude(struct pld_program *p, const pld_arg *argv, int slot,
                     int st, const char *msg, int dead) {
-  struct mpi_state *s = state(p);
-  pld__mpi_running(s->m, 0);
+  struct mpi_state *s = mpi_of(p);
+  pld__mpi_msg_running(s->msg, 0);
   if (dead && !p->dead) {
     p->dead = 1;
     pld__catf(p->dead_msg, sizeof p->dead_msg, "%s", msg);
   }
   if (st)
     return pld__fail_msg(st, msg);
-  return copy_slices(p, argv, 0, slot);
+  return mpi_copy_slices(p, argv, 0, slot);
 }
 
 static int mpi_finish(struct pld_program *p, const pld_arg *argv, int slot,
                       int st, const char *msg) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   static _Thread_local struct verdict v;
   memset(&v, 0, sizeof v);
   v.run = s->runs;
   v.status = st;
   v.dead = p->dead;
   pld__catf(v.msg, sizeof v.msg, "%s", st ? msg : "");
-  int sent = pld__mpi_send_verdict(s->m, &v, sizeof v);
+  int sent = pld__mpi_msg_send_verdict(s->msg, &v, sizeof v);
   if (sent && !st) {
     st = sent;
     pld__catf(v.msg, sizeof v.msg, "pld_program_run: %s", pld_last_error());
@@ -466,7 +477,7 @@ static int mpi_finish(struct pld_program *p, const pld_arg *argv, int slot,
  * slot copied whole or (changing while copied) shown idle, and the value
  * of each waited cell. */
 static void send_snapshot(struct pld_program *p, uint32_t answers) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   struct snap *o = s->out;
   o->run = s->runs;
   o->answers = answers;
@@ -490,26 +501,26 @@ static void send_snapshot(struct pld_program *p, uint32_t answers) {
                      : 0;
   }
   o->taken_ns = pld__now_ns();
-  pld__mpi_send_snapshot(s->m, o, SNAP_SHOWN);
+  pld__mpi_msg_send_snapshot(s->msg, o, SNAP_SHOWN);
 }
 
 static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   if (s->me == 0)
     return 0; /* process 0 watches */
   static _Thread_local struct verdict v;
   struct pld__spin spin = pld__world_spin(p->world, NULL);
   uint32_t done_sent = UINT32_MAX, calls_sent = 0, tasks_ran = 0;
-  uint32_t answered = pld__mpi_said(s->m, PLD__MPI_ASKS);
+  uint32_t answered = pld__mpi_msg_said(s->msg, PLD__MPI_ASKS);
   int64_t last = 0;
   for (;;) {
     uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
-    if (pld__mpi_verdict(s->m, &v, sizeof v) && v.run == s->runs)
+    if (pld__mpi_msg_verdict(s->msg, &v, sizeof v) && v.run == s->runs)
       break;
     follow_tasks(p, argv, &tasks_ran);
     /* At once when the device finished or finished a call (a host task
      * may wait for it) or process 0 asks, else every SNAP_NS. */
-    uint32_t asked = pld__mpi_said(s->m, PLD__MPI_ASKS);
+    uint32_t asked = pld__mpi_msg_said(s->msg, PLD__MPI_ASKS);
     uint32_t done = atomic_load(&s->live->done_seq);
     uint32_t calls = atomic_load(&s->live->calls_done);
     int64_t now = pld__now_ns();
@@ -532,7 +543,7 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
  * every process destroys its programs alike).  A program found dead may
  * have a device thread that never stops: its memory is left to it. */
 static void mpi_stop(struct pld_program *p, int kill_now) {
-  struct mpi_state *s = state(p);
+  struct mpi_state *s = mpi_of(p);
   if (kill_now || !s)
     return; /* the collective part comes with pld_program_destroy */
   int abandon = p->dead;
@@ -542,6 +553,7 @@ static void mpi_stop(struct pld_program *p, int kill_now) {
   } else if (s->thread_started) {
     pthread_detach(s->thread);
   }
+  pld__mpi_msg_destroy(s->msg, abandon);
   pld__mpi_prog_destroy(s->m, abandon);
   p->started = 0;
   if (abandon) {
@@ -559,10 +571,10 @@ static void mpi_stop(struct pld_program *p, int kill_now) {
 
 /* Rank r runs in process r. */
 static void mpi_share(struct pld_program *p, int r, void *buf, size_t n) {
-  pld__mpi_bcast(state(p)->m, buf, n, r);
+  pld__mpi_msg_bcast(mpi_of(p)->msg, buf, n, r);
 }
 
-const struct pld__ctl_ops pld__ctl_mpi = {
+static const struct pld__ctl_ops mpi_ops = {
     .name = "mpi",
     .caps = PLD__CTL_OWN_RANK,
     .start = mpi_start,
@@ -583,4 +595,15 @@ const struct pld__ctl_ops pld__ctl_mpi = {
     .follow = mpi_follow,
     .share = mpi_share,
     .stop = mpi_stop,
+};
+
+/* Registered in host/backends.c (in a build with MPI only). */
+const struct pld__ctl_backend pld__ctl_backend_mpi = {
+    .version = PLD__CTL_BACKEND_VERSION,
+    .name = "mpi",
+    .ops = &mpi_ops,
+    .init = pld__mpi_init,
+    .size = pld__mpi_size,
+    .rank = pld__mpi_rank,
+    .default_device = pld__mpi_default_device,
 };

@@ -19,6 +19,7 @@
 #include "core/futex.h"
 #include "core/tunables.h"
 #include "core/watch.h"
+#include "host/backends.h"
 #include "host/ctl.h"
 #include "pld/signal.h"
 

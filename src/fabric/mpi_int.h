@@ -1,0 +1,74 @@
+/* fabric/mpi_int.h: a program of the MPI fabric as its two files see it:
+ * fabric/mpi.c (the fabric's table, the program's life) and
+ * fabric/mpi_win.c (its communicator, windows, doorbells and messages). */
+#ifndef PLD_FABRIC_MPI_INT_H
+#define PLD_FABRIC_MPI_INT_H
+
+#include "fabric/mpi.h"
+#include "fabric/mpi_proxy.h"
+#include "fabric/shm.h"
+
+/* A window buffer. */
+struct pld__mpi_buf {
+  int member;
+  size_t bytes;
+  MPI_Comm comm;        /* the domain, or MPI_COMM_NULL */
+  MPI_Win win;          /* RMA over the domain, or MPI_WIN_NULL */
+  MPI_Win shwin;        /* shared by the domain's node, or MPI_WIN_NULL */
+  unsigned char *local; /* this rank's copy */
+  int *drank;           /* [world rank]: its rank in comm, -1 if none */
+  unsigned char **shm;  /* [world rank]: its copy in shared memory, or NULL */
+};
+
+struct pld__mpi_fab {
+  struct pld__fabric base;
+  struct pld__mpi_prog *m;
+};
+
+/* A message sent and not complete yet (pld__mpi_send). */
+struct pld__mpi_outmsg;
+
+struct pld__mpi_prog {
+  struct pld__mpi_fab fab;
+  struct pld__mpi_setup set;
+  int me, n;
+  MPI_Comm comm, node;
+  struct pld__mpi_buf *bufs;
+  struct pld__bell *bell;   /* this rank's doorbell */
+  _Atomic uint32_t *awake;  /* the node's count of awake threads, or NULL */
+  struct pld__bell **bells; /* [world rank]: in shared memory, or NULL */
+  MPI_Win bellwin;
+  unsigned char *private_bell;
+  int rma; /* some peer is reached through RMA */
+  /* Buffers and domain ranks written through RMA since the last signal:
+   * dirty[buf * n + rank], and the list of them. */
+  unsigned char *dirty;
+  int *dirty_list, ndirty;
+  _Atomic int any_dirty;
+  /* Signals sent later whose doorbells wait for the next flush: (world
+   * rank, buffer) pairs, at most one per rank. */
+  int *late, nlate;
+  /* A transfer's pieces not issued yet (write_later, read_later): the
+   * next piece continuing it on both sides joins it, so that a transfer in
+   * chunks is one MPI_Put or MPI_Get. */
+  struct {
+    int active, get, buf, peer;
+    size_t off, n;
+    unsigned char *ptr;
+  } pend;
+  const struct pld__spin *spin;
+  _Atomic int running;
+  /* Touched by the proxy thread only: the listener, the proxy's poller of
+   * the program, and the messages in flight. */
+  struct pld__mpi_listener listener;
+  struct pld__mpi_poller poller;
+  struct pld__mpi_outmsg *out;
+};
+
+/* fabric/mpi_win.c: the collective part of pld__mpi_prog_create and
+ * pld__mpi_prog_destroy (m allocated; create returns PLD_OK or the
+ * failure, message set, naming pld_program_prepare). */
+int pld__mpi_win_create(struct pld__mpi_prog *m);
+void pld__mpi_win_destroy(struct pld__mpi_prog *m, int abandon);
+
+#endif

@@ -1,0 +1,362 @@
+/* fabric/mpi_win.c: a program of the MPI fabric on the proxy thread (see
+ * fabric/mpi.h): its communicator, windows and doorbells, created and
+ * destroyed by every process alike, and the messages on its communicator:
+ * sent without waiting, received in every round of the proxy (the
+ * doorbells here, the rest by the program's listener). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/futex.h"
+#include "fabric/mpi_int.h"
+
+struct create_args {
+  struct pld__mpi_prog *m;
+  int st;
+  char msg[PLD__MSG_MAX];
+};
+
+static int make_buf(struct pld__mpi_prog *m, int b) {
+  struct pld__mpi_buf *mb = &m->bufs[b];
+  const int n = m->n;
+  mb->comm = MPI_COMM_NULL;
+  mb->win = mb->shwin = MPI_WIN_NULL;
+  mb->drank = calloc((size_t)n, sizeof *mb->drank);
+  mb->shm = calloc((size_t)n, sizeof *mb->shm);
+  int *members = calloc((size_t)n, sizeof *members);
+  if (!mb->drank || !mb->shm || !members) {
+    free(members);
+    return pld__fail(PLD_ERR_NOMEM, "out of memory");
+  }
+  int size = 0;
+  for (int r = 0; r < n; r++) {
+    mb->drank[r] = -1;
+    if (m->set.member[(size_t)b * (size_t)n + (size_t)r]) {
+      mb->drank[r] = size;
+      members[size++] = r;
+    }
+  }
+  mb->member = mb->drank[m->me] >= 0;
+  mb->bytes = m->set.phys[b];
+  if (!mb->member) {
+    free(members);
+    return PLD_OK;
+  }
+  MPI_Group all, dom;
+  MPI_Comm_group(m->comm, &all);
+  MPI_Group_incl(all, size, members, &dom);
+  free(members);
+  int rc = MPI_Comm_create_group(m->comm, dom, b, &mb->comm);
+  MPI_Group_free(&dom);
+  if (rc != MPI_SUCCESS) {
+    MPI_Group_free(&all);
+    return pld__mpi_failed(rc, "MPI_Comm_create_group");
+  }
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  MPI_Info_set(info, "same_disp_unit", "true");
+  if (!m->set.same_node_rma) {
+    /* The domain's members on this node share memory. */
+    MPI_Comm node;
+    MPI_Comm_split_type(mb->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                        &node);
+    int nsize;
+    MPI_Comm_size(node, &nsize);
+    int any_rma = nsize < size;
+    rc = MPI_Win_allocate_shared((MPI_Aint)mb->bytes, 1, info, node, &mb->local,
+                                 &mb->shwin);
+    if (rc == MPI_SUCCESS) {
+      MPI_Group ng;
+      MPI_Comm_group(node, &ng);
+      for (int i = 0; i < nsize; i++) {
+        int w;
+        MPI_Group_translate_ranks(ng, 1, &i, all, &w);
+        MPI_Aint sz;
+        int du;
+        MPI_Win_shared_query(mb->shwin, i, &sz, &du, &mb->shm[w]);
+      }
+      MPI_Group_free(&ng);
+    }
+    MPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS) {
+      MPI_Info_free(&info);
+      MPI_Group_free(&all);
+      return pld__mpi_failed(rc,
+                             "MPI_Win_allocate_shared (PLD_MPI_SAME_NODE=rma "
+                             "sends every peer through RMA instead)");
+    }
+    if (any_rma)
+      rc = MPI_Win_create(mb->local, (MPI_Aint)mb->bytes, 1, info, mb->comm,
+                          &mb->win);
+  } else {
+    rc = MPI_Win_allocate((MPI_Aint)mb->bytes, 1, info, mb->comm, &mb->local,
+                          &mb->win);
+    mb->shm[m->me] = mb->local;
+  }
+  MPI_Info_free(&info);
+  MPI_Group_free(&all);
+  if (rc != MPI_SUCCESS)
+    return pld__mpi_failed(rc, "creating a window");
+  if (mb->win != MPI_WIN_NULL) {
+    int *model = NULL, flag = 0;
+    MPI_Win_get_attr(mb->win, MPI_WIN_MODEL, &model, &flag);
+    if (!flag || *model != MPI_WIN_UNIFIED)
+      return pld__fail(PLD_ERR_SYSTEM,
+                       "the MPI fabric: window buffer #%d: MPI gives the "
+                       "separate memory model; pld needs the unified one",
+                       b);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, mb->win);
+    m->rma = 1;
+  }
+  memset(mb->local, 0, mb->bytes);
+  return PLD_OK;
+}
+
+static int make_bells(struct pld__mpi_prog *m) {
+  m->bells = calloc((size_t)m->n, sizeof *m->bells);
+  if (!m->bells)
+    return pld__fail(PLD_ERR_NOMEM, "out of memory");
+  m->bellwin = MPI_WIN_NULL;
+  if (m->set.same_node_rma) {
+    m->private_bell = aligned_alloc(64, 64);
+    if (!m->private_bell)
+      return pld__fail(PLD_ERR_NOMEM, "out of memory");
+    memset(m->private_bell, 0, 64);
+    m->bell = (struct pld__bell *)m->private_bell;
+    return PLD_OK;
+  }
+  MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                      &m->node);
+  /* Each process's doorbell, then (the node's first process's) the count
+   * of the node's awake threads: they share its CPUs. */
+  unsigned char *mine, *first;
+  int rc = MPI_Win_allocate_shared(128, 1, MPI_INFO_NULL, m->node, &mine,
+                                   &m->bellwin);
+  if (rc != MPI_SUCCESS)
+    return pld__mpi_failed(rc, "MPI_Win_allocate_shared of the doorbells");
+  memset(mine, 0, 128);
+  m->bell = (struct pld__bell *)mine;
+  MPI_Aint fsz;
+  int fdu;
+  MPI_Win_shared_query(m->bellwin, 0, &fsz, &fdu, &first);
+  m->awake = (_Atomic uint32_t *)(first + 64);
+  int nsize;
+  MPI_Comm_size(m->node, &nsize);
+  MPI_Group ng, all;
+  MPI_Comm_group(m->node, &ng);
+  MPI_Comm_group(m->comm, &all);
+  for (int i = 0; i < nsize; i++) {
+    int w, du;
+    MPI_Aint sz;
+    unsigned char *p;
+    MPI_Group_translate_ranks(ng, 1, &i, all, &w);
+    MPI_Win_shared_query(m->bellwin, i, &sz, &du, &p);
+    m->bells[w] = (struct pld__bell *)p;
+  }
+  MPI_Group_free(&ng);
+  MPI_Group_free(&all);
+  return PLD_OK;
+}
+
+/* A message in flight: sent without waiting for its receiver, freed once
+ * complete. */
+struct pld__mpi_outmsg {
+  MPI_Request req;
+  struct pld__mpi_outmsg *next;
+  unsigned char buf[];
+};
+
+int pld__mpi_send(struct pld__mpi_prog *m, int to, int tag, const void *buf,
+                  size_t n) {
+  for (int q = 0; q < m->n; q++) {
+    if (!((to < 0 && q != m->me) || q == to))
+      continue;
+    struct pld__mpi_outmsg *om = malloc(sizeof *om + n);
+    if (!om)
+      return MPI_ERR_NO_MEM;
+    memcpy(om->buf, buf, n);
+    int rc = MPI_Isend(om->buf, (int)n, MPI_BYTE, q, tag, m->comm, &om->req);
+    if (rc != MPI_SUCCESS) {
+      free(om);
+      return rc;
+    }
+    om->next = m->out;
+    m->out = om;
+  }
+  return MPI_SUCCESS;
+}
+
+/* Frees the messages that completed (all of them, waiting, with wait).
+ * Returns whether any did. */
+static int reap_sent(struct pld__mpi_prog *m, int wait) {
+  int any = 0;
+  for (struct pld__mpi_outmsg **q = &m->out; *q;) {
+    int done = 1;
+    if (wait)
+      MPI_Wait(&(*q)->req, MPI_STATUS_IGNORE);
+    else
+      MPI_Test(&(*q)->req, &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      q = &(*q)->next;
+      continue;
+    }
+    struct pld__mpi_outmsg *om = *q;
+    *q = om->next;
+    free(om);
+    any = 1;
+  }
+  return any;
+}
+
+/* A message nobody takes: only a control message that comes after the
+ * listener left (nothing else is sent on a program's communicator). */
+static void drop_message(struct pld__mpi_prog *m, const MPI_Status *s) {
+  int count = 0;
+  MPI_Get_count(s, MPI_BYTE, &count);
+  unsigned char sink[64], *to = sink;
+  if (count > (int)sizeof sink && !(to = malloc((size_t)count))) {
+    to = sink;
+    count = (int)sizeof sink;
+  }
+  MPI_Recv(to, count, MPI_BYTE, s->MPI_SOURCE, s->MPI_TAG, m->comm,
+           MPI_STATUS_IGNORE);
+  if (to != sink)
+    free(to);
+}
+
+/* Receives the messages that arrived for program m, after its listener's
+ * round.  Returns whether any did. */
+static int poll_prog(void *arg) {
+  struct pld__mpi_prog *m = arg;
+  int any = m->out ? reap_sent(m, 0) : 0;
+  if (m->listener.poll)
+    any |= m->listener.poll(m->listener.arg);
+  for (;;) {
+    int flag = 0;
+    MPI_Status s;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, m->comm, &flag, &s);
+    if (!flag)
+      return any;
+    any = 1;
+    if (s.MPI_TAG == PLD__MPI_TAG_BELL) {
+      int buf = -1;
+      MPI_Recv(&buf, (int)sizeof buf, MPI_BYTE, s.MPI_SOURCE, PLD__MPI_TAG_BELL,
+               m->comm, MPI_STATUS_IGNORE);
+      if (buf >= 0 && buf < m->set.nbufs && m->bufs[buf].win != MPI_WIN_NULL)
+        MPI_Win_sync(m->bufs[buf].win);
+      pld__event_signal(&m->bell->count, &m->bell->sleepers, 1);
+    } else if (!m->listener.message ||
+               !m->listener.message(m->listener.arg, m->comm, &s)) {
+      drop_message(m, &s);
+    }
+  }
+}
+
+static void do_create(void *arg) {
+  struct create_args *a = arg;
+  struct pld__mpi_prog *m = a->m;
+  int st = PLD_OK;
+  MPI_Comm_dup(pld__mpi_world(), &m->comm);
+  m->node = MPI_COMM_NULL;
+  MPI_Barrier(m->comm);
+  for (int b = 0; b < m->set.nbufs && !st; b++)
+    st = make_buf(m, b);
+  if (!st)
+    st = make_bells(m);
+  /* Every process must agree before any uses the windows. */
+  int ok = st == PLD_OK, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, m->comm);
+  if (!st && !all_ok)
+    st = pld__fail(PLD_ERR_SYSTEM,
+                   "the MPI fabric: another process failed to create the "
+                   "program's windows");
+  a->st = st;
+  if (st)
+    pld__catf(a->msg, sizeof a->msg, "%s", pld_last_error());
+  else {
+    m->poller = (struct pld__mpi_poller){poll_prog, m, NULL};
+    pld__mpi_poller_add(&m->poller);
+  }
+}
+
+int pld__mpi_win_create(struct pld__mpi_prog *m) {
+  struct create_args a = {m, PLD_OK, ""};
+  pld__mpi_call(do_create, &a, NULL);
+  if (a.st) {
+    /* The collective part failed everywhere alike: what exists stays. */
+    return pld__fail(a.st, "pld_program_prepare: %s", a.msg);
+  }
+  return PLD_OK;
+}
+
+struct destroy_args {
+  struct pld__mpi_prog *m;
+  int abandon;
+};
+
+static void do_destroy(void *arg) {
+  struct destroy_args *a = arg;
+  struct pld__mpi_prog *m = a->m;
+  pld__mpi_poller_remove(&m->poller);
+  if (a->abandon)
+    return;
+  reap_sent(m, 1);
+  for (int b = 0; b < m->set.nbufs; b++) {
+    struct pld__mpi_buf *mb = &m->bufs[b];
+    if (mb->win != MPI_WIN_NULL) {
+      MPI_Win_flush_all(mb->win);
+      MPI_Win_unlock_all(mb->win);
+      MPI_Win_free(&mb->win);
+    }
+    if (mb->shwin != MPI_WIN_NULL)
+      MPI_Win_free(&mb->shwin);
+    if (mb->comm != MPI_COMM_NULL)
+      MPI_Comm_free(&mb->comm);
+  }
+  if (m->bellwin != MPI_WIN_NULL)
+    MPI_Win_free(&m->bellwin);
+  if (m->node != MPI_COMM_NULL)
+    MPI_Comm_free(&m->node);
+  MPI_Comm_free(&m->comm);
+}
+
+void pld__mpi_win_destroy(struct pld__mpi_prog *m, int abandon) {
+  struct destroy_args a = {m, abandon};
+  pld__mpi_call(do_destroy, &a, NULL);
+}
+
+_Atomic uint32_t *pld__mpi_awake(struct pld__mpi_prog *m) { return m->awake; }
+
+void pld__mpi_zero(struct pld__mpi_prog *m) {
+  for (int b = 0; b < m->set.nbufs; b++)
+    if (m->bufs[b].member)
+      memset(m->bufs[b].local, 0, m->bufs[b].bytes);
+}
+
+void pld__mpi_zero_bytes(struct pld__mpi_prog *m, int buf, size_t off,
+                         size_t n) {
+  if (m->bufs[buf].member)
+    memset((unsigned char *)m->bufs[buf].local + off, 0, n);
+}
+
+void pld__mpi_running(struct pld__mpi_prog *m, int on) {
+  if (atomic_exchange(&m->running, on) == on)
+    return;
+  pld__mpi_proxy_running(on ? 1 : -1, m->rma);
+}
+
+MPI_Comm pld__mpi_comm(const struct pld__mpi_prog *m) { return m->comm; }
+
+void pld__mpi_listen(struct pld__mpi_prog *m,
+                     const struct pld__mpi_listener *l) {
+  static const struct pld__mpi_listener none = {NULL, NULL, NULL};
+  m->listener = l ? *l : none;
+}
+
+void pld__mpi_sent_wait(struct pld__mpi_prog *m) { reap_sent(m, 1); }
+
+void pld__mpi_wake(struct pld__mpi_prog *m) {
+  atomic_fetch_add(&m->bell->count, 1);
+  pld__futex_wake(&m->bell->count, 1);
+}
