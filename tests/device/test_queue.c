@@ -22,10 +22,12 @@
  *     behind it end within 4 s;
  *   - a chain of queued runs ends before the devices' counts of it (its
  *     length times the ranks) could leave 31 bits. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../host/programs.h"
 #include "core/tunables.h" /* the long poll (test_stop_reaches_*) */
@@ -166,11 +168,32 @@ static void test_windows_zeroed_between_queued_runs(void **state) {
 
 /* ---- y = x * s; the rank told to fail spins first, then fails ---------- */
 
-/* Spins |fail_ms| milliseconds, then loads x's tile: out of bounds (one
- * row down) when fail_ms > 0. */
+/* Set (before the device processes are forked, which inherit it) while
+ * a test holds its spinning runs: they go on once the file exists (at
+ * most 10 s). */
+static char release[64];
+
+/* Spins |fail_ms| milliseconds (and, when fail_ms < 0, until `release`
+ * exists where one is set), then loads x's tile: out of bounds (one row
+ * down) when fail_ms > 0. */
 static pld_tile *spin_then_load(pld_core k, pld_tensor x, int32_t fail_ms) {
   spin_for(fail_ms > 0 ? fail_ms : -fail_ms);
+  double until = now_ms() + 10000;
+  while (fail_ms < 0 && release[0] && access(release, F_OK) != 0 &&
+         now_ms() < until)
+    spin_for(1);
   return pld_load(k, x, fail_ms > 0 ? 1 : 0, 0, TR, TC);
+}
+
+/* Creates `release` after *(double *)ms milliseconds. */
+static void *release_later(void *ms) {
+  double until = now_ms() + *(double *)ms;
+  while (now_ms() < until)
+    usleep(1000);
+  int fd = open(release, O_CREAT | O_WRONLY, 0600);
+  if (fd >= 0)
+    close(fd);
+  return NULL;
 }
 
 PLD_KERNEL(k_mulf, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
@@ -385,16 +408,26 @@ static void destroy_queued(int n, const char *platform) {
   float s = 2.0f;
   int32_t spin = 0;
   assert_ok(pld_compile(h_mulf, &cfg, PLD_ARGS(x[0], y[0], s, spin), &p));
+  snprintf(release, sizeof release, "/tmp/pld-queue-%d.go", (int)getpid());
+  unlink(release);
   assert_ok(pld_program_prepare(p));
-  /* Run 1 spins 50 ms on every rank: the runs behind it have not started
-   * when the program is destroyed. */
+  /* Run 1 spins on every rank until released, 300 ms of an idle
+   * machine's time into the destroy (far more than the call takes to
+   * close the queue): the runs behind it have not started when the
+   * program is destroyed, however slowly this thread got there. */
   pld_job *j[6];
   for (int k = 0; k < 6; k++) {
     s = 2.0f + (float)k;
-    spin = k == 0 ? -50 : 0;
+    spin = k == 0 ? -1 : 0;
     assert_ok(pld_program_submit(p, PLD_ARGS(x[k], y[k], s, spin), 0, &j[k]));
   }
+  double ms = pld_test_bound(0, 300, pld_test_slowdown());
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, release_later, &ms), 0);
   pld_program_destroy(p);
+  pthread_join(t, NULL);
+  unlink(release);
+  release[0] = '\0';
   assert_no_children();
   /* Every job is done: the run that started, then the cancelled ones. */
   int cancelled = 0;
