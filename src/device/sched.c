@@ -31,6 +31,83 @@ static _Thread_local struct {
   int blocked;
 } me;
 
+/* ---- hooks (device/sched_hooks.h) ------------------------------------- */
+
+/* Closes the first n hooks of s. */
+static void hooks_close(struct pld__sched *s, int n) {
+  for (int i = 0; i < n; i++)
+    if (s->hooks[i]->close)
+      s->hooks[i]->close(s->hook_ctx[i]);
+}
+
+/* Registers the hooks env asks for (the trace and the debug log first,
+ * as a block's thread observes as its core before the race detector sees
+ * it as one) and opens them.  Returns PLD_OK or PLD_ERR_NOMEM. */
+static int hooks_open(struct pld__sched *s, const struct pld__comm_env *env) {
+  if (!env || env->trace || pld__debug_mask)
+    s->hooks[s->nhooks++] = &pld__sched_trace_hooks;
+  if (env && env->race)
+    s->hooks[s->nhooks++] = &pld__sched_race_hooks;
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->open &&
+        s->hooks[i]->open(env, s->rank, &s->hook_ctx[i]) != PLD_OK) {
+      hooks_close(s, i);
+      return PLD_ERR_NOMEM;
+    }
+  return PLD_OK;
+}
+
+/* A new task's states.  Returns PLD_OK or PLD_ERR_NOMEM. */
+static int hooks_task_new(struct pld__sched *s, struct task *t) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_new &&
+        s->hooks[i]->task_new(s->hook_ctx[i], &t->hook[i]) != PLD_OK)
+      return PLD_ERR_NOMEM;
+  return PLD_OK;
+}
+
+/* Frees t and its states. */
+static void task_release(struct pld__sched *s, struct task *t) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_free && t->hook[i])
+      s->hooks[i]->task_free(s->hook_ctx[i], t->hook[i]);
+  pld__sched_task_free(t);
+}
+
+/* Called with mu held: t is ordered after `before`, finished. */
+static void hooks_task_after(struct pld__sched *s, struct task *t,
+                             const struct task *before) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_after)
+      s->hooks[i]->task_after(s->hook_ctx[i], t->hook[i], before->hook[i]);
+}
+
+/* Called with mu held: t finished; its dependents are ordered after it. */
+static void hooks_task_done(struct pld__sched *s, struct task *t) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_done)
+      s->hooks[i]->task_done(s->hook_ctx[i], t->hook[i]);
+  for (int i = 0; i < t->ndependents; i++)
+    hooks_task_after(s, t->dependents[i], t);
+}
+
+/* The points of a block the hooks see (struct pld__sched_hooks). */
+enum { AT_BEGIN, AT_RETURN, AT_END, AT_LEAVE };
+
+static void hooks_block(struct pld__sched *s, struct task *t,
+                        const struct pld__sched_block *b, int at) {
+  for (int i = 0; i < s->nhooks; i++) {
+    const struct pld__sched_hooks *h = s->hooks[i];
+    void (*fn)(void *, void *, const struct pld__sched_block *) =
+        at == AT_BEGIN    ? h->block_begin
+        : at == AT_RETURN ? h->block_return
+        : at == AT_END    ? h->block_end
+                          : h->block_leave;
+    if (fn)
+      fn(s->hook_ctx[i], t->hook[i], b);
+  }
+}
+
 /* Called with mu held: the host's deadlock watch sees the blocks ready to
  * start and the cores holding blocks, per core type, and which task is
  * first in line (its name copied only when another task comes first). */
@@ -69,8 +146,7 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     s->spin.cpus = pld__cpus();
   }
   s->env = env;
-  /* Made on the AICPU's thread, which the race detector knows by now. */
-  if (pld__race_on() && !(s->vc_finished = pld__race_vc_new())) {
+  if (hooks_open(s, env)) {
     pld__free(s);
     return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
   }
@@ -196,10 +272,10 @@ static void unfinished_dec(struct pld__sched *s) {
 /* Called with mu held when t has handed out and completed all its blocks. */
 static void task_finish(struct pld__sched *s, struct task *t) {
   t->finished = 1;
-  pld__race_vc_join(s->vc_finished, t->vc_end);
+  if (s->nhooks)
+    hooks_task_done(s, t);
   for (int i = 0; i < t->ndependents; i++) {
     struct task *d = t->dependents[i];
-    pld__race_vc_join(d->vc_start, t->vc_end);
     if (--d->waiting_on == 0 && !d->finished)
       ready_push(s, d);
   }
@@ -353,7 +429,8 @@ static struct simcore *take_block(struct pld__sched *s, struct coretype *ct,
 
 /* Called with mu held, returns with it held: runs block `block` of t on
  * core sc (taken by take_block) on the calling thread, which, for the
- * block, observes and is seen by the race detector as that core. */
+ * block, is that core to the hooks (it observes, and the race detector
+ * sees it, as that core). */
 static void run_block(struct pld__sched *s, struct coretype *ct,
                       struct simcore *sc, struct task *t, int32_t block) {
   struct pld__core *c = &sc->core;
@@ -363,29 +440,23 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
     s->aicpu_free = 0;
   pthread_mutex_unlock(&s->mu);
 
-  struct pld__observer obs = pld__obs;
-  struct pld__race_thread race = pld__race_me;
-  pld__observe_as(s->rank, s->device, sc->lane, sc->tbuf);
-  if (s->env && s->env->race)
-    pld__race_attach(s->env->race, s->rank, 1 + c->slot);
   pld__core_begin(c, t->kernel.sig->name, s->rank, s->device, block,
                   t->launched);
   struct pld__coreslot *slot = slot_begin(s, c);
-  struct pld__tev e;
-  int observed = pld__observed(PLD__TEV_BLOCK);
-  if (observed) {
-    pld__tev_init(&e, PLD__TEV_BLOCK, 0, t->kernel.sig->name);
-    e.a = block;
-    e.b = t->launched;
-    e.c = t->seq;
-    pld__obs_begin(&e);
+  /* The hooks see the block (with none, nothing is set up for them). */
+  const int hooked = s->nhooks > 0;
+  struct pld__sched_block b;
+  if (hooked) {
+    b = (struct pld__sched_block){
+        c,     sc->lane,    sc->tbuf, t->kernel.sig->name, s->rank, s->device,
+        block, t->launched, t->seq};
+    hooks_block(s, t, &b, AT_BEGIN);
   }
   pld__running_core = c;
-  pld__race_block_begin(t->vc_start, c);
   t->kernel.entry(k, t->argv);
   pld__running_core = NULL;
-  if (observed)
-    pld__obs_end(&e);
+  if (hooked)
+    hooks_block(s, t, &b, AT_RETURN);
   if (slot) {
     pld__slot_write_begin(slot);
     atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_relaxed);
@@ -393,7 +464,8 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
   }
 
   pthread_mutex_lock(&s->mu);
-  pld__race_block_end(t->vc_end);
+  if (hooked)
+    hooks_block(s, t, &b, AT_END);
   if (aicpu)
     s->aicpu_free = 1;
   ct->busy--;
@@ -428,8 +500,8 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
     t->finished = 1;
     unfinished_dec(s);
   }
-  pld__obs = obs;
-  pld__race_me = race;
+  if (hooked)
+    hooks_block(s, t, &b, AT_LEAVE);
 }
 
 /* What a block's wait tells the scheduler (core/kctx.h). */
@@ -528,6 +600,10 @@ static int spawn_worker(struct pld__sched *s, struct coretype *ct) {
 
 int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   struct task *t = pld__sched_task_new(spec);
+  if (t && s->nhooks && hooks_task_new(s, t)) {
+    task_release(s, t);
+    t = NULL;
+  }
   if (!t)
     return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
 
@@ -538,8 +614,8 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
     if (pld__sched_tasks_conflict(o, t)) {
       if (!o->finished)
         st = pld__sched_task_after(o, t);
-      else /* ordered before t all the same */
-        pld__race_vc_join(t->vc_start, o->vc_end);
+      else if (s->nhooks) /* ordered before t all the same */
+        hooks_task_after(s, t, o);
     }
   /* Listed even when it cannot run, so the drain frees it: it may be in
    * some dependents lists already. */
@@ -646,8 +722,9 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   if (st && msg)
     pld__catf(msg, cap, "%s", s->msg);
   /* The AICPU (draining) learns what its tasks did. */
-  pld__race_absorb(s->vc_finished);
-  pld__race_vc_clear(s->vc_finished);
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->drained)
+      s->hooks[i]->drained(s->hook_ctx[i]);
   struct task *t = s->head;
   s->head = s->tail = NULL;
   s->published_head[0] = s->published_head[1] = NULL;
@@ -657,7 +734,7 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   pthread_mutex_unlock(&s->mu);
   while (t) {
     struct task *next = t->next;
-    pld__sched_task_free(t);
+    task_release(s, t);
     t = next;
   }
   return st;
@@ -690,7 +767,7 @@ void pld__sched_destroy(struct pld__sched *s) {
   }
   pthread_cond_destroy(&s->drained);
   pthread_mutex_destroy(&s->mu);
-  pld__race_vc_free(s->vc_finished);
+  hooks_close(s, s->nhooks);
   if (s->alt_stack) {
     stack_t off = {NULL, SS_DISABLE, 0};
     sigaltstack(&off, NULL);

@@ -11,6 +11,7 @@
 
 #include "core/kctx.h"
 #include "device/sched.h"
+#include "device/sched_hooks.h"
 
 /* A tensor region a task touches. */
 struct region {
@@ -25,10 +26,8 @@ struct task {
   int32_t blocks;     /* blocks to run (cut short when cancelled) */
   int32_t next_block; /* next block to hand to a core */
   int32_t done_blocks;
-  int32_t seq; /* launch number in the dispatch, from 0 */
-  /* The race detector's clocks (core/race.h), NULL when it is off: what
-   * the task's blocks start from, and the join of their ends. */
-  uint32_t *vc_start, *vc_end;
+  int32_t seq;                  /* launch number in the dispatch, from 0 */
+  void *hook[PLD__SCHED_HOOKS]; /* each hook's state of the task */
   int argc;
   pld_arg *argv;
   struct pld__tensor *tensors;
@@ -105,9 +104,13 @@ struct pld__sched {
    * count in use. */
   struct task *deferred[PLD__MAX_DEFERRED];
   int ndeferred;
-  int32_t submitted;     /* tasks of the current dispatch */
-  uint32_t *vc_finished; /* race detector: the join of finished tasks */
-  void *alt_stack;       /* the AICPU thread's signal stack, if set here */
+  int32_t submitted; /* tasks of the current dispatch */
+  /* What follows the tasks and blocks (device/sched_hooks.h): nhooks
+   * tables, each with its state. */
+  const struct pld__sched_hooks *hooks[PLD__SCHED_HOOKS];
+  void *hook_ctx[PLD__SCHED_HOOKS];
+  int nhooks;
+  void *alt_stack; /* the AICPU thread's signal stack, if set here */
 };
 
 /* ---- tasks (device/sched_task.c) ---------------------------------------- */
@@ -122,6 +125,17 @@ void pld__sched_task_free(struct task *t);
 int pld__sched_tasks_conflict(const struct task *a, const struct task *b);
 /* t waits for `on` to finish.  Returns PLD_OK or PLD_ERR_NOMEM. */
 int pld__sched_task_after(struct task *on, struct task *t);
+
+/* With mu held: what a satisfied deferred wait of t acquires into (the
+ * hooks' wait_into; NULL without one). */
+static inline uint32_t *pld__sched_wait_into(const struct pld__sched *s,
+                                             const struct task *t) {
+  uint32_t *into = NULL;
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->wait_into)
+      into = s->hooks[i]->wait_into(s->hook_ctx[i], t->hook[i]);
+  return into;
+}
 
 /* ---- deferred waits (device/sched_defer.c), called with mu held ---------- */
 

@@ -8,8 +8,6 @@
 void pld__sched_task_free(struct task *t) {
   if (!t)
     return;
-  pld__race_vc_free(t->vc_start);
-  pld__race_vc_free(t->vc_end);
   pld__free(t->argv);
   pld__free(t->tensors);
   pld__free(t->regions);
@@ -31,15 +29,6 @@ struct task *pld__sched_task_new(const struct pld__task_spec *spec) {
   }
   t->kernel = spec->kernel;
   t->launched = t->blocks = spec->blocks;
-  if (pld__race_on()) {
-    t->vc_start = pld__race_vc_new();
-    t->vc_end = pld__race_vc_new();
-    if (!t->vc_start || !t->vc_end) {
-      pld__sched_task_free(t);
-      return NULL;
-    }
-    pld__race_launch(t->vc_start);
-  }
   t->argc = n;
   const pld_signature *sig = spec->kernel.sig;
   for (int i = 0; i < n; i++) {
