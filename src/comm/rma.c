@@ -272,8 +272,8 @@ struct staging {
 };
 
 /* Whether a and b have one shape, leading dimensions of size 1 aside. */
-static int same_shape(const struct pld__tensor *a,
-                      const struct pld__tensor *b) {
+static int same_layout(const struct pld__tensor *a,
+                       const struct pld__tensor *b) {
   int i = 0, j = 0;
   while (i < a->ndim - 1 && a->shape[i] == 1)
     i++;
@@ -373,7 +373,7 @@ static inline int stage_fits_empty(const struct pld__core *c, const pld_xfer *o,
   return pld__tiles_fit_empty(c, o->pipelined ? 2 : 1, crows, ccols, es);
 }
 
-/* The failures of transfer's checks, composed out of its way: a put of
+/* The failures of rma_transfer's checks, composed out of its way: a put of
  * 4 KiB takes about 40 ns, and the message buffers of every refusal in
  * its frame cost it more than the checks themselves. */
 static int __attribute__((noinline, cold))
@@ -432,9 +432,10 @@ refuse_shape(struct pld__core *c, const char *fn, int put,
  * copying them through the tile a second time, which would only halve the
  * bandwidth without changing what any core can observe.  With the
  * kernel's tiles, every chunk goes through one of them, in turn. */
-static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
-                    pld_window win, int32_t peer, const pld_xfer *opt,
-                    const struct then_notify *nt, const struct staging *sg) {
+static int rma_transfer(pld_core k, const char *fn, int put, pld_tensor loc,
+                        pld_window win, int32_t peer, const pld_xfer *opt,
+                        const struct then_notify *nt,
+                        const struct staging *sg) {
   struct pld__core *c = k.p;
   int st = pld__win_check(c, fn, win, peer);
   if (st)
@@ -462,7 +463,7 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
       (st = check_dtypes(c, fn, put, win.p, peer, loc.p->dtype, loc.p)))
     return st;
   /* The whole tensor (no pld_xfer): one shape on both sides. */
-  if (!opt && !same_shape(loc.p, win.p))
+  if (!opt && !same_layout(loc.p, win.p))
     return refuse_shape(c, fn, put, loc.p, win.p, peer);
   /* 0 rows: all of the source's; 0 columns: all of its columns. */
   int64_t rows = o->rows ? o->rows : rows_of(src);
@@ -549,13 +550,13 @@ static int transfer(pld_core k, const char *fn, int put, pld_tensor loc,
 }
 
 /* A plain put or get (no notify, no staging tiles of the kernel's) in the
- * common case, with every check of transfer made and nothing else: the
+ * common case, with every check of rma_transfer made and nothing else: the
  * region is at most one staging tile and contiguous on both sides (so it
  * moves in one fabric call), its staging tile fits the core's empty tile
  * memory, neither the race detector nor any observer is on.  Returns 1
  * with *st set when it did the transfer, 0 when the case is not the
- * common one or a check fails: transfer then does it, or composes the
- * failure.  (transfer alone makes a 4 KiB put cost as much again as its
+ * common one or a check fails: rma_transfer then does it, or composes the
+ * failure.  (rma_transfer alone makes a 4 KiB put cost as much again as its
  * copy: about 500 instructions of general cases, calls and spills.) */
 static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
                                  pld_tensor loc, pld_window win, int32_t peer,
@@ -569,7 +570,7 @@ static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
       (!put && l->dir == PLD_DIR_IN) || o->atomic != PLD_ATOMIC_NONE ||
       w->dtype != l->dtype || o->chunk_rows || o->chunk_cols ||
       pld__race_on() || pld__observed(PLD__TEV_RMA) ||
-      (!opt && !same_shape(l, w)))
+      (!opt && !same_layout(l, w)))
     return 0;
   const struct pld__tensor *src = put ? l : w;
   const int64_t rows = o->rows ? o->rows : rows_of(src);
@@ -611,14 +612,14 @@ int pld_put(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
   int st;
   if (plain_transfer(k.p, "pld_put", 1, src, dst, peer, opt, &st))
     return st;
-  return transfer(k, "pld_put", 1, src, dst, peer, opt, NULL, NULL);
+  return rma_transfer(k, "pld_put", 1, src, dst, peer, opt, NULL, NULL);
 }
 
 int pld_put_notify(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
                    const pld_xfer *opt, pld_window sig, int n,
                    const int64_t *idx, int32_t value, pld_notify_op op) {
   const struct then_notify nt = {sig, n, idx, value, op};
-  return transfer(k, "pld_put_notify", 1, src, dst, peer, opt, &nt, NULL);
+  return rma_transfer(k, "pld_put_notify", 1, src, dst, peer, opt, &nt, NULL);
 }
 
 int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
@@ -626,17 +627,17 @@ int pld_get(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
   int st;
   if (plain_transfer(k.p, "pld_get", 0, dst, src, peer, opt, &st))
     return st;
-  return transfer(k, "pld_get", 0, dst, src, peer, opt, NULL, NULL);
+  return rma_transfer(k, "pld_get", 0, dst, src, peer, opt, NULL, NULL);
 }
 
 int pld_put_tiles(pld_core k, pld_window dst, int32_t peer, pld_tensor src,
                   const pld_xfer *opt, pld_tile *ping, pld_tile *pong) {
   const struct staging sg = {{ping, pong}};
-  return transfer(k, "pld_put_tiles", 1, src, dst, peer, opt, NULL, &sg);
+  return rma_transfer(k, "pld_put_tiles", 1, src, dst, peer, opt, NULL, &sg);
 }
 
 int pld_get_tiles(pld_core k, pld_tensor dst, int32_t peer, pld_window src,
                   const pld_xfer *opt, pld_tile *ping, pld_tile *pong) {
   const struct staging sg = {{ping, pong}};
-  return transfer(k, "pld_get_tiles", 0, dst, src, peer, opt, NULL, &sg);
+  return rma_transfer(k, "pld_get_tiles", 0, dst, src, peer, opt, NULL, &sg);
 }

@@ -122,9 +122,9 @@ static void use_names(char *buf, size_t cap, int what) {
 
 /* "cell [1, 2]" of a multi-dimensional index, or "bytes [a, b)" of the
  * view w. */
-static void where_str(char *buf, size_t cap, const struct pld__tensor *w,
-                      uint64_t off, uint64_t end, int nidx,
-                      const int64_t *idx) {
+static void cell_where_str(char *buf, size_t cap, const struct pld__tensor *w,
+                           uint64_t off, uint64_t end, int nidx,
+                           const int64_t *idx) {
   if (!idx) {
     pld__catf(buf, cap, "bytes [%llu, %llu)",
               (unsigned long long)(off - w->win_offset),
@@ -143,7 +143,7 @@ refuse_use(struct pld__core *c, const char *fn, const struct pld__tensor *w,
            const struct pld__coll_sig *cs) {
   char ws[160], at[96];
   pld__describe(ws, sizeof ws, w, PLD__NO_PEER, NULL);
-  where_str(at, sizeof at, w, off, end, nidx, idx);
+  cell_where_str(at, sizeof at, w, off, end, nidx, idx);
   return pld__kfail(c, PLD_ERR_ARG, fn,
                     "%s of %s %s the signal window %s used on rank %d in this "
                     "program: the collectives count its cells, and nothing "

@@ -25,7 +25,7 @@ struct lock {
   _Atomic uint32_t held;
 };
 
-static void lock(struct lock *l) {
+static void stripe_lock(struct lock *l) {
   for (unsigned i = 0;
        atomic_exchange_explicit(&l->held, 1, memory_order_acquire); i++) {
     if (i < 64) {
@@ -38,7 +38,7 @@ static void lock(struct lock *l) {
   }
 }
 
-static void unlock(struct lock *l) {
+static void stripe_unlock(struct lock *l) {
   atomic_store_explicit(&l->held, 0, memory_order_release);
 }
 
@@ -89,29 +89,30 @@ _Thread_local struct pld__race_thread pld__race_me;
 /* The block this thread runs (for records). */
 static _Thread_local struct pld__core *me_core; /* the block's core */
 
-static unsigned char *at(const struct pld__race *r, size_t off) {
+static unsigned char *region_at(const struct pld__race *r, size_t off) {
   return (unsigned char *)r + off;
 }
 /* Slot s's vector clock; its clock (epoch counter). */
 static _Atomic uint32_t *vc_of(const struct pld__race *r, uint32_t s) {
-  return (_Atomic uint32_t *)at(r, r->off_vc) + (size_t)s * r->nslots;
+  return (_Atomic uint32_t *)region_at(r, r->off_vc) + (size_t)s * r->nslots;
 }
 static _Atomic uint32_t *clock_of(const struct pld__race *r, uint32_t s) {
-  return (_Atomic uint32_t *)at(r, r->off_clock) + s;
+  return (_Atomic uint32_t *)region_at(r, r->off_clock) + s;
 }
 static struct record *ring_of(const struct pld__race *r, uint32_t s) {
-  return (struct record *)at(r, r->off_rings) + (size_t)s * RING;
+  return (struct record *)region_at(r, r->off_rings) + (size_t)s * RING;
 }
 static struct cell *cell_at(const struct pld__race *r, size_t i) {
-  return (struct cell *)at(r, r->off_cells + i * r->cell_stride);
+  return (struct cell *)region_at(r, r->off_cells + i * r->cell_stride);
 }
 /* The shadow of copy's copy of buf, and its lock. */
 static struct shadow *shadow_of(const struct pld__race *r, int buf, int copy) {
-  const size_t *index = (const size_t *)at(r, r->off_sindex);
-  return (struct shadow *)at(r, index[(size_t)buf * r->nranks + (size_t)copy]);
+  const size_t *index = (const size_t *)region_at(r, r->off_sindex);
+  return (struct shadow *)region_at(
+      r, index[(size_t)buf * r->nranks + (size_t)copy]);
 }
 static struct lock *shadow_lock(const struct pld__race *r, int buf, int copy) {
-  return (struct lock *)at(r, r->off_slocks) +
+  return (struct lock *)region_at(r, r->off_slocks) +
          ((size_t)buf * r->nranks + (size_t)copy);
 }
 
@@ -181,7 +182,7 @@ void pld__race_run_begin(struct pld__race *r) {
     for (uint32_t i = 0; i < r->nslots; i++)
       atomic_store_explicit(&vc[i], 0, memory_order_relaxed);
   }
-  _Atomic uint32_t *host = (_Atomic uint32_t *)at(r, r->off_host);
+  _Atomic uint32_t *host = (_Atomic uint32_t *)region_at(r, r->off_host);
   for (uint32_t i = 0; i < r->nslots; i++)
     atomic_store_explicit(&host[i], 0, memory_order_relaxed);
   /* Shadows and cells of the last run are empty from now on. */
@@ -204,15 +205,15 @@ static void join_shared(_Atomic uint32_t *dst, const _Atomic uint32_t *src,
 }
 
 void pld__race_host_task(struct pld__race *r) {
-  _Atomic uint32_t *host = (_Atomic uint32_t *)at(r, r->off_host);
-  lock(&r->host_lock);
+  _Atomic uint32_t *host = (_Atomic uint32_t *)region_at(r, r->off_host);
+  stripe_lock(&r->host_lock);
   for (uint32_t s = 0; s < r->nslots; s++) {
     join_shared(host, vc_of(r, s), r->nslots);
     uint32_t c = atomic_load_explicit(clock_of(r, s), memory_order_relaxed);
     if (c > atomic_load_explicit(&host[s], memory_order_relaxed))
       atomic_store_explicit(&host[s], c, memory_order_relaxed);
   }
-  unlock(&r->host_lock);
+  stripe_unlock(&r->host_lock);
 }
 
 /* ---- threads ------------------------------------------------------------- */
@@ -293,10 +294,10 @@ void pld__race_absorb_host(void) {
   struct pld__race *r = pld__race_me.r;
   if (!r)
     return;
-  lock(&r->host_lock);
+  stripe_lock(&r->host_lock);
   join_shared(vc_of(r, (uint32_t)pld__race_me.slot),
-              (_Atomic uint32_t *)at(r, r->off_host), r->nslots);
-  unlock(&r->host_lock);
+              (_Atomic uint32_t *)region_at(r, r->off_host), r->nslots);
+  stripe_unlock(&r->host_lock);
 }
 
 void pld__race_block_begin(const uint32_t *start, struct pld__core *core) {
@@ -404,9 +405,9 @@ static const char *why(int earlier, int now_kind) {
   return "two writes to the same bytes with no signal ordering them";
 }
 
-static int report(const struct pld__race *r, int kind, const char *window,
-                  int buf, int copy, uint64_t lo, uint64_t hi,
-                  const struct ep *other) {
+static int race_report(const struct pld__race *r, int kind, const char *window,
+                       int buf, int copy, uint64_t lo, uint64_t hi,
+                       const struct ep *other) {
   char them[512];
   describe(them, sizeof them, r, other);
   return pld__fail(PLD_ERR_RACE,
@@ -418,7 +419,8 @@ static int report(const struct pld__race *r, int kind, const char *window,
 }
 
 /* Whether an earlier access e conflicts with one of kind `kind`. */
-static int conflicts(const struct pld__race *r, const struct ep *e, int kind) {
+static int access_conflicts(const struct pld__race *r, const struct ep *e,
+                            int kind) {
   if (kind == PLD__RACE_READ && e->kind == PLD__RACE_READ)
     return 0;
   if (kind == PLD__RACE_ATOMIC && e->kind == PLD__RACE_ATOMIC)
@@ -435,13 +437,14 @@ static int granule(const struct pld__race *r, struct shadow *g, uint32_t gen,
     g->gen = gen;
   }
   for (int b = 0; b < GRANULE; b++)
-    if ((mask >> b & 1) && g->w[b].mask && conflicts(r, &g->w[b], kind)) {
+    if ((mask >> b & 1) && g->w[b].mask &&
+        access_conflicts(r, &g->w[b], kind)) {
       *bad = g->w[b];
       return 1;
     }
   if (kind != PLD__RACE_READ)
     for (int i = 0; i < RACE_READS; i++)
-      if ((g->r[i].mask & mask) && conflicts(r, &g->r[i], kind)) {
+      if ((g->r[i].mask & mask) && access_conflicts(r, &g->r[i], kind)) {
         *bad = g->r[i];
         return 1;
       }
@@ -490,7 +493,7 @@ int pld__race_access(int kind, const char *fn, const char *window, int buf,
   struct lock *l = shadow_lock(r, buf, copy);
   struct ep bad;
   int conflict = 0;
-  lock(l);
+  stripe_lock(l);
   for (size_t row = 0; row < rows && !conflict; row++) {
     size_t b = off + row * stride, e = b + row_bytes;
     for (size_t gi = b / GRANULE; gi * GRANULE < e && !conflict; gi++) {
@@ -502,8 +505,9 @@ int pld__race_access(int kind, const char *fn, const char *window, int buf,
       conflict = granule(r, &sh[gi], gen, kind, mask, &mine, &bad);
     }
   }
-  unlock(l);
-  return conflict ? report(r, kind, window, buf, copy, lo, hi, &bad) : PLD_OK;
+  stripe_unlock(l);
+  return conflict ? race_report(r, kind, window, buf, copy, lo, hi, &bad)
+                  : PLD_OK;
 }
 
 /* ---- signals ------------------------------------------------------------- */
@@ -514,11 +518,11 @@ static size_t stripe_of(int buf, int copy, size_t off) {
 }
 
 void pld__race_cell_lock(int buf, int copy, size_t off) {
-  lock(&pld__race_me.r->stripe[stripe_of(buf, copy, off)]);
+  stripe_lock(&pld__race_me.r->stripe[stripe_of(buf, copy, off)]);
 }
 
 void pld__race_cell_unlock(int buf, int copy, size_t off) {
-  unlock(&pld__race_me.r->stripe[stripe_of(buf, copy, off)]);
+  stripe_unlock(&pld__race_me.r->stripe[stripe_of(buf, copy, off)]);
 }
 
 /* Called with the cell's stripe locked: its entry (NULL: the stripe's

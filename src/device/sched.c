@@ -1,7 +1,8 @@
-/* device/sched.c: a device's AI cores: kernel launches as tasks ordered
- * by their tensor regions, blocks run to completion on the thread at hand
- * (the AICPU while it drains, or a core thread), another thread taking
- * over the queue when a block blocks, deferred waits (device/sched.h). */
+/* device/sched.c: a device's AI cores (device/sched.h): the ready queues
+ * of tasks (device/sched_task.c orders them by their tensor regions),
+ * blocks run to completion on the thread at hand (the AICPU while it
+ * drains, or a core thread), another thread taking over the queue when a
+ * block blocks, the drain; deferred waits live in device/sched_defer.c. */
 #include "device/sched.h"
 
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include "core/futex.h"
 #include "core/tunables.h"
 #include "core/kctx.h"
+#include "device/sched_impl.h"
 
 _Thread_local const struct pld__core *pld__running_core;
 
@@ -29,103 +31,82 @@ static _Thread_local struct {
   int blocked;
 } me;
 
-/* A tensor region a task touches. */
-struct region {
-  const void *base;
-  size_t nbytes;
-  int writes;
-};
+/* ---- hooks (device/sched_hooks.h) ------------------------------------- */
 
-struct task {
-  pld_kernel_fn kernel;
-  int32_t launched;   /* the launch's block count: read without the lock */
-  int32_t blocks;     /* blocks to run (cut short when cancelled) */
-  int32_t next_block; /* next block to hand to a core */
-  int32_t done_blocks;
-  int32_t seq; /* launch number in the dispatch, from 0 */
-  /* The race detector's clocks (core/race.h), NULL when it is off: what
-   * the task's blocks start from, and the join of their ends. */
-  uint32_t *vc_start, *vc_end;
-  int argc;
-  pld_arg *argv;
-  struct pld__tensor *tensors;
-  int nregions;
-  struct region *regions;
-  int ndeferred;            /* deferred waits pending (watch slots) */
-  int waiting_on;           /* unfinished tasks this one depends on */
-  struct task **dependents; /* tasks waiting on this one */
-  int ndependents, capdependents;
-  int finished;
-  struct task *next;       /* submission order */
-  struct task *ready_next; /* ready queue of its core type */
-};
+/* Closes the first n hooks of s. */
+static void hooks_close(struct pld__sched *s, int n) {
+  for (int i = 0; i < n; i++)
+    if (s->hooks[i]->close)
+      s->hooks[i]->close(s->hook_ctx[i]);
+}
 
-/* A simulated core: its identity, tile memory, wait slot and trace lane.
- * A block holds one from start to end; whichever thread runs the block
- * runs it on that core. */
-struct simcore {
-  struct pld__core core;
-  char lane[16];
-  struct pld__tbuf *tbuf;
-  int next_free; /* the free list (indices), -1 at its end */
-};
+/* Registers the hooks env asks for (the trace and the debug log first,
+ * as a block's thread observes as its core before the race detector sees
+ * it as one) and opens them.  Returns PLD_OK or PLD_ERR_NOMEM. */
+static int hooks_open(struct pld__sched *s, const struct pld__comm_env *env) {
+  if (!env || env->trace || pld__debug_mask)
+    s->hooks[s->nhooks++] = &pld__sched_trace_hooks;
+  if (env && env->race)
+    s->hooks[s->nhooks++] = &pld__sched_race_hooks;
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->open &&
+        s->hooks[i]->open(env, s->rank, &s->hook_ctx[i]) != PLD_OK) {
+      hooks_close(s, i);
+      return PLD_ERR_NOMEM;
+    }
+  return PLD_OK;
+}
 
-/* A core thread: runs blocks of one core type, on any free core of it. */
-struct worker {
-  pthread_t thread;
-  struct pld__sched *s;
-  int type;
-};
+/* A new task's states.  Returns PLD_OK or PLD_ERR_NOMEM. */
+static int hooks_task_new(struct pld__sched *s, struct task *t) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_new &&
+        s->hooks[i]->task_new(s->hook_ctx[i], &t->hook[i]) != PLD_OK)
+      return PLD_ERR_NOMEM;
+  return PLD_OK;
+}
 
-struct coretype {
-  int max;                   /* cores of this type on the device */
-  int ncores;                /* cores set up so far (0 .. ncores-1) */
-  int free_core;             /* first free set-up core, -1 for none */
-  int busy;                  /* cores holding a block */
-  int pending;               /* blocks in the ready queue not handed out yet */
-  int spawned;               /* core threads started */
-  int idle;                  /* core threads asleep waiting for work */
-  int looking;               /* core threads polling for work */
-  int woken;                 /* core threads told to look, not looking yet */
-  _Atomic uint32_t work_seq; /* bumped when work arrives: pollers watch it */
-  struct simcore *cores;
-  struct worker *threads;
-  pthread_cond_t work;
-  struct task *ready_head, *ready_tail;
-  struct pld__core_spec spec;
-};
+/* Frees t and its states. */
+static void task_release(struct pld__sched *s, struct task *t) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_free && t->hook[i])
+      s->hooks[i]->task_free(s->hook_ctx[i], t->hook[i]);
+  pld__sched_task_free(t);
+}
 
-struct pld__sched {
-  pthread_mutex_t mu;
-  pthread_cond_t drained;
-  struct coretype types[2]; /* indexed by pld_core_type */
-  struct task *head, *tail; /* every task of the current dispatch */
-  int unfinished;
-  /* Bumped when unfinished reaches 0, and when work arrives: the AICPU,
-   * draining, watches it. */
-  _Atomic uint32_t drain_seq;
-  int aicpu_free;   /* the AICPU will look for blocks (not in one now) */
-  int aicpu_asleep; /* the AICPU sleeps on drained */
-  /* Blocks ready and not handed out, of both types (written with mu
-   * held): a block about to wait looks here before it takes the lock. */
-  _Atomic int queued;
-  struct pld__spin spin;
-  _Atomic uint32_t local_awake; /* without an env */
-  int stopping;
-  int cancelled;
-  int status; /* first block failure */
-  char msg[PLD__MSG_MAX];
-  int rank, device;
-  const struct pld__comm_env *env;
-  const struct task *published_head[2]; /* see publish_queued */
-  /* Deferred waits: the task of each in-use slot (NULL: free), and the
-   * count in use. */
-  struct task *deferred[PLD__MAX_DEFERRED];
-  int ndeferred;
-  int32_t submitted;     /* tasks of the current dispatch */
-  uint32_t *vc_finished; /* race detector: the join of finished tasks */
-  void *alt_stack;       /* the AICPU thread's signal stack, if set here */
-};
+/* Called with mu held: t is ordered after `before`, finished. */
+static void hooks_task_after(struct pld__sched *s, struct task *t,
+                             const struct task *before) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_after)
+      s->hooks[i]->task_after(s->hook_ctx[i], t->hook[i], before->hook[i]);
+}
+
+/* Called with mu held: t finished; its dependents are ordered after it. */
+static void hooks_task_done(struct pld__sched *s, struct task *t) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_done)
+      s->hooks[i]->task_done(s->hook_ctx[i], t->hook[i]);
+  for (int i = 0; i < t->ndependents; i++)
+    hooks_task_after(s, t->dependents[i], t);
+}
+
+/* The points of a block the hooks see (struct pld__sched_hooks). */
+enum { AT_BEGIN, AT_RETURN, AT_END, AT_LEAVE };
+
+static void hooks_block(struct pld__sched *s, struct task *t,
+                        const struct pld__sched_block *b, int at) {
+  for (int i = 0; i < s->nhooks; i++) {
+    const struct pld__sched_hooks *h = s->hooks[i];
+    void (*fn)(void *, void *, const struct pld__sched_block *) =
+        at == AT_BEGIN    ? h->block_begin
+        : at == AT_RETURN ? h->block_return
+        : at == AT_END    ? h->block_end
+                          : h->block_leave;
+    if (fn)
+      fn(s->hook_ctx[i], t->hook[i], b);
+  }
+}
 
 /* Called with mu held: the host's deadlock watch sees the blocks ready to
  * start and the cores holding blocks, per core type, and which task is
@@ -165,8 +146,7 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     s->spin.cpus = pld__cpus();
   }
   s->env = env;
-  /* Made on the AICPU's thread, which the race detector knows by now. */
-  if (pld__race_on() && !(s->vc_finished = pld__race_vc_new())) {
+  if (hooks_open(s, env)) {
     pld__free(s);
     return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
   }
@@ -292,92 +272,33 @@ static void unfinished_dec(struct pld__sched *s) {
 /* Called with mu held when t has handed out and completed all its blocks. */
 static void task_finish(struct pld__sched *s, struct task *t) {
   t->finished = 1;
-  pld__race_vc_join(s->vc_finished, t->vc_end);
+  if (s->nhooks)
+    hooks_task_done(s, t);
   for (int i = 0; i < t->ndependents; i++) {
     struct task *d = t->dependents[i];
-    pld__race_vc_join(d->vc_start, t->vc_end);
     if (--d->waiting_on == 0 && !d->finished)
       ready_push(s, d);
   }
   unfinished_dec(s);
 }
 
-/* ---- deferred waits -------------------------------------------------- */
-
-/* The watch slot of deferred wait i. */
-static struct pld__coreslot *deferred_slot(struct pld__sched *s, int i) {
-  return &s->env->watch->slots[PLD__MAX_CORES + i];
-}
-
-/* Called with mu held: frees deferred wait i (satisfied, or cancelled). */
-static void deferred_drop(struct pld__sched *s, int i) {
-  struct pld__coreslot *w = deferred_slot(s, i);
-  pld__slot_write_begin(w);
-  atomic_store_explicit(&w->state, PLD__CORE_IDLE, memory_order_relaxed);
-  pld__slot_write_end(w);
-  s->deferred[i]->ndeferred--;
-  s->deferred[i] = NULL;
-  s->ndeferred--;
-}
-
 /* Called with mu held: t is finished once its blocks are done and its
  * deferred waits satisfied. */
-static void task_finish(struct pld__sched *s, struct task *t);
 static void try_finish(struct pld__sched *s, struct task *t) {
   if (!t->finished && !t->ndeferred && t->done_blocks == t->blocks &&
       t->next_block == t->blocks)
     task_finish(s, t);
 }
 
-/* Called with mu held: block c of task t ended with deferred waits; they
- * take watch slots until satisfied.  Returns PLD_OK or, with no slot
- * left, the block's failure. */
-static int deferred_take(struct pld__sched *s, struct task *t,
-                         struct pld__core *c) {
-  int next = 0;
-  for (int k = 0; k < c->ndeferred; k++) {
-    const struct pld__deferred *d = &c->deferred[k];
-    while (next < PLD__MAX_DEFERRED && s->deferred[next])
-      next++;
-    if (next == PLD__MAX_DEFERRED)
-      return pld__kfail(c, PLD_ERR_UNSUPPORTED, "pld_wait_deferred",
-                        "more than %d deferred waits pending on the device",
-                        PLD__MAX_DEFERRED);
-    struct pld__coreslot *w = deferred_slot(s, next);
-    pld__slot_write_begin(w);
-    pld__slot_set_block(w, (int32_t)c->spec.type, -1, c->block_idx,
-                        c->block_num, c->kernel);
-    pld__slot_set_wait(w, d->buf, d->off, d->cmp, d->expected, d->ndim, d->idx,
-                       d->window, 0, 0, 0);
-    atomic_store_explicit(&w->since_ns, pld__now_ns(), memory_order_relaxed);
-    atomic_store_explicit(&w->state, PLD__CORE_WAITING, memory_order_relaxed);
-    pld__slot_write_end(w);
-    s->deferred[next] = t;
-    s->ndeferred++;
-    t->ndeferred++;
-  }
-  return PLD_OK;
-}
-
 /* Called with mu held: drops the deferred waits now satisfied and
  * finishes the tasks that no longer wait.  Returns how many remain. */
 static int deferred_poll(struct pld__sched *s) {
-  struct pld__fabric *f = s->env ? s->env->fabric : NULL;
-  for (int i = 0; s->ndeferred && i < PLD__MAX_DEFERRED; i++) {
-    struct task *t = s->deferred[i];
-    if (!t)
-      continue;
-    const struct pld__coreslot *w = deferred_slot(s, i);
-    int32_t value;
-    if (!pld__cell_satisfied(f, s->rank, w->buf, (size_t)w->off, w->expected,
-                             w->cmp, &value, t->vc_end))
-      continue;
-    deferred_drop(s, i);
-    atomic_fetch_add_explicit(&s->env->watch->progress, 1,
-                              memory_order_relaxed);
-    try_finish(s, t);
-  }
-  return s->ndeferred;
+  struct task *done[PLD__MAX_DEFERRED];
+  int ndone;
+  int left = pld__sched_defer_poll(s, done, &ndone);
+  for (int i = 0; i < ndone; i++)
+    try_finish(s, done[i]);
+  return left;
 }
 
 /* Called with mu held: no further block starts; tasks with no running
@@ -386,9 +307,7 @@ static void cancel_all(struct pld__sched *s) {
   if (s->cancelled)
     return;
   s->cancelled = 1;
-  for (int i = 0; s->ndeferred && i < PLD__MAX_DEFERRED; i++)
-    if (s->deferred[i])
-      deferred_drop(s, i);
+  pld__sched_defer_drop_all(s);
   for (int t = 0; t < 2; t++) {
     s->types[t].ready_head = s->types[t].ready_tail = NULL;
     s->types[t].pending = 0;
@@ -510,7 +429,8 @@ static struct simcore *take_block(struct pld__sched *s, struct coretype *ct,
 
 /* Called with mu held, returns with it held: runs block `block` of t on
  * core sc (taken by take_block) on the calling thread, which, for the
- * block, observes and is seen by the race detector as that core. */
+ * block, is that core to the hooks (it observes, and the race detector
+ * sees it, as that core). */
 static void run_block(struct pld__sched *s, struct coretype *ct,
                       struct simcore *sc, struct task *t, int32_t block) {
   struct pld__core *c = &sc->core;
@@ -520,29 +440,23 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
     s->aicpu_free = 0;
   pthread_mutex_unlock(&s->mu);
 
-  struct pld__observer obs = pld__obs;
-  struct pld__race_thread race = pld__race_me;
-  pld__observe_as(s->rank, s->device, sc->lane, sc->tbuf);
-  if (s->env && s->env->race)
-    pld__race_attach(s->env->race, s->rank, 1 + c->slot);
   pld__core_begin(c, t->kernel.sig->name, s->rank, s->device, block,
                   t->launched);
   struct pld__coreslot *slot = slot_begin(s, c);
-  struct pld__tev e;
-  int observed = pld__observed(PLD__TEV_BLOCK);
-  if (observed) {
-    pld__tev_init(&e, PLD__TEV_BLOCK, 0, t->kernel.sig->name);
-    e.a = block;
-    e.b = t->launched;
-    e.c = t->seq;
-    pld__obs_begin(&e);
+  /* The hooks see the block (with none, nothing is set up for them). */
+  const int hooked = s->nhooks > 0;
+  struct pld__sched_block b;
+  if (hooked) {
+    b = (struct pld__sched_block){
+        c,     sc->lane,    sc->tbuf, t->kernel.sig->name, s->rank, s->device,
+        block, t->launched, t->seq};
+    hooks_block(s, t, &b, AT_BEGIN);
   }
   pld__running_core = c;
-  pld__race_block_begin(t->vc_start, c);
   t->kernel.entry(k, t->argv);
   pld__running_core = NULL;
-  if (observed)
-    pld__obs_end(&e);
+  if (hooked)
+    hooks_block(s, t, &b, AT_RETURN);
   if (slot) {
     pld__slot_write_begin(slot);
     atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_relaxed);
@@ -550,7 +464,8 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
   }
 
   pthread_mutex_lock(&s->mu);
-  pld__race_block_end(t->vc_end);
+  if (hooked)
+    hooks_block(s, t, &b, AT_END);
   if (aicpu)
     s->aicpu_free = 1;
   ct->busy--;
@@ -567,8 +482,8 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
     memcpy(s->msg, c->msg, sizeof s->msg);
   }
   t->done_blocks++;
-  if (!c->status && c->ndeferred && !s->cancelled && deferred_take(s, t, c) &&
-      !s->status) {
+  if (!c->status && c->ndeferred && !s->cancelled &&
+      pld__sched_defer_take(s, t, c) && !s->status) {
     s->status = c->status;
     memcpy(s->msg, c->msg, sizeof s->msg);
   }
@@ -585,8 +500,8 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
     t->finished = 1;
     unfinished_dec(s);
   }
-  pld__obs = obs;
-  pld__race_me = race;
+  if (hooked)
+    hooks_block(s, t, &b, AT_LEAVE);
 }
 
 /* What a block's wait tells the scheduler (core/kctx.h). */
@@ -683,92 +598,24 @@ static int spawn_worker(struct pld__sched *s, struct coretype *ct) {
   return PLD_OK;
 }
 
-static void task_free(struct task *t) {
-  pld__race_vc_free(t->vc_start);
-  pld__race_vc_free(t->vc_end);
-  pld__free(t->argv);
-  pld__free(t->tensors);
-  pld__free(t->regions);
-  pld__free(t->dependents);
-  pld__free(t);
-}
-
-static int conflicts(const struct task *a, const struct task *b) {
-  for (int i = 0; i < a->nregions; i++)
-    for (int j = 0; j < b->nregions; j++)
-      if ((a->regions[i].writes || b->regions[j].writes) &&
-          pld__ranges_overlap(a->regions[i].base, a->regions[i].nbytes,
-                              b->regions[j].base, b->regions[j].nbytes))
-        return 1;
-  return 0;
-}
-
-static int add_dependent(struct task *on, struct task *t) {
-  if (on->ndependents == on->capdependents) {
-    int cap = on->capdependents ? 2 * on->capdependents : 4;
-    struct task **d =
-        pld__realloc(on->dependents, (size_t)cap * sizeof *on->dependents);
-    if (!d)
-      return PLD_ERR_NOMEM;
-    on->dependents = d;
-    on->capdependents = cap;
-  }
-  on->dependents[on->ndependents++] = t;
-  t->waiting_on++;
-  return PLD_OK;
-}
-
 int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
-  struct task *t = pld__calloc(1, sizeof *t);
-  int n = spec->argc;
-  if (t) {
-    t->argv = pld__calloc((size_t)n, sizeof *t->argv);
-    t->tensors = pld__calloc((size_t)n, sizeof *t->tensors);
-    t->regions = pld__calloc((size_t)n, sizeof *t->regions);
+  struct task *t = pld__sched_task_new(spec);
+  if (t && s->nhooks && hooks_task_new(s, t)) {
+    task_release(s, t);
+    t = NULL;
   }
-  if (!t || !t->argv || !t->tensors || !t->regions) {
-    if (t)
-      task_free(t);
+  if (!t)
     return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
-  }
-  t->kernel = spec->kernel;
-  t->launched = t->blocks = spec->blocks;
-  if (pld__race_on()) {
-    t->vc_start = pld__race_vc_new();
-    t->vc_end = pld__race_vc_new();
-    if (!t->vc_start || !t->vc_end) {
-      task_free(t);
-      return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
-    }
-    pld__race_launch(t->vc_start);
-  }
-  t->argc = n;
-  const pld_signature *sig = spec->kernel.sig;
-  for (int i = 0; i < n; i++) {
-    t->argv[i] = spec->argv[i];
-    if (spec->argv[i].kind == PLD_ARG_SCALAR)
-      continue;
-    /* The kernel sees the tensor (or window view: this rank's copy) under
-     * its own parameter's name and direction, which also decide what this
-     * task conflicts with. */
-    t->tensors[i] = *spec->argv[i].v.t;
-    t->tensors[i].dir = sig->params[i].dir;
-    t->tensors[i].name = sig->params[i].name;
-    t->argv[i].v.t = &t->tensors[i];
-    t->regions[t->nregions++] =
-        (struct region){t->tensors[i].data, t->tensors[i].nbytes,
-                        sig->params[i].dir != PLD_DIR_IN};
-  }
 
   pthread_mutex_lock(&s->mu);
   t->seq = s->submitted++;
   int st = PLD_OK;
   for (struct task *o = s->head; o && st == PLD_OK; o = o->next)
-    if (conflicts(o, t)) {
+    if (pld__sched_tasks_conflict(o, t)) {
       if (!o->finished)
-        st = add_dependent(o, t);
-      else /* ordered before t all the same */
-        pld__race_vc_join(t->vc_start, o->vc_end);
+        st = pld__sched_task_after(o, t);
+      else if (s->nhooks) /* ordered before t all the same */
+        hooks_task_after(s, t, o);
     }
   /* Listed even when it cannot run, so the drain frees it: it may be in
    * some dependents lists already. */
@@ -875,8 +722,9 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   if (st && msg)
     pld__catf(msg, cap, "%s", s->msg);
   /* The AICPU (draining) learns what its tasks did. */
-  pld__race_absorb(s->vc_finished);
-  pld__race_vc_clear(s->vc_finished);
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->drained)
+      s->hooks[i]->drained(s->hook_ctx[i]);
   struct task *t = s->head;
   s->head = s->tail = NULL;
   s->published_head[0] = s->published_head[1] = NULL;
@@ -886,7 +734,7 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   pthread_mutex_unlock(&s->mu);
   while (t) {
     struct task *next = t->next;
-    task_free(t);
+    task_release(s, t);
     t = next;
   }
   return st;
@@ -919,7 +767,7 @@ void pld__sched_destroy(struct pld__sched *s) {
   }
   pthread_cond_destroy(&s->drained);
   pthread_mutex_destroy(&s->mu);
-  pld__race_vc_free(s->vc_finished);
+  hooks_close(s, s->nhooks);
   if (s->alt_stack) {
     stack_t off = {NULL, SS_DISABLE, 0};
     sigaltstack(&off, NULL);

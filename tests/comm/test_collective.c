@@ -14,7 +14,7 @@
  * row it records its result in, so that one run checks dozens of calls. */
 #include "comm_test.h"
 
-/* Elements the implementation reduces at a time (src/comm/collective.c):
+/* Elements the implementation reduces at a time (src/comm/coll_lane.c):
  * lengths of one group plus one element end in a ragged last group. */
 enum { GROUP = 8192 };
 

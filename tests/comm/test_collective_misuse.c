@@ -1,12 +1,12 @@
 /* Collectives used wrongly: each mistake (signal window, overlapping
  * buffers, root, shapes, dtype, op, mode, counts, cube core, tile memory)
  * is refused with its status and a message naming the call, the rank, the
- * window and what was expected (src/comm/collective.c composes them); ranks
- * that reach one point of a signal window with different calls all fail with
- * PLD_ERR_MISMATCH and a message naming each rank's call, instead of hanging or
- * corrupting data; a rank that never makes a call is a deadlock, reported
- * within a second with the collective, call number and round of every blocked
- * rank; a notify, wait or remote store on a cell of a signal window a
+ * window and what was expected (src/comm/coll_lane.c and coll_check.c compose
+ * them); ranks that reach one point of a signal window with different calls all
+ * fail with PLD_ERR_MISMATCH and a message naming each rank's call, instead of
+ * hanging or corrupting data; a rank that never makes a call is a deadlock,
+ * reported within a second with the collective, call number and round of every
+ * blocked rank; a notify, wait or remote store on a cell of a signal window a
  * collective of the program used is refused, before or after it.
  * After each, the same program runs correctly again. */
 #include "comm_test.h"

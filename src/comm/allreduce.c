@@ -1,0 +1,316 @@
+/* comm/allreduce.c: the reducing collectives, pld_allreduce (mesh,
+ * two-phase, ring, and the choice among them) and pld_reduce_scatter, on
+ * the steps of comm/coll.h: each rank's data read in groups through a
+ * staging tile into an FP32 (or INT32) accumulator tile, ranks combined
+ * in a fixed order. */
+#include <string.h>
+
+#include "comm/coll.h"
+#include "tile/convert.h"
+
+/* Elements reduced at a time without a barrier between groups: small
+ * enough that the accumulator stays in the host CPU's first-level cache
+ * (reduce_into_mine). */
+#define PIECE ((size_t)1024)
+
+/* ---- reducing ----------------------------------------------------------- */
+
+/* acc (FP32 for float dtypes, INT32 for integer ones) = in, or op(acc, in)
+ * when combining, over n elements of dtype dt. */
+#define COMBINE_LOOP(T, A, EXPR)                                               \
+  do {                                                                         \
+    A *a_ = acc;                                                               \
+    const T *in_ = in;                                                         \
+    PLD__VLOOP(A, i, n, const A x = a_[i]; const A y = (A)in_[i];              \
+               a_[i] = (EXPR););                                               \
+  } while (0)
+
+static void combine_f32(pld_reduce_op op, float *acc, const float *in,
+                        size_t n) {
+  switch (op) {
+  case PLD_REDUCE_SUM:
+    COMBINE_LOOP(float, float, x + y);
+    break;
+  case PLD_REDUCE_PROD:
+    COMBINE_LOOP(float, float, x *y);
+    break;
+  case PLD_REDUCE_MAX:
+    COMBINE_LOOP(float, float, PLD__FMAX(x, y));
+    break;
+  case PLD_REDUCE_MIN:
+    COMBINE_LOOP(float, float, PLD__FMIN(x, y));
+    break;
+  }
+}
+
+/* Integers wrap: sums and products go through uint32_t. */
+static void combine_i32(pld_reduce_op op, int32_t *acc, const int32_t *in,
+                        size_t n) {
+  switch (op) {
+  case PLD_REDUCE_SUM:
+    COMBINE_LOOP(int32_t, int32_t, (int32_t)((uint32_t)x + (uint32_t)y));
+    break;
+  case PLD_REDUCE_PROD:
+    COMBINE_LOOP(int32_t, int32_t, (int32_t)((uint32_t)x * (uint32_t)y));
+    break;
+  case PLD_REDUCE_MAX:
+    COMBINE_LOOP(int32_t, int32_t, PLD__IMAX(x, y));
+    break;
+  case PLD_REDUCE_MIN:
+    COMBINE_LOOP(int32_t, int32_t, PLD__IMIN(x, y));
+    break;
+  }
+}
+
+static int is_float(pld_dtype dt) {
+  return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16;
+}
+
+/* acc = in (first) or op(acc, in), n elements of dt at in. */
+static void accumulate(pld_dtype dt, pld_reduce_op op, int first, void *acc,
+                       const void *in, size_t n) {
+  if (dt == PLD_FP32 || dt == PLD_INT32) {
+    if (first)
+      memcpy(acc, in, n * 4);
+    else if (dt == PLD_FP32)
+      combine_f32(op, acc, in, n);
+    else
+      combine_i32(op, acc, in, n);
+    return;
+  }
+  /* Narrow dtypes: widened a chunk at a time. */
+  const size_t es = pld_dtype_size(dt);
+  for (size_t i = 0; i < n; i += PLD__CHUNK) {
+    size_t m = n - i < PLD__CHUNK ? n - i : PLD__CHUNK;
+    const unsigned char *src = (const unsigned char *)in + i * es;
+    if (is_float(dt)) {
+      float *a = (float *)acc + i, wide[PLD__CHUNK];
+      pld__load_f32(dt, first ? a : wide, src, m);
+      if (!first)
+        combine_f32(op, a, wide, m);
+    } else {
+      int32_t *a = (int32_t *)acc + i, wide[PLD__CHUNK];
+      pld__load_i32(dt, first ? a : wide, src, m);
+      if (!first)
+        combine_i32(op, a, wide, m);
+    }
+  }
+}
+
+/* out (n elements of dt) = acc: floats rounded to nearest even, integers
+ * wrapped to their width. */
+static void store_acc(pld_dtype dt, void *out, const void *acc, size_t n) {
+  if (dt == PLD_FP32 || dt == PLD_INT32) {
+    memcpy(out, acc, n * 4);
+  } else if (is_float(dt)) {
+    pld__store_f32(dt, out, acc, n);
+  } else {
+    const int32_t *a = acc;
+    if (dt == PLD_INT16) {
+      int16_t *o = out;
+      PLD__VLOOP(int32_t, i, n, o[i] = (int16_t)(uint16_t)(uint32_t)a[i];);
+    } else {
+      int8_t *o = out;
+      PLD__VLOOP(int32_t, i, n, o[i] = (int8_t)(uint8_t)(uint32_t)a[i];);
+    }
+  }
+}
+
+/* acc[0, len) = op over ranks 0, 1, ..., P-1 in that order of their
+ * elements [e, e + len) of window w. */
+static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
+                        size_t len, pld_reduce_op op) {
+  const size_t es = pld_dtype_size(w->dtype);
+  for (int32_t q = 0; q < cc->n; q++) {
+    const void *in = pld__coll_rank_bytes(cc, w, q, (size_t)e * es,
+                                          cc->stage->data, len * es);
+    if (!in)
+      return cc->c->status;
+    accumulate(w->dtype, op, q == 0, cc->acc->data, in, len);
+  }
+  return PLD_OK;
+}
+
+/* My elements [e0, e1) of w = op over every rank's, group by group; with
+ * `sync`, a barrier between reading a group and storing it (a peer may
+ * still read my unreduced group: mesh). */
+static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
+                            int64_t e0, int64_t e1, pld_reduce_op op,
+                            int sync) {
+  const size_t es = pld_dtype_size(w->dtype);
+  /* Without a barrier, pieces small enough that the accumulator stays in
+   * the host CPU's first-level cache: every rank's data is read once. */
+  const size_t step = sync || cc->group < PIECE ? cc->group : PIECE;
+  int st = PLD_OK;
+  for (int64_t g = e0; g < e1 && !st; g += (int64_t)step) {
+    size_t len = (size_t)(e1 - g) < step ? (size_t)(e1 - g) : step;
+    st = reduce_ranks(cc, w, g, len, op);
+    if (!st && sync)
+      st = pld__coll_round(cc);
+    if (!st)
+      store_acc(w->dtype, (unsigned char *)w->data + (size_t)g * es,
+                cc->acc->data, len);
+  }
+  return st;
+}
+
+pld_allreduce_mode pld_allreduce_auto(int32_t nranks, int64_t bytes) {
+  /* Measured by bench_coll (2026-11-30, 2, 4 and 8 ranks): mesh is best
+   * up to 4 KiB per rank at 2 ranks and 8 KiB at 4 and 8, two-phase above
+   * (the ring ties with it at 2 ranks and is 1.2 to 1.6 times slower at 4
+   * and 8).  A barrier of two-phase costs P^2 signals, a ring stage one:
+   * past 8 ranks the ring is taken. */
+  if (nranks <= 1 || bytes <= (nranks <= 2 ? 4 : 8) * 1024)
+    return PLD_ALLREDUCE_MESH;
+  return nranks <= 8 ? PLD_ALLREDUCE_TWO_PHASE : PLD_ALLREDUCE_RING;
+}
+
+/* The lane's part [*c0, *c1) of chunk k of the ring's `count` elements:
+ * the data is cut into P chunks first and each chunk among the lanes, so
+ * that the ranks that reduce an element, and their order, do not depend
+ * on the block count. */
+static void ring_piece(const struct coll *cc, int64_t count, int32_t k,
+                       int64_t *c0, int64_t *c1) {
+  int64_t k0, k1;
+  pld__coll_chunk(0, count, k, cc->n, &k0, &k1);
+  pld__coll_chunk(k0, k1, cc->lane, cc->lanes, c0, c1);
+}
+
+/* Ring allreduce of my lane's part of each chunk of the `count` elements
+ * of w: chunk c is reduced by the ranks c+1, c+2, ..., c in turn (each
+ * adds its own to its left neighbour's partial), then passed around.
+ * Stage t (1 to 2 (P-1)) reads from the left neighbour what it finished at
+ * stage t-1: before it, a credit from the left; after it, one to the
+ * right (but for the last). */
+static int ring_allreduce(struct coll *cc, const struct pld__tensor *w,
+                          int64_t count, pld_reduce_op op) {
+  const int32_t n = cc->n, me = cc->me, left = (me + n - 1) % n;
+  const int32_t right = (me + 1) % n;
+  const size_t es = pld_dtype_size(w->dtype);
+  int st = PLD_OK;
+  for (int32_t t = 1; t <= 2 * (n - 1) && !st; t++) {
+    cc->c->coll_round++; /* a round per stage */
+    if (t > 1)
+      st = pld__coll_await(cc, left);
+    /* Reducing, chunk me-t-1 (the left's partial of it is finished);
+     * then passing on, chunk me-s at round s = t - (P-1) (the left has
+     * it: its own, or received at its round s-1). */
+    int reducing = t <= n - 1;
+    int32_t k = reducing ? ((me - t - 1) % n + n) % n
+                         : ((me - (t - (n - 1))) % n + n) % n;
+    int64_t c0, c1;
+    ring_piece(cc, count, k, &c0, &c1);
+    for (int64_t g = c0; g < c1 && !st; g += (int64_t)cc->group) {
+      size_t len = (size_t)(c1 - g) < cc->group ? (size_t)(c1 - g) : cc->group;
+      unsigned char *mine = (unsigned char *)w->data + (size_t)g * es;
+      if (!reducing) {
+        st = pld__coll_read(cc, w, left, (size_t)g * es, mine, len * es);
+        continue;
+      }
+      const void *in = pld__coll_rank_bytes(cc, w, left, (size_t)g * es,
+                                            cc->stage->data, len * es);
+      if (!in) {
+        st = cc->c->status;
+        break;
+      }
+      accumulate(w->dtype, op, 1, cc->acc->data, in, len);
+      accumulate(w->dtype, op, 0, cc->acc->data, mine, len);
+      store_acc(w->dtype, mine, cc->acc->data, len);
+    }
+    if (!st && t < 2 * (n - 1))
+      st = pld__coll_credit(cc, right);
+  }
+  return st;
+}
+
+int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
+                  pld_allreduce_mode mode) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_allreduce";
+  struct coll cc;
+  struct pld__coll_args a = {.kind = PLD__COLL_ALLREDUCE,
+                             .data = data.p,
+                             .op = (int)op,
+                             .mode = (int)mode};
+  int st = pld__coll_begin(&cc, c, fn, &a, sig, &data, 1, NULL, NULL, 0);
+  if (st)
+    return pld__coll_finish(&cc, st);
+  const struct pld__tensor *w = data.p;
+  const int64_t n = (int64_t)(w->nbytes / pld_dtype_size(w->dtype));
+  if (mode == PLD_ALLREDUCE_AUTO)
+    mode = pld_allreduce_auto(cc.n, (int64_t)w->nbytes);
+  const size_t es = pld_dtype_size(w->dtype);
+  int64_t lo, hi;
+  pld__coll_lane_part(&cc, n, &lo, &hi);
+  /* Mesh with little data: every rank's part comes in the entry. */
+  cc.eager = mode == PLD_ALLREDUCE_MESH &&
+             (size_t)(hi - lo) * es <= PLD_COLL_EAGER_BYTES;
+  cc.eager_off = (size_t)lo * es;
+  const struct eager ep = {(const unsigned char *)w->data + cc.eager_off,
+                           cc.eager ? (size_t)(hi - lo) * es : 0, 0};
+  if ((st = pld__coll_reserve(&cc, es, 1, hi - lo)) ||
+      (st = pld__coll_start(&cc, w, op, mode, 0, n, &ep)))
+    return pld__coll_finish(&cc, st);
+  if (cc.n == 1)
+    return pld__coll_finish(&cc, PLD_OK);
+  if (mode == PLD_ALLREDUCE_MESH) {
+    /* Unless small, a peer may still read my unreduced data until the
+     * barrier before each store. */
+    st = reduce_into_mine(&cc, w, lo, hi, op, !cc.eager);
+  } else if (mode == PLD_ALLREDUCE_TWO_PHASE) {
+    /* Rank c reduces chunk c: nobody else reads my chunk me, so it is
+     * stored at once; then every rank reads every reduced chunk. */
+    int64_t c0, c1;
+    pld__coll_chunk(lo, hi, cc.me, cc.n, &c0, &c1);
+    st = reduce_into_mine(&cc, w, c0, c1, op, 0);
+    if (!st)
+      st = pld__coll_round(&cc);
+    for (int32_t q = 0; q < cc.n && !st; q++) {
+      if (q == cc.me)
+        continue;
+      pld__coll_chunk(lo, hi, q, cc.n, &c0, &c1);
+      st = pld__coll_read(&cc, w, q, (size_t)c0 * es,
+                          (unsigned char *)w->data + (size_t)c0 * es,
+                          (size_t)(c1 - c0) * es);
+    }
+    if (!st) /* nobody returns while others read its chunk */
+      st = pld__coll_round(&cc);
+  } else {
+    st = ring_allreduce(&cc, w, n, op);
+    if (!st)
+      st = pld__coll_round(&cc);
+  }
+  return pld__coll_finish(&cc, st);
+}
+
+int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
+                       pld_reduce_op op) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_reduce_scatter";
+  struct coll cc;
+  struct pld__coll_args a = {
+      .kind = PLD__COLL_REDUCE_SCATTER, .data = data.p, .op = (int)op};
+  int st = pld__coll_begin(&cc, c, fn, &a, sig, &data, 1, NULL, NULL, 0);
+  if (st)
+    return pld__coll_finish(&cc, st);
+  const struct pld__tensor *w = data.p;
+  const int64_t n = (int64_t)(w->nbytes / pld_dtype_size(w->dtype));
+  const int64_t row = n / cc.n;
+  const size_t es = pld_dtype_size(w->dtype);
+  int64_t lo, hi;
+  pld__coll_lane_part(&cc, row, &lo, &hi);
+  /* Small rows: every rank's row me comes in the entry. */
+  cc.eager = (size_t)(hi - lo) * es <= PLD_COLL_EAGER_BYTES;
+  cc.eager_off = (size_t)(cc.me * row + lo) * es;
+  const struct eager ep = {(const unsigned char *)w->data + (size_t)lo * es,
+                           cc.eager ? (size_t)(hi - lo) * es : 0,
+                           (size_t)row * es};
+  if ((st = pld__coll_reserve(&cc, es, 1, hi - lo)) ||
+      (st = pld__coll_start(&cc, w, op, 0, 0, n, &ep)))
+    return pld__coll_finish(&cc, st);
+  /* Nobody else reads my row me: it is stored as it is reduced. */
+  st = reduce_into_mine(&cc, w, cc.me * row + lo, cc.me * row + hi, op, 0);
+  if (!st && !cc.eager) /* nobody changes its rows while others read them */
+    st = pld__coll_round(&cc);
+  return pld__coll_finish(&cc, st);
+}

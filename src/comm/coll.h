@@ -1,0 +1,190 @@
+/* comm/coll.h: what the collectives share (comm/coll_lane.c), inside the
+ * comm layer: a call in progress on its lane of the signal window, and
+ * the steps every collective takes.  The collectives are built from the
+ * comm layer's primitives alone (credit signals, waits, fabric reads and
+ * writes), so that every fabric carries them.
+ *
+ * The signal window is cut into lanes, one per block of the kernel, of
+ * PLD_SIGNAL_LANE_CELLS(P) INT32 cells each (P: the domain's size):
+ *
+ *   [0, P)        credits: cell s counts what rank s signalled this rank
+ *                 (added to only; each call takes back what it received);
+ *   [P, 2P)       all-to-all-v row counts: cell s is set by rank s;
+ *   2P            the number of calls this rank made on the lane;
+ *   [2P+1, 2P+4)  zero;
+ *   2P+4 on       a slot per rank s and call parity, written by rank s:
+ *                 its call's descriptor, then up to PLD_COLL_EAGER_BYTES
+ *                 of its data for this rank (small calls).
+ *
+ * A call: check the arguments locally; the entry: send every rank (this
+ * one too) the call's descriptor, with the data it needs from this rank
+ * if the call is small, and a credit behind it; wait for every credit;
+ * compare every rank's descriptor with this one (PLD_ERR_MISMATCH); the
+ * algorithm, whose synchronisations are credits too (a small call has
+ * what it needs already, and none); the epilogue, which takes back every
+ * credit the call waited for, so the lane is zero again.  A fast rank can
+ * only be one call ahead (it needs everyone's credits to finish a call,
+ * and they are sent when a rank has done with its previous call), so its
+ * credits for the next call wait in the cells for that call, and what it
+ * sends for the next call goes in the other slot. */
+#ifndef PLD_COMM_COLL_H
+#define PLD_COMM_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "pld/collective.h"
+#include "tile/tile.h"
+
+/* The most ranks a domain has: the platform's device ids. */
+#define MAX_RANKS 128
+
+/* Cells of a lane (see the top of this file). */
+#define CREDIT(s) (s)
+#define COUNT(n, s) ((n) + (s))
+#define CALLS(n) (2 * (n))
+#define SLOT(n, s, parity) (2 * (n) + 4 + (2 * (s) + (parity)) * SLOT_CELLS)
+
+/* Descriptor words: what a call is and the memory it works on, so that
+ * ranks can compare calls (every word but D_GROUP must be equal), and the
+ * call's number last.  D_GROUP is what the rank's tile memory lets it
+ * reduce at a time: every rank takes the least. */
+enum {
+  D_WHAT,     /* collective, op, dtype, mode, blocks */
+  D_COUNT_LO, /* element count, and the root */
+  D_COUNT_HI,
+  D_ROWS,     /* all-to-all-v: the target's leading dimension */
+  D_DATA_BUF, /* the window the call works on: buffer, view offset */
+  D_DATA_LO,
+  D_DATA_HI,
+  D_SIG_BUF, /* the signal window: buffer, view offset */
+  D_SIG_LO,
+  D_SIG_HI,
+  D_GROUP,
+  D_CALL,
+  D_WORDS
+};
+_Static_assert(D_WORDS == PLD_COLL_DESC_CELLS, "pld/collective.h says so");
+
+#define SLOT_CELLS (D_WORDS + PLD_COLL_EAGER_BYTES / 4)
+_Static_assert(SLOT(1, 1, 0) == PLD_SIGNAL_LANE_CELLS(1) &&
+                   SLOT(64, 64, 0) == PLD_SIGNAL_LANE_CELLS(64),
+               "a lane holds the slots of every rank");
+
+/* A call in progress on one lane. */
+struct coll {
+  struct pld__core *c;
+  const char *fn;
+  int kind;
+  const struct pld__tensor *sig;
+  struct pld__fabric *f;
+  const struct pld__comm *comm;
+  int32_t me, n;
+  int32_t lane, lanes;
+  size_t base;    /* bytes into the signal's buffer of the lane's cell 0 */
+  int32_t *cells; /* the lane's cells in this rank's copy */
+  int32_t desc[D_WORDS];
+  int32_t parity; /* of the call's number: the slots it uses */
+  /* A small call: every rank's part for this rank came in its slot; it
+   * holds the rank's bytes from byte `eager_off` of the call's window. */
+  int eager;
+  size_t eager_off;
+  /* Tile memory of the call: a staging tile (bytes of the data) and, for
+   * reductions, an accumulator (FP32 or INT32, `group` elements). */
+  pld_tile *stage, *acc;
+  size_t group;
+  /* Its span in the trace (core/trace.h), when observed. */
+  struct pld__tev ev;
+  int observed;
+  /* Credits from each rank this call waited for: the first n used, and
+   * zeroed (last in the struct, so that a call of a few ranks does not
+   * clear all MAX_RANKS of them: a barrier of 2 ranks takes about 0.4 us,
+   * and clearing 512 bytes is a tenth of it). */
+  int32_t exp[MAX_RANKS];
+};
+
+/* What a call sends every rank in its entry besides its descriptor: for
+ * rank q, `bytes` bytes at src + q * stride (none if bytes is 0). */
+struct eager {
+  const unsigned char *src;
+  size_t bytes, stride;
+};
+
+/* Bytes into the signal's buffer of cell `cell` of the call's lane. */
+static inline size_t pld__coll_cell_off(const struct coll *cc, int cell) {
+  return cc->base + (size_t)cell * sizeof(int32_t);
+}
+
+/* Rank q's part of a small call for this rank, from its slot. */
+static inline const unsigned char *pld__coll_sent(const struct coll *cc,
+                                                  int32_t q) {
+  return (const unsigned char *)&cc
+      ->cells[SLOT(cc->n, q, cc->parity) + D_WORDS];
+}
+
+/* This lane's part of n elements: [*lo, *hi). */
+static inline void pld__coll_lane_part(const struct coll *cc, int64_t n,
+                                       int64_t *lo, int64_t *hi) {
+  *lo = n * cc->lane / cc->lanes;
+  *hi = n * (cc->lane + 1) / cc->lanes;
+}
+
+/* Part c of P parts of [lo, hi). */
+static inline void pld__coll_chunk(int64_t lo, int64_t hi, int32_t c, int32_t p,
+                                   int64_t *c0, int64_t *c1) {
+  *c0 = lo + (hi - lo) * c / p;
+  *c1 = lo + (hi - lo) * (c + 1) / p;
+}
+
+/* ---- a call's steps (comm/coll_lane.c) ---------------------------------- */
+
+/* Checks a kernel's call: the windows usable from core c, local tensors
+ * with data (writes[i]: local i is written), then pld__coll_check; lays
+ * out the call's lane of the signal window.  Failures are recorded in c
+ * as fn's. */
+int pld__coll_begin(struct coll *cc, struct pld__core *c, const char *fn,
+                    struct pld__coll_args *a, pld_window sig,
+                    const pld_window *windows, int nwindows,
+                    const pld_tensor *locals, const int *writes, int nlocals);
+/* Reserves the call's tile memory: a staging tile for groups of elements
+ * of `es` bytes, and for a reduction an accumulator; groups are at most
+ * `most` elements. */
+int pld__coll_reserve(struct coll *cc, size_t es, int reduce, int64_t most);
+/* Counts the call on window w (the window of its data or target); then
+ * the entry (sending ep) and the comparison of every rank's call. */
+int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
+                    int mode, int root, int64_t count, const struct eager *ep);
+/* The end of every call, however it went: the credits back, the tiles
+ * freed.  Returns st, or a failure of the epilogue. */
+int pld__coll_finish(struct coll *cc, int st);
+
+/* Every rank credits every other rank and waits for every other rank's
+ * credit: one round of the call. */
+int pld__coll_round(struct coll *cc);
+/* Adds 1 to my credit cell on rank `to`; waits for one more credit from
+ * rank `from` than this call waited for so far. */
+int pld__coll_credit(struct coll *cc, int32_t to);
+int pld__coll_await(struct coll *cc, int32_t from);
+
+/* Moving bytes of rank q's copy of window w, `bytes` at byte `off` of the
+ * view (this rank's own copy: a local copy), checked by the race detector
+ * when it is on: a read into dst, a write from src, and rank q's bytes
+ * where they lie (this rank's, a small call's slot, or a peer's the
+ * fabric can show in place) or else read into stage (NULL on a failure,
+ * recorded). */
+int pld__coll_read(struct coll *cc, const struct pld__tensor *w, int32_t q,
+                   size_t off, void *dst, size_t bytes);
+int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
+                    size_t off, const void *src, size_t bytes);
+const void *pld__coll_rank_bytes(struct coll *cc, const struct pld__tensor *w,
+                                 int32_t q, size_t off, void *stage,
+                                 size_t bytes);
+
+/* ---- names for messages (comm/coll_check.c) ----------------------------- */
+
+/* "SUM", ...; "auto", "mesh", ...; "?" for others. */
+const char *pld__coll_op_name(int op);
+const char *pld__coll_mode_name(int mode);
+
+#endif

@@ -1,0 +1,195 @@
+/* comm/coll_check.c: what can be checked of a collective call without
+ * its data (pld__coll_check), for a kernel's call and for the host's
+ * forms while the host orchestrator is traced; and the names of
+ * reduction ops and allreduce modes for messages. */
+#include <string.h>
+
+#include "comm/coll.h"
+
+const char *pld__coll_op_name(int op) {
+  static const char *const names[] = {"SUM", "MAX", "MIN", "PROD"};
+  return op >= 0 && op < 4 ? names[op] : "?";
+}
+
+const char *pld__coll_mode_name(int mode) {
+  static const char *const names[] = {"auto", "mesh", "two-phase", "ring"};
+  return mode >= 0 && mode < 4 ? names[mode] : "?";
+}
+
+/* ---- arguments -------------------------------------------------------- */
+
+static int reducible(pld_dtype dt) {
+  return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16 ||
+         dt == PLD_INT32 || dt == PLD_INT16 || dt == PLD_INT8;
+}
+
+/* a and b share bytes: views of one window buffer whose byte ranges
+ * overlap (known while tracing too), or tensors whose memory does. */
+static int overlap(const struct pld__tensor *a, const struct pld__tensor *b) {
+  if ((a->flags & PLD__T_WINDOW) && (b->flags & PLD__T_WINDOW))
+    return a->win_buf == b->win_buf &&
+           a->win_offset < b->win_offset + b->nbytes &&
+           b->win_offset < a->win_offset + a->nbytes;
+  return a->data && b->data &&
+         pld__ranges_overlap(a->data, a->nbytes, b->data, b->nbytes);
+}
+
+/* Fails with status and the message (msg, cap); returns status. */
+#define REFUSE(status, ...) (pld__catf(msg, cap, __VA_ARGS__), (status))
+
+static int refuse_overlap(const struct pld__tensor *a, const char *ra,
+                          const struct pld__tensor *b, const char *rb,
+                          char *msg, size_t cap) {
+  if (!a || !b || !overlap(a, b))
+    return PLD_OK;
+  char sa[160], sb[160];
+  pld__describe(sa, sizeof sa, a, PLD__NO_PEER, ra);
+  pld__describe(sb, sizeof sb, b, PLD__NO_PEER, rb);
+  return REFUSE(PLD_ERR_ARG,
+                "%s and %s share memory: the collective would read what it "
+                "writes; use separate buffers",
+                sa, sb);
+}
+
+/* The leading dimension of t is the domain's size n (with `multiple`, a
+ * multiple of it); *row gets the elements per rank's row (block). */
+static int check_rows(const struct pld__tensor *t, int32_t n, int multiple,
+                      int64_t *row, char *msg, size_t cap) {
+  if (multiple ? t->shape[0] % n == 0 : t->shape[0] == n) {
+    *row = (int64_t)(t->nbytes / pld_dtype_size(t->dtype)) / n;
+    return PLD_OK;
+  }
+  char ts[160], shape[128];
+  pld__describe(ts, sizeof ts, t, PLD__NO_PEER, NULL);
+  pld__tensor_str(shape, sizeof shape, t);
+  return REFUSE(PLD_ERR_ARG,
+                "%s is %s: its leading dimension must be %s%d, the ranks of "
+                "its domain",
+                ts, shape, multiple ? "a multiple of " : "", (int)n);
+}
+
+/* a's dtype and shape are b's. */
+static int shapes_match(const struct pld__tensor *a, const char *ra,
+                        const struct pld__tensor *b, char *msg, size_t cap) {
+  if (a->dtype == b->dtype && a->ndim == b->ndim &&
+      !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]))
+    return PLD_OK;
+  char as[160], bs[160], ashape[128], bshape[128];
+  pld__describe(as, sizeof as, a, PLD__NO_PEER, ra);
+  pld__describe(bs, sizeof bs, b, PLD__NO_PEER, NULL);
+  pld__tensor_str(ashape, sizeof ashape, a);
+  pld__tensor_str(bshape, sizeof bshape, b);
+  return REFUSE(PLD_ERR_ARG,
+                "%s is %s, %s is %s: expected the same dtype and shape", as,
+                ashape, bs, bshape);
+}
+
+int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
+  const int32_t n = a->nranks;
+  const struct pld__tensor *sig = a->sig, *d = a->data, *t = a->target;
+  const int64_t lane = PLD_SIGNAL_LANE_CELLS(n);
+  /* A barrier on one block needs only its credits. */
+  const int64_t need = a->kind == PLD__COLL_BARRIER
+                           ? (int64_t)(a->blocks - 1) * lane + n
+                           : (int64_t)a->blocks * lane;
+  if (sig->dtype != PLD_INT32 || sig->ndim != 1 || sig->shape[0] < need) {
+    char ws[160], ts[128], why[64];
+    pld__describe(ws, sizeof ws, sig, PLD__NO_PEER, NULL);
+    pld__tensor_str(ts, sizeof ts, sig);
+    if (a->kind == PLD__COLL_BARRIER && a->blocks == 1)
+      pld__catf(why, sizeof why, "the domain's size");
+    else
+      pld__catf(why, sizeof why, "%s(%d, %d)",
+                a->kind == PLD__COLL_BARRIER ? "lanes of PLD_SIGNAL_CELLS"
+                                             : "PLD_SIGNAL_CELLS",
+                (int)n, (int)a->blocks);
+    return REFUSE(PLD_ERR_ARG,
+                  "%s is %s: expected INT32[n] with n >= %lld (%s)", ws, ts,
+                  (long long)need, why);
+  }
+  if (a->kind == PLD__COLL_BARRIER)
+    return PLD_OK;
+  const int reducing =
+      a->kind == PLD__COLL_ALLREDUCE || a->kind == PLD__COLL_REDUCE_SCATTER;
+  if (reducing && (a->op < PLD_REDUCE_SUM || a->op > PLD_REDUCE_PROD))
+    return REFUSE(PLD_ERR_ARG,
+                  "op: expected PLD_REDUCE_SUM, _MAX, _MIN or _PROD, got %d",
+                  a->op);
+  if (reducing && !reducible(d->dtype)) {
+    char ws[160];
+    pld__describe(ws, sizeof ws, d, PLD__NO_PEER, NULL);
+    return REFUSE(PLD_ERR_UNSUPPORTED,
+                  "%s %s is %s: reductions take FP32, FP16, BF16, INT32, "
+                  "INT16 or INT8",
+                  pld__coll_op_name(a->op), ws, pld_dtype_name(d->dtype));
+  }
+  if (reducing && a->cube)
+    return REFUSE(PLD_ERR_LEVEL,
+                  "runs on vector cores (PLD_KERNEL); a cube core "
+                  "(PLD_CUBE_KERNEL) does matmul and data movement only");
+  if (a->kind == PLD__COLL_ALLREDUCE &&
+      (a->mode < PLD_ALLREDUCE_AUTO || a->mode > PLD_ALLREDUCE_RING))
+    return REFUSE(PLD_ERR_ARG,
+                  "mode: expected PLD_ALLREDUCE_AUTO, _MESH, _TWO_PHASE or "
+                  "_RING, got %d",
+                  a->mode);
+  if (a->kind == PLD__COLL_BROADCAST && (a->root < 0 || a->root >= n)) {
+    char ws[160];
+    pld__describe(ws, sizeof ws, d, PLD__NO_PEER, NULL);
+    return REFUSE(PLD_ERR_BOUNDS,
+                  "root: expected a rank of the domain of %s, [0, %d), got %d",
+                  ws, (int)n, a->root);
+  }
+  int64_t row = 0;
+  int st = PLD_OK;
+  switch (a->kind) {
+  case PLD__COLL_ALLGATHER:
+    if ((st = check_rows(t, n, 0, &row, msg, cap)))
+      return st;
+    if (d->dtype != t->dtype ||
+        (int64_t)(d->nbytes / pld_dtype_size(d->dtype)) != row) {
+      char ss[160], ts[160], sshape[128], tshape[128];
+      pld__describe(ss, sizeof ss, d, PLD__NO_PEER, "stage");
+      pld__describe(ts, sizeof ts, t, PLD__NO_PEER, NULL);
+      pld__tensor_str(sshape, sizeof sshape, d);
+      pld__tensor_str(tshape, sizeof tshape, t);
+      return REFUSE(PLD_ERR_ARG,
+                    "%s is %s, %s is %s: the target holds one stage per rank "
+                    "(%d rows of %lld %s elements)",
+                    ss, sshape, ts, tshape, (int)n, (long long)row,
+                    pld_dtype_name(t->dtype));
+    }
+    st = refuse_overlap(d, "stage", t, NULL, msg, cap);
+    break;
+  case PLD__COLL_REDUCE_SCATTER:
+    st = check_rows(d, n, 0, &row, msg, cap);
+    break;
+  case PLD__COLL_ALL_TO_ALL_V:
+    for (int i = 0; i < 2; i++) {
+      const struct pld__tensor *ct = i ? a->recv_counts : a->send_counts;
+      if (ct->dtype != PLD_INT32 || ct->ndim != 1 || ct->shape[0] != n) {
+        char ts[160], shape[128];
+        pld__describe(ts, sizeof ts, ct, PLD__NO_PEER,
+                      i ? "recv_counts" : "send_counts");
+        pld__tensor_str(shape, sizeof shape, ct);
+        return REFUSE(PLD_ERR_ARG,
+                      "%s is %s: expected INT32[%d], a count per rank", ts,
+                      shape, (int)n);
+      }
+    }
+    /* The rows are all-to-all's, blocks of them. */
+    __attribute__((fallthrough));
+  case PLD__COLL_ALL_TO_ALL:
+    if ((st = check_rows(t, n, a->kind == PLD__COLL_ALL_TO_ALL_V, &row, msg,
+                         cap)) ||
+        (st = shapes_match(d, "input", t, msg, cap)))
+      return st;
+    st = refuse_overlap(d, "input", t, NULL, msg, cap);
+    break;
+  default:
+    break;
+  }
+  if (!st)
+    st = refuse_overlap(t ? t : d, NULL, sig, NULL, msg, cap);
+  return st;
+}

@@ -1,0 +1,468 @@
+/* comm/coll_lane.c: the steps every collective takes on its lane of the
+ * signal window (comm/coll.h): the arguments checked and the lane laid
+ * out, the entry with every rank's descriptor, credits and rounds, moving
+ * bytes between ranks' copies, the epilogue; and pld_barrier, which is a
+ * round of credits and nothing else. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "comm/coll.h"
+
+/* The call's span begins: call is its number on the lane, bytes this
+ * rank's payload. */
+static void coll_span_begin(struct coll *cc, int32_t call, int64_t bytes) {
+  if (!(cc->observed = pld__observed(PLD__TEV_COLL)))
+    return;
+  pld__tev_init(&cc->ev, PLD__TEV_COLL, cc->kind, cc->sig->name);
+  cc->ev.a = call;
+  cc->ev.x = bytes;
+  pld__obs_begin(&cc->ev);
+}
+
+/* ---- the lane: credits, waits, descriptors --------------------------------
+ */
+
+/* Adds 1 to my credit cell on rank `to`. */
+int pld__coll_credit(struct coll *cc, int32_t to) {
+  return pld__signal_cell(cc->c, cc->fn, cc->sig, to,
+                          pld__coll_cell_off(cc, CREDIT(cc->me)), 1,
+                          PLD_NOTIFY_ADD);
+}
+
+/* The same, landing at the latest at send_credits: the credits of one
+ * round to every rank travel together. */
+static int credit_later(struct coll *cc, int32_t to) {
+  return pld__signal_cell_later(cc->c, cc->fn, cc->sig, to,
+                                pld__coll_cell_off(cc, CREDIT(cc->me)), 1,
+                                PLD_NOTIFY_ADD);
+}
+
+static int send_credits(struct coll *cc) {
+  int st = cc->f->ops->flush(cc->f, -1);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
+/* Waits for one more credit from rank `from` than this call waited for so
+ * far. */
+int pld__coll_await(struct coll *cc, int32_t from) {
+  int64_t idx =
+      (int64_t)((pld__coll_cell_off(cc, CREDIT(from)) - cc->sig->win_offset) /
+                sizeof(int32_t));
+  return pld__wait_cell(cc->c, cc->fn, cc->sig,
+                        pld__coll_cell_off(cc, CREDIT(from)), 1, &idx,
+                        ++cc->exp[from], PLD_WAIT_GE);
+}
+
+/* Waits for a credit from every other rank (a rank needs none from
+ * itself to know it arrived). */
+static int await_all(struct coll *cc) {
+  int st = PLD_OK;
+  for (int32_t q = 0; q < cc->n && !st; q++)
+    if (q != cc->me)
+      st = pld__coll_await(cc, q);
+  return st;
+}
+
+/* Every rank credits every other rank and waits for every other rank's
+ * credit: one round of the call. */
+int pld__coll_round(struct coll *cc) {
+  int st = PLD_OK;
+  cc->c->coll_round++;
+  for (int32_t q = 0; q < cc->n && !st; q++)
+    if (q != cc->me)
+      st = credit_later(cc, q);
+  if (!st)
+    st = send_credits(cc);
+  return st ? st : await_all(cc);
+}
+
+/* The entry round: every rank gets this call's descriptor and its part of
+ * the data (ep) in its slot of this lane, and a credit behind them; then
+ * a credit from every rank. */
+static int coll_enter(struct coll *cc, const struct eager *ep) {
+  int32_t msg[SLOT_CELLS];
+  const size_t at = pld__coll_cell_off(cc, SLOT(cc->n, cc->me, cc->parity)) -
+                    cc->sig->win_offset;
+  int st = PLD_OK;
+  cc->c->coll_round++;
+  memcpy(msg, cc->desc, sizeof cc->desc);
+  /* The peers from the next rank on, spreading the writes; this rank
+   * last. */
+  for (int32_t i = 1; i <= cc->n && !st; i++) {
+    int32_t q = (cc->me + i) % cc->n;
+    if (ep->bytes && (ep->stride || i == 1)) /* the same for all: once */
+      memcpy(msg + D_WORDS, ep->src + (size_t)q * ep->stride, ep->bytes);
+    st = pld__coll_write(cc, cc->sig, q, at, msg, sizeof cc->desc + ep->bytes);
+    if (!st && q != cc->me)
+      st = credit_later(cc, q);
+  }
+  if (!st)
+    st = send_credits(cc);
+  return st ? st : await_all(cc);
+}
+
+/* Takes back the credits this call waited for: the lane is zero again
+ * (but for credits a faster rank already sent for its next call).  The
+ * cells are this rank's own and taking back satisfies no wait, so no
+ * signal is needed: one atomic add of every credit cell on this rank's
+ * copy, through the fabric, whose adds are atomic with the peers' (under
+ * MPI RMA a plain atomic here could lose a peer's credit arriving at the
+ * same time). */
+static int coll_give_back(struct coll *cc) {
+  int32_t back[MAX_RANKS];
+  int any = 0;
+  for (int32_t q = 0; q < cc->n; q++) {
+    back[q] = -cc->exp[q];
+    any |= back[q] != 0;
+  }
+  if (!any)
+    return PLD_OK;
+  int st = cc->f->ops->accumulate(
+      cc->f, cc->sig->win_buf, cc->comm->members[cc->me],
+      pld__coll_cell_off(cc, CREDIT(0)), back, (size_t)cc->n, PLD_INT32);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
+static uint64_t desc_u64(const int32_t *d, int lo) {
+  return (uint64_t)(uint32_t)d[lo] | (uint64_t)(uint32_t)d[lo + 1] << 32;
+}
+
+static void desc_set_u64(int32_t *d, int lo, uint64_t v) {
+  d[lo] = (int32_t)(uint32_t)(v & 0xffffffffu);
+  d[lo + 1] = (int32_t)(uint32_t)(v >> 32);
+}
+
+/* "pld_allreduce(SUM, FP32, 1024 elements, ring, 2 blocks) on buffer #3
+ * bytes [0, 4096), signal buffer #5 from byte 0" for a descriptor of a
+ * domain of n ranks, or what stands where call `call` should be. */
+static size_t coll_desc_str(char *buf, size_t cap, const int32_t *d,
+                            int32_t call, int32_t n) {
+  if (d[D_CALL] != call + 1)
+    return pld__catf(buf, cap,
+                     "no collective call %d on this window (a pld_barrier, "
+                     "or another window's collective; its last call here "
+                     "is %d)",
+                     (int)call + 1, (int)d[D_CALL]);
+  uint32_t w = (uint32_t)d[D_WHAT];
+  int kind = (int)(w & 15), op = (int)(w >> 4 & 15), mode = (int)(w >> 12 & 15);
+  pld_dtype dt = (pld_dtype)(w >> 8 & 15);
+  int lanes = (int)(w >> 16) + 1;
+  long long count =
+      (long long)((uint64_t)(uint32_t)d[D_COUNT_LO] |
+                  (uint64_t)((uint32_t)d[D_COUNT_HI] & 0xffff) << 32);
+  int root = (int)((uint32_t)d[D_COUNT_HI] >> 16);
+  const char *name = pld__coll_name(kind);
+  size_t m = pld__catf(buf, cap, "%s(", name ? name : "?");
+  if (kind == PLD__COLL_ALLREDUCE || kind == PLD__COLL_REDUCE_SCATTER)
+    m += pld__catf(buf + m, cap - m, "%s, ", pld__coll_op_name(op));
+  m += pld__catf(buf + m, cap - m, "%s, %lld elements", pld_dtype_name(dt),
+                 count);
+  if (kind == PLD__COLL_ALL_TO_ALL_V)
+    m += pld__catf(buf + m, cap - m, " in %d rows", (int)d[D_ROWS]);
+  if (kind == PLD__COLL_ALLREDUCE)
+    m += pld__catf(buf + m, cap - m, ", %s", pld__coll_mode_name(mode));
+  if (kind == PLD__COLL_BROADCAST)
+    m += pld__catf(buf + m, cap - m, ", root %d", root);
+  /* The window's bytes: an allgather's target holds a stage per rank. */
+  const uint64_t at = desc_u64(d, D_DATA_LO);
+  const uint64_t bytes = (uint64_t)count * pld_dtype_size(dt) *
+                         (uint64_t)(kind == PLD__COLL_ALLGATHER ? n : 1);
+  return m + pld__catf(buf + m, cap - m,
+                       ", %d block%s) on buffer #%d bytes [%llu, %llu), "
+                       "signal buffer #%d from byte %llu",
+                       lanes, lanes == 1 ? "" : "s", (int)d[D_DATA_BUF],
+                       (unsigned long long)at, (unsigned long long)(at + bytes),
+                       (int)d[D_SIG_BUF],
+                       (unsigned long long)desc_u64(d, D_SIG_LO));
+}
+
+/* Every rank's descriptor of this call equals mine but for D_GROUP, or
+ * the call fails with PLD_ERR_MISMATCH naming each rank's call.  Then
+ * the call reduces as many elements at a time as the rank with the least
+ * tile memory can. */
+static int coll_compare(struct coll *cc) {
+  int32_t call = cc->desc[D_CALL] - 1;
+  int same = 1;
+  for (int32_t q = 0; q < cc->n; q++) {
+    const int32_t *d = &cc->cells[SLOT(cc->n, q, cc->parity)];
+    for (int i = 0; i < D_WORDS; i++)
+      same &= i == D_GROUP || d[i] == cc->desc[i];
+  }
+  if (same) {
+    for (int32_t q = 0; q < cc->n; q++) {
+      int32_t g = cc->cells[SLOT(cc->n, q, cc->parity) + D_GROUP];
+      if (g >= 1 && (size_t)g < cc->group)
+        cc->group = (size_t)g;
+    }
+    return PLD_OK;
+  }
+  char msg[4096], ws[160];
+  pld__describe(ws, sizeof ws, cc->sig, PLD__NO_PEER, NULL);
+  size_t m = pld__catf(msg, sizeof msg,
+                       "ranks reached call %d of signal %s (lane %d) with "
+                       "different calls:",
+                       (int)call + 1, ws, (int)cc->lane);
+  for (int32_t q = 0; q < cc->n; q++) {
+    /* Domain ranks; the world rank too where it differs. */
+    m += pld__catf(msg + m, sizeof msg - m, " rank %d", (int)q);
+    if (cc->comm->members[q] != q)
+      m += pld__catf(msg + m, sizeof msg - m, " (world rank %d)",
+                     cc->comm->members[q]);
+    m += pld__catf(msg + m, sizeof msg - m, ": ");
+    m += coll_desc_str(msg + m, sizeof msg - m,
+                       &cc->cells[SLOT(cc->n, q, cc->parity)], call, cc->n);
+    m += pld__catf(msg + m, sizeof msg - m, ";");
+  }
+  msg[m ? m - 1 : 0] = '\0';
+  return pld__kfail(cc->c, PLD_ERR_MISMATCH, cc->fn, "%s", msg);
+}
+
+/* Checks a kernel's call: the windows usable from core c, local tensors
+ * with data, then pld__coll_check; lays out the call's lane of the signal
+ * window.  Failures are recorded in c as fn's. */
+int pld__coll_begin(struct coll *cc, struct pld__core *c, const char *fn,
+                    struct pld__coll_args *a, pld_window sig,
+                    const pld_window *windows, int nwindows,
+                    const pld_tensor *locals, const int *writes, int nlocals) {
+  memset(cc, 0, offsetof(struct coll, exp));
+  cc->c = c;
+  cc->fn = fn;
+  cc->kind = a->kind;
+  int st = pld__win_check(c, fn, sig, PLD__NO_PEER);
+  for (int i = 0; i < nwindows && !st; i++)
+    st = pld__win_check(c, fn, windows[i], PLD__NO_PEER);
+  for (int i = 0; i < nlocals && !st; i++)
+    st = pld__tensor_check(c, fn, locals[i], writes[i]);
+  if (st)
+    return st;
+  const struct pld__tensor *w = sig.p;
+  /* One domain: the signal's.  A window of another would have no copy on
+   * some of its ranks. */
+  for (int i = 0; i < nwindows; i++) {
+    const struct pld__comm *d = windows[i].p->comm;
+    if (d->nranks == w->comm->nranks &&
+        !memcmp(d->members, w->comm->members,
+                (size_t)d->nranks * sizeof d->members[0]))
+      continue;
+    char ds[160], ss[160];
+    pld__describe(ds, sizeof ds, windows[i].p, PLD__NO_PEER, NULL);
+    pld__describe(ss, sizeof ss, w, PLD__NO_PEER, NULL);
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "%s spans %d rank%s and signal %s %d: a collective runs "
+                      "over one domain, the ranks whose dispatches received "
+                      "views of both",
+                      ds, d->nranks, d->nranks == 1 ? "" : "s", ss,
+                      w->comm->nranks);
+  }
+  a->sig = w;
+  a->nranks = w->comm->nranks;
+  a->blocks = c->block_num;
+  a->cube = c->spec.type == PLD_CORE_CUBE;
+  char msg[1024];
+  if ((st = pld__coll_check(a, msg, sizeof msg)))
+    return pld__kfail(c, st, fn, "%s", msg);
+  /* Every block of the call runs at once, as on the hardware: no more
+   * blocks than the device has cores of the kernel's type. */
+  const int cores = c->env->cores[c->spec.type];
+  if (cores > 0 && c->block_num > cores)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "launched on %d blocks, but the device has %d %s "
+                      "cores: the blocks of a collective must run at once "
+                      "(pld/collective.h); launch it on at most %d",
+                      (int)c->block_num, cores,
+                      pld__core_type_name(c->spec.type), cores);
+  if ((st = pld__coll_sig_use(c, fn, w, a->kind)))
+    return st;
+  cc->sig = w;
+  cc->f = c->env->fabric;
+  cc->comm = w->comm;
+  cc->me = w->comm->rank;
+  cc->n = w->comm->nranks;
+  memset(cc->exp, 0, (size_t)cc->n * sizeof cc->exp[0]);
+  cc->lane = c->block_idx;
+  cc->lanes = c->block_num;
+  const int64_t lane = PLD_SIGNAL_LANE_CELLS(cc->n);
+  cc->base = w->win_offset + (size_t)(cc->lane * lane) * sizeof(int32_t);
+  cc->cells = (int32_t *)w->data + cc->lane * lane;
+  return PLD_OK;
+}
+
+/* Elements of a group: what a reduction reads from each rank, combines in
+ * the accumulator and stores at a time, at most (FP32 data: 32 KiB of
+ * staging and 32 KiB of accumulator, which an empty core's tile memory
+ * holds); less where the rank's tile memory has less room, and the same
+ * on every rank (mesh synchronises once per group): the least of all
+ * ranks' (coll_compare). */
+#define GROUP ((size_t)8192)
+
+/* Whether a group of g elements of es bytes fits tile memory with gaps
+ * `largest` and `second` (pld__tile_gaps): its staging tile, and for a
+ * reduction first its accumulator (FP32 or INT32, never smaller than the
+ * staging: reducible dtypes are 4 bytes at most).  The accumulator fits
+ * the second gap (the staging then fits whichever of the two largest it
+ * left), or both fit the largest one together. */
+static int group_fits(size_t g, size_t es, int reduce, size_t largest,
+                      size_t second) {
+  const size_t stage = pld__round_up(g * es, PLD__TILE_GRANULE);
+  if (!reduce)
+    return stage <= largest;
+  const size_t acc = pld__round_up(g * sizeof(float), PLD__TILE_GRANULE);
+  return acc <= second || acc + stage <= largest;
+}
+
+/* Reserves the call's tile memory: a staging tile for groups of elements
+ * of `es` bytes, and for a reduction an accumulator; groups are at most
+ * `most` elements, and as large as the free tile memory allows
+ * (PLD_COLL_MIN_TILE_BYTES: one element fits, or the allocation fails
+ * with its message). */
+int pld__coll_reserve(struct coll *cc, size_t es, int reduce, int64_t most) {
+  struct pld__core *c = cc->c;
+  size_t hi = most <= 0 ? 1 : (size_t)most < GROUP ? (size_t)most : GROUP;
+  size_t largest, second;
+  pld__tile_gaps(c, &largest, &second);
+  if (!group_fits(hi, es, reduce, largest, second)) {
+    size_t lo = 1; /* fits, or nothing does: the allocation says so */
+    while (lo + 1 < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (group_fits(mid, es, reduce, largest, second))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    hi = lo;
+  }
+  cc->group = hi;
+  if (reduce)
+    cc->acc =
+        pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(hi * sizeof(float)));
+  if (!c->status)
+    cc->stage = pld__tile_alloc(c, cc->fn, PLD_UINT8, 1, (int32_t)(hi * es));
+  return c->status;
+}
+
+/* Counts the call on window w (the window of its data or target); then
+ * the entry (sending ep) and the comparison of every rank's call. */
+int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
+                    int mode, int root, int64_t count, const struct eager *ep) {
+  const pld_dtype dt = w->dtype;
+  int32_t call = cc->cells[CALLS(cc->n)];
+  int32_t *d = cc->desc;
+  d[D_WHAT] =
+      (int32_t)((uint32_t)cc->kind | (uint32_t)op << 4 | (uint32_t)dt << 8 |
+                (uint32_t)mode << 12 | (uint32_t)(cc->lanes - 1) << 16);
+  d[D_COUNT_LO] = (int32_t)(uint32_t)((uint64_t)count & 0xffffffffu);
+  d[D_COUNT_HI] = (int32_t)((uint32_t)((uint64_t)count >> 32 & 0xffff) |
+                            (uint32_t)root << 16);
+  d[D_ROWS] = cc->kind == PLD__COLL_ALL_TO_ALL_V ? (int32_t)w->shape[0] : 0;
+  d[D_DATA_BUF] = w->win_buf;
+  desc_set_u64(d, D_DATA_LO, w->win_offset);
+  d[D_SIG_BUF] = cc->sig->win_buf;
+  desc_set_u64(d, D_SIG_LO, cc->sig->win_offset);
+  d[D_GROUP] = (int32_t)cc->group;
+  d[D_CALL] = call + 1;
+  cc->parity = call & 1;
+  cc->cells[CALLS(cc->n)] = call + 1;
+  cc->c->coll_kind = cc->kind;
+  cc->c->coll_call = call + 1;
+  cc->c->coll_round = 0;
+  coll_span_begin(cc, call + 1, count * (int64_t)pld_dtype_size(dt));
+  int st = coll_enter(cc, ep);
+  return st ? st : coll_compare(cc);
+}
+
+/* The end of every call, however it went: the credits back, the tiles
+ * freed.  Returns st, or a failure of the epilogue. */
+int pld__coll_finish(struct coll *cc, int st) {
+  struct pld__core *c = cc->c;
+  if (!st && cc->sig)
+    st = coll_give_back(cc);
+  pld_core k = {c};
+  pld_tile_free(k, cc->acc);
+  pld_tile_free(k, cc->stage);
+  if (cc->observed) {
+    cc->ev.b = c->coll_round;
+    pld__obs_end(&cc->ev);
+  }
+  c->coll_kind = c->coll_call = c->coll_round = 0;
+  return c->status ? c->status : st;
+}
+
+/* ---- moving bytes ------------------------------------------------------- */
+
+/* The race detector's check of the call's access (PLD__RACE_*) to `bytes`
+ * bytes at byte `off` of rank q's copy of window w (its own signal window
+ * is its synchronisation, not data). */
+static int coll_race(struct coll *cc, int kind, const struct pld__tensor *w,
+                     int32_t q, size_t off, size_t bytes) {
+  if (!pld__race_on() || w == cc->sig || !(w->flags & PLD__T_WINDOW))
+    return PLD_OK;
+  int st =
+      pld__race_access(kind, cc->fn, w->name, w->win_buf, cc->comm->members[q],
+                       w->win_offset + off, bytes, 1, bytes);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
+/* Reads `bytes` bytes at byte `off` of rank q's copy of window w into dst
+ * (this rank's own copy: a local copy). */
+int pld__coll_read(struct coll *cc, const struct pld__tensor *w, int32_t q,
+                   size_t off, void *dst, size_t bytes) {
+  if (!bytes)
+    return PLD_OK;
+  if (coll_race(cc, PLD__RACE_READ, w, q, off, bytes))
+    return cc->c->status;
+  if (q == cc->me) {
+    memmove(dst, (const unsigned char *)w->data + off, bytes);
+    return PLD_OK;
+  }
+  int st = cc->f->ops->read(cc->f, w->win_buf, cc->comm->members[q],
+                            w->win_offset + off, dst, bytes);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
+/* Rank q's `bytes` bytes at byte `off` of window w, where they lie (this
+ * rank's, or a peer's the fabric can show in place), or read into stage.
+ * NULL on a failure (recorded). */
+const void *pld__coll_rank_bytes(struct coll *cc, const struct pld__tensor *w,
+                                 int32_t q, size_t off, void *stage,
+                                 size_t bytes) {
+  if (cc->eager && q != cc->me)
+    return pld__coll_sent(cc, q) + (off - cc->eager_off);
+  if (coll_race(cc, PLD__RACE_READ, w, q, off, bytes))
+    return NULL;
+  if (q == cc->me)
+    return (const unsigned char *)w->data + off;
+  const void *in = cc->f->ops->view(cc->f, w->win_buf, cc->comm->members[q],
+                                    w->win_offset + off, bytes);
+  if (in)
+    return in;
+  return pld__coll_read(cc, w, q, off, stage, bytes) ? NULL : stage;
+}
+
+int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
+                    size_t off, const void *src, size_t bytes) {
+  if (!bytes)
+    return PLD_OK;
+  if (coll_race(cc, PLD__RACE_WRITE, w, q, off, bytes))
+    return cc->c->status;
+  if (q == cc->me) {
+    memmove((unsigned char *)w->data + off, src, bytes);
+    return PLD_OK;
+  }
+  int st = cc->f->ops->write(cc->f, w->win_buf, cc->comm->members[q],
+                             w->win_offset + off, src, bytes);
+  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+}
+
+int pld_barrier(pld_core k, pld_window sig) {
+  struct coll cc;
+  struct pld__coll_args a = {.kind = PLD__COLL_BARRIER};
+  int st =
+      pld__coll_begin(&cc, k.p, "pld_barrier", &a, sig, NULL, 0, NULL, NULL, 0);
+  if (!st) {
+    k.p->coll_kind = PLD__COLL_BARRIER;
+    coll_span_begin(&cc, 0, 0);
+    st = pld__coll_round(&cc);
+  }
+  return pld__coll_finish(&cc, st);
+}
