@@ -14,7 +14,7 @@
 #include "core/futex.h"
 #include "core/tunables.h"
 #include "core/kctx.h"
-#include "device/sched_impl.h"
+#include "device/sched_state.h"
 
 _Thread_local const struct pld__core *pld__running_core;
 

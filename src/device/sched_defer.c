@@ -2,7 +2,7 @@
  * ends with waits still unsatisfied hands them to its task, whose end
  * they hold up; each takes a watch slot after the cores' (for the host's
  * deadlock watch) until a poll finds its cell satisfied. */
-#include "device/sched_impl.h"
+#include "device/sched_state.h"
 
 /* The watch slot of deferred wait i. */
 static struct pld__coreslot *deferred_slot(struct pld__sched *s, int i) {

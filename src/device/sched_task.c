@@ -3,7 +3,7 @@
  * tensor regions it touches, and the order among tasks those regions
  * decide (a task waits for the earlier ones it conflicts with). */
 #include "core/alloc.h"
-#include "device/sched_impl.h"
+#include "device/sched_state.h"
 
 void pld__sched_task_free(struct task *t) {
   if (!t)

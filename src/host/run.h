@@ -1,6 +1,6 @@
 /* host/run.h: one run of a prepared program (host/run.c), as the queue
  * and the runner of host/submit.c and the public entries of
- * host/program.c drive it. */
+ * host/lifecycle.c drive it. */
 #ifndef PLD_HOST_RUN_H
 #define PLD_HOST_RUN_H
 

@@ -1,9 +1,9 @@
-/* device/sched_impl.h: the scheduler's insides (device/sched.h), shared
+/* device/sched_state.h: the scheduler's insides (device/sched.h), shared
  * by its files: device/sched.c (the ready queues, the core threads, the
  * blocks, the drain), device/sched_task.c (tasks and their order) and
  * device/sched_defer.c (deferred waits).  Nothing else includes it. */
-#ifndef PLD_DEVICE_SCHED_IMPL_H
-#define PLD_DEVICE_SCHED_IMPL_H
+#ifndef PLD_DEVICE_SCHED_STATE_H
+#define PLD_DEVICE_SCHED_STATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-/* host/collective.c: collectives called by the host orchestrator.  Each
+/* host/host_collective.c: collectives called by the host orchestrator.  Each
  * call is checked while the host is traced (a mistake fails pld_compile),
  * then recorded as one dispatch per rank of a builtin device function,
  * "pld_allreduce" and so on, in program order with the host's other

@@ -1,4 +1,4 @@
-/* host/program.c: a compiled program's public life after pld_compile:
+/* host/lifecycle.c: a compiled program's public life after pld_compile:
  * its blocking runs (after the runs in flight of host/submit.c), its
  * destruction, and pld_run (compile, run, destroy). */
 #include "host/ctl.h"
