@@ -14,6 +14,13 @@
 #                            alternately, in N pairs of fresh processes
 #                            (11), then one table of their medians and
 #                            ratios (bench_tile --versus)
+#   bench/run.sh versus REV [N]
+#                            before and after a change: the dispatch and
+#                            communication benchmarks of git revision REV
+#                            (built from `git archive` in build-bench-REV)
+#                            and of this tree, alternately, N times each
+#                            (3), then one table per benchmark of their
+#                            medians and ratios (bench/versus.py)
 #
 # The build goes to build-bench, or to $PLD_BENCH_BUILD; extra CMake
 # options (-DPLD_NATIVE=ON, ...) can come in $PLD_BENCH_CMAKE.
@@ -31,6 +38,27 @@ if [ "${1:-}" = tile ]; then
   cmake --build "$build" -j "$(nproc)" --target bench_tile bench_tile_native
   exec "$build/bench/bench_tile" --versus "$build/bench/bench_tile_native" \
     "${2:-11}"
+fi
+
+if [ "${1:-}" = versus ]; then
+  rev=$(git rev-parse --short "${2:?bench/run.sh versus REV [N]}")
+  old=$build-$rev
+  if [ ! -f "$old/src/CMakeLists.txt" ]; then
+    mkdir -p "$old/src"
+    git archive "$rev" | tar -x -C "$old/src"
+  fi
+  cmake -S "$old/src" -B "$old" -DCMAKE_BUILD_TYPE=Release -DPLD_BENCH=ON \
+    -DPLD_TESTS=OFF ${PLD_BENCH_CMAKE:-} >/dev/null
+  for b in "$old" "$build"; do
+    cmake --build "$b" -j "$(nproc)" --target bench_dispatch bench_comm mpi_ref
+  done
+  st=0
+  python3 bench/versus.py "${3:-3}" "$old/bench/bench_dispatch" \
+    "$build/bench/bench_dispatch" 20 2000 || st=1
+  echo
+  python3 bench/versus.py "${3:-3}" "$old/bench/bench_comm" \
+    "$build/bench/bench_comm" quick || st=1
+  exit $st
 fi
 
 cmake --build "$build" -j "$(nproc)"

@@ -1,12 +1,12 @@
-/* pld-env: prints the environment variables of pld: those that tune,
- * with their defaults, accepted ranges, the values in force in this
- * environment, and what they do; then those that choose (a fabric, a
- * trace file, the debug log, the race check) with their values, and the
- * instruction level the tile loops use here.  A value pld
- * refuses is listed with the default in force, then the refusal pld_compile
- * would give; the status is then 1. */
+/* pld-env: prints the environment variables of pld (core/tunables.h):
+ * those that tune, with their defaults, accepted ranges, the values in
+ * force in this environment, and what they do; then the settings, which
+ * choose (a fabric, a trace file, the debug log, the race check, the
+ * instruction level), with the values they accept and their values now;
+ * then the instruction level the tile loops use here.  A value pld
+ * refuses is listed with the default in force, then the refusal
+ * pld_compile would give; the status is then 1. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/tunables.h"
@@ -51,42 +51,37 @@ static void report(const struct pld__tunable *t) {
   }
 }
 
-/* The variables that choose rather than tune: their values are words or
- * paths, checked by pld_compile (each also a field of pld_config). */
-static const struct {
-  const char *name, *help;
-} choices[] = {
-    {"PLD_FABRIC", "shm or mpi: how devices reach each other and the host "
-                   "(pld_config.fabric); unset: mpi under mpirun, else shm."},
-    {"PLD_MPI_SAME_NODE", "shm or rma: the MPI fabric's peers on one node "
-                          "(pld_config.mpi_same_node); unset: shm."},
-    {"PLD_TRACE", "A file: every run writes a trace there (Chrome "
-                  "trace-event JSON; pld-trace draws it; "
-                  "pld_config.trace). Unset or empty: no trace."},
-    {"PLD_DEBUG", "launch, signal, rma, coll, fabric, host or all, "
-                  "comma-separated: one line per event of those subsystems "
-                  "on stderr. Unset or empty: no log."},
-    {"PLD_DEBUG_FILE", "A file the debug log is appended to instead of "
-                       "stderr."},
-    {"PLD_CHECK", "races: every kernel access to window memory is checked "
-                  "against the order signals create (pld_config.check; the "
-                  "shm fabric). Unset or empty: no check."},
-    {"PLD_ISA", "generic, avx2 or avx512: the instructions the tile loops "
-                "use at most (x86-64; generic: SSE2, avx2: x86-64-v3 with "
-                "F16C and FMA, avx512: x86-64-v4); every level computes the "
-                "same bits. A word that is none of them, or a level this CPU "
-                "lacks, fails every tile operation with PLD_ERR_CONFIG. "
-                "Unset, empty or auto: the best this CPU has."},
-};
+/* A setting (a word, words or a path): its accepted values, its value
+ * now, what it does. */
+static void show_setting(const struct pld__setting_info *s) {
+  char words[512] = "a path";
+  if (s->words)
+    pld__setting_words(s->id, 0, words, sizeof words);
+  printf("%s (%s%s): now %s%s%s\n", s->name,
+         s->kind == PLD__SETTING_WORDS ? "comma-separated: " : "", words,
+         s->value ? "'" : "", s->value ? s->value : "unset",
+         s->value ? "'" : "");
+  print_wrapped(s->help);
+}
+
+/* A value its words refuse, reported like a refused tunable.  PLD_ISA's
+ * refusal is the instruction levels' own, which also knows what this CPU
+ * and build run. */
+static void report_setting(const struct pld__setting_info *s) {
+  char why[1024];
+  const char *isa = s->id == PLD__SET_ISA ? pld__isa_refusal() : NULL;
+  if (isa)
+    fprintf(stderr, "pld-env: %s\n", isa);
+  else if (s->value && pld__setting_refused(s->id, s->value, why, sizeof why))
+    fprintf(stderr, "pld-env: environment: %s\n", why);
+  else
+    return;
+  refused = 1;
+}
 
 int main(void) {
   pld__tunables_each(show);
-  for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
-    const char *v = getenv(choices[i].name);
-    printf("%s: now %s%s%s\n", choices[i].name, v ? "'" : "", v ? v : "unset",
-           v ? "'" : "");
-    print_wrapped(choices[i].help);
-  }
+  pld__settings_each(show_setting);
   /* The level PLD_ISA leaves in force here (the best, when it is
    * refused), and the ones this CPU and build run. */
   printf("PLD_ISA in force: %s (this CPU and build run",
@@ -97,5 +92,6 @@ int main(void) {
   printf(")\n");
   fflush(stdout);
   pld__tunables_each(report);
+  pld__settings_each(report_setting);
   return refused;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 static _Thread_local char last_msg[PLD__MSG_MAX];
+static _Thread_local const char *api_fn;
 
 const char *pld_status_name(int status) {
   switch (status) {
@@ -58,8 +59,12 @@ size_t pld__copy_printable(char *dst, size_t cap, const char *src,
   return n;
 }
 
+/* Composed apart, then copied: an argument may be the last message
+ * itself ("...: %s", pld_last_error()). */
 int pld__vfail(int status, const char *fmt, va_list ap) {
-  vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+  char buf[PLD__MSG_MAX];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  memcpy(last_msg, buf, strlen(buf) + 1);
   return status;
 }
 
@@ -69,6 +74,26 @@ int pld__fail(int status, const char *fmt, ...) {
   pld__vfail(status, fmt, ap);
   va_end(ap);
   return status;
+}
+
+const char *pld__api_enter(const char *fn) {
+  const char *saved = api_fn;
+  api_fn = fn;
+  return saved;
+}
+
+void pld__api_leave(const char *saved) { api_fn = saved; }
+
+const char *pld__api_name(void) { return api_fn ? api_fn : "pld"; }
+
+int pld__fail_api(int status, const char *fmt, ...) {
+  char buf[PLD__MSG_MAX];
+  size_t n = pld__catf(buf, sizeof buf, "%s: ", pld__api_name());
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + n, sizeof buf - n, fmt, ap);
+  va_end(ap);
+  return pld__fail_msg(status, buf);
 }
 
 int pld__fail_msg(int status, const char *msg) {

@@ -18,8 +18,25 @@
 #define PLD__MSG_MAX 8192
 
 /* Sets the calling thread's last-error message (printf format) and returns
- * status.  The message should start with the public function's name. */
+ * status.  The message should start with the public function's name:
+ * the function itself names itself; code below it, which serves several
+ * public functions, uses pld__fail_api. */
 int pld__fail(int status, const char *fmt, ...) PLD__PRINTF(2, 3);
+
+/* The call context: the public function the calling thread is in.  Each
+ * public entry point whose work reaches shared lower layers (compiling,
+ * preparing, running, submitting, destroying a program) enters it on the
+ * way in and leaves it on every way out, restoring the one it found (a
+ * public function calling another, as pld_program_run preparing its
+ * program, names the inner one while it runs).  A thread the library
+ * starts (a runner, a device's threads) has none until it enters one:
+ * pld__api_name then says "pld". */
+const char *pld__api_enter(const char *fn);
+void pld__api_leave(const char *saved);
+const char *pld__api_name(void);
+
+/* pld__fail with the message "<the call context's function>: fmt...". */
+int pld__fail_api(int status, const char *fmt, ...) PLD__PRINTF(2, 3);
 int pld__vfail(int status, const char *fmt, va_list ap) PLD__PRINTF(2, 0);
 
 /* Sets the last-error message to a message composed elsewhere (a device's

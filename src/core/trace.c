@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/futex.h"
+#include "core/tunables.h"
 #include "core/watch.h"
 #include "pld/signal.h"
 #include "pld/status.h"
@@ -116,31 +117,17 @@ static void store(const struct pld__tev *e) {
 /* ---- the debug log ------------------------------------------------------- */
 
 int pld__debug_parse(const char *fn, const char *value, unsigned *mask) {
-  static const struct {
-    const char *word;
-    unsigned bits;
-  } words[] = {{"launch", PLD__DBG_LAUNCH}, {"signal", PLD__DBG_SIGNAL},
-               {"rma", PLD__DBG_RMA},       {"coll", PLD__DBG_COLL},
-               {"fabric", PLD__DBG_FABRIC}, {"host", PLD__DBG_HOST},
-               {"all", PLD__DBG_ALL}};
   *mask = 0;
-  const char *p = value;
-  while (*p) {
+  char why[1024];
+  if (pld__setting_refused(PLD__SET_DEBUG, value, why, sizeof why))
+    return pld__fail(PLD_ERR_CONFIG, "%s: debug log: %s", fn, why);
+  for (const char *p = value; *p;) {
     size_t len = strcspn(p, ",");
-    size_t i = 0;
-    while (i < sizeof words / sizeof words[0] &&
-           !(strlen(words[i].word) == len && !strncmp(words[i].word, p, len)))
-      i++;
-    if (i == sizeof words / sizeof words[0])
-      return pld__fail(PLD_ERR_CONFIG,
-                       "%s: debug log: PLD_DEBUG='%s': expected a "
-                       "comma-separated list of launch, signal, rma, coll, "
-                       "fabric, host or all, got '%.*s'",
-                       fn, value, (int)len, p);
-    *mask |= words[i].bits;
-    p += len;
-    if (*p == ',')
-      p++;
+    /* The words of PLD_DEBUG (core/tunables.h) are in the order of the
+     * bits, "all" (every bit) last. */
+    unsigned bit = 1u << pld__setting_word(PLD__SET_DEBUG, p, len);
+    *mask |= bit <= PLD__DBG_HOST ? bit : PLD__DBG_ALL;
+    p += len + (p[len] == ',');
   }
   return PLD_OK;
 }

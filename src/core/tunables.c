@@ -158,6 +158,96 @@ void pld__tunables_each(void (*fn)(const struct pld__tunable *t)) {
 #undef PLD__TUNABLE_EACH
 }
 
+/* ---- settings ---------------------------------------------------------- */
+
+static const struct setting {
+  const char *name, *words, *help;
+  enum pld__setting_kind kind;
+  int empty;
+} settings[] = {
+#define PLD__SETTING_ROW(n, id, k, w, e, h)                                    \
+  {.name = #n, .words = w, .help = h, .kind = PLD__SETTING_##k, .empty = e},
+    PLD_SETTINGS(PLD__SETTING_ROW)
+#undef PLD__SETTING_ROW
+};
+
+const char *pld__setting(enum pld__setting_id id) {
+  return getenv(settings[id].name);
+}
+
+const char *pld__setting_name(enum pld__setting_id id) {
+  return settings[id].name;
+}
+
+int pld__setting_word(enum pld__setting_id id, const char *word, size_t len) {
+  const char *w = settings[id].words;
+  for (int i = 0; w && *w; i++) {
+    size_t wlen = strcspn(w, "|");
+    if (wlen == len && !strncmp(w, word, len))
+      return i;
+    w += wlen + (w[wlen] == '|');
+  }
+  return -1;
+}
+
+size_t pld__setting_words(enum pld__setting_id id, char q, char *buf,
+                          size_t cap) {
+  const char *w = settings[id].words;
+  size_t n = 0, count = 0;
+  for (const char *c = w; c && *c; c++)
+    count += *c == '|';
+  for (size_t i = 0; w && *w; i++) {
+    size_t wlen = strcspn(w, "|");
+    const char *sep = i == 0 ? "" : i == count ? " or " : ", ";
+    if (q)
+      n += pld__catf(buf + n, cap - n, "%s%c%.*s%c", sep, q, (int)wlen, w, q);
+    else
+      n += pld__catf(buf + n, cap - n, "%s%.*s", sep, (int)wlen, w);
+    w += wlen + (w[wlen] == '|');
+  }
+  return n;
+}
+
+int pld__setting_refused(enum pld__setting_id id, const char *value, char *buf,
+                         size_t cap) {
+  const struct setting *s = &settings[id];
+  if (s->kind == PLD__SETTING_PATH || (!*value && s->empty))
+    return 0;
+  /* The first piece that is no word (the whole value for a word). */
+  const char *p = value;
+  size_t len = strlen(value);
+  if (s->kind == PLD__SETTING_WORDS) {
+    /* Words, each followed by a comma but the last (a comma may end it). */
+    for (len = strcspn(p, ","); pld__setting_word(id, p, len) >= 0;
+         len = strcspn(p, ",")) {
+      p += len + (p[len] == ',');
+      if (!*p)
+        return 0;
+    }
+  } else if (pld__setting_word(id, value, len) >= 0) {
+    return 0;
+  }
+  char quoted[sizeof given.PLD_SPIN_US.quoted];
+  quote(quoted, sizeof quoted, value);
+  size_t n = pld__catf(
+      buf, cap, "%s=%s: expected %s", s->name, quoted,
+      s->kind == PLD__SETTING_WORDS ? "a comma-separated list of " : "");
+  n += pld__setting_words(id, 0, buf + n, cap - n);
+  if (s->kind == PLD__SETTING_WORDS)
+    pld__catf(buf + n, cap - n, ", got '%.*s'", (int)len, p);
+  return 1;
+}
+
+void pld__settings_each(void (*fn)(const struct pld__setting_info *s)) {
+  for (int i = 0; i < PLD__SETTINGS; i++)
+    fn(&(struct pld__setting_info){.id = (enum pld__setting_id)i,
+                                   .name = settings[i].name,
+                                   .words = settings[i].words,
+                                   .help = settings[i].help,
+                                   .kind = settings[i].kind,
+                                   .value = getenv(settings[i].name)});
+}
+
 uint32_t pld__cpus(void) {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)

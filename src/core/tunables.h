@@ -12,6 +12,7 @@
 #ifndef PLD_CORE_TUNABLES_H
 #define PLD_CORE_TUNABLES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define PLD_TUNABLES(X)                                                        \
@@ -129,6 +130,81 @@ struct pld__tunable {
 
 /* Calls fn for each tunable, in table order. */
 void pld__tunables_each(void (*fn)(const struct pld__tunable *t));
+
+/* ---- settings ---------------------------------------------------------- */
+
+/* The environment variables that choose rather than tune: a word of a
+ * list (WORD), a comma-separated list of such words (WORDS), or a path
+ * (PATH).  X(name, id, kind, words, empty, help): words lists the accepted
+ * words, '|'-separated, in the order whose index pld__setting_word gives
+ * (NULL for a path); empty says whether an empty value is accepted (as
+ * unset).  Unlike the tunables, a setting is read each time it is asked
+ * for (a program may set it between two pld_compile calls), and checked
+ * by the code that uses it (pld_compile), where a pld_config field may
+ * take its place; pld-env lists them all with their accepted values. */
+#define PLD_SETTINGS(X)                                                        \
+  X(PLD_FABRIC, FABRIC, WORD, "shm|mpi", 0,                                    \
+    "How devices reach each other and the host (pld_config.fabric); unset: "   \
+    "mpi under mpirun (a build with MPI), else shm.")                          \
+  X(PLD_MPI_SAME_NODE, MPI_SAME_NODE, WORD, "shm|rma", 0,                      \
+    "The MPI fabric's peers on one node: through shared memory, or MPI's "     \
+    "RMA like remote peers (pld_config.mpi_same_node); unset: shm.")           \
+  X(PLD_TRACE, TRACE, PATH, NULL, 1,                                           \
+    "A file: every run writes a trace there (Chrome trace-event JSON; "        \
+    "pld-trace draws it; pld_config.trace). Unset or empty: no trace.")        \
+  X(PLD_DEBUG, DEBUG, WORDS, "launch|signal|rma|coll|fabric|host|all", 1,      \
+    "One line per event of those subsystems on stderr (comma-separated). "     \
+    "Unset or empty: no log.")                                                 \
+  X(PLD_DEBUG_FILE, DEBUG_FILE, PATH, NULL, 1,                                 \
+    "A file the debug log is appended to instead of stderr.")                  \
+  X(PLD_CHECK, CHECK, WORD, "races", 1,                                        \
+    "races: every kernel access to window memory is checked against the "      \
+    "order signals create (pld_config.check; the shm fabric). Unset or "       \
+    "empty: no check.")                                                        \
+  X(PLD_ISA, ISA, WORD, "generic|avx2|avx512|auto", 1,                         \
+    "The instructions the tile loops use at most (x86-64; generic: SSE2, "     \
+    "avx2: x86-64-v3 with F16C and FMA, avx512: x86-64-v4); every level "      \
+    "computes the same bits. A word that is none of them, or a level this "    \
+    "CPU lacks, fails every tile operation with PLD_ERR_CONFIG. Unset, "       \
+    "empty or auto: the best this CPU has.")
+
+enum pld__setting_id {
+#define PLD__SETTING_ID(name, id, kind, words, empty, help) PLD__SET_##id,
+  PLD_SETTINGS(PLD__SETTING_ID)
+#undef PLD__SETTING_ID
+      PLD__SETTINGS
+};
+
+enum pld__setting_kind {
+  PLD__SETTING_WORD,
+  PLD__SETTING_WORDS,
+  PLD__SETTING_PATH
+};
+
+/* The variable's value now, or NULL when unset. */
+const char *pld__setting(enum pld__setting_id id);
+/* The variable's name ("PLD_FABRIC"). */
+const char *pld__setting_name(enum pld__setting_id id);
+/* The index of word (len bytes) among the setting's words, or -1. */
+int pld__setting_word(enum pld__setting_id id, const char *word, size_t len);
+/* The setting's words for a message: "shm or mpi", each between quote
+ * characters q (0: none): "\"shm\" or \"mpi\"".  Returns bytes written. */
+size_t pld__setting_words(enum pld__setting_id id, char q, char *buf,
+                          size_t cap);
+/* Whether value is refused for the setting (a word that is none of its
+ * words, an empty value where none is accepted); then buf holds "NAME='value':
+ * expected ..., got ..." (bounded, the value escaped). */
+int pld__setting_refused(enum pld__setting_id id, const char *value, char *buf,
+                         size_t cap);
+
+/* One setting as pld-env shows it. */
+struct pld__setting_info {
+  enum pld__setting_id id;
+  const char *name, *words, *help; /* words: NULL for a path */
+  enum pld__setting_kind kind;
+  const char *value; /* NULL when unset */
+};
+void pld__settings_each(void (*fn)(const struct pld__setting_info *s));
 
 /* The CPUs this process may run on (at least 1). */
 uint32_t pld__cpus(void);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -74,10 +73,8 @@ int pld__devices_map(struct pld__device *devs, int n,
   size_t total = devices_bytes(devs, n, windows_bytes);
   unsigned char *base = map_shared(total);
   if (!base)
-    return pld__fail(
-        PLD_ERR_SYSTEM,
-        "pld_program_prepare: mapping %zu bytes for %d devices: %s", total, n,
-        strerror(errno));
+    return pld__fail_api(PLD_ERR_SYSTEM, "mapping %zu bytes for %d devices: %s",
+                         total, n, strerror(errno));
   unsigned char *at = base + PAGE;
   for (int r = 0; r < n; r++) {
     size_t stride = pld__plan_slot_stride(&plans[r]);
@@ -89,9 +86,8 @@ int pld__devices_map(struct pld__device *devs, int n,
         munmap(base, total);
         for (int i = 0; i < n; i++)
           devs[i].ctl = NULL;
-        return pld__fail(PLD_ERR_SYSTEM,
-                         "pld_program_prepare: rank %d: a guard page: %s", r,
-                         strerror(e));
+        return pld__fail_api(PLD_ERR_SYSTEM, "rank %d: a guard page: %s", r,
+                             strerror(e));
       }
     devctl_mark(devs[r].ctl); /* a fresh mapping reads as zeros */
     devs[r].data = guard + PAGE;
@@ -458,33 +454,7 @@ void pld__device_loop(struct pld__devrun *d) {
   pld__asleep(&d->spin);
 }
 
-int pld__device_spawn(struct pld__device *devs, int n, int rank,
-                      struct pld__devrun *d, const struct pld__mapping *foreign,
-                      int nforeign) {
-  pid_t host = getpid();
-  pid_t pid = fork();
-  if (pid < 0)
-    return pld__fail(PLD_ERR_SYSTEM,
-                     "pld_program_prepare: rank %d (device %d): fork: %s", rank,
-                     d->plan->device_id, strerror(errno));
-  if (pid > 0) {
-    devs[rank].pid = pid;
-    return PLD_OK;
-  }
-  /* The device process.  It dies with the host, and sees no other
-   * device's memory: those regions are unmapped at once. */
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != host)
-    _exit(1);
-  for (int r = 0; r < n; r++)
-    if (r != rank) {
-      if (devs[r].ctl)
-        munmap(devs[r].ctl, devs[r].map_bytes);
-      if (devs[r].trace)
-        munmap(devs[r].trace, devs[r].trace_bytes);
-    }
-  for (int i = 0; i < nforeign; i++)
-    munmap(foreign[i].addr, foreign[i].len);
+void pld__device_process(struct pld__devrun *d) {
   self = d;
   install_crash_handlers();
   d->exits = 1;
@@ -504,9 +474,9 @@ int pld__device_thread(struct pld__devrun *d, pthread_t *thread) {
   pthread_once(&once, install_crash_handlers);
   int e = pthread_create(thread, NULL, device_thread, d);
   if (e)
-    return pld__fail(PLD_ERR_SYSTEM,
-                     "pld_program_prepare: rank %d (device %d): starting its "
-                     "AICPU thread: %s",
-                     d->plan->rank, d->plan->device_id, strerror(e));
+    return pld__fail_api(PLD_ERR_SYSTEM,
+                         "rank %d (device %d): starting its "
+                         "AICPU thread: %s",
+                         d->plan->rank, d->plan->device_id, strerror(e));
   return PLD_OK;
 }

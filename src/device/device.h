@@ -193,13 +193,12 @@ struct pld__devrun {
  * stop command (its cores joined). */
 void pld__device_loop(struct pld__devrun *d);
 
-/* Starts the process of device `rank` (d: its plan, control block, world,
- * data area and fabric, which the child inherits).  The child drops the other
- * devices' regions and the `nforeign` mappings of other programs, so it can
- * reach no memory but its own and the windows.  The child never returns. */
-int pld__device_spawn(struct pld__device *devs, int n, int rank,
-                      struct pld__devrun *d, const struct pld__mapping *foreign,
-                      int nforeign);
+/* Runs device d (its plan, control block, world, data area and fabric) as
+ * this process, a new one made for it (the shm control plane forks one per
+ * device, host/ctl_shm.c): crash handlers that report to the control
+ * block, an exit() reported as the device's failure, the AICPU's loop;
+ * then the process ends.  Never returns. */
+_Noreturn void pld__device_process(struct pld__devrun *d);
 
 /* Under the MPI fabric: runs device d in this process, its AICPU on a new
  * thread (its fabric set).  A crash of any of its threads prints its

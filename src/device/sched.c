@@ -226,8 +226,8 @@ static void want_runner(struct pld__sched *s, struct coretype *ct) {
     if (!s->status) {
       s->status = PLD_ERR_SYSTEM;
       pld__catf(s->msg, sizeof s->msg,
-                "pld_launch: rank %d, device %d: cannot start a %s core "
-                "thread",
+                "rank %d, device %d: cannot start a %s core thread for "
+                "the blocks launched",
                 s->rank, s->device, pld__core_type_name((pld_core_type)type));
     }
     cancel_all(s);
@@ -605,7 +605,7 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
     t = NULL;
   }
   if (!t)
-    return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
+    return pld__fail(PLD_ERR_NOMEM, "out of memory for a task");
 
   pthread_mutex_lock(&s->mu);
   t->seq = s->submitted++;
@@ -627,7 +627,7 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   if (st) {
     t->finished = 1;
     pthread_mutex_unlock(&s->mu);
-    return pld__fail(PLD_ERR_NOMEM, "pld_launch: out of memory for a task");
+    return pld__fail(PLD_ERR_NOMEM, "out of memory for a task");
   }
   s->unfinished++;
   if (s->cancelled) {

@@ -16,7 +16,7 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
                          struct pld__mpi_prog **out) {
   struct pld__mpi_prog *m = calloc(1, sizeof *m);
   if (!m)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   m->set = *s;
   m->me = pld__mpi_rank();
   m->n = s->nranks;
@@ -30,7 +30,7 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
   m->late = calloc((size_t)m->n * 2, sizeof *m->late);
   if (!m->bufs || !m->dirty || !m->dirty_list || !m->late) {
     pld__mpi_prog_destroy(m, 1);
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
   int st = pld__mpi_win_create(m);
   if (st)

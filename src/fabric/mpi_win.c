@@ -285,7 +285,7 @@ int pld__mpi_win_create(struct pld__mpi_prog *m) {
   pld__mpi_call(do_create, &a, NULL);
   if (a.st) {
     /* The collective part failed everywhere alike: what exists stays. */
-    return pld__fail(a.st, "pld_program_prepare: %s", a.msg);
+    return pld__fail_api(a.st, "%s", a.msg);
   }
   return PLD_OK;
 }

@@ -25,7 +25,7 @@ int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
                           sizeof *lay->copy);
   if (!lay->phys || !lay->copy) {
     pld__winlayout_release(lay);
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
   lay->bells = 0;
   size_t at = pld__round_up((size_t)nranks * 64, 4096);
@@ -43,9 +43,9 @@ int pld__winlayout_init(struct pld__winlayout *lay, int nranks, int nbufs,
       if (phys[b] > SIZE_MAX - 4095 ||
           __builtin_add_overflow(at, pld__round_up(phys[b], 4096), &at)) {
         pld__winlayout_release(lay);
-        return pld__fail(PLD_ERR_NOMEM,
-                         "pld_compile: the window buffers of all ranks need "
-                         "more bytes than an address space holds");
+        return pld__fail_api(PLD_ERR_NOMEM,
+                             "the window buffers of all ranks need "
+                             "more bytes than an address space holds");
       }
     }
   }

@@ -108,8 +108,8 @@ static int write_file(const char *dir, const char *name,
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "w");
   if (!f)
-    return pld__fail(PLD_ERR_SYSTEM, "pld_compile: artifact file %s: %s", path,
-                     strerror(errno));
+    return pld__fail_api(PLD_ERR_SYSTEM, "artifact file %s: %s", path,
+                         strerror(errno));
   const pld_signature *hs = p->host.sig;
   const pld_platform_info *pi = p->plat;
   if (rank < 0) {
@@ -176,8 +176,8 @@ static int write_file(const char *dir, const char *name,
       write_call(f, p, pl, c);
   }
   if (fclose(f) != 0)
-    return pld__fail(PLD_ERR_SYSTEM, "pld_compile: artifact file %s: %s", path,
-                     strerror(errno));
+    return pld__fail_api(PLD_ERR_SYSTEM, "artifact file %s: %s", path,
+                         strerror(errno));
   return PLD_OK;
 }
 
@@ -188,17 +188,17 @@ int pld__artifacts_write(struct pld_program *p, const char *dir) {
     snprintf(path, sizeof path, "%s/pld-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp",
              p->host.sig->name);
     if (!mkdtemp(path))
-      return pld__fail(PLD_ERR_SYSTEM, "pld_compile: artifact folder %s: %s",
-                       path, strerror(errno));
+      return pld__fail_api(PLD_ERR_SYSTEM, "artifact folder %s: %s", path,
+                           strerror(errno));
   } else {
     snprintf(path, sizeof path, "%s", dir);
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return pld__fail(PLD_ERR_SYSTEM, "pld_compile: artifact folder %s: %s",
-                       path, strerror(errno));
+      return pld__fail_api(PLD_ERR_SYSTEM, "artifact folder %s: %s", path,
+                           strerror(errno));
   }
   p->artifact_dir = pld__strdup(path);
   if (!p->artifact_dir)
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   int st = write_file(path, "program.txt", p, -1);
   for (int r = 0; r < p->nranks && st == PLD_OK; r++) {
     char name[32];

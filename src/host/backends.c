@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/tunables.h"
 
 #ifdef PLD_HAVE_MPI
 extern const struct pld__ctl_backend pld__ctl_backend_mpi; /* host/ctl_mpi.c */
@@ -57,7 +58,7 @@ int pld__mpi_launched(void) {
 }
 
 int pld__fabric_is_mpi(void) {
-  const char *f = getenv("PLD_FABRIC");
+  const char *f = pld__setting(PLD__SET_FABRIC);
   if (f)
     return !strcmp(f, "mpi");
   return pld__mpi_launched() && pld__mpi_built();

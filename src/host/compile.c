@@ -55,14 +55,15 @@ void pld__program_free(struct pld_program *p) {
 static int memory_refused(const struct pld_program *p,
                           const struct pld__devplan *pl, uint64_t used,
                           const char *what, uint64_t n) {
-  return pld__fail(PLD_ERR_NOMEM,
-                   "pld_compile: %s: rank %d (device %d): its tensor slices "
-                   "and window buffers need more than the %llu bytes of an "
-                   "%s device's global memory (%llu bytes before %s of %llu "
-                   "bytes)",
-                   p->host.sig->name, pl->rank, pl->device_id,
-                   (unsigned long long)p->plat->global_bytes, p->plat->name,
-                   (unsigned long long)used, what, (unsigned long long)n);
+  return pld__fail_api(
+      PLD_ERR_NOMEM,
+      "%s: rank %d (device %d): its tensor slices "
+      "and window buffers need more than the %llu bytes of an "
+      "%s device's global memory (%llu bytes before %s of %llu "
+      "bytes)",
+      p->host.sig->name, pl->rank, pl->device_id,
+      (unsigned long long)p->plat->global_bytes, p->plat->name,
+      (unsigned long long)used, what, (unsigned long long)n);
 }
 
 /* The device buffer for a tensor slice of a host argument: the same slice
@@ -81,20 +82,20 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
     }
     if (t->host_offset < buf->host_offset + buf->nbytes &&
         buf->host_offset < t->host_offset + t->nbytes)
-      return pld__fail(PLD_ERR_ARG,
-                       "pld_compile: %s: rank %d gets two different but "
-                       "overlapping slices of host argument '%s' (bytes [%zu, "
-                       "%zu) and [%zu, %zu)): dispatch the same slice or "
-                       "disjoint ones",
-                       p->host.sig->name, pl->rank,
-                       pld__host_name(p, t->host_arg), buf->host_offset,
-                       buf->host_offset + buf->nbytes, t->host_offset,
-                       t->host_offset + t->nbytes);
+      return pld__fail_api(
+          PLD_ERR_ARG,
+          "%s: rank %d gets two different but "
+          "overlapping slices of host argument '%s' (bytes [%zu, "
+          "%zu) and [%zu, %zu)): dispatch the same slice or "
+          "disjoint ones",
+          p->host.sig->name, pl->rank, pld__host_name(p, t->host_arg),
+          buf->host_offset, buf->host_offset + buf->nbytes, t->host_offset,
+          t->host_offset + t->nbytes);
   }
   struct pld__devbuf *v =
       pld__realloc(pl->bufs, (size_t)(pl->nbufs + 1) * sizeof *pl->bufs);
   if (!v)
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   pl->bufs = v;
   struct pld__devbuf *buf = &pl->bufs[pl->nbufs];
   /* data_bytes stays within the device's memory, so this cannot wrap. */
@@ -128,7 +129,7 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
       pl->ncalls++;
   pl->calls = pld__calloc((size_t)pl->ncalls, sizeof *pl->calls);
   if (!pl->calls)
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   int c = 0;
   for (int i = 0; i < h->ndisps; i++) {
     const struct pld__dispatch *d = &h->disps[i];
@@ -139,7 +140,7 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
     call->argc = d->argc;
     call->args = pld__calloc((size_t)d->argc, sizeof *call->args);
     if (!call->args)
-      return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+      return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     for (int a = 0; a < d->argc; a++) {
       struct pld__call_arg *ca = &call->args[a];
       ca->buf = -1;
@@ -201,12 +202,12 @@ static int check_write_conflicts(const struct pld_program *p) {
                  eb = b->host_offset + b->nbytes;
           size_t hi = ea < eb ? ea : eb;
           if (lo < hi)
-            return pld__fail(PLD_ERR_ARG,
-                             "pld_compile: %s: ranks %d and %d both write "
-                             "bytes [%zu, %zu) of host argument '%s': each "
-                             "rank must write its own slice",
-                             p->host.sig->name, r1, r2, lo, hi,
-                             pld__host_name(p, a->host_arg));
+            return pld__fail_api(PLD_ERR_ARG,
+                                 "%s: ranks %d and %d both write "
+                                 "bytes [%zu, %zu) of host argument '%s': each "
+                                 "rank must write its own slice",
+                                 p->host.sig->name, r1, r2, lo, hi,
+                                 pld__host_name(p, a->host_arg));
         }
   return PLD_OK;
 }
@@ -248,26 +249,27 @@ static int trace_devices(struct pld_program *p) {
  * the platforms' device limit. */
 #define MPI_DEFAULT_IDS 128
 
-/* A choice between names (NULL-terminated): the configuration field's
- * value if set, else the environment variable's, else -1 (*bad: the
- * status of a value that is neither). */
-static int choose_name(const char *field, const char *given, const char *env,
-                       const char *const *names, int *bad) {
-  const char *v = given ? given : getenv(env);
+/* A choice among a setting's words (core/tunables.h): the index of the
+ * configuration field's value if set, else of the environment variable's,
+ * else -1 (*bad: the status of a value that is none of them). */
+static int choose_name(const char *field, const char *given,
+                       enum pld__setting_id id, int *bad) {
+  const char *v = given ? given : pld__setting(id);
   *bad = PLD_OK;
   if (!v)
     return -1;
-  for (int i = 0; names[i]; i++)
-    if (!strcmp(v, names[i]))
-      return i;
-  *bad = given ? pld__fail(PLD_ERR_CONFIG,
-                           "pld_compile: cfg.%s: expected \"%s\" or \"%s\", "
-                           "got \"%s\"",
-                           field, names[0], names[1], v)
-               : pld__fail(PLD_ERR_CONFIG,
-                           "pld_compile: environment: %s='%s': expected %s "
-                           "or %s",
-                           env, v, names[0], names[1]);
+  int i = pld__setting_word(id, v, strlen(v));
+  if (i >= 0)
+    return i;
+  char why[1024];
+  if (given) {
+    pld__setting_words(id, '"', why, sizeof why);
+    *bad = pld__fail_api(PLD_ERR_CONFIG, "cfg.%s: expected %s, got \"%s\"",
+                         field, why, v);
+  } else {
+    pld__setting_refused(id, v, why, sizeof why);
+    *bad = pld__fail_api(PLD_ERR_CONFIG, "environment: %s", why);
+  }
   return -1;
 }
 
@@ -278,14 +280,12 @@ static int choose_name(const char *field, const char *given, const char *env,
  * times the platform's devices per server, plus its rank on the node). */
 static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
                          int *mpi, int *rma, int *ndevices, const int **ids) {
-  static const char *const fabrics[] = {"shm", "mpi", NULL};
-  static const char *const same_node[] = {"shm", "rma", NULL};
   int st;
-  int f = choose_name("fabric", cfg->fabric, "PLD_FABRIC", fabrics, &st);
+  int f = choose_name("fabric", cfg->fabric, PLD__SET_FABRIC, &st);
   if (st)
     return st;
-  int r = choose_name("mpi_same_node", cfg->mpi_same_node, "PLD_MPI_SAME_NODE",
-                      same_node, &st);
+  int r = choose_name("mpi_same_node", cfg->mpi_same_node,
+                      PLD__SET_MPI_SAME_NODE, &st);
   if (st)
     return st;
   *mpi = f < 0 ? pld__fabric_is_mpi() : f == 1;
@@ -301,21 +301,22 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
   if (!*ids) {
     static _Thread_local int dflt[MPI_DEFAULT_IDS];
     if (size > MPI_DEFAULT_IDS || size > plat->max_devices)
-      return pld__fail(PLD_ERR_CONFIG,
-                       "pld_compile: the MPI fabric: mpirun started %d "
-                       "processes, one rank each; %s has at most %d devices",
-                       size, plat->name, plat->max_devices);
+      return pld__fail_api(
+          PLD_ERR_CONFIG,
+          "the MPI fabric: mpirun started %d "
+          "processes, one rank each; %s has at most %d devices",
+          size, plat->name, plat->max_devices);
     for (int q = 0; q < size; q++)
       dflt[q] = be->default_device(q, plat->server_devices);
     *ids = dflt;
     *ndevices = cfg->ndevices ? cfg->ndevices : size;
   }
   if (*ndevices != size)
-    return pld__fail(PLD_ERR_CONFIG,
-                     "pld_compile: cfg.ndevices: the MPI fabric runs one rank "
-                     "per MPI process: expected %d (the processes mpirun "
-                     "started), got %d",
-                     size, *ndevices);
+    return pld__fail_api(PLD_ERR_CONFIG,
+                         "cfg.ndevices: the MPI fabric runs one rank "
+                         "per MPI process: expected %d (the processes mpirun "
+                         "started), got %d",
+                         size, *ndevices);
   return PLD_OK;
 }
 
@@ -325,78 +326,78 @@ static int choose_fabric(const pld_config *cfg, const pld_platform_info *plat,
  * PLD_ERR_CONFIG / PLD_ERR_UNSUPPORTED (message set). */
 static int choose_check(const pld_config *cfg, const struct pld__ctl_ops *cp,
                         int *on) {
-  const char *v = cfg->check ? cfg->check : getenv("PLD_CHECK");
+  const char *v = cfg->check ? cfg->check : pld__setting(PLD__SET_CHECK);
   *on = v && !strcmp(v, "races");
-  if (v && *v && !*on)
-    return cfg->check ? pld__fail(PLD_ERR_CONFIG,
-                                  "pld_compile: cfg.check: expected \"races\" "
-                                  "or \"\", got \"%s\"",
-                                  v)
-                      : pld__fail(PLD_ERR_CONFIG,
-                                  "pld_compile: environment: PLD_CHECK='%s': "
-                                  "expected races",
-                                  v);
+  char why[1024];
+  if (v && *v && !*on && cfg->check)
+    return pld__fail_api(
+        PLD_ERR_CONFIG, "cfg.check: expected \"races\" or \"\", got \"%s\"", v);
+  if (v && *v && !*on) {
+    pld__setting_refused(PLD__SET_CHECK, v, why, sizeof why);
+    return pld__fail_api(PLD_ERR_CONFIG, "environment: %s", why);
+  }
   if (*on && !(cp->caps & PLD__CTL_RACES))
-    return pld__fail(PLD_ERR_UNSUPPORTED,
-                     "pld_compile: %s: the race detector needs the shm fabric "
-                     "(one machine); under mpirun run without it",
-                     cfg->check ? "cfg.check" : "PLD_CHECK");
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "%s: the race detector needs the shm fabric "
+                         "(one machine); under mpirun run without it",
+                         cfg->check ? "cfg.check" : "PLD_CHECK");
   return PLD_OK;
 }
 
 static int check_config(const pld_config *cfg, const pld_platform_info **plat,
                         int *mpi, int *rma, int *ndevices, const int **ids) {
   if (!cfg)
-    return pld__fail(PLD_ERR_CONFIG, "pld_compile: cfg: expected a "
-                                     "configuration, got NULL");
+    return pld__fail_api(PLD_ERR_CONFIG, "cfg: expected a "
+                                         "configuration, got NULL");
   *plat = pld_platform_find(cfg->platform);
   if (!*plat)
-    return pld__fail(PLD_ERR_CONFIG,
-                     "pld_compile: cfg.platform: expected a2a3sim or a5sim, "
-                     "got '%s'",
-                     cfg->platform ? cfg->platform : "(null)");
+    return pld__fail_api(PLD_ERR_CONFIG,
+                         "cfg.platform: expected a2a3sim or a5sim, "
+                         "got '%s'",
+                         cfg->platform ? cfg->platform : "(null)");
   if (!(*plat)->simulated)
-    return pld__fail(PLD_ERR_UNSUPPORTED,
-                     "pld_compile: cfg.platform: '%s' is the hardware and "
-                     "this build has no hardware backend; use '%ssim'",
-                     cfg->platform, cfg->platform);
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "cfg.platform: '%s' is the hardware and "
+                         "this build has no hardware backend; use '%ssim'",
+                         cfg->platform, cfg->platform);
   int st = choose_fabric(cfg, *plat, mpi, rma, ndevices, ids);
   if (st)
     return st;
   if (*ndevices < 1 || !*ids)
-    return pld__fail(PLD_ERR_CONFIG,
-                     "pld_compile: cfg.device_ids: expected at least one "
-                     "device id, got %d",
-                     *ids ? *ndevices : 0);
+    return pld__fail_api(PLD_ERR_CONFIG,
+                         "cfg.device_ids: expected at least one "
+                         "device id, got %d",
+                         *ids ? *ndevices : 0);
   if (cfg->wait_timeout_ms < 0)
-    return pld__fail(PLD_ERR_CONFIG,
-                     "pld_compile: cfg.wait_timeout_ms: expected a limit in "
-                     "milliseconds >= 0 (0: PLD_WAIT_TIMEOUT_MS), got %lld",
-                     (long long)cfg->wait_timeout_ms);
+    return pld__fail_api(PLD_ERR_CONFIG,
+                         "cfg.wait_timeout_ms: expected a limit in "
+                         "milliseconds >= 0 (0: PLD_WAIT_TIMEOUT_MS), got %lld",
+                         (long long)cfg->wait_timeout_ms);
   if (cfg->max_in_flight < 0)
-    return pld__fail(PLD_ERR_CONFIG,
-                     "pld_compile: cfg.max_in_flight: expected a count of "
-                     "runs >= 1 (0: 2), got %d",
-                     cfg->max_in_flight);
+    return pld__fail_api(PLD_ERR_CONFIG,
+                         "cfg.max_in_flight: expected a count of "
+                         "runs >= 1 (0: 2), got %d",
+                         cfg->max_in_flight);
   if (cfg->kernel_timeout_ms < 0)
-    return pld__fail(PLD_ERR_CONFIG,
-                     "pld_compile: cfg.kernel_timeout_ms: expected a limit in "
-                     "milliseconds >= 0 (0: PLD_KERNEL_TIMEOUT_MS), got %lld",
-                     (long long)cfg->kernel_timeout_ms);
+    return pld__fail_api(
+        PLD_ERR_CONFIG,
+        "cfg.kernel_timeout_ms: expected a limit in "
+        "milliseconds >= 0 (0: PLD_KERNEL_TIMEOUT_MS), got %lld",
+        (long long)cfg->kernel_timeout_ms);
   int limit = (*plat)->max_devices;
   for (int r = 0; r < *ndevices; r++) {
     int id = (*ids)[r];
     if (id < 0 || id >= limit)
-      return pld__fail(PLD_ERR_CONFIG,
-                       "pld_compile: cfg.device_ids[%d]: expected a device id "
-                       "in [0, %d) for %s, got %d",
-                       r, limit, (*plat)->name, id);
+      return pld__fail_api(PLD_ERR_CONFIG,
+                           "cfg.device_ids[%d]: expected a device id "
+                           "in [0, %d) for %s, got %d",
+                           r, limit, (*plat)->name, id);
     for (int q = 0; q < r; q++)
       if ((*ids)[q] == id)
-        return pld__fail(PLD_ERR_CONFIG,
-                         "pld_compile: cfg.device_ids[%d]: device %d is "
-                         "already rank %d; device ids must be distinct",
-                         r, id, q);
+        return pld__fail_api(PLD_ERR_CONFIG,
+                             "cfg.device_ids[%d]: device %d is "
+                             "already rank %d; device ids must be distinct",
+                             r, id, q);
   }
   return PLD_OK;
 }
@@ -425,19 +426,19 @@ static int bind_args(struct pld_program *p, int argc, const pld_arg *argv) {
   p->args = pld__calloc((size_t)(argc > 0 ? argc : 1), sizeof *p->args);
   p->arg_meta = pld__calloc((size_t)(argc > 0 ? argc : 1), sizeof *p->arg_meta);
   if (!p->args || !p->arg_meta)
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   if (argc < 0 || (argc > 0 && !argv))
-    return pld__fail(PLD_ERR_ARG, "pld_compile: argv: expected %d arguments",
-                     sig->nparams);
+    return pld__fail_api(PLD_ERR_ARG, "argv: expected %d arguments",
+                         sig->nparams);
   for (int i = 0; i < argc && i < sig->nparams; i++)
     if (argv[i].kind == PLD_ARG_TENSOR && argv[i].v.t &&
         (argv[i].v.t->flags & PLD__T_INTER))
-      return pld__fail(PLD_ERR_ARG,
-                       "pld_compile: %s: parameter '%s' (%d of %d): expected "
-                       "a host tensor, got %s, an intermediate of a host "
-                       "orchestration (it has no data outside its run)",
-                       sig->name, sig->params[i].name, i + 1, argc,
-                       argv[i].v.t->name ? argv[i].v.t->name : "?");
+      return pld__fail_api(PLD_ERR_ARG,
+                           "%s: parameter '%s' (%d of %d): expected "
+                           "a host tensor, got %s, an intermediate of a host "
+                           "orchestration (it has no data outside its run)",
+                           sig->name, sig->params[i].name, i + 1, argc,
+                           argv[i].v.t->name ? argv[i].v.t->name : "?");
   int st = pld__sig_check(sig, "pld_compile", &p->dims, argc, argv, p->args,
                           NULL, msg, sizeof msg);
   if (st)
@@ -464,7 +465,7 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
   pld_arg args[PLD_MAX_PARAMS];
   h.args = pld__calloc((size_t)(p->nargs > 0 ? p->nargs : 1), sizeof *h.args);
   if (!h.args) {
-    st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto release;
   }
   for (int i = 0; i < p->nargs; i++) {
@@ -487,17 +488,17 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
     for (int i = 0; i < h.ndisps && !found; i++)
       found = h.disps[i].rank == r;
     if (!found) {
-      st = pld__fail(PLD_ERR_ARG,
-                     "pld_compile: %s: rank %d (device %d) is never "
-                     "dispatched; every rank of the world (%d) must be, or "
-                     "its peers wait for it forever",
-                     p->host.sig->name, r, p->device_ids[r], p->nranks);
+      st = pld__fail_api(PLD_ERR_ARG,
+                         "%s: rank %d (device %d) is never "
+                         "dispatched; every rank of the world (%d) must be, or "
+                         "its peers wait for it forever",
+                         p->host.sig->name, r, p->device_ids[r], p->nranks);
       goto release;
     }
   }
   p->plans = pld__calloc((size_t)p->nranks, sizeof *p->plans);
   if (!p->plans) {
-    st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto release;
   }
   if ((st = pld__windows_plan(p)))
@@ -525,28 +526,29 @@ release:
 static int share_devices(struct pld_program *p, struct pld_program *other) {
   struct pld_program *root = other->share ? other->share : other;
   if (root->dead || root->destroy_pending)
-    return pld__fail(PLD_ERR_STATE,
-                     "pld_compile: cfg.share: the program whose devices to "
-                     "share %s",
-                     root->dead ? "cannot run again (a device crashed)"
-                                : "was destroyed");
+    return pld__fail_api(PLD_ERR_STATE,
+                         "cfg.share: the program whose devices to "
+                         "share %s",
+                         root->dead ? "cannot run again (a device crashed)"
+                                    : "was destroyed");
   if (!(p->cp->caps & PLD__CTL_SHARE) || !(root->cp->caps & PLD__CTL_SHARE))
-    return pld__fail(PLD_ERR_UNSUPPORTED,
-                     "pld_compile: cfg.share: programs share devices on the "
-                     "shm fabric only; under mpirun give each its own");
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "cfg.share: programs share devices on the "
+                         "shm fabric only; under mpirun give each its own");
   if (p->plat != root->plat || p->nranks != root->nranks ||
       memcmp(p->device_ids, root->device_ids,
              (size_t)p->nranks * sizeof *p->device_ids))
-    return pld__fail(PLD_ERR_CONFIG,
-                     "pld_compile: cfg.share: expected the platform and "
-                     "device ids of the program whose devices to share (%s, "
-                     "%d devices), got %s and %d devices%s",
-                     root->plat->name, root->nranks, p->plat->name, p->nranks,
-                     p->nranks == root->nranks ? ", other ids" : "");
+    return pld__fail_api(
+        PLD_ERR_CONFIG,
+        "cfg.share: expected the platform and "
+        "device ids of the program whose devices to share (%s, "
+        "%d devices), got %s and %d devices%s",
+        root->plat->name, root->nranks, p->plat->name, p->nranks,
+        p->nranks == root->nranks ? ", other ids" : "");
   if (p->race.on || root->race.on)
-    return pld__fail(PLD_ERR_UNSUPPORTED,
-                     "pld_compile: cfg.share: the race check does not follow "
-                     "programs that share devices; check each on its own");
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "cfg.share: the race check does not follow "
+                         "programs that share devices; check each on its own");
   if (p->nwinbufs) {
     int same = p->nwinbufs == root->nwinbufs;
     for (int b = 0; same && b < p->nwinbufs; b++)
@@ -555,9 +557,9 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
                      root->member + (size_t)b * (size_t)p->nranks,
                      (size_t)p->nranks);
     if (!same)
-      return pld__fail(
+      return pld__fail_api(
           PLD_ERR_CONFIG,
-          "pld_compile: cfg.share: programs sharing devices "
+          "cfg.share: programs sharing devices "
           "share their windows: %s declares %d window buffers, "
           "%s %d, and they differ %s; declare the same ones (or "
           "none)",
@@ -581,8 +583,8 @@ static void features_decide(struct pld_program *p) {
                 !p->race.on && p->max_in_flight <= PLD__RING;
 }
 
-int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
-                const pld_arg *argv, pld_program **out) {
+static int compile(pld_host_fn host, const pld_config *cfg, int argc,
+                   const pld_arg *argv, pld_program **out) {
   /* A refused environment variable fails every program at its start,
    * rather than leaving it to run with a value nobody asked for. */
   int st = pld__tunables_check("pld_compile");
@@ -591,9 +593,9 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   if (st)
     return st;
   if (!out)
-    return pld__fail(PLD_ERR_ARG,
-                     "pld_compile: out: expected where to store the program, "
-                     "got NULL");
+    return pld__fail_api(PLD_ERR_ARG,
+                         "out: expected where to store the program, "
+                         "got NULL");
   const pld_platform_info *plat = NULL;
   int mpi = 0, rma = 0, ndevices = 0;
   const int *ids = NULL;
@@ -606,13 +608,13 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   const char *problem =
       pld__sig_problem(host.sig, PLD_LEVEL_HOST, !!host.entry);
   if (problem)
-    return pld__fail(PLD_ERR_ARG,
-                     "pld_compile: host: expected a function declared with "
-                     "PLD_HOST, got %s",
-                     problem);
+    return pld__fail_api(PLD_ERR_ARG,
+                         "host: expected a function declared with "
+                         "PLD_HOST, got %s",
+                         problem);
   struct pld_program *p = pld__calloc(1, sizeof *p);
   if (!p)
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   p->host = host;
   p->plat = plat;
   p->keep_windows = cfg->keep_windows;
@@ -635,7 +637,7 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
   p->nranks = ndevices;
   p->device_ids = pld__calloc((size_t)ndevices, sizeof *p->device_ids);
   if (!p->device_ids) {
-    st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto fail;
   }
   memcpy(p->device_ids, ids, (size_t)ndevices * sizeof *p->device_ids);
@@ -659,6 +661,14 @@ fail:
   if (p->share) /* it joined a group: it leaves it */
     p->share->sharers--;
   pld__program_free(p);
+  return st;
+}
+
+int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
+                const pld_arg *argv, pld_program **out) {
+  const char *saved = pld__api_enter("pld_compile");
+  int st = compile(host, cfg, argc, argv, out);
+  pld__api_leave(saved);
   return st;
 }
 
@@ -787,7 +797,7 @@ int pld__program_rescalar(struct pld_program *p, int argc,
   if (!q || !(q->device_ids =
                   pld__calloc((size_t)p->nranks, sizeof *q->device_ids))) {
     pld__free(q);
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
   q->host = p->host;
   q->plat = p->plat;
@@ -801,10 +811,10 @@ int pld__program_rescalar(struct pld_program *p, int argc,
   if ((st = bind_args(q, argc, argv)) || (st = trace_host(q, argv)) ||
       (st = check_write_conflicts(q)) || (st = trace_devices(q))) {
     pld__catf(msg, sizeof msg, "%s", pld_last_error());
-    st = pld__fail(st,
-                   "pld_program_run: %s: traced again for its new scalar "
-                   "values: %s",
-                   name, msg);
+    st = pld__fail_api(st,
+                       "%s: traced again for its new scalar "
+                       "values: %s",
+                       name, msg);
     goto out;
   }
   if (differs(p, q, msg, sizeof msg)) {
@@ -820,12 +830,12 @@ int pld__program_rescalar(struct pld_program *p, int argc,
       n += pld__catf(vals + n, sizeof vals - n, "%s'%s' %s, was %s",
                      n ? "; " : "", p->host.sig->params[i].name, now, was);
     }
-    st = pld__fail(PLD_ERR_ARG,
-                   "pld_program_run: %s: with its new scalar values (%s) the "
-                   "host orchestrator %s; a prepared program keeps its "
-                   "dispatches, tensors and windows: compile it again for "
-                   "these values",
-                   name, vals, msg);
+    st = pld__fail_api(PLD_ERR_ARG,
+                       "%s: with its new scalar values (%s) the "
+                       "host orchestrator %s; a prepared program keeps its "
+                       "dispatches, tensors and windows: compile it again for "
+                       "these values",
+                       name, vals, msg);
     goto out;
   }
   /* The same program: its scalars take the new values. */

@@ -114,7 +114,7 @@ static int mpi_start(struct pld_program *p) {
   if (!s || !p->devs || !p->world || !s->live || !s->mirror || !s->held ||
       !s->gen || !s->answered || !s->seen || !s->ticketed || !s->out) {
     free_state(p, s);
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
   p->cps = s;
   const struct pld__devplan *plan = &p->plans[s->me];
@@ -129,10 +129,10 @@ static int mpi_start(struct pld_program *p) {
   if (s->data == MAP_FAILED) {
     s->data = NULL;
     free_state(p, s);
-    return pld__fail(PLD_ERR_SYSTEM,
-                     "pld_program_prepare: rank %d: mapping %zu bytes of "
-                     "device memory failed",
-                     plan->rank, plan->data_bytes);
+    return pld__fail_api(PLD_ERR_SYSTEM,
+                         "rank %d: mapping %zu bytes of "
+                         "device memory failed",
+                         plan->rank, plan->data_bytes);
   }
   pld__devctl_reset(s->live, 0);
   for (int r = 0; r < n; r++) {
@@ -145,7 +145,7 @@ static int mpi_start(struct pld_program *p) {
       pld__calloc((size_t)(p->nwinbufs ? p->nwinbufs : 1), sizeof *phys);
   if (!phys) {
     free_state(p, s);
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
   for (int b = 0; b < p->nwinbufs; b++)
     phys[b] = p->winbufs[b]->phys;
@@ -195,11 +195,11 @@ static int mpi_start(struct pld_program *p) {
   int64_t deadline = pld__now_ns() + PLD__MS(PLD_START_TIMEOUT_MS);
   while (!atomic_load_explicit(&s->live->ready, memory_order_acquire)) {
     if (pld__now_ns() > deadline)
-      return pld__fail(PLD_ERR_SYSTEM,
-                       "pld_program_prepare: rank %d (device %d) did not "
-                       "start within %lld ms (PLD_START_TIMEOUT_MS)",
-                       s->me, plan->device_id,
-                       (long long)pld__tunables()->PLD_START_TIMEOUT_MS);
+      return pld__fail_api(PLD_ERR_SYSTEM,
+                           "rank %d (device %d) did not "
+                           "start within %lld ms (PLD_START_TIMEOUT_MS)",
+                           s->me, plan->device_id,
+                           (long long)pld__tunables()->PLD_START_TIMEOUT_MS);
     pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
   }
   if (s->live->status) {
@@ -218,10 +218,10 @@ static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
   if (r == s->me)
     memcpy(host, pld__run_data(p, r, p->slot) + dev_off, len);
   int st = pld__mpi_msg_bcast(s->msg, host, len, r);
-  return st ? pld__fail(st,
-                        "pld_program_run: copying %zu bytes from rank %d's "
-                        "device: %s",
-                        len, r, pld_last_error())
+  return st ? pld__fail_api(st,
+                            "copying %zu bytes from rank %d's "
+                            "device: %s",
+                            len, r, pld_last_error())
             : PLD_OK;
 }
 
@@ -307,7 +307,7 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
   int st = pld__mpi_msg_barrier(s->msg);
   if (st) {
     pld__mpi_msg_running(s->msg, 0);
-    return pld__fail(st, "pld_program_run: %s", pld_last_error());
+    return pld__fail_api(st, "%s", pld_last_error());
   }
   pld__devctl_post(s->live,
                    (struct pld__cmd){PLD__CMD_RUN, (uint32_t)p->slot, 0, 0});
@@ -366,7 +366,7 @@ static int mpi_confirm(struct pld_program *p, uint32_t *asked, int *yes) {
   if (!*asked) {
     *asked = ++s->asks;
     int st = pld__mpi_msg_say(s->msg, PLD__MPI_ASKS, *asked);
-    return st ? pld__fail(st, "pld_program_run: %s", pld_last_error()) : 0;
+    return st ? pld__fail_api(st, "%s", pld_last_error()) : 0;
   }
   for (int r = 0; r < p->nranks; r++)
     if (r != s->me && atomic_load(&p->devs[r].ctl->done_seq) != s->runs &&
@@ -468,7 +468,7 @@ static int mpi_finish(struct pld_program *p, const pld_arg *argv, int slot,
   int sent = pld__mpi_msg_send_verdict(s->msg, &v, sizeof v);
   if (sent && !st) {
     st = sent;
-    pld__catf(v.msg, sizeof v.msg, "pld_program_run: %s", pld_last_error());
+    pld__catf(v.msg, sizeof v.msg, "%s: %s", pld__api_name(), pld_last_error());
   }
   return conclude(p, argv, slot, st, v.msg, p->dead);
 }

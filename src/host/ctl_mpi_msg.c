@@ -176,7 +176,7 @@ int pld__mpi_msg_create(struct pld__mpi_prog *m,
                         struct pld__mpi_msg **out) {
   struct pld__mpi_msg *c = calloc(1, sizeof *c);
   if (!c)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   c->m = m;
   c->comm = pld__mpi_comm(m);
   c->me = pld__mpi_rank();
@@ -200,7 +200,7 @@ int pld__mpi_msg_create(struct pld__mpi_prog *m,
   if (!c->stage || !c->stage_gen || !c->verdict || !c->snap_buf ||
       (c->me == 0 && (!c->snap_in || !c->snap_land))) {
     free_msg(c);
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
   pld__mpi_call(msg_open, c, NULL);
   *out = c;

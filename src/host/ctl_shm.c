@@ -2,12 +2,14 @@
  * device is a process forked by the host; the host maps one region per
  * device (its control block and data area) and one for the world, and the
  * windows' region of the shared-memory fabric, before forking. */
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,7 +123,7 @@ static int live_mappings(const struct pld_program *self,
     count += 2 * q->nranks + 2;
   *out = pld__calloc((size_t)(count ? count : 1), sizeof **out);
   if (!*out)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   *n = 0;
   const struct pld_program *group = self->share ? self->share : self;
   for (struct pld_program *q = live; q; q = q->live_next) {
@@ -141,6 +143,39 @@ static int live_mappings(const struct pld_program *self,
   return PLD_OK;
 }
 
+/* Starts the process of device `rank`, which inherits what runs[rank]
+ * holds (its plan, control block, world, data area and fabric).  The child
+ * drops the other devices' regions and the `nforeign` mappings of other
+ * programs, so it can reach no memory but its own and the windows; it dies
+ * with the host. */
+static int spawn_device(struct pld_program *p, int rank,
+                        const struct pld__mapping *foreign, int nforeign) {
+  struct pld__device *devs = p->devs;
+  struct pld__devrun *d = &shm_of(p)->runs[rank];
+  pid_t host = getpid();
+  pid_t pid = fork();
+  if (pid < 0)
+    return pld__fail_api(PLD_ERR_SYSTEM, "rank %d (device %d): fork: %s", rank,
+                         d->plan->device_id, strerror(errno));
+  if (pid > 0) {
+    devs[rank].pid = pid;
+    return PLD_OK;
+  }
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != host)
+    _exit(1);
+  for (int r = 0; r < p->nranks; r++)
+    if (r != rank) {
+      if (devs[r].ctl)
+        munmap(devs[r].ctl, devs[r].map_bytes);
+      if (devs[r].trace)
+        munmap(devs[r].trace, devs[r].trace_bytes);
+    }
+  for (int i = 0; i < nforeign; i++)
+    munmap(foreign[i].addr, foreign[i].len);
+  pld__device_process(d);
+}
+
 /* Starts the process of each rank r with start[r] set (NULL: every rank),
  * and makes p live if it was not. */
 static int spawn(struct pld_program *p, const unsigned char *start) {
@@ -153,8 +188,7 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
   int st = live_mappings(p, &foreign, &nforeign);
   for (int r = 0; r < p->nranks && st == PLD_OK; r++)
     if (!start || start[r])
-      st = pld__device_spawn(p->devs, p->nranks, r, &shm_of(p)->runs[r],
-                             foreign, nforeign);
+      st = spawn_device(p, r, foreign, nforeign);
   int is_live = 0;
   for (struct pld_program *q = live; q; q = q->live_next)
     is_live |= q == p;
@@ -282,7 +316,7 @@ static int shm_restart(struct pld_program *p, int r) {
                             ? start
                             : pld__calloc((size_t)p->nranks, 1);
   if (!mask)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   memset(mask, 0, (size_t)p->nranks);
   mask[r] = 1;
   int st = spawn(p, mask);
@@ -299,7 +333,7 @@ static int shm_restart(struct pld_program *p, int r) {
 static int race_map(struct pld_program *p) {
   size_t *copy = pld__calloc((size_t)p->nwinbufs + 1, sizeof *copy);
   if (!copy)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   for (int b = 0; b < p->nwinbufs; b++)
     copy[b] = p->winbufs[b]->phys;
   struct pld__race_shape shape = {
@@ -310,9 +344,8 @@ static int race_map(struct pld_program *p) {
                  MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (a == MAP_FAILED) {
     pld__free(copy);
-    return pld__fail(PLD_ERR_SYSTEM,
-                     "pld_program_prepare: race check: mapping %zu bytes: %s",
-                     bytes, strerror(errno));
+    return pld__fail_api(PLD_ERR_SYSTEM, "race check: mapping %zu bytes: %s",
+                         bytes, strerror(errno));
   }
   pld__race_init(a, &shape);
   pld__free(copy);
@@ -342,7 +375,7 @@ static int shm_start(struct pld_program *p) {
       !s || !p->devs ||
               !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs)) ||
               !(s->devfab = pld__calloc((size_t)p->nranks, sizeof *s->devfab))
-          ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
+          ? pld__fail_api(PLD_ERR_NOMEM, "out of memory")
           : pld__devices_map(p->devs, p->nranks, p->plans, shm_windows_bytes(p),
                              &p->world, &region);
   if (st) {

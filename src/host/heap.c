@@ -76,30 +76,29 @@ int pld__resident_check(const struct pld_program *p, int i,
   const struct pld_program *owner = p->share ? p->share : p;
   if (!res || res->magic != PLD__RES_LIVE || res->freed || !res->p ||
       res->p != owner)
-    return pld__fail(res && res->magic == PLD__RES_LIVE &&
-                             (res->freed || !res->p)
-                         ? PLD_ERR_STATE
-                         : PLD_ERR_ARG,
-                     "pld_program_run: %s: parameter '%s' (%d of %d): %s",
-                     sig->name, pn, i + 1, p->nargs,
-                     !res || res->magic != PLD__RES_LIVE ? "not a device tensor"
-                     : res->freed ? "the device tensor was freed "
-                                    "(pld_device_tensor_free)"
-                     : !res->p    ? "the device tensor's program was destroyed"
-                                  : "the device tensor lies on another "
-                                    "program's devices");
+    return pld__fail_api(
+        res && res->magic == PLD__RES_LIVE && (res->freed || !res->p)
+            ? PLD_ERR_STATE
+            : PLD_ERR_ARG,
+        "%s: parameter '%s' (%d of %d): %s", sig->name, pn, i + 1, p->nargs,
+        !res || res->magic != PLD__RES_LIVE ? "not a device tensor"
+        : res->freed                        ? "the device tensor was freed "
+                                              "(pld_device_tensor_free)"
+        : !res->p ? "the device tensor's program was destroyed"
+                  : "the device tensor lies on another "
+                    "program's devices");
   /* Host tasks compute on host memory: none may take it. */
   for (int k = 0; k < p->ntasks; k++)
     for (int a = 0; a < p->tasks[k].argc; a++)
       if (p->tasks[k].argv[a].kind == PLD_ARG_TENSOR &&
           p->tasks[k].t[a].host_arg == i)
-        return pld__fail(PLD_ERR_ARG,
-                         "pld_program_run: %s: parameter '%s' (%d of %d): a "
-                         "device tensor, but host task %d (%s) takes it: "
-                         "host tasks compute on host memory; pass a host "
-                         "tensor",
-                         sig->name, pn, i + 1, p->nargs, k,
-                         p->tasks[k].fn.sig->name);
+        return pld__fail_api(PLD_ERR_ARG,
+                             "%s: parameter '%s' (%d of %d): a "
+                             "device tensor, but host task %d (%s) takes it: "
+                             "host tasks compute on host memory; pass a host "
+                             "tensor",
+                             sig->name, pn, i + 1, p->nargs, k,
+                             p->tasks[k].fn.sig->name);
   /* Every rank's slice of it must lie on its own device. */
   for (int r = 0; r < p->nranks; r++) {
     const struct pld__devplan *pl = &p->plans[r];
@@ -120,12 +119,13 @@ int pld__resident_check(const struct pld_program *p, int i,
         pld__catf(where, sizeof where,
                   "the device tensor lies on rank %d (device %d)", res->rank,
                   p->device_ids[res->rank]);
-      return pld__fail(PLD_ERR_ARG,
-                       "pld_program_run: %s: parameter '%s' (%d of %d): rank "
-                       "%d (device %d) is dispatched bytes [%zu, %zu) of it, "
-                       "but %s",
-                       sig->name, pn, i + 1, p->nargs, r, p->device_ids[r],
-                       buf->host_offset, buf->host_offset + buf->nbytes, where);
+      return pld__fail_api(
+          PLD_ERR_ARG,
+          "%s: parameter '%s' (%d of %d): rank "
+          "%d (device %d) is dispatched bytes [%zu, %zu) of it, "
+          "but %s",
+          sig->name, pn, i + 1, p->nargs, r, p->device_ids[r], buf->host_offset,
+          buf->host_offset + buf->nbytes, where);
     }
   }
   return PLD_OK;
@@ -166,7 +166,7 @@ int pld__residents_init(struct pld_program *p) {
   p->heaps = pld__calloc((size_t)p->nranks, sizeof *p->heaps);
   p->table = pld__calloc((size_t)most, sizeof *p->table);
   if (!p->heaps || !p->table)
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   for (int r = 0; r < p->nranks; r++)
     p->heaps[r].bytes = pld__heap_bytes(p, r);
   return PLD_OK;

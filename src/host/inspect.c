@@ -187,8 +187,8 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
   char msg[PLD__MSG_MAX], running[2048];
   const pld_platform_info *pl = p->plat;
   int64_t now = pld__now_ns();
-  size_t n = pld__catf(msg, sizeof msg, "pld_program_run: rank %d (device %d) ",
-                       r, p->device_ids[r]);
+  size_t n = pld__catf(msg, sizeof msg, "%s: rank %d (device %d) ",
+                       pld__api_name(), r, p->device_ids[r]);
   struct pld__crash cr;
   /* A broken magic word says more than the field found invalid first (a
    * wild write may be caught while it is under way). */

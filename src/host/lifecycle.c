@@ -6,18 +6,19 @@
 #include "host/submit.h"
 
 int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
+  const char *saved = pld__api_enter("pld_program_run");
   /* After the runs in flight on its devices (its group's: a program
    * sharing them that never submitted has no runner of its own), as a
    * submit then a wait would be. */
   struct pld_program *group = p && p->share ? p->share : p;
   if (p && (p->runner || group->runner))
     pld__runner_drain(p->runner ? p : group);
-  return pld__program_run_now(p, argc, argv, NULL);
+  int st = pld__program_run_now(p, argc, argv, NULL);
+  pld__api_leave(saved);
+  return st;
 }
 
-void pld_program_destroy(pld_program *p) {
-  if (!p)
-    return;
+static void destroy(struct pld_program *p) {
   if (p->sharers > 0) {
     /* Other programs run on its devices: they stay until the last of
      * them is destroyed (and this one with it). */
@@ -31,7 +32,15 @@ void pld_program_destroy(pld_program *p) {
   struct pld_program *root = p->share;
   pld__program_free(p);
   if (root && --root->sharers == 0 && root->destroy_pending)
-    pld_program_destroy(root);
+    destroy(root);
+}
+
+void pld_program_destroy(pld_program *p) {
+  if (!p)
+    return;
+  const char *saved = pld__api_enter("pld_program_destroy");
+  destroy(p);
+  pld__api_leave(saved);
 }
 
 int pld_run(pld_host_fn host, const pld_config *cfg, int argc,

@@ -28,11 +28,11 @@ static int check_run_tensors(const struct pld_program *p, int argc,
   const pld_signature *sig = p->host.sig;
   *rescalar = 0;
   if (argc != p->nargs || (argc > 0 && !argv))
-    return pld__fail(PLD_ERR_ARG,
-                     "pld_program_run: %s: expected the %d arguments it was "
-                     "compiled for, got %d%s",
-                     sig->name, p->nargs, argc,
-                     argc > 0 && !argv ? " and a NULL argv" : "");
+    return pld__fail_api(PLD_ERR_ARG,
+                         "%s: expected the %d arguments it was "
+                         "compiled for, got %d%s",
+                         sig->name, p->nargs, argc,
+                         argc > 0 && !argv ? " and a NULL argv" : "");
   for (int i = 0; i < argc; i++) {
     const pld_arg *want = &p->args[i], *got = &argv[i];
     const char *pn = sig->params[i].name;
@@ -42,13 +42,13 @@ static int check_run_tensors(const struct pld_program *p, int argc,
       char ws[128], gs[128] = "a scalar";
       if (got->kind == PLD_ARG_TENSOR && g && (g->flags & PLD__T_INTER)) {
         pld__tensor_str(ws, sizeof ws, w);
-        return pld__fail(PLD_ERR_ARG,
-                         "pld_program_run: %s: parameter '%s' (%d of %d): "
-                         "expected a host tensor %s, got %s, an intermediate "
-                         "of a host orchestration (it has no data outside "
-                         "its run)",
-                         sig->name, pn, i + 1, argc, ws,
-                         g->name ? g->name : "?");
+        return pld__fail_api(
+            PLD_ERR_ARG,
+            "%s: parameter '%s' (%d of %d): "
+            "expected a host tensor %s, got %s, an intermediate "
+            "of a host orchestration (it has no data outside "
+            "its run)",
+            sig->name, pn, i + 1, argc, ws, g->name ? g->name : "?");
       }
       if (got->kind == PLD_ARG_TENSOR && g && (g->flags & PLD__T_RESIDENT) &&
           g->dtype == w->dtype && g->ndim == w->ndim &&
@@ -65,16 +65,16 @@ static int check_run_tensors(const struct pld_program *p, int argc,
         pld__tensor_str(ws, sizeof ws, w);
         if (got->kind == PLD_ARG_TENSOR && g)
           pld__tensor_str(gs, sizeof gs, g);
-        return pld__fail(PLD_ERR_ARG,
-                         "pld_program_run: %s: parameter '%s' (%d of %d): "
-                         "expected a host tensor %s as compiled, got %s",
-                         sig->name, pn, i + 1, argc, ws, gs);
+        return pld__fail_api(PLD_ERR_ARG,
+                             "%s: parameter '%s' (%d of %d): "
+                             "expected a host tensor %s as compiled, got %s",
+                             sig->name, pn, i + 1, argc, ws, gs);
       }
     } else if (got->kind != PLD_ARG_SCALAR) {
-      return pld__fail(PLD_ERR_ARG,
-                       "pld_program_run: %s: parameter '%s' (%d of %d): "
-                       "expected a scalar, got a tensor",
-                       sig->name, pn, i + 1, argc);
+      return pld__fail_api(PLD_ERR_ARG,
+                           "%s: parameter '%s' (%d of %d): "
+                           "expected a scalar, got a tensor",
+                           sig->name, pn, i + 1, argc);
     } else if (got->v.u != want->v.u || got->dtype != want->dtype) {
       *rescalar = 1;
     }
@@ -160,12 +160,12 @@ static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
   return PLD_OK;
 }
 
-int pld_program_prepare(pld_program *p) {
+static int prepare(struct pld_program *p) {
   if (!p)
-    return pld__fail(PLD_ERR_ARG, "pld_program_prepare: p: expected a "
-                                  "program, got NULL");
+    return pld__fail_api(PLD_ERR_ARG, "p: expected a "
+                                      "program, got NULL");
   if (p->dead)
-    return pld__fail(PLD_ERR_STATE, "pld_program_prepare: %s", p->dead_msg);
+    return pld__fail_api(PLD_ERR_STATE, "%s", p->dead_msg);
   if (p->started)
     return PLD_OK;
   const size_t slots = (size_t)p->nranks * PLD__MAX_SLOTS;
@@ -174,11 +174,11 @@ int pld_program_prepare(pld_program *p) {
   struct pld__tev span;
   int spanned = pld__htrace_begin(p, &span, PLD__TH_PREPARE, p->host.sig->name);
   int st = !p->resumes_seen || !p->resumed_at
-               ? pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory")
+               ? pld__fail_api(PLD_ERR_NOMEM, "out of memory")
                : pld__trace_prepare(p);
   /* On another program's devices: those first (its memory is shared). */
   if (!st && p->share)
-    st = pld_program_prepare(p->share);
+    st = prepare(p->share);
   if (!st)
     st = p->cp->start(p);
   if (!st) {
@@ -200,6 +200,13 @@ int pld_program_prepare(pld_program *p) {
   return st;
 }
 
+int pld_program_prepare(pld_program *p) {
+  const char *saved = pld__api_enter("pld_program_prepare");
+  int st = prepare(p);
+  pld__api_leave(saved);
+  return st;
+}
+
 /* The run's end on this process (copy out: a span of the trace). */
 static int run_finish(struct pld_program *p, const pld_arg *argv, int slot,
                       int st, const char *msg) {
@@ -217,10 +224,10 @@ static int run_once(struct pld_program *p, int argc, const pld_arg *argv,
 int pld__program_run_now(struct pld_program *p, int argc, const pld_arg *argv,
                          pld__run_hook next_inputs) {
   if (!p)
-    return pld__fail(PLD_ERR_ARG, "pld_program_run: p: expected a program, "
-                                  "got NULL");
+    return pld__fail_api(PLD_ERR_ARG, "p: expected a program, "
+                                      "got NULL");
   if (p->dead)
-    return pld__fail(PLD_ERR_STATE, "pld_program_run: %s", p->dead_msg);
+    return pld__fail_api(PLD_ERR_STATE, "%s", p->dead_msg);
   int st = pld__run_check(p, argc, argv);
   if (st)
     return st;
@@ -436,7 +443,7 @@ static int run_once(struct pld_program *p, int argc, const pld_arg *argv,
                          : pld__calloc((size_t)p->nranks, sizeof *posted);
   if (!posted) {
     pld__inters_release(p);
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_run: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
   if (p->race.region)
     pld__race_run_begin(p->race.region);

@@ -75,7 +75,7 @@ static int queue_post(struct pld_program *p, int argc, const pld_arg *argv,
   struct pld__qrun *q =
       pld__malloc(sizeof *q + (size_t)p->nranks * sizeof q->posted[0]);
   if (!q)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   if (!in_flight)
     pld__run_chain_begin(p);
   else
@@ -219,6 +219,7 @@ struct pld__runner {
   uint64_t submitted;
   struct pld_program *queued; /* its jobs are queued on its devices */
   int driving;                /* a thread drives them */
+  const char *driver_api;     /* the driver's call context before */
 };
 
 /* Freed handles, for reuse (never returned to the allocator). */
@@ -232,7 +233,7 @@ static struct pld_job *job_new(struct pld__runner *r, struct pld_program *p,
   if (j)
     free_jobs = j->next;
   else if (!(j = pld__malloc(sizeof *j))) {
-    pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+    pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     return NULL;
   }
   memset(j, 0, offsetof(struct pld_job, msg)); /* and an empty message: */
@@ -259,10 +260,10 @@ static void job_append(struct pld__runner *r, struct pld_job *j) {
 /* The refusal of a submit with PLD_SUBMIT_NOWAIT when r is full. */
 static int runner_busy(const struct pld_program *p,
                        const struct pld__runner *r) {
-  return pld__fail(PLD_ERR_BUSY,
-                   "pld_program_submit: %s: %d runs are in flight already, "
-                   "the most the program allows (pld_config.max_in_flight)",
-                   p->host.sig->name, r->max);
+  return pld__fail_api(PLD_ERR_BUSY,
+                       "%s: %d runs are in flight already, "
+                       "the most the program allows (pld_config.max_in_flight)",
+                       p->host.sig->name, r->max);
 }
 
 /* msg without the name of the call that said it when that is the run's
@@ -371,6 +372,8 @@ static void runner_precopy(struct pld_program *p, const pld_arg *now);
 static void *runner_main(void *arg) {
   struct pld__runner *r = arg;
   in_runner = 1;
+  /* Its runs are the submitted ones: their messages name the submit. */
+  pld__api_enter("pld_program_submit");
   struct pld__spin spin = poll_spin();
   pthread_mutex_lock(&mu);
   for (;;) {
@@ -408,14 +411,18 @@ static void *runner_main(void *arg) {
 /* ---- queued runs: the driver --------------------------------------------- */
 
 /* Called with mu held: this thread becomes r's driver once no other
- * thread is; and gives it up. */
+ * thread is; and gives it up.  The runs it drives are the submitted
+ * ones, whichever public function drives them: their messages name the
+ * submit. */
 static void drive_take(struct pld__runner *r) {
   while (r->driving)
     pthread_cond_wait(&changed, &mu);
   r->driving = 1;
+  r->driver_api = pld__api_enter("pld_program_submit");
 }
 
 static void drive_give(struct pld__runner *r) {
+  pld__api_leave(r->driver_api);
   r->driving = 0;
   announce();
 }
@@ -540,7 +547,7 @@ static int runner_get(struct pld_program *p, struct pld__runner **out) {
   if (!owner->runner) {
     struct pld__runner *r = pld__calloc(1, sizeof *r);
     if (!r)
-      return pld__fail(PLD_ERR_NOMEM, "pld_program_submit: out of memory");
+      return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     r->max = owner->max_in_flight;
     r->queued = queue_eligible(owner) ? owner : NULL;
     owner->runner = r;
@@ -562,40 +569,39 @@ static int runner_get(struct pld_program *p, struct pld__runner **out) {
   if (!r->started && !r->queued) {
     int e = pthread_create(&r->thread, NULL, runner_main, r);
     if (e)
-      return pld__fail(PLD_ERR_SYSTEM,
-                       "pld_program_submit: starting the runner thread: %s",
-                       strerror(e));
+      return pld__fail_api(PLD_ERR_SYSTEM, "starting the runner thread: %s",
+                           strerror(e));
     r->started = 1;
   }
   *out = r;
   return PLD_OK;
 }
 
-int pld_program_submit(pld_program *p, int argc, const pld_arg *argv, int flags,
-                       pld_job **out) {
+static int submit(struct pld_program *p, int argc, const pld_arg *argv,
+                  int flags, pld_job **out) {
   if (!out)
-    return pld__fail(PLD_ERR_ARG, "pld_program_submit: out: expected where "
-                                  "to store the job, got NULL");
+    return pld__fail_api(PLD_ERR_ARG, "out: expected where "
+                                      "to store the job, got NULL");
   *out = NULL;
   if (!p)
-    return pld__fail(PLD_ERR_ARG, "pld_program_submit: p: expected a "
-                                  "program, got NULL");
+    return pld__fail_api(PLD_ERR_ARG, "p: expected a "
+                                      "program, got NULL");
   if (flags & ~PLD_SUBMIT_NOWAIT)
-    return pld__fail(PLD_ERR_ARG,
-                     "pld_program_submit: flags: expected 0 or "
-                     "PLD_SUBMIT_NOWAIT, got %#x",
-                     (unsigned)flags);
+    return pld__fail_api(PLD_ERR_ARG,
+                         "flags: expected 0 or "
+                         "PLD_SUBMIT_NOWAIT, got %#x",
+                         (unsigned)flags);
   if (argc < 0 || argc > PLD_MAX_PARAMS || (argc > 0 && !argv))
-    return pld__fail(PLD_ERR_ARG,
-                     "pld_program_submit: %s: expected the %d arguments it "
-                     "was compiled for, got %d%s",
-                     p->host.sig->name, p->nargs, argc,
-                     argc > 0 && !argv ? " and a NULL argv" : "");
+    return pld__fail_api(PLD_ERR_ARG,
+                         "%s: expected the %d arguments it "
+                         "was compiled for, got %d%s",
+                         p->host.sig->name, p->nargs, argc,
+                         argc > 0 && !argv ? " and a NULL argv" : "");
   if (p->dead)
-    return pld__fail(PLD_ERR_STATE,
-                     "pld_program_submit: the program cannot run again (a "
-                     "device crashed): %s",
-                     p->dead_msg);
+    return pld__fail_api(PLD_ERR_STATE,
+                         "the program cannot run again (a "
+                         "device crashed): %s",
+                         p->dead_msg);
   /* The devices start on this thread (a process forks best from the
    * thread that made the others, before the runner exists). */
   int st = pld_program_prepare(p);
@@ -625,6 +631,14 @@ int pld_program_submit(pld_program *p, int argc, const pld_arg *argv, int flags,
   pthread_mutex_unlock(&mu);
   *out = j;
   return PLD_OK;
+}
+
+int pld_program_submit(pld_program *p, int argc, const pld_arg *argv, int flags,
+                       pld_job **out) {
+  const char *saved = pld__api_enter("pld_program_submit");
+  int st = submit(p, argc, argv, flags, out);
+  pld__api_leave(saved);
+  return st;
 }
 
 /* The job behind a handle, or NULL after a failure naming fn. */

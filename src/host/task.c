@@ -229,7 +229,7 @@ static int add_copies(struct pld_program *p, struct pld__taskplan *tp,
         struct pld__hcopy *v = pld__realloc(
             tp->copies, (size_t)(tp->npre + tp->npost + 1) * sizeof *v);
         if (!v)
-          return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+          return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
         tp->copies = v;
         struct pld__hcopy *c = &v[tp->npre + tp->npost];
         c->rank = r;
@@ -254,7 +254,7 @@ int pld__tasks_plan(struct pld_program *p, const struct pld__host *h) {
   int *count = pld__calloc((size_t)p->nranks, sizeof *count);
   unsigned char **written = pld__calloc((size_t)p->nranks, sizeof *written);
   if (!p->tasks || !callix || !count || !written) {
-    st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto out;
   }
   p->ntasks = h->ntasks;
@@ -264,7 +264,7 @@ int pld__tasks_plan(struct pld_program *p, const struct pld__host *h) {
     callix[i] = count[h->disps[i].rank]++;
   for (int r = 0; r < p->nranks && !st; r++)
     if (!(written[r] = pld__calloc((size_t)(p->plans[r].nbufs + 1), 1)))
-      st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+      st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   int marked = 0; /* dispatches whose writes are in `written` */
   for (int t = 0; t < h->ntasks && !st; t++) {
     const struct pld__hosttask *k = &h->tasks[t];
@@ -275,7 +275,7 @@ int pld__tasks_plan(struct pld_program *p, const struct pld__host *h) {
     memcpy(tp->argv, k->argv, sizeof tp->argv);
     memcpy(tp->t, k->t, sizeof tp->t);
     if (!(tp->need = pld__calloc((size_t)p->nranks, sizeof *tp->need))) {
-      st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+      st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
       break;
     }
     for (int i = 0; i < h->ndisps; i++) {
@@ -334,9 +334,8 @@ int pld__inters_alloc(struct pld_program *p) {
       continue;
     if (!(in->data = pld__calloc(1, in->t->nbytes ? in->t->nbytes : 1))) {
       pld__inters_release(p);
-      return pld__fail(PLD_ERR_NOMEM,
-                       "pld_program_run: %s: out of memory for %zu bytes",
-                       in->name, in->t->nbytes);
+      return pld__fail_api(PLD_ERR_NOMEM, "%s: out of memory for %zu bytes",
+                           in->name, in->t->nbytes);
     }
   }
   return PLD_OK;

@@ -191,21 +191,21 @@ static int file_open(const char *path) {
       fflush(w.f);
       if (fseek(w.f, w.footer_at, SEEK_SET) != 0 ||
           ftruncate(fileno(w.f), w.footer_at) != 0)
-        return pld__fail(PLD_ERR_SYSTEM, "pld_compile: trace %s: %s", path,
-                         strerror(errno));
+        return pld__fail_api(PLD_ERR_SYSTEM, "trace %s: %s", path,
+                             strerror(errno));
       w.footer_at = -1;
     }
     return PLD_OK;
   }
   if (w.f)
-    return pld__fail(PLD_ERR_CONFIG,
-                     "pld_compile: trace: this process writes its trace to "
-                     "%s already, got another file %s",
-                     w.path, path);
+    return pld__fail_api(PLD_ERR_CONFIG,
+                         "trace: this process writes its trace to "
+                         "%s already, got another file %s",
+                         w.path, path);
   FILE *f = fopen(path, "w+");
   if (!f)
-    return pld__fail(PLD_ERR_SYSTEM, "pld_compile: trace: cannot write %s: %s",
-                     path, strerror(errno));
+    return pld__fail_api(PLD_ERR_SYSTEM, "trace: cannot write %s: %s", path,
+                         strerror(errno));
   char *dup = pld__malloc(strlen(path) + 1);
   uint32_t cap = (uint32_t)pld__tunables()->PLD_TRACE_EVENTS;
   struct pld__tbuf *host =
@@ -214,7 +214,7 @@ static int file_open(const char *path) {
     fclose(f);
     pld__free(dup);
     pld__free(host);
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory (trace)");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory (trace)");
   }
   strcpy(dup, path);
   host->cap = cap;
@@ -510,28 +510,28 @@ static int lane_named(struct pld_program *p, int r, int tid) {
 
 int pld__trace_config(struct pld_program *p, const pld_config *cfg) {
   static int debug_fd = -1; /* PLD_DEBUG_FILE, opened once */
-  const char *dbg = getenv("PLD_DEBUG");
+  const char *dbg = pld__setting(PLD__SET_DEBUG);
   unsigned mask = 0;
   int st = pld__debug_parse("pld_compile", dbg ? dbg : "", &mask);
   if (st)
     return st;
-  const char *dfile = getenv("PLD_DEBUG_FILE");
+  const char *dfile = pld__setting(PLD__SET_DEBUG_FILE);
   if (mask && dfile && *dfile && debug_fd < 0) {
     debug_fd = open(dfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (debug_fd < 0)
-      return pld__fail(PLD_ERR_CONFIG,
-                       "pld_compile: environment: PLD_DEBUG_FILE='%s': "
-                       "cannot write it: %s",
-                       dfile, strerror(errno));
+      return pld__fail_api(PLD_ERR_CONFIG,
+                           "environment: PLD_DEBUG_FILE='%s': "
+                           "cannot write it: %s",
+                           dfile, strerror(errno));
   }
   pld__debug_set(mask, debug_fd >= 0 ? debug_fd : 2);
 
-  const char *path = cfg->trace ? cfg->trace : getenv("PLD_TRACE");
+  const char *path = cfg->trace ? cfg->trace : pld__setting(PLD__SET_TRACE);
   if (!path || !*path)
     return PLD_OK;
   p->trace.named = pld__calloc((size_t)p->nranks, LANES);
   if (!p->trace.named)
-    return pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory (trace)");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory (trace)");
   pthread_mutex_lock(&mu);
   /* Under mpirun only process 0 writes; the others record and send. */
   if (pld_process_index() == 0)
@@ -580,8 +580,8 @@ int pld__trace_prepare(struct pld_program *p) {
   p->trace.area = pld__calloc((size_t)p->nranks, sizeof *p->trace.area);
   p->trace.bytes = pld__calloc((size_t)p->nranks, sizeof *p->trace.bytes);
   if (!p->trace.area || !p->trace.bytes)
-    return pld__fail(PLD_ERR_NOMEM, "pld_program_prepare: out of memory "
-                                    "(trace)");
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory "
+                                        "(trace)");
   int threads = 1 + p->plat->vector_cores + p->plat->cube_cores;
   size_t bytes = pld__trace_area_bytes(threads, p->trace.cap);
   int me = p->cp->caps & PLD__CTL_OWN_RANK ? pld_process_index() : -1;
@@ -593,10 +593,10 @@ int pld__trace_prepare(struct pld_program *p) {
     void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (a == MAP_FAILED)
-      return pld__fail(PLD_ERR_SYSTEM,
-                       "pld_program_prepare: trace: mapping %zu bytes for "
-                       "rank %d: %s",
-                       bytes, r, strerror(errno));
+      return pld__fail_api(PLD_ERR_SYSTEM,
+                           "trace: mapping %zu bytes for "
+                           "rank %d: %s",
+                           bytes, r, strerror(errno));
     p->trace.area[r] = a;
     p->trace.bytes[r] = bytes;
     pld__trace_area_init(a, threads, p->trace.cap);

@@ -283,7 +283,7 @@ static int watch_report(struct pld_program *p, struct pld__runwatch *wt,
                         int status, const char *head) {
   static _Thread_local char msg[PLD__MSG_MAX];
   const int64_t now = pld__now_ns();
-  size_t n = pld__catf(msg, sizeof msg, "pld_program_run: %s", head);
+  size_t n = pld__catf(msg, sizeof msg, "%s: %s", pld__api_name(), head);
   for (int r = 0; r < p->nranks; r++) {
     if (pld__watch_finished(p, wt, r))
       continue;

@@ -138,7 +138,7 @@ int pld__windows_plan(struct pld_program *p) {
   p->member = pld__calloc(n ? n : 1, 1);
   int st = PLD_OK;
   if (!phys || !p->comms || !p->comm_members || !p->member) {
-    st = pld__fail(PLD_ERR_NOMEM, "pld_compile: out of memory");
+    st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto out;
   }
   for (int b = 0; b < p->nwinbufs; b++) {

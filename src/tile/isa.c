@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/tunables.h"
 
 int pld__isa_level = -1;
 
@@ -71,7 +72,7 @@ static int runnable(int level) {
 
 /* The level PLD_ISA asks for, or the best with the refusal recorded. */
 static int from_environment(void) {
-  const char *v = getenv("PLD_ISA");
+  const char *v = pld__setting(PLD__SET_ISA);
   if (!v || !*v || !strcmp(v, "auto"))
     return best;
   int want = pld__isa_parse(v);

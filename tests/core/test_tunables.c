@@ -7,6 +7,7 @@
 #include "pld_test.h"
 
 #include "../host/programs.h"
+#include "core/error.h"
 #include "core/tunables.h"
 
 /* Sets (or with NULL unsets) `name`, then compiles a small valid program
@@ -184,6 +185,127 @@ static void test_value_quoted_bounded(void **state) {
   assert_true(strlen(pld_last_error()) < 512);
 }
 
+/* ---- the settings: words checked where they are used, and by pld-env ---- */
+
+/* name=value makes pld_compile fail with exactly `message`, and the
+ * settings' own check (pld-env's) gives the same refusal. */
+static void setting_refused(enum pld__setting_id id, const char *value,
+                            const char *message) {
+  assert_fails_with(compile_under(pld__setting_name(id), value), PLD_ERR_CONFIG,
+                    message);
+  assert_string_equal(pld_last_error(), message);
+  char why[1024];
+  assert_true(pld__setting_refused(id, value, why, sizeof why));
+  assert_string_equal(why, message + strlen("pld_compile: environment: "));
+}
+
+static void test_setting_fabric_refused(void **state) {
+  (void)state;
+  setting_refused(PLD__SET_FABRIC, "tcp",
+                  "pld_compile: environment: PLD_FABRIC='tcp': expected shm "
+                  "or mpi");
+}
+
+/* Only empty where empty means unset: PLD_FABRIC has no such meaning. */
+static void test_setting_fabric_empty_refused(void **state) {
+  (void)state;
+  setting_refused(PLD__SET_FABRIC, "",
+                  "pld_compile: environment: PLD_FABRIC='': expected shm or "
+                  "mpi");
+}
+
+static void test_setting_same_node_refused(void **state) {
+  (void)state;
+  setting_refused(PLD__SET_MPI_SAME_NODE, "shmem",
+                  "pld_compile: environment: PLD_MPI_SAME_NODE='shmem': "
+                  "expected shm or rma");
+}
+
+static void test_setting_check_refused(void **state) {
+  (void)state;
+  setting_refused(PLD__SET_CHECK, "race",
+                  "pld_compile: environment: PLD_CHECK='race': expected "
+                  "races");
+}
+
+/* The first word of the list that is none is named; a prefix of a word
+ * is no word. */
+static void test_setting_debug_refused(void **state) {
+  (void)state;
+  assert_fails_with(compile_under("PLD_DEBUG", "launch,rm,coll"),
+                    PLD_ERR_CONFIG,
+                    "pld_compile: debug log: PLD_DEBUG='launch,rm,coll': "
+                    "expected a comma-separated list of launch, signal, rma, "
+                    "coll, fabric, host or all, got 'rm'");
+  char why[1024];
+  assert_true(
+      pld__setting_refused(PLD__SET_DEBUG, "rma,,coll", why, sizeof why));
+  assert_string_equal(why, "PLD_DEBUG='rma,,coll': expected a "
+                           "comma-separated list of launch, signal, rma, "
+                           "coll, fabric, host or all, got ''");
+}
+
+/* Every word, a list ending in a comma, and empty where empty is unset. */
+static void test_setting_accepted(void **state) {
+  (void)state;
+  char why[1024];
+  static const char *const fabric[] = {"shm", "mpi"};
+  for (int i = 0; i < 2; i++) {
+    assert_false(
+        pld__setting_refused(PLD__SET_FABRIC, fabric[i], why, sizeof why));
+    assert_int_equal(pld__setting_word(PLD__SET_FABRIC, fabric[i], 3), i);
+  }
+  assert_int_equal(pld__setting_word(PLD__SET_FABRIC, "shmx", 4), -1);
+  assert_int_equal(pld__setting_word(PLD__SET_FABRIC, "sh", 2), -1);
+  assert_false(pld__setting_refused(PLD__SET_DEBUG,
+                                    "launch,signal,rma,coll,fabric,host,all",
+                                    why, sizeof why));
+  assert_false(pld__setting_refused(PLD__SET_DEBUG, "rma,", why, sizeof why));
+  assert_false(pld__setting_refused(PLD__SET_DEBUG, "", why, sizeof why));
+  assert_false(pld__setting_refused(PLD__SET_CHECK, "", why, sizeof why));
+  assert_false(pld__setting_refused(PLD__SET_ISA, "auto", why, sizeof why));
+  assert_false(pld__setting_refused(PLD__SET_TRACE, "x,y", why, sizeof why));
+  assert_ok(compile_under("PLD_DEBUG", "rma,"));
+  assert_ok(compile_under("PLD_CHECK", ""));
+}
+
+/* ---- the call context: messages of shared code name the public call ---- */
+
+static void test_call_context(void **state) {
+  (void)state;
+  assert_string_equal(pld__api_name(), "pld");
+  const char *outer = pld__api_enter("pld_program_run");
+  const char *inner = pld__api_enter("pld_program_prepare");
+  assert_int_equal(pld__fail_api(PLD_ERR_NOMEM, "out of memory (%d)", 7),
+                   PLD_ERR_NOMEM);
+  assert_string_equal(pld_last_error(),
+                      "pld_program_prepare: out of memory (7)");
+  pld__api_leave(inner);
+  /* The message may quote the last one. */
+  pld__fail_api(PLD_ERR_STATE, "%s", pld_last_error());
+  assert_string_equal(
+      pld_last_error(),
+      "pld_program_run: pld_program_prepare: out of memory (7)");
+  pld__api_leave(outer);
+  assert_string_equal(pld__api_name(), "pld");
+}
+
+/* A public function leaves its context on every way out, failure too. */
+static void test_call_context_left(void **state) {
+  (void)state;
+  assert_fails_with(compile_under("PLD_FABRIC", "tcp"), PLD_ERR_CONFIG,
+                    "pld_compile: environment: PLD_FABRIC");
+  assert_string_equal(pld__api_name(), "pld");
+  assert_int_equal(pld_program_prepare(NULL), PLD_ERR_ARG);
+  assert_string_equal(pld_last_error(),
+                      "pld_program_prepare: p: expected a program, got NULL");
+  assert_string_equal(pld__api_name(), "pld");
+  assert_int_equal(pld_program_run(NULL, 0, NULL), PLD_ERR_ARG);
+  assert_string_equal(pld_last_error(),
+                      "pld_program_run: p: expected a program, got NULL");
+  assert_string_equal(pld__api_name(), "pld");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_spin_us_not_integer),
     cmocka_unit_test(test_spin_us_negative),
@@ -199,6 +321,14 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_kernel_timeout_one_past_max),
     cmocka_unit_test(test_unset_defaults),
     cmocka_unit_test(test_value_quoted_bounded),
+    cmocka_unit_test(test_setting_fabric_refused),
+    cmocka_unit_test(test_setting_fabric_empty_refused),
+    cmocka_unit_test(test_setting_same_node_refused),
+    cmocka_unit_test(test_setting_check_refused),
+    cmocka_unit_test(test_setting_debug_refused),
+    cmocka_unit_test(test_setting_accepted),
+    cmocka_unit_test(test_call_context),
+    cmocka_unit_test(test_call_context_left),
 };
 
 PLD_TEST_MAIN("tunables", tests)
