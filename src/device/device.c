@@ -28,9 +28,9 @@ static size_t ctl_bytes(void) {
 
 /* The magic words of a zeroed control block. */
 static void devctl_mark(struct pld__devctl *c) {
-  c->magic = PLD__CTL_MAGIC;
-  c->magic_mid = PLD__CTL_MAGIC;
-  c->magic_end = PLD__CTL_MAGIC;
+  c->st.magic = PLD__CTL_MAGIC;
+  c->st.magic_mid = PLD__CTL_MAGIC;
+  c->st.magic_end = PLD__CTL_MAGIC;
 }
 
 void pld__devctl_reset(struct pld__devctl *c, int keep_uses) {
@@ -129,7 +129,7 @@ static _Thread_local const struct pld__devrun *aicpu_of;
  * process dies (kind PLD__CRASH_*); the first dying thread wins.  Async-
  * signal-safe: plain stores into shared memory and a futex wake. */
 static void record_death(int kind, int sig, uintptr_t addr) {
-  struct pld__crash *cr = &self->ctl->crash;
+  struct pld__crash *cr = &self->ctl->st.crash;
   int32_t expected = 0;
   if (!atomic_compare_exchange_strong(&cr->claimed, &expected, 1))
     return;
@@ -306,7 +306,7 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
       pld__catf(msg, cap, "%s", a->msg);
       return st;
     }
-    atomic_store_explicit(&d->ctl->calls_done, (uint32_t)c + 1,
+    atomic_store_explicit(&d->ctl->st.calls_done, (uint32_t)c + 1,
                           memory_order_release);
     if (plan->report_calls && c + 1 < plan->ncalls)
       pld__event_signal(&d->world->event, &d->world->event_sleepers, 1);
@@ -315,7 +315,7 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
 }
 
 static void report_done(const struct pld__devrun *d, uint32_t seq) {
-  atomic_store_explicit(&d->ctl->done_seq, seq, memory_order_release);
+  atomic_store_explicit(&d->ctl->st.done_seq, seq, memory_order_release);
   pld__event_signal(&d->world->event, &d->world->event_sleepers, 1);
 }
 
@@ -380,7 +380,7 @@ void pld__device_loop(struct pld__devrun *d) {
   pld__awake(&d->spin); /* the AICPU thread */
   struct pld__comm_env env = {pld__fabric_logged(d->fabric),
                               &d->world->abort,
-                              &ctl->watch,
+                              &ctl->st.watch,
                               d->spin,
                               d->trace,
                               d->race,
@@ -400,8 +400,8 @@ void pld__device_loop(struct pld__devrun *d) {
   int st =
       pld__sched_create(plan->plat, plan->rank, plan->device_id, &env, &sched);
   if (st) {
-    ctl->status = st;
-    pld__catf(ctl->msg, sizeof ctl->msg, "%s", pld_last_error());
+    ctl->st.status = st;
+    pld__catf(ctl->st.msg, sizeof ctl->st.msg, "%s", pld_last_error());
   }
   a.rank = plan->rank;
   a.device = plan->device_id;
@@ -409,7 +409,7 @@ void pld__device_loop(struct pld__devrun *d) {
   a.mem_bytes = plan->mem_bytes;
   a.dims = &dims;
   a.sched = sched;
-  a.watch = &ctl->watch;
+  a.watch = &ctl->st.watch;
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
   report_done(d, 0);
   /* A device just started expects its first command soon: it polls for
@@ -425,7 +425,7 @@ void pld__device_loop(struct pld__devrun *d) {
     const struct pld__cmd k = ctl->ring[seq % PLD__RING];
     if (k.cmd != PLD__CMD_RUN)
       break;
-    atomic_store_explicit(&ctl->run_seq, seq, memory_order_release);
+    atomic_store_explicit(&ctl->st.run_seq, seq, memory_order_release);
     if (!sched || (k.gate && !gate(d, &k, failed))) { /* failed start,
                                                          cancelled */
       report_done(d, seq);
@@ -434,13 +434,13 @@ void pld__device_loop(struct pld__devrun *d) {
     /* Dynamic dimensions start from the compiled bindings on every run. */
     dims = *plan->dims;
     pld__aicpu_busy(&a, 1);
-    st = run_plan(d, &a, k.slot, ctl->msg, sizeof ctl->msg);
+    st = run_plan(d, &a, k.slot, ctl->st.msg, sizeof ctl->st.msg);
     pld__aicpu_busy(&a, 0);
-    ctl->status = st;
+    ctl->st.status = st;
     failed = st != PLD_OK;
     if (st)
-      ctl->ticket = atomic_fetch_add(&d->world->tickets, 1);
-    atomic_store_explicit(&ctl->result, (uint64_t)seq << 32 | (uint32_t)st,
+      ctl->st.ticket = atomic_fetch_add(&d->world->tickets, 1);
+    atomic_store_explicit(&ctl->st.result, (uint64_t)seq << 32 | (uint32_t)st,
                           memory_order_release);
     if (!st)
       pld__event_signal(&d->world->q_ok, &d->world->q_sleepers, 1);

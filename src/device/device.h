@@ -65,16 +65,17 @@ struct pld__crash {
   uint64_t addr;
 };
 
-struct pld__devctl {
-  uint64_t magic;                /* PLD__CTL_MAGIC */
-  _Atomic uint32_t cmd_seq;      /* host: bumped after posting a command */
-  _Atomic uint32_t cmd_sleepers; /* device: asleep on cmd_seq */
-  struct pld__cmd ring[PLD__RING];
+/* What a device publishes of itself for its host: the results of its
+ * runs, how it died, and its watch (every core's state and wait), between
+ * magic words that tell a block a device's code overwrote.  Whatever the
+ * control plane, the host reads a device through this (host/ctl.h:
+ * pld__view): live in the control block of a device process it forked
+ * (shm), or the latest snapshot of it that the device's process sent
+ * (mpi). */
+struct pld__devstate {
+  uint64_t magic;              /* PLD__CTL_MAGIC: the block's first word */
   _Atomic uint32_t run_seq;    /* device: the cmd_seq it took up */
   _Atomic uint32_t done_seq;   /* device: the cmd_seq it finished */
-  _Atomic uint32_t ready;      /* device: started and waiting */
-  _Atomic uint32_t awake;      /* device: its share of the world's awake
-                                  threads (see struct pld__spin) */
   _Atomic uint32_t calls_done; /* device: calls of this run finished (the
                                   host resets it before each run) */
   int status;                  /* result of the last run */
@@ -88,15 +89,23 @@ struct pld__devctl {
   uint64_t magic_mid;      /* PLD__CTL_MAGIC */
   struct pld__watch watch; /* read by the host's watch */
   uint64_t magic_end;      /* PLD__CTL_MAGIC */
+};
+
+/* A device's control block: what it publishes, then its commands. */
+struct pld__devctl {
+  struct pld__devstate st;       /* first: its first word is the block's */
+  _Atomic uint32_t cmd_seq;      /* host: bumped after posting a command */
+  _Atomic uint32_t cmd_sleepers; /* device: asleep on cmd_seq */
+  struct pld__cmd ring[PLD__RING];
+  _Atomic uint32_t ready; /* device: started and waiting */
+  _Atomic uint32_t awake; /* device: its share of the world's awake
+                             threads (see struct pld__spin) */
   /* device: what its kernels used window cells for, over its programs'
    * life (comm/comm.h); its host reads the collectives' signal views
-   * between runs, to clear them after a failed run.  Last: not part of
-   * what the block shows other processes (PLD__DEVCTL_SHOWN). */
+   * between runs, to clear them after a failed run.  Last: kept when a
+   * device is started in place of one that was killed. */
   struct pld__sig_uses uses;
 };
-/* The bytes of a control block that the MPI control plane sends other
- * processes (the watch's view of the device). */
-#define PLD__DEVCTL_SHOWN offsetof(struct pld__devctl, uses)
 
 /* Clears a control block for a new device process; with keep_uses (a
  * device started in place of one that was killed) all but `uses`. */

@@ -10,7 +10,6 @@
 #include "comm/comm.h"
 #include "core/alloc.h"
 #include "core/sig.h"
-#include "fabric/shm.h"
 #include "pld/levels.h"
 #include "pld/program.h"
 

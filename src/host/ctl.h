@@ -8,9 +8,10 @@
  *     orchestrator and one rank's device in itself; process 0 watches
  *     every rank through snapshots of their control blocks and decides the
  *     run's result, which it sends to the others.
- * Either way the host code sees every rank's control block as
- * p->devs[r].ctl (under mpi: the live block of its own rank, the latest
- * snapshot of the others'). */
+ * Either way the host code sees what each rank's device publishes, struct
+ * pld__devstate, through pld__view (under shm: live in its control block;
+ * under mpi: its own rank's live, the latest snapshot of the others'), and
+ * nothing else of a control block. */
 #ifndef PLD_HOST_CTL_H
 #define PLD_HOST_CTL_H
 
@@ -58,7 +59,13 @@ struct pld__ctl_ops {
    * ranks this process runs (post does it, unless p->precopied says it
    * was done while the run before executed). */
   void (*copy_in)(struct pld_program *p, const pld_arg *argv, int slot);
-  /* Refreshes p->devs[r].ctl of the ranks this process does not run. */
+  /* What rank r's device published, as this process last saw it (its
+   * results, crash record and watch): live, or the latest snapshot (which
+   * look refreshes). */
+  struct pld__devstate *(*view)(const struct pld_program *p, int r);
+  /* Whether rank r's device finished every command posted to it. */
+  int (*caught_up)(const struct pld_program *p, int r);
+  /* Refreshes the views of the ranks this process does not run. */
   void (*look)(struct pld_program *p);
   /* Whether the host may judge rank r from what it sees (a snapshot of
    * this run arrived). */
@@ -118,6 +125,12 @@ struct pld__ctl_ops {
 extern const struct pld__ctl_ops pld__ctl_shm;
 
 /* Shared by the control planes and the run loop (host/run.c). */
+
+/* What rank r's device published (struct pld__ctl_ops.view). */
+static inline struct pld__devstate *pld__view(const struct pld_program *p,
+                                              int r) {
+  return p->cp->view(p, r);
+}
 
 /* Entry i of a device's collectives' signal views (struct
  * pld__sig_uses), which the device wrote: 1 with its buffer and bytes if

@@ -35,10 +35,10 @@ struct snap {
   int32_t rank;
   int64_t taken_ns;             /* the sender's clock when taken */
   int32_t held[PLD__MAX_SLOTS]; /* the cell of each waiting slot */
-  struct pld__devctl ctl;       /* its first PLD__DEVCTL_SHOWN bytes (last) */
+  struct pld__devstate st;      /* what its device published */
 };
 /* The bytes of a snapshot that are sent. */
-#define SNAP_SHOWN (offsetof(struct snap, ctl) + PLD__DEVCTL_SHOWN)
+#define SNAP_SHOWN sizeof(struct snap)
 
 /* The run's result, from process 0 to the others. */
 struct verdict {
@@ -57,12 +57,12 @@ struct mpi_state {
   struct pld__devctl *live; /* its control block */
   unsigned char *data;      /* its data area */
   size_t data_bytes;
-  struct pld__devctl *mirror; /* [rank]: the others' latest snapshots */
-  int32_t *held;              /* [rank * PLD__MAX_SLOTS] */
-  uint32_t *gen;              /* [rank]: the snapshot generation seen */
-  uint32_t *answered;         /* [rank]: the ask its latest snapshot answers */
-  unsigned char *seen;        /* [rank]: a snapshot of this run arrived */
-  unsigned char *ticketed;    /* [rank]: its failure has a ticket */
+  struct pld__devstate *mirror; /* [rank]: the others' latest snapshots */
+  int32_t *held;                /* [rank * PLD__MAX_SLOTS] */
+  uint32_t *gen;                /* [rank]: the snapshot generation seen */
+  uint32_t *answered;      /* [rank]: the ask its latest snapshot answers */
+  unsigned char *seen;     /* [rank]: a snapshot of this run arrived */
+  unsigned char *ticketed; /* [rank]: its failure has a ticket */
   uint32_t tickets;
   uint32_t asks;    /* asks for fresh snapshots made (process 0) */
   uint32_t runs;    /* runs posted */
@@ -70,6 +70,21 @@ struct mpi_state {
 };
 
 static struct mpi_state *mpi_of(const struct pld_program *p) { return p->cps; }
+
+/* The host sees its own rank's device live, the others' latest snapshot. */
+static struct pld__devstate *mpi_view(const struct pld_program *p, int r) {
+  struct mpi_state *s = mpi_of(p);
+  return r == s->me ? &s->live->st : &s->mirror[r];
+}
+
+/* Its own device against its commands, the others' last snapshot against
+ * the runs posted (one command a run). */
+static int mpi_caught_up(const struct pld_program *p, int r) {
+  struct mpi_state *s = mpi_of(p);
+  return r == s->me ? atomic_load(&s->live->st.done_seq) ==
+                          atomic_load(&s->live->cmd_seq)
+                    : atomic_load(&s->mirror[r].done_seq) == s->runs;
+}
 
 static void free_state(struct pld_program *p, struct mpi_state *s) {
   if (s) {
@@ -135,10 +150,9 @@ static int mpi_start(struct pld_program *p) {
                          plan->rank, plan->data_bytes);
   }
   pld__devctl_reset(s->live, 0);
-  for (int r = 0; r < n; r++) {
-    pld__devctl_reset(&s->mirror[r], 0);
-    p->devs[r].ctl = r == s->me ? s->live : &s->mirror[r];
-  }
+  for (int r = 0; r < n; r++) /* as a device's zeroed block reads */
+    memcpy(&s->mirror[r], &s->live->st, sizeof s->mirror[r]);
+  p->devs[s->me].ctl = s->live;
   p->devs[s->me].data = s->data;
 
   size_t *phys =
@@ -202,10 +216,11 @@ static int mpi_start(struct pld_program *p) {
                            (long long)pld__tunables()->PLD_START_TIMEOUT_MS);
     pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
   }
-  if (s->live->status) {
+  if (s->live->st.status) {
     char msg[PLD__MSG_MAX];
-    pld__copy_printable(msg, sizeof msg, s->live->msg, sizeof s->live->msg, 1);
-    return pld__fail_msg(s->live->status, msg);
+    pld__copy_printable(msg, sizeof msg, s->live->st.msg,
+                        sizeof s->live->st.msg, 1);
+    return pld__fail_msg(s->live->st.status, msg);
   }
   return PLD_OK;
 }
@@ -297,7 +312,7 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
   /* Nothing of the other ranks' last run counts in this one (a host task
    * waits for their calls of this run). */
   for (int r = 0; r < p->nranks; r++)
-    atomic_store(&p->devs[r].ctl->calls_done, 0);
+    atomic_store(&mpi_view(p, r)->calls_done, 0);
   memset(s->seen, 0, (size_t)p->nranks);
   memset(s->ticketed, 0, (size_t)p->nranks);
   s->tickets = 0;
@@ -327,13 +342,13 @@ static void mpi_look(struct pld_program *p) {
         in.run != s->runs)
       continue;
     int64_t shift = pld__now_ns() - in.taken_ns;
-    struct pld__watch *w = &in.ctl.watch;
+    struct pld__watch *w = &in.st.watch;
     if (atomic_load(&w->aicpu_since_ns))
       atomic_fetch_add(&w->aicpu_since_ns, shift);
     for (int i = 0; i < PLD__MAX_SLOTS; i++)
       if (atomic_load(&w->slots[i].since_ns))
         atomic_fetch_add(&w->slots[i].since_ns, shift);
-    memcpy(&s->mirror[r], &in.ctl, PLD__DEVCTL_SHOWN);
+    memcpy(&s->mirror[r], &in.st, sizeof s->mirror[r]);
     memcpy(&s->held[(size_t)r * PLD__MAX_SLOTS], in.held, sizeof in.held);
     s->answered[r] = in.answers;
     s->seen[r] = 1;
@@ -341,7 +356,7 @@ static void mpi_look(struct pld_program *p) {
   /* Failures in the order this process learns of them; a rank stopped
    * because another failed comes after every other. */
   for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
+    struct pld__devstate *c = mpi_view(p, r);
     if (s->ticketed[r] || !(r == s->me || s->seen[r]) ||
         atomic_load(&c->done_seq) != s->runs || !c->status)
       continue;
@@ -369,7 +384,7 @@ static int mpi_confirm(struct pld_program *p, uint32_t *asked, int *yes) {
     return st ? pld__fail_api(st, "%s", pld_last_error()) : 0;
   }
   for (int r = 0; r < p->nranks; r++)
-    if (r != s->me && atomic_load(&p->devs[r].ctl->done_seq) != s->runs &&
+    if (r != s->me && atomic_load(&mpi_view(p, r)->done_seq) != s->runs &&
         s->answered[r] < *asked)
       return PLD_OK;
   *yes = 1;
@@ -482,11 +497,11 @@ static void send_snapshot(struct pld_program *p, uint32_t answers) {
   o->run = s->runs;
   o->answers = answers;
   o->rank = s->me;
-  memcpy(&o->ctl, s->live, PLD__DEVCTL_SHOWN);
+  memcpy(&o->st, &s->live->st, sizeof o->st);
   struct pld__fabric *f = pld__mpi_fabric(s->m);
   for (int i = 0; i < PLD__MAX_SLOTS; i++) {
-    struct pld__coreslot *from = &s->live->watch.slots[i],
-                         *to = &o->ctl.watch.slots[i];
+    struct pld__coreslot *from = &s->live->st.watch.slots[i],
+                         *to = &o->st.watch.slots[i];
     uint32_t seq = atomic_load_explicit(&from->seq, memory_order_acquire);
     memcpy(to, from, sizeof *to);
     PLD__SLOT_FENCE(memory_order_acquire);
@@ -521,8 +536,8 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
     /* At once when the device finished or finished a call (a host task
      * may wait for it) or process 0 asks, else every SNAP_NS. */
     uint32_t asked = pld__mpi_msg_said(s->msg, PLD__MPI_ASKS);
-    uint32_t done = atomic_load(&s->live->done_seq);
-    uint32_t calls = atomic_load(&s->live->calls_done);
+    uint32_t done = atomic_load(&s->live->st.done_seq);
+    uint32_t calls = atomic_load(&s->live->st.calls_done);
     int64_t now = pld__now_ns();
     if ((done == s->runs && done_sent != done) || calls != calls_sent ||
         asked != answered || (done != s->runs && now - last >= SNAP_NS)) {
@@ -580,6 +595,8 @@ static const struct pld__ctl_ops mpi_ops = {
     .start = mpi_start,
     .post = mpi_post,
     .copy_in = mpi_copy_in,
+    .view = mpi_view,
+    .caught_up = mpi_caught_up,
     .look = mpi_look,
     .seen = mpi_seen,
     .confirm = mpi_confirm,

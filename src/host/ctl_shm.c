@@ -26,6 +26,7 @@
 
 /* What this control plane adds to a started program. */
 struct shm_state {
+  struct pld__winlayout lay;      /* where each window copy lies in it */
   unsigned char *region;          /* the windows' shared region */
   struct pld__shm_fabric fabric;  /* the host's side of it */
   struct pld__devrun *runs;       /* [rank]: what each device process runs */
@@ -43,7 +44,7 @@ static int shares_windows(const struct pld_program *p) {
 /* The bytes of the windows' region this program maps (none when it uses
  * the first program's). */
 static size_t shm_windows_bytes(const struct pld_program *p) {
-  return shares_windows(p) ? 0 : p->lay.total;
+  return shares_windows(p) ? 0 : shm_of(p)->lay.total;
 }
 
 unsigned char *pld__shm_region(const struct pld_program *p) {
@@ -131,7 +132,8 @@ static int live_mappings(const struct pld_program *self,
     if (q == self || q == group || q->share == group)
       continue;
     (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
-    (*out)[(*n)++] = (struct pld__mapping){shm_of(q)->region, q->lay.total};
+    (*out)[(*n)++] =
+        (struct pld__mapping){shm_of(q)->region, shm_of(q)->lay.total};
     for (int r = 0; r < q->nranks; r++) {
       (*out)[(*n)++] =
           (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
@@ -232,6 +234,7 @@ static void shm_stop(struct pld_program *p, int kill_now) {
   if (s) {
     pld__free(s->runs);
     pld__free(s->devfab);
+    pld__winlayout_release(&s->lay);
   }
   pld__free(s);
   p->cps = NULL;
@@ -285,7 +288,7 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
                     &yield_always, PLD__MS(PLD_LIVENESS_MS), 1);
   }
   for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
+    struct pld__devstate *c = &p->devs[r].ctl->st;
     if ((!start || start[r]) && c->status) {
       char msg[PLD__MSG_MAX];
       pld__copy_printable(msg, sizeof msg, c->msg, sizeof c->msg, 1);
@@ -368,20 +371,32 @@ static int shm_start(struct pld_program *p) {
    * first (its memory is shared). */
   struct shm_state *s = pld__calloc(1, sizeof *s);
   p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
-  /* The windows' region: every device process inherits it (a program
-   * sharing another's devices and windows: that one's). */
-  unsigned char *region = NULL;
+  size_t *phys =
+      pld__calloc((size_t)(p->nwinbufs > 0 ? p->nwinbufs : 1), sizeof *phys);
   int st =
-      !s || !p->devs ||
+      !s || !p->devs || !phys ||
               !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs)) ||
               !(s->devfab = pld__calloc((size_t)p->nranks, sizeof *s->devfab))
           ? pld__fail_api(PLD_ERR_NOMEM, "out of memory")
-          : pld__devices_map(p->devs, p->nranks, p->plans, shm_windows_bytes(p),
-                             &p->world, &region);
+          : PLD_OK;
+  /* The windows' region: every device process inherits it (a program
+   * sharing another's devices and windows: that one's, at the same
+   * places, pld_compile checked). */
+  for (int b = 0; b < p->nwinbufs && !st; b++)
+    phys[b] = p->winbufs[b]->phys;
+  if (!st)
+    st = pld__winlayout_init(&s->lay, p->nranks, p->nwinbufs, phys, p->member);
+  pld__free(phys);
+  unsigned char *region = NULL;
+  if (!st)
+    st = pld__devices_map(p->devs, p->nranks, p->plans,
+                          shares_windows(p) ? 0 : s->lay.total, &p->world,
+                          &region);
   if (st) {
     if (s) {
       pld__free(s->runs);
       pld__free(s->devfab);
+      pld__winlayout_release(&s->lay);
     }
     pld__free(s);
     pld__free(p->devs);
@@ -395,11 +410,11 @@ static int shm_start(struct pld_program *p) {
     shm_stop(p, 1);
     return st;
   }
-  pld__shm_fabric_init(&s->fabric, s->region, &p->lay, -1);
+  pld__shm_fabric_init(&s->fabric, s->region, &s->lay, -1);
   for (int r = 0; r < p->nranks; r++) {
     p->devs[r].trace = pld__trace_area_of(p, r, &p->devs[r].trace_bytes);
     /* Each device's side of the fabric, which its process inherits. */
-    pld__shm_fabric_init(&s->devfab[r], s->region, &p->lay, r);
+    pld__shm_fabric_init(&s->devfab[r], s->region, &s->lay, r);
     s->runs[r] = (struct pld__devrun){&p->plans[r],       p->devs[r].ctl,
                                       p->world,           p->devs[r].data,
                                       &s->devfab[r].base, {0},
@@ -475,7 +490,7 @@ static int shm_post(struct pld_program *p, const pld_arg *argv,
   if (!p->precopied)
     shm_copy_in(p, argv, p->slot);
   for (int r = 0; !n && r < p->nranks; r++)
-    atomic_store(&p->devs[r].ctl->calls_done, 0);
+    atomic_store(&p->devs[r].ctl->st.calls_done, 0);
   /* A queued run waits for every rank if it can reach beyond its
    * device's data slot (windows, device-resident tensors). */
   int reach = p->nwinbufs > 0;
@@ -492,6 +507,16 @@ static int shm_post(struct pld_program *p, const pld_arg *argv,
 }
 
 /* The host sees every control block live. */
+/* The host sees each device's control block live. */
+static struct pld__devstate *shm_view(const struct pld_program *p, int r) {
+  return &p->devs[r].ctl->st;
+}
+
+static int shm_caught_up(const struct pld_program *p, int r) {
+  const struct pld__devctl *c = p->devs[r].ctl;
+  return atomic_load(&c->st.done_seq) == atomic_load(&c->cmd_seq);
+}
+
 static void shm_look(struct pld_program *p) { (void)p; }
 static int shm_seen(struct pld_program *p, int r) {
   (void)p;
@@ -556,6 +581,8 @@ const struct pld__ctl_ops pld__ctl_shm = {
     .start = shm_start,
     .post = shm_post,
     .copy_in = shm_copy_in,
+    .view = shm_view,
+    .caught_up = shm_caught_up,
     .look = shm_look,
     .seen = shm_seen,
     .cell = shm_cell_value,

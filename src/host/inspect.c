@@ -32,7 +32,7 @@ static int sig_valid(int sig) { return sig >= 1 && sig <= SIGRTMAX; }
  * middle) are intact.  Otherwise *what says which and what it holds. */
 static int ctl_intact(const struct pld_program *p, int r, char *what,
                       size_t cap) {
-  const struct pld__devctl *c = p->devs[r].ctl;
+  const struct pld__devstate *c = pld__view(p, r);
   const uint64_t words[3] = {c->magic, c->magic_mid, c->magic_end};
   static const char *const names[3] = {"first", "middle", "last"};
   for (int i = 0; i < 3; i++)
@@ -52,7 +52,7 @@ static int ctl_intact(const struct pld_program *p, int r, char *what,
  * since the host first saw the resume. */
 int pld__slot_read(const struct pld_program *p, int r, int i,
                    struct pld__coreslot *s, char *what, size_t cap) {
-  const struct pld__coreslot *w = &p->devs[r].ctl->watch.slots[i];
+  const struct pld__coreslot *w = &pld__view(p, r)->watch.slots[i];
   uint32_t seq = atomic_load_explicit(&w->seq, memory_order_acquire);
   int state = atomic_load_explicit(&w->state, memory_order_relaxed);
   if (state == PLD__CORE_IDLE || (seq & 1))
@@ -134,7 +134,7 @@ size_t pld__slot_where(char *buf, size_t cap, const struct pld__coreslot *s) {
  * buf if the watch is corrupt. */
 int pld__running_str(const struct pld_program *p, int r, int64_t now, char *buf,
                      size_t cap) {
-  const struct pld__watch *w = &p->devs[r].ctl->watch;
+  const struct pld__watch *w = &pld__view(p, r)->watch;
   size_t n = 0;
   int any = 0;
   if (atomic_load(&w->aicpu_busy)) {
@@ -182,8 +182,7 @@ static struct pld__dev_end device_end(struct pld_program *p, int r) {
  * the program is done for.  corrupt (if not NULL) says what was found
  * overwritten. */
 static int device_died(struct pld_program *p, int r, const char *corrupt) {
-  struct pld__device *d = &p->devs[r];
-  struct pld__devctl *c = d->ctl;
+  const struct pld__devstate *c = pld__view(p, r);
   char msg[PLD__MSG_MAX], running[2048];
   const pld_platform_info *pl = p->plat;
   int64_t now = pld__now_ns();
@@ -284,7 +283,7 @@ int pld__find_dead(struct pld_program *p, int check_pids, char *corrupt,
   for (int r = 0; r < p->nranks; r++) {
     if (!ctl_intact(p, r, corrupt, cap))
       return r;
-    if (atomic_load(&p->devs[r].ctl->crash.kind) != PLD__CRASH_NONE)
+    if (atomic_load(&pld__view(p, r)->crash.kind) != PLD__CRASH_NONE)
       return r;
     if (check_pids && p->cp->gone(p, r, 0))
       return r;

@@ -120,7 +120,6 @@ struct pld_program {
   unsigned char *member;   /* [buf * nranks + rank]: rank has a view */
   struct pld__comm *comms; /* [buf * nranks + rank] */
   int *comm_members;       /* [buf * nranks + i]: world rank of domain rank i */
-  struct pld__winlayout lay;
 
   /* The control plane (host/ctl.h) and what it keeps while started. */
   const struct pld__ctl_ops *cp;

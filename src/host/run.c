@@ -133,7 +133,7 @@ static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
   while (*next < p->ntasks) {
     const struct pld__taskplan *tp = &p->tasks[*next];
     for (int r = 0; r < p->nranks; r++)
-      if (atomic_load_explicit(&p->devs[r].ctl->calls_done,
+      if (atomic_load_explicit(&pld__view(p, r)->calls_done,
                                memory_order_acquire) < (uint32_t)tp->need[r])
         return PLD_OK;
     p->cp->task_begin(p, *next);
@@ -287,7 +287,7 @@ static int loop_end(struct pld_program *p, struct pld__loop *l,
   int st = l->watch_st;
   if (!st) {
     /* The earliest failure (ranks finished: their reports are final). */
-    const struct pld__devctl *c = p->devs[l->failed_rank].ctl;
+    const struct pld__devstate *c = pld__view(p, l->failed_rank);
     st = pld__watch_rank_status(p, &l->wt, l->failed_rank);
     pld__copy_printable(l->result, sizeof l->result, c->msg, sizeof c->msg, 1);
   }
@@ -331,7 +331,7 @@ int pld__loop_step(struct pld_program *p, struct pld__loop *l,
   }
   int done = 0;
   for (int r = 0; r < p->nranks; r++) {
-    struct pld__devctl *c = p->devs[r].ctl;
+    struct pld__devstate *c = pld__view(p, r);
     if (!pld__watch_finished(p, wt, r))
       continue;
     done++;
@@ -342,8 +342,8 @@ int pld__loop_step(struct pld_program *p, struct pld__loop *l,
       *st = loop_crashed(p, l, argv, pld__died(p, r, l->corrupt_what));
       return 1;
     }
-    if (cs &&
-        (l->failed_rank < 0 || c->ticket < p->devs[l->failed_rank].ctl->ticket))
+    if (cs && (l->failed_rank < 0 ||
+               c->ticket < pld__view(p, l->failed_rank)->ticket))
       l->failed_rank = r;
   }
   /* Host tasks whose calls have finished (all of them, once every rank

@@ -135,8 +135,7 @@ static int queue_drain(struct pld_program *p, int stop) {
     uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
     int left = 0;
     for (int r = 0; r < p->nranks; r++)
-      left += atomic_load(&p->devs[r].ctl->done_seq) !=
-              atomic_load(&p->devs[r].ctl->cmd_seq);
+      left += !p->cp->caught_up(p, r);
     if (!left)
       return PLD_OK;
     int dead = pld__find_dead(p, 1, corrupt, sizeof corrupt);

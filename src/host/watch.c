@@ -20,7 +20,8 @@
  * next). */
 int pld__watch_finished(const struct pld_program *p,
                         const struct pld__runwatch *wt, int r) {
-  return (int32_t)(atomic_load(&p->devs[r].ctl->done_seq) - wt->posted[r]) >= 0;
+  return (int32_t)(atomic_load(&pld__view(p, r)->done_seq) - wt->posted[r]) >=
+         0;
 }
 
 /* The status of this run on rank r, once it finished: the one it reported
@@ -28,7 +29,7 @@ int pld__watch_finished(const struct pld_program *p,
  * starts only once every run before it succeeded everywhere). */
 int pld__watch_rank_status(const struct pld_program *p,
                            const struct pld__runwatch *wt, int r) {
-  const struct pld__devctl *c = p->devs[r].ctl;
+  const struct pld__devstate *c = pld__view(p, r);
   uint64_t res = atomic_load_explicit(&c->result, memory_order_acquire);
   int32_t after = (int32_t)((uint32_t)(res >> 32) - wt->posted[r]);
   return after > 0 ? PLD_OK : after == 0 ? (int)(uint32_t)res : c->status;
@@ -55,7 +56,7 @@ static int slot_satisfied(struct pld_program *p, int r, int i,
  * under mpi, process 0 runs each first). */
 static int awaits_task(const struct pld_program *p, int r) {
   const struct pld__devplan *pl = &p->plans[r];
-  uint32_t c = atomic_load(&p->devs[r].ctl->calls_done);
+  uint32_t c = atomic_load(&pld__view(p, r)->calls_done);
   return c < (uint32_t)pl->ncalls && (uint32_t)pl->calls[c].after_tasks >
                                          atomic_load(&p->world->tasks_done);
 }
@@ -72,12 +73,12 @@ static int awaits_task(const struct pld_program *p, int r) {
  * counts its blocked waits. */
 static int rank_quiet(struct pld_program *p, struct pld__runwatch *wt, int r,
                       int *waits) {
-  const struct pld__watch *w = &p->devs[r].ctl->watch;
+  const struct pld__watch *w = &pld__view(p, r)->watch;
   const int cores[2] = {p->plat->vector_cores, p->plat->cube_cores};
   /* A device that has not taken up the run yet is not quiet, however it
    * looks (under mpi: nor one whose snapshot of this run has not come). */
   if (!p->cp->seen(p, r) ||
-      atomic_load(&p->devs[r].ctl->run_seq) != wt->posted[r])
+      atomic_load(&pld__view(p, r)->run_seq) != wt->posted[r])
     return 0;
   int32_t running = atomic_load(&w->running);
   if (running < 0 || running > PLD__MAX_CORES)
@@ -249,7 +250,7 @@ static size_t rank_head(char *buf, size_t cap, const struct pld_program *p,
 static size_t report_task_wait(struct pld_program *p, int r, char *msg,
                                size_t cap) {
   const struct pld__devplan *pl = &p->plans[r];
-  uint32_t c = atomic_load(&p->devs[r].ctl->calls_done);
+  uint32_t c = atomic_load(&pld__view(p, r)->calls_done);
   uint32_t done = atomic_load(&p->world->tasks_done);
   if (c >= (uint32_t)pl->ncalls || (uint32_t)pl->calls[c].after_tasks <= done ||
       done >= (uint32_t)p->ntasks)
@@ -266,7 +267,7 @@ static size_t report_task_wait(struct pld_program *p, int r, char *msg,
                    done + 1, tp->fn.sig->name);
   int any = 0;
   for (int q = 0; q < p->nranks; q++)
-    if (atomic_load(&p->devs[q].ctl->calls_done) < (uint32_t)tp->need[q]) {
+    if (atomic_load(&pld__view(p, q)->calls_done) < (uint32_t)tp->need[q]) {
       n += pld__catf(msg + n, cap - n, "%s rank %d's dispatch %d (%s)",
                      any ? "," : "", q, tp->need[q],
                      p->plans[q].calls[tp->need[q] - 1].fn.sig->name);
@@ -287,7 +288,7 @@ static int watch_report(struct pld_program *p, struct pld__runwatch *wt,
   for (int r = 0; r < p->nranks; r++) {
     if (pld__watch_finished(p, wt, r))
       continue;
-    const struct pld__watch *w = &p->devs[r].ctl->watch;
+    const struct pld__watch *w = &pld__view(p, r)->watch;
     if (atomic_load(&w->aicpu_busy)) {
       char fn[PLD__NAME_MAX];
       pld__copy_printable(fn, sizeof fn, w->aicpu_fn, sizeof w->aicpu_fn, 0);
@@ -343,7 +344,7 @@ static int over_limit(struct pld_program *p, struct pld__runwatch *wt,
   for (int r = 0; r < p->nranks; r++) {
     if (pld__watch_finished(p, wt, r))
       continue;
-    const struct pld__watch *w = &p->devs[r].ctl->watch;
+    const struct pld__watch *w = &pld__view(p, r)->watch;
     if (!waiting && atomic_load(&w->aicpu_busy) &&
         now - atomic_load(&w->aicpu_since_ns) > limit_ns)
       return 1;
@@ -404,7 +405,7 @@ int pld__watch_look(struct pld_program *p, struct pld__runwatch *wt) {
   }
   uint32_t progress = 0;
   for (int r = 0; r < p->nranks; r++)
-    progress += atomic_load(&p->devs[r].ctl->watch.progress);
+    progress += atomic_load(&pld__view(p, r)->watch.progress);
   if (!wt->quiet || progress != wt->progress || done != wt->done) {
     wt->quiet = 1;
     wt->quiet_since = now;
@@ -432,7 +433,7 @@ static int64_t left_to_stop(struct pld_program *p, struct pld__runwatch *wt) {
   for (int r = 0; r < p->nranks; r++) {
     if (pld__watch_finished(p, wt, r))
       continue;
-    const struct pld__watch *w = &p->devs[r].ctl->watch;
+    const struct pld__watch *w = &pld__view(p, r)->watch;
     int32_t running = atomic_load(&w->running);
     left +=
         1 + (atomic_load(&w->aicpu_busy) != 0) + (running > 0 ? running : 0);

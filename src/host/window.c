@@ -131,18 +131,12 @@ void pld__windows_member(struct pld_program *p, int buf, int rank) {
 
 int pld__windows_plan(struct pld_program *p) {
   size_t n = (size_t)p->nwinbufs * (size_t)p->nranks;
-  size_t *phys =
-      pld__calloc(p->nwinbufs ? (size_t)p->nwinbufs : 1, sizeof *phys);
   p->comms = pld__calloc(n ? n : 1, sizeof *p->comms);
   p->comm_members = pld__calloc(n ? n : 1, sizeof *p->comm_members);
   p->member = pld__calloc(n ? n : 1, 1);
-  int st = PLD_OK;
-  if (!phys || !p->comms || !p->comm_members || !p->member) {
-    st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
-    goto out;
-  }
+  if (!p->comms || !p->comm_members || !p->member)
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   for (int b = 0; b < p->nwinbufs; b++) {
-    phys[b] = p->winbufs[b]->phys;
     memcpy(&p->member[(size_t)b * (size_t)p->nranks], p->winbufs[b]->member,
            (size_t)p->nranks);
     /* Domain ranks follow world rank order. */
@@ -160,10 +154,7 @@ int pld__windows_plan(struct pld_program *p) {
       c->members = members;
     }
   }
-  st = pld__winlayout_init(&p->lay, p->nranks, p->nwinbufs, phys, p->member);
-out:
-  pld__free(phys);
-  return st;
+  return PLD_OK;
 }
 
 void pld__windows_free(struct pld_program *p) {
@@ -175,5 +166,4 @@ void pld__windows_free(struct pld_program *p) {
   pld__free(p->member);
   pld__free(p->comms);
   pld__free(p->comm_members);
-  pld__winlayout_release(&p->lay);
 }

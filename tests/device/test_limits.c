@@ -545,19 +545,20 @@ static void test_wild_write_over_control_block(void **state) {
   assert_fails_with(scribble(0, 0, whole), PLD_ERR_CRASH,
                     "rank 1 (device 1) wrote over its control block",
                     "its first word holds 0 instead of");
-  /* Only the last magic word (the registry of signal uses follows it: the
-   * host checks each of its entries before it uses one). */
-  const int64_t end = (int64_t)offsetof(struct pld__devctl, magic_end);
+  /* Only the last magic word (of what the device publishes; its commands
+   * and the registry of signal uses follow it: the host checks each entry
+   * of the registry before it uses one). */
+  const int64_t end = (int64_t)offsetof(struct pld__devctl, st.magic_end);
   assert_fails_with(scribble(0x41, end, 8), PLD_ERR_CRASH,
                     "rank 1 (device 1) wrote over its control block",
                     "its last word holds 0x4141414141414141");
   /* Over the watch: the middle word. */
-  const int64_t watch = (int64_t)offsetof(struct pld__devctl, watch);
+  const int64_t watch = (int64_t)offsetof(struct pld__devctl, st.watch);
   assert_fails_with(scribble(0x42, watch - 8, 64), PLD_ERR_CRASH,
                     "rank 1 (device 1) wrote over its control block",
                     "its middle word holds 0x4242424242424242");
   /* Only the crash record, inside the block: an invalid record. */
-  const int64_t crash = (int64_t)offsetof(struct pld__devctl, crash);
+  const int64_t crash = (int64_t)offsetof(struct pld__devctl, st.crash);
   assert_fails_with(scribble(0x7F, crash, sizeof(struct pld__crash)),
                     PLD_ERR_CRASH,
                     "rank 1 (device 1) wrote over its control "
