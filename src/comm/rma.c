@@ -155,8 +155,9 @@ static int tile_rows(struct pld__core *c, const char *fn, int put,
                      const pld_tile *idx) {
   struct pld__tev e;
   const size_t len = (size_t)t->cols * pld_dtype_size(t->dtype);
-  int observed = rma_begin(&e, put ? PLD__TR_RSTORE : PLD__TR_RLOAD, w, peer,
-                           (int64_t)t->rows * (int64_t)len);
+  const int sub = idx ? (put ? PLD__TR_RSTORE_ROWS : PLD__TR_RLOAD_ROWS)
+                      : (put ? PLD__TR_RSTORE : PLD__TR_RLOAD);
+  int observed = rma_begin(&e, sub, w, peer, (int64_t)t->rows * (int64_t)len);
   const int world = w->comm->members[peer];
   int st = idx ? PLD_OK
                : move_rows(c, fn, put, w, world, row, col, t->rows, t->cols,

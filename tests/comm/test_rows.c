@@ -12,7 +12,10 @@
  * pass), an atomic add on INT64 or UINT8, a store to an In tensor, an
  * index tile of the wrong shape or dtype.  The race detector sees every
  * row a remote scatter writes (the racing row is not its first), and
- * passes the signalled program. */
+ * passes the signalled program; the trace has one span per remote call,
+ * remote_load_rows or remote_store_rows. */
+#include <unistd.h>
+
 #include "comm_test.h"
 
 enum {
@@ -717,6 +720,48 @@ static void test_races_signalled_rows(void **state) {
   remote_destroy(&m);
 }
 
+/* ---- the trace ---------------------------------------------------------- */
+
+/* Every gather and scatter of k_remote is one transfer span of its own
+ * name in the trace, naming the window. */
+static void test_trace_names_rows(void **state) {
+  (void)state;
+  if (pld_process_count() > 1)
+    skip(); /* one process's file is enough */
+  const int n = 2;
+  pld_config cfg = comm_config(n);
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/pld-test-rows-%d.json", (int)getpid());
+  cfg.trace = path;
+  struct remote m = remote_create(n, 9);
+  pld_program *p = remote_compile(&m, &cfg);
+  remote_check(p, &m, MID_COL);
+  pld_program_destroy(p);
+  remote_destroy(&m);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[1 << 20];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  unlink(path);
+  text[len] = '\0';
+  /* Each rank: n gathers, n atomic scatters and one plain one. */
+  const char *names[] = {"\"remote_load_rows\"", "\"remote_store_rows\""};
+  const int want[] = {n * n, n * (n + 1)};
+  for (int i = 0; i < 2; i++) {
+    int count = 0;
+    for (const char *q = strstr(text, names[i]); q; q = strstr(q + 1, names[i]))
+      count++;
+    if (count != want[i]) {
+      print_error("the trace has %d events %s, expected %d\n", count, names[i],
+                  want[i]);
+      fail();
+    }
+  }
+  assert_non_null(strstr(text, "\"table\""));
+  assert_non_null(strstr(text, "\"acc\""));
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_local_against_c),
     cmocka_unit_test(test_local_negative_indices),
@@ -726,6 +771,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_remote_bounds),
     cmocka_unit_test(test_races_remote_scatter),
     cmocka_unit_test(test_races_signalled_rows),
+    cmocka_unit_test(test_trace_names_rows),
 };
 
 PLD_TEST_MAIN("comm_rows", tests)
