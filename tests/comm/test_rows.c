@@ -11,9 +11,9 @@
  * range one past the edge (an entry of rows - 1 and the range at the edge
  * pass), an atomic add on INT64 or UINT8, a store to an In tensor, an
  * index tile of the wrong shape or dtype.  The race detector sees every
- * row a remote scatter writes (the racing row is not its first), and
- * passes the signalled program; the trace has one span per remote call,
- * remote_load_rows or remote_store_rows. */
+ * row a remote or a local scatter writes (the racing row is not its
+ * first), and passes the signalled program; the trace has one span per remote
+ * call, remote_load_rows or remote_store_rows. */
 #include <unistd.h>
 
 #include "comm_test.h"
@@ -626,10 +626,15 @@ static void test_remote_bounds(void **state) {
 /* ---- the race detector -------------------------------------------------- */
 
 enum { RACE_ROW = 10 };
+/* k_race_rows's orders: none, a barrier, or (RACE_LOCAL) a local scatter
+ * the next rank reads with none. */
+enum { RACE_NONE, RACE_BARRIER, RACE_LOCAL };
 
 /* Each rank scatters vals into the next rank's `plain` at the rows of
  * ridx, of which only the last, RACE_ROW, is read: then (order) a barrier
- * or nothing; then it reads row RACE_ROW of its own plain. */
+ * or nothing; then it reads row RACE_ROW of its own plain.  RACE_LOCAL:
+ * each scatters into its own plain instead and reads row RACE_ROW of the
+ * previous rank's. */
 #define RACE_PARAMS                                                            \
   PLD_IN(vals, INT32, NI, GC), PLD_IN(ridx, INT32, 1, NI),                     \
       PLD_WINDOW(plain, INT32, SR, SC), PLD_WINDOW(sig, INT32, NR),            \
@@ -637,11 +642,21 @@ enum { RACE_ROW = 10 };
 
 PLD_KERNEL(k_race_rows, k, RACE_PARAMS) {
   pld_comm comm = pld_window_comm(plain);
-  int32_t next = comm_next(pld_rank(k, comm), pld_nranks(k, comm));
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  int32_t next = comm_next(me, n);
   pld_tile *ri = pld_load(k, ridx, 0, 0, 1, NI);
+  if (order == RACE_LOCAL) {
+    /* A local scatter into my own copy, which the next rank reads. */
+    pld_store_rows(k, pld_load(k, vals, 0, 0, NI, GC), pld_local(plain), ri,
+                   MID_COL, PLD_ATOMIC_NONE);
+    pld_store(k,
+              pld_remote_load(k, plain, comm_prev(me, n), RACE_ROW, 0, 1, SC),
+              y, 0, 0);
+    return;
+  }
   pld_remote_store_rows(k, pld_load(k, vals, 0, 0, NI, GC), plain, next, ri,
                         MID_COL, PLD_ATOMIC_NONE);
-  if (order)
+  if (order == RACE_BARRIER)
     pld_barrier(k, sig);
   pld_store(k, pld_load(k, pld_local(plain), RACE_ROW, 0, 1, SC), y, 0, 0);
 }
@@ -682,12 +697,16 @@ static void test_races_remote_scatter(void **state) {
     ri[i] = i == 3 ? -1 : 2 * (i % 5);
   ri[NI - 1] = RACE_ROW;
   pld_program *p;
-  int32_t order = 0;
+  int32_t order = RACE_NONE;
   assert_ok(pld_compile(h_race_rows, &cfg, PLD_ARGS(vals, ridx, y, order), &p));
   int st = pld_program_run(p, PLD_ARGS(vals, ridx, y, order));
   assert_fails_with(st, PLD_ERR_RACE, "data race on window 'plain' (buffer #",
                     "pld_remote_store_rows");
-  order = 1;
+  order = RACE_LOCAL;
+  st = pld_program_run(p, PLD_ARGS(vals, ridx, y, order));
+  assert_fails_with(st, PLD_ERR_RACE, "data race on window 'plain' (buffer #",
+                    "pld_store_rows");
+  order = RACE_BARRIER;
   assert_ok(pld_program_run(p, PLD_ARGS(vals, ridx, y, order)));
   const int32_t *ys = pld_tensor_data(y);
   for (int r = 0; r < n; r++)
