@@ -9,10 +9,11 @@
 
 #include "pld/signal.h"
 #include "pld/tile.h"
+#include "pld/types.h"
 #include "pld/window.h"
 
-/* Values are the original ABI's. */
-typedef enum pld_atomic { PLD_ATOMIC_NONE = 0, PLD_ATOMIC_ADD = 1 } pld_atomic;
+/* pld_atomic (PLD_ATOMIC_NONE, PLD_ATOMIC_ADD) is declared in pld/types.h,
+ * which pld/tile.h includes: pld_store_rows takes it too. */
 
 /* A rows x cols tile read from peer's copy of src at (row, col), in this
  * core's tile memory.  NULL on failure (recorded in k). */
@@ -29,6 +30,27 @@ int pld_remote_load_into(pld_core k, pld_tile *dst, pld_window src,
  * BF16, INT32, INT16, INT8). */
 int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
                      int32_t peer, int64_t row, int64_t col, pld_atomic atomic);
+
+/* Rows by index across ranks: pld_load_rows and pld_store_rows
+ * (pld/tile.h) on peer's copy of a window, with their index rules (idx an
+ * INT32 [n, 1] or [1, n] tile, n the tile's rows; a negative entry names
+ * no row: zero-filled on a load, skipped on a store; duplicate plain
+ * stores: the later entry lands; PLD_ATOMIC_ADD adds, atomically, on the
+ * dtypes pld_remote_store adds).  pld_remote_load_rows: dst row i = row
+ * idx[i] of peer's src at columns [col, col + dst's cols).
+ * pld_remote_store_rows: t row i to row idx[i] of peer's dst.  Every entry
+ * is checked against the peer's view before any byte moves: an entry >=
+ * its rows or columns outside it fail with PLD_ERR_BOUNDS, the message
+ * naming the peer, the window, its shape, and the index position and
+ * value.  Other statuses as pld_remote_load_into and pld_remote_store
+ * (PLD_ERR_ARG also for a bad idx tile).  Rows the race detector sees
+ * one by one (runs of consecutive rows as one access); one trace event
+ * per call. */
+int pld_remote_load_rows(pld_core k, pld_tile *dst, pld_window src,
+                         int32_t peer, const pld_tile *idx, int64_t col);
+int pld_remote_store_rows(pld_core k, const pld_tile *t, pld_window dst,
+                          int32_t peer, const pld_tile *idx, int64_t col,
+                          pld_atomic atomic);
 
 /* The region of a put or get: (rows, cols) at (src_row, src_col) in the
  * source and (dst_row, dst_col) in the destination; rows = 0 means all the

@@ -32,11 +32,11 @@
  * do matmul and data movement only, and may call: pld_tile_new, pld_full,
  * pld_fill (the cube unit initialises its buffers with a constant),
  * pld_tile_free and the pld_tile_* accessors, pld_load, pld_load_into,
- * pld_store, pld_read, pld_write (pld/tensor.h), pld_matmul and
- * pld_matmul_acc, besides block identity and communication (signals,
- * remote loads and stores, barriers).  The operations marked "Vector
- * cores only" below (elementwise, tile-scalar, unary, pld_cast,
- * reductions, expansions) fail there with PLD_ERR_LEVEL.
+ * pld_store, pld_load_rows, pld_store_rows, pld_read, pld_write
+ * (pld/tensor.h), pld_matmul and pld_matmul_acc, besides block identity
+ * and communication (signals, remote loads and stores, barriers).  The
+ * operations marked "Vector cores only" below (elementwise, tile-scalar,
+ * unary, pld_cast, reductions, expansions) fail there with PLD_ERR_LEVEL.
  *
  * Every call here takes the pld_core of the running kernel, so none of
  * them compiles outside a kernel.  Operations write into a destination tile
@@ -106,6 +106,33 @@ int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
                   int64_t col);
 int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
               int64_t col);
+
+/* Rows by index (any core), the permutations of MoE routing.  idx is an
+ * INT32 tile of shape [n, 1] or [1, n], n the rows of the tile moved; the
+ * caller keeps ownership of every tile.  Entry i names the tensor matrix
+ * row that tile row i comes from or goes to, at columns [col, col + the
+ * tile's cols).  A negative entry names no row: pld_load_rows zero-fills
+ * tile row i, pld_store_rows skips it (the padded capacity slots of an
+ * expert).  pld_load_rows (gather): dst row i = src row idx[i]; dst and
+ * src have one dtype.  pld_store_rows (scatter): dst row idx[i] = t row i;
+ * rows are written in index order, so of duplicate entries the later one
+ * lands.  With PLD_ATOMIC_ADD it adds t's rows element by element,
+ * atomically (FP32, FP16, BF16, INT32, INT16, INT8; floats add in double
+ * and round once, integers wrap): duplicate entries and other blocks
+ * adding into the same rows all count (an MoE combine).  Every entry and
+ * the columns are checked before any byte moves, so a failed call changes
+ * nothing.  Returns PLD_OK; PLD_ERR_ARG (a NULL or foreign tile, idx not
+ * an INT32 [n, 1] or [1, n] tile, dtypes that differ, a store to an In
+ * tensor, an atomic that is neither PLD_ATOMIC_NONE nor PLD_ATOMIC_ADD);
+ * PLD_ERR_BOUNDS (an entry >= the tensor's rows, or columns outside it:
+ * the message names the tensor, its shape, the position i and the
+ * entry's value); PLD_ERR_UNSUPPORTED (PLD_ATOMIC_ADD on another dtype).
+ * The remote forms are pld_remote_load_rows and pld_remote_store_rows
+ * (pld/rma.h). */
+int pld_load_rows(pld_core k, pld_tile *dst, pld_tensor src,
+                  const pld_tile *idx, int64_t col);
+int pld_store_rows(pld_core k, const pld_tile *t, pld_tensor dst,
+                   const pld_tile *idx, int64_t col, pld_atomic atomic);
 
 /* dst = value everywhere (any core). */
 int pld_fill(pld_core k, pld_tile *dst, double value);

@@ -37,6 +37,12 @@ const char *pld_dtype_name(pld_dtype dtype);
 /* Bytes per element; 0 for a value outside the enum.  Any level. */
 size_t pld_dtype_size(pld_dtype dtype);
 
+/* How a store lands: PLD_ATOMIC_ADD adds element by element, atomically,
+ * on the dtypes the hardware adds (FP32, FP16, BF16, INT32, INT16, INT8).
+ * Taken by remote stores and puts (pld/rma.h) and by pld_store_rows
+ * (pld/tile.h).  Values are the original ABI's. */
+typedef enum pld_atomic { PLD_ATOMIC_NONE = 0, PLD_ATOMIC_ADD = 1 } pld_atomic;
+
 /* The most dimensions a tensor may have. */
 #define PLD_MAX_DIMS 8
 

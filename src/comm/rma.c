@@ -144,16 +144,34 @@ static int rma_begin(struct pld__tev *e, int sub, const struct pld__tensor *w,
   return 1;
 }
 
-/* A remote load or store of a tile: its rows through move_rows. */
+/* A remote load or store of a tile through move_rows: rows [row, row +
+ * t->rows) of peer's copy of w, or with idx (checked) the rows it names,
+ * entries naming consecutive rows as one move; a negative entry names no
+ * row: a load zero-fills that row of t, a store skips it.  Rows go in
+ * index order, so of two plain stores to one row the later lands. */
 static int tile_rows(struct pld__core *c, const char *fn, int put,
                      const struct pld__tensor *w, int32_t peer, int64_t row,
-                     int64_t col, const pld_tile *t, pld_atomic atomic) {
+                     int64_t col, const pld_tile *t, pld_atomic atomic,
+                     const pld_tile *idx) {
   struct pld__tev e;
-  int observed =
-      rma_begin(&e, put ? PLD__TR_RSTORE : PLD__TR_RLOAD, w, peer,
-                (int64_t)t->rows * t->cols * (int64_t)pld_dtype_size(t->dtype));
-  int st = move_rows(c, fn, put, w, w->comm->members[peer], row, col, t->rows,
-                     t->cols, t->data, t->row_bytes, atomic, NULL, 0);
+  const size_t len = (size_t)t->cols * pld_dtype_size(t->dtype);
+  const int sub = idx ? (put ? PLD__TR_RSTORE_ROWS : PLD__TR_RLOAD_ROWS)
+                      : (put ? PLD__TR_RSTORE : PLD__TR_RLOAD);
+  int observed = rma_begin(&e, sub, w, peer, (int64_t)t->rows * (int64_t)len);
+  const int world = w->comm->members[peer];
+  int st = idx ? PLD_OK
+               : move_rows(c, fn, put, w, world, row, col, t->rows, t->cols,
+                           t->data, t->row_bytes, atomic, NULL, 0);
+  for (int32_t i = 0, m; idx && i < t->rows && !st; i += m) {
+    m = pld__rows_run(idx, i, t->rows);
+    const int32_t r = pld__rows_index(idx, i);
+    unsigned char *l = pld__run_ptr(t, (size_t)i);
+    if (r >= 0)
+      st = move_rows(c, fn, put, w, world, r, col, m, t->cols, l, t->row_bytes,
+                     atomic, NULL, 0);
+    else if (!put)
+      memset(l, 0, len);
+  }
   if (observed)
     pld__obs_end(&e);
   return st;
@@ -169,7 +187,7 @@ pld_tile *pld_remote_load(pld_core k, pld_window src, int32_t peer, int64_t row,
   pld_tile *t = pld__tile_alloc(c, fn, src.p->dtype, rows, cols);
   if (!t)
     return NULL;
-  if (tile_rows(c, fn, 0, src.p, peer, row, col, t, PLD_ATOMIC_NONE)) {
+  if (tile_rows(c, fn, 0, src.p, peer, row, col, t, PLD_ATOMIC_NONE, NULL)) {
     pld_tile_free(k, t);
     return NULL;
   }
@@ -191,27 +209,7 @@ int pld_remote_load_into(pld_core k, pld_tile *dst, pld_window src,
       (st = pld__region_check(c, fn, src.p, peer, NULL, row, col, dst->rows,
                               dst->cols)))
     return st;
-  return tile_rows(c, fn, 0, src.p, peer, row, col, dst, PLD_ATOMIC_NONE);
-}
-
-static int atomic_dtype_ok(pld_dtype d) {
-  return d == PLD_FP32 || d == PLD_FP16 || d == PLD_BF16 || d == PLD_INT32 ||
-         d == PLD_INT16 || d == PLD_INT8;
-}
-
-static int check_atomic(struct pld__core *c, const char *fn,
-                        const struct pld__tensor *w, pld_atomic atomic) {
-  if (atomic != PLD_ATOMIC_NONE && atomic != PLD_ATOMIC_ADD)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "atomic: expected PLD_ATOMIC_NONE or PLD_ATOMIC_ADD, got "
-                      "%d",
-                      (int)atomic);
-  if (atomic == PLD_ATOMIC_ADD && !atomic_dtype_ok(w->dtype))
-    return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
-                      "atomic add on %s: supported for FP32, FP16, BF16, "
-                      "INT32, INT16 and INT8",
-                      pld_dtype_name(w->dtype));
-  return PLD_OK;
+  return tile_rows(c, fn, 0, src.p, peer, row, col, dst, PLD_ATOMIC_NONE, NULL);
 }
 
 /* Both sides of a transfer hold the same dtype: a tile (t NULL) stored
@@ -245,11 +243,72 @@ int pld_remote_store(pld_core k, const pld_tile *t, pld_window dst,
   if (!t)
     return pld__kfail(c, PLD_ERR_ARG, fn, "t: expected a tile, got NULL");
   if ((st = check_dtypes(c, fn, 1, dst.p, peer, t->dtype, NULL)) ||
-      (st = check_atomic(c, fn, dst.p, atomic)) ||
+      (st = pld__atomic_check(c, fn, dst.p->dtype, atomic)) ||
       (st = pld__region_check(c, fn, dst.p, peer, NULL, row, col, t->rows,
                               t->cols)))
     return st;
-  return tile_rows(c, fn, 1, dst.p, peer, row, col, t, atomic);
+  return tile_rows(c, fn, 1, dst.p, peer, row, col, t, atomic, NULL);
+}
+
+/* ---- rows by index ------------------------------------------------------ */
+
+/* The n rows idx names and the columns [col, col + cols) lie inside
+ * peer's view of w: the message, as pld__region_check's, names the peer,
+ * the window and its shape, and the first index position outside with
+ * its value (or the columns). */
+static int rows_region_check(struct pld__core *c, const char *fn,
+                             const struct pld__tensor *w, int32_t peer,
+                             const pld_tile *idx, int32_t n, int64_t col,
+                             int32_t cols) {
+  int32_t bad;
+  if (pld__rows_fit(w, idx, n, col, cols, &bad))
+    return PLD_OK;
+  char ts[128], what[160], outside[96];
+  pld__tensor_str(ts, sizeof ts, w);
+  pld__describe(what, sizeof what, w, peer, NULL);
+  if (bad < 0)
+    pld__catf(outside, sizeof outside, "cols [%lld, %lld)", (long long)col,
+              pld__region_end(col, cols));
+  else
+    pld__catf(outside, sizeof outside, "row idx[%d] = %d", (int)bad,
+              (int)pld__rows_index(idx, bad));
+  return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                    "%s: %s outside %s (a matrix of %lld x %lld%s)", what,
+                    outside, ts, (long long)rows_of(w), (long long)cols_of(w),
+                    bad < 0 ? "" : "; a negative index names no row");
+}
+
+/* The checks of a remote load or store of rows by index, in the order
+ * pld_remote_load_into and pld_remote_store make theirs, then the index
+ * tile and every entry. */
+static int rows_check(struct pld__core *c, const char *fn, int put,
+                      pld_window w, int32_t peer, const pld_tile *t,
+                      const pld_tile *idx, int64_t col, pld_atomic atomic) {
+  int st;
+  if ((st = pld__win_check(c, fn, w, peer)) ||
+      (st = pld__tile_check(c, fn, put ? "t" : "dst", t)) ||
+      (st = check_dtypes(c, fn, put, w.p, peer, t->dtype, NULL)) ||
+      (put && (st = pld__atomic_check(c, fn, w.p->dtype, atomic))) ||
+      (st = pld__rows_index_check(c, fn, idx, t->rows)))
+    return st;
+  return rows_region_check(c, fn, w.p, peer, idx, t->rows, col, t->cols);
+}
+
+int pld_remote_load_rows(pld_core k, pld_tile *dst, pld_window src,
+                         int32_t peer, const pld_tile *idx, int64_t col) {
+  const char *fn = "pld_remote_load_rows";
+  int st = rows_check(k.p, fn, 0, src, peer, dst, idx, col, PLD_ATOMIC_NONE);
+  return st ? st
+            : tile_rows(k.p, fn, 0, src.p, peer, 0, col, dst, PLD_ATOMIC_NONE,
+                        idx);
+}
+
+int pld_remote_store_rows(pld_core k, const pld_tile *t, pld_window dst,
+                          int32_t peer, const pld_tile *idx, int64_t col,
+                          pld_atomic atomic) {
+  const char *fn = "pld_remote_store_rows";
+  int st = rows_check(k.p, fn, 1, dst, peer, t, idx, col, atomic);
+  return st ? st : tile_rows(k.p, fn, 1, dst.p, peer, 0, col, t, atomic, idx);
 }
 
 /* ---- put / get ----------------------------------------------------------- */
@@ -455,7 +514,7 @@ static int rma_transfer(pld_core k, const char *fn, int put, pld_tensor loc,
       (!put && (loc.p->dir == PLD_DIR_IN || o->atomic != PLD_ATOMIC_NONE)))
     return refuse_local(c, fn, put, loc.p, o->atomic);
   if (put && o->atomic != PLD_ATOMIC_NONE &&
-      (st = check_atomic(c, fn, win.p, o->atomic)))
+      (st = pld__atomic_check(c, fn, win.p->dtype, o->atomic)))
     return st;
   const struct pld__tensor *src = put ? loc.p : win.p;
   const char *role = put ? "source" : "destination";

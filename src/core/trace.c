@@ -145,8 +145,10 @@ static const char *tev_op_name(int op) {
 
 const char *pld__tev_rma_name(int sub) {
   static const char *const names[] = {
-      "put", "get", "remote_load", "remote_store", "put_tiles", "get_tiles"};
-  return sub >= 0 && sub < 6 ? names[sub] : "?";
+      "put",       "get",       "remote_load",      "remote_store",
+      "put_tiles", "get_tiles", "remote_load_rows", "remote_store_rows"};
+  return sub >= 0 && sub < (int)(sizeof names / sizeof names[0]) ? names[sub]
+                                                                 : "?";
 }
 
 const char *pld__tev_host_name(int sub) {

@@ -58,7 +58,9 @@ enum {
   PLD__TR_RLOAD,
   PLD__TR_RSTORE,
   PLD__TR_PUT_TILES,
-  PLD__TR_GET_TILES
+  PLD__TR_GET_TILES,
+  PLD__TR_RLOAD_ROWS,
+  PLD__TR_RSTORE_ROWS
 };
 
 /* Names of host spans and transfers (PLD__TH_*, PLD__TR_*; "?" for

@@ -436,7 +436,7 @@ static int fab_accumulate(struct pld__fabric *f, int buf, int peer, size_t off,
   struct pld__mpi_prog *m = prog_of(f);
   unsigned char *to = atomic_shm(m, buf, peer);
   if (to) {
-    pld__shm_add(to + off, src, count, dtype);
+    pld__elems_add_atomic(to + off, src, count, dtype);
     return PLD_OK;
   }
   struct op o = {.m = m,

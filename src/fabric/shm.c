@@ -81,48 +81,6 @@ static int shm_read(struct pld__fabric *fb, int buf, int peer, size_t off,
   return PLD_OK;
 }
 
-/* Adds *v to the element at p atomically: a compare-and-swap on the
- * aligned 32-bit word holding it, so 8- and 16-bit elements work too.
- * Floats add in double and round once (the correctly rounded sum);
- * integers wrap. */
-static void add_elem(unsigned char *p, const unsigned char *v, pld_dtype dt) {
-  uintptr_t a = (uintptr_t)p;
-  uint32_t *word = (uint32_t *)(a & ~(uintptr_t)3);
-  size_t shift = (size_t)(a & 3);
-  double add = pld__elem_get(dt, v);
-  uint32_t old = __atomic_load_n(word, __ATOMIC_RELAXED), nw;
-  do {
-    unsigned char bytes[4];
-    memcpy(bytes, &old, 4);
-    unsigned char *e = bytes + shift;
-    if (dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16)
-      pld__elem_set(dt, e, pld__elem_get(dt, e) + add);
-    else
-      pld__elem_wrap(dt, e, (int64_t)pld__elem_get(dt, e) + (int64_t)add);
-    memcpy(&nw, bytes, 4);
-  } while (!__atomic_compare_exchange_n(word, &old, nw, 1, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED));
-}
-
-void pld__shm_add(unsigned char *dst, const void *src, size_t count,
-                  pld_dtype dtype) {
-  /* Aligned INT32 (the collectives' credits, taken back at the end of
-   * every call): one atomic add each, which wraps as add_elem does, without
-   * its round trip through double and a compare-and-swap loop. */
-  if (dtype == PLD_INT32 && ((uintptr_t)dst & 3) == 0) {
-    for (size_t i = 0; i < count; i++) {
-      int32_t v;
-      memcpy(&v, (const unsigned char *)src + i * 4, 4);
-      if (v)
-        __atomic_fetch_add((int32_t *)dst + i, v, __ATOMIC_RELAXED);
-    }
-    return;
-  }
-  size_t es = pld_dtype_size(dtype);
-  for (size_t i = 0; i < count; i++)
-    add_elem(dst + i * es, (const unsigned char *)src + i * es, dtype);
-}
-
 void pld__shm_signal_at(unsigned char *cell, int32_t value, pld_notify_op op,
                         struct pld__bell *bell) {
   int32_t *c = (int32_t *)cell;
@@ -137,8 +95,8 @@ void pld__shm_signal_at(unsigned char *cell, int32_t value, pld_notify_op op,
 
 static int shm_accumulate(struct pld__fabric *fb, int buf, int peer, size_t off,
                           const void *src, size_t count, pld_dtype dtype) {
-  pld__shm_add(copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, src,
-               count, dtype);
+  pld__elems_add_atomic(copy_of((struct pld__shm_fabric *)fb, buf, peer) + off,
+                        src, count, dtype);
   return PLD_OK;
 }
 

@@ -32,13 +32,10 @@ struct pld__bell {
   _Atomic uint32_t sleepers;
 };
 
-/* The memory side of the operations, for every fabric that reaches a
- * peer's copy through shared memory: dst[i] += src[i] for count elements,
- * each add atomic (a compare-and-swap on its 32-bit word, so 8- and 16-bit
- * elements work too); and a signal on the INT32 cell (add or set,
- * sequentially consistent) followed by a ring of bell. */
-void pld__shm_add(unsigned char *dst, const void *src, size_t count,
-                  pld_dtype dtype);
+/* The memory side of a signal, for every fabric that reaches a peer's
+ * copy through shared memory (their atomic adds are
+ * pld__elems_add_atomic, tile/convert.h): a signal on the INT32 cell (add
+ * or set, sequentially consistent) followed by a ring of bell. */
 void pld__shm_signal_at(unsigned char *cell, int32_t value, pld_notify_op op,
                         struct pld__bell *bell);
 

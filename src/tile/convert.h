@@ -152,5 +152,13 @@ double pld__elem_get(pld_dtype dt, const void *p);
 void pld__elem_set(pld_dtype dt, void *p, double v);
 /* Stores the low bits of v: integer results that wrap. */
 void pld__elem_wrap(pld_dtype dt, void *p, int64_t v);
+/* dst[i] += src[i] for count elements of dtype (FP32, FP16, BF16, INT32,
+ * INT16 or INT8), each add atomic: a compare-and-swap on its 32-bit word,
+ * so 8- and 16-bit elements work too (aligned INT32: one atomic add).
+ * Floats add in double and round once; integers wrap.  What the fabrics
+ * that reach a peer's copy through shared memory and pld_store_rows do
+ * for PLD_ATOMIC_ADD. */
+void pld__elems_add_atomic(unsigned char *dst, const void *src, size_t count,
+                           pld_dtype dtype);
 
 #endif

@@ -88,9 +88,57 @@ int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
                     shape_ok ? " (pld_cast converts)" : "");
 }
 
+int pld__tensor_dtype_match(struct pld__core *c, const char *fn,
+                            const char *what, const pld_tile *t,
+                            const struct pld__tensor *ten) {
+  if (t->dtype == ten->dtype)
+    return PLD_OK;
+  char ts[64], name[160], shape[160];
+  pld__tile_str(ts, sizeof ts, t);
+  pld__tensor_label(name, sizeof name, ten);
+  pld__tensor_str(shape, sizeof shape, ten);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "%s is %s, %s is %s: dtypes must match (pld_cast "
+                    "converts tiles)",
+                    what, ts, name, shape);
+}
+
+static int atomic_dtype_ok(pld_dtype d) {
+  return d == PLD_FP32 || d == PLD_FP16 || d == PLD_BF16 || d == PLD_INT32 ||
+         d == PLD_INT16 || d == PLD_INT8;
+}
+
+int pld__atomic_check(struct pld__core *c, const char *fn, pld_dtype dt,
+                      pld_atomic atomic) {
+  if (atomic != PLD_ATOMIC_NONE && atomic != PLD_ATOMIC_ADD)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "atomic: expected PLD_ATOMIC_NONE or PLD_ATOMIC_ADD, got "
+                      "%d",
+                      (int)atomic);
+  if (atomic == PLD_ATOMIC_ADD && !atomic_dtype_ok(dt))
+    return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
+                      "atomic add on %s: supported for FP32, FP16, BF16, "
+                      "INT32, INT16 and INT8",
+                      pld_dtype_name(dt));
+  return c->status;
+}
+
 size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t) {
   return t->name ? pld__catf(buf, cap, "tensor '%s'", t->name)
                  : pld__catf(buf, cap, "tensor");
+}
+
+size_t pld__tensor_matrix_str(char *buf, size_t cap,
+                              const struct pld__tensor *t) {
+  char shape[160];
+  pld__tensor_str(shape, sizeof shape, t);
+  size_t n = pld__tensor_label(buf, cap, t);
+  n += pld__catf(buf + n, cap - n, " %s", shape);
+  if (t->ndim != 2)
+    n += pld__catf(buf + n, cap - n, " (seen as a [%lld, %lld] matrix)",
+                   (long long)pld__tensor_rows(t),
+                   (long long)pld__tensor_cols(t));
+  return n;
 }
 
 int pld__tensor_check(struct pld__core *c, const char *fn, pld_tensor t,
@@ -349,17 +397,12 @@ static int region_check(struct pld__core *c, const char *fn,
   const int64_t trows = pld__tensor_rows(t), tcols = pld__tensor_cols(t);
   if (row >= 0 && col >= 0 && row <= trows - rows && col <= tcols - cols)
     return PLD_OK;
-  char name[160], shape[160], matrix[96] = "";
-  pld__tensor_label(name, sizeof name, t);
-  pld__tensor_str(shape, sizeof shape, t);
-  if (t->ndim != 2)
-    pld__catf(matrix, sizeof matrix, " (seen as a [%lld, %lld] matrix)",
-              (long long)trows, (long long)tcols);
+  char what[480];
+  pld__tensor_matrix_str(what, sizeof what, t);
   return pld__kfail(c, PLD_ERR_BOUNDS, fn,
-                    "rows [%lld, %lld) cols [%lld, %lld) are outside %s "
-                    "%s%s",
+                    "rows [%lld, %lld) cols [%lld, %lld) are outside %s",
                     (long long)row, pld__region_end(row, rows), (long long)col,
-                    pld__region_end(col, cols), name, shape, matrix);
+                    pld__region_end(col, cols), what);
 }
 
 /* rows blocks of len bytes between two strided layouts. */
@@ -392,20 +435,6 @@ int pld__tensor_race_check(struct pld__core *c, const char *fn, int kind,
                             t->win_offset + tensor_offset(t, row, col),
                             row_bytes, rows, tensor_stride(t));
   return st ? pld__kfail(c, st, fn, "%s", pld_last_error()) : PLD_OK;
-}
-
-static int dtype_match(struct pld__core *c, const char *fn, const char *what,
-                       const pld_tile *t, const struct pld__tensor *ten) {
-  if (t->dtype == ten->dtype)
-    return PLD_OK;
-  char ts[64], name[160], shape[160];
-  pld__tile_str(ts, sizeof ts, t);
-  pld__tensor_label(name, sizeof name, ten);
-  pld__tensor_str(shape, sizeof shape, ten);
-  return pld__kfail(c, PLD_ERR_ARG, fn,
-                    "%s is %s, %s is %s: dtypes must match (pld_cast "
-                    "converts tiles)",
-                    what, ts, name, shape);
 }
 
 static void load_block(pld_tile *dst, const struct pld__tensor *src,
@@ -441,7 +470,7 @@ int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
   struct pld__core *c = k.p;
   const char *fn = "pld_load_into";
   if (pld__tile_check(c, fn, "dst", dst) || pld__tensor_check(c, fn, src, 0) ||
-      dtype_match(c, fn, "dst", dst, src.p) ||
+      pld__tensor_dtype_match(c, fn, "dst", dst, src.p) ||
       region_check(c, fn, src.p, row, col, dst->rows, dst->cols) ||
       pld__tensor_race(c, fn, PLD__RACE_READ, src.p, row, col,
                        (size_t)dst->cols * pld_dtype_size(dst->dtype),
@@ -456,7 +485,7 @@ int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
   struct pld__core *c = k.p;
   const char *fn = "pld_store";
   if (pld__tile_check(c, fn, "t", t) || pld__tensor_check(c, fn, dst, 1) ||
-      dtype_match(c, fn, "t", t, dst.p) ||
+      pld__tensor_dtype_match(c, fn, "t", t, dst.p) ||
       region_check(c, fn, dst.p, row, col, t->rows, t->cols) ||
       pld__tensor_race(c, fn, PLD__RACE_WRITE, dst.p, row, col,
                        (size_t)t->cols * pld_dtype_size(t->dtype),

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/alloc.h"
 #include "core/kctx.h"
@@ -167,8 +168,60 @@ static inline int pld__tensor_race(struct pld__core *c, const char *fn,
   return pld__tensor_race_check(c, fn, kind, t, row, col, row_bytes, rows);
 }
 
+/* t's dtype is ten's (what names t in the message).  Returns the
+ * kernel's status. */
+int pld__tensor_dtype_match(struct pld__core *c, const char *fn,
+                            const char *what, const pld_tile *t,
+                            const struct pld__tensor *ten);
+
+/* atomic is PLD_ATOMIC_NONE, or PLD_ATOMIC_ADD on a dtype the hardware
+ * adds (FP32, FP16, BF16, INT32, INT16, INT8: PLD_ERR_UNSUPPORTED for the
+ * others).  Returns the kernel's status. */
+int pld__atomic_check(struct pld__core *c, const char *fn, pld_dtype dt,
+                      pld_atomic atomic);
+
+/* ---- rows by index (tile/rows.c; the remote forms in comm/rma.c) -------- */
+
+/* idx is the index tile of a rows operation moving n rows: a live INT32
+ * tile of shape [n, 1] or [1, n].  Returns the kernel's status. */
+int pld__rows_index_check(struct pld__core *c, const char *fn,
+                          const pld_tile *idx, int32_t n);
+
+/* Entry i of a checked index tile. */
+static inline int32_t pld__rows_index(const pld_tile *idx, int32_t i) {
+  int32_t v;
+  memcpy(&v,
+         idx->data + (idx->cols == 1 ? (size_t)i * idx->row_bytes
+                                     : (size_t)i * sizeof v),
+         sizeof v);
+  return v;
+}
+
+/* The entries from i on that name consecutive rows (idx[i], idx[i] + 1,
+ * ...), at least 1 and at most n - i; 1 for a negative entry.  Such a run
+ * moves as one block. */
+static inline int32_t pld__rows_run(const pld_tile *idx, int32_t i, int32_t n) {
+  const int64_t first = pld__rows_index(idx, i);
+  int32_t m = 1;
+  while (first >= 0 && i + m < n && pld__rows_index(idx, i + m) == first + m)
+    m++;
+  return m;
+}
+
+/* Whether the n rows idx names (negative entries name none) and the
+ * columns [col, col + cols) lie inside t's matrix.  If not, *bad is the
+ * first position whose entry is past t's rows, or -1 when the columns are
+ * outside (both callers compose their own message). */
+int pld__rows_fit(const struct pld__tensor *t, const pld_tile *idx, int32_t n,
+                  int64_t col, int32_t cols, int32_t *bad);
+
 /* "tensor 'x'", or "tensor" when it has no name. */
 size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t);
+/* "tensor 'x' FP32[2, 3, 4]", and " (seen as a [6, 4] matrix)" unless it
+ * has 2 dimensions: a tensor as the bounds messages of loads and stores
+ * name it. */
+size_t pld__tensor_matrix_str(char *buf, size_t cap,
+                              const struct pld__tensor *t);
 
 /* A rows x cols tile of dt in c's tile memory, failures reported as fn's
  * (pld_tile_new's rules); NULL on failure. */

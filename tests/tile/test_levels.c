@@ -147,9 +147,9 @@ void test_cube_core_refuses_vector_ops(void **state) {
 void test_vector_op_table_is_complete(void **state) {
   (void)state;
   static const char *const allowed[] = {
-      "pld_tile_new", "pld_full",      "pld_tile_free",
-      "pld_load",     "pld_load_into", "pld_store",
-      "pld_fill",     "pld_matmul",    "pld_matmul_acc"};
+      "pld_tile_new",  "pld_full",   "pld_tile_free", "pld_load",
+      "pld_load_into", "pld_store",  "pld_load_rows", "pld_store_rows",
+      "pld_fill",      "pld_matmul", "pld_matmul_acc"};
   FILE *f = fopen(PLD_TILE_HEADER, "r");
   assert_non_null(f);
   static char text[64 * 1024];
@@ -218,6 +218,22 @@ void test_cube_core_allowed_calls(void **state) {
   for (size_t i = 0; i < R - 1; i++)
     for (size_t j = 0; j < R; j++)
       assert_true(tt_get(y, i * R + j) == 0.5 * (64.0 * (double)i + 92.0));
+  /* Rows by index: y rows 3, 0 = x rows 2, 0 (columns 4 to 7). */
+  pld_tile *idx = pld_tile_new(k, PLD_INT32, 2, 1);
+  pld_tile *two = pld_tile_new(k, PLD_FP32, 2, R);
+  int32_t rows[2] = {2, 0};
+  memcpy(idx->data, &rows[0], sizeof rows[0]);
+  memcpy(idx->data + idx->row_bytes, &rows[1], sizeof rows[1]);
+  assert_int_equal(pld_load_rows(k, two, x, idx, 4), PLD_OK);
+  rows[0] = 3;
+  memcpy(idx->data, &rows[0], sizeof rows[0]);
+  assert_int_equal(pld_store_rows(k, two, y, idx, 0, PLD_ATOMIC_NONE), PLD_OK);
+  for (size_t j = 0; j < R; j++) {
+    assert_true(tt_get(y, 3 * R + j) == (double)(2 * C + 4 + j));
+    assert_true(tt_get(y, j) == (double)(4 + j));
+  }
+  pld_tile_free(k, two);
+  pld_tile_free(k, idx);
   assert_true(pld_read(k, x, PLD_AT(3, 7)) == 31.0);
   assert_int_equal(pld_write(k, y, PLD_AT(3, 3), -5.0), PLD_OK);
   assert_true(tt_get(y, 15) == -5.0);
