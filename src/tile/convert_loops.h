@@ -304,6 +304,11 @@ PLD__ISA_INLINE void pld__store_f32_at(const int isa, pld_dtype dt,
   }
     PLD__NARROW_INT_DTYPES(PLD__STORE_F32_NARROW)
 #undef PLD__STORE_F32_NARROW
+  case PLD_BOOL: { /* nonzero is true, NaN false (pld__elem_set's rule) */
+    uint8_t *o = out;
+    PLD__VLOOP(float, i, n, o[i] = in[i] != 0.0f && in[i] == in[i];);
+    break;
+  }
   default:
     break;
   }
