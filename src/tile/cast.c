@@ -41,7 +41,7 @@ int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a) {
     unsigned char *d = pld__run_ptr(dst, r);
     const unsigned char *s = pld__run_ptr(a, r);
     /* When one side is the intermediate itself, one conversion does. */
-    if (from_float && dst->dtype == PLD_FP32) {
+    if ((from_float || a->dtype == PLD_BOOL) && dst->dtype == PLD_FP32) {
       pld__load_f32(a->dtype, (float *)(void *)d, s, runs.len);
       continue;
     }

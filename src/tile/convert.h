@@ -132,7 +132,8 @@ static inline int32_t pld__i32_clamp(int32_t x, int32_t lo, int32_t hi) {
 
 /* ---- arrays (convert.c) ------------------------------------------------- */
 
-/* n elements of a float tile dtype (FP32, FP16, BF16) to float, exact. */
+/* n elements of a float tile dtype (FP32, FP16, BF16) to float, exact;
+ * also BOOL, to 0 or 1 (nonzero being 1). */
 void pld__load_f32(pld_dtype dt, float *restrict out, const void *restrict in,
                    size_t n);
 /* n elements of an integer tile dtype to int32, exact (BOOL: 0 or 1,

@@ -18,8 +18,8 @@
  * all NaNs equal).  Keys are computed a chunk of a row at a time, in a
  * vectorized loop; the extreme of a chunk and the first column holding it
  * are found in blocks of LANES (vectorized), and top-k keeps its best
- * keys sorted, inserting only the keys above the k-th best, which blocks
- * of LANES find. */
+ * keys sorted, inserting only the keys above the k-th best, which a mask
+ * of each block of LANES keys points at. */
 #include <string.h>
 
 #include "tile/convert.h"
@@ -30,15 +30,17 @@
 /* ---- comparisons ----------------------------------------------------------
  */
 
-/* m[i] = a[i] OP b[i] (or OP *b, if scalar) for n elements of T. */
+/* m[i] = a[i] OP b[i] (or OP *b, if scalar) for n elements of T, in
+ * blocks of 128 mask bytes: every block narrows whole vectors of T into
+ * whole vectors of bytes. */
 #define CMP_LOOP(T, OP)                                                        \
   do {                                                                         \
     const T *a_ = a, *b_ = b;                                                  \
     if (scalar) {                                                              \
       const T y = *b_;                                                         \
-      PLD__VLOOP(T, i, n, m[i] = (uint8_t)(a_[i] OP y););                      \
+      PLD__VLOOP(uint8_t, i, n, m[i] = (uint8_t)(a_[i] OP y););                \
     } else {                                                                   \
-      PLD__VLOOP(T, i, n, m[i] = (uint8_t)(a_[i] OP b_[i]););                  \
+      PLD__VLOOP(uint8_t, i, n, m[i] = (uint8_t)(a_[i] OP b_[i]););            \
     }                                                                          \
   } while (0)
 
@@ -217,50 +219,67 @@ static inline double iota_sat(double v, double lo, double hi) {
   return r > hi ? hi : r;
 }
 
-/* n elements of row d: base + j * step in double, converted to dt.
- * exact_int: base and step are integers and every value fits dt, so the
- * int32 arithmetic gives the same values as the double one. */
-PLD__ISA_FUNCTION(static, iota_row,
-                  (pld_dtype dt, void *d, double base, double step,
-                   int exact_int, size_t n),
-                  (dt, d, base, step, exact_int, n)) {
-  switch (dt) {
-  case PLD_FP32: {
-    float *o = d;
-    PLD__VLOOP(double, j, n, o[j] = (float)(base + (double)(int32_t)j * step););
-    break;
+/* The tile: start + i * row_step + j * col_step in double, converted to
+ * dt.  j * col_step is computed once per chunk of columns (jd) and added
+ * to each row's base.  exact_int: the operands are integers and every
+ * value fits dt, so int32 arithmetic gives the values of the double one
+ * (ji: j * col_step as int32s). */
+/* The rows of columns [j0, j0 + n), dtype chosen outside them: BODY
+ * stores o[j] from the row's base (double) or b0 (int32, exact_int). */
+#define IOTA_ROWS(T, BODY)                                                     \
+  for (size_t r = 0; r < (size_t)dst->rows; r++) {                             \
+    T *o = (T *)(void *)(pld__run_ptr(dst, r) + j0 * es);                      \
+    const double base = start + (double)r * row_step;                          \
+    const int32_t b0 = exact_int ? (int32_t)start + (int32_t)r * ri : 0;       \
+    (void)base, (void)b0;                                                      \
+    if (exact_int)                                                             \
+      PLD__VLOOP(int32_t, j, n, BODY);                                         \
+    else                                                                       \
+      PLD__VLOOP(double, j, n, BODY);                                          \
   }
-  case PLD_FP16: {
-    uint16_t *o = d;
-    PLD__VLOOP(double, j, n,
-               o[j] = pld__f32_to_fp16(
-                   pld__f64_to_f32_odd(base + (double)(int32_t)j * step)););
-    break;
-  }
-  case PLD_BF16: {
-    uint16_t *o = d;
-    PLD__VLOOP(double, j, n,
-               o[j] = pld__f32_to_bf16(
-                   pld__f64_to_f32_odd(base + (double)(int32_t)j * step)););
-    break;
-  }
+
+PLD__ISA_FUNCTION(static, iota_tile,
+                  (pld_tile * dst, double start, double row_step,
+                   double col_step, int exact_int),
+                  (dst, start, row_step, col_step, exact_int)) {
+  const pld_dtype dt = dst->dtype;
+  const size_t es = pld_dtype_size(dt), cols = (size_t)dst->cols;
+  double jd[PLD__CHUNK];
+  int32_t ji[PLD__CHUNK];
+  const int32_t ri = exact_int ? (int32_t)row_step : 0;
+  for (size_t j0 = 0; j0 < cols; j0 += PLD__CHUNK) {
+    const size_t n = cols - j0 < PLD__CHUNK ? cols - j0 : PLD__CHUNK;
+    if (exact_int) {
+      const int32_t s0 = (int32_t)col_step;
+      PLD__VLOOP(int32_t, j, n, ji[j] = (int32_t)(j0 + j) * s0;);
+    } else {
+      PLD__VLOOP(double, j, n, jd[j] = (double)(int32_t)(j0 + j) * col_step;);
+    }
+    switch (dt) {
+    case PLD_FP32:
+      IOTA_ROWS(float, o[j] = (float)(base + jd[j]););
+      break;
+    case PLD_FP16:
+      IOTA_ROWS(uint16_t,
+                o[j] = pld__f32_to_fp16(pld__f64_to_f32_odd(base + jd[j])););
+      break;
+    case PLD_BF16:
+      IOTA_ROWS(uint16_t,
+                o[j] = pld__f32_to_bf16(pld__f64_to_f32_odd(base + jd[j])););
+      break;
 #define IOTA_INT_CASE(name, T, lo, hi)                                         \
-  case PLD_##name: {                                                           \
-    T *o = d;                                                                  \
+  case PLD_##name:                                                             \
     if (exact_int) {                                                           \
-      const int32_t b0 = (int32_t)base, s0 = (int32_t)step;                    \
-      PLD__VLOOP(int32_t, j, n, o[j] = (T)(b0 + (int32_t)j * s0););            \
+      IOTA_ROWS(T, o[j] = (T)(b0 + ji[j]););                                   \
     } else {                                                                   \
-      PLD__VLOOP(double, j, n,                                                 \
-                 o[j] = (T)(int32_t)iota_sat(base + (double)(int32_t)j * step, \
-                                             lo, hi););                        \
+      IOTA_ROWS(T, o[j] = (T)(int32_t)iota_sat(base + jd[j], lo, hi););        \
     }                                                                          \
-    break;                                                                     \
-  }
-    PLD__INT_DTYPES(IOTA_INT_CASE)
-#undef IOTA_INT_CASE
-  default:
     break;
+      PLD__INT_DTYPES(IOTA_INT_CASE)
+#undef IOTA_INT_CASE
+    default:
+      break;
+    }
   }
 }
 
@@ -301,10 +320,7 @@ int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
     exact_int = int_in(v, lo, hi) &&
                 int_in(start + (corner & 1 ? last_row * row_step : 0), lo, hi);
   }
-  for (int32_t r = 0; r < dst->rows; r++)
-    iota_row(dst->dtype, pld__run_ptr(dst, (size_t)r),
-             start + (double)r * row_step, col_step, exact_int,
-             (size_t)dst->cols);
+  iota_tile(dst, start, row_step, col_step, exact_int);
   return PLD_OK;
 }
 
@@ -373,23 +389,18 @@ PLD__ISA_INLINE int32_t key_extreme(int largest, const int32_t *key, size_t n) {
   return lane[0];
 }
 
-/* The first i < n with key[i] > v (above) or == v, or n: blocks of LANES
- * tested at once, then the block that holds it one by one. */
-PLD__ISA_INLINE size_t key_find(int above, const int32_t *key, size_t from,
-                                size_t n, int32_t v) {
-  size_t i = from;
+/* The first i < n with key[i] == v, which one of them is: blocks of
+ * LANES tested at once, then the block that holds it one by one. */
+PLD__ISA_INLINE size_t key_find(const int32_t *key, size_t n, int32_t v) {
+  size_t i = 0;
   for (; i + LANES <= n; i += LANES) {
     int hit = 0;
-    if (above)
-      for (size_t l = 0; l < LANES; l++)
-        hit |= key[i + l] > v;
-    else
-      for (size_t l = 0; l < LANES; l++)
-        hit |= key[i + l] == v;
+    for (size_t l = 0; l < LANES; l++)
+      hit |= key[i + l] == v;
     if (hit)
       break;
   }
-  while (i < n && (above ? key[i] <= v : key[i] != v))
+  while (key[i] != v)
     i++;
   return i;
 }
@@ -414,7 +425,7 @@ PLD__ISA_FUNCTION(static, arg_rows,
        * the lower column. */
       if (at < 0 || (largest ? m > best : m < best)) {
         best = m;
-        at = (int32_t)(j0 + key_find(0, key, 0, n, m));
+        at = (int32_t)(j0 + key_find(key, n, m));
       }
     }
     memcpy(pld__run_ptr(idx, r), &at, sizeof at);
@@ -435,6 +446,45 @@ static inline void topk_insert(int32_t *bk, int32_t *bc, size_t *count,
   bc[p] = col;
 }
 
+/* Top-k by insertion: the chunks' keys go through the sorted best (bk,
+ * bc); once topk are there, only a key above the k-th best (thr) enters.
+ * A block of LANES keys gives the mask of those above thr at once
+ * (vectorized), and only its set bits are looked at. */
+PLD__ISA_INLINE void topk_by_insertion(const int isa, pld_dtype dt,
+                                       const unsigned char *row, size_t cols,
+                                       size_t topk, int32_t *key, float *tmp,
+                                       int32_t *bk, int32_t *bc) {
+  const size_t es = pld_dtype_size(dt);
+  size_t count = 0;
+  for (size_t j0 = 0; j0 < cols; j0 += PLD__CHUNK) {
+    const size_t n = cols - j0 < PLD__CHUNK ? cols - j0 : PLD__CHUNK;
+    keys_of(isa, dt, key, tmp, row + j0 * es, n);
+    size_t t = 0;
+    for (; t < n && count < topk; t++)
+      topk_insert(bk, bc, &count, topk, key[t], (int32_t)(j0 + t));
+    /* (Not full only when the chunk ended: then t == n.) */
+    int32_t thr = count == topk ? bk[topk - 1] : INT32_MIN;
+    for (; t + LANES <= n; t += LANES) {
+      uint32_t above = 0;
+      for (size_t l = 0; l < LANES; l++)
+        above |= (uint32_t)(key[t + l] > thr) << l;
+      while (above) {
+        const size_t i = t + (size_t)__builtin_ctz(above);
+        above &= above - 1;
+        if (key[i] > thr) {
+          topk_insert(bk, bc, &count, topk, key[i], (int32_t)(j0 + i));
+          thr = bk[topk - 1];
+        }
+      }
+    }
+    for (; t < n; t++)
+      if (key[t] > thr) {
+        topk_insert(bk, bc, &count, topk, key[t], (int32_t)(j0 + t));
+        thr = bk[topk - 1];
+      }
+  }
+}
+
 /* The topk best keys of each row into idx (and their elements into vals,
  * unless NULL); bk, bc and bv are scratch of topk keys, columns and
  * elements. */
@@ -448,19 +498,7 @@ PLD__ISA_FUNCTION(static, topk_rows,
   float tmp[PLD__CHUNK];
   for (size_t r = 0; r < (size_t)a->rows; r++) {
     const unsigned char *row = pld__run_ptr(a, r);
-    size_t count = 0;
-    for (size_t j0 = 0; j0 < cols; j0 += PLD__CHUNK) {
-      const size_t n = cols - j0 < PLD__CHUNK ? cols - j0 : PLD__CHUNK;
-      keys_of(isa, dt, key, tmp, row + j0 * es, n);
-      size_t t = 0;
-      for (; t < n && count < topk; t++)
-        topk_insert(bk, bc, &count, topk, key[t], (int32_t)(j0 + t));
-      /* Full: only a key above the k-th best enters. */
-      while ((t = key_find(1, key, t, n, bk[topk - 1])) < n) {
-        topk_insert(bk, bc, &count, topk, key[t], (int32_t)(j0 + t));
-        t++;
-      }
-    }
+    topk_by_insertion(isa, dt, row, cols, topk, key, tmp, bk, bc);
     /* The elements are gathered before idx or vals is written: either
      * may be a. */
     if (vals)
@@ -616,7 +654,7 @@ PLD__ISA_INLINE void cumsum_row(const int isa, const int excl, pld_dtype dt,
     T *o = (T *)(void *)d;                                                     \
     int64_t s = 0; /* exact; the low bits are the wrapping sum */              \
     for (size_t j = 0; j < n; j++)                                             \
-      CUM_STEP(int64_t, s, (int64_t)v[j], o[j], (T));                          \
+      CUM_STEP(uint32_t, s, (uint32_t)v[j], o[j], (T));                        \
     break;                                                                     \
   }
     PLD__INT_DTYPES(CUMSUM_ROW_INT)
@@ -640,36 +678,45 @@ PLD__ISA_FUNCTION(static, cumsum_rows,
   }
 }
 
-/* n columns of one row: the running sums acc (double for floats, int64
- * for integers: exact, and their low bits are the wrapping sums) take row
- * x, dst's row d gets them. */
-PLD__ISA_INLINE void
-cumsum_step_cols(const int isa, const int excl, pld_dtype dt, unsigned char *d,
-                 const unsigned char *x, size_t n, double *restrict accf,
-                 int64_t *restrict acci, float *restrict tmp) {
-  switch (dt) {
-  case PLD_FP32: {
-    const float *f = (const float *)(const void *)x;
-    float *o = (float *)(void *)d;
-    PLD__VLOOP(double, j, n,
-               CUM_STEP(double, accf[j], (double)f[j], o[j], TO_F32););
-    break;
+/* Columns [j0, j0 + n) of every row: the running sums acc (double for
+ * floats, uint32 for integers, which wrap) take each row of a in turn,
+ * and dst's row gets them.  The dtype is chosen once, outside the rows
+ * (at these speeds a switch per row would cost a tenth). */
+#define CUM_COLS_ROWS(BODY)                                                    \
+  for (size_t r = 0; r < (size_t)a->rows; r++) {                               \
+    unsigned char *d = pld__run_ptr(dst, r) + j0 * es;                         \
+    const unsigned char *x = pld__run_ptr(a, r) + j0 * es;                     \
+    BODY                                                                       \
   }
+
+PLD__ISA_INLINE void
+cumsum_col_block(const int isa, const int excl, pld_tile *dst,
+                 const pld_tile *a, size_t j0, size_t n, double *restrict accf,
+                 uint32_t *restrict acci, float *restrict tmp) {
+  const pld_dtype dt = a->dtype;
+  const size_t es = pld_dtype_size(dt);
+  switch (dt) {
+  case PLD_FP32:
+    CUM_COLS_ROWS(const float *f = (const float *)(const void *)x;
+                  float *o = (float *)(void *)d; PLD__VLOOP(
+                      double, j, n,
+                      CUM_STEP(double, accf[j], (double)f[j], o[j], TO_F32););)
+    break;
   case PLD_FP16:
   case PLD_BF16:
-    pld__load_f32_at(isa, dt, tmp, x, n);
-    PLD__VLOOP(double, j, n,
-               CUM_STEP(double, accf[j], (double)tmp[j], tmp[j], TO_F32_ODD););
-    pld__store_f32_at(isa, dt, d, tmp, n);
+    CUM_COLS_ROWS(pld__load_f32_at(isa, dt, tmp, x, n);
+                  PLD__VLOOP(double, j, n,
+                             CUM_STEP(double, accf[j], (double)tmp[j], tmp[j],
+                                      TO_F32_ODD););
+                  pld__store_f32_at(isa, dt, d, tmp, n);)
     break;
 #define CUMSUM_COLS_INT(name, T, lo, hi)                                       \
-  case PLD_##name: {                                                           \
-    const T *v = (const T *)(const void *)x;                                   \
-    T *o = (T *)(void *)d;                                                     \
-    PLD__VLOOP(int64_t, j, n,                                                  \
-               CUM_STEP(int64_t, acci[j], (int64_t)v[j], o[j], (T)););         \
-    break;                                                                     \
-  }
+  case PLD_##name:                                                             \
+    CUM_COLS_ROWS(                                                             \
+        const T *v = (const T *)(const void *)x; T *o = (T *)(void *)d;        \
+        PLD__VLOOP(uint32_t, j, n,                                             \
+                   CUM_STEP(uint32_t, acci[j], (uint32_t)v[j], o[j], (T)););)  \
+    break;
     PLD__INT_DTYPES(CUMSUM_COLS_INT)
 #undef CUMSUM_COLS_INT
   default:
@@ -680,22 +727,18 @@ cumsum_step_cols(const int isa, const int excl, pld_dtype dt, unsigned char *d,
 PLD__ISA_FUNCTION(static, cumsum_cols,
                   (int exclusive, pld_tile *dst, const pld_tile *a),
                   (exclusive, dst, a)) {
-  const size_t es = pld_dtype_size(a->dtype), cols = (size_t)a->cols;
+  const size_t cols = (size_t)a->cols;
   double accf[COL_BLOCK];
-  int64_t acci[COL_BLOCK];
+  uint32_t acci[COL_BLOCK];
   float tmp[COL_BLOCK];
   for (size_t j0 = 0; j0 < cols; j0 += COL_BLOCK) {
     const size_t n = cols - j0 < COL_BLOCK ? cols - j0 : COL_BLOCK;
-    memset(accf, 0, sizeof accf);
-    memset(acci, 0, sizeof acci);
-    for (size_t r = 0; r < (size_t)a->rows; r++) {
-      unsigned char *d = pld__run_ptr(dst, r) + j0 * es;
-      const unsigned char *x = pld__run_ptr(a, r) + j0 * es;
-      if (exclusive)
-        cumsum_step_cols(isa, 1, a->dtype, d, x, n, accf, acci, tmp);
-      else
-        cumsum_step_cols(isa, 0, a->dtype, d, x, n, accf, acci, tmp);
-    }
+    memset(accf, 0, n * sizeof *accf);
+    memset(acci, 0, n * sizeof *acci);
+    if (exclusive)
+      cumsum_col_block(isa, 1, dst, a, j0, n, accf, acci, tmp);
+    else
+      cumsum_col_block(isa, 0, dst, a, j0, n, accf, acci, tmp);
   }
 }
 

@@ -404,6 +404,36 @@ void test_row_topk_all_dtypes(void **state) {
   }
 }
 
+/* INT32_MIN elements among the top k, where a taken column's key is
+ * INT32_MIN too: the next of them is the lowest column not taken. */
+void test_row_topk_int_min(void **state) {
+  (void)state;
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x = tt_tensor(PLD_INT32, 1, 6, PLD_DIR_IN, "x");
+  const double v[6] = {-2147483648.0, 5, -2147483648.0,
+                       -2147483648.0, 5, -2147483647.0};
+  const double want[6] = {1, 4, 5, 0, 2, 3};
+  for (size_t i = 0; i < 6; i++)
+    tt_set(x, i, v[i]);
+  pld_tile *a = tt_load(k, x);
+  for (int32_t topk = 1; topk <= 6; topk++) {
+    pld_tile *id = pld_tile_new(k, PLD_INT32, 1, topk);
+    assert_int_equal(pld_row_topk(k, NULL, id, a, topk), PLD_OK);
+    pld_tensor zt = tt_tensor(PLD_INT32, 1, topk, PLD_DIR_OUT, "zt");
+    tt_store(k, id, zt);
+    for (int32_t t = 0; t < topk; t++)
+      if (tt_get(zt, (size_t)t) != want[t])
+        fail_msg("topk %d #%d: column %g, want %g", (int)topk, (int)t,
+                 tt_get(zt, (size_t)t), want[t]);
+    pld_tensor_destroy(zt);
+    pld_tile_free(k, id);
+  }
+  assert_int_equal(k.p->status, PLD_OK);
+  pld_tensor_destroy(x);
+  tt_core_release(&c);
+}
+
 void test_ranking_errors(void **state) {
   (void)state;
   struct pld__core c;

@@ -69,6 +69,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_row_argmax_all_dtypes),
     cmocka_unit_test(test_row_argmin_all_dtypes),
     cmocka_unit_test(test_row_topk_all_dtypes),
+    cmocka_unit_test(test_row_topk_int_min),
     cmocka_unit_test(test_ranking_errors),
     cmocka_unit_test(test_row_cumsum_all_dtypes),
     cmocka_unit_test(test_col_cumsum_all_dtypes),

@@ -79,6 +79,7 @@ void test_cast_masks(void **state);
 void test_row_argmax_all_dtypes(void **state);
 void test_row_argmin_all_dtypes(void **state);
 void test_row_topk_all_dtypes(void **state);
+void test_row_topk_int_min(void **state);
 void test_ranking_errors(void **state);
 void test_row_cumsum_all_dtypes(void **state);
 void test_col_cumsum_all_dtypes(void **state);
