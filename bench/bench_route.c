@@ -17,6 +17,8 @@
  * (mask and/or/xor: (p != 0) & (q != 0)), a float cast to BOOL is 1 for
  * nonzero and 0 for 0 and NaN.  The ranking loops ignore NaN (pld ranks
  * it above every number), the top-k loop inserts into the sorted best k.
+ * Scalars the pld call takes at run time (shift counts, divisors) are
+ * run-time values in the loops too.
  *
  * Usage: bench_route [LEVEL...]   (generic, avx2, avx512; default: every
  *                                  level the machine runs) */
@@ -77,10 +79,10 @@ static volatile int32_t vi = 7;
   X(not_int32, pld_not(kv, id, ia), xd[i] = ~xa[i], "d[i] = ~a[i]")            \
   X(and_bool, pld_and(kv, tmd, tm, tq), mo[i] = (m[i] != 0) & (q[i] != 0),     \
     "m[i] = (p[i] != 0) & (q[i] != 0)")                                        \
-  X(shls_int32, pld_shls(kv, id, ia, 3),                                       \
-    xd[i] = (int32_t)((uint32_t)xa[i] << 3), "d[i] = a[i] << 3")               \
-  X(shrs_int32, pld_shrs(kv, id, ia, 3), xd[i] = xa[i] >> 3,                   \
-    "d[i] = a[i] >> 3")                                                        \
+  X(shls_int32, pld_shls(kv, id, ia, 7),                                       \
+    xd[i] = (int32_t)((uint32_t)xa[i] << si), "d[i] = a[i] << s (s = 7)")      \
+  X(shrs_int32, pld_shrs(kv, id, ia, 7), xd[i] = xa[i] >> si,                  \
+    "d[i] = a[i] >> s (s = 7)")                                                \
   X(cast_bool_fp32, pld_cast(kv, td, tm), d[i] = m[i] ? 1.0f : 0.0f,           \
     "d[i] = m[i] ? 1 : 0")                                                     \
   X(cast_fp32_bool, pld_cast(kv, tmd, ta),                                     \

@@ -219,11 +219,6 @@ static inline double iota_sat(double v, double lo, double hi) {
   return r > hi ? hi : r;
 }
 
-/* The tile: start + i * row_step + j * col_step in double, converted to
- * dt.  j * col_step is computed once per chunk of columns (jd) and added
- * to each row's base.  exact_int: the operands are integers and every
- * value fits dt, so int32 arithmetic gives the values of the double one
- * (ji: j * col_step as int32s). */
 /* The rows of columns [j0, j0 + n), dtype chosen outside them: BODY
  * stores o[j] from the row's base (double) or b0 (int32, exact_int). */
 #define IOTA_ROWS(T, BODY)                                                     \
@@ -238,6 +233,12 @@ static inline double iota_sat(double v, double lo, double hi) {
       PLD__VLOOP(double, j, n, BODY);                                          \
   }
 
+/* The tile: start + i * row_step + j * col_step in double, converted to
+ * dt.  j * col_step is computed once per chunk of columns (jd) and added
+ * to each row's base.  exact_int: the operands are integers and every
+ * value fits dt, so int32 arithmetic gives the values of the double one
+ * (ji: j * col_step as int32s, once per chunk; a multiply per element,
+ * even as gcc's vector induction, took three times as long). */
 PLD__ISA_FUNCTION(static, iota_tile,
                   (pld_tile * dst, double start, double row_step,
                    double col_step, int exact_int),
@@ -247,14 +248,13 @@ PLD__ISA_FUNCTION(static, iota_tile,
   double jd[PLD__CHUNK];
   int32_t ji[PLD__CHUNK];
   const int32_t ri = exact_int ? (int32_t)row_step : 0;
+  const int32_t s0 = exact_int ? (int32_t)col_step : 0;
   for (size_t j0 = 0; j0 < cols; j0 += PLD__CHUNK) {
     const size_t n = cols - j0 < PLD__CHUNK ? cols - j0 : PLD__CHUNK;
-    if (exact_int) {
-      const int32_t s0 = (int32_t)col_step;
+    if (exact_int)
       PLD__VLOOP(int32_t, j, n, ji[j] = (int32_t)(j0 + j) * s0;);
-    } else {
+    else
       PLD__VLOOP(double, j, n, jd[j] = (double)(int32_t)(j0 + j) * col_step;);
-    }
     switch (dt) {
     case PLD_FP32:
       IOTA_ROWS(float, o[j] = (float)(base + jd[j]););
@@ -464,7 +464,9 @@ PLD__ISA_INLINE void topk_by_insertion(const int isa, pld_dtype dt,
       topk_insert(bk, bc, &count, topk, key[t], (int32_t)(j0 + t));
     /* (Not full only when the chunk ended: then t == n.) */
     int32_t thr = count == topk ? bk[topk - 1] : INT32_MIN;
-    for (; t + LANES <= n; t += LANES) {
+    /* Without AVX2 the masks cost more than they save (SSE2 builds one
+     * from 16 compares): key by key there. */
+    for (; isa >= PLD__ISA_AVX2 && t + LANES <= n; t += LANES) {
       uint32_t above = 0;
       for (size_t l = 0; l < LANES; l++)
         above |= (uint32_t)(key[t + l] > thr) << l;
