@@ -36,7 +36,8 @@
  * (pld/tensor.h), pld_matmul and pld_matmul_acc, besides block identity
  * and communication (signals, remote loads and stores, barriers).  The
  * operations marked "Vector cores only" below (elementwise, tile-scalar,
- * unary, pld_cast, reductions, expansions) fail there with PLD_ERR_LEVEL.
+ * unary, pld_cast, reductions, expansions, the routing section) fail
+ * there with PLD_ERR_LEVEL.
  *
  * Every call here takes the pld_core of the running kernel, so none of
  * them compiles outside a kernel.  Operations write into a destination tile
@@ -52,7 +53,10 @@
  * Conversions (pld_cast, scalar operands, pld_write): float to float rounds
  * to nearest even, overflowing to infinity; float to integer rounds to
  * nearest even, then saturates to the integer range (NaN becomes 0);
- * integer to integer saturates; integer to float rounds to nearest even.
+ * integer to integer saturates; integer to float rounds to nearest even;
+ * BOOL (a mask) to any computing dtype gives 0 or 1 (a nonzero byte is
+ * 1), and any computing dtype to BOOL gives 1 for nonzero and 0 for zero
+ * and NaN (as pld_write stores a BOOL).
  * Integer arithmetic wraps (two's complement); integer division truncates
  * toward zero and fails the kernel on a zero divisor.  exp, log, sqrt,
  * rsqrt and reciprocal take float tiles only (PLD_ERR_UNSUPPORTED
@@ -63,7 +67,9 @@
  * store to an In tensor, integer division by zero); PLD_ERR_BOUNDS
  * (outside a tensor); PLD_ERR_TILE_MEMORY (the rules above);
  * PLD_ERR_UNSUPPORTED (an op the dtype lacks, any computation on an
- * INT64, FP64 or BOOL tile); PLD_ERR_LEVEL (matmul on a
+ * INT64, FP64 or BOOL tile but the exceptions the routing section lists:
+ * pld_select and pld_selects move every dtype, and BOOL masks are
+ * compared into, combined, selected by and cast); PLD_ERR_LEVEL (matmul on a
  * vector core, a vector-only operation on a cube core); PLD_ERR_NOMEM
  * (matmul whose c is also a or b copies that operand to the heap).
  */
@@ -183,6 +189,108 @@ int pld_col_min(pld_core k, pld_tile *dst, const pld_tile *a);
  * v[0][j] (col_expand, v is [1, cols]).  Vector cores only. */
 int pld_row_expand(pld_core k, pld_tile *dst, const pld_tile *v);
 int pld_col_expand(pld_core k, pld_tile *dst, const pld_tile *v);
+
+/* ---- Routing: masks, selection, ranking, prefix sums, integer and index
+ * arithmetic (the top-k routing of a mixture of experts).  Vector cores
+ * only: on a cube core every call here fails with PLD_ERR_LEVEL.  Each
+ * computes the same bits on every instruction level.
+ *
+ * Masks are BOOL tiles of their operands' shape, 1 for true and 0 for
+ * false; an operation reading a mask takes any nonzero byte as true.
+ * pld_cast turns a mask into 0/1 of a computing dtype (pld_row_sum of
+ * that counts it) and a tile into a mask (nonzero is true). */
+
+/* Comparisons: mask[i][j] = a[i][j] op b[i][j] (pld_cmp) or a[i][j] op s
+ * (pld_cmps, s converted to a's dtype first, as pld_adds converts it: an
+ * INT8 tile compared with 300 is compared with 127, with 2.5 with 2).
+ * mask is BOOL of a's shape; a and b of one shape and computing dtype.
+ * Floats compare as IEEE 754 says: NaN is unordered (only PLD_CMP_NE is
+ * true of it), -0 equals +0.  Statuses: PLD_ERR_ARG (NULL tile, shape or
+ * dtype mismatch, mask not BOOL, op not a pld_cmp_op);
+ * PLD_ERR_UNSUPPORTED (INT64, FP64, BOOL operands). */
+typedef enum pld_cmp_op {
+  PLD_CMP_EQ, /* == */
+  PLD_CMP_NE, /* != */
+  PLD_CMP_LT, /* < */
+  PLD_CMP_LE, /* <= */
+  PLD_CMP_GT, /* > */
+  PLD_CMP_GE  /* >= */
+} pld_cmp_op;
+int pld_cmp(pld_core k, pld_tile *mask, const pld_tile *a, const pld_tile *b,
+            pld_cmp_op op);
+int pld_cmps(pld_core k, pld_tile *mask, const pld_tile *a, double s,
+             pld_cmp_op op);
+
+/* Selection: dst[i][j] = mask[i][j] ? a[i][j] : b[i][j] (pld_select), or
+ * with s in place of b (pld_selects, s converted to dst's dtype by the
+ * rules at the top of this file).  It moves bits, so every dtype is
+ * accepted (INT64, FP64 and BOOL too); dst, a and b have one shape and
+ * dtype, mask is BOOL of that shape.  dst may be a or b. */
+int pld_select(pld_core k, pld_tile *dst, const pld_tile *mask,
+               const pld_tile *a, const pld_tile *b);
+int pld_selects(pld_core k, pld_tile *dst, const pld_tile *mask,
+                const pld_tile *a, double s);
+
+/* Ranking along rows.  Values are ordered as numbers, with NaN larger
+ * than every number (as PyTorch's argmax and topk order them) and -0
+ * equal to +0; equal values rank by column, the lower column first.
+ *  - pld_row_argmax / pld_row_argmin: idx[i][0] = the column of the
+ *    largest / smallest element of row i (the first such column); idx is
+ *    INT32 [rows, 1].  A row holding a NaN has its first NaN as argmax;
+ *    argmin is a NaN only when the whole row is.
+ *  - pld_row_topk: the topk largest elements of each row, largest first:
+ *    idx[i][t] (INT32 [rows, topk]) is the column of the t-th and
+ *    vals[i][t] (a's dtype, [rows, topk]; NULL when only the indices are
+ *    wanted) its value, the element's bits.  topk in [1, cols].  vals and
+ *    idx are different tiles; either may be a.
+ * Statuses: PLD_ERR_ARG (NULL tile, idx not INT32, a shape or dtype
+ * mismatch, topk out of range); PLD_ERR_UNSUPPORTED (INT64, FP64, BOOL
+ * a); PLD_ERR_NOMEM (topk above 512: its scratch comes from the heap). */
+int pld_row_argmax(pld_core k, pld_tile *idx, const pld_tile *a);
+int pld_row_argmin(pld_core k, pld_tile *idx, const pld_tile *a);
+int pld_row_topk(pld_core k, pld_tile *vals, pld_tile *idx, const pld_tile *a,
+                 int32_t topk);
+
+/* Prefix sums along each row (pld_row_cumsum: over the columns) or down
+ * each column (pld_col_cumsum), dst of a's shape and dtype.  Inclusive
+ * (exclusive = 0): element j is the sum of elements 0..j; exclusive (any
+ * other value): of elements 0..j-1, and 0 for the first.  Integer sums
+ * wrap (two's complement).  Float sums run in double, in order, and each
+ * element of dst is the running double sum rounded once to dst's dtype:
+ * the same bits on every level, and what a sequential loop summing in
+ * double gives.  dst may be a. */
+int pld_row_cumsum(pld_core k, pld_tile *dst, const pld_tile *a, int exclusive);
+int pld_col_cumsum(pld_core k, pld_tile *dst, const pld_tile *a, int exclusive);
+
+/* Integer arithmetic.  pld_rem, pld_rems: dst = a % b (or % s, s
+ * converted to a's dtype), the remainder of the truncating division: the
+ * sign of a, as C's %; INT_MIN % -1 is 0.  A zero integer divisor fails
+ * the kernel (PLD_ERR_ARG), as pld_div.  Float tiles take C's fmodf (a
+ * zero divisor gives NaN), computed in float for FP16 and BF16 and
+ * exact. */
+int pld_rem(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
+int pld_rems(pld_core k, pld_tile *dst, const pld_tile *a, double s);
+/* Bitwise and, or, xor and not of integer tiles (two's complement bits)
+ * and of masks (BOOL: the logical operations, on nonzero as true, giving
+ * 0 or 1).  Float tiles: PLD_ERR_UNSUPPORTED. */
+int pld_and(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
+int pld_or(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
+int pld_xor(pld_core k, pld_tile *dst, const pld_tile *a, const pld_tile *b);
+int pld_not(pld_core k, pld_tile *dst, const pld_tile *a);
+/* Shifts of integer tiles by bits in [0, the dtype's width) (else
+ * PLD_ERR_ARG): pld_shls shifts left (bits shifted out are lost);
+ * pld_shrs shifts right, arithmetic (copies of the sign bit come in) for
+ * the signed dtypes and logical for UINT8.  Float and BOOL tiles:
+ * PLD_ERR_UNSUPPORTED. */
+int pld_shls(pld_core k, pld_tile *dst, const pld_tile *a, int32_t bits);
+int pld_shrs(pld_core k, pld_tile *dst, const pld_tile *a, int32_t bits);
+
+/* Index tiles: dst[i][j] = start + i * row_step + j * col_step, evaluated
+ * in double in that order (exact while the values are integers below
+ * 2^53), then converted to dst's dtype by the rules at the top of this
+ * file (integers saturate).  dst of a computing dtype. */
+int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
+             double col_step);
 
 /* Cube cores only.  c = a @ b (pld_matmul) or c += a @ b
  * (pld_matmul_acc); a [M, K], b [K, N], c [M, N] FP32; a and b both FP32,

@@ -1,8 +1,9 @@
 /* tile/cast.c: pld_cast.  Every conversion goes through one of two exact
- * intermediates - float for the float dtypes, int32 for the integer ones -
- * so 7 loaders and 14 storers (tile/convert.c) cover all 42 dtype pairs,
- * each with a single rounding; when one side is the intermediate itself
- * (FP32, INT32), its loader or storer alone converts. */
+ * intermediates - float for the float dtypes, int32 for the integer ones
+ * and BOOL (a mask of 0 and 1) - so 8 loaders and 16 storers
+ * (tile/convert.c) cover all 56 dtype pairs, each with a single
+ * rounding; when one side is the intermediate itself (FP32, INT32), its
+ * loader or storer alone converts. */
 #include <string.h>
 
 #include "tile/convert.h"
@@ -10,8 +11,15 @@
 
 int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a) {
   struct pld__core *c = k.p;
+  /* BOOL (a mask) converts as an integer of 0 and 1, both ways. */
   if (pld__vector_only(c, "pld_cast") ||
-      pld__tile_check2(c, "pld_cast", "dst", dst, "a", a, 0))
+      pld__tile_check(c, "pld_cast", "dst", dst) ||
+      pld__tile_check(c, "pld_cast", "a", a) ||
+      (dst->dtype != PLD_BOOL &&
+       pld__tile_compute_check(c, "pld_cast", "dst", dst)) ||
+      (a->dtype != PLD_BOOL &&
+       pld__tile_compute_check(c, "pld_cast", "a", a)) ||
+      pld__tile_match(c, "pld_cast", "dst", dst, "a", a, 0))
     return c->status;
   const struct pld__runs runs = pld__tile_runs(dst, a);
   if (dst->dtype == a->dtype) {
@@ -33,7 +41,7 @@ int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a) {
     unsigned char *d = pld__run_ptr(dst, r);
     const unsigned char *s = pld__run_ptr(a, r);
     /* When one side is the intermediate itself, one conversion does. */
-    if (from_float && dst->dtype == PLD_FP32) {
+    if ((from_float || a->dtype == PLD_BOOL) && dst->dtype == PLD_FP32) {
       pld__load_f32(a->dtype, (float *)(void *)d, s, runs.len);
       continue;
     }

@@ -37,6 +37,11 @@ PLD__ISA_FUNCTION(, pld__load_i32,
   }
     PLD__INT_DTYPES(PLD__LOAD_I32)
 #undef PLD__LOAD_I32
+  case PLD_BOOL: { /* a mask: 0 or 1 */
+    const uint8_t *x = in;
+    PLD__VLOOP(int32_t, i, n, out[i] = x[i] != 0;);
+    break;
+  }
   default:
     break;
   }
@@ -74,6 +79,11 @@ PLD__ISA_FUNCTION(, pld__store_i32,
   }
     PLD__INT_DTYPES(PLD__STORE_I32)
 #undef PLD__STORE_I32
+  case PLD_BOOL: {
+    uint8_t *o = out;
+    PLD__VLOOP(int32_t, i, n, o[i] = in[i] != 0;);
+    break;
+  }
   default:
     break;
   }

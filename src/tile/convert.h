@@ -132,13 +132,16 @@ static inline int32_t pld__i32_clamp(int32_t x, int32_t lo, int32_t hi) {
 
 /* ---- arrays (convert.c) ------------------------------------------------- */
 
-/* n elements of a float tile dtype (FP32, FP16, BF16) to float, exact. */
+/* n elements of a float tile dtype (FP32, FP16, BF16) to float, exact;
+ * also BOOL, to 0 or 1 (nonzero being 1). */
 void pld__load_f32(pld_dtype dt, float *restrict out, const void *restrict in,
                    size_t n);
-/* n elements of an integer tile dtype to int32, exact. */
+/* n elements of an integer tile dtype to int32, exact (BOOL: 0 or 1,
+ * nonzero being 1). */
 void pld__load_i32(pld_dtype dt, int32_t *restrict out, const void *restrict in,
                    size_t n);
-/* n floats / int32s to any tile dtype, by the conversion rules. */
+/* n floats / int32s to any tile dtype or BOOL, by the conversion
+ * rules. */
 void pld__store_f32(pld_dtype dt, void *restrict out, const float *restrict in,
                     size_t n);
 void pld__store_i32(pld_dtype dt, void *restrict out,

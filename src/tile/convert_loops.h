@@ -244,6 +244,11 @@ PLD__ISA_INLINE void pld__load_f32_at(const int isa, pld_dtype dt,
 #endif
     PLD__VLOOP(float, i, n, out[i] = pld__bf16_to_f32(h[i]););
     break;
+  case PLD_BOOL: { /* a mask: 0 or 1 (pld_cast) */
+    const uint8_t *x = in;
+    PLD__VLOOP(uint8_t, i, n, out[i] = (float)(x[i] != 0););
+    break;
+  }
   default: { /* FP32 */
     /* A blocked loop, not memcpy: matmul packs rows of 8 to 128 floats,
      * where a library call costs more than the copy; gcc turns each block
@@ -304,6 +309,12 @@ PLD__ISA_INLINE void pld__store_f32_at(const int isa, pld_dtype dt,
   }
     PLD__NARROW_INT_DTYPES(PLD__STORE_F32_NARROW)
 #undef PLD__STORE_F32_NARROW
+  case PLD_BOOL: { /* nonzero is true, NaN false (pld__elem_set's rule) */
+    uint8_t *o = out;
+    PLD__VLOOP(uint8_t, i, n,
+               o[i] = (uint8_t)((in[i] != 0.0f) & (in[i] == in[i])););
+    break;
+  }
   default:
     break;
   }

@@ -120,10 +120,7 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
     switch (dt) {                                                              \
       EW_CASE(FP32, float, FEXPR)                                              \
       EW_HALF_CASE(FEXPR)                                                      \
-      EW_CASE(INT32, int32_t, IEXPR)                                           \
-      EW_CASE(INT16, int16_t, IEXPR)                                           \
-      EW_CASE(INT8, int8_t, IEXPR)                                             \
-      EW_CASE(UINT8, uint8_t, IEXPR)                                           \
+      EW_INT_CASES(IEXPR)                                                      \
     default:                                                                   \
       break;                                                                   \
     }                                                                          \
@@ -143,6 +140,29 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
     }                                                                          \
   }
 
+/* The integer dtypes' cases, and the kernels of the operations of
+ * integer tiles only (shifts) and of integer and BOOL tiles (bitwise: a
+ * BOOL element is a truth value, nonzero true, and BEXPR of them gives 0
+ * or 1). */
+#define EW_INT_CASES(IEXPR)                                                    \
+  EW_CASE(INT32, int32_t, IEXPR)                                               \
+  EW_CASE(INT16, int16_t, IEXPR)                                               \
+  EW_CASE(INT8, int8_t, IEXPR)                                                 \
+  EW_CASE(UINT8, uint8_t, IEXPR)
+
+#define EW_INT_KERNEL(op, IEXPR, BEXPR)                                        \
+  PLD__ISA_FUNCTION(static, op##_kernel,                                       \
+                    (pld_dtype dt, void *d, const void *a, const void *b,      \
+                     int scalar, size_t n),                                    \
+                    (dt, d, a, b, scalar, n)) {                                \
+    switch (dt) {                                                              \
+      EW_INT_CASES(IEXPR)                                                      \
+      EW_CASE(BOOL, uint8_t, BEXPR)                                            \
+    default:                                                                   \
+      break;                                                                   \
+    }                                                                          \
+  }
+
 /* Integer arithmetic goes through uint32_t, where it wraps without signed
  * overflow; narrowing back keeps the low bits (two's complement).
  * Integer division goes through double, which holds every quotient of two
@@ -151,6 +171,10 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
  * not; INT32_MIN / -1 wraps to INT32_MIN on narrowing.  Maximum and
  * minimum are tile/tile.h's. */
 #define IDIV(x, y) ((int64_t)__builtin_trunc((double)(x) / (double)(y)))
+/* The remainder of that division, x - (x / y) * y in wrapping arithmetic
+ * (INT32_MIN % -1 is 0); float remainders are fmodf's, which are exact. */
+#define IREM(x, y) ((uint32_t)(x) - (uint32_t)IDIV(x, y) * (uint32_t)(y))
+#define FREM(x, y) __builtin_fmodf(x, y)
 #define FMAX PLD__FMAX
 #define FMIN PLD__FMIN
 #define IMAX PLD__IMAX
@@ -161,19 +185,10 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
 
 /* ---- running a kernel over tiles ---------------------------------------- */
 
-/* A scalar operand in the representation the kernels read. */
-union scalar {
-  float f;
-  int32_t i32;
-  int16_t i16;
-  int8_t i8;
-  uint8_t u8;
-};
-
 /* dst = op(a, b) for every element: b is a tile, or NULL with s the scalar
  * (unary operations pass a zero scalar they ignore). */
 static void ew_run(ew_kernel *kern, pld_tile *dst, const pld_tile *a,
-                   const pld_tile *b, const union scalar *s) {
+                   const pld_tile *b, const union pld__scalar *s) {
   const pld_dtype dt = dst->dtype;
   const struct pld__runs runs = pld__tile_runs(dst, dst);
   for (size_t r = 0; r < runs.count; r++) {
@@ -183,9 +198,8 @@ static void ew_run(ew_kernel *kern, pld_tile *dst, const pld_tile *a,
   }
 }
 
-/* s converted to dt by the rules; FP16 and BF16 as the float they hold. */
-static union scalar scalar_of(pld_dtype dt, double s) {
-  union scalar v;
+union pld__scalar pld__scalar_of(pld_dtype dt, double s) {
+  union pld__scalar v;
   memset(&v, 0, sizeof v);
   if (pld__is_half_dtype(dt)) {
     uint16_t h;
@@ -254,7 +268,7 @@ static int ew_scalar(struct pld__core *c, const char *fn, ew_kernel *kern,
                      int divides, pld_tile *dst, const pld_tile *a, double s) {
   if (pld__vector_only(c, fn) || pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
     return c->status;
-  const union scalar v = scalar_of(a->dtype, s);
+  const union pld__scalar v = pld__scalar_of(a->dtype, s);
   if (divides && !pld__is_float_dtype(a->dtype) &&
       pld__elem_get(a->dtype, &v) == 0)
     return pld__kfail(c, PLD_ERR_ARG, fn,
@@ -276,7 +290,7 @@ static int ew_unary(struct pld__core *c, const char *fn, ew_kernel *kern,
                       "BF16); pld_cast converts",
                       sa, fn);
   }
-  const union scalar zero = {0};
+  const union pld__scalar zero = {0};
   ew_run(kern, dst, a, NULL, &zero);
   return PLD_OK;
 }
@@ -290,6 +304,7 @@ static int ew_unary(struct pld__core *c, const char *fn, ew_kernel *kern,
   X(sub, pld_sub, pld_subs, 0, x - y, (uint32_t)x - (uint32_t)y)               \
   X(mul, pld_mul, pld_muls, 0, x *y, (uint32_t)x *(uint32_t)y)                 \
   X(div, pld_div, pld_divs, 1, x / y, IDIV(x, y))                              \
+  X(rem, pld_rem, pld_rems, 1, FREM(x, y), IREM(x, y))                         \
   X(max, pld_maximum, pld_maxs, 0, FMAX(x, y), IMAX(x, y))                     \
   X(min, pld_minimum, pld_mins, 0, FMIN(x, y), IMIN(x, y))
 
@@ -333,3 +348,88 @@ UNARY_OPS(DEFINE_UNARY)
     return ew_unary(k.p, "pld_" #op, op##_kernel, 1, dst, a);                  \
   }
 FLOAT_UNARY_OPS(DEFINE_FLOAT_UNARY)
+
+/* ---- integer and mask operations ----------------------------------------- */
+
+/* t is a live tile of an integer dtype, or (if with_bool) BOOL. */
+static int int_check(struct pld__core *c, const char *fn, int with_bool,
+                     const char *what, const pld_tile *t) {
+  if (pld__tile_check(c, fn, what, t))
+    return c->status;
+  if ((pld__is_tile_dtype(t->dtype) && !pld__is_float_dtype(t->dtype)) ||
+      (with_bool && t->dtype == PLD_BOOL))
+    return PLD_OK;
+  char st[64];
+  pld__tile_str(st, sizeof st, t);
+  return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
+                    "%s is %s: %s takes integer tiles (INT32, INT16, INT8, "
+                    "UINT8)%s only",
+                    what, st, fn, with_bool ? " and masks (BOOL)" : "");
+}
+
+/* dst = op(a, b), or op(a, *s) when b is NULL, for integer (and, if
+ * with_bool, BOOL) tiles of one shape and dtype. */
+static int ew_int(struct pld__core *c, const char *fn, ew_kernel *kern,
+                  int with_bool, pld_tile *dst, const pld_tile *a,
+                  const pld_tile *b, const union pld__scalar *s) {
+  if (pld__vector_only(c, fn) || int_check(c, fn, with_bool, "dst", dst) ||
+      int_check(c, fn, with_bool, "a", a) ||
+      (b && int_check(c, fn, with_bool, "b", b)) ||
+      pld__tile_match(c, fn, "dst", dst, "a", a, 1) ||
+      (b && pld__tile_match(c, fn, "a", a, "b", b, 1)))
+    return c->status;
+  ew_run(kern, dst, a, b, s);
+  return PLD_OK;
+}
+
+/* X(op, integer expression, BOOL expression) */
+#define BITWISE_OPS(X)                                                         \
+  X(and, x &y, (x != 0) & (y != 0))                                            \
+  X(or, x | y, (x != 0) | (y != 0))                                            \
+  X(xor, x ^ y, (x != 0) ^ (y != 0))
+
+#define DEFINE_BITWISE(op, IEXPR, BEXPR)                                       \
+  EW_INT_KERNEL(op, IEXPR, BEXPR)                                              \
+  int pld_##op(pld_core k, pld_tile *dst, const pld_tile *a,                   \
+               const pld_tile *b) {                                            \
+    return ew_int(k.p, "pld_" #op, op##_kernel, 1, dst, a, b, NULL);           \
+  }
+BITWISE_OPS(DEFINE_BITWISE)
+
+EW_INT_KERNEL(not, ~x, x == 0)
+
+int pld_not(pld_core k, pld_tile *dst, const pld_tile *a) {
+  const union pld__scalar zero = {0};
+  return ew_int(k.p, "pld_not", not_kernel, 1, dst, a, NULL, &zero);
+}
+
+/* Shifts by y, in [0, width): left through uint32_t (the bits shifted out
+ * are dropped on narrowing), right in the element's own type (arithmetic
+ * for the signed ones: gcc's >> of a negative value).  Their BOOL case
+ * (the identity) is never reached: ew_shift refuses BOOL. */
+EW_INT_KERNEL(shl, (uint32_t)x << y, x)
+EW_INT_KERNEL(shr, x >> y, x)
+
+static int ew_shift(struct pld__core *c, const char *fn, ew_kernel *kern,
+                    pld_tile *dst, const pld_tile *a, int32_t bits) {
+  if (pld__vector_only(c, fn) || int_check(c, fn, 0, "a", a))
+    return c->status;
+  const int32_t width = (int32_t)(8 * pld_dtype_size(a->dtype));
+  if (bits < 0 || bits >= width) {
+    char sa[64];
+    pld__tile_str(sa, sizeof sa, a);
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "bits is %d: expected [0, %d) for a, %s", (int)bits,
+                      (int)width, sa);
+  }
+  const union pld__scalar v = pld__scalar_of(a->dtype, bits);
+  return ew_int(c, fn, kern, 0, dst, a, NULL, &v);
+}
+
+int pld_shls(pld_core k, pld_tile *dst, const pld_tile *a, int32_t bits) {
+  return ew_shift(k.p, "pld_shls", shl_kernel, dst, a, bits);
+}
+
+int pld_shrs(pld_core k, pld_tile *dst, const pld_tile *a, int32_t bits) {
+  return ew_shift(k.p, "pld_shrs", shr_kernel, dst, a, bits);
+}

@@ -77,6 +77,12 @@ int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
   if (pld__tile_compute_check(c, fn, wa, a) ||
       pld__tile_compute_check(c, fn, wb, b))
     return c->status;
+  return pld__tile_match(c, fn, wa, a, wb, b, same_dtype);
+}
+
+int pld__tile_match(struct pld__core *c, const char *fn, const char *wa,
+                    const pld_tile *a, const char *wb, const pld_tile *b,
+                    int same_dtype) {
   const int shape_ok = a->rows == b->rows && a->cols == b->cols;
   if (shape_ok && (!same_dtype || a->dtype == b->dtype))
     return PLD_OK;
@@ -121,6 +127,21 @@ int pld__atomic_check(struct pld__core *c, const char *fn, pld_dtype dt,
                       "INT32, INT16 and INT8",
                       pld_dtype_name(dt));
   return c->status;
+}
+
+int pld__mask_check(struct pld__core *c, const char *fn, const pld_tile *mask,
+                    const char *wt, const pld_tile *t) {
+  if (pld__tile_check(c, fn, "mask", mask))
+    return c->status;
+  if (mask->dtype != PLD_BOOL) {
+    char sm[64];
+    pld__tile_str(sm, sizeof sm, mask);
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "mask is %s: expected a BOOL tile (pld_cmp makes one, "
+                      "pld_cast converts)",
+                      sm);
+  }
+  return pld__tile_match(c, fn, "mask", mask, wt, t, 0);
 }
 
 size_t pld__tensor_label(char *buf, size_t cap, const struct pld__tensor *t) {

@@ -145,6 +145,15 @@ int pld__tile_compute_check(struct pld__core *c, const char *fn,
 int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
                      const pld_tile *a, const char *wb, const pld_tile *b,
                      int same_dtype);
+/* The same for two live tiles of any dtype (checked already): the shape
+ * and dtype part of pld__tile_check2, with its messages. */
+int pld__tile_match(struct pld__core *c, const char *fn, const char *wa,
+                    const pld_tile *a, const char *wb, const pld_tile *b,
+                    int same_dtype);
+/* The dtype of a mask (BOOL) and t's shape: mask is a live tile.  `wt`
+ * names t.  Returns the kernel's status. */
+int pld__mask_check(struct pld__core *c, const char *fn, const pld_tile *mask,
+                    const char *wt, const pld_tile *t);
 
 /* t is a tensor whose data the kernel may access (if writing: not an In
  * parameter).  Returns the kernel's status. */
@@ -246,6 +255,19 @@ static inline int pld__tiles_fit_empty(const struct pld__core *c, int n,
       pld__round_up((size_t)cols * es, (size_t)PLD__TILE_GRANULE);
   return (uint64_t)rows * row_bytes * (uint64_t)n <= c->spec.capacity;
 }
+
+/* A scalar operand in the representation the elementwise kernels read:
+ * the tile's dtype, or the float an FP16 or BF16 holds. */
+union pld__scalar {
+  float f;
+  int32_t i32;
+  int16_t i16;
+  int8_t i8;
+  uint8_t u8;
+};
+/* s converted to dt (a computing dtype) by the rules; FP16 and BF16 as
+ * the float they hold. */
+union pld__scalar pld__scalar_of(pld_dtype dt, double s);
 
 /* ---- walking a tile's elements ------------------------------------------ */
 

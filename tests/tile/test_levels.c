@@ -18,8 +18,86 @@ enum kind {
   ROW_REDUCE, /* dst R x 1, a R x C */
   COL_REDUCE, /* dst 1 x C, a R x C */
   ROW_EXPAND, /* dst R x C, v R x 1 */
-  COL_EXPAND  /* dst R x C, v 1 x C */
+  COL_EXPAND, /* dst R x C, v 1 x C */
+  CUSTOM      /* a runner of its own, given dst, a and b */
 };
+
+/* The routing operations, whose arguments have shapes of their own: each
+ * is called with the R x C FP32 dst, a and b of run_op, and makes the
+ * other tiles it needs. */
+typedef int custom_fn(pld_core, pld_tile *, pld_tile *, pld_tile *);
+static pld_tile *mask_of(pld_core k) { return pld_full(k, PLD_BOOL, R, C, 1); }
+static pld_tile *ints_of(pld_core k) { return pld_full(k, PLD_INT32, R, C, 5); }
+static int run_cmp(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d;
+  return pld_cmp(k, pld_tile_new(k, PLD_BOOL, R, C), a, b, PLD_CMP_LT);
+}
+static int run_cmps(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)b;
+  return pld_cmps(k, pld_tile_new(k, PLD_BOOL, R, C), a, 2.5, PLD_CMP_GE);
+}
+static int run_select(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  return pld_select(k, d, mask_of(k), a, b);
+}
+static int run_selects(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)b;
+  return pld_selects(k, d, mask_of(k), a, 1.0);
+}
+static int run_argmax(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)b;
+  return pld_row_argmax(k, pld_tile_new(k, PLD_INT32, R, 1), a);
+}
+static int run_argmin(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)b;
+  return pld_row_argmin(k, pld_tile_new(k, PLD_INT32, R, 1), a);
+}
+static int run_topk(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)b;
+  return pld_row_topk(k, pld_tile_new(k, PLD_FP32, R, 2),
+                      pld_tile_new(k, PLD_INT32, R, 2), a, 2);
+}
+static int run_row_cumsum(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)b;
+  return pld_row_cumsum(k, d, a, 0);
+}
+static int run_col_cumsum(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)b;
+  return pld_col_cumsum(k, d, a, 1);
+}
+static int run_and(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)a, (void)b;
+  pld_tile *i = ints_of(k);
+  return pld_and(k, i, i, i);
+}
+static int run_or(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)a, (void)b;
+  pld_tile *m = mask_of(k);
+  return pld_or(k, m, m, m);
+}
+static int run_xor(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)a, (void)b;
+  pld_tile *i = ints_of(k);
+  return pld_xor(k, i, i, i);
+}
+static int run_not(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)a, (void)b;
+  pld_tile *m = mask_of(k);
+  return pld_not(k, m, m);
+}
+static int run_shls(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)a, (void)b;
+  pld_tile *i = ints_of(k);
+  return pld_shls(k, i, i, 3);
+}
+static int run_shrs(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)d, (void)a, (void)b;
+  pld_tile *i = ints_of(k);
+  return pld_shrs(k, i, i, 3);
+}
+static int run_iota(pld_core k, pld_tile *d, pld_tile *a, pld_tile *b) {
+  (void)a, (void)b;
+  return pld_iota(k, d, 0, 8, 1);
+}
 
 struct vector_op {
   const char *name;
@@ -27,14 +105,17 @@ struct vector_op {
   tt_binary_fn *binary;
   tt_scalar_fn *scalar;
   tt_unary_fn *unary; /* also casts, reductions and expansions */
+  custom_fn *custom;
 };
 
 #define BIN(f)                                                                 \
-  { #f, BINARY, f, NULL, NULL }
+  { #f, BINARY, f, NULL, NULL, NULL }
 #define SCA(f)                                                                 \
-  { #f, SCALAR, NULL, f, NULL }
+  { #f, SCALAR, NULL, f, NULL, NULL }
 #define UNA(f, kind)                                                           \
-  { #f, kind, NULL, NULL, f }
+  { #f, kind, NULL, NULL, f, NULL }
+#define CUS(f, run)                                                            \
+  { #f, CUSTOM, NULL, NULL, NULL, run }
 
 /* Every tile operation of pld/tile.h but the allowed calls. */
 static const struct vector_op vector_ops[] = {
@@ -67,6 +148,24 @@ static const struct vector_op vector_ops[] = {
     UNA(pld_col_min, COL_REDUCE),
     UNA(pld_row_expand, ROW_EXPAND),
     UNA(pld_col_expand, COL_EXPAND),
+    CUS(pld_cmp, run_cmp),
+    CUS(pld_cmps, run_cmps),
+    CUS(pld_select, run_select),
+    CUS(pld_selects, run_selects),
+    CUS(pld_row_argmax, run_argmax),
+    CUS(pld_row_argmin, run_argmin),
+    CUS(pld_row_topk, run_topk),
+    CUS(pld_row_cumsum, run_row_cumsum),
+    CUS(pld_col_cumsum, run_col_cumsum),
+    BIN(pld_rem),
+    SCA(pld_rems),
+    CUS(pld_and, run_and),
+    CUS(pld_or, run_or),
+    CUS(pld_xor, run_xor),
+    CUS(pld_not, run_not),
+    CUS(pld_shls, run_shls),
+    CUS(pld_shrs, run_shrs),
+    CUS(pld_iota, run_iota),
 };
 
 /* Runs op on valid arguments in a new block of core c; *dst gets the
@@ -88,6 +187,8 @@ static int run_op(struct pld__core *c, const struct vector_op *op,
     return op->binary(k, *dst, a, b);
   case SCALAR:
     return op->scalar(k, *dst, a, 3.0);
+  case CUSTOM:
+    return op->custom(k, *dst, a, b);
   default:
     return op->unary(k, *dst, a);
   }

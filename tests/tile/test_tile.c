@@ -63,6 +63,20 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_vector_op_table_is_complete),
     cmocka_unit_test(test_cube_core_allowed_calls),
     cmocka_unit_test(test_isa_level_in_force),
+    cmocka_unit_test(test_cmp_all_dtypes),
+    cmocka_unit_test(test_select_all_dtypes),
+    cmocka_unit_test(test_cast_masks),
+    cmocka_unit_test(test_row_argmax_all_dtypes),
+    cmocka_unit_test(test_row_argmin_all_dtypes),
+    cmocka_unit_test(test_row_topk_all_dtypes),
+    cmocka_unit_test(test_row_topk_int_min),
+    cmocka_unit_test(test_ranking_errors),
+    cmocka_unit_test(test_row_cumsum_all_dtypes),
+    cmocka_unit_test(test_col_cumsum_all_dtypes),
+    cmocka_unit_test(test_rem_all_dtypes),
+    cmocka_unit_test(test_bitwise_and_shifts),
+    cmocka_unit_test(test_iota_all_dtypes),
+    cmocka_unit_test(test_route_argument_errors),
 };
 
 PLD_TEST_MAIN("tile", tests)

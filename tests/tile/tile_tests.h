@@ -72,6 +72,22 @@ void test_cube_core_refuses_vector_ops(void **state);
 void test_vector_op_table_is_complete(void **state);
 void test_cube_core_allowed_calls(void **state);
 
+/* test_route.c */
+void test_cmp_all_dtypes(void **state);
+void test_select_all_dtypes(void **state);
+void test_cast_masks(void **state);
+void test_row_argmax_all_dtypes(void **state);
+void test_row_argmin_all_dtypes(void **state);
+void test_row_topk_all_dtypes(void **state);
+void test_row_topk_int_min(void **state);
+void test_ranking_errors(void **state);
+void test_row_cumsum_all_dtypes(void **state);
+void test_col_cumsum_all_dtypes(void **state);
+void test_rem_all_dtypes(void **state);
+void test_bitwise_and_shifts(void **state);
+void test_iota_all_dtypes(void **state);
+void test_route_argument_errors(void **state);
+
 /* test_isa.c */
 void test_isa_level_in_force(void **state);
 

@@ -1,0 +1,763 @@
+/* tile/route.c: the routing operations of pld/tile.h that are not
+ * elementwise arithmetic - comparisons into masks, selection by a mask,
+ * index tiles, ranking along rows (argmax, argmin, top-k) and prefix
+ * sums.  (Remainders and the bitwise operations are elementwise:
+ * tile/elementwise.c.)
+ *
+ * Every loop is compiled once per level (tile/isa.h) from the same
+ * source, and none of them depends on the order gcc picks for its lanes:
+ * comparisons, selections and index tiles are elementwise, ranking
+ * compares integer keys (exact), and prefix sums add in order.  So every
+ * level computes the same bits.
+ *
+ * Ranking compares keys: int32s in the order of the numbers.  An integer
+ * is its own key.  A float's key is its bits as an int32 with a negative
+ * float's magnitude bits flipped (the larger the magnitude, the smaller
+ * the key), after adding +0 (which makes -0 into +0: they are equal
+ * numbers), and every NaN's key is INT32_MAX (larger than every number,
+ * all NaNs equal).  Keys are computed a chunk of a row at a time, in a
+ * vectorized loop; the extreme of a chunk and the first column holding it
+ * are found in blocks of LANES (vectorized), and top-k keeps its best
+ * keys sorted, inserting only the keys above the k-th best, which a mask
+ * of each block of LANES keys points at. */
+#include <string.h>
+
+#include "tile/convert.h"
+#include "tile/convert_loops.h"
+#include "tile/isa.h"
+#include "tile/tile.h"
+
+/* ---- comparisons ----------------------------------------------------------
+ */
+
+/* m[i] = a[i] OP b[i] (or OP *b, if scalar) for n elements of T, in
+ * blocks of 128 mask bytes: every block narrows whole vectors of T into
+ * whole vectors of bytes. */
+#define CMP_LOOP(T, OP)                                                        \
+  do {                                                                         \
+    const T *a_ = a, *b_ = b;                                                  \
+    if (scalar) {                                                              \
+      const T y = *b_;                                                         \
+      PLD__VLOOP(uint8_t, i, n, m[i] = (uint8_t)(a_[i] OP y););                \
+    } else {                                                                   \
+      PLD__VLOOP(uint8_t, i, n, m[i] = (uint8_t)(a_[i] OP b_[i]););            \
+    }                                                                          \
+  } while (0)
+
+#define CMP_BY_OP(T)                                                           \
+  switch (op) {                                                                \
+  case PLD_CMP_EQ:                                                             \
+    CMP_LOOP(T, ==);                                                           \
+    break;                                                                     \
+  case PLD_CMP_NE:                                                             \
+    CMP_LOOP(T, !=);                                                           \
+    break;                                                                     \
+  case PLD_CMP_LT:                                                             \
+    CMP_LOOP(T, <);                                                            \
+    break;                                                                     \
+  case PLD_CMP_LE:                                                             \
+    CMP_LOOP(T, <=);                                                           \
+    break;                                                                     \
+  case PLD_CMP_GT:                                                             \
+    CMP_LOOP(T, >);                                                            \
+    break;                                                                     \
+  case PLD_CMP_GE:                                                             \
+    CMP_LOOP(T, >=);                                                           \
+    break;                                                                     \
+  }
+
+PLD__ISA_INLINE void cmp_floats(pld_cmp_op op, uint8_t *m, const float *a,
+                                const float *b, int scalar,
+                                size_t n){CMP_BY_OP(float)}
+
+/* n elements of dtype dt: m = a op b, where b is an array or, if scalar
+ * is set, one value (a float for FP16 and BF16).  FP16 and BF16 are
+ * compared as the floats they hold, converted a block at a time. */
+PLD__ISA_FUNCTION(static, cmp_kernel,
+                  (pld_cmp_op op, pld_dtype dt, uint8_t *m, const void *a,
+                   const void *b, int scalar, size_t n),
+                  (op, dt, m, a, b, scalar, n)) {
+  switch (dt) {
+  case PLD_FP32:
+    CMP_BY_OP(float)
+    break;
+  case PLD_FP16:
+  case PLD_BF16: {
+    float fa[PLD__HALF_BLOCK], fb[PLD__HALF_BLOCK];
+    const uint16_t *ha = a, *hb = b;
+    for (size_t i0 = 0; i0 < n; i0 += PLD__HALF_BLOCK) {
+      const size_t len = n - i0 < PLD__HALF_BLOCK ? n - i0 : PLD__HALF_BLOCK;
+      pld__load_half_at(isa, dt, fa, ha + i0, len);
+      if (!scalar)
+        pld__load_half_at(isa, dt, fb, hb + i0, len);
+      cmp_floats(op, m + i0, fa, scalar ? (const float *)b : fb, scalar, len);
+    }
+    break;
+  }
+#define CMP_INT_CASE(name, T, lo, hi)                                          \
+  case PLD_##name:                                                             \
+    CMP_BY_OP(T)                                                               \
+    break;
+    PLD__INT_DTYPES(CMP_INT_CASE)
+#undef CMP_INT_CASE
+  default:
+    break;
+  }
+}
+
+/* mask = a op b, or a op s when b is NULL. */
+static int cmp_run(struct pld__core *c, const char *fn, pld_tile *mask,
+                   const pld_tile *a, const pld_tile *b, double s,
+                   pld_cmp_op op) {
+  if (pld__vector_only(c, fn) || pld__tile_compute_check(c, fn, "a", a) ||
+      (b && pld__tile_check2(c, fn, "a", a, "b", b, 1)) ||
+      pld__mask_check(c, fn, mask, "a", a))
+    return c->status;
+  if ((unsigned)op > (unsigned)PLD_CMP_GE)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "op is %d: expected a pld_cmp_op (PLD_CMP_EQ, _NE, "
+                      "_LT, _LE, _GT or _GE)",
+                      (int)op);
+  const union pld__scalar v = pld__scalar_of(a->dtype, s);
+  const struct pld__runs runs = pld__tile_runs(mask, a);
+  for (size_t r = 0; r < runs.count; r++)
+    cmp_kernel(op, a->dtype, pld__run_ptr(mask, r), pld__run_ptr(a, r),
+               b ? (const void *)pld__run_ptr(b, r) : (const void *)&v, !b,
+               runs.len);
+  return PLD_OK;
+}
+
+int pld_cmp(pld_core k, pld_tile *mask, const pld_tile *a, const pld_tile *b,
+            pld_cmp_op op) {
+  return cmp_run(k.p, "pld_cmp", mask, a, b, 0, op);
+}
+
+int pld_cmps(pld_core k, pld_tile *mask, const pld_tile *a, double s,
+             pld_cmp_op op) {
+  return cmp_run(k.p, "pld_cmps", mask, a, NULL, s, op);
+}
+
+/* ---- selection ------------------------------------------------------------
+ */
+
+/* n elements of es bytes: d = m ? a : b (b an array, or if scalar one
+ * value), as bits: a mask of all ones or zeros per element, so that the
+ * loop is a blend on every level (and moves NaN payloads untouched). */
+PLD__ISA_FUNCTION(static, select_kernel,
+                  (size_t es, void *d, const uint8_t *m, const void *a,
+                   const void *b, int scalar, size_t n),
+                  (es, d, m, a, b, scalar, n)) {
+  switch (es) {
+#define SELECT_CASE(U)                                                         \
+  case sizeof(U): {                                                            \
+    U *d_ = d;                                                                 \
+    const U *a_ = a, *b_ = b;                                                  \
+    if (scalar) {                                                              \
+      const U y = *b_;                                                         \
+      PLD__VLOOP(U, i, n, const U t = (U)((U)0 - (U)(m[i] != 0));              \
+                 d_[i] = (U)((a_[i] & t) | (y & (U)~t)););                     \
+    } else {                                                                   \
+      PLD__VLOOP(U, i, n, const U t = (U)((U)0 - (U)(m[i] != 0));              \
+                 d_[i] = (U)((a_[i] & t) | (b_[i] & (U)~t)););                 \
+    }                                                                          \
+    break;                                                                     \
+  }
+    SELECT_CASE(uint8_t)
+    SELECT_CASE(uint16_t)
+    SELECT_CASE(uint32_t)
+    SELECT_CASE(uint64_t)
+#undef SELECT_CASE
+  default:
+    break;
+  }
+}
+
+/* dst = mask ? a : b, or s where b is NULL (s holding the element). */
+static int select_run(struct pld__core *c, const char *fn, pld_tile *dst,
+                      const pld_tile *mask, const pld_tile *a,
+                      const pld_tile *b, double s) {
+  if (pld__vector_only(c, fn) || pld__tile_check(c, fn, "dst", dst) ||
+      pld__tile_check(c, fn, "a", a) || (b && pld__tile_check(c, fn, "b", b)) ||
+      pld__tile_match(c, fn, "dst", dst, "a", a, 1) ||
+      (b && pld__tile_match(c, fn, "a", a, "b", b, 1)) ||
+      pld__mask_check(c, fn, mask, "dst", dst))
+    return c->status;
+  union {
+    uint64_t u;
+    unsigned char bytes[8];
+  } v = {0};
+  pld__elem_set(dst->dtype, v.bytes, s);
+  const size_t es = pld_dtype_size(dst->dtype);
+  const struct pld__runs runs = pld__tile_runs(dst, mask);
+  for (size_t r = 0; r < runs.count; r++)
+    select_kernel(es, pld__run_ptr(dst, r), pld__run_ptr(mask, r),
+                  pld__run_ptr(a, r),
+                  b ? (const void *)pld__run_ptr(b, r) : (const void *)v.bytes,
+                  !b, runs.len);
+  return PLD_OK;
+}
+
+int pld_select(pld_core k, pld_tile *dst, const pld_tile *mask,
+               const pld_tile *a, const pld_tile *b) {
+  return select_run(k.p, "pld_select", dst, mask, a, b, 0);
+}
+
+int pld_selects(pld_core k, pld_tile *dst, const pld_tile *mask,
+                const pld_tile *a, double s) {
+  return select_run(k.p, "pld_selects", dst, mask, a, NULL, s);
+}
+
+/* ---- index tiles ----------------------------------------------------------
+ */
+
+/* Round to nearest even, NaN to 0, saturate to [lo, hi] (exact doubles):
+ * the rule of float to integer conversions, on a double. */
+static inline double iota_sat(double v, double lo, double hi) {
+  double r = __builtin_rint(v);
+  r = r == r ? r : 0.0;
+  r = r < lo ? lo : r;
+  return r > hi ? hi : r;
+}
+
+/* The rows of columns [j0, j0 + n), dtype chosen outside them: BODY
+ * stores o[j] from the row's base (double) or b0 (int32, exact_int). */
+#define IOTA_ROWS(T, BODY)                                                     \
+  for (size_t r = 0; r < (size_t)dst->rows; r++) {                             \
+    T *o = (T *)(void *)(pld__run_ptr(dst, r) + j0 * es);                      \
+    const double base = start + (double)r * row_step;                          \
+    const int32_t b0 = exact_int ? (int32_t)start + (int32_t)r * ri : 0;       \
+    (void)base, (void)b0;                                                      \
+    if (exact_int)                                                             \
+      PLD__VLOOP(int32_t, j, n, BODY);                                         \
+    else                                                                       \
+      PLD__VLOOP(double, j, n, BODY);                                          \
+  }
+
+/* The tile: start + i * row_step + j * col_step in double, converted to
+ * dt.  j * col_step is computed once per chunk of columns (jd) and added
+ * to each row's base.  exact_int: the operands are integers and every
+ * value fits dt, so int32 arithmetic gives the values of the double one
+ * (ji: j * col_step as int32s, once per chunk; a multiply per element,
+ * even as gcc's vector induction, took three times as long). */
+PLD__ISA_FUNCTION(static, iota_tile,
+                  (pld_tile * dst, double start, double row_step,
+                   double col_step, int exact_int),
+                  (dst, start, row_step, col_step, exact_int)) {
+  const pld_dtype dt = dst->dtype;
+  const size_t es = pld_dtype_size(dt), cols = (size_t)dst->cols;
+  double jd[PLD__CHUNK];
+  int32_t ji[PLD__CHUNK];
+  const int32_t ri = exact_int ? (int32_t)row_step : 0;
+  const int32_t s0 = exact_int ? (int32_t)col_step : 0;
+  for (size_t j0 = 0; j0 < cols; j0 += PLD__CHUNK) {
+    const size_t n = cols - j0 < PLD__CHUNK ? cols - j0 : PLD__CHUNK;
+    if (exact_int)
+      PLD__VLOOP(int32_t, j, n, ji[j] = (int32_t)(j0 + j) * s0;);
+    else
+      PLD__VLOOP(double, j, n, jd[j] = (double)(int32_t)(j0 + j) * col_step;);
+    switch (dt) {
+    case PLD_FP32:
+      IOTA_ROWS(float, o[j] = (float)(base + jd[j]););
+      break;
+    case PLD_FP16:
+      IOTA_ROWS(uint16_t,
+                o[j] = pld__f32_to_fp16(pld__f64_to_f32_odd(base + jd[j])););
+      break;
+    case PLD_BF16:
+      IOTA_ROWS(uint16_t,
+                o[j] = pld__f32_to_bf16(pld__f64_to_f32_odd(base + jd[j])););
+      break;
+#define IOTA_INT_CASE(name, T, lo, hi)                                         \
+  case PLD_##name:                                                             \
+    if (exact_int) {                                                           \
+      IOTA_ROWS(T, o[j] = (T)(b0 + ji[j]););                                   \
+    } else {                                                                   \
+      IOTA_ROWS(T, o[j] = (T)(int32_t)iota_sat(base + jd[j], lo, hi););        \
+    }                                                                          \
+    break;
+      PLD__INT_DTYPES(IOTA_INT_CASE)
+#undef IOTA_INT_CASE
+    default:
+      break;
+    }
+  }
+}
+
+/* Whether v is an integer in [lo, hi]. */
+static int int_in(double v, double lo, double hi) {
+  return v >= lo && v <= hi && v == __builtin_trunc(v);
+}
+
+int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
+             double col_step) {
+  struct pld__core *c = k.p;
+  if (pld__vector_only(c, "pld_iota") ||
+      pld__tile_compute_check(c, "pld_iota", "dst", dst))
+    return c->status;
+  const double last_row = (double)(dst->rows - 1);
+  const double last_col = (double)(dst->cols - 1);
+  double lo = INT32_MIN, hi = INT32_MAX;
+  switch (dst->dtype) {
+#define IOTA_RANGE(name, T, l, h)                                              \
+  case PLD_##name:                                                             \
+    lo = l;                                                                    \
+    hi = h;                                                                    \
+    break;
+    PLD__INT_DTYPES(IOTA_RANGE)
+#undef IOTA_RANGE
+  default:
+    break;
+  }
+  /* The integer path: integer operands whose every value and row base
+   * fits dt (the extremes are at the corners) and whose j * col_step fits
+   * an int32. */
+  int exact_int = !pld__is_float_dtype(dst->dtype) && int_in(start, lo, hi) &&
+                  int_in(row_step, lo, hi) && int_in(col_step, lo, hi) &&
+                  int_in(last_col * col_step, INT32_MIN, INT32_MAX);
+  for (int corner = 0; corner < 4 && exact_int; corner++) {
+    const double v = start + (corner & 1 ? last_row * row_step : 0) +
+                     (corner & 2 ? last_col * col_step : 0);
+    exact_int = int_in(v, lo, hi) &&
+                int_in(start + (corner & 1 ? last_row * row_step : 0), lo, hi);
+  }
+  iota_tile(dst, start, row_step, col_step, exact_int);
+  return PLD_OK;
+}
+
+/* ---- ranking --------------------------------------------------------------
+ */
+
+#define LANES 16
+
+/* The key of a float (top of this file). */
+static inline int32_t key_f32(float x) {
+  const float z = x + 0.0f;
+  const int32_t s = (int32_t)pld__f32_bits(z);
+  const int32_t key = s ^ (int32_t)((uint32_t)(s >> 31) >> 1);
+  return z == z ? key : INT32_MAX;
+}
+
+/* The keys of n elements of dt at x (tmp: floats of FP16 and BF16). */
+PLD__ISA_INLINE void keys_of(const int isa, pld_dtype dt, int32_t *restrict key,
+                             float *restrict tmp, const unsigned char *x,
+                             size_t n) {
+  switch (dt) {
+  case PLD_FP32: {
+    const float *f = (const float *)(const void *)x;
+    PLD__VLOOP(float, i, n, key[i] = key_f32(f[i]););
+    break;
+  }
+  case PLD_FP16:
+  case PLD_BF16:
+    pld__load_f32_at(isa, dt, tmp, x, n);
+    PLD__VLOOP(float, i, n, key[i] = key_f32(tmp[i]););
+    break;
+#define KEYS_INT_CASE(name, T, lo, hi)                                         \
+  case PLD_##name: {                                                           \
+    const T *v = (const T *)(const void *)x;                                   \
+    PLD__VLOOP(int32_t, i, n, key[i] = (int32_t)v[i];);                        \
+    break;                                                                     \
+  }
+    PLD__INT_DTYPES(KEYS_INT_CASE)
+#undef KEYS_INT_CASE
+  default:
+    break;
+  }
+}
+
+/* The largest (or smallest) of n > 0 keys, in LANES independent lanes. */
+#define KEY_FOLD(PICK)                                                         \
+  do {                                                                         \
+    for (size_t l = 0; l < LANES; l++)                                         \
+      lane[l] = key[0];                                                        \
+    size_t i = 0;                                                              \
+    for (; i + LANES <= n; i += LANES)                                         \
+      for (size_t l = 0; l < LANES; l++)                                       \
+        lane[l] = PICK(lane[l], key[i + l]);                                   \
+    for (; i < n; i++)                                                         \
+      lane[0] = PICK(lane[0], key[i]);                                         \
+    for (size_t l = 1; l < LANES; l++)                                         \
+      lane[0] = PICK(lane[0], lane[l]);                                        \
+  } while (0)
+
+PLD__ISA_INLINE int32_t key_extreme(int largest, const int32_t *key, size_t n) {
+  int32_t lane[LANES];
+  if (largest)
+    KEY_FOLD(PLD__IMAX);
+  else
+    KEY_FOLD(PLD__IMIN);
+  return lane[0];
+}
+
+/* The first i < n with key[i] == v, which one of them is: blocks of
+ * LANES tested at once, then the block that holds it one by one. */
+PLD__ISA_INLINE size_t key_find(const int32_t *key, size_t n, int32_t v) {
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES) {
+    int hit = 0;
+    for (size_t l = 0; l < LANES; l++)
+      hit |= key[i + l] == v;
+    if (hit)
+      break;
+  }
+  while (key[i] != v)
+    i++;
+  return i;
+}
+
+/* idx[r][0] = the first column of the largest (or smallest) key of row
+ * r; reading the whole row before writing keeps idx == a correct. */
+PLD__ISA_FUNCTION(static, arg_rows,
+                  (int largest, pld_tile *idx, const pld_tile *a),
+                  (largest, idx, a)) {
+  const pld_dtype dt = a->dtype;
+  const size_t cols = (size_t)a->cols, es = pld_dtype_size(dt);
+  int32_t key[PLD__CHUNK];
+  float tmp[PLD__CHUNK];
+  for (size_t r = 0; r < (size_t)a->rows; r++) {
+    const unsigned char *row = pld__run_ptr(a, r);
+    int32_t best = 0, at = -1;
+    for (size_t j0 = 0; j0 < cols; j0 += PLD__CHUNK) {
+      const size_t n = cols - j0 < PLD__CHUNK ? cols - j0 : PLD__CHUNK;
+      keys_of(isa, dt, key, tmp, row + j0 * es, n);
+      const int32_t m = key_extreme(largest, key, n);
+      /* A later chunk wins only with a strictly better key: ties go to
+       * the lower column. */
+      if (at < 0 || (largest ? m > best : m < best)) {
+        best = m;
+        at = (int32_t)(j0 + key_find(key, n, m));
+      }
+    }
+    memcpy(pld__run_ptr(idx, r), &at, sizeof at);
+  }
+}
+
+/* Inserts (key, col) into the sorted best keys bk and their columns bc,
+ * of which there are *count (at most topk): after every key at least as
+ * large (a later column loses a tie), dropping the last if full. */
+static inline void topk_insert(int32_t *bk, int32_t *bc, size_t *count,
+                               size_t topk, int32_t key, int32_t col) {
+  size_t p = *count < topk ? (*count)++ : topk - 1;
+  for (; p > 0 && bk[p - 1] < key; p--) {
+    bk[p] = bk[p - 1];
+    bc[p] = bc[p - 1];
+  }
+  bk[p] = key;
+  bc[p] = col;
+}
+
+/* Top-k by insertion: the chunks' keys go through the sorted best (bk,
+ * bc); once topk are there, only a key above the k-th best (thr) enters.
+ * A block of LANES keys gives the mask of those above thr at once
+ * (vectorized), and only its set bits are looked at. */
+PLD__ISA_INLINE void topk_by_insertion(const int isa, pld_dtype dt,
+                                       const unsigned char *row, size_t cols,
+                                       size_t topk, int32_t *key, float *tmp,
+                                       int32_t *bk, int32_t *bc) {
+  const size_t es = pld_dtype_size(dt);
+  size_t count = 0;
+  for (size_t j0 = 0; j0 < cols; j0 += PLD__CHUNK) {
+    const size_t n = cols - j0 < PLD__CHUNK ? cols - j0 : PLD__CHUNK;
+    keys_of(isa, dt, key, tmp, row + j0 * es, n);
+    size_t t = 0;
+    for (; t < n && count < topk; t++)
+      topk_insert(bk, bc, &count, topk, key[t], (int32_t)(j0 + t));
+    /* (Not full only when the chunk ended: then t == n.) */
+    int32_t thr = count == topk ? bk[topk - 1] : INT32_MIN;
+    /* Without AVX2 the masks cost more than they save (SSE2 builds one
+     * from 16 compares): key by key there. */
+    for (; isa >= PLD__ISA_AVX2 && t + LANES <= n; t += LANES) {
+      uint32_t above = 0;
+      for (size_t l = 0; l < LANES; l++)
+        above |= (uint32_t)(key[t + l] > thr) << l;
+      while (above) {
+        const size_t i = t + (size_t)__builtin_ctz(above);
+        above &= above - 1;
+        if (key[i] > thr) {
+          topk_insert(bk, bc, &count, topk, key[i], (int32_t)(j0 + i));
+          thr = bk[topk - 1];
+        }
+      }
+    }
+    for (; t < n; t++)
+      if (key[t] > thr) {
+        topk_insert(bk, bc, &count, topk, key[t], (int32_t)(j0 + t));
+        thr = bk[topk - 1];
+      }
+  }
+}
+
+/* The topk best keys of each row into idx (and their elements into vals,
+ * unless NULL); bk, bc and bv are scratch of topk keys, columns and
+ * elements. */
+PLD__ISA_FUNCTION(static, topk_rows,
+                  (pld_tile * vals, pld_tile *idx, const pld_tile *a,
+                   size_t topk, int32_t *bk, int32_t *bc, unsigned char *bv),
+                  (vals, idx, a, topk, bk, bc, bv)) {
+  const pld_dtype dt = a->dtype;
+  const size_t cols = (size_t)a->cols, es = pld_dtype_size(dt);
+  int32_t key[PLD__CHUNK];
+  float tmp[PLD__CHUNK];
+  for (size_t r = 0; r < (size_t)a->rows; r++) {
+    const unsigned char *row = pld__run_ptr(a, r);
+    topk_by_insertion(isa, dt, row, cols, topk, key, tmp, bk, bc);
+    /* The elements are gathered before idx or vals is written: either
+     * may be a. */
+    if (vals)
+      for (size_t t = 0; t < topk; t++)
+        memcpy(bv + t * es, row + (size_t)bc[t] * es, es);
+    memcpy(pld__run_ptr(idx, r), bc, topk * sizeof *bc);
+    if (vals)
+      memcpy(pld__run_ptr(vals, r), bv, topk * es);
+  }
+}
+
+/* idx is an INT32 tile of [rows, cols]; `why` says what it holds. */
+static int idx_check(struct pld__core *c, const char *fn, const pld_tile *idx,
+                     int32_t rows, int32_t cols, const pld_tile *a,
+                     const char *why) {
+  if (pld__tile_check(c, fn, "idx", idx))
+    return c->status;
+  if (idx->dtype == PLD_INT32 && idx->rows == rows && idx->cols == cols)
+    return PLD_OK;
+  char si[64], sa[64];
+  pld__tile_str(si, sizeof si, idx);
+  pld__tile_str(sa, sizeof sa, a);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "idx is %s, a is %s: idx must be INT32[%d, %d] (%s)", si,
+                    sa, (int)rows, (int)cols, why);
+}
+
+static int arg_run(struct pld__core *c, const char *fn, int largest,
+                   pld_tile *idx, const pld_tile *a) {
+  if (pld__vector_only(c, fn) || pld__tile_compute_check(c, fn, "a", a) ||
+      idx_check(c, fn, idx, a->rows, 1, a, "one column index per row of a"))
+    return c->status;
+  arg_rows(largest, idx, a);
+  return PLD_OK;
+}
+
+int pld_row_argmax(pld_core k, pld_tile *idx, const pld_tile *a) {
+  return arg_run(k.p, "pld_row_argmax", 1, idx, a);
+}
+
+int pld_row_argmin(pld_core k, pld_tile *idx, const pld_tile *a) {
+  return arg_run(k.p, "pld_row_argmin", 0, idx, a);
+}
+
+/* Scratch of top-k on the stack up to this many; above, from the heap. */
+#define TOPK_STACK 512
+
+int pld_row_topk(pld_core k, pld_tile *vals, pld_tile *idx, const pld_tile *a,
+                 int32_t topk) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_row_topk";
+  if (pld__vector_only(c, fn) || pld__tile_compute_check(c, fn, "a", a))
+    return c->status;
+  char sa[64];
+  pld__tile_str(sa, sizeof sa, a);
+  if (topk < 1 || topk > a->cols)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "topk is %d: expected 1 to %d (the columns of a, %s)",
+                      (int)topk, (int)a->cols, sa);
+  if (idx_check(c, fn, idx, a->rows, topk, a,
+                "topk column indices per row of a"))
+    return c->status;
+  if (vals) {
+    if (pld__tile_check(c, fn, "vals", vals))
+      return c->status;
+    if (vals->dtype != a->dtype || vals->rows != a->rows ||
+        vals->cols != topk) {
+      char sv[64];
+      pld__tile_str(sv, sizeof sv, vals);
+      return pld__kfail(c, PLD_ERR_ARG, fn,
+                        "vals is %s, a is %s: vals must be %s[%d, %d] (topk "
+                        "values per row of a, a's dtype)",
+                        sv, sa, pld_dtype_name(a->dtype), (int)a->rows,
+                        (int)topk);
+    }
+    if (vals == idx)
+      return pld__kfail(c, PLD_ERR_ARG, fn,
+                        "vals and idx are the same tile: they must differ");
+  }
+  const size_t n = (size_t)topk;
+  int32_t stack_keys[TOPK_STACK], stack_cols[TOPK_STACK];
+  unsigned char stack_vals[TOPK_STACK * sizeof(int32_t)];
+  int32_t *bk = stack_keys, *bc = stack_cols;
+  unsigned char *bv = stack_vals, *heap = NULL;
+  if (n > TOPK_STACK) {
+    heap = pld__malloc(n * (2 * sizeof(int32_t) + pld_dtype_size(a->dtype)));
+    if (!heap)
+      return pld__kfail(c, PLD_ERR_NOMEM, fn,
+                        "no memory for the scratch of topk %d", (int)topk);
+    bk = (int32_t *)(void *)heap;
+    bc = bk + n;
+    bv = (unsigned char *)(bc + n);
+  }
+  topk_rows(vals, idx, a, n, bk, bc, bv);
+  pld__free(heap);
+  return PLD_OK;
+}
+
+/* ---- prefix sums ----------------------------------------------------------
+ */
+
+/* Columns per block of column sums (on the stack). */
+#define COL_BLOCK 256
+
+/* One step of a prefix sum: OUT gets CONV of the sum S (of type ACC)
+ * before adding V (excl) or after. */
+#define CUM_STEP(ACC, S, V, OUT, CONV)                                         \
+  do {                                                                         \
+    const ACC v_ = V; /* read before OUT, which may be V's element */          \
+    if (excl) {                                                                \
+      OUT = CONV(S);                                                           \
+      S = (ACC)(S + v_);                                                       \
+    } else {                                                                   \
+      S = (ACC)(S + v_);                                                       \
+      OUT = CONV(S);                                                           \
+    }                                                                          \
+  } while (0)
+
+#define TO_F32(s) ((float)(s))
+#define TO_F32_ODD(s) pld__f64_to_f32_odd(s)
+
+/* Row r of a into dst, summing along it (excl a constant where this is
+ * inlined, so that each case is two loops). */
+PLD__ISA_INLINE void cumsum_row(const int isa, const int excl, pld_dtype dt,
+                                unsigned char *d, const unsigned char *x,
+                                size_t n, float *tmp) {
+  switch (dt) {
+  case PLD_FP32: {
+    const float *f = (const float *)(const void *)x;
+    float *o = (float *)(void *)d;
+    double s = 0;
+    for (size_t j = 0; j < n; j++)
+      CUM_STEP(double, s, (double)f[j], o[j], TO_F32);
+    break;
+  }
+  case PLD_FP16:
+  case PLD_BF16: {
+    /* Through floats (exact), the sums rounded to odd so that the
+     * conversion to the half rounds them once. */
+    double s = 0;
+    for (size_t j0 = 0; j0 < n; j0 += PLD__CHUNK) {
+      const size_t m = n - j0 < PLD__CHUNK ? n - j0 : PLD__CHUNK;
+      pld__load_f32_at(isa, dt, tmp, x + j0 * 2, m);
+      for (size_t j = 0; j < m; j++)
+        CUM_STEP(double, s, (double)tmp[j], tmp[j], TO_F32_ODD);
+      pld__store_f32_at(isa, dt, d + j0 * 2, tmp, m);
+    }
+    break;
+  }
+#define CUMSUM_ROW_INT(name, T, lo, hi)                                        \
+  case PLD_##name: {                                                           \
+    const T *v = (const T *)(const void *)x;                                   \
+    T *o = (T *)(void *)d;                                                     \
+    int64_t s = 0; /* exact; the low bits are the wrapping sum */              \
+    for (size_t j = 0; j < n; j++)                                             \
+      CUM_STEP(uint32_t, s, (uint32_t)v[j], o[j], (T));                        \
+    break;                                                                     \
+  }
+    PLD__INT_DTYPES(CUMSUM_ROW_INT)
+#undef CUMSUM_ROW_INT
+  default:
+    break;
+  }
+}
+
+PLD__ISA_FUNCTION(static, cumsum_rows,
+                  (int exclusive, pld_tile *dst, const pld_tile *a),
+                  (exclusive, dst, a)) {
+  float tmp[PLD__CHUNK];
+  for (size_t r = 0; r < (size_t)a->rows; r++) {
+    if (exclusive)
+      cumsum_row(isa, 1, a->dtype, pld__run_ptr(dst, r), pld__run_ptr(a, r),
+                 (size_t)a->cols, tmp);
+    else
+      cumsum_row(isa, 0, a->dtype, pld__run_ptr(dst, r), pld__run_ptr(a, r),
+                 (size_t)a->cols, tmp);
+  }
+}
+
+/* Columns [j0, j0 + n) of every row: the running sums acc (double for
+ * floats, uint32 for integers, which wrap) take each row of a in turn,
+ * and dst's row gets them.  The dtype is chosen once, outside the rows
+ * (at these speeds a switch per row would cost a tenth). */
+#define CUM_COLS_ROWS(BODY)                                                    \
+  for (size_t r = 0; r < (size_t)a->rows; r++) {                               \
+    unsigned char *d = pld__run_ptr(dst, r) + j0 * es;                         \
+    const unsigned char *x = pld__run_ptr(a, r) + j0 * es;                     \
+    BODY                                                                       \
+  }
+
+PLD__ISA_INLINE void
+cumsum_col_block(const int isa, const int excl, pld_tile *dst,
+                 const pld_tile *a, size_t j0, size_t n, double *restrict accf,
+                 uint32_t *restrict acci, float *restrict tmp) {
+  const pld_dtype dt = a->dtype;
+  const size_t es = pld_dtype_size(dt);
+  switch (dt) {
+  case PLD_FP32:
+    CUM_COLS_ROWS(const float *f = (const float *)(const void *)x;
+                  float *o = (float *)(void *)d; PLD__VLOOP(
+                      double, j, n,
+                      CUM_STEP(double, accf[j], (double)f[j], o[j], TO_F32););)
+    break;
+  case PLD_FP16:
+  case PLD_BF16:
+    CUM_COLS_ROWS(pld__load_f32_at(isa, dt, tmp, x, n);
+                  PLD__VLOOP(double, j, n,
+                             CUM_STEP(double, accf[j], (double)tmp[j], tmp[j],
+                                      TO_F32_ODD););
+                  pld__store_f32_at(isa, dt, d, tmp, n);)
+    break;
+#define CUMSUM_COLS_INT(name, T, lo, hi)                                       \
+  case PLD_##name:                                                             \
+    CUM_COLS_ROWS(                                                             \
+        const T *v = (const T *)(const void *)x; T *o = (T *)(void *)d;        \
+        PLD__VLOOP(uint32_t, j, n,                                             \
+                   CUM_STEP(uint32_t, acci[j], (uint32_t)v[j], o[j], (T)););)  \
+    break;
+    PLD__INT_DTYPES(CUMSUM_COLS_INT)
+#undef CUMSUM_COLS_INT
+  default:
+    break;
+  }
+}
+
+PLD__ISA_FUNCTION(static, cumsum_cols,
+                  (int exclusive, pld_tile *dst, const pld_tile *a),
+                  (exclusive, dst, a)) {
+  const size_t cols = (size_t)a->cols;
+  double accf[COL_BLOCK];
+  uint32_t acci[COL_BLOCK];
+  float tmp[COL_BLOCK];
+  for (size_t j0 = 0; j0 < cols; j0 += COL_BLOCK) {
+    const size_t n = cols - j0 < COL_BLOCK ? cols - j0 : COL_BLOCK;
+    memset(accf, 0, n * sizeof *accf);
+    memset(acci, 0, n * sizeof *acci);
+    if (exclusive)
+      cumsum_col_block(isa, 1, dst, a, j0, n, accf, acci, tmp);
+    else
+      cumsum_col_block(isa, 0, dst, a, j0, n, accf, acci, tmp);
+  }
+}
+
+static int cumsum_run(struct pld__core *c, const char *fn, int by_row,
+                      pld_tile *dst, const pld_tile *a, int exclusive) {
+  if (pld__vector_only(c, fn) || pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
+    return c->status;
+  (by_row ? cumsum_rows : cumsum_cols)(exclusive != 0, dst, a);
+  return PLD_OK;
+}
+
+int pld_row_cumsum(pld_core k, pld_tile *dst, const pld_tile *a,
+                   int exclusive) {
+  return cumsum_run(k.p, "pld_row_cumsum", 1, dst, a, exclusive);
+}
+
+int pld_col_cumsum(pld_core k, pld_tile *dst, const pld_tile *a,
+                   int exclusive) {
+  return cumsum_run(k.p, "pld_col_cumsum", 0, dst, a, exclusive);
+}
