@@ -266,6 +266,25 @@ pld_tensor pld_device_alloc(pld_aicpu a, pld_dtype dtype, int ndim,
 int32_t pld_block_idx(pld_core k);
 int32_t pld_block_num(pld_core k);
 
+/* Fails the running kernel block, and with it the run: the run returns
+ * `status` (an error status; PLD_ERR_ARG replaces PLD_OK or a code that is
+ * not a pld status) and the message fmt... (printf), prefixed with the
+ * block's identity in the words of the library's own kernel failures:
+ * "pld_kernel_fail: kernel check (rank 1, device 1, AIV core 2, block 2 of
+ * 4): expert 3 received 7 rows, expected 6".  A message longer than the
+ * library's message buffer is cut.  As for any failure of a kernel's call,
+ * only the block's first failure counts (a later pld_kernel_fail is
+ * ignored), every later pld call of the block returns that status at once
+ * and does nothing, the other blocks and ranks are stopped (their waits
+ * return PLD_ERR_ABORTED), and the program may run again.  The kernel body
+ * should return soon after: plain C code is not stopped.  Returns the
+ * block's first failure.  Kernel only (vector and cube). */
+int pld_kernel_fail(pld_core k, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* ---- internals of the declaration macros --------------------------------- */
 
 #if defined(__GNUC__)

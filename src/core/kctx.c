@@ -63,21 +63,40 @@ void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
   c->msg[0] = '\0';
 }
 
-int pld__kfail(struct pld__core *c, int status, const char *fn, const char *fmt,
-               ...) {
+/* pld__kfail with a va_list, shared with pld_kernel_fail. */
+static int kfail_v(struct pld__core *c, int status, const char *fn,
+                   const char *fmt, va_list ap) PLD__PRINTF(4, 0);
+static int kfail_v(struct pld__core *c, int status, const char *fn,
+                   const char *fmt, va_list ap) {
   char prefix[512];
   pld__catf(prefix, sizeof prefix,
             "%s: kernel %s (rank %d, device %d, %s core %d, block %d of %d): ",
             fn, c->kernel ? c->kernel : "?", c->rank, c->device,
             pld__core_type_name(c->spec.type), c->spec.index, (int)c->block_idx,
             (int)c->block_num);
+  return pld__first_failure(&c->status, c->msg, sizeof c->msg, status, prefix,
+                            fmt, ap);
+}
+
+int pld__kfail(struct pld__core *c, int status, const char *fn, const char *fmt,
+               ...) {
   va_list ap;
   va_start(ap, fmt);
-  int st = pld__first_failure(&c->status, c->msg, sizeof c->msg, status, prefix,
-                              fmt, ap);
+  int st = kfail_v(c, status, fn, fmt, ap);
   va_end(ap);
   return st;
 }
 
 int32_t pld_block_idx(pld_core k) { return k.p->block_idx; }
 int32_t pld_block_num(pld_core k) { return k.p->block_num; }
+
+int pld_kernel_fail(pld_core k, int status, const char *fmt, ...) {
+  struct pld__core *c = k.p;
+  va_list ap;
+  va_start(ap, fmt);
+  int st = kfail_v(
+      c, status != PLD_OK && pld__status_valid(status) ? status : PLD_ERR_ARG,
+      "pld_kernel_fail", fmt ? fmt : "(no message)", ap);
+  va_end(ap);
+  return st;
+}

@@ -1,6 +1,9 @@
 /* The control: the same shapes of program, written correctly, compile. */
 #include "pld.h"
-PLD_KERNEL(kern, k, PLD_IN(x, FP32, 8)) { (void)pld_load(k, x, 0, 0, 1, 8); }
+PLD_KERNEL(kern, k, PLD_IN(x, FP32, 8)) {
+  if (!pld_load(k, x, 0, 0, 1, 8))
+    pld_kernel_fail(k, PLD_ERR_ARG, "no tile");
+}
 PLD_DEVICE(dev, a, PLD_IN(x, FP32, 8)) { pld_launch(a, kern, 1, x); }
 PLD_HOST_TASK(task, t, PLD_IN(x, FP32, 8)) {
   if (!pld_tensor_data(x))
