@@ -5,14 +5,12 @@
 
 Runs the benchmark BEFORE, then AFTER (each with ARG...), alternately,
 ROUNDS times each, so that a machine that gets busier or quieter meanwhile
-weighs on both alike.  Then, for every line of their output that carries a
-figure, one line: the label (the line with its numbers taken out), the
-median of its first figure over the rounds before and after, and after /
-before.  Whether higher is better is the unit's to say ("/s" and "GB/s"
-higher, times lower); the table says which where it can tell.  Lines that
-differ in shape between the two builds (a figure added or renamed) are
-listed for the build that printed them only.  The exit status is 1 only if
-a benchmark failed (not for a slower figure).
+weighs on both alike.  Then every line of their output, once: each number the median over the rounds, shown as
+[before -> after] where the two differ, and the largest change of the
+line as after/before.  Whether higher is better is the unit's to say
+(GB/s and runs per second higher, times lower).  A line only one build
+prints shows '-' for the other.  The exit status is 1 only if a benchmark
+failed (not for a slower figure).
 """
 import re
 import statistics
@@ -23,25 +21,42 @@ NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def figures(text):
-    """{label: first number} for each line carrying a number, in order."""
+    """{label: [numbers]} for each line that is not blank, in order; the
+    label is the line with each number replaced by '#'."""
     out = {}
     for line in text.splitlines():
         nums = NUMBER.findall(line)
-        if not nums:
+        if not line.strip():
             continue
         label = " ".join(NUMBER.sub("#", line).split())
-        while label in out:  # a repeated label: keep each line apart
-            label += " +"
-        out[label] = float(nums[0])
+        while label in out:  # a repeated label (rows of a table): apart
+            label += " "
+        out[label] = [float(n) for n in nums]
     return out
 
 
-def better(label):
-    if "/s" in label:
-        return "higher is better"
-    if re.search(r"\b(us|ms|ns|s)\b", label):
-        return "lower is better"
-    return ""
+def show(v):
+    return f"{v:.4g}"
+
+
+def merged(label, before, after):
+    """The label with each number as its medians, before -> after (once
+    where they agree), and the largest change after/before among them."""
+    parts = label.rstrip().split("#")
+    text, worst = parts[0], None
+    for i, part in enumerate(parts[1:]):
+        b = statistics.median(r[i] for r in before) if before else None
+        a = statistics.median(r[i] for r in after) if after else None
+        if b is not None and a is not None and show(b) == show(a):
+            text += show(a)
+        else:
+            text += f"[{show(b) if b is not None else '-'} -> " \
+                    f"{show(a) if a is not None else '-'}]"
+            if b and a is not None and (worst is None or
+                                        abs(a / b - 1) > abs(worst - 1)):
+                worst = a / b
+        text += part
+    return text, worst
 
 
 def main(argv):
@@ -60,26 +75,22 @@ def main(argv):
                 failed = 1
                 continue
             runs[exe].append(figures(p.stdout))
-    print(f"{after} {' '.join(args)}: after / before, medians of "
-          f"{rounds} alternate runs each")
+    print(f"{after} {' '.join(args)}: medians of {rounds} alternate runs "
+          f"each, [before -> after] where they differ")
     labels = []
     for exe in (before, after):
         for run in runs[exe]:
             for label in run:
                 if label not in labels:
                     labels.append(label)
-    width = min(max((len(s) for s in labels), default=0), 72)
-    print(f"  {'':<{width}} {'before':>12} {'after':>12} {'after/before':>9}")
     for label in labels:
-        med = []
+        sides = []
         for exe in (before, after):
             vals = [run[label] for run in runs[exe] if label in run]
-            med.append(statistics.median(vals) if vals else None)
-        b, a = med
-        ratio = f"{a / b:8.2f}x" if a is not None and b else "         "
-        show = lambda v: f"{v:12.4g}" if v is not None else f"{'-':>12}"
-        print(f"  {label[:width]:<{width}} {show(b)} {show(a)} {ratio}  "
-              f"{better(label)}")
+            n = len(label.split("#")) - 1
+            sides.append([v for v in vals if len(v) == n])
+        text, worst = merged(label, *sides)
+        print(f"  {text}" + (f"   (after/before {worst:.2f}x)" if worst else ""))
     return failed
 
 
