@@ -65,6 +65,13 @@ size_t pld__copy_printable(char *dst, size_t cap, const char *src,
 /* status is one of the codes of pld/status.h. */
 int pld__status_valid(int status);
 
+/* The status of a failure the user reports (pld_task_fail,
+ * pld_kernel_fail): theirs if it is an error status of pld/status.h, else
+ * PLD_ERR_ARG. */
+static inline int pld__user_status(int status) {
+  return status != PLD_OK && pld__status_valid(status) ? status : PLD_ERR_ARG;
+}
+
 /* Region ends for messages, start + len saturated at INT64_MAX: a message
  * about a bad region must not overflow computing it. */
 static inline long long pld__region_end(int64_t start, int64_t len) {

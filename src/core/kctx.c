@@ -94,9 +94,8 @@ int pld_kernel_fail(pld_core k, int status, const char *fmt, ...) {
   struct pld__core *c = k.p;
   va_list ap;
   va_start(ap, fmt);
-  int st = kfail_v(
-      c, status != PLD_OK && pld__status_valid(status) ? status : PLD_ERR_ARG,
-      "pld_kernel_fail", fmt ? fmt : "(no message)", ap);
+  int st = kfail_v(c, pld__user_status(status), "pld_kernel_fail",
+                   fmt ? fmt : "(no message)", ap);
   va_end(ap);
   return st;
 }

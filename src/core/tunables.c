@@ -14,12 +14,14 @@
  * typo around it fit, while a huge or binary value cannot swamp the
  * message. */
 #define QUOTED_BYTES 64
+/* Room for such a value quoted: escaped, then "... (N bytes)". */
+#define QUOTED_CAP (2 + QUOTED_BYTES * 4 + 32)
 
 /* What the environment said about one variable. */
 struct given {
   bool set;
-  char quoted[2 + QUOTED_BYTES * 4 + 32]; /* escaped, then "... (N bytes)" */
-  char refusal[512];                      /* empty when accepted */
+  char quoted[QUOTED_CAP];
+  char refusal[512]; /* empty when accepted */
 };
 
 static struct pld__tunables values;
@@ -227,7 +229,7 @@ int pld__setting_refused(enum pld__setting_id id, const char *value, char *buf,
   } else if (pld__setting_word(id, value, len) >= 0) {
     return 0;
   }
-  char quoted[sizeof given.PLD_SPIN_US.quoted];
+  char quoted[QUOTED_CAP];
   quote(quoted, sizeof quoted, value);
   size_t n = pld__catf(
       buf, cap, "%s=%s: expected %s", s->name, quoted,

@@ -394,10 +394,9 @@ int pld_task_fail(pld_task t, int status, const char *fmt, ...) {
   pld__catf(prefix, sizeof prefix, "host task %s: ", c->name);
   va_list ap;
   va_start(ap, fmt);
-  int st = pld__first_failure(
-      &c->status, c->msg, sizeof c->msg,
-      status != PLD_OK && pld__status_valid(status) ? status : PLD_ERR_ARG,
-      prefix, fmt ? fmt : "(no message)", ap);
+  int st = pld__first_failure(&c->status, c->msg, sizeof c->msg,
+                              pld__user_status(status), prefix,
+                              fmt ? fmt : "(no message)", ap);
   va_end(ap);
   return st;
 }

@@ -77,14 +77,6 @@ static int rows_race(struct pld__core *c, const char *fn, int kind,
   return c->status;
 }
 
-/* Element (row, col) of t's matrix, and its row stride in bytes. */
-static unsigned char *tensor_at(const struct pld__tensor *t, int64_t row,
-                                int64_t col) {
-  return (unsigned char *)t->data +
-         ((size_t)row * (size_t)pld__tensor_cols(t) + (size_t)col) *
-             pld_dtype_size(t->dtype);
-}
-
 int pld_load_rows(pld_core k, pld_tile *dst, pld_tensor src,
                   const pld_tile *idx, int64_t col) {
   struct pld__core *c = k.p;
@@ -95,8 +87,7 @@ int pld_load_rows(pld_core k, pld_tile *dst, pld_tensor src,
       rows_bounds(c, fn, src.p, idx, dst->rows, col, dst->cols))
     return c->status;
   const size_t len = (size_t)dst->cols * pld_dtype_size(dst->dtype);
-  const size_t stride =
-      (size_t)pld__tensor_cols(src.p) * pld_dtype_size(src.p->dtype);
+  const size_t stride = pld__tensor_stride(src.p);
   const int32_t n = dst->rows;
   if (rows_race(c, fn, PLD__RACE_READ, src.p, idx, n, col, len))
     return c->status;
@@ -108,7 +99,8 @@ int pld_load_rows(pld_core k, pld_tile *dst, pld_tensor src,
       memset(to, 0, len);
       continue;
     }
-    const unsigned char *from = tensor_at(src.p, r, col);
+    const unsigned char *from =
+        (const unsigned char *)src.p->data + pld__tensor_offset(src.p, r, col);
     for (int32_t j = 0; j < m; j++)
       memcpy(to + (size_t)j * dst->row_bytes, from + (size_t)j * stride, len);
   }
@@ -127,8 +119,7 @@ int pld_store_rows(pld_core k, const pld_tile *t, pld_tensor dst,
     return c->status;
   const int add = atomic == PLD_ATOMIC_ADD;
   const size_t len = (size_t)t->cols * pld_dtype_size(t->dtype);
-  const size_t stride =
-      (size_t)pld__tensor_cols(dst.p) * pld_dtype_size(dst.p->dtype);
+  const size_t stride = pld__tensor_stride(dst.p);
   const int32_t n = t->rows;
   if (rows_race(c, fn, add ? PLD__RACE_ATOMIC : PLD__RACE_WRITE, dst.p, idx, n,
                 col, len))
@@ -139,7 +130,8 @@ int pld_store_rows(pld_core k, const pld_tile *t, pld_tensor dst,
     const int32_t r = pld__rows_index(idx, i);
     if (r < 0)
       continue;
-    unsigned char *to = tensor_at(dst.p, r, col);
+    unsigned char *to =
+        (unsigned char *)dst.p->data + pld__tensor_offset(dst.p, r, col);
     const unsigned char *from = pld__run_ptr(t, (size_t)i);
     for (int32_t j = 0; j < m; j++) {
       unsigned char *d = to + (size_t)j * stride;

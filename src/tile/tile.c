@@ -438,23 +438,12 @@ static void copy_rows(unsigned char *dst, size_t dst_stride,
     memcpy(dst + r * dst_stride, src + r * src_stride, len);
 }
 
-/* Byte offset of element (row, col) of t's matrix, and its row stride. */
-static size_t tensor_offset(const struct pld__tensor *t, int64_t row,
-                            int64_t col) {
-  return ((size_t)row * (size_t)pld__tensor_cols(t) + (size_t)col) *
-         pld_dtype_size(t->dtype);
-}
-
-static size_t tensor_stride(const struct pld__tensor *t) {
-  return (size_t)pld__tensor_cols(t) * pld_dtype_size(t->dtype);
-}
-
 int pld__tensor_race_check(struct pld__core *c, const char *fn, int kind,
                            const struct pld__tensor *t, int64_t row,
                            int64_t col, size_t row_bytes, size_t rows) {
   int st = pld__race_access(kind, fn, t->name, t->win_buf, c->rank,
-                            t->win_offset + tensor_offset(t, row, col),
-                            row_bytes, rows, tensor_stride(t));
+                            t->win_offset + pld__tensor_offset(t, row, col),
+                            row_bytes, rows, pld__tensor_stride(t));
   return st ? pld__kfail(c, st, fn, "%s", pld_last_error()) : PLD_OK;
 }
 
@@ -462,8 +451,9 @@ static void load_block(pld_tile *dst, const struct pld__tensor *src,
                        int64_t row, int64_t col) {
   const size_t len = (size_t)dst->cols * pld_dtype_size(dst->dtype);
   copy_rows(dst->data, dst->row_bytes,
-            (const unsigned char *)src->data + tensor_offset(src, row, col),
-            tensor_stride(src), (size_t)dst->rows, len);
+            (const unsigned char *)src->data +
+                pld__tensor_offset(src, row, col),
+            pld__tensor_stride(src), (size_t)dst->rows, len);
 }
 
 pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
@@ -513,7 +503,8 @@ int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
                        (size_t)t->rows))
     return c->status;
   const size_t len = (size_t)t->cols * pld_dtype_size(t->dtype);
-  copy_rows((unsigned char *)dst.p->data + tensor_offset(dst.p, row, col),
-            tensor_stride(dst.p), t->data, t->row_bytes, (size_t)t->rows, len);
+  copy_rows((unsigned char *)dst.p->data + pld__tensor_offset(dst.p, row, col),
+            pld__tensor_stride(dst.p), t->data, t->row_bytes, (size_t)t->rows,
+            len);
   return PLD_OK;
 }

@@ -284,6 +284,17 @@ static inline unsigned char *pld__run_ptr(const pld_tile *t, size_t r) {
   return t->data + r * t->row_bytes;
 }
 
+/* Byte offset of element (row, col) of t's matrix, and its row stride. */
+static inline size_t pld__tensor_offset(const struct pld__tensor *t,
+                                        int64_t row, int64_t col) {
+  return ((size_t)row * (size_t)pld__tensor_cols(t) + (size_t)col) *
+         pld_dtype_size(t->dtype);
+}
+
+static inline size_t pld__tensor_stride(const struct pld__tensor *t) {
+  return (size_t)pld__tensor_cols(t) * pld_dtype_size(t->dtype);
+}
+
 /* n copies of the element at `elem` (esize bytes) from dst on. */
 void pld__fill_elems(void *dst, const void *elem, size_t esize, size_t n);
 
