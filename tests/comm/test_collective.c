@@ -1124,12 +1124,13 @@ static void sweep(pld_dtype dt, int p, int c, int64_t la, int64_t l) {
 static const int rank_counts[] = {1, 2, 3, 4, 5, 8};
 #define NRANK_COUNTS ((int)(sizeof rank_counts / sizeof rank_counts[0]))
 
-/* Over each rank count on c blocks: lengths of 1 element (fewer than
- * blocks), P-1 (no multiple of P), one group plus one element (mesh's and
- * reduce-scatter's ragged last group), and P groups plus P+1 elements
- * (two-phase's and the ring's chunks of a group and one or two). */
-static void sweep_lengths(pld_dtype dt, int c) {
-  for (int i = 0; i < NRANK_COUNTS; i++) {
+/* Over the rank counts rank_counts[from] to rank_counts[to - 1] on c
+ * blocks: lengths of 1 element (fewer than blocks), P-1 (no multiple of
+ * P), one group plus one element (mesh's and reduce-scatter's ragged last
+ * group), and P groups plus P+1 elements (two-phase's and the ring's
+ * chunks of a group and one or two). */
+static void sweep_lengths(pld_dtype dt, int c, int from, int to) {
+  for (int i = from; i < to; i++) {
     const int p = rank_counts[i];
     sweep(dt, p, c, 1, 1);
     if (p > 2)
@@ -1140,11 +1141,18 @@ static void sweep_lengths(pld_dtype dt, int c) {
   }
 }
 
-/* One CTest entry per dtype: test_sweep_fp32, ... */
+/* The first SWEEP_SMALL rank counts (1 to 4 ranks) in one CTest entry,
+ * the rest (5 and 8) in another, per dtype: test_sweep_fp32_small, ...
+ * Each stays well inside its time limit under TSan on a busy machine. */
+enum { SWEEP_SMALL = 4 };
 #define SWEEP_TEST(name, dt)                                                   \
-  static void test_sweep_##name(void **state) {                                \
+  static void test_sweep_##name##_small(void **state) {                        \
     (void)state;                                                               \
-    sweep_lengths(dt, 1);                                                      \
+    sweep_lengths(dt, 1, 0, SWEEP_SMALL);                                      \
+  }                                                                            \
+  static void test_sweep_##name##_large(void **state) {                        \
+    (void)state;                                                               \
+    sweep_lengths(dt, 1, SWEEP_SMALL, NRANK_COUNTS);                           \
   }
 SWEEP_TEST(fp32, PLD_FP32)
 SWEEP_TEST(fp16, PLD_FP16)
@@ -1360,12 +1368,18 @@ static void test_slow_64_ranks(void **state) {
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_sweep_fp32),
-    cmocka_unit_test(test_sweep_fp16),
-    cmocka_unit_test(test_sweep_bf16),
-    cmocka_unit_test(test_sweep_int32),
-    cmocka_unit_test(test_sweep_int16),
-    cmocka_unit_test(test_sweep_int8),
+    cmocka_unit_test(test_sweep_fp32_small),
+    cmocka_unit_test(test_sweep_fp32_large),
+    cmocka_unit_test(test_sweep_fp16_small),
+    cmocka_unit_test(test_sweep_fp16_large),
+    cmocka_unit_test(test_sweep_bf16_small),
+    cmocka_unit_test(test_sweep_bf16_large),
+    cmocka_unit_test(test_sweep_int32_small),
+    cmocka_unit_test(test_sweep_int32_large),
+    cmocka_unit_test(test_sweep_int16_small),
+    cmocka_unit_test(test_sweep_int16_large),
+    cmocka_unit_test(test_sweep_int8_small),
+    cmocka_unit_test(test_sweep_int8_large),
     cmocka_unit_test(test_two_blocks),
     cmocka_unit_test(test_three_blocks),
     cmocka_unit_test(test_sub_domain),
