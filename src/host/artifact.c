@@ -31,7 +31,7 @@ static void write_call(FILE *f, const struct pld_program *p,
           sig->name, pl->device_id, sig->file, sig->line);
   if (call->after_tasks)
     fprintf(f, "    starts after host task %d (%s)\n", call->after_tasks,
-            p->tasks[call->after_tasks - 1].fn.sig->name);
+            p->plan.tasks[call->after_tasks - 1].fn.sig->name);
   for (int i = 0; i < call->argc; i++) {
     const struct pld__call_arg *a = &call->args[i];
     const pld_param *pm = &sig->params[i];
@@ -46,7 +46,8 @@ static void write_call(FILE *f, const struct pld_program *p,
     pld__tensor_str(ts, sizeof ts, &t);
     if (a->win_buf >= 0) {
       const struct pld__comm *comm =
-          &p->comms[(size_t)a->win_buf * (size_t)p->nranks + (size_t)pl->rank];
+          &p->plan.comms[(size_t)a->win_buf * (size_t)p->plan.nranks +
+                         (size_t)pl->rank];
       fprintf(f,
               "    %s: %s window, view of buffer #%d at byte %zu; rank %d of "
               "%d in its domain\n",
@@ -72,12 +73,12 @@ static void write_call(FILE *f, const struct pld_program *p,
 
 /* A host task: where it runs, after what, its arguments. */
 static void write_task(FILE *f, const struct pld_program *p, int t) {
-  const struct pld__taskplan *tp = &p->tasks[t];
+  const struct pld__taskplan *tp = &p->plan.tasks[t];
   const pld_signature *sig = tp->fn.sig;
   fprintf(f, "  host task %d: %s on the host CPU (%s:%d), after", t + 1,
           sig->name, sig->file, sig->line);
   int any = 0;
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     if (tp->need[r]) {
       fprintf(f, "%s rank %d's dispatch %d", any ? "," : "", r, tp->need[r]);
       any = 1;
@@ -110,8 +111,8 @@ static int write_file(const char *dir, const char *name,
   if (!f)
     return pld__fail_api(PLD_ERR_SYSTEM, "artifact file %s: %s", path,
                          strerror(errno));
-  const pld_signature *hs = p->host.sig;
-  const pld_platform_info *pi = p->plat;
+  const pld_signature *hs = p->plan.host.sig;
+  const pld_platform_info *pi = p->plan.plat;
   if (rank < 0) {
     fprintf(f, "pld program %s (%s:%d)\n\n", hs->name, hs->file, hs->line);
     fprintf(f,
@@ -121,29 +122,31 @@ static int write_file(const char *dir, const char *name,
             pi->name, pi->cube_cores, pi->vector_cores, pi->ub_bytes / 1024,
             pi->l1_bytes / 1024, pi->l0a_bytes / 1024, pi->l0b_bytes / 1024,
             pi->l0c_bytes / 1024);
-    fprintf(f, "world: %d rank%s\n", p->nranks, p->nranks == 1 ? "" : "s");
-    for (int r = 0; r < p->nranks; r++)
+    fprintf(f, "world: %d rank%s\n", p->plan.nranks,
+            p->plan.nranks == 1 ? "" : "s");
+    for (int r = 0; r < p->plan.nranks; r++)
       fprintf(f, "  rank %d -> device %d (one process; see rank%d.txt)\n", r,
-              p->device_ids[r], r);
+              p->plan.device_ids[r], r);
     fprintf(f,
             "\nhost orchestrator %s on the host CPU (the program's own "
             "process):\n",
             hs->name);
-    for (int i = 0; i < p->nargs; i++) {
+    for (int i = 0; i < p->plan.nargs; i++) {
       const pld_param *pm = &hs->params[i];
       if (pm->kind == PLD_ARG_TENSOR) {
         char ts[128];
-        pld__tensor_str(ts, sizeof ts, &p->arg_meta[i]);
+        pld__tensor_str(ts, sizeof ts, &p->plan.arg_meta[i]);
         fprintf(f, "  %s: %s %s\n", pm->name, ts, pld__dir_name(pm->dir));
       } else {
         fprintf(f, "  %s: %s scalar\n", pm->name, pld_dtype_name(pm->dtype));
       }
     }
-    for (int d = 0; d < p->dims.n; d++)
+    for (int d = 0; d < p->plan.dims.n; d++)
       fprintf(f, "  dynamic dimension %s = %lld (bound by %s)\n",
-              p->dims.name[d], (long long)p->dims.size[d], p->dims.by[d]);
-    for (int i = 0; i < p->ninters; i++) {
-      const struct pld__inter *in = &p->inters[i];
+              p->plan.dims.name[d], (long long)p->plan.dims.size[d],
+              p->plan.dims.by[d]);
+    for (int i = 0; i < p->plan.ninters; i++) {
+      const struct pld__inter *in = &p->plan.inters[i];
       char ts[128];
       pld__tensor_str(ts, sizeof ts, in->t);
       if (in->rank < 0)
@@ -152,21 +155,21 @@ static int write_file(const char *dir, const char *name,
         fprintf(f, "  %s: %s in the memory of rank %d's device during a run\n",
                 in->name, ts, in->rank);
     }
-    for (int t = 0; t < p->ntasks; t++)
+    for (int t = 0; t < p->plan.ntasks; t++)
       write_task(f, p, t);
-    for (int b = 0; b < p->nwinbufs; b++) {
-      const struct pld__winbuf *wb = p->winbufs[b];
+    for (int b = 0; b < p->plan.nwinbufs; b++) {
+      const struct pld__winbuf *wb = p->plan.winbufs[b];
       fprintf(f,
               "  window buffer #%d: %zu bytes on each rank of its domain "
               "(copies of %zu bytes): ranks",
               b, wb->bytes, wb->phys);
-      for (int r = 0; r < p->nranks; r++)
+      for (int r = 0; r < p->plan.nranks; r++)
         if (wb->member[r])
           fprintf(f, " %d", r);
       fprintf(f, "\n");
     }
   } else {
-    const struct pld__devplan *pl = &p->plans[rank];
+    const struct pld__devplan *pl = &p->plan.plans[rank];
     fprintf(f,
             "rank %d on device %d: %d dispatch%s, %zu bytes of dispatched "
             "tensors in device memory\n",
@@ -186,7 +189,7 @@ int pld__artifacts_write(struct pld_program *p, const char *dir) {
   if (dir[0] == '\0') {
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/pld-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp",
-             p->host.sig->name);
+             p->plan.host.sig->name);
     if (!mkdtemp(path))
       return pld__fail_api(PLD_ERR_SYSTEM, "artifact folder %s: %s", path,
                            strerror(errno));
@@ -196,18 +199,18 @@ int pld__artifacts_write(struct pld_program *p, const char *dir) {
       return pld__fail_api(PLD_ERR_SYSTEM, "artifact folder %s: %s", path,
                            strerror(errno));
   }
-  p->artifact_dir = pld__strdup(path);
-  if (!p->artifact_dir)
+  p->plan.artifact_dir = pld__strdup(path);
+  if (!p->plan.artifact_dir)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   int st = write_file(path, "program.txt", p, -1);
-  for (int r = 0; r < p->nranks && st == PLD_OK; r++) {
+  for (int r = 0; r < p->plan.nranks && st == PLD_OK; r++) {
     char name[32];
     snprintf(name, sizeof name, "rank%d.txt", r);
     st = write_file(path, name, p, r);
   }
   /* A folder written before by a program of more ranks keeps no rank
    * file this program has not: the folder describes one program. */
-  for (int r = p->nranks; st == PLD_OK; r++) {
+  for (int r = p->plan.nranks; st == PLD_OK; r++) {
     char name[4096 + 32];
     snprintf(name, sizeof name, "%s/rank%d.txt", path, r);
     if (unlink(name) != 0)

@@ -22,10 +22,10 @@ static int host_sink(void *ctx, int status, const char *msg) {
 /* ---- plans --------------------------------------------------------------- */
 
 static void plans_free(struct pld_program *p) {
-  if (!p->plans)
+  if (!p->plan.plans)
     return;
-  for (int r = 0; r < p->nranks; r++) {
-    struct pld__devplan *pl = &p->plans[r];
+  for (int r = 0; r < p->plan.nranks; r++) {
+    struct pld__devplan *pl = &p->plan.plans[r];
     for (int c = 0; pl->calls && c < pl->ncalls; c++) {
       pld__free(pl->calls[c].args);
       pld__free(pl->calls[c].launches);
@@ -33,8 +33,8 @@ static void plans_free(struct pld_program *p) {
     pld__free(pl->calls);
     pld__free(pl->bufs);
   }
-  pld__free(p->plans);
-  p->plans = NULL;
+  pld__free(p->plan.plans);
+  p->plan.plans = NULL;
 }
 
 void pld__program_free(struct pld_program *p) {
@@ -43,10 +43,10 @@ void pld__program_free(struct pld_program *p) {
   plans_free(p);
   pld__tasks_free(p);
   pld__windows_free(p);
-  pld__free(p->device_ids);
-  pld__free(p->args);
-  pld__free(p->arg_meta);
-  pld__free(p->artifact_dir);
+  pld__free(p->plan.device_ids);
+  pld__free(p->plan.args);
+  pld__free(p->plan.arg_meta);
+  pld__free(p->plan.artifact_dir);
   pld__free(p);
 }
 
@@ -61,8 +61,8 @@ static int memory_refused(const struct pld_program *p,
       "and window buffers need more than the %llu bytes of an "
       "%s device's global memory (%llu bytes before %s of %llu "
       "bytes)",
-      p->host.sig->name, pl->rank, pl->device_id,
-      (unsigned long long)p->plat->global_bytes, p->plat->name,
+      p->plan.host.sig->name, pl->rank, pl->device_id,
+      (unsigned long long)p->plan.plat->global_bytes, p->plan.plat->name,
       (unsigned long long)used, what, (unsigned long long)n);
 }
 
@@ -88,7 +88,7 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
           "overlapping slices of host argument '%s' (bytes [%zu, "
           "%zu) and [%zu, %zu)): dispatch the same slice or "
           "disjoint ones",
-          p->host.sig->name, pl->rank, pld__host_name(p, t->host_arg),
+          p->plan.host.sig->name, pl->rank, pld__host_name(p, t->host_arg),
           buf->host_offset, buf->host_offset + buf->nbytes, t->host_offset,
           t->host_offset + t->nbytes);
   }
@@ -100,7 +100,7 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
   struct pld__devbuf *buf = &pl->bufs[pl->nbufs];
   /* data_bytes stays within the device's memory, so this cannot wrap. */
   buf->offset = pld__round_up(pl->data_bytes, 64);
-  if (pld__mem_exceeded(p->plat, buf->offset, t->nbytes)) {
+  if (pld__mem_exceeded(p->plan.plat, buf->offset, t->nbytes)) {
     char what[128];
     pld__catf(what, sizeof what, "a slice of '%s'",
               pld__host_name(p, t->host_arg));
@@ -117,13 +117,13 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
 
 static int plan_rank(struct pld_program *p, const struct pld__host *h,
                      int rank) {
-  struct pld__devplan *pl = &p->plans[rank];
+  struct pld__devplan *pl = &p->plan.plans[rank];
   pl->rank = rank;
-  pl->device_id = p->device_ids[rank];
-  pl->nranks = p->nranks;
-  pl->plat = p->plat;
-  pl->dims = &p->dims;
-  pl->comms = p->comms;
+  pl->device_id = p->plan.device_ids[rank];
+  pl->nranks = p->plan.nranks;
+  pl->plat = p->plan.plat;
+  pl->dims = &p->plan.dims;
+  pl->comms = p->plan.comms;
   for (int i = 0; i < h->ndisps; i++)
     if (h->disps[i].rank == rank)
       pl->ncalls++;
@@ -170,11 +170,11 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   pl->table_offset = pld__round_up(pl->data_bytes, 64);
   pl->scalars_offset = pl->table_offset + (size_t)pl->nbufs * sizeof(size_t);
   pl->data_bytes = pl->scalars_offset + (size_t)pl->nscalars * sizeof(pld_arg);
-  for (int b = 0; b < p->nwinbufs; b++) {
-    const struct pld__winbuf *wb = p->winbufs[b];
+  for (int b = 0; b < p->plan.nwinbufs; b++) {
+    const struct pld__winbuf *wb = p->plan.winbufs[b];
     if (!wb->member[rank])
       continue;
-    if (pld__mem_exceeded(p->plat, pl->mem_bytes, wb->phys)) {
+    if (pld__mem_exceeded(p->plan.plat, pl->mem_bytes, wb->phys)) {
       char what[64];
       pld__catf(what, sizeof what, "window buffer #%d", b);
       return memory_refused(p, pl, pl->mem_bytes, what, wb->phys);
@@ -187,12 +187,12 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
 /* Two ranks writing the same bytes of a host tensor would race on the way
  * back: refuse it at compile time rather than return either. */
 static int check_write_conflicts(const struct pld_program *p) {
-  for (int r1 = 0; r1 < p->nranks; r1++)
-    for (int r2 = r1 + 1; r2 < p->nranks; r2++)
-      for (int i = 0; i < p->plans[r1].nbufs; i++)
-        for (int j = 0; j < p->plans[r2].nbufs; j++) {
-          const struct pld__devbuf *a = &p->plans[r1].bufs[i];
-          const struct pld__devbuf *b = &p->plans[r2].bufs[j];
+  for (int r1 = 0; r1 < p->plan.nranks; r1++)
+    for (int r2 = r1 + 1; r2 < p->plan.nranks; r2++)
+      for (int i = 0; i < p->plan.plans[r1].nbufs; i++)
+        for (int j = 0; j < p->plan.plans[r2].nbufs; j++) {
+          const struct pld__devbuf *a = &p->plan.plans[r1].bufs[i];
+          const struct pld__devbuf *b = &p->plan.plans[r2].bufs[j];
           if (a->host_arg != b->host_arg || !(a->dirs & PLD_DIR_OUT) ||
               !(b->dirs & PLD_DIR_OUT))
             continue;
@@ -206,7 +206,7 @@ static int check_write_conflicts(const struct pld_program *p) {
                                  "%s: ranks %d and %d both write "
                                  "bytes [%zu, %zu) of host argument '%s': each "
                                  "rank must write its own slice",
-                                 p->host.sig->name, r1, r2, lo, hi,
+                                 p->plan.host.sig->name, r1, r2, lo, hi,
                                  pld__host_name(p, a->host_arg));
         }
   return PLD_OK;
@@ -215,8 +215,8 @@ static int check_write_conflicts(const struct pld_program *p) {
 /* Traces every device call: its launches are checked against the kernels'
  * signatures and described, no kernel runs. */
 static int trace_devices(struct pld_program *p) {
-  for (int r = 0; r < p->nranks; r++) {
-    struct pld__devplan *pl = &p->plans[r];
+  for (int r = 0; r < p->plan.nranks; r++) {
+    struct pld__devplan *pl = &p->plan.plans[r];
     for (int c = 0; c < pl->ncalls; c++) {
       struct pld__call *call = &pl->calls[c];
       const pld_signature *sig = call->fn.sig;
@@ -230,8 +230,8 @@ static int trace_devices(struct pld_program *p) {
       a.trace = 1;
       a.rank = r;
       a.device = pl->device_id;
-      a.plat = p->plat;
-      a.dims = &p->dims;
+      a.plat = p->plan.plat;
+      a.dims = &p->plan.dims;
       a.mem_bytes = pl->mem_bytes;
       int st = pld__aicpu_call(&a, call->fn, argv);
       pld__aicpu_release(&a);
@@ -421,11 +421,13 @@ static void host_release(struct pld__host *h) {
 
 /* Checks the host function's arguments and keeps their shapes. */
 static int bind_args(struct pld_program *p, int argc, const pld_arg *argv) {
-  const pld_signature *sig = p->host.sig;
+  const pld_signature *sig = p->plan.host.sig;
   char msg[PLD__MSG_MAX];
-  p->args = pld__calloc((size_t)(argc > 0 ? argc : 1), sizeof *p->args);
-  p->arg_meta = pld__calloc((size_t)(argc > 0 ? argc : 1), sizeof *p->arg_meta);
-  if (!p->args || !p->arg_meta)
+  p->plan.args =
+      pld__calloc((size_t)(argc > 0 ? argc : 1), sizeof *p->plan.args);
+  p->plan.arg_meta =
+      pld__calloc((size_t)(argc > 0 ? argc : 1), sizeof *p->plan.arg_meta);
+  if (!p->plan.args || !p->plan.arg_meta)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   if (argc < 0 || (argc > 0 && !argv))
     return pld__fail_api(PLD_ERR_ARG, "argv: expected %d arguments",
@@ -439,20 +441,20 @@ static int bind_args(struct pld_program *p, int argc, const pld_arg *argv) {
                            "orchestration (it has no data outside its run)",
                            sig->name, sig->params[i].name, i + 1, argc,
                            argv[i].v.t->name ? argv[i].v.t->name : "?");
-  int st = pld__sig_check(sig, "pld_compile", &p->dims, argc, argv, p->args,
-                          NULL, msg, sizeof msg);
+  int st = pld__sig_check(sig, "pld_compile", &p->plan.dims, argc, argv,
+                          p->plan.args, NULL, msg, sizeof msg);
   if (st)
     return pld__fail_msg(st, msg);
-  p->nargs = argc;
+  p->plan.nargs = argc;
   for (int i = 0; i < argc; i++)
     if (argv[i].kind == PLD_ARG_TENSOR) {
-      p->arg_meta[i] = *argv[i].v.t;
-      p->arg_meta[i].flags = PLD__T_HOST;
-      p->arg_meta[i].host_arg = i;
-      p->arg_meta[i].host_offset = 0;
-      p->arg_meta[i].dir = sig->params[i].dir;
-      p->arg_meta[i].name = sig->params[i].name;
-      p->args[i].v.t = &p->arg_meta[i];
+      p->plan.arg_meta[i] = *argv[i].v.t;
+      p->plan.arg_meta[i].flags = PLD__T_HOST;
+      p->plan.arg_meta[i].host_arg = i;
+      p->plan.arg_meta[i].host_offset = 0;
+      p->plan.arg_meta[i].dir = sig->params[i].dir;
+      p->plan.arg_meta[i].name = sig->params[i].name;
+      p->plan.args[i].v.t = &p->plan.arg_meta[i];
     }
   return PLD_OK;
 }
@@ -463,27 +465,28 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
   h.prog = p;
   int st = PLD_OK;
   pld_arg args[PLD_MAX_PARAMS];
-  h.args = pld__calloc((size_t)(p->nargs > 0 ? p->nargs : 1), sizeof *h.args);
+  h.args = pld__calloc((size_t)(p->plan.nargs > 0 ? p->plan.nargs : 1),
+                       sizeof *h.args);
   if (!h.args) {
     st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto release;
   }
-  for (int i = 0; i < p->nargs; i++) {
-    args[i] = p->args[i];
+  for (int i = 0; i < p->plan.nargs; i++) {
+    args[i] = p->plan.args[i];
     if (args[i].kind == PLD_ARG_TENSOR) {
-      h.args[i] = p->arg_meta[i];
+      h.args[i] = p->plan.arg_meta[i];
       h.args[i].data = argv[i].v.t->data; /* readable while tracing */
       args[i].v.t = &h.args[i];
     }
   }
   pld__tensor_sink = (struct pld__tensor_sink){host_sink, &h};
-  p->host.entry((pld_host){&h}, args);
+  p->plan.host.entry((pld_host){&h}, args);
   pld__tensor_sink = (struct pld__tensor_sink){NULL, NULL};
   if (h.status) {
     st = pld__fail_msg(h.status, h.msg);
     goto release;
   }
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     int found = 0;
     for (int i = 0; i < h.ndisps && !found; i++)
       found = h.disps[i].rank == r;
@@ -492,26 +495,27 @@ static int trace_host(struct pld_program *p, const pld_arg *argv) {
                          "%s: rank %d (device %d) is never "
                          "dispatched; every rank of the world (%d) must be, or "
                          "its peers wait for it forever",
-                         p->host.sig->name, r, p->device_ids[r], p->nranks);
+                         p->plan.host.sig->name, r, p->plan.device_ids[r],
+                         p->plan.nranks);
       goto release;
     }
   }
-  p->plans = pld__calloc((size_t)p->nranks, sizeof *p->plans);
-  if (!p->plans) {
+  p->plan.plans = pld__calloc((size_t)p->plan.nranks, sizeof *p->plan.plans);
+  if (!p->plan.plans) {
     st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto release;
   }
   if ((st = pld__windows_plan(p)))
     goto release;
-  for (int r = 0; r < p->nranks && st == PLD_OK; r++)
+  for (int r = 0; r < p->plan.nranks && st == PLD_OK; r++)
     st = plan_rank(p, &h, r);
   if (!st)
     st = pld__tasks_plan(p, &h);
   if (!st)
     st = pld__residents_init(p);
-  for (int r = 0; !st && r < p->nranks; r++) {
-    p->plans[r].heap_bytes = pld__heap_bytes(p, r);
-    p->plans[r].nslots = p->nslots;
+  for (int r = 0; !st && r < p->plan.nranks; r++) {
+    p->plan.plans[r].heap_bytes = pld__heap_bytes(p, r);
+    p->plan.plans[r].nslots = p->rs.nslots;
   }
 release:
   host_release(&h);
@@ -524,38 +528,40 @@ release:
  * PLD_ERR_CONFIG / PLD_ERR_UNSUPPORTED / PLD_ERR_STATE naming the
  * difference. */
 static int share_devices(struct pld_program *p, struct pld_program *other) {
-  struct pld_program *root = other->share ? other->share : other;
-  if (root->dead || root->destroy_pending)
+  struct pld_program *root = other->rs.share ? other->rs.share : other;
+  if (root->rs.dead || root->rs.destroy_pending)
     return pld__fail_api(PLD_ERR_STATE,
                          "cfg.share: the program whose devices to "
                          "share %s",
-                         root->dead ? "cannot run again (a device crashed)"
-                                    : "was destroyed");
-  if (!(p->cp->caps & PLD__CTL_SHARE) || !(root->cp->caps & PLD__CTL_SHARE))
+                         root->rs.dead ? "cannot run again (a device crashed)"
+                                       : "was destroyed");
+  if (!(p->be.cp->caps & PLD__CTL_SHARE) ||
+      !(root->be.cp->caps & PLD__CTL_SHARE))
     return pld__fail_api(PLD_ERR_UNSUPPORTED,
                          "cfg.share: programs share devices on the "
                          "shm fabric only; under mpirun give each its own");
-  if (p->plat != root->plat || p->nranks != root->nranks ||
-      memcmp(p->device_ids, root->device_ids,
-             (size_t)p->nranks * sizeof *p->device_ids))
+  if (p->plan.plat != root->plan.plat || p->plan.nranks != root->plan.nranks ||
+      memcmp(p->plan.device_ids, root->plan.device_ids,
+             (size_t)p->plan.nranks * sizeof *p->plan.device_ids))
     return pld__fail_api(
         PLD_ERR_CONFIG,
         "cfg.share: expected the platform and "
         "device ids of the program whose devices to share (%s, "
         "%d devices), got %s and %d devices%s",
-        root->plat->name, root->nranks, p->plat->name, p->nranks,
-        p->nranks == root->nranks ? ", other ids" : "");
-  if (p->race.on || root->race.on)
+        root->plan.plat->name, root->plan.nranks, p->plan.plat->name,
+        p->plan.nranks,
+        p->plan.nranks == root->plan.nranks ? ", other ids" : "");
+  if (p->plan.races || root->plan.races)
     return pld__fail_api(PLD_ERR_UNSUPPORTED,
                          "cfg.share: the race check does not follow "
                          "programs that share devices; check each on its own");
-  if (p->nwinbufs) {
-    int same = p->nwinbufs == root->nwinbufs;
-    for (int b = 0; same && b < p->nwinbufs; b++)
-      same = p->winbufs[b]->bytes == root->winbufs[b]->bytes &&
-             !memcmp(p->member + (size_t)b * (size_t)p->nranks,
-                     root->member + (size_t)b * (size_t)p->nranks,
-                     (size_t)p->nranks);
+  if (p->plan.nwinbufs) {
+    int same = p->plan.nwinbufs == root->plan.nwinbufs;
+    for (int b = 0; same && b < p->plan.nwinbufs; b++)
+      same = p->plan.winbufs[b]->bytes == root->plan.winbufs[b]->bytes &&
+             !memcmp(p->plan.member + (size_t)b * (size_t)p->plan.nranks,
+                     root->plan.member + (size_t)b * (size_t)p->plan.nranks,
+                     (size_t)p->plan.nranks);
     if (!same)
       return pld__fail_api(
           PLD_ERR_CONFIG,
@@ -563,12 +569,14 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
           "share their windows: %s declares %d window buffers, "
           "%s %d, and they differ %s; declare the same ones (or "
           "none)",
-          p->host.sig->name, p->nwinbufs, root->host.sig->name, root->nwinbufs,
-          p->nwinbufs != root->nwinbufs ? "in number"
-                                        : "in a buffer's size or ranks");
+          p->plan.host.sig->name, p->plan.nwinbufs, root->plan.host.sig->name,
+          root->plan.nwinbufs,
+          p->plan.nwinbufs != root->plan.nwinbufs
+              ? "in number"
+              : "in a buffer's size or ranks");
   }
-  p->share = root;
-  root->sharers++;
+  p->rs.share = root;
+  root->rs.sharers++;
   return PLD_OK;
 }
 
@@ -579,8 +587,9 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
  * task, trace or race check needs the host between two runs, and its
  * runs in flight fit the devices' command rings. */
 static void features_decide(struct pld_program *p) {
-  p->queue_ok = (p->cp->caps & PLD__CTL_QUEUE) && !p->ntasks && !p->trace.on &&
-                !p->race.on && p->max_in_flight <= PLD__RING;
+  p->plan.queue_ok = (p->be.cp->caps & PLD__CTL_QUEUE) && !p->plan.ntasks &&
+                     !p->plan.tracing && !p->plan.races &&
+                     p->plan.max_in_flight <= PLD__RING;
 }
 
 static int compile(pld_host_fn host, const pld_config *cfg, int argc,
@@ -615,32 +624,34 @@ static int compile(pld_host_fn host, const pld_config *cfg, int argc,
   struct pld_program *p = pld__calloc(1, sizeof *p);
   if (!p)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
-  p->host = host;
-  p->plat = plat;
-  p->keep_windows = cfg->keep_windows;
-  p->wait_timeout_ns =
+  p->plan.host = host;
+  p->plan.plat = plat;
+  p->plan.keep_windows = cfg->keep_windows;
+  p->plan.wait_timeout_ns =
       limit_ns(cfg->wait_timeout_ms, pld__tunables()->PLD_WAIT_TIMEOUT_MS);
-  p->kernel_timeout_ns =
+  p->plan.kernel_timeout_ns =
       limit_ns(cfg->kernel_timeout_ms, pld__tunables()->PLD_KERNEL_TIMEOUT_MS);
-  p->cp = cp;
-  p->same_node_rma = rma;
-  p->race.on = races;
-  p->max_in_flight = cfg->max_in_flight ? cfg->max_in_flight : 2;
+  p->be.cp = cp;
+  p->be.same_node_rma = rma;
+  p->plan.races = races;
+  p->plan.max_in_flight = cfg->max_in_flight ? cfg->max_in_flight : 2;
   /* A data slot per run in flight where they are queued on the devices
    * (host/submit.c), else the two that let a run's inputs be copied while
    * the run before executes. */
-  p->nslots =
-      p->max_in_flight > PLD__DATA_SLOTS && p->max_in_flight <= PLD__RING
-          ? p->max_in_flight
-          : PLD__DATA_SLOTS;
-  p->slot = p->nslots - 1; /* the first run takes slot 0 */
-  p->nranks = ndevices;
-  p->device_ids = pld__calloc((size_t)ndevices, sizeof *p->device_ids);
-  if (!p->device_ids) {
+  p->rs.nslots = p->plan.max_in_flight > PLD__DATA_SLOTS &&
+                         p->plan.max_in_flight <= PLD__RING
+                     ? p->plan.max_in_flight
+                     : PLD__DATA_SLOTS;
+  p->rs.slot = p->rs.nslots - 1; /* the first run takes slot 0 */
+  p->plan.nranks = ndevices;
+  p->plan.device_ids =
+      pld__calloc((size_t)ndevices, sizeof *p->plan.device_ids);
+  if (!p->plan.device_ids) {
     st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto fail;
   }
-  memcpy(p->device_ids, ids, (size_t)ndevices * sizeof *p->device_ids);
+  memcpy(p->plan.device_ids, ids,
+         (size_t)ndevices * sizeof *p->plan.device_ids);
   if ((st = pld__trace_config(p, cfg)))
     goto fail;
   struct pld__tev span;
@@ -658,8 +669,8 @@ static int compile(pld_host_fn host, const pld_config *cfg, int argc,
   *out = p;
   return PLD_OK;
 fail:
-  if (p->share) /* it joined a group: it leaves it */
-    p->share->sharers--;
+  if (p->rs.share) /* it joined a group: it leaves it */
+    p->rs.share->rs.sharers--;
   pld__program_free(p);
   return st;
 }
@@ -673,7 +684,7 @@ int pld_compile(pld_host_fn host, const pld_config *cfg, int argc,
 }
 
 const char *pld_program_artifact_dir(const pld_program *p) {
-  return p ? p->artifact_dir : NULL;
+  return p ? p->plan.artifact_dir : NULL;
 }
 
 /* ---- new scalar values for a prepared program ----------------------------
@@ -723,33 +734,35 @@ static int same_copy(const struct pld__hcopy *a, const struct pld__hcopy *b) {
  * by scalar values, in msg; 0 when there is none. */
 static int differs(const struct pld_program *p, const struct pld_program *q,
                    char *msg, size_t cap) {
-  if (p->nwinbufs != q->nwinbufs)
+  if (p->plan.nwinbufs != q->plan.nwinbufs)
     return (int)pld__catf(msg, cap, "allocates %d window buffers, not %d",
-                          q->nwinbufs, p->nwinbufs);
-  for (int b = 0; b < p->nwinbufs; b++)
-    if (p->winbufs[b]->bytes != q->winbufs[b]->bytes ||
-        memcmp(p->member + (size_t)b * (size_t)p->nranks,
-               q->member + (size_t)b * (size_t)q->nranks, (size_t)p->nranks))
+                          q->plan.nwinbufs, p->plan.nwinbufs);
+  for (int b = 0; b < p->plan.nwinbufs; b++)
+    if (p->plan.winbufs[b]->bytes != q->plan.winbufs[b]->bytes ||
+        memcmp(p->plan.member + (size_t)b * (size_t)p->plan.nranks,
+               q->plan.member + (size_t)b * (size_t)q->plan.nranks,
+               (size_t)p->plan.nranks))
       return (int)pld__catf(msg, cap,
                             "changes window buffer #%d (its size or the "
                             "ranks it is viewed by)",
                             b);
-  if (p->ntasks != q->ntasks || p->ninters != q->ninters)
+  if (p->plan.ntasks != q->plan.ntasks || p->plan.ninters != q->plan.ninters)
     return (int)pld__catf(msg, cap,
                           "records %d host tasks and %d intermediates, not "
                           "%d and %d",
-                          q->ntasks, q->ninters, p->ntasks, p->ninters);
-  for (int i = 0; i < p->ninters; i++)
-    if (p->inters[i].rank != q->inters[i].rank ||
-        !same_tensor(p->inters[i].t, q->inters[i].t))
+                          q->plan.ntasks, q->plan.ninters, p->plan.ntasks,
+                          p->plan.ninters);
+  for (int i = 0; i < p->plan.ninters; i++)
+    if (p->plan.inters[i].rank != q->plan.inters[i].rank ||
+        !same_tensor(p->plan.inters[i].t, q->plan.inters[i].t))
       return (int)pld__catf(msg, cap, "makes %s another shape",
-                            q->inters[i].name);
-  for (int k = 0; k < p->ntasks; k++) {
-    const struct pld__taskplan *a = &p->tasks[k], *b = &q->tasks[k];
-    int same = a->fn.sig == b->fn.sig && a->before == b->before &&
-               a->argc == b->argc && a->npre == b->npre &&
-               a->npost == b->npost &&
-               !memcmp(a->need, b->need, (size_t)p->nranks * sizeof *a->need);
+                            q->plan.inters[i].name);
+  for (int k = 0; k < p->plan.ntasks; k++) {
+    const struct pld__taskplan *a = &p->plan.tasks[k], *b = &q->plan.tasks[k];
+    int same =
+        a->fn.sig == b->fn.sig && a->before == b->before &&
+        a->argc == b->argc && a->npre == b->npre && a->npost == b->npost &&
+        !memcmp(a->need, b->need, (size_t)p->plan.nranks * sizeof *a->need);
     for (int i = 0; same && i < a->npre + a->npost; i++)
       same = same_copy(&a->copies[i], &b->copies[i]);
     for (int i = 0; same && i < a->argc; i++)
@@ -761,8 +774,8 @@ static int differs(const struct pld_program *p, const struct pld_program *q,
       return (int)pld__catf(msg, cap, "changes host task %d (%s)", k,
                             b->fn.sig->name);
   }
-  for (int r = 0; r < p->nranks; r++) {
-    const struct pld__devplan *a = &p->plans[r], *b = &q->plans[r];
+  for (int r = 0; r < p->plan.nranks; r++) {
+    const struct pld__devplan *a = &p->plan.plans[r], *b = &q->plan.plans[r];
     if (a->ncalls != b->ncalls)
       return (int)pld__catf(msg, cap, "dispatches %d calls to rank %d, not %d",
                             b->ncalls, r, a->ncalls);
@@ -792,20 +805,20 @@ static int differs(const struct pld_program *p, const struct pld_program *q,
 
 int pld__program_rescalar(struct pld_program *p, int argc,
                           const pld_arg *argv) {
-  const char *name = p->host.sig->name;
+  const char *name = p->plan.host.sig->name;
   struct pld_program *q = pld__calloc(1, sizeof *q);
-  if (!q || !(q->device_ids =
-                  pld__calloc((size_t)p->nranks, sizeof *q->device_ids))) {
+  if (!q || !(q->plan.device_ids = pld__calloc((size_t)p->plan.nranks,
+                                               sizeof *q->plan.device_ids))) {
     pld__free(q);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
-  q->host = p->host;
-  q->plat = p->plat;
-  q->nranks = p->nranks;
-  q->keep_windows = p->keep_windows;
-  q->cp = p->cp;
-  memcpy(q->device_ids, p->device_ids,
-         (size_t)p->nranks * sizeof *q->device_ids);
+  q->plan.host = p->plan.host;
+  q->plan.plat = p->plan.plat;
+  q->plan.nranks = p->plan.nranks;
+  q->plan.keep_windows = p->plan.keep_windows;
+  q->be.cp = p->be.cp;
+  memcpy(q->plan.device_ids, p->plan.device_ids,
+         (size_t)p->plan.nranks * sizeof *q->plan.device_ids);
   char msg[PLD__MSG_MAX];
   int st = PLD_OK;
   if ((st = bind_args(q, argc, argv)) || (st = trace_host(q, argv)) ||
@@ -821,14 +834,17 @@ int pld__program_rescalar(struct pld_program *p, int argc,
     /* The values that changed, for the message. */
     char vals[512] = "";
     size_t n = 0;
-    for (int i = 0; i < p->nargs; i++) {
-      if (p->args[i].kind != PLD_ARG_SCALAR || p->args[i].v.u == q->args[i].v.u)
+    for (int i = 0; i < p->plan.nargs; i++) {
+      if (p->plan.args[i].kind != PLD_ARG_SCALAR ||
+          p->plan.args[i].v.u == q->plan.args[i].v.u)
         continue;
       char was[96], now[96];
-      pld__scalar_str(was, sizeof was, &p->host.sig->params[i], &p->args[i]);
-      pld__scalar_str(now, sizeof now, &p->host.sig->params[i], &q->args[i]);
+      pld__scalar_str(was, sizeof was, &p->plan.host.sig->params[i],
+                      &p->plan.args[i]);
+      pld__scalar_str(now, sizeof now, &p->plan.host.sig->params[i],
+                      &q->plan.args[i]);
       n += pld__catf(vals + n, sizeof vals - n, "%s'%s' %s, was %s",
-                     n ? "; " : "", p->host.sig->params[i].name, now, was);
+                     n ? "; " : "", p->plan.host.sig->params[i].name, now, was);
     }
     st = pld__fail_api(PLD_ERR_ARG,
                        "%s: with its new scalar values (%s) the "
@@ -839,16 +855,17 @@ int pld__program_rescalar(struct pld_program *p, int argc,
     goto out;
   }
   /* The same program: its scalars take the new values. */
-  for (int i = 0; i < p->nargs; i++)
-    if (p->args[i].kind == PLD_ARG_SCALAR)
-      p->args[i] = q->args[i];
-  for (int r = 0; r < p->nranks; r++)
-    for (int c = 0; c < p->plans[r].ncalls; c++)
-      for (int i = 0; i < p->plans[r].calls[c].argc; i++)
-        p->plans[r].calls[c].args[i].scalar =
-            q->plans[r].calls[c].args[i].scalar;
-  for (int k = 0; k < p->ntasks; k++)
-    memcpy(p->tasks[k].argv, q->tasks[k].argv, sizeof p->tasks[k].argv);
+  for (int i = 0; i < p->plan.nargs; i++)
+    if (p->plan.args[i].kind == PLD_ARG_SCALAR)
+      p->plan.args[i] = q->plan.args[i];
+  for (int r = 0; r < p->plan.nranks; r++)
+    for (int c = 0; c < p->plan.plans[r].ncalls; c++)
+      for (int i = 0; i < p->plan.plans[r].calls[c].argc; i++)
+        p->plan.plans[r].calls[c].args[i].scalar =
+            q->plan.plans[r].calls[c].args[i].scalar;
+  for (int k = 0; k < p->plan.ntasks; k++)
+    memcpy(p->plan.tasks[k].argv, q->plan.tasks[k].argv,
+           sizeof p->plan.tasks[k].argv);
 out:
   pld__program_free(q);
   return st;

@@ -129,7 +129,7 @@ extern const struct pld__ctl_ops pld__ctl_shm;
 /* What rank r's device published (struct pld__ctl_ops.view). */
 static inline struct pld__devstate *pld__view(const struct pld_program *p,
                                               int r) {
-  return p->cp->view(p, r);
+  return p->be.cp->view(p, r);
 }
 
 /* Entry i of a device's collectives' signal views (struct
@@ -139,8 +139,8 @@ static inline int pld__coll_sig_view(const struct pld_program *p,
                                      const struct pld__sig_uses *u, int i,
                                      int *buf, size_t *off, size_t *len) {
   const struct pld__coll_sig *v = &u->coll[i];
-  if (v->buf < 0 || v->buf >= p->nwinbufs || v->off > v->end ||
-      v->end > p->winbufs[v->buf]->phys)
+  if (v->buf < 0 || v->buf >= p->plan.nwinbufs || v->off > v->end ||
+      v->end > p->plan.winbufs[v->buf]->phys)
     return 0;
   *buf = v->buf;
   *off = (size_t)v->off;

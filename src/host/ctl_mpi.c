@@ -69,7 +69,9 @@ struct mpi_state {
   struct snap *out; /* the snapshot this process sends */
 };
 
-static struct mpi_state *mpi_of(const struct pld_program *p) { return p->cps; }
+static struct mpi_state *mpi_of(const struct pld_program *p) {
+  return p->be.cps;
+}
 
 /* The host sees its own rank's device live, the others' latest snapshot. */
 static struct pld__devstate *mpi_view(const struct pld_program *p, int r) {
@@ -100,18 +102,18 @@ static void free_state(struct pld_program *p, struct mpi_state *s) {
     pld__free(s->out);
     pld__free(s);
   }
-  pld__free(p->world);
-  pld__free(p->devs);
-  p->world = NULL;
-  p->devs = NULL;
-  p->cps = NULL;
+  pld__free(p->rs.world);
+  pld__free(p->rs.devs);
+  p->rs.world = NULL;
+  p->rs.devs = NULL;
+  p->be.cps = NULL;
 }
 
 static int mpi_start(struct pld_program *p) {
-  const int n = p->nranks;
+  const int n = p->plan.nranks;
   struct mpi_state *s = pld__calloc(1, sizeof *s);
-  p->devs = pld__calloc((size_t)n, sizeof *p->devs);
-  p->world = pld__calloc(1, sizeof *p->world);
+  p->rs.devs = pld__calloc((size_t)n, sizeof *p->rs.devs);
+  p->rs.world = pld__calloc(1, sizeof *p->rs.world);
   size_t snap_bytes = sizeof(struct snap) > sizeof(struct verdict)
                           ? sizeof(struct snap)
                           : sizeof(struct verdict);
@@ -126,13 +128,13 @@ static int mpi_start(struct pld_program *p) {
     s->ticketed = pld__calloc((size_t)n, 1);
     s->out = pld__calloc(1, snap_bytes);
   }
-  if (!s || !p->devs || !p->world || !s->live || !s->mirror || !s->held ||
+  if (!s || !p->rs.devs || !p->rs.world || !s->live || !s->mirror || !s->held ||
       !s->gen || !s->answered || !s->seen || !s->ticketed || !s->out) {
     free_state(p, s);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
-  p->cps = s;
-  const struct pld__devplan *plan = &p->plans[s->me];
+  p->be.cps = s;
+  const struct pld__devplan *plan = &p->plan.plans[s->me];
   s->data_bytes =
       (size_t)plan->nslots * pld__plan_slot_stride(plan) + plan->heap_bytes;
   s->data = mmap(NULL, s->data_bytes, PROT_READ | PROT_WRITE,
@@ -152,27 +154,27 @@ static int mpi_start(struct pld_program *p) {
   pld__devctl_reset(s->live, 0);
   for (int r = 0; r < n; r++) /* as a device's zeroed block reads */
     memcpy(&s->mirror[r], &s->live->st, sizeof s->mirror[r]);
-  p->devs[s->me].ctl = s->live;
-  p->devs[s->me].data = s->data;
+  p->rs.devs[s->me].ctl = s->live;
+  p->rs.devs[s->me].data = s->data;
 
-  size_t *phys =
-      pld__calloc((size_t)(p->nwinbufs ? p->nwinbufs : 1), sizeof *phys);
+  size_t *phys = pld__calloc((size_t)(p->plan.nwinbufs ? p->plan.nwinbufs : 1),
+                             sizeof *phys);
   if (!phys) {
     free_state(p, s);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
-  for (int b = 0; b < p->nwinbufs; b++)
-    phys[b] = p->winbufs[b]->phys;
+  for (int b = 0; b < p->plan.nwinbufs; b++)
+    phys[b] = p->plan.winbufs[b]->phys;
   struct pld__mpi_setup set = {.nranks = n,
-                               .nbufs = p->nwinbufs,
+                               .nbufs = p->plan.nwinbufs,
                                .phys = phys,
-                               .member = p->member,
-                               .same_node_rma = p->same_node_rma};
+                               .member = p->plan.member,
+                               .same_node_rma = p->be.same_node_rma};
   struct pld__mpi_msg_setup msgset = {
       .nranks = n,
       .snap_bytes = snap_bytes,
-      .hooks = {&p->world->abort, &p->world->event, &p->world->event_sleepers,
-                &p->world->tasks_done}};
+      .hooks = {&p->rs.world->abort, &p->rs.world->event,
+                &p->rs.world->event_sleepers, &p->rs.world->tasks_done}};
   int st = pld__mpi_prog_create(&set, &s->m);
   pld__free(phys);
   if (st) {
@@ -186,10 +188,10 @@ static int mpi_start(struct pld_program *p) {
   }
   /* Processes of a node share its CPUs: they count their awake threads
    * together. */
-  p->world->awake_at = pld__mpi_awake(s->m);
+  p->rs.world->awake_at = pld__mpi_awake(s->m);
   s->run = (struct pld__devrun){plan,
                                 s->live,
-                                p->world,
+                                p->rs.world,
                                 s->data,
                                 pld__mpi_fabric(s->m),
                                 {0},
@@ -205,7 +207,7 @@ static int mpi_start(struct pld_program *p) {
     return st;
   }
   s->thread_started = 1;
-  p->started = 1;
+  p->rs.started = 1;
   int64_t deadline = pld__now_ns() + PLD__MS(PLD_START_TIMEOUT_MS);
   while (!atomic_load_explicit(&s->live->ready, memory_order_acquire)) {
     if (pld__now_ns() > deadline)
@@ -231,7 +233,7 @@ static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
                      size_t len) {
   struct mpi_state *s = mpi_of(p);
   if (r == s->me)
-    memcpy(host, pld__run_data(p, r, p->slot) + dev_off, len);
+    memcpy(host, pld__run_data(p, r, p->rs.slot) + dev_off, len);
   int st = pld__mpi_msg_bcast(s->msg, host, len, r);
   return st ? pld__fail_api(st,
                             "copying %zu bytes from rank %d's "
@@ -246,13 +248,13 @@ static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
 static int mpi_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
                            int slot) {
   struct mpi_state *s = mpi_of(p);
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (in && r != s->me)
       continue;
-    const struct pld__devplan *pl = &p->plans[r];
+    const struct pld__devplan *pl = &p->plan.plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
-      if (buf->host_arg >= p->nargs ||
+      if (buf->host_arg >= p->plan.nargs ||
           (argv[buf->host_arg].v.t->flags & PLD__T_RESIDENT) ||
           !(buf->dirs & (in ? PLD_DIR_IN : PLD_DIR_OUT)))
         continue;
@@ -273,7 +275,7 @@ static int mpi_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
 static void mpi_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
   int me = mpi_of(p)->me;
   mpi_copy_slices(p, argv, 1, slot);
-  pld__plan_table_write(&p->plans[me], pld__run_data(p, me, slot),
+  pld__plan_table_write(&p->plan.plans[me], pld__run_data(p, me, slot),
                         pld__run_table(p, me, argv, slot));
 }
 
@@ -284,7 +286,7 @@ static void mpi_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
 static void mpi_clear_coll_sigs(struct pld_program *p) {
   struct mpi_state *s = mpi_of(p);
   static _Thread_local struct pld__sig_uses u;
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     memcpy(&u, &s->live->uses, sizeof u);
     /* Rank r runs in process r.  MPI failing here fails the barrier of
      * mpi_post, which reports it. */
@@ -302,19 +304,19 @@ static void mpi_clear_coll_sigs(struct pld_program *p) {
 static int mpi_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {
   struct mpi_state *s = mpi_of(p);
-  if (!p->keep_windows)
+  if (!p->plan.keep_windows)
     pld__mpi_zero(s->m);
-  else if (p->coll_dirty)
+  else if (p->rs.coll_dirty)
     mpi_clear_coll_sigs(p);
-  p->coll_dirty = 0;
-  if (!p->precopied)
-    mpi_copy_in(p, argv, p->slot);
+  p->rs.coll_dirty = 0;
+  if (!p->rs.precopied)
+    mpi_copy_in(p, argv, p->rs.slot);
   /* Nothing of the other ranks' last run counts in this one (a host task
    * waits for their calls of this run). */
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     atomic_store(&mpi_view(p, r)->calls_done, 0);
-  memset(s->seen, 0, (size_t)p->nranks);
-  memset(s->ticketed, 0, (size_t)p->nranks);
+  memset(s->seen, 0, (size_t)p->plan.nranks);
+  memset(s->ticketed, 0, (size_t)p->plan.nranks);
   s->tickets = 0;
   s->runs++;
   pld__mpi_msg_running(s->msg, 1);
@@ -325,8 +327,8 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
     return pld__fail_api(st, "%s", pld_last_error());
   }
   pld__devctl_post(s->live,
-                   (struct pld__cmd){PLD__CMD_RUN, (uint32_t)p->slot, 0, 0});
-  for (int r = 0; r < p->nranks; r++)
+                   (struct pld__cmd){PLD__CMD_RUN, (uint32_t)p->rs.slot, 0, 0});
+  for (int r = 0; r < p->plan.nranks; r++)
     posted[r] = s->runs;
   return PLD_OK;
 }
@@ -336,7 +338,7 @@ static int mpi_post(struct pld_program *p, const pld_arg *argv,
 static void mpi_look(struct pld_program *p) {
   struct mpi_state *s = mpi_of(p);
   static _Thread_local struct snap in;
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (r == s->me ||
         !pld__mpi_msg_snapshot(s->msg, r, &in, SNAP_SHOWN, &s->gen[r]) ||
         in.run != s->runs)
@@ -355,7 +357,7 @@ static void mpi_look(struct pld_program *p) {
   }
   /* Failures in the order this process learns of them; a rank stopped
    * because another failed comes after every other. */
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     struct pld__devstate *c = mpi_view(p, r);
     if (s->ticketed[r] || !(r == s->me || s->seen[r]) ||
         atomic_load(&c->done_seq) != s->runs || !c->status)
@@ -383,7 +385,7 @@ static int mpi_confirm(struct pld_program *p, uint32_t *asked, int *yes) {
     int st = pld__mpi_msg_say(s->msg, PLD__MPI_ASKS, *asked);
     return st ? pld__fail_api(st, "%s", pld_last_error()) : 0;
   }
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     if (r != s->me && atomic_load(&mpi_view(p, r)->done_seq) != s->runs &&
         s->answered[r] < *asked)
       return PLD_OK;
@@ -415,8 +417,8 @@ static void mpi_abort(struct pld_program *p, uint32_t why) {
 
 static void mpi_await(struct pld_program *p, uint32_t seen, int64_t ns,
                       const struct pld__spin *spin) {
-  pld__event_wait(&p->world->event, seen, &p->world->event_sleepers, spin, ns,
-                  1);
+  pld__event_wait(&p->rs.world->event, seen, &p->rs.world->event_sleepers, spin,
+                  ns, 1);
 }
 
 /* Every process runs every host task, on the same inputs (each rank's
@@ -430,7 +432,7 @@ static void mpi_store(struct pld_program *p, int r, size_t dev_off,
                       const void *host, size_t len) {
   struct mpi_state *s = mpi_of(p);
   if (r == s->me)
-    memcpy(pld__run_data(p, r, p->slot) + dev_off, host, len);
+    memcpy(pld__run_data(p, r, p->rs.slot) + dev_off, host, len);
 }
 
 /* A process that does not watch runs the host tasks process 0 said it
@@ -440,11 +442,11 @@ static void follow_tasks(struct pld_program *p, const pld_arg *argv,
                          uint32_t *ran) {
   struct mpi_state *s = mpi_of(p);
   uint32_t said = pld__mpi_msg_said(s->msg, PLD__MPI_TASKS);
-  while (*ran < said && *ran < (uint32_t)p->ntasks) {
+  while (*ran < said && *ran < (uint32_t)p->plan.ntasks) {
     pld__task_run(p, argv, (int)*ran);
     ++*ran;
-    atomic_store_explicit(&p->world->tasks_done, *ran, memory_order_release);
-    pld__futex_wake(&p->world->tasks_done, 1);
+    atomic_store_explicit(&p->rs.world->tasks_done, *ran, memory_order_release);
+    pld__futex_wake(&p->rs.world->tasks_done, 1);
   }
 }
 
@@ -462,9 +464,9 @@ static int conclude(struct pld_program *p, const pld_arg *argv, int slot,
                     int st, const char *msg, int dead) {
   struct mpi_state *s = mpi_of(p);
   pld__mpi_msg_running(s->msg, 0);
-  if (dead && !p->dead) {
-    p->dead = 1;
-    pld__catf(p->dead_msg, sizeof p->dead_msg, "%s", msg);
+  if (dead && !p->rs.dead) {
+    p->rs.dead = 1;
+    pld__catf(p->rs.dead_msg, sizeof p->rs.dead_msg, "%s", msg);
   }
   if (st)
     return pld__fail_msg(st, msg);
@@ -478,14 +480,14 @@ static int mpi_finish(struct pld_program *p, const pld_arg *argv, int slot,
   memset(&v, 0, sizeof v);
   v.run = s->runs;
   v.status = st;
-  v.dead = p->dead;
+  v.dead = p->rs.dead;
   pld__catf(v.msg, sizeof v.msg, "%s", st ? msg : "");
   int sent = pld__mpi_msg_send_verdict(s->msg, &v, sizeof v);
   if (sent && !st) {
     st = sent;
     pld__catf(v.msg, sizeof v.msg, "%s: %s", pld__api_name(), pld_last_error());
   }
-  return conclude(p, argv, slot, st, v.msg, p->dead);
+  return conclude(p, argv, slot, st, v.msg, p->rs.dead);
 }
 
 /* Sends this process's snapshot to process 0: the control block, each
@@ -510,8 +512,8 @@ static void send_snapshot(struct pld_program *p, uint32_t answers) {
       atomic_store(&to->seq, seq & ~1u);
     }
     o->held[i] = atomic_load(&to->state) == PLD__CORE_WAITING && to->buf >= 0 &&
-                         to->buf < p->nwinbufs &&
-                         (size_t)to->off + 4 <= p->winbufs[to->buf]->phys
+                         to->buf < p->plan.nwinbufs &&
+                         (size_t)to->off + 4 <= p->plan.winbufs[to->buf]->phys
                      ? f->ops->cell(f, to->buf, (size_t)to->off)
                      : 0;
   }
@@ -524,12 +526,13 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
   if (s->me == 0)
     return 0; /* process 0 watches */
   static _Thread_local struct verdict v;
-  struct pld__spin spin = pld__world_spin(p->world, NULL);
+  struct pld__spin spin = pld__world_spin(p->rs.world, NULL);
   uint32_t done_sent = UINT32_MAX, calls_sent = 0, tasks_ran = 0;
   uint32_t answered = pld__mpi_msg_said(s->msg, PLD__MPI_ASKS);
   int64_t last = 0;
   for (;;) {
-    uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
+    uint32_t ev =
+        atomic_load_explicit(&p->rs.world->event, memory_order_acquire);
     if (pld__mpi_msg_verdict(s->msg, &v, sizeof v) && v.run == s->runs)
       break;
     follow_tasks(p, argv, &tasks_ran);
@@ -547,10 +550,10 @@ static int mpi_follow(struct pld_program *p, const pld_arg *argv, int *st) {
       calls_sent = calls;
       last = now;
     }
-    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers, &spin,
-                    SNAP_NS, 1);
+    pld__event_wait(&p->rs.world->event, ev, &p->rs.world->event_sleepers,
+                    &spin, SNAP_NS, 1);
   }
-  *st = conclude(p, argv, p->slot, v.status, v.msg, v.dead);
+  *st = conclude(p, argv, p->rs.slot, v.status, v.msg, v.dead);
   return 1;
 }
 
@@ -561,7 +564,7 @@ static void mpi_stop(struct pld_program *p, int kill_now) {
   struct mpi_state *s = mpi_of(p);
   if (kill_now || !s)
     return; /* the collective part comes with pld_program_destroy */
-  int abandon = p->dead;
+  int abandon = p->rs.dead;
   if (s->thread_started && !abandon) {
     pld__devctl_post(s->live, (struct pld__cmd){PLD__CMD_STOP, 0, 0, 0});
     pthread_join(s->thread, NULL);
@@ -570,18 +573,18 @@ static void mpi_stop(struct pld_program *p, int kill_now) {
   }
   pld__mpi_msg_destroy(s->msg, abandon);
   pld__mpi_prog_destroy(s->m, abandon);
-  p->started = 0;
+  p->rs.started = 0;
   if (abandon) {
-    p->cps = NULL; /* the device thread may still use it */
-    pld__free(p->devs);
-    p->devs = NULL;
+    p->be.cps = NULL; /* the device thread may still use it */
+    pld__free(p->rs.devs);
+    p->rs.devs = NULL;
   } else {
     free_state(p, s);
   }
-  pld__free(p->resumes_seen);
-  pld__free(p->resumed_at);
-  p->resumes_seen = NULL;
-  p->resumed_at = NULL;
+  pld__free(p->rs.resumes_seen);
+  pld__free(p->rs.resumed_at);
+  p->rs.resumes_seen = NULL;
+  p->rs.resumed_at = NULL;
 }
 
 /* Rank r runs in process r. */

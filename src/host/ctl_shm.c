@@ -33,12 +33,14 @@ struct shm_state {
   struct pld__shm_fabric *devfab; /* [rank]: each device's side of it */
 };
 
-static struct shm_state *shm_of(const struct pld_program *p) { return p->cps; }
+static struct shm_state *shm_of(const struct pld_program *p) {
+  return p->be.cps;
+}
 
 /* p uses the windows of the program whose devices it shares (it declares
  * the same ones, pld_compile checked). */
 static int shares_windows(const struct pld_program *p) {
-  return p->share && p->nwinbufs > 0;
+  return p->rs.share && p->plan.nwinbufs > 0;
 }
 
 /* The bytes of the windows' region this program maps (none when it uses
@@ -48,7 +50,7 @@ static size_t shm_windows_bytes(const struct pld_program *p) {
 }
 
 unsigned char *pld__shm_region(const struct pld_program *p) {
-  return p->cps ? shm_of(p)->region : NULL;
+  return p->be.cps ? shm_of(p)->region : NULL;
 }
 
 /* Collects device d if it exited (block: wait); 1 if it is gone. */
@@ -89,13 +91,13 @@ static int reap_by(struct pld__device *d, int64_t deadline) {
 }
 
 static int shm_gone(struct pld_program *p, int r, int block) {
-  return shm_reap(&p->devs[r], block);
+  return shm_reap(&p->rs.devs[r], block);
 }
 
 /* The wait status of a reaped device process, decoded (0 while it is not
  * reaped: an exit with status 0). */
 static void shm_ended(struct pld_program *p, int r, struct pld__dev_end *e) {
-  int ws = p->devs[r].wstatus;
+  int ws = p->rs.devs[r].wstatus;
   e->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
   e->status = WIFSIGNALED(ws) ? 0 : WEXITSTATUS(ws);
 }
@@ -107,9 +109,9 @@ static struct pld_program *live;
 
 static void live_remove(struct pld_program *p) {
   pthread_mutex_lock(&live_mu);
-  for (struct pld_program **q = &live; *q; q = &(*q)->live_next)
+  for (struct pld_program **q = &live; *q; q = &(*q)->rs.live_next)
     if (*q == p) {
-      *q = p->live_next;
+      *q = p->rs.live_next;
       break;
     }
   pthread_mutex_unlock(&live_mu);
@@ -120,26 +122,26 @@ static void live_remove(struct pld_program *p) {
 static int live_mappings(const struct pld_program *self,
                          struct pld__mapping **out, int *n) {
   int count = 0;
-  for (struct pld_program *q = live; q; q = q->live_next)
-    count += 2 * q->nranks + 2;
+  for (struct pld_program *q = live; q; q = q->rs.live_next)
+    count += 2 * q->plan.nranks + 2;
   *out = pld__calloc((size_t)(count ? count : 1), sizeof **out);
   if (!*out)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   *n = 0;
-  const struct pld_program *group = self->share ? self->share : self;
-  for (struct pld_program *q = live; q; q = q->live_next) {
+  const struct pld_program *group = self->rs.share ? self->rs.share : self;
+  for (struct pld_program *q = live; q; q = q->rs.live_next) {
     /* A group sharing devices shares their memory. */
-    if (q == self || q == group || q->share == group)
+    if (q == self || q == group || q->rs.share == group)
       continue;
-    (*out)[(*n)++] = (struct pld__mapping){q->world, sizeof *q->world};
+    (*out)[(*n)++] = (struct pld__mapping){q->rs.world, sizeof *q->rs.world};
     (*out)[(*n)++] =
         (struct pld__mapping){shm_of(q)->region, shm_of(q)->lay.total};
-    for (int r = 0; r < q->nranks; r++) {
+    for (int r = 0; r < q->plan.nranks; r++) {
       (*out)[(*n)++] =
-          (struct pld__mapping){q->devs[r].ctl, q->devs[r].map_bytes};
-      if (q->devs[r].trace)
-        (*out)[(*n)++] =
-            (struct pld__mapping){q->devs[r].trace, q->devs[r].trace_bytes};
+          (struct pld__mapping){q->rs.devs[r].ctl, q->rs.devs[r].map_bytes};
+      if (q->rs.devs[r].trace)
+        (*out)[(*n)++] = (struct pld__mapping){q->rs.devs[r].trace,
+                                               q->rs.devs[r].trace_bytes};
     }
   }
   return PLD_OK;
@@ -152,7 +154,7 @@ static int live_mappings(const struct pld_program *self,
  * with the host. */
 static int spawn_device(struct pld_program *p, int rank,
                         const struct pld__mapping *foreign, int nforeign) {
-  struct pld__device *devs = p->devs;
+  struct pld__device *devs = p->rs.devs;
   struct pld__devrun *d = &shm_of(p)->runs[rank];
   pid_t host = getpid();
   pid_t pid = fork();
@@ -166,7 +168,7 @@ static int spawn_device(struct pld_program *p, int rank,
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != host)
     _exit(1);
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     if (r != rank) {
       if (devs[r].ctl)
         munmap(devs[r].ctl, devs[r].map_bytes);
@@ -188,14 +190,14 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
   struct pld__mapping *foreign = NULL;
   int nforeign = 0;
   int st = live_mappings(p, &foreign, &nforeign);
-  for (int r = 0; r < p->nranks && st == PLD_OK; r++)
+  for (int r = 0; r < p->plan.nranks && st == PLD_OK; r++)
     if (!start || start[r])
       st = spawn_device(p, r, foreign, nforeign);
   int is_live = 0;
-  for (struct pld_program *q = live; q; q = q->live_next)
+  for (struct pld_program *q = live; q; q = q->rs.live_next)
     is_live |= q == p;
   if (st == PLD_OK && !is_live) {
-    p->live_next = live;
+    p->rs.live_next = live;
     live = p;
   }
   pthread_mutex_unlock(&live_mu);
@@ -210,42 +212,43 @@ static int spawn(struct pld_program *p, const unsigned char *start) {
  * with the others, rather than the host's after reaping them all. */
 static void shm_stop(struct pld_program *p, int kill_now) {
   struct shm_state *s = shm_of(p);
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     if (!kill_now)
-      pld__devctl_post(p->devs[r].ctl,
+      pld__devctl_post(p->rs.devs[r].ctl,
                        (struct pld__cmd){PLD__CMD_STOP, 0, 0, 0});
-    else if (p->devs[r].pid > 0 && !p->devs[r].reaped)
-      kill(p->devs[r].pid, SIGKILL);
+    else if (p->rs.devs[r].pid > 0 && !p->rs.devs[r].reaped)
+      kill(p->rs.devs[r].pid, SIGKILL);
   int64_t deadline = pld__now_ns() + PLD__MS(PLD_SHUTDOWN_MS);
   /* Off the list before its mappings go: a device forked later must not
    * unmap their addresses, which may be another's by then. */
   live_remove(p);
-  pld__devices_unmap(p->devs, p->nranks, shm_windows_bytes(p), p->world);
-  if (p->race.region)
-    munmap(p->race.region, p->race.bytes);
-  p->race.region = NULL;
-  for (int r = 0; r < p->nranks && !kill_now; r++)
-    reap_by(&p->devs[r], deadline);
-  for (int r = 0; r < p->nranks; r++)
-    if (p->devs[r].pid > 0 && !p->devs[r].reaped)
-      kill(p->devs[r].pid, SIGKILL);
-  for (int r = 0; r < p->nranks; r++)
-    shm_reap(&p->devs[r], 1);
+  pld__devices_unmap(p->rs.devs, p->plan.nranks, shm_windows_bytes(p),
+                     p->rs.world);
+  if (p->rs.race)
+    munmap(p->rs.race, p->rs.race_bytes);
+  p->rs.race = NULL;
+  for (int r = 0; r < p->plan.nranks && !kill_now; r++)
+    reap_by(&p->rs.devs[r], deadline);
+  for (int r = 0; r < p->plan.nranks; r++)
+    if (p->rs.devs[r].pid > 0 && !p->rs.devs[r].reaped)
+      kill(p->rs.devs[r].pid, SIGKILL);
+  for (int r = 0; r < p->plan.nranks; r++)
+    shm_reap(&p->rs.devs[r], 1);
   if (s) {
     pld__free(s->runs);
     pld__free(s->devfab);
     pld__winlayout_release(&s->lay);
   }
   pld__free(s);
-  p->cps = NULL;
-  pld__free(p->devs);
-  pld__free(p->resumes_seen);
-  pld__free(p->resumed_at);
-  p->devs = NULL;
-  p->resumes_seen = NULL;
-  p->resumed_at = NULL;
-  p->world = NULL;
-  p->started = 0;
+  p->be.cps = NULL;
+  pld__free(p->rs.devs);
+  pld__free(p->rs.resumes_seen);
+  pld__free(p->rs.resumed_at);
+  p->rs.devs = NULL;
+  p->rs.resumes_seen = NULL;
+  p->rs.resumed_at = NULL;
+  p->rs.world = NULL;
+  p->rs.started = 0;
 }
 
 /* Waits until each rank with start[r] set (NULL: every rank) reports
@@ -255,12 +258,12 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
   int64_t deadline = pld__now_ns() + PLD__MS(PLD_START_TIMEOUT_MS);
   char corrupt[160];
   for (;;) {
-    uint32_t ev = atomic_load(&p->world->event);
+    uint32_t ev = atomic_load(&p->rs.world->event);
     int up = 0, want = 0;
-    for (int r = 0; r < p->nranks; r++)
+    for (int r = 0; r < p->plan.nranks; r++)
       if (!start || start[r]) {
         want++;
-        up += (int)atomic_load_explicit(&p->devs[r].ctl->ready,
+        up += (int)atomic_load_explicit(&p->rs.devs[r].ctl->ready,
                                         memory_order_acquire);
       }
     if (up == want)
@@ -284,11 +287,11 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
     struct pld__spin yield_always = {PLD__SPIN_GROWTH *
                                          pld__tunables()->PLD_SPIN_US * 1000,
                                      &uncounted, NULL, 0, 0};
-    pld__event_wait(&p->world->event, ev, &p->world->event_sleepers,
+    pld__event_wait(&p->rs.world->event, ev, &p->rs.world->event_sleepers,
                     &yield_always, PLD__MS(PLD_LIVENESS_MS), 1);
   }
-  for (int r = 0; r < p->nranks; r++) {
-    struct pld__devstate *c = &p->devs[r].ctl->st;
+  for (int r = 0; r < p->plan.nranks; r++) {
+    struct pld__devstate *c = &p->rs.devs[r].ctl->st;
     if ((!start || start[r]) && c->status) {
       char msg[PLD__MSG_MAX];
       pld__copy_printable(msg, sizeof msg, c->msg, sizeof c->msg, 1);
@@ -305,22 +308,22 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
  * control block) and starts a new one in its place, ready for the next
  * run.  Returns PLD_OK or the failure (message set). */
 static int shm_restart(struct pld_program *p, int r) {
-  struct pld__device *d = &p->devs[r];
+  struct pld__device *d = &p->rs.devs[r];
   if (!d->reaped)
     kill(d->pid, SIGKILL);
   shm_reap(d, 1);
-  atomic_fetch_sub(&p->world->awake, atomic_load(&d->ctl->awake));
+  atomic_fetch_sub(&p->rs.world->awake, atomic_load(&d->ctl->awake));
   pld__shm_reset_rank(&shm_of(p)->fabric, r);
   pld__devctl_reset(d->ctl, 1);
   d->pid = 0;
   d->reaped = 0;
   unsigned char start[PLD_MAX_RANKS_INLINE];
-  unsigned char *mask = p->nranks <= PLD_MAX_RANKS_INLINE
+  unsigned char *mask = p->plan.nranks <= PLD_MAX_RANKS_INLINE
                             ? start
-                            : pld__calloc((size_t)p->nranks, 1);
+                            : pld__calloc((size_t)p->plan.nranks, 1);
   if (!mask)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
-  memset(mask, 0, (size_t)p->nranks);
+  memset(mask, 0, (size_t)p->plan.nranks);
   mask[r] = 1;
   int st = spawn(p, mask);
   if (st == PLD_OK)
@@ -334,14 +337,14 @@ static int shm_restart(struct pld_program *p, int r) {
  * processes start so that all of them share it; its pages are committed
  * only as shadows and records fill them. */
 static int race_map(struct pld_program *p) {
-  size_t *copy = pld__calloc((size_t)p->nwinbufs + 1, sizeof *copy);
+  size_t *copy = pld__calloc((size_t)p->plan.nwinbufs + 1, sizeof *copy);
   if (!copy)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
-  for (int b = 0; b < p->nwinbufs; b++)
-    copy[b] = p->winbufs[b]->phys;
+  for (int b = 0; b < p->plan.nwinbufs; b++)
+    copy[b] = p->plan.winbufs[b]->phys;
   struct pld__race_shape shape = {
-      p->nranks, 1 + p->plat->vector_cores + p->plat->cube_cores, p->nwinbufs,
-      copy};
+      p->plan.nranks, 1 + p->plan.plat->vector_cores + p->plan.plat->cube_cores,
+      p->plan.nwinbufs, copy};
   size_t bytes = pld__race_bytes(&shape);
   void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -352,8 +355,8 @@ static int race_map(struct pld_program *p) {
   }
   pld__race_init(a, &shape);
   pld__free(copy);
-  p->race.region = a;
-  p->race.bytes = bytes;
+  p->rs.race = a;
+  p->rs.race_bytes = bytes;
   return PLD_OK;
 }
 
@@ -370,27 +373,29 @@ static int shm_start(struct pld_program *p) {
   /* On another program's devices: pld_program_prepare started those
    * first (its memory is shared). */
   struct shm_state *s = pld__calloc(1, sizeof *s);
-  p->devs = pld__calloc((size_t)p->nranks, sizeof *p->devs);
-  size_t *phys =
-      pld__calloc((size_t)(p->nwinbufs > 0 ? p->nwinbufs : 1), sizeof *phys);
-  int st =
-      !s || !p->devs || !phys ||
-              !(s->runs = pld__calloc((size_t)p->nranks, sizeof *s->runs)) ||
-              !(s->devfab = pld__calloc((size_t)p->nranks, sizeof *s->devfab))
-          ? pld__fail_api(PLD_ERR_NOMEM, "out of memory")
-          : PLD_OK;
+  p->rs.devs = pld__calloc((size_t)p->plan.nranks, sizeof *p->rs.devs);
+  size_t *phys = pld__calloc(
+      (size_t)(p->plan.nwinbufs > 0 ? p->plan.nwinbufs : 1), sizeof *phys);
+  int st = !s || !p->rs.devs || !phys ||
+                   !(s->runs = pld__calloc((size_t)p->plan.nranks,
+                                           sizeof *s->runs)) ||
+                   !(s->devfab =
+                         pld__calloc((size_t)p->plan.nranks, sizeof *s->devfab))
+               ? pld__fail_api(PLD_ERR_NOMEM, "out of memory")
+               : PLD_OK;
   /* The windows' region: every device process inherits it (a program
    * sharing another's devices and windows: that one's, at the same
    * places, pld_compile checked). */
-  for (int b = 0; b < p->nwinbufs && !st; b++)
-    phys[b] = p->winbufs[b]->phys;
+  for (int b = 0; b < p->plan.nwinbufs && !st; b++)
+    phys[b] = p->plan.winbufs[b]->phys;
   if (!st)
-    st = pld__winlayout_init(&s->lay, p->nranks, p->nwinbufs, phys, p->member);
+    st = pld__winlayout_init(&s->lay, p->plan.nranks, p->plan.nwinbufs, phys,
+                             p->plan.member);
   pld__free(phys);
   unsigned char *region = NULL;
   if (!st)
-    st = pld__devices_map(p->devs, p->nranks, p->plans,
-                          shares_windows(p) ? 0 : s->lay.total, &p->world,
+    st = pld__devices_map(p->rs.devs, p->plan.nranks, p->plan.plans,
+                          shares_windows(p) ? 0 : s->lay.total, &p->rs.world,
                           &region);
   if (st) {
     if (s) {
@@ -399,35 +404,35 @@ static int shm_start(struct pld_program *p) {
       pld__winlayout_release(&s->lay);
     }
     pld__free(s);
-    pld__free(p->devs);
-    p->devs = NULL;
+    pld__free(p->rs.devs);
+    p->rs.devs = NULL;
     return st;
   }
-  p->cps = s;
-  p->started = 1;
-  s->region = shares_windows(p) ? shm_of(p->share)->region : region;
-  if (p->race.on && (st = race_map(p))) {
+  p->be.cps = s;
+  p->rs.started = 1;
+  s->region = shares_windows(p) ? shm_of(p->rs.share)->region : region;
+  if (p->plan.races && (st = race_map(p))) {
     shm_stop(p, 1);
     return st;
   }
   pld__shm_fabric_init(&s->fabric, s->region, &s->lay, -1);
-  for (int r = 0; r < p->nranks; r++) {
-    p->devs[r].trace = pld__trace_area_of(p, r, &p->devs[r].trace_bytes);
+  for (int r = 0; r < p->plan.nranks; r++) {
+    p->rs.devs[r].trace = pld__trace_area_of(p, r, &p->rs.devs[r].trace_bytes);
     /* Each device's side of the fabric, which its process inherits. */
     pld__shm_fabric_init(&s->devfab[r], s->region, &s->lay, r);
-    s->runs[r] = (struct pld__devrun){&p->plans[r],       p->devs[r].ctl,
-                                      p->world,           p->devs[r].data,
-                                      &s->devfab[r].base, {0},
-                                      p->devs[r].trace,   p->race.region,
-                                      shm_zero_windows,   0};
+    s->runs[r] = (struct pld__devrun){&p->plan.plans[r],   p->rs.devs[r].ctl,
+                                      p->rs.world,         p->rs.devs[r].data,
+                                      &s->devfab[r].base,  {0},
+                                      p->rs.devs[r].trace, p->rs.race,
+                                      shm_zero_windows,    0};
   }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
     return st;
   }
-  if (p->start_argv) { /* the first run's inputs, while the devices start */
-    shm_copy_in(p, p->start_argv, (p->slot + 1) % p->nslots);
-    p->precopied = 1;
+  if (p->rs.start_argv) { /* the first run's inputs, while the devices start */
+    shm_copy_in(p, p->rs.start_argv, (p->rs.slot + 1) % p->rs.nslots);
+    p->rs.precopied = 1;
   }
   return await_ready(p, NULL, "pld_program_prepare");
 }
@@ -435,11 +440,11 @@ static int shm_start(struct pld_program *p) {
  * of data slot `slot`. */
 static void shm_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
                             int slot) {
-  for (int r = 0; r < p->nranks; r++) {
-    const struct pld__devplan *pl = &p->plans[r];
+  for (int r = 0; r < p->plan.nranks; r++) {
+    const struct pld__devplan *pl = &p->plan.plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
-      if (buf->host_arg >= p->nargs || /* intermediates are never copied */
+      if (buf->host_arg >= p->plan.nargs || /* intermediates are never copied */
           (argv[buf->host_arg].v.t->flags & PLD__T_RESIDENT)) /* nor these */
         continue;
       unsigned char *host =
@@ -455,8 +460,8 @@ static void shm_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
 
 static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
   shm_copy_slices(p, argv, 1, slot);
-  for (int r = 0; r < p->nranks; r++)
-    pld__plan_table_write(&p->plans[r], pld__run_data(p, r, slot),
+  for (int r = 0; r < p->plan.nranks; r++)
+    pld__plan_table_write(&p->plan.plans[r], pld__run_data(p, r, slot),
                           pld__run_table(p, r, argv, slot));
 }
 
@@ -465,13 +470,14 @@ static void shm_copy_in(struct pld_program *p, const pld_arg *argv, int slot) {
  * credits, counts and call numbers behind, on ranks that took part in
  * them whether or not they noted the view. */
 static void shm_clear_coll_sigs(struct pld_program *p) {
-  for (int r = 0; r < p->nranks; r++) {
-    struct pld__sig_uses *u = &p->devs[r].ctl->uses;
+  for (int r = 0; r < p->plan.nranks; r++) {
+    struct pld__sig_uses *u = &p->rs.devs[r].ctl->uses;
     for (int i = 0, n = pld__coll_sig_count(u); i < n; i++) {
       int buf;
       size_t off, len;
       for (int q = 0;
-           pld__coll_sig_view(p, u, i, &buf, &off, &len) && q < p->nranks; q++)
+           pld__coll_sig_view(p, u, i, &buf, &off, &len) && q < p->plan.nranks;
+           q++)
         pld__shm_zero_bytes(&shm_of(p)->fabric, buf, q, off, len);
     }
   }
@@ -479,41 +485,42 @@ static void shm_clear_coll_sigs(struct pld_program *p) {
 
 static int shm_post(struct pld_program *p, const pld_arg *argv,
                     uint32_t *posted) {
-  const uint32_t n = p->chain; /* > 0: a queued run, behind runs in flight */
-  struct pld_program *group = p->share ? p->share : p;
-  if (!n && !p->keep_windows) /* fresh mappings are zero already */
+  const uint32_t n = p->rs.chain; /* > 0: a queued run, behind runs in flight */
+  struct pld_program *group = p->rs.share ? p->rs.share : p;
+  if (!n && !p->plan.keep_windows) /* fresh mappings are zero already */
     pld__shm_zero_all(&shm_of(p)->fabric);
-  else if (!n && group->coll_dirty)
+  else if (!n && group->rs.coll_dirty)
     shm_clear_coll_sigs(p);
   if (!n)
-    group->coll_dirty = 0;
-  if (!p->precopied)
-    shm_copy_in(p, argv, p->slot);
-  for (int r = 0; !n && r < p->nranks; r++)
-    atomic_store(&p->devs[r].ctl->st.calls_done, 0);
+    group->rs.coll_dirty = 0;
+  if (!p->rs.precopied)
+    shm_copy_in(p, argv, p->rs.slot);
+  for (int r = 0; !n && r < p->plan.nranks; r++)
+    atomic_store(&p->rs.devs[r].ctl->st.calls_done, 0);
   /* A queued run waits for every rank if it can reach beyond its
    * device's data slot (windows, device-resident tensors). */
-  int reach = p->nwinbufs > 0;
-  for (int i = 0; i < p->nargs && !reach; i++)
+  int reach = p->plan.nwinbufs > 0;
+  for (int i = 0; i < p->plan.nargs && !reach; i++)
     reach = argv[i].kind == PLD_ARG_TENSOR &&
             (argv[i].v.t->flags & PLD__T_RESIDENT);
-  const struct pld__cmd k = {
-      PLD__CMD_RUN, (uint32_t)p->slot, n,
-      (reach ? PLD__GATE_SYNC : 0u) |
-          (p->nwinbufs > 0 && !p->keep_windows ? PLD__GATE_ZERO : 0u)};
-  for (int r = 0; r < p->nranks; r++)
-    posted[r] = pld__devctl_post(p->devs[r].ctl, k);
+  const struct pld__cmd k = {PLD__CMD_RUN, (uint32_t)p->rs.slot, n,
+                             (reach ? PLD__GATE_SYNC : 0u) |
+                                 (p->plan.nwinbufs > 0 && !p->plan.keep_windows
+                                      ? PLD__GATE_ZERO
+                                      : 0u)};
+  for (int r = 0; r < p->plan.nranks; r++)
+    posted[r] = pld__devctl_post(p->rs.devs[r].ctl, k);
   return PLD_OK;
 }
 
 /* The host sees every control block live. */
 /* The host sees each device's control block live. */
 static struct pld__devstate *shm_view(const struct pld_program *p, int r) {
-  return &p->devs[r].ctl->st;
+  return &p->rs.devs[r].ctl->st;
 }
 
 static int shm_caught_up(const struct pld_program *p, int r) {
-  const struct pld__devctl *c = p->devs[r].ctl;
+  const struct pld__devctl *c = p->rs.devs[r].ctl;
   return atomic_load(&c->st.done_seq) == atomic_load(&c->cmd_seq);
 }
 
@@ -531,22 +538,22 @@ static int32_t shm_cell_value(struct pld_program *p, int r, int i,
 }
 
 static void shm_abort(struct pld_program *p, uint32_t why) {
-  atomic_store_explicit(&p->world->abort, why, memory_order_release);
+  atomic_store_explicit(&p->rs.world->abort, why, memory_order_release);
   pld__shm_wake_all(&shm_of(p)->fabric);
   /* Devices waiting for a host task, or at a queued run's gate, look at
    * the abort word too.  Each word they wait on is bumped as they are
    * woken: a device still polling one sees it move (a wake alone would
    * be lost on it, and it would sleep a whole PLD_ABORT_POLL_MS), and
    * reads the abort word after the word (device.c: await_count). */
-  pld__event_signal(&p->world->tasks_done, &p->world->tasks_sleepers, 1);
-  pld__event_signal(&p->world->q_ok, &p->world->q_sleepers, 1);
-  pld__event_signal(&p->world->q_zeroed, &p->world->q_sleepers, 1);
+  pld__event_signal(&p->rs.world->tasks_done, &p->rs.world->tasks_sleepers, 1);
+  pld__event_signal(&p->rs.world->q_ok, &p->rs.world->q_sleepers, 1);
+  pld__event_signal(&p->rs.world->q_zeroed, &p->rs.world->q_sleepers, 1);
 }
 
 static void shm_await(struct pld_program *p, uint32_t seen, int64_t ns,
                       const struct pld__spin *spin) {
-  pld__event_wait(&p->world->event, seen, &p->world->event_sleepers, spin, ns,
-                  1);
+  pld__event_wait(&p->rs.world->event, seen, &p->rs.world->event_sleepers, spin,
+                  ns, 1);
 }
 
 static int shm_finish(struct pld_program *p, const pld_arg *argv, int slot,
@@ -566,13 +573,13 @@ static void shm_task_begin(struct pld_program *p, int k) {
 
 static int shm_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
                      size_t len) {
-  memcpy(host, pld__run_data(p, r, p->slot) + dev_off, len);
+  memcpy(host, pld__run_data(p, r, p->rs.slot) + dev_off, len);
   return PLD_OK;
 }
 
 static void shm_store(struct pld_program *p, int r, size_t dev_off,
                       const void *host, size_t len) {
-  memcpy(pld__run_data(p, r, p->slot) + dev_off, host, len);
+  memcpy(pld__run_data(p, r, p->rs.slot) + dev_off, host, len);
 }
 
 const struct pld__ctl_ops pld__ctl_shm = {

@@ -12,7 +12,7 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
   if (st)
     return st;
   struct pld_program *p = h->prog;
-  const char *name = p->host.sig->name;
+  const char *name = p->plan.host.sig->name;
   const pld_signature *sig = fn.sig;
   const pld_arg *r = &argv[0];
   if (!pld__arg_is_integer(r))
@@ -20,18 +20,18 @@ int pld__dispatch(pld_host hh, pld_device_fn fn, int argc,
         h, PLD_ERR_ARG,
         "pld_dispatch (in %s): rank: expected an integer, got a %s", name,
         r->kind != PLD_ARG_SCALAR ? "tensor" : "float");
-  if (r->v.i < 0 || r->v.i >= p->nranks)
+  if (r->v.i < 0 || r->v.i >= p->plan.nranks)
     return pld__hfail(h, PLD_ERR_ARG,
                       "pld_dispatch (in %s): rank: expected [0, %d) (the world "
                       "size), got %lld",
-                      name, p->nranks, (long long)r->v.i);
+                      name, p->plan.nranks, (long long)r->v.i);
   int rank = (int)r->v.i;
   char what[128];
   pld__catf(what, sizeof what, "pld_dispatch to rank %d (in %s)", rank, name);
   pld_arg norm[PLD_MAX_PARAMS];
   struct pld__tensor reshaped[PLD_MAX_PARAMS];
-  st = pld__sig_check(sig, what, &p->dims, argc - 1, argv + 1, norm, reshaped,
-                      h->msg, sizeof h->msg);
+  st = pld__sig_check(sig, what, &p->plan.dims, argc - 1, argv + 1, norm,
+                      reshaped, h->msg, sizeof h->msg);
   if (st)
     return h->status = st;
   return pld__dispatch_record(h, rank, fn, norm, what);
@@ -41,7 +41,7 @@ int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
                          const pld_arg *norm, const char *what) {
   struct pld_program *p = h->prog;
   const pld_signature *sig = fn.sig;
-  const char *name = p->host.sig->name;
+  const char *name = p->plan.host.sig->name;
   if (h->ndisps == h->capdisps) {
     int cap = h->capdisps ? 2 * h->capdisps : 8;
     struct pld__dispatch *v =

@@ -115,7 +115,7 @@ static int host_collective(pld_host hh, const char *fn,
                            pld_window target, pld_window sig) {
   struct pld__host *h = hh.p;
   struct pld_program *p = h->prog;
-  const char *name = p->host.sig->name;
+  const char *name = p->plan.host.sig->name;
   if (h->status)
     return h->status;
   const int has_target =
@@ -137,7 +137,7 @@ static int host_collective(pld_host hh, const char *fn,
   }
   if (!sig.p) {
     if (!h->coll_sig.p) {
-      int64_t cells = PLD_SIGNAL_CELLS(p->nranks, 1);
+      int64_t cells = PLD_SIGNAL_CELLS(p->plan.nranks, 1);
       pld_window_buf b =
           pld_window_alloc_shape(hh, PLD_INT32, PLD_SHAPE(cells));
       h->coll_sig = pld_window_view(hh, b, PLD_INT32, PLD_SHAPE(cells));
@@ -147,7 +147,7 @@ static int host_collective(pld_host hh, const char *fn,
     sig = h->coll_sig;
   }
   a->sig = sig.p;
-  a->nranks = p->nranks;
+  a->nranks = p->plan.nranks;
   a->blocks = 1;
   char msg[1024];
   int st = pld__coll_check(a, msg, sizeof msg);
@@ -166,7 +166,7 @@ static int host_collective(pld_host hh, const char *fn,
   pld_device_fn dev = {&device_sigs[a->kind], builtin_device};
   char what[128];
   pld__catf(what, sizeof what, "%s (in %s)", fn, name);
-  for (int r = 0; r < p->nranks && !st; r++)
+  for (int r = 0; r < p->plan.nranks && !st; r++)
     st = pld__dispatch_record(h, r, dev, norm, what);
   return st;
 }

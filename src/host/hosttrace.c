@@ -17,14 +17,14 @@ int pld__hfail(struct pld__host *h, int status, const char *fmt, ...) {
   return st;
 }
 
-int pld_world_size(pld_host h) { return h.p->prog->nranks; }
+int pld_world_size(pld_host h) { return h.p->prog->plan.nranks; }
 
 pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
   struct pld__host *h = hh.p;
   pld_tensor bad = {&pld__invalid_tensor};
   if (h->status)
     return bad;
-  const char *name = h->prog->host.sig->name;
+  const char *name = h->prog->plan.host.sig->name;
   if (!t.p || (t.p->flags & PLD__T_INVALID)) {
     pld__hfail(h, PLD_ERR_ARG,
                "pld_slice (in %s): t: expected a tensor, got %s", name,
@@ -85,7 +85,8 @@ struct pld__tensor *pld__host_keep(struct pld__host *h, struct pld__tensor *t) {
     }
   }
   if (!t) {
-    pld__hfail(h, PLD_ERR_NOMEM, "%s: out of memory", h->prog->host.sig->name);
+    pld__hfail(h, PLD_ERR_NOMEM, "%s: out of memory",
+               h->prog->plan.host.sig->name);
     return NULL;
   }
   h->kept[h->nkept++] = t;
@@ -102,6 +103,6 @@ int pld__host_callee(struct pld__host *h, const char *call,
     return pld__hfail(h, PLD_ERR_ARG,
                       "%s (in %s): fn: expected a function declared with %s, "
                       "got %s",
-                      call, h->prog->host.sig->name, decl, problem);
+                      call, h->prog->plan.host.sig->name, decl, problem);
   return PLD_OK;
 }

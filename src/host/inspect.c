@@ -81,13 +81,13 @@ int pld__slot_read(const struct pld_program *p, int r, int i,
     return PLD__CORE_IDLE;
   if (s->since_ns == 0 && state == PLD__CORE_RUNNING) {
     size_t at = (size_t)r * PLD__MAX_SLOTS + (size_t)i;
-    if (p->resumes_seen[at] != resumes) {
-      p->resumes_seen[at] = resumes;
-      p->resumed_at[at] = pld__now_ns();
+    if (p->rs.resumes_seen[at] != resumes) {
+      p->rs.resumes_seen[at] = resumes;
+      p->rs.resumed_at[at] = pld__now_ns();
     }
-    s->since_ns = p->resumed_at[at];
+    s->since_ns = p->rs.resumed_at[at];
   }
-  const pld_platform_info *pl = p->plat;
+  const pld_platform_info *pl = p->plan.plat;
   int cores = s->core_type == PLD_CORE_CUBE ? pl->cube_cores : pl->vector_cores;
   const char *bad = NULL;
   /* A deferred wait's slot: no core, always waiting. */
@@ -102,9 +102,9 @@ int pld__slot_read(const struct pld_program *p, int r, int i,
            s->block >= s->blocks)
     bad = "block";
   else if (state == PLD__CORE_WAITING &&
-           (s->since_ns <= 0 || s->buf < 0 || s->buf >= p->nwinbufs ||
-            !p->winbufs[s->buf]->member[r] || s->off % 4 != 0 ||
-            s->off + 4 > p->winbufs[s->buf]->phys ||
+           (s->since_ns <= 0 || s->buf < 0 || s->buf >= p->plan.nwinbufs ||
+            !p->plan.winbufs[s->buf]->member[r] || s->off % 4 != 0 ||
+            s->off + 4 > p->plan.winbufs[s->buf]->phys ||
             !pld__wait_cmp_str(s->cmp) || s->ndim < 1 ||
             s->ndim > PLD_MAX_DIMS || !pld__coll_name(s->coll)))
     bad = "wait";
@@ -172,8 +172,8 @@ int pld__running_str(const struct pld_program *p, int r, int64_t now, char *buf,
 /* How rank r's device process ended, as its control plane knows it. */
 static struct pld__dev_end device_end(struct pld_program *p, int r) {
   struct pld__dev_end e = {0, 0};
-  if (p->cp->ended)
-    p->cp->ended(p, r, &e);
+  if (p->be.cp->ended)
+    p->be.cp->ended(p, r, &e);
   return e;
 }
 
@@ -184,10 +184,10 @@ static struct pld__dev_end device_end(struct pld_program *p, int r) {
 static int device_died(struct pld_program *p, int r, const char *corrupt) {
   const struct pld__devstate *c = pld__view(p, r);
   char msg[PLD__MSG_MAX], running[2048];
-  const pld_platform_info *pl = p->plat;
+  const pld_platform_info *pl = p->plan.plat;
   int64_t now = pld__now_ns();
   size_t n = pld__catf(msg, sizeof msg, "%s: rank %d (device %d) ",
-                       pld__api_name(), r, p->device_ids[r]);
+                       pld__api_name(), r, p->plan.device_ids[r]);
   struct pld__crash cr;
   /* A broken magic word says more than the field found invalid first (a
    * wild write may be caught while it is under way). */
@@ -232,7 +232,7 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
                        (unsigned long long)cr.addr);
     } else {
       int64_t deadline = pld__now_ns() + EXIT_NS;
-      while (!p->cp->gone(p, r, 0) && pld__now_ns() < deadline) {
+      while (!p->be.cp->gone(p, r, 0) && pld__now_ns() < deadline) {
         pld__nap_ns(PLD__US(PLD_REAP_POLL_US));
       }
       n += pld__catf(msg + n, sizeof msg - n, "called exit()");
@@ -252,7 +252,7 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
   } else {
     /* No word from the process itself: it was killed, or left without
      * running its exit hook (_exit); its watch says what it was doing. */
-    p->cp->gone(p, r, 1);
+    p->be.cp->gone(p, r, 1);
     struct pld__dev_end e = device_end(p, r);
     if (e.signal)
       n += pld__catf(msg + n, sizeof msg - n, "was killed by signal SIG%s (%s)",
@@ -269,9 +269,9 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
   pld__catf(msg + n, sizeof msg - n,
             "; the other devices were stopped and the program cannot run "
             "again");
-  p->cp->stop(p, 1);
-  p->dead = 1;
-  memcpy(p->dead_msg, msg, sizeof msg);
+  p->be.cp->stop(p, 1);
+  p->rs.dead = 1;
+  memcpy(p->rs.dead_msg, msg, sizeof msg);
   return pld__fail_msg(PLD_ERR_CRASH, msg);
 }
 
@@ -280,12 +280,12 @@ static int device_died(struct pld_program *p, int r, const char *corrupt) {
 int pld__find_dead(struct pld_program *p, int check_pids, char *corrupt,
                    size_t cap) {
   corrupt[0] = '\0';
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (!ctl_intact(p, r, corrupt, cap))
       return r;
     if (atomic_load(&pld__view(p, r)->crash.kind) != PLD__CRASH_NONE)
       return r;
-    if (check_pids && p->cp->gone(p, r, 0))
+    if (check_pids && p->be.cp->gone(p, r, 0))
       return r;
   }
   return -1;

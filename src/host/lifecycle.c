@@ -10,28 +10,28 @@ int pld_program_run(pld_program *p, int argc, const pld_arg *argv) {
   /* After the runs in flight on its devices (its group's: a program
    * sharing them that never submitted has no runner of its own), as a
    * submit then a wait would be. */
-  struct pld_program *group = p && p->share ? p->share : p;
-  if (p && (p->runner || group->runner))
-    pld__runner_drain(p->runner ? p : group);
+  struct pld_program *group = p && p->rs.share ? p->rs.share : p;
+  if (p && (p->rs.runner || group->rs.runner))
+    pld__runner_drain(p->rs.runner ? p : group);
   int st = pld__program_run_now(p, argc, argv, NULL);
   pld__api_leave(saved);
   return st;
 }
 
 static void destroy(struct pld_program *p) {
-  if (p->sharers > 0) {
+  if (p->rs.sharers > 0) {
     /* Other programs run on its devices: they stay until the last of
      * them is destroyed (and this one with it). */
     pld__runner_drain(p);
-    p->destroy_pending = 1;
+    p->rs.destroy_pending = 1;
     return;
   }
   pld__runner_stop(p);
-  if (p->started)
-    p->cp->stop(p, 0);
-  struct pld_program *root = p->share;
+  if (p->rs.started)
+    p->be.cp->stop(p, 0);
+  struct pld_program *root = p->rs.share;
   pld__program_free(p);
-  if (root && --root->sharers == 0 && root->destroy_pending)
+  if (root && --root->rs.sharers == 0 && root->rs.destroy_pending)
     destroy(root);
 }
 

@@ -90,7 +90,13 @@ struct pld__runner;
 struct pld__heap;
 struct pld__resident;
 
-struct pld_program {
+/* What pld_compile made of the host function: the trace's dispatches
+ * planned per rank, the windows and their domains, the host tasks and the
+ * limits and choices of the configuration.  Nothing changes it after
+ * pld_compile but pld__program_rescalar (a run with other scalar values
+ * replaces its scalars) and the memory of the host intermediates, which
+ * each run takes and gives back (struct pld__inter.data). */
+struct pld__plan {
   pld_host_fn host;
   const pld_platform_info *plat;
   int nranks;
@@ -109,10 +115,12 @@ struct pld_program {
   int64_t wait_timeout_ns;   /* 0: no limit */
   int64_t kernel_timeout_ns; /* 0: no limit */
   int keep_windows;
-  /* A run failed since the collectives' signal views were last cleared:
-   * the next run's post clears them where windows are kept (the first
-   * program of a group of programs sharing devices holds it). */
-  int coll_dirty;
+  int max_in_flight;
+  /* Its submitted runs may be queued on its devices while it has them to
+   * itself. */
+  int queue_ok;
+  int races;   /* the race detector is on */
+  int tracing; /* the trace is on */
 
   /* Window buffers and their domains. */
   int nwinbufs;
@@ -120,11 +128,24 @@ struct pld_program {
   unsigned char *member;   /* [buf * nranks + rank]: rank has a view */
   struct pld__comm *comms; /* [buf * nranks + rank] */
   int *comm_members;       /* [buf * nranks + i]: world rank of domain rank i */
+};
 
-  /* The control plane (host/ctl.h) and what it keeps while started. */
+/* The control plane (host/ctl.h) the program runs on: its operations, its
+ * options as pld_compile chose them, and what it keeps while started. */
+struct pld__backend {
   const struct pld__ctl_ops *cp;
   void *cps;
-  int same_node_rma; /* the MPI fabric: PLD_MPI_SAME_NODE=rma */
+  int same_node_rma; /* the MPI backend: PLD_MPI_SAME_NODE=rma */
+};
+
+/* What running the plan keeps: the devices, the runs in flight, the
+ * programs sharing devices, resident tensors, the race region and the
+ * trace. */
+struct pld__runstate {
+  /* A run failed since the collectives' signal views were last cleared:
+   * the next run's post clears them where windows are kept (the first
+   * program of a group of programs sharing devices holds it). */
+  int coll_dirty;
 
   /* The devices, from the first run (or prepare) to destroy: every rank's
    * control block as the host sees it. */
@@ -143,10 +164,6 @@ struct pld_program {
 
   /* Submitted runs (host/submit.c): its runner, made at the first. */
   struct pld__runner *runner;
-  int max_in_flight;
-  /* Its submitted runs may be queued on its devices while it has them to
-   * itself (decided by pld_compile). */
-  int queue_ok;
   /* The data slots (plan.h), the slot of the run posted last, and whether
    * its inputs were copied in already, while the run before it executed.
    * chain: the number of the run being posted in its chain of queued runs
@@ -169,17 +186,14 @@ struct pld_program {
   struct pld__resident *resident;
   size_t *table;
 
-  /* The race detector (core/race.h), when on: its region, shared with
-   * the device processes from the start. */
-  struct {
-    int on;
-    struct pld__race *region;
-    size_t bytes;
-  } race;
+  /* The race detector's region (core/race.h), shared with the device
+   * processes from the start. */
+  struct pld__race *race;
+  size_t race_bytes;
 
-  /* The trace (host/trace.c), when on. */
+  /* The trace (host/trace.c). */
   struct {
-    int on, k, runs;               /* k: the program's number in the file */
+    int k, runs;                   /* k: the program's number in the file */
     uint32_t cap;                  /* events per thread and run */
     struct pld__trace_area **area; /* [rank]: where this process runs it */
     size_t *bytes;
@@ -187,6 +201,15 @@ struct pld_program {
     int offset_known;
     int64_t offset; /* under mpi: this clock minus process 0's */
   } trace;
+};
+
+/* A compiled program: the compiler's plan (host/compile.c and the files
+ * of the trace), the control plane it runs on, and the runtime's state
+ * (host/run.c, submit.c, resident.c and the files they use). */
+struct pld_program {
+  struct pld__plan plan;
+  struct pld__backend be;
+  struct pld__runstate rs;
 };
 
 /* A run with scalar values other than p's: traces the host orchestrator
@@ -200,7 +223,8 @@ int pld__program_rescalar(struct pld_program *p, int argc, const pld_arg *argv);
  * lays them out). */
 static inline unsigned char *pld__run_data(const struct pld_program *p, int r,
                                            int slot) {
-  return p->devs[r].data + (size_t)slot * pld__plan_slot_stride(&p->plans[r]);
+  return p->rs.devs[r].data +
+         (size_t)slot * pld__plan_slot_stride(&p->plan.plans[r]);
 }
 
 /* Writes the artifact folder of a compiled program.  Returns PLD_OK or

@@ -32,13 +32,13 @@ int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
                      fn);
   if (!p)
     return pld__fail(PLD_ERR_ARG, "%s: p: expected a program, got NULL", fn);
-  if (p->share) /* the devices are the group's first program's */
-    p = p->share;
-  if (rank != PLD_EACH_RANK && (rank < 0 || rank >= p->nranks))
+  if (p->rs.share) /* the devices are the group's first program's */
+    p = p->rs.share;
+  if (rank != PLD_EACH_RANK && (rank < 0 || rank >= p->plan.nranks))
     return pld__fail(PLD_ERR_ARG,
                      "%s: rank: expected a rank of the program's world "
                      "(0 to %d) or PLD_EACH_RANK, got %d",
-                     fn, p->nranks - 1, rank);
+                     fn, p->plan.nranks - 1, rank);
   int each = rank == PLD_EACH_RANK;
   if (ndim < 1 || ndim > PLD_MAX_DIMS - each)
     return pld__fail(PLD_ERR_ARG, "%s: ndim: expected 1 to %d%s, got %d", fn,
@@ -51,10 +51,10 @@ int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
   if (shape)
     memcpy(full + each, shape, (size_t)ndim * sizeof *shape);
   if (each)
-    full[0] = p->nranks;
+    full[0] = p->plan.nranks;
   struct pld__tensor *t = pld__calloc(1, sizeof *t);
   struct pld__resident *res = pld__calloc(1, sizeof *res);
-  size_t *off = pld__calloc((size_t)p->nranks, sizeof *off);
+  size_t *off = pld__calloc((size_t)p->plan.nranks, sizeof *off);
   if (!t || !res || !off) {
     pld__free(t);
     pld__free(res);
@@ -73,47 +73,49 @@ int pld_device_tensor_create(pld_program *p, int rank, pld_dtype dtype,
   res->magic = PLD__RES_LIVE;
   res->p = p;
   res->rank = rank;
-  res->part = each ? t->nbytes / (size_t)p->nranks : t->nbytes;
+  res->part = each ? t->nbytes / (size_t)p->plan.nranks : t->nbytes;
   res->off = off;
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     off[r] = SIZE_MAX;
-  for (int r = 0; r < p->nranks && !st; r++) {
+  for (int r = 0; r < p->plan.nranks && !st; r++) {
     if (!each && r != rank)
       continue;
-    off[r] = pld__heap_alloc(&p->heaps[r], res->part);
+    off[r] = pld__heap_alloc(&p->rs.heaps[r], res->part);
     if (off[r] == SIZE_MAX)
       st = pld__fail(PLD_ERR_NOMEM,
                      "%s: rank %d (device %d): %zu bytes do not fit in the "
                      "%zu of device memory left for resident tensors "
                      "(PLD_DEVICE_HEAP_MB, and the platform's memory)",
-                     fn, r, p->device_ids[r], res->part, p->heaps[r].bytes);
+                     fn, r, p->plan.device_ids[r], res->part,
+                     p->rs.heaps[r].bytes);
   }
   if (st) {
-    for (int r = 0; r < p->nranks; r++)
+    for (int r = 0; r < p->plan.nranks; r++)
       if (off[r] != SIZE_MAX)
-        pld__heap_release(&p->heaps[r], off[r]);
+        pld__heap_release(&p->rs.heaps[r], off[r]);
     pld__free(t);
     pld__free(res);
     pld__free(off);
     return st;
   }
   /* A fresh tensor holds zeros, as a fresh mapping does. */
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     if (off[r] != SIZE_MAX) {
       static const unsigned char zeros[4096];
       for (size_t done = 0; done < res->part; done += sizeof zeros) {
         size_t n =
             res->part - done < sizeof zeros ? res->part - done : sizeof zeros;
-        p->cp->store(p, r, pld__heap_from_slot(p, r, p->slot, off[r] + done),
-                     zeros, n);
+        p->be.cp->store(p, r,
+                        pld__heap_from_slot(p, r, p->rs.slot, off[r] + done),
+                        zeros, n);
       }
     }
   t->flags = PLD__T_RESIDENT;
   t->host_arg = -1;
   t->win_buf = -1;
   t->res = res;
-  res->next = p->resident;
-  p->resident = res;
+  res->next = p->rs.resident;
+  p->rs.resident = res;
   pld__tensor_release_hook = resident_destroy;
   out->p = t;
   return PLD_OK;
@@ -162,16 +164,16 @@ static int tensor_copy(pld_tensor dev, pld_tensor host, int write) {
   struct pld_program *p = res->p;
   /* After the runs in flight: what they read or write is theirs. */
   pld__runner_drain(p);
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (res->off[r] == SIZE_MAX)
       continue;
     unsigned char *at =
         (unsigned char *)h->data +
         (res->rank == PLD_EACH_RANK ? (size_t)r * res->part : 0);
-    size_t dev_off = pld__heap_from_slot(p, r, p->slot, res->off[r]);
+    size_t dev_off = pld__heap_from_slot(p, r, p->rs.slot, res->off[r]);
     if (write)
-      p->cp->store(p, r, dev_off, at, res->part);
-    else if ((st = p->cp->fetch(p, r, dev_off, at, res->part)))
+      p->be.cp->store(p, r, dev_off, at, res->part);
+    else if ((st = p->be.cp->fetch(p, r, dev_off, at, res->part)))
       return st;
   }
   return PLD_OK;
@@ -192,9 +194,9 @@ int pld_device_tensor_free(pld_tensor t) {
     return st;
   struct pld_program *p = res->p;
   pld__runner_drain(p);
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     if (res->off[r] != SIZE_MAX)
-      pld__heap_release(&p->heaps[r], res->off[r]);
+      pld__heap_release(&p->rs.heaps[r], res->off[r]);
   res->freed = 1;
   return PLD_OK;
 }
@@ -207,7 +209,7 @@ static void resident_destroy(struct pld__tensor *t) {
   if (!res->freed && res->p)
     pld_device_tensor_free((pld_tensor){t});
   if (res->p) /* unlink it */
-    for (struct pld__resident **q = &res->p->resident; *q; q = &(*q)->next)
+    for (struct pld__resident **q = &res->p->rs.resident; *q; q = &(*q)->next)
       if (*q == res) {
         *q = res->next;
         break;

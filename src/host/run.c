@@ -25,16 +25,16 @@
  * pld__program_rescalar decides). */
 static int check_run_tensors(const struct pld_program *p, int argc,
                              const pld_arg *argv, int *rescalar) {
-  const pld_signature *sig = p->host.sig;
+  const pld_signature *sig = p->plan.host.sig;
   *rescalar = 0;
-  if (argc != p->nargs || (argc > 0 && !argv))
+  if (argc != p->plan.nargs || (argc > 0 && !argv))
     return pld__fail_api(PLD_ERR_ARG,
                          "%s: expected the %d arguments it was "
                          "compiled for, got %d%s",
-                         sig->name, p->nargs, argc,
+                         sig->name, p->plan.nargs, argc,
                          argc > 0 && !argv ? " and a NULL argv" : "");
   for (int i = 0; i < argc; i++) {
-    const pld_arg *want = &p->args[i], *got = &argv[i];
+    const pld_arg *want = &p->plan.args[i], *got = &argv[i];
     const char *pn = sig->params[i].name;
     if (want->kind == PLD_ARG_TENSOR) {
       const struct pld__tensor *w = want->v.t, *g = got->v.t;
@@ -91,14 +91,14 @@ int pld__run_check(struct pld_program *p, int argc, const pld_arg *argv) {
 
 int pld__run_depends(const struct pld_program *p, const pld_arg *before,
                      const pld_arg *argv) {
-  const pld_signature *sig = p->host.sig;
-  for (int i = 0; i < p->nargs; i++) {
+  const pld_signature *sig = p->plan.host.sig;
+  for (int i = 0; i < p->plan.nargs; i++) {
     const struct pld__tensor *in = argv[i].v.t;
     if (argv[i].kind != PLD_ARG_TENSOR || !in ||
         !(sig->params[i].dir & PLD_DIR_IN) ||
         (in->flags & PLD__T_RESIDENT)) /* never copied */
       continue;
-    for (int j = 0; j < p->nargs; j++)
+    for (int j = 0; j < p->plan.nargs; j++)
       if (before[j].kind == PLD_ARG_TENSOR &&
           (sig->params[j].dir & PLD_DIR_OUT) &&
           pld__ranges_overlap(in->data, in->nbytes, before[j].v.t->data,
@@ -111,34 +111,34 @@ int pld__run_depends(const struct pld_program *p, const pld_arg *before,
 int pld__run_precopy(struct pld_program *p, const pld_arg *now, int argc,
                      const pld_arg *argv) {
   int rescalar;
-  if (check_run_tensors(p, argc, argv, &rescalar) || rescalar || !p->started)
+  if (check_run_tensors(p, argc, argv, &rescalar) || rescalar || !p->rs.started)
     return 0;
   /* Its inputs must be final: none may be what the run in flight writes
    * (a chain of runs, one tensor updated in place). */
   if (pld__run_depends(p, now, argv))
     return 0;
-  p->cp->copy_in(p, argv, (p->slot + 1) % p->nslots);
+  p->be.cp->copy_in(p, argv, (p->rs.slot + 1) % p->rs.nslots);
   return 1;
 }
 
 /* Tells every device to stop the run (why: PLD__ABORT_*), waking its
  * waiting cores. */
 static void stop_run(struct pld_program *p, uint32_t why) {
-  p->cp->abort(p, why);
+  p->be.cp->abort(p, why);
 }
 
 /* Runs the host tasks whose calls have all finished, in order, from task
  * *next on.  Returns PLD_OK or the failure of a task (message set). */
 static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
-  while (*next < p->ntasks) {
-    const struct pld__taskplan *tp = &p->tasks[*next];
-    for (int r = 0; r < p->nranks; r++)
+  while (*next < p->plan.ntasks) {
+    const struct pld__taskplan *tp = &p->plan.tasks[*next];
+    for (int r = 0; r < p->plan.nranks; r++)
       if (atomic_load_explicit(&pld__view(p, r)->calls_done,
                                memory_order_acquire) < (uint32_t)tp->need[r])
         return PLD_OK;
-    p->cp->task_begin(p, *next);
-    if (p->race.region)
-      pld__race_host_task(p->race.region);
+    p->be.cp->task_begin(p, *next);
+    if (p->rs.race)
+      pld__race_host_task(p->rs.race);
     struct pld__tev span;
     int spanned = pld__htrace_begin(p, &span, PLD__TH_TASK, tp->fn.sig->name);
     int st = pld__task_run(p, argv, *next);
@@ -153,9 +153,9 @@ static int run_tasks(struct pld_program *p, const pld_arg *argv, int *next) {
      * done before it, or a device counting itself asleep meanwhile could
      * still read the old count and sleep unwoken (core/futex.h:
      * pld__event_wait). */
-    atomic_store(&p->world->tasks_done, (uint32_t)*next);
-    if (atomic_load(&p->world->tasks_sleepers))
-      pld__futex_wake(&p->world->tasks_done, 1);
+    atomic_store(&p->rs.world->tasks_done, (uint32_t)*next);
+    if (atomic_load(&p->rs.world->tasks_sleepers))
+      pld__futex_wake(&p->rs.world->tasks_done, 1);
   }
   return PLD_OK;
 }
@@ -164,38 +164,39 @@ static int prepare(struct pld_program *p) {
   if (!p)
     return pld__fail_api(PLD_ERR_ARG, "p: expected a "
                                       "program, got NULL");
-  if (p->dead)
-    return pld__fail_api(PLD_ERR_STATE, "%s", p->dead_msg);
-  if (p->started)
+  if (p->rs.dead)
+    return pld__fail_api(PLD_ERR_STATE, "%s", p->rs.dead_msg);
+  if (p->rs.started)
     return PLD_OK;
-  const size_t slots = (size_t)p->nranks * PLD__MAX_SLOTS;
-  p->resumes_seen = pld__calloc(slots, sizeof *p->resumes_seen);
-  p->resumed_at = pld__calloc(slots, sizeof *p->resumed_at);
+  const size_t slots = (size_t)p->plan.nranks * PLD__MAX_SLOTS;
+  p->rs.resumes_seen = pld__calloc(slots, sizeof *p->rs.resumes_seen);
+  p->rs.resumed_at = pld__calloc(slots, sizeof *p->rs.resumed_at);
   struct pld__tev span;
-  int spanned = pld__htrace_begin(p, &span, PLD__TH_PREPARE, p->host.sig->name);
-  int st = !p->resumes_seen || !p->resumed_at
+  int spanned =
+      pld__htrace_begin(p, &span, PLD__TH_PREPARE, p->plan.host.sig->name);
+  int st = !p->rs.resumes_seen || !p->rs.resumed_at
                ? pld__fail_api(PLD_ERR_NOMEM, "out of memory")
                : pld__trace_prepare(p);
   /* On another program's devices: those first (its memory is shared). */
-  if (!st && p->share)
-    st = prepare(p->share);
+  if (!st && p->rs.share)
+    st = prepare(p->rs.share);
   if (!st)
-    st = p->cp->start(p);
+    st = p->be.cp->start(p);
   if (!st) {
     /* The host thread counts as awake from now on, between runs too: it
      * runs the user's code then, and device threads polling for the next
      * run must yield to it rather than take every CPU (it leaves the
      * count only while it sleeps in a wait). */
-    p->spin = pld__world_spin(p->world, NULL);
-    pld__awake(&p->spin);
+    p->rs.spin = pld__world_spin(p->rs.world, NULL);
+    pld__awake(&p->rs.spin);
   }
   if (spanned)
     pld__htrace_end(p, &span, 0);
-  if (st && !p->started) {
-    pld__free(p->resumes_seen);
-    pld__free(p->resumed_at);
-    p->resumes_seen = NULL;
-    p->resumed_at = NULL;
+  if (st && !p->rs.started) {
+    pld__free(p->rs.resumes_seen);
+    pld__free(p->rs.resumed_at);
+    p->rs.resumes_seen = NULL;
+    p->rs.resumed_at = NULL;
   }
   return st;
 }
@@ -212,7 +213,7 @@ static int run_finish(struct pld_program *p, const pld_arg *argv, int slot,
                       int st, const char *msg) {
   struct pld__tev span;
   int spanned = pld__htrace_begin(p, &span, PLD__TH_COPY_OUT, NULL);
-  st = p->cp->finish(p, argv, slot, st, msg);
+  st = p->be.cp->finish(p, argv, slot, st, msg);
   if (spanned)
     pld__htrace_end(p, &span, 0);
   return st;
@@ -226,32 +227,33 @@ int pld__program_run_now(struct pld_program *p, int argc, const pld_arg *argv,
   if (!p)
     return pld__fail_api(PLD_ERR_ARG, "p: expected a program, "
                                       "got NULL");
-  if (p->dead)
-    return pld__fail_api(PLD_ERR_STATE, "%s", p->dead_msg);
+  if (p->rs.dead)
+    return pld__fail_api(PLD_ERR_STATE, "%s", p->rs.dead_msg);
   int st = pld__run_check(p, argc, argv);
   if (st)
     return st;
   /* Starting the devices: the run's inputs can be copied in meanwhile (a
    * trace shows every copy in within its run). */
-  int early = !p->started && !p->precopied && !p->trace.on;
+  int early = !p->rs.started && !p->rs.precopied && !p->plan.tracing;
   if (early)
-    p->start_argv = argv;
+    p->rs.start_argv = argv;
   st = pld_program_prepare(p);
-  p->start_argv = NULL;
+  p->rs.start_argv = NULL;
   if (st) {
     if (early)
-      p->precopied = 0;
+      p->rs.precopied = 0;
     return st;
   }
   struct pld__tev span;
-  int spanned = pld__htrace_begin(p, &span, PLD__TH_RUN, p->host.sig->name);
+  int spanned =
+      pld__htrace_begin(p, &span, PLD__TH_RUN, p->plan.host.sig->name);
   int posted_run = 0;
   st = run_once(p, argc, argv, next_inputs, &posted_run);
   if (early)
-    p->precopied = 0;
+    p->rs.precopied = 0;
   if (spanned)
     pld__htrace_end(p, &span, 0);
-  if (posted_run && p->trace.on) {
+  if (posted_run && p->plan.tracing) {
     /* Writing the trace must not replace the run's message. */
     static _Thread_local char keep[PLD__MSG_MAX];
     memcpy(keep, pld_last_error(), sizeof keep);
@@ -268,7 +270,7 @@ void pld__loop_begin(struct pld_program *p, struct pld__loop *l,
                      const uint32_t *posted, int slot) {
   memset(&l->wt, 0, sizeof l->wt);
   l->wt.posted = posted;
-  l->spin = p->spin;
+  l->spin = p->rs.spin;
   l->slot = slot;
   l->failed_rank = -1;
   l->watch_st = PLD_OK;
@@ -322,15 +324,15 @@ int pld__loop_step(struct pld_program *p, struct pld__loop *l,
       return 1;
     }
   }
-  l->ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
-  p->cp->look(p);
+  l->ev = atomic_load_explicit(&p->rs.world->event, memory_order_acquire);
+  p->be.cp->look(p);
   dead = pld__find_dead(p, 0, l->corrupt_what, sizeof l->corrupt_what);
   if (dead >= 0) {
     *st = loop_crashed(p, l, argv, pld__died(p, dead, l->corrupt_what));
     return 1;
   }
   int done = 0;
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     struct pld__devstate *c = pld__view(p, r);
     if (!pld__watch_finished(p, wt, r))
       continue;
@@ -354,7 +356,7 @@ int pld__loop_step(struct pld_program *p, struct pld__loop *l,
     stop_run(p, PLD__ABORT_FAILED);
     l->stopped_at = pld__now_ns();
   }
-  if (done == p->nranks) {
+  if (done == p->plan.nranks) {
     *st = loop_end(p, l, argv);
     return 1;
   }
@@ -400,25 +402,25 @@ int pld__loop_step(struct pld_program *p, struct pld__loop *l,
 
 /* The host's sleep between two looks at a run. */
 void pld__loop_await(struct pld_program *p, struct pld__loop *l) {
-  p->cp->await(p, l->ev, l->nap, &l->spin);
+  p->be.cp->await(p, l->ev, l->nap, &l->spin);
 }
 
 /* No run is in flight: the next one begins a chain (struct pld__cmd). */
 void pld__run_chain_begin(struct pld_program *p) {
-  struct pld__worldctl *w = p->world;
+  struct pld__worldctl *w = p->rs.world;
   atomic_store(&w->abort, PLD__ABORT_NONE);
   atomic_store(&w->tickets, 0);
   atomic_store(&w->tasks_done, 0);
   atomic_store(&w->q_ok, 0);
   atomic_store(&w->q_zeroed, 0);
   atomic_store(&w->q_open, 0);
-  p->chain = 0;
+  p->rs.chain = 0;
 }
 
 /* The next data slot (where a precopy put the run's inputs, if one
  * did). */
 void pld__run_slot_next(struct pld_program *p) {
-  p->slot = (p->slot + 1) % p->nslots;
+  p->rs.slot = (p->rs.slot + 1) % p->rs.nslots;
 }
 
 /* A posted run ended with status st: after a failure, the collectives'
@@ -426,7 +428,7 @@ void pld__run_slot_next(struct pld_program *p) {
  * pld__ctl_ops.post). */
 void pld__run_ended(struct pld_program *p, int st) {
   if (st)
-    (p->share ? p->share : p)->coll_dirty = 1;
+    (p->rs.share ? p->rs.share : p)->rs.coll_dirty = 1;
 }
 
 /* One run, once prepared; *posted_run set once the devices have it. */
@@ -438,19 +440,19 @@ static int run_once(struct pld_program *p, int argc, const pld_arg *argv,
   if ((st = pld__inters_alloc(p)))
     return st;
   uint32_t seq[PLD_MAX_RANKS_INLINE];
-  uint32_t *posted = p->nranks <= PLD_MAX_RANKS_INLINE
+  uint32_t *posted = p->plan.nranks <= PLD_MAX_RANKS_INLINE
                          ? seq
-                         : pld__calloc((size_t)p->nranks, sizeof *posted);
+                         : pld__calloc((size_t)p->plan.nranks, sizeof *posted);
   if (!posted) {
     pld__inters_release(p);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
-  if (p->race.region)
-    pld__race_run_begin(p->race.region);
+  if (p->rs.race)
+    pld__race_run_begin(p->rs.race);
   pld__run_slot_next(p);
   struct pld__tev copy_span;
   int copy_spanned = pld__htrace_begin(p, &copy_span, PLD__TH_COPY_IN, NULL);
-  st = p->cp->post(p, argv, posted);
+  st = p->be.cp->post(p, argv, posted);
   if (copy_spanned)
     pld__htrace_end(p, &copy_span, 0);
   if (st)
@@ -458,12 +460,12 @@ static int run_once(struct pld_program *p, int argc, const pld_arg *argv,
   *posted_run = 1;
   /* While the devices run: the next submitted run's inputs, into the
    * other slot. */
-  if (next_inputs && p->runner)
+  if (next_inputs && p->rs.runner)
     next_inputs(p, argv);
-  if (p->cp->follow && p->cp->follow(p, argv, &st))
+  if (p->be.cp->follow && p->be.cp->follow(p, argv, &st))
     goto out;
   struct pld__loop l;
-  pld__loop_begin(p, &l, posted, p->slot);
+  pld__loop_begin(p, &l, posted, p->rs.slot);
   while (!pld__loop_step(p, &l, argv, &st))
     pld__loop_await(p, &l);
 out:

@@ -54,13 +54,13 @@ struct pld__qrun {
  * found they can (p->queue_ok), and it has devices of its own (the others
  * go through a runner thread). */
 static int queue_eligible(const struct pld_program *p) {
-  return p->queue_ok && !p->share && !p->sharers;
+  return p->plan.queue_ok && !p->rs.share && !p->rs.sharers;
 }
 
 int pld__queue_chain_full(const struct pld_program *p) {
   /* The devices' counts of the chain (n times the ranks) stay in 31
    * bits. */
-  return p->chain >= (UINT32_MAX / 2) / (uint32_t)p->nranks - 1;
+  return p->rs.chain >= (UINT32_MAX / 2) / (uint32_t)p->plan.nranks - 1;
 }
 
 /* Checks a run's arguments, copies its inputs into the next data slot and
@@ -73,19 +73,19 @@ static int queue_post(struct pld_program *p, int argc, const pld_arg *argv,
   if (st)
     return st;
   struct pld__qrun *q =
-      pld__malloc(sizeof *q + (size_t)p->nranks * sizeof q->posted[0]);
+      pld__malloc(sizeof *q + (size_t)p->plan.nranks * sizeof q->posted[0]);
   if (!q)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   if (!in_flight)
     pld__run_chain_begin(p);
   else
-    p->chain++;
-  q->n = p->chain;
+    p->rs.chain++;
+  q->n = p->rs.chain;
   q->begun = 0;
   pld__run_slot_next(p);
-  q->l.slot = p->slot;
-  p->precopied = 0;
-  st = p->cp->post(p, argv, q->posted);
+  q->l.slot = p->rs.slot;
+  p->rs.precopied = 0;
+  st = p->be.cp->post(p, argv, q->posted);
   if (st)
     pld__free(q);
   else
@@ -120,7 +120,7 @@ static void queue_free(struct pld__qrun *q) { pld__free(q); }
 /* Lets no more runs of the chain start; returns the number of the last
  * that did (or will: the runs up to it run to their end). */
 static uint32_t queue_close(struct pld_program *p) {
-  return atomic_fetch_or(&p->world->q_open, PLD__Q_CLOSED) & ~PLD__Q_CLOSED;
+  return atomic_fetch_or(&p->rs.world->q_open, PLD__Q_CLOSED) & ~PLD__Q_CLOSED;
 }
 
 /* Waits until every device took every command posted, the runs still
@@ -129,19 +129,20 @@ static uint32_t queue_close(struct pld_program *p) {
  * device meanwhile (the program is then dead). */
 static int queue_drain(struct pld_program *p, int stop) {
   if (stop)
-    p->cp->abort(p, PLD__ABORT_FAILED);
+    p->be.cp->abort(p, PLD__ABORT_FAILED);
   char corrupt[160];
   for (;;) {
-    uint32_t ev = atomic_load_explicit(&p->world->event, memory_order_acquire);
+    uint32_t ev =
+        atomic_load_explicit(&p->rs.world->event, memory_order_acquire);
     int left = 0;
-    for (int r = 0; r < p->nranks; r++)
-      left += !p->cp->caught_up(p, r);
+    for (int r = 0; r < p->plan.nranks; r++)
+      left += !p->be.cp->caught_up(p, r);
     if (!left)
       return PLD_OK;
     int dead = pld__find_dead(p, 1, corrupt, sizeof corrupt);
     if (dead >= 0)
       return pld__died(p, dead, corrupt);
-    p->cp->await(p, ev, PLD__MS(PLD_LIVENESS_MS), &p->spin);
+    p->be.cp->await(p, ev, PLD__MS(PLD_LIVENESS_MS), &p->rs.spin);
   }
 }
 
@@ -262,7 +263,7 @@ static int runner_busy(const struct pld_program *p,
   return pld__fail_api(PLD_ERR_BUSY,
                        "%s: %d runs are in flight already, "
                        "the most the program allows (pld_config.max_in_flight)",
-                       p->host.sig->name, r->max);
+                       p->plan.host.sig->name, r->max);
 }
 
 /* msg without the name of the call that said it when that is the run's
@@ -391,12 +392,12 @@ static void *runner_main(void *arg) {
       r->tail = NULL;
     j->state = RUNNING;
     pthread_mutex_unlock(&mu);
-    j->p->precopied = j->precopied;
+    j->p->rs.precopied = j->precopied;
     int st = pld__program_run_now(j->p, j->argc, j->argv, runner_precopy);
-    j->p->precopied = 0;
+    j->p->rs.precopied = 0;
     pthread_mutex_lock(&mu);
     job_done(r, j, st, st ? pld_last_error() : NULL);
-    if (st && j->p->dead) {
+    if (st && j->p->rs.dead) {
       /* A crash: every run in flight fails with it. */
       fail_queued(r, j->seq, st, st, job_said(j));
     } else if (st) {
@@ -457,14 +458,14 @@ static void drive_step(struct pld__runner *r, int sleep) {
       /* The runs behind it are cancelled: on the devices at their gates
        * (or failed with a crash), or never posted. */
       int ds = PLD_OK;
-      if (!p->dead && r->head->q) {
+      if (!p->rs.dead && r->head->q) {
         pthread_mutex_unlock(&mu);
         ds = queue_drain(p, 1);
         pthread_mutex_lock(&mu);
       }
       /* ds 0 and dead: the run itself crashed, and mu was held since (j
        * is still the job that ran it). */
-      if (p->dead)
+      if (p->rs.dead)
         fail_queued(r, seq, st, ds ? ds : st,
                     ds ? pld_last_error() : job_said(j));
       else
@@ -488,7 +489,8 @@ static int must_follow(struct pld__runner *r, struct pld_program *p, int argc,
     return 0;
   if (pld__queue_chain_full(p))
     return 1;
-  for (const struct pld_job *j = r->head; j && argc == p->nargs; j = j->next)
+  for (const struct pld_job *j = r->head; j && argc == p->plan.nargs;
+       j = j->next)
     if (pld__run_depends(p, j->argv, argv))
       return 1;
   return 0;
@@ -542,20 +544,20 @@ static int submit_queued(struct pld__runner *r, struct pld_program *p, int argc,
 /* The runner of p's group (the first program's), made and started if
  * needed. */
 static int runner_get(struct pld_program *p, struct pld__runner **out) {
-  struct pld_program *owner = p->share ? p->share : p;
-  if (!owner->runner) {
+  struct pld_program *owner = p->rs.share ? p->rs.share : p;
+  if (!owner->rs.runner) {
     struct pld__runner *r = pld__calloc(1, sizeof *r);
     if (!r)
       return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
-    r->max = owner->max_in_flight;
+    r->max = owner->plan.max_in_flight;
     r->queued = queue_eligible(owner) ? owner : NULL;
-    owner->runner = r;
+    owner->rs.runner = r;
   }
   /* Set once (the runner reads it while running p's jobs). */
-  if (p->runner != owner->runner)
-    p->runner = owner->runner;
-  struct pld__runner *r = p->runner;
-  if (r->queued && (p != r->queued || p->sharers)) {
+  if (p->rs.runner != owner->rs.runner)
+    p->rs.runner = owner->rs.runner;
+  struct pld__runner *r = p->rs.runner;
+  if (r->queued && (p != r->queued || p->rs.sharers)) {
     /* Programs share the devices now: their runs go one after another
      * through the runner thread, after the runs queued so far. */
     pthread_mutex_lock(&mu);
@@ -594,13 +596,13 @@ static int submit(struct pld_program *p, int argc, const pld_arg *argv,
     return pld__fail_api(PLD_ERR_ARG,
                          "%s: expected the %d arguments it "
                          "was compiled for, got %d%s",
-                         p->host.sig->name, p->nargs, argc,
+                         p->plan.host.sig->name, p->plan.nargs, argc,
                          argc > 0 && !argv ? " and a NULL argv" : "");
-  if (p->dead)
+  if (p->rs.dead)
     return pld__fail_api(PLD_ERR_STATE,
                          "the program cannot run again (a "
                          "device crashed): %s",
-                         p->dead_msg);
+                         p->rs.dead_msg);
   /* The devices start on this thread (a process forks best from the
    * thread that made the others, before the runner exists). */
   int st = pld_program_prepare(p);
@@ -661,9 +663,9 @@ int pld_job_test(pld_job *job) {
     return 0;
   pthread_mutex_lock(&mu);
   int done = j->state == DONE;
-  if (!done && j->queued && !j->p->runner->driving) {
+  if (!done && j->queued && !j->p->rs.runner->driving) {
     /* One look, unless another thread drives the runs. */
-    struct pld__runner *r = j->p->runner;
+    struct pld__runner *r = j->p->rs.runner;
     drive_take(r);
     drive_step(r, 0);
     drive_give(r);
@@ -697,7 +699,7 @@ int pld_job_wait(pld_job *job, int64_t timeout_ms) {
   pthread_mutex_lock(&mu);
   int late = 0;
   while (j->state != DONE && !late) {
-    struct pld__runner *r = j->queued ? j->p->runner : NULL;
+    struct pld__runner *r = j->queued ? j->p->rs.runner : NULL;
     if (r && !r->driving) {
       /* Drive the runs until this one is done, or the time is up. */
       drive_take(r);
@@ -768,7 +770,7 @@ int pld_job_free(pld_job *job) {
  * scalars are the current run's kind (no new trace).  The next run then
  * skips its copy in (p->precopied). */
 static void runner_precopy(struct pld_program *p, const pld_arg *now) {
-  struct pld__runner *r = p->runner;
+  struct pld__runner *r = p->rs.runner;
   if (!in_runner)
     return;
   /* Only this thread (the runner's, running the current job) takes jobs
@@ -785,7 +787,7 @@ static void runner_precopy(struct pld_program *p, const pld_arg *now) {
 }
 
 void pld__runner_drain(struct pld_program *p) {
-  struct pld__runner *r = p->runner;
+  struct pld__runner *r = p->rs.runner;
   if (!r)
     return;
   pthread_mutex_lock(&mu);
@@ -800,13 +802,13 @@ void pld__runner_drain(struct pld_program *p) {
 }
 
 void pld__runner_stop(struct pld_program *p) {
-  struct pld__runner *r = p->runner;
+  struct pld__runner *r = p->rs.runner;
   if (!r)
     return;
-  if (p->share) {
+  if (p->rs.share) {
     /* The group's runner: p's runs (and those before them) end first. */
     pld__runner_drain(p);
-    p->runner = NULL;
+    p->rs.runner = NULL;
     return;
   }
   pthread_mutex_lock(&mu);
@@ -815,7 +817,7 @@ void pld__runner_stop(struct pld_program *p) {
      * cancelling those behind it); the others are cancelled at their
      * gates. */
     drive_take(r);
-    if (r->head && !p->dead) {
+    if (r->head && !p->rs.dead) {
       uint32_t last = queue_close(p);
       while (r->head && (!r->head->q || queue_number(r->head->q) <= last))
         drive_step(r, 1);
@@ -829,7 +831,7 @@ void pld__runner_stop(struct pld_program *p) {
     drive_give(r);
     pthread_mutex_unlock(&mu);
     pld__free(r);
-    p->runner = NULL;
+    p->rs.runner = NULL;
     return;
   }
   /* The running job ends; the queued ones are cancelled after it. */
@@ -842,5 +844,5 @@ void pld__runner_stop(struct pld_program *p) {
   cancel_queued(r, 0, PLD_ERR_CANCELLED);
   pthread_mutex_unlock(&mu);
   pld__free(r);
-  p->runner = NULL;
+  p->rs.runner = NULL;
 }

@@ -23,18 +23,19 @@ struct pld__task {
 /* ---- host tensors by index ------------------------------------------- */
 
 struct pld__inter *pld__host_inter(const struct pld_program *p, int i) {
-  return i >= p->nargs && i - p->nargs < p->ninters ? &p->inters[i - p->nargs]
-                                                    : NULL;
+  return i >= p->plan.nargs && i - p->plan.nargs < p->plan.ninters
+             ? &p->plan.inters[i - p->plan.nargs]
+             : NULL;
 }
 
 const struct pld__tensor *pld__host_meta(const struct pld_program *p, int i) {
   const struct pld__inter *in = pld__host_inter(p, i);
-  return in ? in->t : &p->arg_meta[i];
+  return in ? in->t : &p->plan.arg_meta[i];
 }
 
 const char *pld__host_name(const struct pld_program *p, int i) {
   const struct pld__inter *in = pld__host_inter(p, i);
-  return in ? in->name : p->host.sig->params[i].name;
+  return in ? in->name : p->plan.host.sig->params[i].name;
 }
 
 unsigned char *pld__host_data(const struct pld_program *p, const pld_arg *argv,
@@ -51,14 +52,14 @@ static pld_tensor intermediate(pld_host hh, const char *fn, int32_t rank,
                                const int64_t *shape) {
   struct pld__host *h = hh.p;
   struct pld_program *p = h->prog;
-  const char *name = p->host.sig->name;
+  const char *name = p->plan.host.sig->name;
   pld_tensor bad = {&pld__invalid_tensor};
   if (h->status)
     return bad;
-  if (rank != -1 && (rank < 0 || rank >= p->nranks)) {
+  if (rank != -1 && (rank < 0 || rank >= p->plan.nranks)) {
     pld__hfail(h, PLD_ERR_ARG,
                "%s (in %s): rank: expected [0, %d) (the world size), got %d",
-               fn, name, p->nranks, (int)rank);
+               fn, name, p->plan.nranks, (int)rank);
     return bad;
   }
   struct pld__tensor t;
@@ -68,34 +69,34 @@ static pld_tensor intermediate(pld_host hh, const char *fn, int32_t rank,
   }
   char label[48];
   if (rank < 0)
-    pld__catf(label, sizeof label, "host intermediate #%d", p->ninters);
+    pld__catf(label, sizeof label, "host intermediate #%d", p->plan.ninters);
   else
     pld__catf(label, sizeof label, "rank %d intermediate #%d", (int)rank,
-              p->ninters);
+              p->plan.ninters);
   struct pld__inter *v =
-      pld__realloc(p->inters, (size_t)(p->ninters + 1) * sizeof *v);
+      pld__realloc(p->plan.inters, (size_t)(p->plan.ninters + 1) * sizeof *v);
   struct pld__tensor *d = pld__malloc(sizeof *d);
   char *label_copy = pld__strdup(label);
   if (v)
-    p->inters = v;
+    p->plan.inters = v;
   if (!v || !d || !label_copy) {
     pld__free(d);
     pld__free(label_copy);
     pld__hfail(h, PLD_ERR_NOMEM, "%s (in %s): out of memory", fn, name);
     return bad;
   }
-  struct pld__inter *in = &p->inters[p->ninters];
+  struct pld__inter *in = &p->plan.inters[p->plan.ninters];
   memset(in, 0, sizeof *in);
   in->rank = rank;
   in->name = label_copy;
   *d = t;
   d->flags = PLD__T_INTER | (rank < 0 ? PLD__T_HOST : PLD__T_DEVICE);
-  d->host_arg = p->nargs + p->ninters;
+  d->host_arg = p->plan.nargs + p->plan.ninters;
   d->host_offset = 0;
   d->dir = PLD_DIR_INOUT;
   d->name = in->name;
   in->t = d;
-  p->ninters++;
+  p->plan.ninters++;
   return (pld_tensor){d};
 }
 
@@ -121,12 +122,12 @@ int pld__host_task(pld_host hh, pld_host_task_fn fn, int argc,
   if (st)
     return st;
   struct pld_program *p = h->prog;
-  const char *name = p->host.sig->name;
+  const char *name = p->plan.host.sig->name;
   const pld_signature *sig = fn.sig;
   char what[128];
   pld__catf(what, sizeof what, "pld_host_task (in %s)", name);
   pld_arg norm[PLD_MAX_PARAMS];
-  st = pld__sig_check(sig, what, &p->dims, argc, argv, norm, NULL, h->msg,
+  st = pld__sig_check(sig, what, &p->plan.dims, argc, argv, norm, NULL, h->msg,
                       sizeof h->msg);
   if (st)
     return h->status = st;
@@ -208,8 +209,8 @@ static int conflict(const struct pld__dispatch *d,
 static int add_copies(struct pld_program *p, struct pld__taskplan *tp,
                       const struct pld__hosttask *k, unsigned dir,
                       unsigned char *const *written, int *n) {
-  for (int r = 0; r < p->nranks; r++) {
-    const struct pld__devplan *pl = &p->plans[r];
+  for (int r = 0; r < p->plan.nranks; r++) {
+    const struct pld__devplan *pl = &p->plan.plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
       if (written && !written[r][b])
@@ -248,33 +249,34 @@ int pld__tasks_plan(struct pld_program *p, const struct pld__host *h) {
   if (!h->ntasks)
     return PLD_OK;
   int st = PLD_OK;
-  p->tasks = pld__calloc((size_t)h->ntasks, sizeof *p->tasks);
+  p->plan.tasks = pld__calloc((size_t)h->ntasks, sizeof *p->plan.tasks);
   int *callix =
       pld__calloc((size_t)(h->ndisps ? h->ndisps : 1), sizeof *callix);
-  int *count = pld__calloc((size_t)p->nranks, sizeof *count);
-  unsigned char **written = pld__calloc((size_t)p->nranks, sizeof *written);
-  if (!p->tasks || !callix || !count || !written) {
+  int *count = pld__calloc((size_t)p->plan.nranks, sizeof *count);
+  unsigned char **written =
+      pld__calloc((size_t)p->plan.nranks, sizeof *written);
+  if (!p->plan.tasks || !callix || !count || !written) {
     st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
     goto out;
   }
-  p->ntasks = h->ntasks;
-  for (int r = 0; r < p->nranks; r++)
-    p->plans[r].report_calls = 1;
+  p->plan.ntasks = h->ntasks;
+  for (int r = 0; r < p->plan.nranks; r++)
+    p->plan.plans[r].report_calls = 1;
   for (int i = 0; i < h->ndisps; i++)
     callix[i] = count[h->disps[i].rank]++;
-  for (int r = 0; r < p->nranks && !st; r++)
-    if (!(written[r] = pld__calloc((size_t)(p->plans[r].nbufs + 1), 1)))
+  for (int r = 0; r < p->plan.nranks && !st; r++)
+    if (!(written[r] = pld__calloc((size_t)(p->plan.plans[r].nbufs + 1), 1)))
       st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   int marked = 0; /* dispatches whose writes are in `written` */
   for (int t = 0; t < h->ntasks && !st; t++) {
     const struct pld__hosttask *k = &h->tasks[t];
-    struct pld__taskplan *tp = &p->tasks[t];
+    struct pld__taskplan *tp = &p->plan.tasks[t];
     tp->fn = tp->run = k->fn;
     tp->argc = k->argc;
     tp->before = k->before;
     memcpy(tp->argv, k->argv, sizeof tp->argv);
     memcpy(tp->t, k->t, sizeof tp->t);
-    if (!(tp->need = pld__calloc((size_t)p->nranks, sizeof *tp->need))) {
+    if (!(tp->need = pld__calloc((size_t)p->plan.nranks, sizeof *tp->need))) {
       st = pld__fail_api(PLD_ERR_NOMEM, "out of memory");
       break;
     }
@@ -282,7 +284,7 @@ int pld__tasks_plan(struct pld_program *p, const struct pld__host *h) {
       const struct pld__dispatch *d = &h->disps[i];
       if (!conflict(d, k))
         continue;
-      struct pld__call *call = &p->plans[d->rank].calls[callix[i]];
+      struct pld__call *call = &p->plan.plans[d->rank].calls[callix[i]];
       if (i < k->before && tp->need[d->rank] < callix[i] + 1)
         tp->need[d->rank] = callix[i] + 1;
       else if (i >= k->before && call->after_tasks < t + 1)
@@ -290,7 +292,8 @@ int pld__tasks_plan(struct pld_program *p, const struct pld__host *h) {
     }
     for (; marked < k->before; marked++) {
       const struct pld__dispatch *d = &h->disps[marked];
-      const struct pld__call *call = &p->plans[d->rank].calls[callix[marked]];
+      const struct pld__call *call =
+          &p->plan.plans[d->rank].calls[callix[marked]];
       for (int a = 0; a < call->argc; a++)
         if (call->args[a].buf >= 0 && (d->fn.sig->params[a].dir & PLD_DIR_OUT))
           written[d->rank][call->args[a].buf] = 1;
@@ -299,7 +302,7 @@ int pld__tasks_plan(struct pld_program *p, const struct pld__host *h) {
       st = add_copies(p, tp, k, PLD_DIR_OUT, NULL, &tp->npost);
   }
 out:
-  for (int r = 0; written && r < p->nranks; r++)
+  for (int r = 0; written && r < p->plan.nranks; r++)
     pld__free(written[r]);
   pld__free(written);
   pld__free(count);
@@ -308,28 +311,28 @@ out:
 }
 
 void pld__tasks_free(struct pld_program *p) {
-  for (int t = 0; t < p->ntasks; t++) {
-    pld__free(p->tasks[t].need);
-    pld__free(p->tasks[t].copies);
+  for (int t = 0; t < p->plan.ntasks; t++) {
+    pld__free(p->plan.tasks[t].need);
+    pld__free(p->plan.tasks[t].copies);
   }
-  pld__free(p->tasks);
-  p->tasks = NULL;
-  p->ntasks = 0;
-  for (int i = 0; i < p->ninters; i++) {
-    pld__free(p->inters[i].data);
-    pld__free(p->inters[i].t);
-    pld__free(p->inters[i].name);
+  pld__free(p->plan.tasks);
+  p->plan.tasks = NULL;
+  p->plan.ntasks = 0;
+  for (int i = 0; i < p->plan.ninters; i++) {
+    pld__free(p->plan.inters[i].data);
+    pld__free(p->plan.inters[i].t);
+    pld__free(p->plan.inters[i].name);
   }
-  pld__free(p->inters);
-  p->inters = NULL;
-  p->ninters = 0;
+  pld__free(p->plan.inters);
+  p->plan.inters = NULL;
+  p->plan.ninters = 0;
 }
 
 /* ---- running ------------------------------------------------------------ */
 
 int pld__inters_alloc(struct pld_program *p) {
-  for (int i = 0; i < p->ninters; i++) {
-    struct pld__inter *in = &p->inters[i];
+  for (int i = 0; i < p->plan.ninters; i++) {
+    struct pld__inter *in = &p->plan.inters[i];
     if (in->rank >= 0)
       continue;
     if (!(in->data = pld__calloc(1, in->t->nbytes ? in->t->nbytes : 1))) {
@@ -342,20 +345,20 @@ int pld__inters_alloc(struct pld_program *p) {
 }
 
 void pld__inters_release(struct pld_program *p) {
-  for (int i = 0; i < p->ninters; i++) {
-    pld__free(p->inters[i].data);
-    p->inters[i].data = NULL;
+  for (int i = 0; i < p->plan.ninters; i++) {
+    pld__free(p->plan.inters[i].data);
+    p->plan.inters[i].data = NULL;
   }
 }
 
 int pld__task_run(struct pld_program *p, const pld_arg *argv, int k) {
-  struct pld__taskplan *tp = &p->tasks[k];
+  struct pld__taskplan *tp = &p->plan.tasks[k];
   const pld_signature *sig = tp->run.sig;
   for (int i = 0; i < tp->npre; i++) {
     const struct pld__hcopy *c = &tp->copies[i];
     int st =
-        p->cp->fetch(p, c->rank, c->dev_off,
-                     pld__host_data(p, argv, c->host) + c->host_off, c->len);
+        p->be.cp->fetch(p, c->rank, c->dev_off,
+                        pld__host_data(p, argv, c->host) + c->host_off, c->len);
     if (st)
       return st;
   }
@@ -376,14 +379,14 @@ int pld__task_run(struct pld_program *p, const pld_arg *argv, int k) {
   struct pld__task ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.name = sig->name;
-  ctx.nranks = p->nranks;
+  ctx.nranks = p->plan.nranks;
   tp->run.entry((pld_task){&ctx}, args);
   if (ctx.status)
     return pld__fail_msg(ctx.status, ctx.msg);
   for (int i = tp->npre; i < tp->npre + tp->npost; i++) {
     const struct pld__hcopy *c = &tp->copies[i];
-    p->cp->store(p, c->rank, c->dev_off,
-                 pld__host_data(p, argv, c->host) + c->host_off, c->len);
+    p->be.cp->store(p, c->rank, c->dev_off,
+                    pld__host_data(p, argv, c->host) + c->host_off, c->len);
   }
   return PLD_OK;
 }
@@ -452,15 +455,16 @@ int pld_program_override(pld_program *p, pld_host_task_fn task,
     return pld__fail(PLD_ERR_ARG,
                      "%s: with: its signature must be the task's: %s", fn, why);
   int found = 0;
-  for (int t = 0; t < p->ntasks; t++)
-    if (p->tasks[t].fn.sig == task.sig && p->tasks[t].fn.entry == task.entry) {
-      p->tasks[t].run = with;
+  for (int t = 0; t < p->plan.ntasks; t++)
+    if (p->plan.tasks[t].fn.sig == task.sig &&
+        p->plan.tasks[t].fn.entry == task.entry) {
+      p->plan.tasks[t].run = with;
       found = 1;
     }
   if (!found)
     return pld__fail(PLD_ERR_ARG,
                      "%s: task: %s is no host task of this program (its host "
                      "function %s never calls it)",
-                     fn, task.sig->name, p->host.sig->name);
+                     fn, task.sig->name, p->plan.host.sig->name);
   return PLD_OK;
 }

@@ -502,7 +502,7 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
  */
 
 static int lane_named(struct pld_program *p, int r, int tid) {
-  unsigned char *n = &p->trace.named[(size_t)r * LANES + (size_t)tid];
+  unsigned char *n = &p->rs.trace.named[(size_t)r * LANES + (size_t)tid];
   int was = *n;
   *n = 1;
   return was;
@@ -529,17 +529,17 @@ int pld__trace_config(struct pld_program *p, const pld_config *cfg) {
   const char *path = cfg->trace ? cfg->trace : pld__setting(PLD__SET_TRACE);
   if (!path || !*path)
     return PLD_OK;
-  p->trace.named = pld__calloc((size_t)p->nranks, LANES);
-  if (!p->trace.named)
+  p->rs.trace.named = pld__calloc((size_t)p->plan.nranks, LANES);
+  if (!p->rs.trace.named)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory (trace)");
   pthread_mutex_lock(&mu);
   /* Under mpirun only process 0 writes; the others record and send. */
   if (pld_process_index() == 0)
     st = file_open(path);
   if (!st) {
-    p->trace.on = 1;
-    p->trace.k = w.next_k++;
-    p->trace.cap = (uint32_t)pld__tunables()->PLD_TRACE_EVENTS;
+    p->plan.tracing = 1;
+    p->rs.trace.k = w.next_k++;
+    p->rs.trace.cap = (uint32_t)pld__tunables()->PLD_TRACE_EVENTS;
     w.programs++;
   }
   pthread_mutex_unlock(&mu);
@@ -548,7 +548,7 @@ int pld__trace_config(struct pld_program *p, const pld_config *cfg) {
 
 /* The host's lane records e (under the writer's lock). */
 static void host_store(struct pld_program *p, struct pld__tev *e, int end) {
-  if (!p->trace.on || !w.host) {
+  if (!p->plan.tracing || !w.host) {
     (end ? pld__obs_end : pld__obs_begin)(e);
     return;
   }
@@ -562,7 +562,7 @@ static void host_store(struct pld_program *p, struct pld__tev *e, int end) {
 
 int pld__htrace_begin(struct pld_program *p, struct pld__tev *e, int sub,
                       const char *name) {
-  if (!p->trace.on && !(pld__debug_mask & PLD__DBG_HOST))
+  if (!p->plan.tracing && !(pld__debug_mask & PLD__DBG_HOST))
     return 0;
   pld__tev_init(e, PLD__TEV_HOST, sub, name);
   host_store(p, e, 0);
@@ -575,17 +575,19 @@ void pld__htrace_end(struct pld_program *p, struct pld__tev *e, int64_t bytes) {
 }
 
 int pld__trace_prepare(struct pld_program *p) {
-  if (!p->trace.on || p->trace.area)
+  if (!p->plan.tracing || p->rs.trace.area)
     return PLD_OK;
-  p->trace.area = pld__calloc((size_t)p->nranks, sizeof *p->trace.area);
-  p->trace.bytes = pld__calloc((size_t)p->nranks, sizeof *p->trace.bytes);
-  if (!p->trace.area || !p->trace.bytes)
+  p->rs.trace.area =
+      pld__calloc((size_t)p->plan.nranks, sizeof *p->rs.trace.area);
+  p->rs.trace.bytes =
+      pld__calloc((size_t)p->plan.nranks, sizeof *p->rs.trace.bytes);
+  if (!p->rs.trace.area || !p->rs.trace.bytes)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory "
                                         "(trace)");
-  int threads = 1 + p->plat->vector_cores + p->plat->cube_cores;
-  size_t bytes = pld__trace_area_bytes(threads, p->trace.cap);
-  int me = p->cp->caps & PLD__CTL_OWN_RANK ? pld_process_index() : -1;
-  for (int r = 0; r < p->nranks; r++) {
+  int threads = 1 + p->plan.plat->vector_cores + p->plan.plat->cube_cores;
+  size_t bytes = pld__trace_area_bytes(threads, p->rs.trace.cap);
+  int me = p->be.cp->caps & PLD__CTL_OWN_RANK ? pld_process_index() : -1;
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (me >= 0 && r != me)
       continue;
     /* Shared with the device process under shm; its pages are committed
@@ -597,9 +599,9 @@ int pld__trace_prepare(struct pld_program *p) {
                            "trace: mapping %zu bytes for "
                            "rank %d: %s",
                            bytes, r, strerror(errno));
-    p->trace.area[r] = a;
-    p->trace.bytes[r] = bytes;
-    pld__trace_area_init(a, threads, p->trace.cap);
+    p->rs.trace.area[r] = a;
+    p->rs.trace.bytes[r] = bytes;
+    pld__trace_area_init(a, threads, p->rs.trace.cap);
   }
   return PLD_OK;
 }
@@ -647,48 +649,48 @@ static int64_t clock_offset(struct pld_program *p) {
   char mine[64];
   memcpy(mine, root.host, sizeof mine);
   root.now = pld__now_ns();
-  p->cp->share(p, 0, &root, sizeof root);
+  p->be.cp->share(p, 0, &root, sizeof root);
   return strcmp(mine, root.host) ? pld__now_ns() - root.now : 0;
 }
 
 /* Writes the events recorded since the last drain (ran: after a run). */
 static void trace_drain(struct pld_program *p, int ran) {
-  if (!p->trace.on)
+  if (!p->plan.tracing)
     return;
-  int mpi = (p->cp->caps & PLD__CTL_OWN_RANK) != 0;
+  int mpi = (p->be.cp->caps & PLD__CTL_OWN_RANK) != 0;
   unsigned char **packed = NULL;
-  if (mpi && p->trace.area) {
+  if (mpi && p->rs.trace.area) {
     /* Every process gathers every rank's events, in rank order. */
-    if (!p->trace.offset_known) {
-      p->trace.offset = clock_offset(p);
-      p->trace.offset_known = 1;
+    if (!p->rs.trace.offset_known) {
+      p->rs.trace.offset = clock_offset(p);
+      p->rs.trace.offset_known = 1;
     }
-    packed = pld__calloc((size_t)p->nranks, sizeof *packed);
+    packed = pld__calloc((size_t)p->plan.nranks, sizeof *packed);
     int me = pld_process_index();
-    for (int r = 0; r < p->nranks; r++) {
+    for (int r = 0; r < p->plan.nranks; r++) {
       uint64_t len = 0;
       unsigned char *mine = NULL;
       if (r == me && packed) {
         size_t n = 0;
-        mine = pack(p->trace.area[r], p->trace.offset, &n);
+        mine = pack(p->rs.trace.area[r], p->rs.trace.offset, &n);
         len = mine ? n : 0;
       }
-      p->cp->share(p, r, &len, sizeof len);
+      p->be.cp->share(p, r, &len, sizeof len);
       unsigned char *buf = r == me ? mine : len ? pld__malloc(len) : NULL;
       uint64_t got = buf ? len : 0;
       /* Everyone takes part in every broadcast (a process short of memory
        * with none: MPI then reports the truncation). */
       unsigned char scratch[1];
-      p->cp->share(p, r, buf ? buf : scratch, (size_t)got);
+      p->be.cp->share(p, r, buf ? buf : scratch, (size_t)got);
       if (packed && got)
         packed[r] = buf;
       else
         pld__free(buf);
     }
-    pld__trace_area_clear(p->trace.area[me]);
+    pld__trace_area_clear(p->rs.trace.area[me]);
   }
   pthread_mutex_lock(&mu);
-  p->trace.runs += ran;
+  p->rs.trace.runs += ran;
   w.runs += ran;
   if (!w.f) {
     /* A process that does not write: its host events are dropped. */
@@ -696,21 +698,21 @@ static void trace_drain(struct pld_program *p, int ran) {
       w.host->n = 0;
     pthread_mutex_unlock(&mu);
     if (packed)
-      for (int r = 0; r < p->nranks; r++)
+      for (int r = 0; r < p->plan.nranks; r++)
         pld__free(packed[r]);
     pld__free(packed);
     return;
   }
   struct lane *lanes =
-      pld__calloc((size_t)p->nranks * LANES + 1, sizeof *lanes);
+      pld__calloc((size_t)p->plan.nranks * LANES + 1, sizeof *lanes);
   int nl = 0;
   if (lanes) {
     lanes[nl++] = (struct lane){0, 0, -1, w.host, 0};
-    for (int r = 0; r < p->nranks; r++) {
-      int pid = 1 + p->trace.k * PIDS_PER_PROGRAM + r;
+    for (int r = 0; r < p->plan.nranks; r++) {
+      int pid = 1 + p->rs.trace.k * PIDS_PER_PROGRAM + r;
       const unsigned char *at = packed ? packed[r] : NULL;
       const struct pld__trace_area *a =
-          !packed && p->trace.area ? p->trace.area[r] : NULL;
+          !packed && p->rs.trace.area ? p->rs.trace.area[r] : NULL;
       uint32_t nt = 0;
       if (at)
         memcpy(&nt, at, sizeof nt);
@@ -729,11 +731,12 @@ static void trace_drain(struct pld_program *p, int ran) {
           continue;
         if (!lane_named(p, r, LANES - 1)) {
           char nm[96];
-          if (p->trace.k)
+          if (p->rs.trace.k)
             snprintf(nm, sizeof nm, "program %d: rank %d (device %d)",
-                     p->trace.k, r, p->device_ids[r]);
+                     p->rs.trace.k, r, p->plan.device_ids[r]);
           else
-            snprintf(nm, sizeof nm, "rank %d (device %d)", r, p->device_ids[r]);
+            snprintf(nm, sizeof nm, "rank %d (device %d)", r,
+                     p->plan.device_ids[r]);
           meta(pid, -1, "process", nm);
         }
         if (!lane_named(p, r, (int)i)) {
@@ -744,7 +747,7 @@ static void trace_drain(struct pld_program *p, int ran) {
         lanes[nl++] = (struct lane){pid, (int)i, r, b, 0};
       }
     }
-    put_lanes(lanes, nl, p->trace.runs);
+    put_lanes(lanes, nl, p->rs.trace.runs);
     for (int l = 0; l < nl; l++)
       w.lost += lanes[l].b->lost;
   }
@@ -752,13 +755,13 @@ static void trace_drain(struct pld_program *p, int ran) {
   /* The buffers are empty again (their drops counted). */
   w.host->n = 0;
   w.host->lost = 0;
-  for (int r = 0; r < p->nranks && !packed && p->trace.area; r++)
-    if (p->trace.area[r])
-      pld__trace_area_clear(p->trace.area[r]);
+  for (int r = 0; r < p->plan.nranks && !packed && p->rs.trace.area; r++)
+    if (p->rs.trace.area[r])
+      pld__trace_area_clear(p->rs.trace.area[r]);
   fflush(w.f);
   pthread_mutex_unlock(&mu);
   if (packed)
-    for (int r = 0; r < p->nranks; r++)
+    for (int r = 0; r < p->plan.nranks; r++)
       pld__free(packed[r]);
   pld__free(packed);
 }
@@ -766,29 +769,29 @@ static void trace_drain(struct pld_program *p, int ran) {
 void pld__trace_run_end(struct pld_program *p) { trace_drain(p, 1); }
 
 void pld__trace_release(struct pld_program *p) {
-  if (!p->trace.on)
+  if (!p->plan.tracing)
     return;
   /* Host events since the last run (a compile that never ran). */
-  if (w.host && w.host->n && !(p->cp->caps & PLD__CTL_OWN_RANK))
+  if (w.host && w.host->n && !(p->be.cp->caps & PLD__CTL_OWN_RANK))
     trace_drain(p, 0);
   pthread_mutex_lock(&mu);
   if (--w.programs == 0 && w.f)
     footer();
   pthread_mutex_unlock(&mu);
-  for (int r = 0; p->trace.area && r < p->nranks; r++)
-    if (p->trace.area[r])
-      munmap(p->trace.area[r], p->trace.bytes[r]);
-  pld__free(p->trace.area);
-  pld__free(p->trace.bytes);
-  pld__free(p->trace.named);
-  memset(&p->trace, 0, sizeof p->trace);
+  for (int r = 0; p->rs.trace.area && r < p->plan.nranks; r++)
+    if (p->rs.trace.area[r])
+      munmap(p->rs.trace.area[r], p->rs.trace.bytes[r]);
+  pld__free(p->rs.trace.area);
+  pld__free(p->rs.trace.bytes);
+  pld__free(p->rs.trace.named);
+  memset(&p->rs.trace, 0, sizeof p->rs.trace);
 }
 
 struct pld__trace_area *pld__trace_area_of(const struct pld_program *p, int r,
                                            size_t *bytes) {
-  if (!p->trace.area || !p->trace.area[r])
+  if (!p->rs.trace.area || !p->rs.trace.area[r])
     return NULL;
   if (bytes)
-    *bytes = p->trace.bytes[r];
-  return p->trace.area[r];
+    *bytes = p->rs.trace.bytes[r];
+  return p->rs.trace.area[r];
 }

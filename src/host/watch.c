@@ -48,17 +48,17 @@ static int mark_corrupt(struct pld__runwatch *wt, int r, const char *what) {
 /* The cell a waiting slot waits on holds a value that satisfies it. */
 static int slot_satisfied(struct pld_program *p, int r, int i,
                           const struct pld__coreslot *s, int32_t *value) {
-  *value = p->cp->cell(p, r, i, s);
+  *value = p->be.cp->cell(p, r, i, s);
   return pld__wait_satisfied(*value, s->expected, s->cmp);
 }
 
 /* Rank r's next dispatch waits for a host task that has not run (here:
  * under mpi, process 0 runs each first). */
 static int awaits_task(const struct pld_program *p, int r) {
-  const struct pld__devplan *pl = &p->plans[r];
+  const struct pld__devplan *pl = &p->plan.plans[r];
   uint32_t c = atomic_load(&pld__view(p, r)->calls_done);
   return c < (uint32_t)pl->ncalls && (uint32_t)pl->calls[c].after_tasks >
-                                         atomic_load(&p->world->tasks_done);
+                                         atomic_load(&p->rs.world->tasks_done);
 }
 
 /* Rank r can do nothing more by itself: its AICPU waits for its tasks, no
@@ -74,10 +74,10 @@ static int awaits_task(const struct pld_program *p, int r) {
 static int rank_quiet(struct pld_program *p, struct pld__runwatch *wt, int r,
                       int *waits) {
   const struct pld__watch *w = &pld__view(p, r)->watch;
-  const int cores[2] = {p->plat->vector_cores, p->plat->cube_cores};
+  const int cores[2] = {p->plan.plat->vector_cores, p->plan.plat->cube_cores};
   /* A device that has not taken up the run yet is not quiet, however it
    * looks (under mpi: nor one whose snapshot of this run has not come). */
-  if (!p->cp->seen(p, r) ||
+  if (!p->be.cp->seen(p, r) ||
       atomic_load(&pld__view(p, r)->run_seq) != wt->posted[r])
     return 0;
   int32_t running = atomic_load(&w->running);
@@ -118,7 +118,7 @@ static int all_quiet(struct pld_program *p, struct pld__runwatch *wt,
                      int *ndone) {
   int waits = 0;
   *ndone = 0;
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (pld__watch_finished(p, wt, r)) {
       (*ndone)++;
       continue;
@@ -134,8 +134,8 @@ static int all_quiet(struct pld_program *p, struct pld__runwatch *wt,
 static int32_t credit_from(const struct pld_program *p,
                            const struct pld__coreslot *s) {
   int32_t size = 0;
-  for (int r = 0; r < p->nranks; r++)
-    size += p->winbufs[s->buf]->member[r] != 0;
+  for (int r = 0; r < p->plan.nranks; r++)
+    size += p->plan.winbufs[s->buf]->member[r] != 0;
   int64_t cell = s->ndim == 1 ? s->idx[0] % PLD_SIGNAL_LANE_CELLS(size) : -1;
   return cell >= 0 && cell < size ? (int32_t)cell : -1;
 }
@@ -205,7 +205,7 @@ static size_t report_cores(struct pld_program *p, struct pld__runwatch *wt,
       if (from >= 0) {
         /* A collective's credit cell has one sender. */
         const int *members =
-            &p->comm_members[(size_t)s->buf * (size_t)p->nranks];
+            &p->plan.comm_members[(size_t)s->buf * (size_t)p->plan.nranks];
         n += pld__catf(msg + n, cap - n, "it waits for rank %d", from);
         if (members[from] != from)
           n += pld__catf(msg + n, cap - n, " (world rank %d)", members[from]);
@@ -218,8 +218,8 @@ static size_t report_cores(struct pld_program *p, struct pld__runwatch *wt,
          * own. */
         n += pld__catf(msg + n, cap - n, "who could still notify it:");
         int any = 0;
-        for (int q = 0; q < p->nranks; q++)
-          if (q != r && p->winbufs[s->buf]->member[q] &&
+        for (int q = 0; q < p->plan.nranks; q++)
+          if (q != r && p->plan.winbufs[s->buf]->member[q] &&
               !pld__watch_finished(p, wt, q)) {
             n += pld__catf(msg + n, cap - n, "%s rank %d", any ? "," : "", q);
             any = 1;
@@ -242,35 +242,36 @@ static size_t report_cores(struct pld_program *p, struct pld__runwatch *wt,
 /* "\n  rank 1 (device 5): ", the head of a line of a report. */
 static size_t rank_head(char *buf, size_t cap, const struct pld_program *p,
                         int r) {
-  return pld__catf(buf, cap, "\n  rank %d (device %d): ", r, p->device_ids[r]);
+  return pld__catf(buf, cap, "\n  rank %d (device %d): ", r,
+                   p->plan.device_ids[r]);
 }
 
 /* The line of a report for rank r if its next call waits for a host task:
  * which, and which call of which rank that task waits for. */
 static size_t report_task_wait(struct pld_program *p, int r, char *msg,
                                size_t cap) {
-  const struct pld__devplan *pl = &p->plans[r];
+  const struct pld__devplan *pl = &p->plan.plans[r];
   uint32_t c = atomic_load(&pld__view(p, r)->calls_done);
-  uint32_t done = atomic_load(&p->world->tasks_done);
+  uint32_t done = atomic_load(&p->rs.world->tasks_done);
   if (c >= (uint32_t)pl->ncalls || (uint32_t)pl->calls[c].after_tasks <= done ||
-      done >= (uint32_t)p->ntasks)
+      done >= (uint32_t)p->plan.ntasks)
     return 0;
-  const struct pld__taskplan *tp = &p->tasks[done];
+  const struct pld__taskplan *tp = &p->plan.tasks[done];
   size_t n = rank_head(msg, cap, p, r);
   n += pld__catf(msg + n, cap - n,
                  "dispatch %u (%s) waits for host task %d (%s), which waits "
                  "for",
                  c + 1, pl->calls[c].fn.sig->name, pl->calls[c].after_tasks,
-                 p->tasks[pl->calls[c].after_tasks - 1].fn.sig->name);
+                 p->plan.tasks[pl->calls[c].after_tasks - 1].fn.sig->name);
   if ((int)done + 1 < pl->calls[c].after_tasks)
     n += pld__catf(msg + n, cap - n, " host task %u (%s), which waits for",
                    done + 1, tp->fn.sig->name);
   int any = 0;
-  for (int q = 0; q < p->nranks; q++)
+  for (int q = 0; q < p->plan.nranks; q++)
     if (atomic_load(&pld__view(p, q)->calls_done) < (uint32_t)tp->need[q]) {
       n += pld__catf(msg + n, cap - n, "%s rank %d's dispatch %d (%s)",
                      any ? "," : "", q, tp->need[q],
-                     p->plans[q].calls[tp->need[q] - 1].fn.sig->name);
+                     p->plan.plans[q].calls[tp->need[q] - 1].fn.sig->name);
       any = 1;
     }
   return n;
@@ -285,7 +286,7 @@ static int watch_report(struct pld_program *p, struct pld__runwatch *wt,
   static _Thread_local char msg[PLD__MSG_MAX];
   const int64_t now = pld__now_ns();
   size_t n = pld__catf(msg, sizeof msg, "%s: %s", pld__api_name(), head);
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (pld__watch_finished(p, wt, r))
       continue;
     const struct pld__watch *w = &pld__view(p, r)->watch;
@@ -321,7 +322,7 @@ static int watch_report(struct pld_program *p, struct pld__runwatch *wt,
   }
   n += pld__catf(msg + n, sizeof msg - n, "\n  ranks already finished:");
   int any = 0;
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     if (pld__watch_finished(p, wt, r)) {
       n += pld__catf(msg + n, sizeof msg - n, " %d", r);
       any = 1;
@@ -341,7 +342,7 @@ static int over_limit(struct pld_program *p, struct pld__runwatch *wt,
                       int waiting, int64_t limit_ns, int64_t now) {
   if (limit_ns <= 0)
     return 0;
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (pld__watch_finished(p, wt, r))
       continue;
     const struct pld__watch *w = &pld__view(p, r)->watch;
@@ -367,7 +368,7 @@ static int over_limit(struct pld_program *p, struct pld__runwatch *wt,
  * (*asked 0).  *st: the failure to ask, if any. */
 static int confirmed(struct pld_program *p, uint32_t *asked, int *st) {
   int yes = 1;
-  *st = p->cp->confirm ? p->cp->confirm(p, asked, &yes) : PLD_OK;
+  *st = p->be.cp->confirm ? p->be.cp->confirm(p, asked, &yes) : PLD_OK;
   return !*st && yes;
 }
 
@@ -379,8 +380,9 @@ static int confirmed(struct pld_program *p, uint32_t *asked, int *st) {
 int pld__watch_look(struct pld_program *p, struct pld__runwatch *wt) {
   int64_t now = pld__now_ns();
   char head[256];
-  int st = PLD_OK, over_wait = over_limit(p, wt, 1, p->wait_timeout_ns, now);
-  if (!over_wait && !over_limit(p, wt, 0, p->kernel_timeout_ns, now))
+  int st = PLD_OK,
+      over_wait = over_limit(p, wt, 1, p->plan.wait_timeout_ns, now);
+  if (!over_wait && !over_limit(p, wt, 0, p->plan.kernel_timeout_ns, now))
     wt->limit_asked = 0;
   else if (!confirmed(p, &wt->limit_asked, &st))
     return st;
@@ -388,14 +390,14 @@ int pld__watch_look(struct pld_program *p, struct pld__runwatch *wt) {
     pld__catf(head, sizeof head,
               "wait timeout: a wait was blocked longer than %lld ms "
               "(pld_config.wait_timeout_ms or PLD_WAIT_TIMEOUT_MS):",
-              (long long)(p->wait_timeout_ns / 1000000));
+              (long long)(p->plan.wait_timeout_ns / 1000000));
     return watch_report(p, wt, PLD_ERR_TIMEOUT, head);
   } else {
     pld__catf(head, sizeof head,
               "kernel time limit: a kernel or device function ran longer "
               "than %lld ms without finishing or waiting "
               "(pld_config.kernel_timeout_ms or PLD_KERNEL_TIMEOUT_MS):",
-              (long long)(p->kernel_timeout_ns / 1000000));
+              (long long)(p->plan.kernel_timeout_ns / 1000000));
     return watch_report(p, wt, PLD_ERR_TIMEOUT, head);
   }
   int done;
@@ -404,7 +406,7 @@ int pld__watch_look(struct pld_program *p, struct pld__runwatch *wt) {
     return PLD_OK;
   }
   uint32_t progress = 0;
-  for (int r = 0; r < p->nranks; r++)
+  for (int r = 0; r < p->plan.nranks; r++)
     progress += atomic_load(&pld__view(p, r)->watch.progress);
   if (!wt->quiet || progress != wt->progress || done != wt->done) {
     wt->quiet = 1;
@@ -430,7 +432,7 @@ int pld__watch_look(struct pld_program *p, struct pld__runwatch *wt) {
  * are dropped, it finishes); nothing a stopped rank does brings it up. */
 static int64_t left_to_stop(struct pld_program *p, struct pld__runwatch *wt) {
   int64_t left = 0;
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (pld__watch_finished(p, wt, r))
       continue;
     const struct pld__watch *w = &pld__view(p, r)->watch;
@@ -477,7 +479,7 @@ int pld__watch_stragglers(struct pld_program *p, struct pld__runwatch *wt,
                           char *msg, size_t cap) {
   size_t n = strlen(msg);
   int64_t now = pld__now_ns();
-  for (int r = 0; r < p->nranks; r++) {
+  for (int r = 0; r < p->plan.nranks; r++) {
     if (pld__watch_finished(p, wt, r))
       continue;
     char running[2048];
@@ -490,17 +492,17 @@ int pld__watch_stragglers(struct pld_program *p, struct pld__runwatch *wt,
                    "after the run was stopped (%lld ms without any rank "
                    "coming closer to its end): its process was killed and a "
                    "new one started",
-                   r, p->device_ids[r], running,
+                   r, p->plan.device_ids[r], running,
                    (long long)((now - wt->stopped) / 1000000),
                    (long long)((now - wt->stop_since) / 1000000));
-    int st = p->cp->restart(p, r);
+    int st = p->be.cp->restart(p, r);
     if (st) {
       n += pld__catf(msg + n, cap - n, ", but that failed: %s",
                      pld_last_error());
-      if (p->started)
-        p->cp->stop(p, 1);
-      p->dead = 1;
-      pld__catf(p->dead_msg, sizeof p->dead_msg,
+      if (p->rs.started)
+        p->be.cp->stop(p, 1);
+      p->rs.dead = 1;
+      pld__catf(p->rs.dead_msg, sizeof p->rs.dead_msg,
                 "a device could not be restarted after a run was stopped: %s",
                 pld_last_error());
       pld__catf(msg + n, cap - n, "; the program cannot run again");

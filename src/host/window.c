@@ -20,34 +20,35 @@ static pld_window_buf window_alloc(struct pld__host *h, const char *fn,
     return bad;
   /* Every rank holds a copy in its device's global memory: a size beyond
    * it is refused here, before any size computation could wrap. */
-  if (bytes == 0 || bytes > p->plat->global_bytes) {
+  if (bytes == 0 || bytes > p->plan.plat->global_bytes) {
     pld__hfail(h, PLD_ERR_ARG,
                "%s (in %s): bytes: expected 1 to %llu (the global memory of "
                "an %s device), got %zu",
-               fn, p->host.sig->name, (unsigned long long)p->plat->global_bytes,
-               p->plat->name, bytes);
+               fn, p->plan.host.sig->name,
+               (unsigned long long)p->plan.plat->global_bytes,
+               p->plan.plat->name, bytes);
     return bad;
   }
   struct pld__winbuf **v =
-      pld__realloc(p->winbufs, (size_t)(p->nwinbufs + 1) * sizeof *v);
+      pld__realloc(p->plan.winbufs, (size_t)(p->plan.nwinbufs + 1) * sizeof *v);
   struct pld__winbuf *b = v ? pld__calloc(1, sizeof *b) : NULL;
   if (v)
-    p->winbufs = v;
-  if (b && !(b->member = pld__calloc((size_t)p->nranks, 1))) {
+    p->plan.winbufs = v;
+  if (b && !(b->member = pld__calloc((size_t)p->plan.nranks, 1))) {
     pld__free(b);
     b = NULL;
   }
   if (!b) {
     pld__hfail(h, PLD_ERR_NOMEM, "%s (in %s): out of memory", fn,
-               p->host.sig->name);
+               p->plan.host.sig->name);
     return bad;
   }
-  b->id = p->nwinbufs;
+  b->id = p->plan.nwinbufs;
   b->bytes = bytes;
   b->phys = bytes < WINDOW_MIN_BYTES
                 ? WINDOW_MIN_BYTES
                 : (bytes + WINDOW_ALIGN - 1) / WINDOW_ALIGN * WINDOW_ALIGN;
-  p->winbufs[p->nwinbufs++] = b;
+  p->plan.winbufs[p->plan.nwinbufs++] = b;
   return (pld_window_buf){b};
 }
 
@@ -77,7 +78,7 @@ pld_window pld_window_view_at(pld_host hh, pld_window_buf buf, size_t offset,
                               pld_dtype dtype, int ndim, const int64_t *shape) {
   struct pld__host *h = hh.p;
   pld_window bad = {&pld__invalid_tensor};
-  const char *name = h->prog->host.sig->name;
+  const char *name = h->prog->plan.host.sig->name;
   if (h->status)
     return bad;
   if (!buf.p || buf.p->invalid) {
@@ -126,28 +127,29 @@ pld_window pld_window_view_at(pld_host hh, pld_window_buf buf, size_t offset,
 }
 
 void pld__windows_member(struct pld_program *p, int buf, int rank) {
-  p->winbufs[buf]->member[rank] = 1;
+  p->plan.winbufs[buf]->member[rank] = 1;
 }
 
 int pld__windows_plan(struct pld_program *p) {
-  size_t n = (size_t)p->nwinbufs * (size_t)p->nranks;
-  p->comms = pld__calloc(n ? n : 1, sizeof *p->comms);
-  p->comm_members = pld__calloc(n ? n : 1, sizeof *p->comm_members);
-  p->member = pld__calloc(n ? n : 1, 1);
-  if (!p->comms || !p->comm_members || !p->member)
+  size_t n = (size_t)p->plan.nwinbufs * (size_t)p->plan.nranks;
+  p->plan.comms = pld__calloc(n ? n : 1, sizeof *p->plan.comms);
+  p->plan.comm_members = pld__calloc(n ? n : 1, sizeof *p->plan.comm_members);
+  p->plan.member = pld__calloc(n ? n : 1, 1);
+  if (!p->plan.comms || !p->plan.comm_members || !p->plan.member)
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
-  for (int b = 0; b < p->nwinbufs; b++) {
-    memcpy(&p->member[(size_t)b * (size_t)p->nranks], p->winbufs[b]->member,
-           (size_t)p->nranks);
+  for (int b = 0; b < p->plan.nwinbufs; b++) {
+    memcpy(&p->plan.member[(size_t)b * (size_t)p->plan.nranks],
+           p->plan.winbufs[b]->member, (size_t)p->plan.nranks);
     /* Domain ranks follow world rank order. */
-    int *members = &p->comm_members[(size_t)b * (size_t)p->nranks];
+    int *members = &p->plan.comm_members[(size_t)b * (size_t)p->plan.nranks];
     int size = 0;
-    for (int r = 0; r < p->nranks; r++)
-      if (p->member[(size_t)b * (size_t)p->nranks + (size_t)r])
+    for (int r = 0; r < p->plan.nranks; r++)
+      if (p->plan.member[(size_t)b * (size_t)p->plan.nranks + (size_t)r])
         members[size++] = r;
     for (int i = 0; i < size; i++) {
       struct pld__comm *c =
-          &p->comms[(size_t)b * (size_t)p->nranks + (size_t)members[i]];
+          &p->plan
+               .comms[(size_t)b * (size_t)p->plan.nranks + (size_t)members[i]];
       c->buf = b;
       c->rank = i;
       c->nranks = size;
@@ -158,12 +160,12 @@ int pld__windows_plan(struct pld_program *p) {
 }
 
 void pld__windows_free(struct pld_program *p) {
-  for (int b = 0; b < p->nwinbufs; b++) {
-    pld__free(p->winbufs[b]->member);
-    pld__free(p->winbufs[b]);
+  for (int b = 0; b < p->plan.nwinbufs; b++) {
+    pld__free(p->plan.winbufs[b]->member);
+    pld__free(p->plan.winbufs[b]);
   }
-  pld__free(p->winbufs);
-  pld__free(p->member);
-  pld__free(p->comms);
-  pld__free(p->comm_members);
+  pld__free(p->plan.winbufs);
+  pld__free(p->plan.member);
+  pld__free(p->plan.comms);
+  pld__free(p->plan.comm_members);
 }

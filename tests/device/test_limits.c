@@ -185,7 +185,7 @@ static void test_wait_timeout_peer_never_stops(void **state) {
   (void)state;
   struct runaway ra;
   runaway_setup(&ra, 2, 99, 200, 0);
-  pid_t before = ra.p->devs[1].pid, other = ra.p->devs[0].pid;
+  pid_t before = ra.p->rs.devs[1].pid, other = ra.p->rs.devs[0].pid;
   double seconds;
   int st = runaway_run(&ra, (const int[]){DO_WAIT, DO_SPIN}, &seconds);
   assert_fails_with(st, PLD_ERR_TIMEOUT,
@@ -204,8 +204,8 @@ static void test_wait_timeout_peer_never_stops(void **state) {
   assert_true(seconds >= 0.2);
   assert_within(seconds, 0.2 + 0.5, 0.5);
   /* Only rank 1 was replaced. */
-  assert_int_not_equal(ra.p->devs[1].pid, before);
-  assert_int_equal(ra.p->devs[0].pid, other);
+  assert_int_not_equal(ra.p->rs.devs[1].pid, before);
+  assert_int_equal(ra.p->rs.devs[0].pid, other);
   assert_runs_again(&ra);
   runaway_teardown(&ra);
 }
@@ -376,7 +376,7 @@ static void test_negative_limits_refused(void **state) {
   cfg.kernel_timeout_ms = INT64_MAX;
   cfg.wait_timeout_ms = INT64_MAX;
   assert_ok(pld_compile(h_runaway, &cfg, PLD_ARGS(mode, none), &p));
-  assert_true(p->kernel_timeout_ns > 0 && p->wait_timeout_ns > 0);
+  assert_true(p->plan.kernel_timeout_ns > 0 && p->plan.wait_timeout_ns > 0);
   pld_program_destroy(p);
   pld_tensor_destroy(mode);
 }

@@ -862,16 +862,16 @@ static void test_chain_full(void **state) {
   struct pld_program p;
   memset(&p, 0, sizeof p);
   for (int n = 1; n <= 64; n = n * 3 + 1) {
-    p.nranks = n;
+    p.plan.nranks = n;
     /* The run posted next has number chain + 1: its gate's count, n
      * times that, must stay below 2^31. */
     uint32_t last = (uint32_t)(0x7fffffffu / (uint32_t)n) - 1;
-    p.chain = last - 1;
+    p.rs.chain = last - 1;
     assert_int_equal(pld__queue_chain_full(&p), 0);
-    assert_true((uint64_t)(p.chain + 1) * (uint64_t)n < 0x80000000u);
-    p.chain = last;
+    assert_true((uint64_t)(p.rs.chain + 1) * (uint64_t)n < 0x80000000u);
+    p.rs.chain = last;
     assert_int_equal(pld__queue_chain_full(&p), 1);
-    p.chain = 0;
+    p.rs.chain = 0;
     assert_int_equal(pld__queue_chain_full(&p), 0);
   }
 }

@@ -613,18 +613,18 @@ static void test_devices_isolated_between_programs(void **state) {
   assert_ok(pld_program_prepare(a));
   assert_ok(pld_program_prepare(b));
   for (int r = 0; r < 2; r++) {
-    pid_t pid = b->devs[r].pid;
-    assert_true(maps_memory(pid, b->devs[r].ctl)); /* its own */
-    assert_true(maps_memory(pid, b->devs[r].data));
-    assert_false(maps_memory(pid, b->devs[1 - r].ctl)); /* its peer's */
-    assert_false(maps_memory(pid, b->devs[1 - r].data));
+    pid_t pid = b->rs.devs[r].pid;
+    assert_true(maps_memory(pid, b->rs.devs[r].ctl)); /* its own */
+    assert_true(maps_memory(pid, b->rs.devs[r].data));
+    assert_false(maps_memory(pid, b->rs.devs[1 - r].ctl)); /* its peer's */
+    assert_false(maps_memory(pid, b->rs.devs[1 - r].data));
     assert_true(maps_memory(pid, pld__shm_region(b)));
-    assert_true(maps_memory(pid, b->world));
+    assert_true(maps_memory(pid, b->rs.world));
     assert_false(maps_memory(pid, pld__shm_region(a)));
-    assert_false(maps_memory(pid, a->world));
+    assert_false(maps_memory(pid, a->rs.world));
     for (int q = 0; q < 2; q++) {
-      assert_false(maps_memory(pid, a->devs[q].ctl));
-      assert_false(maps_memory(pid, a->devs[q].data));
+      assert_false(maps_memory(pid, a->rs.devs[q].ctl));
+      assert_false(maps_memory(pid, a->rs.devs[q].data));
     }
   }
   /* Both still run, in any order. */

@@ -30,8 +30,8 @@ static pld_config config_for(int n) {
 /* ---- the device processes stay --------------------------------------- */
 
 static void pids_get(const pld_program *p, pid_t *pids) {
-  for (int r = 0; r < p->nranks; r++)
-    pids[r] = p->devs ? p->devs[r].pid : 0;
+  for (int r = 0; r < p->plan.nranks; r++)
+    pids[r] = p->rs.devs ? p->rs.devs[r].pid : 0;
 }
 
 /* The program still runs on the device processes it had (the shm fabric;
@@ -39,10 +39,10 @@ static void pids_get(const pld_program *p, pid_t *pids) {
 static void assert_same_devices(const pld_program *p, const pid_t *before) {
   if (pld_process_count() > 1)
     return;
-  assert_non_null(p->devs);
-  for (int r = 0; r < p->nranks; r++) {
+  assert_non_null(p->rs.devs);
+  for (int r = 0; r < p->plan.nranks; r++) {
     assert_true(before[r] > 0);
-    assert_int_equal(p->devs[r].pid, before[r]);
+    assert_int_equal(p->rs.devs[r].pid, before[r]);
   }
   /* ... and none of them has exited. */
   assert_int_equal(waitpid(-1, NULL, WNOHANG), 0);
