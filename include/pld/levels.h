@@ -260,6 +260,62 @@ int pld__launch(pld_aicpu a, pld_kernel_fn kernel, int argc,
 pld_tensor pld_device_alloc(pld_aicpu a, pld_dtype dtype, int ndim,
                             const int64_t *shape);
 
+/* ---- sizes decided on the device during the run -------------------------- */
+
+/* A device function runs ahead of its kernels: it cannot read what a
+ * kernel it launched computes.  Where a launch's block count or the rows a
+ * kernel works on are computed earlier in the same run (the tokens each
+ * expert received), the launch names where to read them instead, and the
+ * device reads them when the launch's task is ready to start: once every
+ * earlier task of the call that writes the counts tensor has finished (the
+ * task reads it).  What the checks see, when compiling and at the launch,
+ * is the limit fixed in the call (max_rows, max_blocks); the kernel sees
+ * the value read (pld_tensor_dim, pld_block_num).  Device only.
+ *
+ * pld_segment(a, t, counts, index, max_rows): the rows of t (its leading
+ * dimension) of segment `index` when t's rows are cut, in order, into
+ * segments of counts[0], counts[1], ... rows: rows [counts[0] + ... +
+ * counts[index - 1], that + counts[index]).  counts is a 1-D INT32 tensor
+ * of the device (a parameter, a slice, a pld_device_alloc, or a window
+ * view's local copy) with more than `index` elements; max_rows, in [0,
+ * t's rows], is the most rows the segment may have, and the shape the
+ * launch checks is t's with max_rows rows.  When the task starts, a count
+ * below 0, a segment of more than max_rows rows, or one that ends beyond
+ * t's rows fails the run with PLD_ERR_BOUNDS, naming the kernel, the
+ * parameter, the counts and the values.  A segment may have 0 rows.
+ * pld_segment_window does the same for a window view (the rows of every
+ * rank's copy).  Tasks are ordered as if the segment were all of t: two
+ * launches writing segments of one tensor run one after the other.  On
+ * failure (PLD_ERR_ARG: t, counts, index or max_rows) the failure is
+ * recorded in `a` and the view returned is rejected by every later call. */
+pld_tensor pld_segment(pld_aicpu a, pld_tensor t, pld_tensor counts,
+                       int32_t index, int64_t max_rows);
+pld_window pld_segment_window(pld_aicpu a, pld_window w, pld_tensor counts,
+                              int32_t index, int64_t max_rows);
+
+/* A block count read on the device (pld_launch_by): ceil(counts[index] /
+ * per_block) blocks, at most max_blocks (in [1, 65535]); counts a 1-D
+ * INT32 tensor of the device, per_block >= 1. */
+typedef struct pld_blocks_by {
+  pld_tensor counts;
+  int32_t index;
+  int32_t per_block;
+  int32_t max_blocks;
+} pld_blocks_by;
+#define PLD_BLOCKS_BY(counts, index, per_block, max_blocks)                    \
+  ((pld_blocks_by){(counts), (index), (per_block), (max_blocks)})
+
+/* pld_launch_by(a, kernel, by, args...): pld_launch with the block count
+ * `by` decided when the task starts (checked with by.max_blocks).  0
+ * blocks: the task runs no block and finishes at once.  A count below 0 or
+ * needing more than by.max_blocks blocks fails the run with
+ * PLD_ERR_BOUNDS.  The kernel takes at least one argument. */
+#define pld_launch_by(a, kernel, by, ...)                                      \
+  pld__launch_by((a), (kernel), (by),                                          \
+                 PLD__CALL_ARGS(pld_launch_by, kernel, 1, __VA_ARGS__))
+int pld__launch_by(pld_aicpu a, pld_kernel_fn kernel, pld_blocks_by by,
+                   int argc, const pld_arg *argv);
+
 /* ---- kernel level -------------------------------------------------------- */
 
 /* This block's index in [0, blocks) and the block count of the launch. */

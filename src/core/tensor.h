@@ -45,6 +45,33 @@ struct pld__tensor {
   const struct pld__comm *comm;
   /* A device-resident tensor's place (host/resident.c), else NULL. */
   struct pld__resident *res;
+  /* A view made by pld_segment, whose rows a task decides when it starts
+   * (device/sched_task.c), else NULL. */
+  const struct pld__segment *seg;
+};
+
+/* Where a size decided on the device is read (pld_segment,
+ * pld_launch_by): element `index` of a 1-D INT32 tensor (`bytes` long;
+ * `name` for messages, NULL for none), checked within it when made. */
+struct pld__countref {
+  const int32_t *counts;
+  size_t bytes;
+  const char *name;
+  int32_t index;
+};
+
+/* What pld_segment's view keeps: where its rows are read (at.counts at
+ * at.index, after the sum of the counts before it) and what they are cut
+ * from (the tensor's data and, for a window view, its offset in the
+ * buffer).  The view as made has max_rows rows in dimension 0 of its
+ * ndim. */
+struct pld__segment {
+  struct pld__countref at;
+  int ndim;
+  int64_t max_rows, rows_of; /* rows_of: the rows of the tensor cut */
+  size_t row_bytes;
+  unsigned char *base;
+  size_t base_win_offset;
 };
 
 /* What pld_tensor_destroy does first for a device-resident tensor (set by

@@ -45,7 +45,8 @@ static void log_append(struct pld__aicpu *a, const char *text) {
 
 static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
                             int32_t blocks, const pld_arg *argv,
-                            const pld_platform_info *plat) {
+                            const pld_platform_info *plat,
+                            const struct pld__blocks_by *by) {
   char line[1024];
   const pld_signature *sig = kernel.sig;
   int cores = plat ? (sig->core_type == PLD_CORE_CUBE ? plat->cube_cores
@@ -56,12 +57,22 @@ static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
                        "(%d on the device)\n",
                        sig->name, (int)blocks, blocks == 1 ? "" : "s",
                        pld__core_type_name(sig->core_type), cores);
+  if (by)
+    n += pld__catf(line + n, sizeof line - n,
+                   "      (at most: ceil(%s[%d] / %d) blocks when it starts)\n",
+                   by->at.name ? by->at.name : "counts", (int)by->at.index,
+                   (int)by->per_block);
   for (int i = 0; i < sig->nparams; i++) {
     const pld_param *p = &sig->params[i];
     n += pld__catf(line + n, sizeof line - n, "      %s: ", p->name);
     if (argv[i].kind != PLD_ARG_SCALAR) {
       const struct pld__tensor *t = argv[i].v.t;
       n += pld__tensor_str(line + n, sizeof line - n, t);
+      if (t->seg)
+        n += pld__catf(line + n, sizeof line - n,
+                       " (at most: segment %d of %s's rows)",
+                       (int)t->seg->at.index,
+                       t->seg->at.name ? t->seg->at.name : "counts");
       if (argv[i].kind == PLD_ARG_WINDOW && t->comm)
         n += pld__catf(line + n, sizeof line - n,
                        " window (buffer #%d, rank %d of %d)\n", t->win_buf,
@@ -81,12 +92,53 @@ static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
  * nothing): the message starts "pld_launch: ".  Out of line, so that a
  * launch's frame does not carry the copy. */
 static int __attribute__((noinline, cold))
-launch_refused(struct pld__aicpu *a, int st) {
+launch_refused(struct pld__aicpu *a, int st, const char *what) {
   char rest[PLD__MSG_MAX];
-  pld__catf(rest, sizeof rest, "%s", a->msg + strlen("pld_launch"));
-  pld__catf(a->msg, sizeof a->msg, "pld_launch (rank %d, device %d, in %s)%s",
+  pld__catf(rest, sizeof rest, "%s", a->msg + strlen(what));
+  pld__catf(a->msg, sizeof a->msg, "%s (rank %d, device %d, in %s)%s", what,
             a->rank, a->device, a->fn, rest);
   return a->status = st;
+}
+
+static int launch_submit(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
+                         const pld_arg *norm, const struct pld__blocks_by *by);
+
+/* pld_launch and pld_launch_by (`what`) after their own checks: the
+ * kernel's arguments checked against its signature, then submitted. */
+static int launch(struct pld__aicpu *a, const char *what, pld_kernel_fn kernel,
+                  int argc, const pld_arg *argv,
+                  const struct pld__blocks_by *by) {
+  const pld_signature *sig = kernel.sig;
+  if (!pld__arg_is_integer(&argv[0]))
+    return afail(a, PLD_ERR_ARG, what,
+                 "%s: blocks: expected an integer in [1, 65535], got a %s",
+                 sig->name,
+                 argv[0].kind != PLD_ARG_SCALAR ? "tensor" : "float");
+  if (argv[0].v.i < 1 || argv[0].v.i > 65535)
+    return afail(a, PLD_ERR_ARG, what,
+                 "%s: blocks: expected an integer in [1, 65535], got %lld",
+                 sig->name, (long long)argv[0].v.i);
+  int32_t blocks = (int32_t)argv[0].v.i;
+  pld_arg norm[PLD_MAX_PARAMS];
+  struct pld__tensor reshaped[PLD_MAX_PARAMS];
+  int st = pld__sig_check(sig, what, a->dims, argc - 1, argv + 1, norm,
+                          reshaped, a->msg, sizeof a->msg);
+  if (st)
+    return launch_refused(a, st, what);
+  return launch_submit((pld_aicpu){a}, kernel, blocks, norm, by);
+}
+
+/* The kernel as a launch may name it: declared at the kernel level. */
+static int kernel_refused(struct pld__aicpu *a, const char *what,
+                          pld_kernel_fn kernel) {
+  const char *problem =
+      pld__sig_problem(kernel.sig, PLD_LEVEL_KERNEL, !!kernel.entry);
+  if (!problem)
+    return PLD_OK;
+  return afail(a, PLD_ERR_ARG, what,
+               "kernel: expected a function declared with PLD_KERNEL or "
+               "PLD_CUBE_KERNEL, got %s",
+               problem);
 }
 
 int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
@@ -94,40 +146,82 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
   struct pld__aicpu *a = ctx.p;
   if (a->status)
     return a->status;
-  const pld_signature *sig = kernel.sig;
-  const char *problem = pld__sig_problem(sig, PLD_LEVEL_KERNEL, !!kernel.entry);
-  if (problem)
-    return afail(a, PLD_ERR_ARG, "pld_launch",
-                 "kernel: expected a function declared with PLD_KERNEL or "
-                 "PLD_CUBE_KERNEL, got %s",
-                 problem);
-  if (!pld__arg_is_integer(&argv[0]))
-    return afail(a, PLD_ERR_ARG, "pld_launch",
-                 "%s: blocks: expected an integer in [1, 65535], got a %s",
-                 sig->name,
-                 argv[0].kind != PLD_ARG_SCALAR ? "tensor" : "float");
-  if (argv[0].v.i < 1 || argv[0].v.i > 65535)
-    return afail(a, PLD_ERR_ARG, "pld_launch",
-                 "%s: blocks: expected an integer in [1, 65535], got %lld",
-                 sig->name, (long long)argv[0].v.i);
-  int32_t blocks = (int32_t)argv[0].v.i;
-  pld_arg norm[PLD_MAX_PARAMS];
-  struct pld__tensor reshaped[PLD_MAX_PARAMS];
-  int st = pld__sig_check(sig, "pld_launch", a->dims, argc - 1, argv + 1, norm,
-                          reshaped, a->msg, sizeof a->msg);
-  if (st)
-    return launch_refused(a, st);
-  return pld__launch_checked(ctx, kernel, blocks, norm);
+  int st = kernel_refused(a, "pld_launch", kernel);
+  return st ? st : launch(a, "pld_launch", kernel, argc, argv, NULL);
+}
+
+/* counts (parameter `param` of `what`) as a device's 1-D INT32 tensor with
+ * more than index elements: PLD_OK, or the failure recorded. */
+static int counts_refused(struct pld__aicpu *a, const char *what,
+                          const char *param, pld_tensor counts, int32_t index) {
+  const struct pld__tensor *c = counts.p;
+  char s[128];
+  if (!c || (c->flags & PLD__T_INVALID))
+    return afail(a, PLD_ERR_ARG, what, "%s: expected a tensor, got %s", param,
+                 c ? "the result of a failed call" : "a NULL tensor");
+  if (c->dtype != PLD_INT32 || c->ndim != 1) {
+    pld__tensor_str(s, sizeof s, c);
+    return afail(a, PLD_ERR_ARG, what,
+                 "%s: expected a 1-D INT32 tensor, got %s", param, s);
+  }
+  if (!a->trace && !c->data)
+    return afail(a, PLD_ERR_ARG, what, "%s: tensor has no device memory",
+                 param);
+  if (index < 0 || index >= c->shape[0]) {
+    pld__tensor_str(s, sizeof s, c);
+    return afail(a, PLD_ERR_ARG, what,
+                 "index: expected [0, %lld) for %s %s, got %d",
+                 (long long)c->shape[0], param, s, (int)index);
+  }
+  return PLD_OK;
+}
+
+static struct pld__countref count_ref(pld_tensor counts, int32_t index) {
+  const struct pld__tensor *c = counts.p;
+  return (struct pld__countref){c->data, c->nbytes, c->name, index};
+}
+
+int pld__launch_by(pld_aicpu ctx, pld_kernel_fn kernel, pld_blocks_by by,
+                   int argc, const pld_arg *argv) {
+  struct pld__aicpu *a = ctx.p;
+  const char *what = "pld_launch_by";
+  if (a->status)
+    return a->status;
+  int st = kernel_refused(a, what, kernel);
+  if (st || (st = counts_refused(a, what, "by.counts", by.counts, by.index)))
+    return st;
+  if (by.per_block < 1)
+    return afail(a, PLD_ERR_ARG, what,
+                 "%s: by.per_block: expected at least 1, got %d",
+                 kernel.sig->name, (int)by.per_block);
+  if (by.max_blocks < 1 || by.max_blocks > 65535)
+    return afail(a, PLD_ERR_ARG, what,
+                 "%s: by.max_blocks: expected an integer in [1, 65535], got "
+                 "%d",
+                 kernel.sig->name, (int)by.max_blocks);
+  pld_arg args[PLD_MAX_PARAMS + 1];
+  if (argc > PLD_MAX_PARAMS + 1)
+    argc = PLD_MAX_PARAMS + 1; /* the signature check names the excess */
+  memcpy(args, argv, (size_t)argc * sizeof *args);
+  args[0] = PLD_ARG(by.max_blocks);
+  const struct pld__blocks_by dyn = {count_ref(by.counts, by.index),
+                                     by.per_block};
+  return launch(a, what, kernel, argc, args, &dyn);
 }
 
 int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
                         const pld_arg *norm) {
+  return launch_submit(ctx, kernel, blocks, norm, NULL);
+}
+
+static int launch_submit(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
+                         const pld_arg *norm, const struct pld__blocks_by *by) {
   struct pld__aicpu *a = ctx.p;
   const pld_signature *sig = kernel.sig;
   if (a->status)
     return a->status;
   if (a->trace) {
-    describe_launch(a, kernel, blocks, norm, a->plat);
+    describe_launch(a, kernel, blocks, norm, a->plat, by);
     return PLD_OK;
   }
   for (int i = 0; i < sig->nparams; i++)
@@ -135,7 +229,7 @@ int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
       return afail(a, PLD_ERR_ARG, "pld_launch",
                    "%s: parameter '%s': tensor has no device memory", sig->name,
                    sig->params[i].name);
-  struct pld__task_spec spec = {kernel, blocks, sig->nparams, norm};
+  struct pld__task_spec spec = {kernel, blocks, sig->nparams, norm, by};
   struct pld__tev e;
   int observed = pld__observed(PLD__TEV_LAUNCH);
   if (observed) {
@@ -150,6 +244,85 @@ int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
   if (st)
     return afail(a, st, "pld_launch", "%s", pld_last_error());
   return PLD_OK;
+}
+
+/* pld_segment and pld_segment_window (`what`): the view of t's rows that
+ * segment `index` of counts covers, its rows decided when a task using it
+ * starts (device/sched_task.c). */
+static struct pld__tensor *segment(struct pld__aicpu *a, const char *what,
+                                   const struct pld__tensor *t, int window,
+                                   pld_tensor counts, int32_t index,
+                                   int64_t max_rows) {
+  if (a->status)
+    return NULL;
+  const char *kind = window ? "window view" : "tensor";
+  if (!t || (t->flags & PLD__T_INVALID)) {
+    afail(a, PLD_ERR_ARG, what, "%s: expected a %s, got %s", window ? "w" : "t",
+          kind, t ? "the result of a failed call" : "a NULL handle");
+    return NULL;
+  }
+  if (!!(t->flags & PLD__T_WINDOW) != window || t->ndim < 1) {
+    char s[128];
+    pld__tensor_str(s, sizeof s, t);
+    afail(a, PLD_ERR_ARG, what,
+          "%s: expected a %s of 1 or more dimensions, "
+          "got %s%s",
+          window ? "w" : "t", kind, s,
+          (t->flags & PLD__T_WINDOW) ? " (a window view)" : "");
+    return NULL;
+  }
+  if (counts_refused(a, what, "counts", counts, index))
+    return NULL;
+  if (max_rows < 0 || max_rows > t->shape[0]) {
+    char s[128];
+    pld__tensor_str(s, sizeof s, t);
+    afail(a, PLD_ERR_ARG, what, "max_rows: expected [0, %lld] for %s, got %lld",
+          (long long)t->shape[0], s, (long long)max_rows);
+    return NULL;
+  }
+  if (a->nviews == a->capviews) {
+    int cap = a->capviews ? 2 * a->capviews : 8;
+    void **v = pld__realloc(a->views, (size_t)cap * sizeof *a->views);
+    if (!v) {
+      afail(a, PLD_ERR_NOMEM, what, "out of memory");
+      return NULL;
+    }
+    a->views = v;
+    a->capviews = cap;
+  }
+  struct view {
+    struct pld__tensor t;
+    struct pld__segment seg;
+  } *v = pld__malloc(sizeof *v);
+  if (!v) {
+    afail(a, PLD_ERR_NOMEM, what, "out of memory");
+    return NULL;
+  }
+  a->views[a->nviews++] = v;
+  const size_t row_bytes = t->shape[0] ? t->nbytes / (size_t)t->shape[0] : 0;
+  v->seg = (struct pld__segment){
+      count_ref(counts, index), t->ndim,      max_rows, t->shape[0], row_bytes,
+      (unsigned char *)t->data, t->win_offset};
+  v->t = *t;
+  v->t.flags &= ~(unsigned)PLD__T_OWNED;
+  v->t.shape[0] = max_rows;
+  v->t.nbytes = (size_t)max_rows * row_bytes;
+  v->t.seg = &v->seg;
+  return &v->t;
+}
+
+pld_tensor pld_segment(pld_aicpu ctx, pld_tensor t, pld_tensor counts,
+                       int32_t index, int64_t max_rows) {
+  struct pld__tensor *v =
+      segment(ctx.p, "pld_segment", t.p, 0, counts, index, max_rows);
+  return (pld_tensor){v ? v : &pld__invalid_tensor};
+}
+
+pld_window pld_segment_window(pld_aicpu ctx, pld_window w, pld_tensor counts,
+                              int32_t index, int64_t max_rows) {
+  struct pld__tensor *v =
+      segment(ctx.p, "pld_segment_window", w.p, 1, counts, index, max_rows);
+  return (pld_window){v ? v : &pld__invalid_tensor};
 }
 
 pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
@@ -249,6 +422,9 @@ int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
   }
   a->nallocs = 0;
   a->alloc_bytes = 0;
+  for (int i = 0; i < a->nviews; i++)
+    pld__free(a->views[i]);
+  a->nviews = 0;
   return a->status;
 }
 
@@ -256,4 +432,7 @@ void pld__aicpu_release(struct pld__aicpu *a) {
   pld__free(a->allocs);
   a->allocs = NULL;
   a->capallocs = 0;
+  pld__free(a->views);
+  a->views = NULL;
+  a->capviews = 0;
 }

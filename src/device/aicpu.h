@@ -28,6 +28,10 @@ struct pld__aicpu {
   struct pld__tensor **allocs;
   int nallocs, capallocs;
   uint64_t mem_bytes, alloc_bytes;
+  /* Views made by pld_segment (each a tensor and its struct pld__segment
+   * in one allocation), freed at the end of the call. */
+  void **views;
+  int nviews, capviews;
 
   /* Trace mode: a readable line per launch. */
   char *log;

@@ -241,8 +241,36 @@ static void drain_bump(struct pld__sched *s) {
     pthread_cond_broadcast(&s->drained);
 }
 
+static void task_finish(struct pld__sched *s, struct task *t);
+
+/* Called with mu held: t, ready, reads its segments and block count; a
+ * value out of bounds fails the dispatch as a block's failure does.
+ * Returns whether t may start. */
+static int __attribute__((noinline))
+dynamic_ready(struct pld__sched *s, struct task *t) {
+  char m[PLD__MSG_MAX];
+  const char *what = "";
+  int st = pld__sched_task_resolve(t, &what, m, sizeof m);
+  if (!st)
+    return 1;
+  if (!s->status) {
+    s->status = st;
+    pld__catf(s->msg, sizeof s->msg, "%s (rank %d, device %d): %s", what,
+              s->rank, s->device, m);
+  }
+  t->blocks = t->next_block = t->done_blocks = 0;
+  cancel_all(s); /* finishes t, which runs no block */
+  return 0;
+}
+
 /* Called with mu held: t's blocks may start. */
 static void ready_push(struct pld__sched *s, struct task *t) {
+  if (t->dynamic && !dynamic_ready(s, t))
+    return;
+  if (t->blocks == 0) { /* pld_launch_by with no block to run */
+    task_finish(s, t);
+    return;
+  }
   struct coretype *ct = &s->types[t->kernel.sig->core_type];
   t->ready_next = NULL;
   if (ct->ready_tail)

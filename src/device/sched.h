@@ -25,6 +25,15 @@ struct pld__task_spec {
   int32_t blocks;
   int argc;
   const pld_arg *argv;
+  /* pld_launch_by: the block count is ceil(counts[index] / per_block),
+   * read when the task is ready (blocks above is the most), else NULL. */
+  const struct pld__blocks_by *by;
+};
+
+/* Where pld_launch_by reads its block count, and the rows of a block. */
+struct pld__blocks_by {
+  struct pld__countref at;
+  int32_t per_block;
 };
 
 /* Creates the scheduler of one device (no threads yet).  Its cores

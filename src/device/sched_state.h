@@ -31,6 +31,10 @@ struct task {
   int argc;
   pld_arg *argv;
   struct pld__tensor *tensors;
+  /* Segments among its tensors, or a block count by counts (by.counts
+   * set): decided when it is ready (pld__sched_task_resolve). */
+  int dynamic;
+  struct pld__blocks_by by;
   int nregions;
   struct region *regions;
   int ndeferred;            /* deferred waits pending (watch slots) */
@@ -121,6 +125,12 @@ struct pld__sched {
 struct task *pld__sched_task_new(const struct pld__task_spec *spec);
 /* Frees t and what it holds.  NULL: no-op. */
 void pld__sched_task_free(struct task *t);
+/* A task ready to start whose segments or block count are read now
+ * (t->dynamic): its views' rows and its block count set.  Returns PLD_OK
+ * or PLD_ERR_BOUNDS, with the call that made the value (*what) and the
+ * message (kernel, parameter, counts, values) in msg. */
+int pld__sched_task_resolve(struct task *t, const char **what, char *msg,
+                            size_t cap);
 /* Whether a and b touch overlapping regions, one of them writing. */
 int pld__sched_tasks_conflict(const struct task *a, const struct task *b);
 /* t waits for `on` to finish.  Returns PLD_OK or PLD_ERR_NOMEM. */

@@ -21,7 +21,8 @@ struct task *pld__sched_task_new(const struct pld__task_spec *spec) {
   if (t) {
     t->argv = pld__calloc((size_t)n, sizeof *t->argv);
     t->tensors = pld__calloc((size_t)n, sizeof *t->tensors);
-    t->regions = pld__calloc((size_t)n, sizeof *t->regions);
+    /* A segment's tensor and its counts; pld_launch_by's counts. */
+    t->regions = pld__calloc((size_t)(2 * n + 1), sizeof *t->regions);
   }
   if (!t || !t->argv || !t->tensors || !t->regions) {
     pld__sched_task_free(t);
@@ -42,11 +43,121 @@ struct task *pld__sched_task_new(const struct pld__task_spec *spec) {
     t->tensors[i].dir = sig->params[i].dir;
     t->tensors[i].name = sig->params[i].name;
     t->argv[i].v.t = &t->tensors[i];
+    const struct pld__segment *seg = t->tensors[i].seg;
+    if (seg) { /* ordered as all of the tensor cut, after its counts */
+      t->regions[t->nregions++] =
+          (struct region){seg->base, (size_t)seg->rows_of * seg->row_bytes,
+                          sig->params[i].dir != PLD_DIR_IN};
+      t->regions[t->nregions++] =
+          (struct region){seg->at.counts, seg->at.bytes, 0};
+      t->dynamic = 1;
+    } else {
+      t->regions[t->nregions++] =
+          (struct region){t->tensors[i].data, t->tensors[i].nbytes,
+                          sig->params[i].dir != PLD_DIR_IN};
+    }
+  }
+  if (spec->by) {
+    t->by = *spec->by;
     t->regions[t->nregions++] =
-        (struct region){t->tensors[i].data, t->tensors[i].nbytes,
-                        sig->params[i].dir != PLD_DIR_IN};
+        (struct region){t->by.at.counts, t->by.at.bytes, 0};
+    t->dynamic = 1;
   }
   return t;
+}
+
+/* The name of the counts in messages. */
+static const char *count_name(const struct pld__countref *at) {
+  return at->name ? at->name : "counts";
+}
+
+/* Segment seg of parameter i of t: its rows now, in the task's copy of
+ * the view.  Returns PLD_OK or PLD_ERR_BOUNDS (message in msg). */
+static int segment_resolve(struct task *t, int i, char *msg, size_t cap) {
+  struct pld__tensor *v = &t->tensors[i];
+  const struct pld__segment *seg = v->seg;
+  const char *cname = count_name(&seg->at);
+  int64_t first = 0;
+  /* The counts' writers have finished: the scheduler's lock orders their
+   * writes before these reads. */
+  for (int32_t j = 0; j < seg->at.index; j++) {
+    const int32_t n = seg->at.counts[j];
+    if (n < 0) {
+      pld__catf(msg, cap,
+                "kernel %s, parameter '%s': %s[%d] = %d: "
+                "expected a count of 0 or more",
+                t->kernel.sig->name, v->name, cname, (int)j, (int)n);
+      return PLD_ERR_BOUNDS;
+    }
+    first += n;
+  }
+  const int32_t rows = seg->at.counts[seg->at.index];
+  /* The rows' dimension in the kernel's view: leading dimensions of 1
+   * may have been added for the parameter (core/sig.c). */
+  const int d = v->ndim - seg->ndim;
+  const char *k = t->kernel.sig->name;
+  if (rows < 0)
+    pld__catf(msg, cap,
+              "kernel %s, parameter '%s': %s[%d] = %d: expected a count of 0 "
+              "or more",
+              k, v->name, cname, (int)seg->at.index, (int)rows);
+  else if (rows > seg->max_rows)
+    pld__catf(msg, cap,
+              "kernel %s, parameter '%s': segment %d of %s: %s[%d] = %d "
+              "rows, more than max_rows %lld",
+              k, v->name, (int)seg->at.index, cname, cname, (int)seg->at.index,
+              (int)rows, (long long)seg->max_rows);
+  else if (first + rows > seg->rows_of)
+    pld__catf(msg, cap,
+              "kernel %s, parameter '%s': segment %d of %s: rows [%lld, %lld) "
+              "(%s[%d] = %d) end past the tensor's %lld rows",
+              k, v->name, (int)seg->at.index, cname, (long long)first,
+              (long long)(first + rows), cname, (int)seg->at.index, (int)rows,
+              (long long)seg->rows_of);
+  else if (d < 0)
+    pld__catf(msg, cap,
+              "kernel %s, parameter '%s': declared without the segment's "
+              "rows dimension",
+              k, v->name);
+  if (rows < 0 || rows > seg->max_rows || first + rows > seg->rows_of || d < 0)
+    return PLD_ERR_BOUNDS;
+  const size_t off = (size_t)first * seg->row_bytes;
+  v->data = seg->base + off;
+  v->win_offset = seg->base_win_offset + off;
+  v->shape[d] = rows;
+  v->nbytes = (size_t)rows * seg->row_bytes;
+  return PLD_OK;
+}
+
+int pld__sched_task_resolve(struct task *t, const char **what, char *msg,
+                            size_t cap) {
+  const pld_signature *sig = t->kernel.sig;
+  for (int i = 0; i < t->argc; i++)
+    if (t->argv[i].kind != PLD_ARG_SCALAR && t->tensors[i].seg) {
+      int st = segment_resolve(t, i, msg, cap);
+      if (st) {
+        *what = "pld_segment";
+        return st;
+      }
+    }
+  if (!t->by.at.counts)
+    return PLD_OK;
+  const int32_t n = t->by.at.counts[t->by.at.index];
+  const char *cname = count_name(&t->by.at);
+  const int64_t blocks =
+      n < 0 ? -1 : ((int64_t)n + t->by.per_block - 1) / t->by.per_block;
+  if (blocks < 0 || blocks > t->launched) {
+    *what = "pld_launch_by";
+    pld__catf(msg, cap,
+              "kernel %s: %s[%d] = %d: expected 0 to %lld "
+              "(at most %d blocks of %d)",
+              sig->name, cname, (int)t->by.at.index, (int)n,
+              (long long)t->launched * t->by.per_block, (int)t->launched,
+              (int)t->by.per_block);
+    return PLD_ERR_BOUNDS;
+  }
+  t->launched = t->blocks = (int32_t)blocks;
+  return PLD_OK;
 }
 
 int pld__sched_tasks_conflict(const struct task *a, const struct task *b) {
