@@ -43,7 +43,10 @@
  * waited for, so the cells are zero again when it returns (but for counts
  * a faster rank already sent for its next call, which that call expects):
  * one signal window serves calls back to back, in loops and run after
- * run, with no reset by the user.  The rendezvous is also what makes the
+ * run, with no reset by the user.  A call that a failure interrupted
+ * leaves its counts behind: windows are zeroed before each run, but with
+ * pld_config.keep_windows the user zeroes the signal window after a
+ * failed run.  The rendezvous is also what makes the
  * next call's transfers safe: no rank writes a peer's `gathered` or
  * `stage` for call n+1 before every rank has done reading them for call
  * n.
