@@ -115,9 +115,10 @@ static int check_sig(struct pld__core *c, const char *fn,
   if (cells < need)
     return pld__kfail(c, PLD_ERR_ARG, fn,
                       "sig: expected at least %lld INT32 cells "
-                      "(PLD_FUSED_SIGNAL_CELLS(%d ranks, %d blocks)), got "
+                      "(PLD_FUSED_SIGNAL_CELLS(%d rank%s, %d block%s)), got "
                       "%lld",
-                      (long long)need, (int)p, (int)c->block_num,
+                      (long long)need, (int)p, p == 1 ? "" : "s",
+                      (int)c->block_num, c->block_num == 1 ? "" : "s",
                       (long long)cells);
   const struct pld__comm *d = data->comm;
   if (d->nranks != p ||

@@ -315,6 +315,8 @@ enum {
   E_RS_STAGE_COLS, /* stage's columns differ from b's */
   E_SUM_C_DTYPE,   /* c of the sum not FP32 */
   E_AG_C_ROWS,     /* c without P * M rows */
+  E_TILE_MEMORY,   /* the cube core's tile memory nearly full */
+  E_BLOCKS,        /* more blocks than cube cores */
   NE
 };
 
@@ -344,6 +346,13 @@ PLD_CUBE_KERNEL(k_e_cube, k, E_PARAMS) {
   case E_AG_C_ROWS:
     pld_allgather_matmul(k, x, w, y, pld_local(st), sig);
     break;
+  case E_TILE_MEMORY: {
+    /* All of L1 (512 KiB on both platforms) but one 32-byte granule. */
+    pld_tile *big = pld_tile_new(k, PLD_UINT8, 1, 512 * 1024 - 32);
+    pld_allgather_matmul(k, x, w, y, z, sig);
+    pld_tile_free(k, big);
+    break;
+  }
   default:
     pld_allgather_matmul(k, x, w, y, z, sig);
     break;
@@ -360,8 +369,9 @@ PLD_KERNEL(k_e_vector, k, E_PARAMS) {
 PLD_DEVICE(d_e, cpu, E_PARAMS) {
   if (mistake == E_AG_ON_VECTOR || mistake == E_SUM_C_DTYPE)
     pld_launch(cpu, k_e_vector, 1, x, h16, y, w, st, z, z16, sig, mistake);
-  else
-    pld_launch(cpu, k_e_cube, 1, x, h16, y, w, st, z, z16, sig, mistake);
+  else /* more than a2a3's 24 and a5's 36 cube cores for E_BLOCKS */
+    pld_launch(cpu, k_e_cube, mistake == E_BLOCKS ? 37 : 1, x, h16, y, w, st, z,
+               z16, sig, mistake);
 }
 
 PLD_HOST(h_e, h, PLD_IN(x, FP32, NR, M, K), PLD_IN(h16, FP16, NR, M, K),
@@ -434,6 +444,52 @@ static void mistakes(int n) {
   assert_fails_with(run_mistake(n, E_AG_C_ROWS, 2, 3, ns, 4), PLD_ERR_ARG,
                     "pld_allgather_matmul", "c: expected ",
                     "rows (P * a's rows), got 2");
+  assert_fails_with(run_mistake(n, E_TILE_MEMORY, 2, 3, ns, 4),
+                    PLD_ERR_TILE_MEMORY,
+                    "pld_allgather_matmul: kernel k_e_cube (rank ");
+  assert_fails_with(run_mistake(n, E_BLOCKS, 2, 3, ns, 4), PLD_ERR_ARG,
+                    "pld_allgather_matmul: kernel k_e_cube (rank ",
+                    "launched on 37 blocks, but the device has ",
+                    " AIC cores: the lanes of a fused call must run at once");
+}
+
+/* The sum part launched before the products: its waits hold the windows
+ * the products need, a deadlock the run reports (pld/fused.h says so). */
+PLD_DEVICE(d_rs_wrong, cpu, RS_PARAMS(FP32)) {
+  (void)reps;
+  pld_launch(cpu, k_rs_sum, blocks, st, c, sig, sigout);
+  pld_launch(cpu, k_rs_mm_FP32, blocks, a, b, st, sig);
+}
+
+PLD_HOST(h_rs_wrong, h, PLD_IN(a, FP32, NR, M, K), PLD_IN(b, FP32, NR, K, N),
+         PLD_OUT(c, FP32, NR, MB, N), PLD_OUT(sigout, INT32, NR, NS),
+         PLD_SCALAR(reps, INT32), PLD_SCALAR(blocks, INT32)) {
+  const int n = pld_world_size(h);
+  const int64_t m = pld_tensor_dim(a, 1), nn = pld_tensor_dim(b, 2);
+  const int64_t ns = pld_tensor_dim(sigout, 1);
+  pld_window_buf st = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(m, nn));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_rs_wrong, r, pld_slice(h, a, r), pld_slice(h, b, r),
+                 pld_window_view(h, st, PLD_FP32, PLD_SHAPE(m, nn)),
+                 pld_slice(h, c, r),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)),
+                 pld_slice(h, sigout, r), reps, blocks);
+}
+
+static void wrong_order(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor a = random_tensor(PLD_FP32, 3, (const int64_t[]){n, 2 * n, 3});
+  pld_tensor b = random_tensor(PLD_FP32, 3, (const int64_t[]){n, 3, 5});
+  pld_tensor c = comm_tensor(PLD_FP32, 3, (const int64_t[]){n, 2, 5});
+  pld_tensor sigout = comm_tensor(
+      PLD_INT32, 2, (const int64_t[]){n, PLD_FUSED_SIGNAL_CELLS(n, 1)});
+  assert_fails_with(pld_run(h_rs_wrong, &cfg, PLD_ARGS(a, b, c, sigout, 1, 1)),
+                    PLD_ERR_DEADLOCK, "deadlock", "k_rs_sum");
+  pld_tensor_destroy(a);
+  pld_tensor_destroy(b);
+  pld_tensor_destroy(c);
+  pld_tensor_destroy(sigout);
 }
 
 static void test_mistakes(void **state) {
@@ -441,11 +497,17 @@ static void test_mistakes(void **state) {
   comm_over_rank_counts(mistakes);
 }
 
+static void test_sum_before_products_deadlocks(void **state) {
+  (void)state;
+  comm_over_rank_counts(wrong_order);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_allgather_matmul),
     cmocka_unit_test(test_matmul_reduce_scatter),
     cmocka_unit_test(test_bf16_operands),
     cmocka_unit_test(test_mistakes),
+    cmocka_unit_test(test_sum_before_products_deadlocks),
 };
 
 PLD_TEST_MAIN("fused", tests)
