@@ -7,7 +7,7 @@
  * on 1 and 2 blocks; each run makes two calls back to back on one signal
  * window (one kernel for AllGather-GEMM, two launch pairs for
  * GEMM-ReduceScatter), whose cells must be zero afterwards; two runs give
- * the same bits; FP32 and BF16 operands.  Then each user mistake: its
+ * the same bits; FP32, FP16 and BF16 operands.  Then each user mistake: its
  * status and its message (function, parameter, rank, expected, got). */
 #include "comm_test.h"
 
@@ -100,16 +100,24 @@ PLD_KERNEL(k_rs_sum, k, PLD_WINDOW(st, FP32, M, N), PLD_OUT(c, FP32, MB, N),
   }
 
 DEFINE_PROGRAMS(FP32)
+DEFINE_PROGRAMS(FP16)
 DEFINE_PROGRAMS(BF16)
 
 /* ---- the reference, written from the contract ------------------------- */
 
-/* Element i of an FP32 or BF16 host tensor, as a float (BF16 is the high
- * half of an FP32). */
+/* Element i of an FP32, FP16 or BF16 host tensor, as a float: FP16 from
+ * the IEEE format's definition (1 sign bit, 5 exponent bits of bias 15,
+ * 10 mantissa bits; the inputs here are normal numbers), BF16 as the high
+ * half of an FP32. */
 static float elem(pld_tensor t, int64_t i) {
   if (pld_tensor_dtype(t) == PLD_FP32)
     return ((const float *)pld_tensor_data(t))[i];
-  uint32_t bits = (uint32_t)((const uint16_t *)pld_tensor_data(t))[i] << 16;
+  const uint16_t h = ((const uint16_t *)pld_tensor_data(t))[i];
+  if (pld_tensor_dtype(t) == PLD_FP16) {
+    double v = ldexp((double)(1024 + (h & 1023)), (int)(h >> 10 & 31) - 25);
+    return (float)(h >> 15 ? -v : v);
+  }
+  uint32_t bits = (uint32_t)h << 16;
   float f;
   memcpy(&f, &bits, sizeof f);
   return f;
@@ -130,6 +138,12 @@ static pld_tensor random_tensor(pld_dtype dt, int ndim, const int64_t *shape) {
     float f = uniform();
     if (dt == PLD_FP32) {
       ((float *)pld_tensor_data(t))[i] = f;
+    } else if (dt == PLD_FP16) {
+      /* A normal half in [2^-6, 2) of either sign: exponent 9 to 15. */
+      const uint32_t u = (uint32_t)((f + 1.0f) * 32768.0f);
+      ((uint16_t *)pld_tensor_data(t))[i] =
+          (uint16_t)((u & 1) << 15 | (9 + (u >> 1) % 7) << 10 |
+                     (u >> 4 & 1023));
     } else {
       uint32_t bits;
       memcpy(&bits, &f, sizeof bits);
@@ -220,9 +234,12 @@ static void run_shape(int kind, pld_dtype dt, int n, int64_t m, int64_t kk,
   pld_tensor c = comm_tensor(PLD_FP32, 3, (const int64_t[]){n, crows, nn});
   pld_tensor sigout = comm_tensor(PLD_INT32, 2, (const int64_t[]){n, ns});
   const int32_t reps = 2;
-  const pld_host_fn host = kind == AG
-                               ? (dt == PLD_FP32 ? h_ag_FP32 : h_ag_BF16)
-                               : (dt == PLD_FP32 ? h_rs_FP32 : h_rs_BF16);
+  const pld_host_fn host = kind == AG ? (dt == PLD_FP32   ? h_ag_FP32
+                                         : dt == PLD_FP16 ? h_ag_FP16
+                                                          : h_ag_BF16)
+                                      : (dt == PLD_FP32   ? h_rs_FP32
+                                         : dt == PLD_FP16 ? h_rs_FP16
+                                                          : h_rs_BF16);
   pld_program *prog;
   assert_ok(
       pld_compile(host, &cfg, PLD_ARGS(a, b, c, sigout, reps, blocks), &prog));
@@ -283,9 +300,11 @@ static void rs_fp32(int n) {
                 blocks);
 }
 
-static void both_bf16(int n) {
+static void half_operands(int n) {
   run_shape(AG, PLD_BF16, n, 3, 130, 131, 1);
   run_shape(RS, PLD_BF16, n, 3, 130, 131, 2);
+  run_shape(AG, PLD_FP16, n, 5, 129, 9, 2);
+  run_shape(RS, PLD_FP16, n, 5, 129, 9, 1);
 }
 
 static void test_allgather_matmul(void **state) {
@@ -298,9 +317,9 @@ static void test_matmul_reduce_scatter(void **state) {
   comm_over_rank_counts(rs_fp32);
 }
 
-static void test_bf16_operands(void **state) {
+static void test_half_operands(void **state) {
   (void)state;
-  comm_over_rank_counts(both_bf16);
+  comm_over_rank_counts(half_operands);
 }
 
 /* ---- mistakes ---------------------------------------------------------- */
@@ -505,7 +524,7 @@ static void test_sum_before_products_deadlocks(void **state) {
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_allgather_matmul),
     cmocka_unit_test(test_matmul_reduce_scatter),
-    cmocka_unit_test(test_bf16_operands),
+    cmocka_unit_test(test_half_operands),
     cmocka_unit_test(test_mistakes),
     cmocka_unit_test(test_sum_before_products_deadlocks),
 };
