@@ -334,6 +334,7 @@ enum {
   E_RS_STAGE_COLS, /* stage's columns differ from b's */
   E_SUM_C_DTYPE,   /* c of the sum not FP32 */
   E_AG_C_ROWS,     /* c without P * M rows */
+  E_AG_GATHERED,   /* gathered without P * M rows: too small */
   E_TILE_MEMORY,   /* the cube core's tile memory nearly full */
   E_BLOCKS,        /* more blocks than cube cores */
   NE
@@ -364,6 +365,9 @@ PLD_CUBE_KERNEL(k_e_cube, k, E_PARAMS) {
     break;
   case E_AG_C_ROWS:
     pld_allgather_matmul(k, x, w, y, pld_local(st), sig);
+    break;
+  case E_AG_GATHERED:
+    pld_allgather_matmul(k, x, st, y, z, sig);
     break;
   case E_TILE_MEMORY: {
     /* All of L1 (512 KiB on both platforms) but one 32-byte granule. */
@@ -463,6 +467,12 @@ static void mistakes(int n) {
   assert_fails_with(run_mistake(n, E_AG_C_ROWS, 2, 3, ns, 4), PLD_ERR_ARG,
                     "pld_allgather_matmul", "c: expected ",
                     "rows (P * a's rows), got 2");
+  char rows[64];
+  snprintf(rows, sizeof rows, "gathered: expected %d rows (P * a's rows, P",
+           2 * n);
+  assert_fails_with(run_mistake(n, E_AG_GATHERED, 2, 3, ns, 3), PLD_ERR_ARG,
+                    "pld_allgather_matmul: kernel k_e_cube (rank ", rows,
+                    "got 2: window 'st' FP32[2, 3]");
   assert_fails_with(run_mistake(n, E_TILE_MEMORY, 2, 3, ns, 4),
                     PLD_ERR_TILE_MEMORY,
                     "pld_allgather_matmul: kernel k_e_cube (rank ");
