@@ -1,10 +1,11 @@
 /* pld/fused.h: matrix products fused with the collective around them, the
  * two tensor-parallel GEMMs that overlap communication with compute:
  *
- *   AllGather-GEMM      C = allgather(A) @ B          pld_allgather_matmul
- *   GEMM-ReduceScatter  C = reduce_scatter(A @ B)     pld_matmul_reduce_scatter
- *                                                     +
- * pld_matmul_reduce_scatter_sum
+ *   AllGather-GEMM       C = allgather(A) @ B
+ *                        pld_allgather_matmul (cube kernel)
+ *   GEMM-ReduceScatter   C = reduce_scatter(A @ B)
+ *                        pld_matmul_reduce_scatter (cube kernel), then
+ *                        pld_matmul_reduce_scatter_sum (vector kernel)
  *
  * Kernels only.  Matrices are tensors seen as matrices (pld/tile.h: a
  * tensor [d0, ..., dn-1] is [d0 * ... * dn-2, dn-1]).  P is the size of
@@ -38,18 +39,22 @@
  * collective's, and a fused call's notify on them fails).  Lane b owns
  * cells [2 P b, 2 P (b + 1)): cell 2Pb + s counts what rank s delivered
  * to this rank (a chunk of A, or product tiles), cell 2Pb + P + s rank
- * s's arrival at the call's end.  Each call ends with a rendezvous of its
- * lane on every rank (the end cells) and takes back every count it
- * waited for, so the cells are zero again when it returns (but for counts
- * a faster rank already sent for its next call, which that call expects):
+ * s's arrival at the call's end.  pld_allgather_matmul and
+ * pld_matmul_reduce_scatter_sum end with a rendezvous of their lane on
+ * every rank (the end cells) and take back every count they waited for
+ * (pld_matmul_reduce_scatter only adds counts, which the sum takes back),
+ * so the cells are zero again when a call returns (but for counts a
+ * faster rank already sent for its next call, which that call expects):
  * one signal window serves calls back to back, in loops and run after
- * run, with no reset by the user.  A call that a failure interrupted
- * leaves its counts behind: windows are zeroed before each run, but with
- * pld_config.keep_windows the user zeroes the signal window after a
- * failed run.  The rendezvous is also what makes the
+ * run, with no reset by the user.  The rendezvous is also what makes the
  * next call's transfers safe: no rank writes a peer's `gathered` or
  * `stage` for call n+1 before every rank has done reading them for call
- * n.
+ * n (for GEMM-ReduceScatter, with the launch order below: the next
+ * products on a device start after its sum, which ends with the
+ * rendezvous).  A call that a failure interrupted leaves its counts
+ * behind: windows are zeroed before each run, but with
+ * pld_config.keep_windows the user zeroes the signal window after a
+ * failed run.
  *
  * ---- AllGather-GEMM ------------------------------------------------------
  *
@@ -93,9 +98,9 @@
  *     stage the same window, c [M/P, N] FP32, written.  For each tile of
  *     this rank's row block, in the order the senders send them: waits
  *     for the tile from every rank, then c = slot 0 + slot 1 + ... + slot
- *     P-1 in FP32, added in that order (rank order: the same bits every
- *     run and on every rank count's timing, equal to a C loop float s =
- *     p0; s += p1; ...).  Then the end rendezvous (see Signals).
+ *     P-1 in FP32, added in that order (rank order: the same bits on every
+ *     run whatever the timing, equal to a C loop float s = p0; s += p1;
+ *     ...).  Then the end rendezvous (see Signals).
  *
  * How to launch them: in one device function, pld_launch the cube kernel
  * then the vector kernel, both taking `stage` and `sig` (on the same
@@ -119,12 +124,16 @@
  * vector core, pld_matmul_reduce_scatter_sum on a cube core); PLD_ERR_ARG
  * (a dtype that is not FP32, FP16 or BF16, or operands of different
  * dtypes, c or stage not FP32, sig not INT32, shapes that disagree, M not
- * a multiple of P, sig too small for P and C, windows of different
- * domains, a window where a plain tensor is expected or the reverse, more
- * blocks than cores); PLD_ERR_TILE_MEMORY (above).  Then: the statuses of
- * pld_put, pld_remote_store, pld_notify and pld_wait (PLD_ERR_DEADLOCK
- * when ranks disagree on the call, e.g. its block count, or when a rank
- * never makes it), or an earlier failure of the kernel.  Shapes cannot be
+ * a multiple of P, gathered, stage or sig too small, windows of
+ * different domains, `a` overlapping `gathered`, a plain tensor given as
+ * a window (a pld_window made from a pld_tensor by hand), more blocks
+ * than cores); PLD_ERR_TILE_MEMORY (above).  Then the calls run on
+ * pld_put_notify, pld_put, pld_remote_store, pld_notify, pld_wait and the
+ * tile calls, whose failures (PLD_ERR_DEADLOCK when ranks disagree on the
+ * call, e.g. its block count, or when a rank never makes it;
+ * PLD_ERR_TIMEOUT; PLD_ERR_ABORTED when another rank failed; PLD_ERR_ARG
+ * when sig's cells belong to a collective) carry those calls' names; or
+ * an earlier failure of the kernel.  Shapes cannot be
  * compared across ranks before moving data: a rank whose call differs
  * (another M) makes the others fail or wait; keep calls identical.
  */
