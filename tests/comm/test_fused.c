@@ -337,6 +337,7 @@ enum {
   E_AG_GATHERED,   /* gathered without P * M rows: too small */
   E_TILE_MEMORY,   /* the cube core's tile memory nearly full */
   E_BLOCKS,        /* more blocks than cube cores */
+  E_COLL_SIG,      /* sig used by a collective (pld_barrier) first */
   NE
 };
 
@@ -365,6 +366,10 @@ PLD_CUBE_KERNEL(k_e_cube, k, E_PARAMS) {
     break;
   case E_AG_C_ROWS:
     pld_allgather_matmul(k, x, w, y, pld_local(st), sig);
+    break;
+  case E_COLL_SIG:
+    pld_barrier(k, sig);
+    pld_allgather_matmul(k, x, w, y, z, sig);
     break;
   case E_AG_GATHERED:
     pld_allgather_matmul(k, x, st, y, z, sig);
@@ -473,6 +478,10 @@ static void mistakes(int n) {
   assert_fails_with(run_mistake(n, E_AG_GATHERED, 2, 3, ns, 3), PLD_ERR_ARG,
                     "pld_allgather_matmul: kernel k_e_cube (rank ", rows,
                     "got 2: window 'st' FP32[2, 3]");
+  assert_fails_with(run_mistake(n, E_COLL_SIG, 2, 3, ns, 4), PLD_ERR_ARG,
+                    "pld_put_notify: kernel k_e_cube (rank ",
+                    "of window 'sig' (buffer #2) is a cell of the signal "
+                    "window pld_barrier used");
   assert_fails_with(run_mistake(n, E_TILE_MEMORY, 2, 3, ns, 4),
                     PLD_ERR_TILE_MEMORY,
                     "pld_allgather_matmul: kernel k_e_cube (rank ");
