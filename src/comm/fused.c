@@ -17,7 +17,7 @@
  * MAX_RANKS). */
 #define PLD_FUSED_MAX_RANKS 128
 
-/* ---- checks ----------------------------------------------------------- */
+/* ---- checks ---- */
 
 /* "tensor 'a' FP32 [4, 8]" (or "window 'sig' ..."), for messages. */
 static size_t param_str(char *buf, size_t cap, const struct pld__tensor *t) {
@@ -156,8 +156,7 @@ static int reserve(struct pld__core *c, const char *fn, int n,
 
 static int32_t min32(int64_t a, int64_t b) { return (int32_t)(a < b ? a : b); }
 
-/* ---- the pieces ----------------------------------------------------------
- */
+/* ---- the pieces ---- */
 
 /* c rows [crow, crow + rows) = a rows [arow, arow + rows) @ b, tile by
  * tile; after each finished tile, done(tile, at, ctx) if given, else the
@@ -173,8 +172,8 @@ struct product {
 
 static int product_rows(pld_core k, const struct product *p, int64_t arow,
                         int64_t crow, int64_t rows) {
-  for (int64_t r0 = 0; r0 < rows; r0 += TILE)
-    for (int64_t n0 = 0; n0 < p->n; n0 += TILE) {
+  for (int64_t r0 = 0; r0 < rows && !k.p->status; r0 += TILE)
+    for (int64_t n0 = 0; n0 < p->n && !k.p->status; n0 += TILE) {
       const int32_t mr = min32(rows - r0, TILE), nr = min32(p->n - n0, TILE);
       pld_tile *ct = pld_tile_new(k, PLD_FP32, mr, nr);
       for (int64_t k0 = 0; k0 < p->k; k0 += TILE) {
@@ -222,8 +221,7 @@ static int lane_end(pld_core k, pld_window sig, int32_t me, int32_t p,
   return k.p->status;
 }
 
-/* ---- AllGather-GEMM ------------------------------------------------------
- */
+/* ---- AllGather-GEMM ---- */
 
 int pld_allgather_matmul(pld_core k, pld_tensor a, pld_window gathered,
                          pld_tensor b, pld_tensor c, pld_window sig) {
@@ -308,8 +306,7 @@ int pld_allgather_matmul(pld_core k, pld_tensor a, pld_window gathered,
   return lane_end(k, sig, me, p, lane, got);
 }
 
-/* ---- GEMM-ReduceScatter ------------------------------------------------
- */
+/* ---- GEMM-ReduceScatter ---- */
 
 /* Where a finished tile of the partial product goes: rank d's stage, rows
  * of slot me. */
