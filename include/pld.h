@@ -17,6 +17,7 @@
 #include "pld/signal.h"
 #include "pld/rma.h"
 #include "pld/collective.h"
+#include "pld/fused.h"
 #include "pld/program.h"
 
 #endif /* PLD_H */
