@@ -159,6 +159,27 @@ pld_allreduce_mode pld_allreduce_auto(int32_t nranks, int64_t bytes);
 /* data = root's data, on every rank; root is a rank of data's domain. */
 int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root);
 
+/* Out of place.  Each takes the same part in the call matching as its
+ * in-place form (a rank may call one form while another calls the other,
+ * on the same windows), gives the same bits, and leaves its source as it
+ * was.  The other tensor (src or dst) is any tensor of this rank (plain, a
+ * pld_local of a window, a device allocation) of the data's dtype, apart
+ * from the data and the signal window.
+ *  - pld_allreduce_to: dst = op over every rank's src (src: the elements
+ *    of dst).  dst is a window, since peers read the partial results:
+ *    this rank's src is copied into its dst first (a local copy of its
+ *    part), then the call runs as pld_allreduce on dst, in any mode.
+ *  - pld_broadcast_to: dst = root's src on every rank, the root's too;
+ *    peers read the root's src, which stays as it was.
+ *  - pld_reduce_scatter_to: dst (the elements of a row of src) = op over
+ *    every rank's row r of src, on rank r; no src changes. */
+int pld_allreduce_to(pld_core k, pld_tensor src, pld_window dst, pld_window sig,
+                     pld_reduce_op op, pld_allreduce_mode mode);
+int pld_broadcast_to(pld_core k, pld_window src, pld_tensor dst, pld_window sig,
+                     int32_t root);
+int pld_reduce_scatter_to(pld_core k, pld_window src, pld_tensor dst,
+                          pld_window sig, pld_reduce_op op);
+
 /* Row r of target = rank r's stage, on every rank.  stage is any tensor
  * of this rank (plain, or pld_local of a window) of N elements; target a
  * window [P, ...] of P * N elements of stage's dtype (its leading

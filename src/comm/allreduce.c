@@ -1,5 +1,6 @@
 /* comm/allreduce.c: the reducing collectives, pld_allreduce (mesh,
- * two-phase, ring, and the choice among them) and pld_reduce_scatter, on
+ * two-phase, ring, and the choice among them) and pld_reduce_scatter, in
+ * place and out of place (pld_allreduce_to, pld_reduce_scatter_to), on
  * the steps of comm/coll.h: each rank's data read in groups through a
  * staging tile into an FP32 (or INT32) accumulator tile, ranks combined
  * in a fixed order. */
@@ -131,12 +132,12 @@ static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
   return PLD_OK;
 }
 
-/* My elements [e0, e1) of w = op over every rank's, group by group; with
- * `sync`, a barrier between reading a group and storing it (a peer may
- * still read my unreduced group: mesh). */
-static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
-                            int64_t e0, int64_t e1, pld_reduce_op op,
-                            int sync) {
+/* out[0, e1 - e0) = op over every rank's elements [e0, e1) of w, group by
+ * group; with `sync`, a barrier between reading a group and storing it (a
+ * peer may still read my unreduced group: mesh in place). */
+static int reduce_ranks_into(struct coll *cc, const struct pld__tensor *w,
+                             int64_t e0, int64_t e1, pld_reduce_op op, int sync,
+                             unsigned char *out) {
   const size_t es = pld_dtype_size(w->dtype);
   /* Without a barrier, pieces small enough that the accumulator stays in
    * the host CPU's first-level cache: every rank's data is read once. */
@@ -148,10 +149,18 @@ static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
     if (!st && sync)
       st = pld__coll_round(cc);
     if (!st)
-      store_acc(w->dtype, (unsigned char *)w->data + (size_t)g * es,
-                cc->acc->data, len);
+      store_acc(w->dtype, out + (size_t)(g - e0) * es, cc->acc->data, len);
   }
   return st;
+}
+
+/* My elements [e0, e1) of w = op over every rank's (reduce_ranks_into). */
+static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
+                            int64_t e0, int64_t e1, pld_reduce_op op,
+                            int sync) {
+  return reduce_ranks_into(cc, w, e0, e1, op, sync,
+                           (unsigned char *)w->data +
+                               (size_t)e0 * pld_dtype_size(w->dtype));
 }
 
 pld_allreduce_mode pld_allreduce_auto(int32_t nranks, int64_t bytes) {
@@ -223,16 +232,43 @@ static int ring_allreduce(struct coll *cc, const struct pld__tensor *w,
   return st;
 }
 
-int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
-                  pld_allreduce_mode mode) {
+/* Out of place: the elements of data w this lane works on = src's (the
+ * ring's pieces of each chunk, else [lo, hi)), before the call's entry:
+ * no peer reads them before it, and the last call on w ended with every
+ * rank done reading. */
+static int take_source(struct coll *cc, const struct pld__tensor *w,
+                       const struct pld__tensor *src, pld_allreduce_mode mode,
+                       int64_t n, int64_t lo, int64_t hi) {
+  const size_t es = pld_dtype_size(w->dtype);
+  const unsigned char *from = src->data;
+  int st = PLD_OK;
+  for (int32_t k = 0; k < (mode == PLD_ALLREDUCE_RING ? cc->n : 1) && !st;
+       k++) {
+    int64_t c0 = lo, c1 = hi;
+    if (mode == PLD_ALLREDUCE_RING)
+      ring_piece(cc, n, k, &c0, &c1);
+    st = pld__coll_write(cc, w, cc->me, (size_t)c0 * es, from + (size_t)c0 * es,
+                         (size_t)(c1 - c0) * es);
+  }
+  return st;
+}
+
+/* pld_allreduce, and pld_allreduce_to (src: its source, a tensor of this
+ * rank, whose part of this lane goes into data first; in place, src.p is
+ * NULL). */
+static int allreduce(pld_core k, const char *fn, pld_tensor src,
+                     pld_window data, pld_window sig, pld_reduce_op op,
+                     pld_allreduce_mode mode) {
   struct pld__core *c = k.p;
-  const char *fn = "pld_allreduce";
   struct coll cc;
   struct pld__coll_args a = {.kind = PLD__COLL_ALLREDUCE,
                              .data = data.p,
+                             .src = src.p,
                              .op = (int)op,
                              .mode = (int)mode};
-  int st = pld__coll_begin(&cc, c, fn, &a, sig, &data, 1, NULL, NULL, 0);
+  const int reads = 0;
+  int st = pld__coll_begin(&cc, c, fn, &a, sig, &data, 1, src.p ? &src : NULL,
+                           &reads, src.p ? 1 : 0);
   if (st)
     return pld__coll_finish(&cc, st);
   const struct pld__tensor *w = data.p;
@@ -249,6 +285,7 @@ int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
   const struct eager ep = {(const unsigned char *)w->data + cc.eager_off,
                            cc.eager ? (size_t)(hi - lo) * es : 0, 0};
   if ((st = pld__coll_reserve(&cc, es, 1, hi - lo)) ||
+      (src.p && (st = take_source(&cc, w, src.p, mode, n, lo, hi))) ||
       (st = pld__coll_start(&cc, w, op, mode, 0, n, &ep)))
     return pld__coll_finish(&cc, st);
   if (cc.n == 1)
@@ -283,14 +320,31 @@ int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
   return pld__coll_finish(&cc, st);
 }
 
-int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
-                       pld_reduce_op op) {
+int pld_allreduce(pld_core k, pld_window data, pld_window sig, pld_reduce_op op,
+                  pld_allreduce_mode mode) {
+  return allreduce(k, "pld_allreduce", (pld_tensor){NULL}, data, sig, op, mode);
+}
+
+int pld_allreduce_to(pld_core k, pld_tensor src, pld_window dst, pld_window sig,
+                     pld_reduce_op op, pld_allreduce_mode mode) {
+  if (!src.p) /* NULL would mean in place */
+    src.p = &pld__invalid_tensor;
+  return allreduce(k, "pld_allreduce_to", src, dst, sig, op, mode);
+}
+
+/* pld_reduce_scatter, and pld_reduce_scatter_to (dst: where this rank's
+ * row goes, a tensor of this rank; in place, dst.p is NULL). */
+static int reduce_scatter(pld_core k, const char *fn, pld_window data,
+                          pld_tensor dst, pld_window sig, pld_reduce_op op) {
   struct pld__core *c = k.p;
-  const char *fn = "pld_reduce_scatter";
   struct coll cc;
-  struct pld__coll_args a = {
-      .kind = PLD__COLL_REDUCE_SCATTER, .data = data.p, .op = (int)op};
-  int st = pld__coll_begin(&cc, c, fn, &a, sig, &data, 1, NULL, NULL, 0);
+  struct pld__coll_args a = {.kind = PLD__COLL_REDUCE_SCATTER,
+                             .data = data.p,
+                             .dst = dst.p,
+                             .op = (int)op};
+  const int writes = 1;
+  int st = pld__coll_begin(&cc, c, fn, &a, sig, &data, 1, dst.p ? &dst : NULL,
+                           &writes, dst.p ? 1 : 0);
   if (st)
     return pld__coll_finish(&cc, st);
   const struct pld__tensor *w = data.p;
@@ -308,9 +362,27 @@ int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
   if ((st = pld__coll_reserve(&cc, es, 1, hi - lo)) ||
       (st = pld__coll_start(&cc, w, op, 0, 0, n, &ep)))
     return pld__coll_finish(&cc, st);
-  /* Nobody else reads my row me: it is stored as it is reduced. */
-  st = reduce_into_mine(&cc, w, cc.me * row + lo, cc.me * row + hi, op, 0);
+  /* Nobody else reads my row me: it is stored as it is reduced (out of
+   * place, into dst). */
+  unsigned char *out =
+      dst.p ? (unsigned char *)dst.p->data + (size_t)lo * es
+            : (unsigned char *)w->data + (size_t)(cc.me * row + lo) * es;
+  st =
+      reduce_ranks_into(&cc, w, cc.me * row + lo, cc.me * row + hi, op, 0, out);
   if (!st && !cc.eager) /* nobody changes its rows while others read them */
     st = pld__coll_round(&cc);
   return pld__coll_finish(&cc, st);
+}
+
+int pld_reduce_scatter(pld_core k, pld_window data, pld_window sig,
+                       pld_reduce_op op) {
+  return reduce_scatter(k, "pld_reduce_scatter", data, (pld_tensor){NULL}, sig,
+                        op);
+}
+
+int pld_reduce_scatter_to(pld_core k, pld_window src, pld_tensor dst,
+                          pld_window sig, pld_reduce_op op) {
+  if (!dst.p)
+    dst.p = &pld__invalid_tensor;
+  return reduce_scatter(k, "pld_reduce_scatter_to", src, dst, sig, op);
 }

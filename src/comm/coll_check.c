@@ -84,6 +84,34 @@ static int shapes_match(const struct pld__tensor *a, const char *ra,
                 ashape, bs, bshape);
 }
 
+/* An out-of-place form's other tensor (a->src or a->dst) has the data's
+ * dtype and the elements it needs (reduce-scatter's result: one row of the
+ * data), and shares no memory with it. */
+static int check_out_of_place(const struct pld__coll_args *a, char *msg,
+                              size_t cap) {
+  const struct pld__tensor *d = a->data;
+  const struct pld__tensor *o = a->src ? a->src : a->dst;
+  if (!o)
+    return PLD_OK;
+  const char *role = a->src ? "src" : "dst";
+  const int64_t n = (int64_t)(d->nbytes / pld_dtype_size(d->dtype));
+  const int64_t want = a->kind == PLD__COLL_REDUCE_SCATTER ? n / a->nranks : n;
+  const int64_t got = (int64_t)(o->nbytes / pld_dtype_size(o->dtype));
+  if (o->dtype != d->dtype || got != want) {
+    char os[160], ds[160], oshape[128], dshape[128];
+    pld__describe(os, sizeof os, o, PLD__NO_PEER, role);
+    pld__describe(ds, sizeof ds, d, PLD__NO_PEER, NULL);
+    pld__tensor_str(oshape, sizeof oshape, o);
+    pld__tensor_str(dshape, sizeof dshape, d);
+    return REFUSE(
+        PLD_ERR_ARG, "%s is %s, %s is %s: expected %lld %s elements (%s)", os,
+        oshape, ds, dshape, (long long)want, pld_dtype_name(d->dtype),
+        a->kind == PLD__COLL_REDUCE_SCATTER ? "one row of the data, this rank's"
+                                            : "as many as the data");
+  }
+  return refuse_overlap(o, role, d, NULL, msg, cap);
+}
+
 int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
   const int32_t n = a->nranks;
   const struct pld__tensor *sig = a->sig, *d = a->data, *t = a->target;
@@ -190,6 +218,11 @@ int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
     break;
   }
   if (!st)
+    st = check_out_of_place(a, msg, cap);
+  if (!st)
     st = refuse_overlap(t ? t : d, NULL, sig, NULL, msg, cap);
+  if (!st && (a->src || a->dst))
+    st = refuse_overlap(a->src ? a->src : a->dst, a->src ? "src" : "dst", sig,
+                        NULL, msg, cap);
   return st;
 }

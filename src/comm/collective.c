@@ -1,6 +1,6 @@
 /* comm/collective.c: the collectives that move data without reducing
- * it, pld_broadcast, pld_allgather, pld_all_to_all and pld_all_to_all_v,
- * on the steps of comm/coll.h. */
+ * it, pld_broadcast (and pld_broadcast_to), pld_allgather, pld_all_to_all
+ * and pld_all_to_all_v, on the steps of comm/coll.h. */
 #include <string.h>
 
 #include "comm/coll.h"
@@ -50,13 +50,17 @@ static int exchange(pld_core k, const char *fn, int kind, pld_tensor local,
   return pld__coll_finish(&cc, st);
 }
 
-int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
+/* pld_broadcast, and pld_broadcast_to (dst: where every rank's copy goes,
+ * a tensor of the rank, the root's too; in place, dst.p is NULL). */
+static int broadcast(pld_core k, const char *fn, pld_window data,
+                     pld_tensor dst, pld_window sig, int32_t root) {
   struct pld__core *c = k.p;
-  const char *fn = "pld_broadcast";
   struct coll cc;
   struct pld__coll_args a = {
-      .kind = PLD__COLL_BROADCAST, .data = data.p, .root = root};
-  int st = pld__coll_begin(&cc, c, fn, &a, sig, &data, 1, NULL, NULL, 0);
+      .kind = PLD__COLL_BROADCAST, .data = data.p, .dst = dst.p, .root = root};
+  const int writes = 1;
+  int st = pld__coll_begin(&cc, c, fn, &a, sig, &data, 1, dst.p ? &dst : NULL,
+                           &writes, dst.p ? 1 : 0);
   if (st)
     return pld__coll_finish(&cc, st);
   const struct pld__tensor *w = data.p;
@@ -65,6 +69,11 @@ int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
   int64_t lo, hi;
   pld__coll_lane_part(&cc, n, &lo, &hi);
   unsigned char *mine = (unsigned char *)w->data + (size_t)lo * es;
+  /* Where the root's part goes: the data (in place; the root keeps its
+   * own), or dst. */
+  unsigned char *out =
+      dst.p ? (unsigned char *)dst.p->data + (size_t)lo * es : mine;
+  const int copy = cc.me != root || dst.p;
   const size_t part = (size_t)(hi - lo) * es;
   cc.eager = part <= PLD_COLL_EAGER_BYTES;
   const struct eager ep = {mine, cc.eager && cc.me == root ? part : 0, 0};
@@ -72,15 +81,26 @@ int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
       (st = pld__coll_start(&cc, w, 0, 0, root, n, &ep)))
     return pld__coll_finish(&cc, st);
   if (cc.eager) {
-    if (cc.me != root)
-      memcpy(mine, pld__coll_sent(&cc, root), part);
+    if (copy)
+      memcpy(out, cc.me == root ? mine : pld__coll_sent(&cc, root), part);
     return pld__coll_finish(&cc, PLD_OK);
   }
-  if (cc.me != root)
-    st = pld__coll_read(&cc, w, root, (size_t)lo * es, mine, part);
+  if (copy)
+    st = pld__coll_read(&cc, w, root, (size_t)lo * es, out, part);
   if (!st) /* the root stays until everyone has read it */
     st = pld__coll_round(&cc);
   return pld__coll_finish(&cc, st);
+}
+
+int pld_broadcast(pld_core k, pld_window data, pld_window sig, int32_t root) {
+  return broadcast(k, "pld_broadcast", data, (pld_tensor){NULL}, sig, root);
+}
+
+int pld_broadcast_to(pld_core k, pld_window src, pld_tensor dst, pld_window sig,
+                     int32_t root) {
+  if (!dst.p) /* NULL would mean in place */
+    dst.p = &pld__invalid_tensor;
+  return broadcast(k, "pld_broadcast_to", src, dst, sig, root);
 }
 
 int pld_allgather(pld_core k, pld_tensor stage, pld_window target,

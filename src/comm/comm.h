@@ -232,6 +232,10 @@ struct pld__coll_args {
    * input (all-to-all, all-to-all-v), and the target of the last three. */
   const struct pld__tensor *data, *target, *sig;
   const struct pld__tensor *send_counts, *recv_counts; /* all-to-all-v */
+  /* The out-of-place forms (pld_allreduce_to, ...): the source when the
+   * data above is the result (allreduce), or the result when the data is
+   * the source (broadcast, reduce-scatter); else NULL. */
+  const struct pld__tensor *src, *dst;
   int op, mode, root;
   int32_t nranks, blocks;
   int cube; /* called on a cube core */
