@@ -237,6 +237,20 @@ int pld_host_reduce_scatter(pld_host h, pld_window data, pld_window sig,
 int pld_host_all_to_all(pld_host h, pld_window input, pld_window target,
                         pld_window sig);
 
+/* The program's signal window for the collectives: declared once by the
+ * host function, for calls on up to `blocks` blocks (in [1, the device's
+ * vector cores]) over the world (PLD_SIGNAL_CELLS(world size, blocks)
+ * INT32 cells on every rank).  A kernel reaches it through a PLD_COLL_SIG
+ * parameter, for which its launch passes nothing, so that no device
+ * function or kernel signature carries the window or a dimension for it;
+ * the host-level collectives given no sig use it too.  Launches of kernels
+ * that have it are ordered as launches passing one window are.  Declared
+ * at most once, before any host-level collective given no sig.  Returns
+ * its view (a window of the world's domain, usable as any signal window);
+ * on failure (PLD_ERR_ARG) the failure is recorded in h and the view
+ * returned is rejected by every later call.  Host only. */
+pld_window pld_coll_signal(pld_host h, int32_t blocks);
+
 /* Every rank of the world reaches the barrier (its dispatches before it
  * have finished) before any rank starts its next dispatch: one builtin
  * dispatch per rank, "pld_barrier", as for the collectives above (sig

@@ -132,6 +132,13 @@ typedef struct pld_host_task_fn {
  * and written (InOut). */
 #define PLD_WINDOW(name, dtype, ...)                                           \
   (PLD__W, PLD_DIR_INOUT, name, dtype, __VA_ARGS__)
+/* A kernel's parameter for the program's collective signal window
+ * (pld_coll_signal, pld/collective.h): the body sees it as a pld_window
+ * (INT32, 1-D); a launch passes no argument for it (the device gives its
+ * view), so no signature carries a dimension for it.  Kernels only. */
+#define PLD_COLL_SIG(name)                                                     \
+  (PLD__W, PLD_DIR_INOUT, name, INT32, PLD__COLL_SIG_CELLS)
+PLD_DYNAMIC(PLD__COLL_SIG_CELLS);
 /* A scalar parameter, passed by value; the body sees the C type of dtype
  * (INT32 -> int32_t, FP32 -> float, FP16/BF16 -> float, BOOL -> bool). */
 #define PLD_SCALAR(name, dtype) (PLD__S, PLD_DIR_IN, name, dtype, 0)

@@ -103,12 +103,66 @@ launch_refused(struct pld__aicpu *a, int st, const char *what) {
 static int launch_submit(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
                          const pld_arg *norm, const struct pld__blocks_by *by);
 
+/* Parameter p is a PLD_COLL_SIG: a window whose only dimension is named
+ * PLD__COLL_SIG_CELLS. */
+static int is_coll_sig(const pld_param *p) {
+  return p->kind == PLD_ARG_WINDOW && p->ndim == 1 && p->dims[0].name &&
+         p->dims[0].name[0] == 'P' &&
+         !strcmp(p->dims[0].name, "PLD__COLL_SIG_CELLS");
+}
+
+/* The arguments of a launch of a kernel with PLD_COLL_SIG parameters:
+ * argv (the block count, then the others) with the program's signal window
+ * at those parameters, in full[].  Returns the count, or -1 with the
+ * failure recorded. */
+static int with_coll_sig(struct pld__aicpu *a, const char *what,
+                         const pld_signature *sig, int argc,
+                         const pld_arg *argv, pld_arg *full) {
+  int n = 1, j = 1, own = 0;
+  full[0] = argv[0];
+  for (int i = 0; i < sig->nparams; i++)
+    own += !is_coll_sig(&sig->params[i]);
+  if (argc - 1 != own)
+    return afail(a, PLD_ERR_ARG, what,
+                 "%s: expected %d argument%s after the block count (%d "
+                 "parameters, %d of them the program's collective signal "
+                 "window, which the launch passes itself), got %d",
+                 sig->name, own, own == 1 ? "" : "s", sig->nparams,
+                 sig->nparams - own, argc - 1),
+           -1;
+  for (int i = 0; i < sig->nparams; i++) {
+    if (!is_coll_sig(&sig->params[i])) {
+      full[n++] = argv[j++];
+      continue;
+    }
+    if (!a->coll_sig)
+      return afail(a, PLD_ERR_ARG, what,
+                   "%s: parameter '%s' (PLD_COLL_SIG): the program has no "
+                   "collective signal window: declare it in the host "
+                   "function with pld_coll_signal",
+                   sig->name, sig->params[i].name),
+             -1;
+    full[n].kind = PLD_ARG_WINDOW;
+    full[n].dtype = PLD_INT32;
+    full[n++].v.t = (struct pld__tensor *)a->coll_sig;
+  }
+  return n;
+}
+
 /* pld_launch and pld_launch_by (`what`) after their own checks: the
  * kernel's arguments checked against its signature, then submitted. */
 static int launch(struct pld__aicpu *a, const char *what, pld_kernel_fn kernel,
                   int argc, const pld_arg *argv,
                   const struct pld__blocks_by *by) {
   const pld_signature *sig = kernel.sig;
+  pld_arg full[PLD_MAX_PARAMS + 1];
+  for (int i = 0; i < sig->nparams; i++)
+    if (is_coll_sig(&sig->params[i])) {
+      if ((argc = with_coll_sig(a, what, sig, argc, argv, full)) < 0)
+        return a->status;
+      argv = full;
+      break;
+    }
   if (!pld__arg_is_integer(&argv[0]))
     return afail(a, PLD_ERR_ARG, what,
                  "%s: blocks: expected an integer in [1, 65535], got a %s",

@@ -21,6 +21,9 @@ struct pld__aicpu {
   const char *fn; /* the device function's name */
   struct pld__dims *dims;
   struct pld__sched *sched; /* real mode */
+  /* This rank's view of the program's collective signal window, or NULL
+   * (PLD_COLL_SIG parameters receive it). */
+  const struct pld__tensor *coll_sig;
   struct pld__watch *watch; /* real mode: busy except while draining */
 
   /* Tensors from pld_device_alloc, freed at the end of the call, and the

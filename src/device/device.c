@@ -282,6 +282,13 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
     for (int i = 0; i < call->argc; i++)
       argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], plan,
                                      data, d->fabric, &tensors[i]);
+    struct pld__tensor coll_sig;
+    a->coll_sig = NULL;
+    if (plan->coll_sig.win_buf >= 0) {
+      pld__call_arg_tensor(&plan->coll_sig, &pld__coll_sig_param, plan, data,
+                           d->fabric, &coll_sig);
+      a->coll_sig = &coll_sig;
+    }
     int st = call->after_tasks
                  ? await_tasks(d, a, (uint32_t)call->after_tasks, msg, cap)
                  : aborted(d, msg, cap);

@@ -17,6 +17,13 @@ void pld__plan_table_write(const struct pld__devplan *pl, unsigned char *data,
     }
 }
 
+const pld_param pld__coll_sig_param = {"coll_sig",
+                                       PLD_ARG_WINDOW,
+                                       PLD_DIR_INOUT,
+                                       PLD_INT32,
+                                       1,
+                                       {{PLD_DYN, "PLD__COLL_SIG_CELLS"}}};
+
 pld_arg pld__call_arg_tensor(const struct pld__call_arg *ca,
                              const pld_param *pm, const struct pld__devplan *pl,
                              unsigned char *data, struct pld__fabric *f,

@@ -71,7 +71,13 @@ struct pld__devplan {
   /* Window buffers: this rank's comm context in each (comms[win_buf *
    * nranks + rank]); where their copies are is the fabric's. */
   const struct pld__comm *comms;
+  /* The program's collective signal window (win_buf -1: none), which
+   * kernels' PLD_COLL_SIG parameters receive. */
+  struct pld__call_arg coll_sig;
 };
+
+/* The parameter a PLD_COLL_SIG declares, as the device names its view. */
+extern const pld_param pld__coll_sig_param;
 
 /* A device's data area holds nslots runs' slices (PLD__DATA_SLOTS, or
  * one per run in flight where the program queues more: pld_compile), one

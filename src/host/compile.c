@@ -124,6 +124,15 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   pl->plat = p->plan.plat;
   pl->dims = &p->plan.dims;
   pl->comms = p->plan.comms;
+  pl->coll_sig.buf = pl->coll_sig.win_buf = -1;
+  if (h->coll_sig.p) {
+    const struct pld__tensor *cs = h->coll_sig.p;
+    pl->coll_sig.win_buf = cs->win_buf;
+    pl->coll_sig.win_offset = cs->win_offset;
+    pl->coll_sig.dtype = cs->dtype;
+    pl->coll_sig.ndim = cs->ndim;
+    memcpy(pl->coll_sig.shape, cs->shape, sizeof pl->coll_sig.shape);
+  }
   for (int i = 0; i < h->ndisps; i++)
     if (h->disps[i].rank == rank)
       pl->ncalls++;
@@ -225,8 +234,12 @@ static int trace_devices(struct pld_program *p) {
       for (int i = 0; i < call->argc; i++)
         argv[i] = pld__call_arg_tensor(&call->args[i], &sig->params[i], pl,
                                        NULL, NULL, &tensors[i]);
+      struct pld__tensor coll_sig;
+      pld__call_arg_tensor(&pl->coll_sig, &pld__coll_sig_param, pl, NULL, NULL,
+                           &coll_sig);
       struct pld__aicpu a;
       memset(&a, 0, sizeof a);
+      a.coll_sig = pl->coll_sig.win_buf >= 0 ? &coll_sig : NULL;
       a.trace = 1;
       a.rank = r;
       a.device = pl->device_id;

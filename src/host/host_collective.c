@@ -171,6 +171,41 @@ static int host_collective(pld_host hh, const char *fn,
   return st;
 }
 
+pld_window pld_coll_signal(pld_host hh, int32_t blocks) {
+  struct pld__host *h = hh.p;
+  struct pld_program *p = h->prog;
+  const char *name = p->plan.host.sig->name;
+  pld_window bad = {&pld__invalid_tensor};
+  if (h->status)
+    return bad;
+  if (blocks < 1 || blocks > p->plan.plat->vector_cores) {
+    pld__hfail(h, PLD_ERR_ARG,
+               "pld_coll_signal (in %s): blocks: expected 1 to %d (the "
+               "vector cores of an %s device), got %d",
+               name, p->plan.plat->vector_cores, p->plan.plat->name,
+               (int)blocks);
+    return bad;
+  }
+  if (h->coll_sig.p) {
+    pld__hfail(h, PLD_ERR_ARG,
+               "pld_coll_signal (in %s): the program's collective signal "
+               "window exists already (declared before, or made by a "
+               "host-level collective given no sig): declare it once, before "
+               "those",
+               name);
+    return bad;
+  }
+  const int64_t cells = PLD_SIGNAL_CELLS(p->plan.nranks, blocks);
+  pld_window_buf b = pld_window_alloc_shape(hh, PLD_INT32, PLD_SHAPE(cells));
+  pld_window v = pld_window_view(hh, b, PLD_INT32, PLD_SHAPE(cells));
+  if (h->status)
+    return bad;
+  /* Its domain is the world, whether or not a dispatch passes it. */
+  for (int r = 0; r < p->plan.nranks; r++)
+    pld__windows_member(p, v.p->win_buf, r);
+  return h->coll_sig = v;
+}
+
 int pld_host_allreduce(pld_host h, pld_window data, pld_window sig,
                        pld_reduce_op op, pld_allreduce_mode mode) {
   struct pld__coll_args a = {.kind = PLD__COLL_ALLREDUCE,

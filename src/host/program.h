@@ -76,8 +76,9 @@ struct pld__host {
   int ndisps, capdisps;
   struct pld__hosttask *tasks;
   int ntasks, captasks;
-  /* The signal window of host-level collectives given none (made at the
-   * first one). */
+  /* The program's collective signal window: declared (pld_coll_signal),
+   * or made by the first host-level collective given none.  Kernels reach
+   * it through PLD_COLL_SIG parameters. */
   pld_window coll_sig;
   int status; /* first failure: sticky */
   char msg[PLD__MSG_MAX];
