@@ -24,7 +24,9 @@ PLD_DYNAMIC(L);   /* experts per rank */
 PLD_DYNAMIC(S);   /* rows of combine's stage: T * K */
 PLD_DYNAMIC(NS);  /* signal cells */
 
-enum { MODE_PACKED = 1, MODE_EP = 2 };
+/* What the kernel calls: MODE_MIX has rank 1 call pld_all_to_all_packed
+ * where the others call pld_ep_dispatch. */
+enum { MODE_PACKED = 1, MODE_EP = 2, MODE_MIX = 4 };
 
 /* What targets hold before a call, so that rows past the total are seen to
  * be left alone. */
@@ -111,7 +113,10 @@ static void experts_compute(pld_core k, pld_tensor rx, pld_tensor rc,
         copy_all(k, none, pld_local(rw), SENTINEL);                            \
       }                                                                        \
       block_sync(k, bsig, me, &gen);                                           \
-      if (pld_ep_dispatch(k, x, idx, wt, experts, rx, meta, rw, o_rc, sig))    \
+      if ((mode & MODE_MIX) && me == 1                                         \
+              ? pld_all_to_all_packed(k, pin, scnt, tgt, o_pc, sig)            \
+              : pld_ep_dispatch(k, x, idx, wt, experts, rx, meta, rw, o_rc,    \
+                                sig))                                          \
         return;                                                                \
       block_sync(k, bsig, me, &gen);                                           \
       if (lead)                                                                \
@@ -792,6 +797,28 @@ static void test_packed(void **state) {
   }
 }
 
+/* Rank 1 calls pld_all_to_all_packed where the others call
+ * pld_ep_dispatch: every rank fails with PLD_ERR_MISMATCH naming each
+ * rank's call, instead of hanging or moving rows. */
+static void test_mismatch(void **state) {
+  (void)state;
+  const int p = 3;
+  if (!comm_world_fits(p))
+    skip();
+  struct ep_case c;
+  case_init(&c, PLD_FP32, p, 6, 4, 8, 2);
+  rng_state = 9;
+  case_random(&c);
+  c.cap = c.t * c.k * p;
+  c.mode = MODE_EP | MODE_MIX;
+  case_fails(&c, PLD_ERR_MISMATCH,
+             "rank 1: pld_all_to_all_packed(FP32, 192 elements in 24 rows, 1 "
+             "block)",
+             "rank 2: pld_ep_dispatch(FP32, 192 elements, 6 experts, 1 "
+             "block)");
+  case_free(&c);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dispatch_combine_fp32),
     cmocka_unit_test(test_dispatch_combine_bf16),
@@ -800,6 +827,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_capacity),
     cmocka_unit_test(test_bad_expert),
     cmocka_unit_test(test_packed),
+    cmocka_unit_test(test_mismatch),
 };
 
 PLD_TEST_MAIN("comm_ep", tests)
