@@ -25,8 +25,9 @@ PLD_DYNAMIC(S);   /* rows of combine's stage: T * K */
 PLD_DYNAMIC(NS);  /* signal cells */
 
 /* What the kernel calls: MODE_MIX has rank 1 call pld_all_to_all_packed
- * where the others call pld_ep_dispatch. */
-enum { MODE_PACKED = 1, MODE_EP = 2, MODE_MIX = 4 };
+ * where the others call pld_ep_dispatch; MODE_CUBE launches a cube kernel
+ * that calls pld_ep_combine. */
+enum { MODE_PACKED = 1, MODE_EP = 2, MODE_MIX = 4, MODE_CUBE = 8 };
 
 /* What targets hold before a call, so that rows past the total are seen to
  * be left alone. */
@@ -136,15 +137,25 @@ static void experts_compute(pld_core k, pld_tensor rx, pld_tensor rc,
     if (lead)                                                                  \
       copy_all(k, pld_local(sig), o_sig, 0);                                   \
   }                                                                            \
+  PLD_CUBE_KERNEL(k_cube_##DT, k, KERNEL_PARAMS(DT),                           \
+                  PLD_INOUT(ebuf, DT, CAP, H), OUT_PARAMS(DT), SCALARS) {      \
+    pld_ep_combine(k, ebuf, pld_local(meta), o_rc, idx, wt, stage, o_out,      \
+                   sig);                                                       \
+  }                                                                            \
   PLD_DEVICE(d_ep_##DT, cpu, KERNEL_PARAMS(DT), OUT_PARAMS(DT), SCALARS,       \
              PLD_SCALAR(blocks, INT32)) {                                      \
     pld_tensor ebuf =                                                          \
         pld_device_alloc(cpu, PLD_##DT,                                        \
                          PLD_SHAPE(pld_tensor_dim(pld_local(rx), 0),           \
                                    pld_tensor_dim(pld_local(rx), 1)));         \
-    pld_launch(cpu, k_ep_##DT, blocks, x, idx, wt, pin, scnt, rx, meta, rw,    \
-               stage, tgt, sig, bsig, ebuf, o_rx, o_meta, o_rw, o_rc, o_out,   \
-               o_tgt, o_pc, o_sig, experts, mode, reps);                       \
+    if (mode & MODE_CUBE)                                                      \
+      pld_launch(cpu, k_cube_##DT, blocks, x, idx, wt, pin, scnt, rx, meta,    \
+                 rw, stage, tgt, sig, bsig, ebuf, o_rx, o_meta, o_rw, o_rc,    \
+                 o_out, o_tgt, o_pc, o_sig, experts, mode, reps);              \
+    else                                                                       \
+      pld_launch(cpu, k_ep_##DT, blocks, x, idx, wt, pin, scnt, rx, meta, rw,  \
+                 stage, tgt, sig, bsig, ebuf, o_rx, o_meta, o_rw, o_rc, o_out, \
+                 o_tgt, o_pc, o_sig, experts, mode, reps);                     \
   }                                                                            \
   PLD_HOST(h_ep_##DT, h, PLD_IN(x, DT, NR, T, H),                              \
            PLD_IN(idx, INT32, NR, T, K), PLD_IN(wt, FP32, NR, T, K),           \
@@ -819,6 +830,29 @@ static void test_mismatch(void **state) {
   case_free(&c);
 }
 
+/* Arguments refused on the calling rank, naming what they expected: an
+ * expert count that is no multiple of the ranks; combine on a cube
+ * core. */
+static void test_refusals(void **state) {
+  (void)state;
+  const int p = 3;
+  if (!comm_world_fits(p))
+    skip();
+  struct ep_case c;
+  case_init(&c, PLD_FP32, p, 7, 4, 8, 2);
+  rng_state = 13;
+  case_random(&c);
+  c.cap = c.t * c.k * p;
+  case_fails(&c, PLD_ERR_ARG, "pld_ep_dispatch: kernel k_ep_FP32 (rank ",
+             "experts is 7: expected a multiple of the domain's 3 ranks from "
+             "3 to 255 (PLD_EP_MAX_EXPERTS)");
+  c.e = 6;
+  c.mode = MODE_CUBE;
+  case_fails(&c, PLD_ERR_LEVEL, "pld_ep_combine: kernel k_cube_FP32 (rank ",
+             "runs on vector cores (PLD_KERNEL)");
+  case_free(&c);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dispatch_combine_fp32),
     cmocka_unit_test(test_dispatch_combine_bf16),
@@ -828,6 +862,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bad_expert),
     cmocka_unit_test(test_packed),
     cmocka_unit_test(test_mismatch),
+    cmocka_unit_test(test_refusals),
 };
 
 PLD_TEST_MAIN("comm_ep", tests)
