@@ -5,7 +5,8 @@
  * slots, a token choosing two experts of one rank (its data arrives in its
  * first row there and is copied: the `first row` column says so) and one
  * expert in two slots; a rank that sends nothing and one that receives
- * nothing; every token to one expert; capacity exactly at the limit and
+ * nothing; every token to one expert; the rows of x the fabric carries
+ * (its debug log): one per token and receiving rank; capacity exactly at the limit and
  * one row past it (every rank fails, naming the receiver); an expert index
  * out of range; the packed all-to-all-v alone on random counts with zeros
  * and a total of exactly its capacity, and its refusals.  Each run calls
@@ -13,6 +14,9 @@
  * packed all-to-all-v before them), checks every output bit for bit,
  * that the window's credit and count cells are zero again afterwards, and
  * that a second run gives the same bits. */
+#include <stdio.h>
+#include <unistd.h>
+
 #include "comm_test.h"
 
 PLD_DYNAMIC(T);   /* tokens per rank */
@@ -853,6 +857,71 @@ static void test_refusals(void **state) {
   case_free(&c);
 }
 
+/* Each token travels once to each rank holding any of its experts: with
+ * the fabric's debug log on (PLD_DEBUG=fabric), the writes of a row of x
+ * into recv_x (buffer #0: the host allocates it first) to each rank are
+ * the (source rank, token) pairs with an expert there, from other ranks
+ * (a rank's rows for itself are copied, not sent), though tokens choose
+ * two experts of one rank and one expert in two slots. */
+static void test_token_travels_once(void **state) {
+  (void)state;
+  const int p = 3;
+  if (pld_process_count() > 1)
+    skip(); /* one log per process: the in-process fabric counts here */
+  struct ep_case c;
+  case_init(&c, PLD_FP32, p, 4 * p, 8, 24, 4);
+  rng_state = 21;
+  case_random(&c);
+  add_doubles(&c);
+  c.cap = ref_max_total(&c);
+  c.reps = 1;
+  const int l = 4, row = c.h * 4;
+  int want[3] = {0, 0, 0}, doubled = 0;
+  for (int s = 0; s < p; s++)
+    for (int t = 0; t < c.t; t++)
+      for (int d = 0; d < p; d++) {
+        int slots = 0;
+        for (int j = 0; j < c.k; j++) {
+          const int32_t e = c.idx[(s * c.t + t) * c.k + j];
+          slots += e >= 0 && e / l == d;
+        }
+        want[d] += slots > 0 && s != d;
+        doubled += slots > 1 && s != d;
+      }
+  assert_true(doubled > 0 && want[0] > 0 && want[1] > 0 && want[2] > 0);
+  char log[] = "/tmp/pld_test_ep_XXXXXX";
+  int fd = mkstemp(log);
+  assert_true(fd >= 0);
+  close(fd);
+  setenv("PLD_DEBUG", "fabric", 1);
+  setenv("PLD_DEBUG_FILE", log, 1);
+  struct ep_run r;
+  run_build(&r, &c);
+  assert_ok(run_exec(&r, &c));
+  unsetenv("PLD_DEBUG");
+  unsetenv("PLD_DEBUG_FILE");
+  int got[3] = {0, 0, 0};
+  FILE *f = fopen(log, "r");
+  assert_non_null(f);
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    const char *at = strstr(line, "fabric: write buffer #0 of rank ");
+    int d;
+    size_t off, n;
+    if (at &&
+        sscanf(at, "fabric: write buffer #0 of rank %d at %zu: %zu", &d, &off,
+               &n) == 3 &&
+        n == (size_t)row && d >= 0 && d < p)
+      got[d]++;
+  }
+  fclose(f);
+  unlink(log);
+  for (int d = 0; d < p; d++)
+    expect_int("rows of x written into recv_x", d, 0, got[d], want[d]);
+  run_free(&r);
+  case_free(&c);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dispatch_combine_fp32),
     cmocka_unit_test(test_dispatch_combine_bf16),
@@ -863,6 +932,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_packed),
     cmocka_unit_test(test_mismatch),
     cmocka_unit_test(test_refusals),
+    cmocka_unit_test(test_token_travels_once),
 };
 
 PLD_TEST_MAIN("comm_ep", tests)
