@@ -518,6 +518,9 @@ static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
           const size_t m = len - i < PLD__CHUNK ? len - i : PLD__CHUNK;
           float wide[PLD__CHUNK];
           pld__load_f32(dt, wide, y + i * es, m);
+          /* The product rounded to FP32, then the sum, never fused into
+           * one rounding (an FMA): GCC contracts nothing in ISO C11 (the
+           * project's -std=c11), and clang only within one expression. */
           for (size_t q = 0; q < m; q++) {
             const float p = wj * wide[q];
             acc[i + q] = acc[i + q] + p;

@@ -6,14 +6,15 @@
  * first row there and is copied: the `first row` column says so) and one
  * expert in two slots; a rank that sends nothing and one that receives
  * nothing; every token to one expert; the rows of x the fabric carries
- * (its debug log): one per token and receiving rank; capacity exactly at the limit and
- * one row past it (every rank fails, naming the receiver); an expert index
- * out of range; the packed all-to-all-v alone on random counts with zeros
- * and a total of exactly its capacity, and its refusals.  Each run calls
- * dispatch and combine twice back to back on one signal window (and the
- * packed all-to-all-v before them), checks every output bit for bit,
- * that the window's credit and count cells are zero again afterwards, and
- * that a second run gives the same bits. */
+ * (its debug log): one per token and receiving rank; capacity exactly at
+ * the limit and one row past it (every rank fails, naming the receiver);
+ * an expert index out of range; mismatched calls; the packed
+ * all-to-all-v alone on random counts with zeros and a total of exactly
+ * its capacity, and its refusals.  Each run calls dispatch and combine
+ * twice back to back on one signal window (and the packed all-to-all-v
+ * before them), checks every output bit for bit, that the window's credit
+ * and count cells are zero again afterwards, and that a second run gives
+ * the same bits. */
 #include <stdio.h>
 #include <unistd.h>
 
