@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "comm/coll.h"
+#include "core/alloc.h"
 #include "pld/ep.h"
 #include "tile/convert.h"
 
@@ -252,53 +253,89 @@ static int dispatch_check(struct coll *cc, const struct pld__tensor *x,
   return PLD_OK;
 }
 
+/* Rows of metadata (and weights) staged on the stack per write: a write
+ * per local expert and this many rows, not one per row. */
+#define META_BATCH 128
+
+/* What a dispatch walks per destination: this rank's routes (topk_idx
+ * [T, K] at e, weights w), the first row on the destination of each token
+ * (first[T], -1 for none) and the routes to it sorted by local expert
+ * (hits[T K], t K + j each): scratch allocated before the entry. */
+struct routes {
+  const int32_t *e;
+  const float *w;
+  int64_t t_rows, kk;
+  int32_t *first, *hits;
+};
+
 /* This rank's rows for rank d: each token with an expert there goes once,
- * into the first of its rows on d; every (token, slot) of d's experts gets
- * its metadata and weight.  base[e] is the first row on d of this rank's
- * rows for d's local expert e. */
+ * into the first of its rows on d, runs of consecutive tokens in one
+ * write; every (token, slot) of d's experts gets its metadata and weight,
+ * a write per local expert and META_BATCH rows.  base[e] is the first row
+ * on d of this rank's rows for d's local expert e, mine[e] how many they
+ * are. */
 static int dispatch_to(struct coll *cc, int32_t d, const int64_t *base,
+                       const int32_t *mine, const struct routes *rt,
                        const struct pld__tensor *x,
-                       const struct pld__tensor *idx,
-                       const struct pld__tensor *wt,
                        const struct pld__tensor *rx,
                        const struct pld__tensor *meta,
                        const struct pld__tensor *rw, int32_t l) {
-  int64_t cur[PLD_EP_MAX_EXPERTS]; /* rows taken per local expert */
-  memset(cur, 0, (size_t)l * sizeof cur[0]);
-  const int64_t t_rows = idx->shape[0], kk = idx->shape[1];
-  const size_t row = pld__tensor_stride(x);
-  const int32_t *e = idx->data;
-  const float *w = wt->data;
+  int64_t cur[PLD_EP_MAX_EXPERTS], at[PLD_EP_MAX_EXPERTS];
+  for (int32_t e = 0, sum = 0; e < l; sum += mine[e], e++) {
+    cur[e] = 0;
+    at[e] = sum; /* where expert e's routes start in hits */
+  }
+  const int64_t kk = rt->kk;
   const int32_t lo = d * l, hi = lo + l;
-  int st = PLD_OK;
-  for (int64_t t = 0; t < t_rows && !st; t++) {
-    const int32_t *et = e + t * kk;
-    /* The first row: that of the lowest local expert (rows of an expert
-     * before those of the next), at its lowest slot (slots in order). */
+  /* The routes to d in (token, slot) order, sorted (stably) by local
+   * expert; each token's first row: that of its lowest local expert (an
+   * expert's rows come before the next's) at its lowest slot. */
+  for (int64_t t = 0; t < rt->t_rows; t++) {
+    const int32_t *et = rt->e + t * kk;
     int64_t first = -1;
     for (int64_t j = 0; j < kk; j++)
       if (et[j] >= lo && et[j] < hi) {
-        int64_t at = base[et[j] - lo] + cur[et[j] - lo];
-        if (first < 0 || at < first)
-          first = at;
+        const int32_t e = et[j] - lo;
+        if (first < 0 || base[e] + cur[e] < first)
+          first = base[e] + cur[e];
+        rt->hits[at[e] + cur[e]++] = (int32_t)(t * kk + j);
       }
-    if (first < 0)
-      continue;
-    for (int64_t j = 0; j < kk && !st; j++) {
-      if (et[j] < lo || et[j] >= hi)
-        continue;
-      const int64_t at = base[et[j] - lo] + cur[et[j] - lo]++;
-      const int32_t m[PLD_EP_META_COLS] = {cc->me, (int32_t)t, (int32_t)j,
-                                           (int32_t)first};
-      st = pld__coll_write(cc, meta, d, (size_t)at * sizeof m, m, sizeof m);
+    rt->first[t] = (int32_t)first;
+  }
+  int st = PLD_OK;
+  int32_t m[META_BATCH][PLD_EP_META_COLS];
+  float w[META_BATCH];
+  for (int32_t e = 0; e < l && !st; e++)
+    for (int64_t i0 = 0; i0 < mine[e] && !st; i0 += META_BATCH) {
+      const int64_t n = mine[e] - i0 < META_BATCH ? mine[e] - i0 : META_BATCH;
+      for (int64_t i = 0; i < n; i++) {
+        const int32_t h = rt->hits[at[e] + i0 + i];
+        const int32_t t = h / (int32_t)kk;
+        m[i][0] = cc->me;
+        m[i][1] = t;
+        m[i][2] = h % (int32_t)kk;
+        m[i][3] = rt->first[t];
+        w[i] = rt->w[h];
+      }
+      st = pld__coll_write(cc, meta, d, (size_t)(base[e] + i0) * sizeof m[0], m,
+                           (size_t)n * sizeof m[0]);
       if (!st)
-        st = pld__coll_write(cc, rw, d, (size_t)at * sizeof(float),
-                             &w[t * kk + j], sizeof(float));
+        st = pld__coll_write(cc, rw, d, (size_t)(base[e] + i0) * sizeof w[0], w,
+                             (size_t)n * sizeof w[0]);
     }
-    if (!st)
-      st = pld__coll_write(cc, rx, d, (size_t)first * row,
-                           (const unsigned char *)x->data + (size_t)t * row,
-                           row);
+  /* The tokens' data: a run of consecutive tokens whose first rows are
+   * consecutive too travels in one write. */
+  const size_t row = pld__tensor_stride(x);
+  for (int64_t t = 0; t < rt->t_rows && !st; t++) {
+    if (rt->first[t] < 0)
+      continue;
+    int64_t n = 1;
+    while (t + n < rt->t_rows && rt->first[t + n] == rt->first[t] + n)
+      n++;
+    st = pld__coll_write(cc, rx, d, (size_t)rt->first[t] * row,
+                         (const unsigned char *)x->data + (size_t)t * row,
+                         (size_t)n * row);
+    t += n - 1;
   }
   return st;
 }
@@ -326,12 +363,26 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
   const int32_t n = cc.n, me = cc.me, l = experts / n;
   const int64_t cap = pld__tensor_rows(rx), h = pld__tensor_cols(rx);
   const size_t es = pld_dtype_size(rx->dtype);
+  const struct pld__tensor *idx = topk_idx.p;
+  struct routes rt = {idx->data,     topk_w.p->data, idx->shape[0],
+                      idx->shape[1], NULL,           NULL};
+  /* The scratch before the entry: a rank short of memory fails alone,
+   * before any rank moves a row. */
+  const size_t routes = (size_t)(rt.t_rows * rt.kk);
+  rt.first = pld__malloc((routes + (size_t)rt.t_rows + 1) * sizeof(int32_t));
+  if (!rt.first) {
+    st = pld__kfail(c, PLD_ERR_NOMEM, fn,
+                    "no memory for the scratch of %lld routes",
+                    (long long)routes);
+    goto finish;
+  }
+  rt.hits = rt.first + rt.t_rows;
   const struct eager ep = {(const unsigned char *)cnt,
                            (size_t)experts * sizeof(int32_t), 0};
   cc.rows = experts;
   if ((st = pld__coll_reserve(&cc, es, 0, h)) ||
       (st = pld__coll_start(&cc, rx, 0, 0, 0, cap * h, &ep)))
-    return pld__coll_finish(&cc, st);
+    goto free_scratch;
     /* Rank s's count for expert e, from its slot. */
 #define C(s, e) (((const int32_t *)pld__coll_sent(&cc, (s)))[e])
   int64_t tot[MAX_RANKS] = {0};
@@ -342,7 +393,7 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
   }
   if ((st = check_capacity(&cc, tot, cap, rx,
                            "tokens times their slots choosing its experts")))
-    return pld__coll_finish(&cc, st);
+    goto free_scratch;
   for (int32_t i = 0; i < n && !st; i++) {
     const int32_t d = (me + i) % n; /* spread the pushes over the ranks */
     if (d % cc.lanes != cc.lane)
@@ -358,7 +409,7 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
         at += C(s, d * l + e);
       }
     }
-    st = dispatch_to(&cc, d, base, x.p, topk_idx.p, topk_w.p, rx, meta, rw, l);
+    st = dispatch_to(&cc, d, base, cnt + d * l, &rt, x.p, rx, meta, rw, l);
   }
   if (!st) /* every row has landed */
     st = pld__coll_round(&cc);
@@ -388,6 +439,9 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
     }
   }
 #undef C
+free_scratch:
+  pld__free(rt.first);
+finish:
   return pld__coll_finish(&cc, st);
 }
 
