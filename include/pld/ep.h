@@ -22,7 +22,8 @@
  * the block b = me % C of the receiving rank me writes recv_counts (and,
  * for dispatch, makes the local copies described below).  pld_ep_combine
  * splits the columns H into C contiguous parts, one per block, each block
- * sending and reducing its part.  With C > 1, what a call wrote on a rank
+ * sending (a write per row, where one block sends a write per expert and
+ * source rank) and reducing its part.  With C > 1, what a call wrote on a rank
  * is complete when every block of the call has returned there (in a later
  * kernel, or after the kernel's blocks synchronised).
  *
@@ -121,20 +122,26 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
  * recv_meta (this rank's, INT32 [R', PLD_EP_META_COLS], e.g.
  * pld_local(recv_meta)) and recv_counts (INT32[L]) are that dispatch's,
  * and rows 0 to sum(recv_counts) - 1 of expert_out are the experts'
- * outputs (R and R' at least the sum).  Each such row r goes back to its
- * source rank s = recv_meta[r, 0], into row t K + j (t = recv_meta[r, 1],
- * j = recv_meta[r, 2]) of s's stage, a window [S, H] of expert_out's
- * dtype with S >= T K on every rank (the same view on every rank).  Then
- * each rank computes, for its tokens t = 0 .. T-1 in order, from its own
- * topk_idx (INT32[T, K]) and topk_w (FP32[T, K]), those of the dispatch:
+ * outputs (R and R' at least the sum).  topk_idx (INT32[T, K]) and topk_w
+ * (FP32[T, K]) are this rank's, those of the dispatch; E = L P.  The
+ * entry carries every rank's count of routes per expert (as in the
+ * dispatch), so each rank sends, per local expert and source rank, its
+ * rows of expert_out back in one write: into the source's stage, a window
+ * [S, H] of expert_out's dtype with S >= T K on every rank (the same view
+ * on every rank), where they land grouped by expert, each expert's in the
+ * source's (token, slot) order.  Then each rank computes, for its tokens
+ * t = 0 .. T-1 in order:
  *   acc = 0 (FP32); for j = 0 .. K-1 with topk_idx[t, j] >= 0:
  *     acc = acc + topk_w[t, j] * y(t, j)   (FP32 product, then FP32 sum)
  *   out[t] = acc, rounded once to out's dtype (nearest even);
  * y(t, j) the expert output of token t's slot j, widened to FP32 exactly.
  * out is a tensor [T, H] of expert_out's dtype; a token with no expert gets
- * zeros.  A recv_meta row naming a rank outside the domain, a slot outside
- * [0, K) or a stage row outside [0, S) fails with PLD_ERR_BOUNDS, before
- * any row moves.  Vector cores only (PLD_ERR_LEVEL on a cube core). */
+ * zeros.  An entry of topk_idx >= E fails with PLD_ERR_BOUNDS as in the
+ * dispatch, before the entry.  After it, a rank whose recv_counts differ
+ * from what the ranks' topk_idx route to its experts, or whose recv_meta
+ * names another source rank than the layout has, fails with PLD_ERR_ARG
+ * before it sends a row (a combine given another dispatch's arguments).
+ * Vector cores only (PLD_ERR_LEVEL on a cube core). */
 int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
                    pld_tensor recv_counts, pld_tensor topk_idx,
                    pld_tensor topk_w, pld_window stage, pld_tensor out,

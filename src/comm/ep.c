@@ -452,15 +452,16 @@ static int is_float(pld_dtype dt) {
   return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16;
 }
 
-/* The checks of a combine before its entry: dtypes, shapes, the rows of
- * the dispatch (*total) and where each goes. */
+/* The checks of a combine before its entry: dtypes and shapes, the rows
+ * of the dispatch, and topk_idx's entries, counted per expert into
+ * cnt[E] (E = P times recv_counts' length). */
 static int combine_check(struct coll *cc, const struct pld__tensor *y,
                          const struct pld__tensor *meta,
                          const struct pld__tensor *rc,
                          const struct pld__tensor *idx,
                          const struct pld__tensor *wt,
                          const struct pld__tensor *stage,
-                         const struct pld__tensor *out, int64_t *total) {
+                         const struct pld__tensor *out, int32_t *cnt) {
   struct pld__core *c = cc->c;
   const char *fn = cc->fn;
   if (c->spec.type == PLD_CORE_CUBE)
@@ -502,9 +503,15 @@ static int combine_check(struct coll *cc, const struct pld__tensor *y,
               PLD_EP_META_COLS);
     return refuse_shape(c, fn, meta, "recv_meta", what);
   }
-  if (rc->dtype != PLD_INT32 || rc->ndim != 1)
-    return refuse_shape(c, fn, rc, "recv_counts",
-                        "INT32[L], a dispatch's count per local expert");
+  const int64_t experts = rc->ndim == 1 ? rc->shape[0] * cc->n : 0;
+  if (rc->dtype != PLD_INT32 || rc->ndim != 1 || experts < 1 ||
+      experts > PLD_EP_MAX_EXPERTS) {
+    pld__catf(what, sizeof what,
+              "INT32[L], a dispatch's count per local expert (L from 1 to "
+              "%d over %d ranks: PLD_EP_MAX_EXPERTS)",
+              PLD_EP_MAX_EXPERTS / cc->n, (int)cc->n);
+    return refuse_shape(c, fn, rc, "recv_counts", what);
+  }
   const int32_t *cn = rc->data;
   int64_t sum = 0;
   for (int64_t e = 0; e < rc->shape[0]; e++) {
@@ -514,41 +521,75 @@ static int combine_check(struct coll *cc, const struct pld__tensor *y,
                         (long long)e, (int)cn[e]);
     sum += cn[e];
   }
-  const int64_t rows = pld__tensor_rows(y) < pld__tensor_rows(meta)
-                           ? pld__tensor_rows(y)
-                           : pld__tensor_rows(meta);
-  if (sum > rows)
+  if (sum > pld__tensor_rows(y) || sum > pld__tensor_rows(meta))
     return pld__kfail(c, PLD_ERR_BOUNDS, fn,
                       "recv_counts sum to %lld rows, more than expert_out's "
-                      "%lld and recv_meta's %lld rows",
+                      "%lld or recv_meta's %lld rows",
                       (long long)sum, (long long)pld__tensor_rows(y),
                       (long long)pld__tensor_rows(meta));
-  const int32_t *m = meta->data;
-  const int64_t srows = pld__tensor_rows(stage);
-  for (int64_t r = 0; r < sum; r++) {
-    const int32_t *mr = m + r * PLD_EP_META_COLS;
-    if (mr[0] < 0 || mr[0] >= cc->n || mr[1] < 0 || mr[2] < 0 || mr[2] >= kk ||
-        (int64_t)mr[1] * kk + mr[2] >= srows)
-      return pld__kfail(c, PLD_ERR_BOUNDS, fn,
-                        "recv_meta row %lld is (rank %d, token %d, slot %d): "
-                        "expected a rank in [0, %d), a slot in [0, %lld) and "
-                        "token * %lld + slot below the %lld rows of stage",
-                        (long long)r, (int)mr[0], (int)mr[1], (int)mr[2],
-                        (int)cc->n, (long long)kk, (long long)kk,
-                        (long long)srows);
+  memset(cnt, 0, (size_t)experts * sizeof cnt[0]);
+  const int32_t *e = idx->data;
+  for (int64_t t = 0; t < t_rows; t++)
+    for (int64_t j = 0; j < kk; j++) {
+      const int32_t v = e[t * kk + j];
+      if (v >= experts)
+        return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                          "topk_idx[%lld, %lld] (token %lld, slot %lld) is "
+                          "%d: expected an expert in [0, %lld), or a negative "
+                          "index for none",
+                          (long long)t, (long long)j, (long long)t,
+                          (long long)j, (int)v, (long long)experts);
+      if (v >= 0)
+        cnt[v]++;
+    }
+  return PLD_OK;
+}
+
+/* This rank's rows are the dispatch's: for each local expert e, each rank
+ * s routed as many rows to it as recv_counts[e] sums, and recv_meta names
+ * s in each of them.  (A combine given another dispatch's arguments would
+ * send rows where they do not belong.) */
+static int combine_agrees(struct coll *cc, const struct pld__tensor *rc,
+                          const struct pld__tensor *meta, int32_t l) {
+  const int32_t *cn = rc->data, *m = meta->data;
+  int64_t r = 0;
+  for (int32_t e = 0; e < l; e++) {
+    int64_t routed = 0;
+    for (int32_t s = 0; s < cc->n; s++) {
+      const int32_t n =
+          ((const int32_t *)pld__coll_sent(cc, s))[cc->me * l + e];
+      for (int64_t i = 0; i < n && routed + i < cn[e]; i++)
+        if (m[(r + i) * PLD_EP_META_COLS] != s)
+          return pld__kfail(cc->c, PLD_ERR_ARG, cc->fn,
+                            "recv_meta[%lld, 0] is %d: expected rank %d, "
+                            "whose topk_idx routes it to local expert %d "
+                            "(pass the dispatch's recv_meta, recv_counts and "
+                            "topk_idx)",
+                            (long long)(r + i),
+                            (int)m[(r + i) * PLD_EP_META_COLS], (int)s, (int)e);
+      r += n;
+      routed += n;
+    }
+    if (routed != cn[e])
+      return pld__kfail(cc->c, PLD_ERR_ARG, cc->fn,
+                        "recv_counts[%d] is %d, but the ranks' topk_idx "
+                        "route %lld rows to local expert %d (pass the "
+                        "dispatch's recv_counts and topk_idx)",
+                        (int)e, (int)cn[e], (long long)routed, (int)e);
   }
-  *total = sum;
   return PLD_OK;
 }
 
 /* out[t], columns [h0, h1), for every token t: the FP32 weighted sum over
- * its slots in order, from the rows of this rank's stage; group columns
- * at a time in the accumulator tile. */
+ * its slots in order, from the rows of this rank's stage (rows[K] of
+ * scratch: the stage row of each slot of a token); group columns at a
+ * time in the accumulator tile.  The stage holds expert g's rows for this
+ * rank's routes to it from row first[g] on, in (token, slot) order. */
 static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
                            const struct pld__tensor *wt,
                            const struct pld__tensor *stage,
-                           const struct pld__tensor *out, int64_t h0,
-                           int64_t h1) {
+                           const struct pld__tensor *out, const int64_t *first,
+                           int64_t *rows, int64_t h0, int64_t h1) {
   const int64_t t_rows = idx->shape[0], kk = idx->shape[1];
   const int64_t h = pld__tensor_cols(out);
   const pld_dtype dt = out->dtype;
@@ -556,18 +597,22 @@ static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
   const int32_t *e = idx->data;
   const float *w = wt->data;
   float *acc = (float *)(void *)cc->acc->data;
-  for (int64_t t = 0; t < t_rows; t++)
+  int64_t cur[PLD_EP_MAX_EXPERTS] = {0};
+  for (int64_t t = 0; t < t_rows; t++) {
+    for (int64_t j = 0; j < kk; j++) {
+      const int32_t g = e[t * kk + j];
+      rows[j] = g < 0 ? -1 : first[g] + cur[g]++;
+    }
     for (int64_t g = h0; g < h1; g += (int64_t)cc->group) {
       const size_t len =
           (size_t)(h1 - g) < cc->group ? (size_t)(h1 - g) : cc->group;
       memset(acc, 0, len * sizeof(float));
       for (int64_t j = 0; j < kk; j++) {
-        if (e[t * kk + j] < 0)
+        if (rows[j] < 0)
           continue;
         const float wj = w[t * kk + j];
-        const unsigned char *y =
-            (const unsigned char *)stage->data +
-            ((size_t)(t * kk + j) * (size_t)h + (size_t)g) * es;
+        const unsigned char *y = (const unsigned char *)stage->data +
+                                 ((size_t)rows[j] * (size_t)h + (size_t)g) * es;
         for (size_t i = 0; i < len; i += PLD__CHUNK) {
           const size_t m = len - i < PLD__CHUNK ? len - i : PLD__CHUNK;
           float wide[PLD__CHUNK];
@@ -586,6 +631,7 @@ static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
                          ((size_t)t * (size_t)h + (size_t)g) * es,
                      acc, len);
     }
+  }
 }
 
 int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
@@ -603,37 +649,69 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
   int st = pld__coll_begin(&cc, c, fn, &a, sig, &stage, 1, locals, writes, 6);
   if (st)
     return pld__coll_finish(&cc, st);
-  const struct pld__tensor *y = expert_out.p, *meta = recv_meta.p,
-                           *sw = stage.p, *idx = topk_idx.p;
-  int64_t total = 0;
-  if ((st = combine_check(&cc, y, meta, recv_counts.p, idx, topk_w.p, sw, out.p,
-                          &total)))
+  const struct pld__tensor *y = expert_out.p, *sw = stage.p, *idx = topk_idx.p;
+  int32_t cnt[PLD_EP_MAX_EXPERTS];
+  if ((st = combine_check(&cc, y, recv_meta.p, recv_counts.p, idx, topk_w.p, sw,
+                          out.p, cnt)))
     return pld__coll_finish(&cc, st);
+  const int32_t n = cc.n, me = cc.me, l = (int32_t)recv_counts.p->shape[0];
   const int64_t h = pld__tensor_cols(y), kk = idx->shape[1];
   const size_t es = pld_dtype_size(y->dtype);
   int64_t h0, h1;
   pld__coll_lane_part(&cc, h, &h0, &h1);
-  const struct eager none = {NULL, 0, 0};
+  /* The scratch before the entry (a rank short of memory fails alone). */
+  int64_t *rows = pld__malloc((size_t)kk * sizeof *rows);
+  if (!rows) {
+    st = pld__kfail(c, PLD_ERR_NOMEM, fn, "no memory for %lld slots",
+                    (long long)kk);
+    goto finish;
+  }
+  const struct eager ep = {(const unsigned char *)cnt,
+                           (size_t)(l * n) * sizeof(int32_t), 0};
   cc.rows = (int32_t)kk;
   if ((st = pld__coll_reserve(&cc, es, 1, h1 - h0)) ||
       (st =
            pld__coll_start(&cc, sw, 0, 0, 0,
-                           pld__tensor_rows(sw) * pld__tensor_cols(sw), &none)))
-    return pld__coll_finish(&cc, st);
-  /* This lane's columns of every row back to its token's rank. */
-  const int32_t *m = meta->data;
+                           pld__tensor_rows(sw) * pld__tensor_cols(sw), &ep)) ||
+      (st = combine_agrees(&cc, recv_counts.p, recv_meta.p, l)))
+    goto free_rows;
+    /* Rank s's count for expert g, from its slot. */
+#define C(s, g) (((const int32_t *)pld__coll_sent(&cc, (s)))[g])
+  /* This lane's columns of the rows of each local expert e from each rank
+   * s (rows of expert_out in dispatch order: experts, then ranks) go to
+   * s's stage after its rows for the experts before: one write each when
+   * the lane has whole rows. */
   const size_t row = (size_t)h * es, part = (size_t)(h1 - h0) * es;
-  for (int64_t r = 0; r < total && !st && part; r++) {
-    const int32_t *mr = m + r * PLD_EP_META_COLS;
-    const size_t to = (size_t)((int64_t)mr[1] * kk + mr[2]);
-    st = pld__coll_write(&cc, sw, mr[0], to * row + (size_t)h0 * es,
-                         (const unsigned char *)y->data + (size_t)r * row +
-                             (size_t)h0 * es,
-                         part);
-  }
+  const unsigned char *src = (const unsigned char *)y->data + (size_t)h0 * es;
+  int64_t r = 0;
+  for (int32_t e = 0; e < l && !st; e++)
+    for (int32_t s = 0; s < n && !st; s++) {
+      const int32_t g = me * l + e, rs = C(s, g);
+      int64_t to = 0; /* s's rows for the experts before g */
+      for (int32_t g2 = 0; g2 < g; g2++)
+        to += C(s, g2);
+      if (part == row)
+        st = pld__coll_write(&cc, sw, s, (size_t)to * row,
+                             src + (size_t)r * row, (size_t)rs * row);
+      for (int32_t i = 0; i < rs && !st && part && part < row; i++)
+        st = pld__coll_write(&cc, sw, s,
+                             (size_t)(to + i) * row + (size_t)h0 * es,
+                             src + (size_t)(r + i) * row, part);
+      r += rs;
+    }
   if (!st) /* every row has landed */
     st = pld__coll_round(&cc);
-  if (!st)
-    combine_reduce(&cc, idx, topk_w.p, sw, out.p, h0, h1);
+  if (!st) {
+    int64_t first[PLD_EP_MAX_EXPERTS], at = 0;
+    for (int32_t g = 0; g < l * n; g++) {
+      first[g] = at;
+      at += C(me, g);
+    }
+    combine_reduce(&cc, idx, topk_w.p, sw, out.p, first, rows, h0, h1);
+  }
+#undef C
+free_rows:
+  pld__free(rows);
+finish:
   return pld__coll_finish(&cc, st);
 }

@@ -32,7 +32,13 @@ PLD_DYNAMIC(NS);  /* signal cells */
 /* What the kernel calls: MODE_MIX has rank 1 call pld_all_to_all_packed
  * where the others call pld_ep_dispatch; MODE_CUBE launches a cube kernel
  * that calls pld_ep_combine. */
-enum { MODE_PACKED = 1, MODE_EP = 2, MODE_MIX = 4, MODE_CUBE = 8 };
+enum {
+  MODE_PACKED = 1,
+  MODE_EP = 2,
+  MODE_MIX = 4,
+  MODE_CUBE = 8,
+  MODE_MISCOUNT = 16 /* rank 1 adds 1 to recv_counts[0] before combine */
+};
 
 /* What targets hold before a call, so that rows past the total are seen to
  * be left alone. */
@@ -127,6 +133,8 @@ static void experts_compute(pld_core k, pld_tensor rx, pld_tensor rc,
       block_sync(k, bsig, me, &gen);                                           \
       if (lead)                                                                \
         experts_compute(k, pld_local(rx), o_rc, ebuf, me);                     \
+      if (lead && (mode & MODE_MISCOUNT) && me == 1)                           \
+        pld_write(k, o_rc, PLD_AT(0), pld_read(k, o_rc, PLD_AT(0)) + 1);       \
       block_sync(k, bsig, me, &gen);                                           \
       if (pld_ep_combine(k, ebuf, pld_local(meta), o_rc, idx, wt, stage,       \
                          o_out, sig))                                          \
@@ -836,8 +844,8 @@ static void test_mismatch(void **state) {
 }
 
 /* Arguments refused on the calling rank, naming what they expected: an
- * expert count that is no multiple of the ranks; combine on a cube
- * core. */
+ * expert count that is no multiple of the ranks; a combine whose
+ * recv_counts are not the dispatch's; combine on a cube core. */
 static void test_refusals(void **state) {
   (void)state;
   const int p = 3;
@@ -852,6 +860,10 @@ static void test_refusals(void **state) {
              "experts is 7: expected a multiple of the domain's 3 ranks from "
              "3 to 255 (PLD_EP_MAX_EXPERTS)");
   c.e = 6;
+  case_random(&c);
+  c.mode = MODE_EP | MODE_MISCOUNT;
+  case_fails(&c, PLD_ERR_ARG, "pld_ep_combine: kernel k_ep_FP32 (rank 1",
+             "but the ranks' topk_idx route ");
   c.mode = MODE_CUBE;
   case_fails(&c, PLD_ERR_LEVEL, "pld_ep_combine: kernel k_cube_FP32 (rank ",
              "runs on vector cores (PLD_KERNEL)");
