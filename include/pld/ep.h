@@ -8,7 +8,11 @@
  * every rank; the signal window is a collectives' signal of at least
  * PLD_SIGNAL_CELLS(P, C) cells and may be shared with any other
  * collective (self-clearing credits); ranks that reach a call with
- * different calls fail with PLD_ERR_MISMATCH naming each rank's call; only
+ * different calls fail with PLD_ERR_MISMATCH naming each rank's call (the
+ * function, the dtype, the block count, the signal view, and the target
+ * window: buffer, view and elements; with the target's rows for
+ * pld_all_to_all_packed, E for pld_ep_dispatch, K and E for
+ * pld_ep_combine, whose target is the stage); only
  * the comm layer's primitives move data, so every fabric carries them;
  * deadlocks are reported with the call and its round.  Each call makes two
  * synchronisations: the entry, in which every rank sends every rank its

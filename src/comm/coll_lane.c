@@ -162,8 +162,9 @@ static size_t coll_desc_str(char *buf, size_t cap, const int32_t *d,
     m += pld__catf(buf + m, cap - m, " in %d rows", (int)d[D_ROWS]);
   if (kind == PLD__COLL_EP_DISPATCH)
     m += pld__catf(buf + m, cap - m, ", %d experts", (int)d[D_ROWS]);
-  if (kind == PLD__COLL_EP_COMBINE)
-    m += pld__catf(buf + m, cap - m, ", top-%d", (int)d[D_ROWS]);
+  if (kind == PLD__COLL_EP_COMBINE) /* the experts in the root's place */
+    m += pld__catf(buf + m, cap - m, ", top-%d of %d experts", (int)d[D_ROWS],
+                   root);
   if (kind == PLD__COLL_ALLREDUCE)
     m += pld__catf(buf + m, cap - m, ", %s", pld__coll_mode_name(mode));
   if (kind == PLD__COLL_BROADCAST)

@@ -668,11 +668,12 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
   }
   const struct eager ep = {(const unsigned char *)cnt,
                            (size_t)(l * n) * sizeof(int32_t), 0};
+  /* Ranks compare K (in D_ROWS) and E (as the root): both shape the
+   * stage. */
   cc.rows = (int32_t)kk;
+  const int64_t count = pld__tensor_rows(sw) * pld__tensor_cols(sw);
   if ((st = pld__coll_reserve(&cc, es, 1, h1 - h0)) ||
-      (st =
-           pld__coll_start(&cc, sw, 0, 0, 0,
-                           pld__tensor_rows(sw) * pld__tensor_cols(sw), &ep)) ||
+      (st = pld__coll_start(&cc, sw, 0, 0, l * n, count, &ep)) ||
       (st = combine_agrees(&cc, recv_counts.p, recv_meta.p, l)))
     goto free_rows;
     /* Rank s's count for expert g, from its slot. */
