@@ -6,8 +6,9 @@
  * that every rank holds the whole matrix: a sender takes its offsets on
  * each receiver from it, and every rank checks every receiver's capacity
  * before any row moves.  Then the rows are written and one round of
- * credits tells every receiver they have landed.  Combine needs no counts:
- * the dispatch's metadata says where each row goes. */
+ * credits tells every receiver they have landed.  Combine exchanges the
+ * dispatch's counts again, to send each expert's rows for each source rank
+ * in one write. */
 #include <string.h>
 
 #include "comm/coll.h"
@@ -76,6 +77,12 @@ static int check_capacity(struct coll *cc, const int64_t *tot, int64_t cap,
   return PLD_OK;
 }
 
+/* Rank s's row of counts (send_counts, or routes per expert), which it
+ * sent every rank in the call's entry. */
+static const int32_t *counts_of(const struct coll *cc, int32_t s) {
+  return (const int32_t *)(const void *)pld__coll_sent(cc, s);
+}
+
 /* ---- pld_all_to_all_packed ----------------------------------------------
  */
 
@@ -133,12 +140,10 @@ int pld_all_to_all_packed(pld_core k, pld_tensor input, pld_tensor send_counts,
   if (st || (st = pld__coll_reserve(&cc, es, 0, cols)) ||
       (st = pld__coll_start(&cc, w, 0, 0, 0, cap * cols, &ep)))
     return pld__coll_finish(&cc, st);
-    /* Rank s's send_counts, from its slot: m(s)[d]. */
-#define M(s) ((const int32_t *)pld__coll_sent(&cc, (s)))
   int64_t tot[MAX_RANKS] = {0};
   for (int32_t d = 0; d < n; d++) {
     for (int32_t s = 0; s < n; s++)
-      tot[d] += M(s)[d];
+      tot[d] += counts_of(&cc, s)[d];
   }
   if ((st = check_capacity(&cc, tot, cap, w, "the sum of every rank's count")))
     return pld__coll_finish(&cc, st);
@@ -154,7 +159,7 @@ int pld_all_to_all_packed(pld_core k, pld_tensor input, pld_tensor send_counts,
       continue;
     int64_t off = 0; /* of my rows on rank d: the ranks' before me */
     for (int32_t s = 0; s < me; s++)
-      off += M(s)[d];
+      off += counts_of(&cc, s)[d];
     st = pld__coll_write(&cc, w, d, (size_t)off * row,
                          src + (size_t)first[d] * row, (size_t)send[d] * row);
   }
@@ -163,9 +168,8 @@ int pld_all_to_all_packed(pld_core k, pld_tensor input, pld_tensor send_counts,
   if (!st && me % cc.lanes == cc.lane) {
     int32_t *recv = recv_counts.p->data;
     for (int32_t s = 0; s < n; s++)
-      recv[s] = M(s)[me];
+      recv[s] = counts_of(&cc, s)[me];
   }
-#undef M
   return pld__coll_finish(&cc, st);
 }
 
@@ -383,13 +387,11 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
   if ((st = pld__coll_reserve(&cc, es, 0, h)) ||
       (st = pld__coll_start(&cc, rx, 0, 0, 0, cap * h, &ep)))
     goto free_scratch;
-    /* Rank s's count for expert e, from its slot. */
-#define C(s, e) (((const int32_t *)pld__coll_sent(&cc, (s)))[e])
   int64_t tot[MAX_RANKS] = {0};
   for (int32_t d = 0; d < n; d++) {
     for (int32_t s = 0; s < n; s++)
       for (int32_t e = d * l; e < (d + 1) * l; e++)
-        tot[d] += C(s, e);
+        tot[d] += counts_of(&cc, s)[e];
   }
   if ((st = check_capacity(&cc, tot, cap, rx,
                            "tokens times their slots choosing its experts")))
@@ -406,7 +408,7 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
       for (int32_t s = 0; s < n; s++) {
         if (s == me)
           base[e] = at;
-        at += C(s, d * l + e);
+        at += counts_of(&cc, s)[d * l + e];
       }
     }
     st = dispatch_to(&cc, d, base, cnt + d * l, &rt, x.p, rx, meta, rw, l);
@@ -434,11 +436,10 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
     for (int32_t e = 0; e < l && !st; e++) {
       int64_t got = 0;
       for (int32_t s = 0; s < n; s++)
-        got += C(s, me * l + e);
+        got += counts_of(&cc, s)[me * l + e];
       recv[e] = (int32_t)got;
     }
   }
-#undef C
 free_scratch:
   pld__free(rt.first);
 finish:
@@ -556,8 +557,7 @@ static int combine_agrees(struct coll *cc, const struct pld__tensor *rc,
   for (int32_t e = 0; e < l; e++) {
     int64_t routed = 0;
     for (int32_t s = 0; s < cc->n; s++) {
-      const int32_t n =
-          ((const int32_t *)pld__coll_sent(cc, s))[cc->me * l + e];
+      const int32_t n = counts_of(cc, s)[cc->me * l + e];
       for (int64_t i = 0; i < n && routed + i < cn[e]; i++)
         if (m[(r + i) * PLD_EP_META_COLS] != s)
           return pld__kfail(cc->c, PLD_ERR_ARG, cc->fn,
@@ -676,8 +676,6 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
       (st = pld__coll_start(&cc, sw, 0, 0, l * n, count, &ep)) ||
       (st = combine_agrees(&cc, recv_counts.p, recv_meta.p, l)))
     goto free_rows;
-    /* Rank s's count for expert g, from its slot. */
-#define C(s, g) (((const int32_t *)pld__coll_sent(&cc, (s)))[g])
   /* This lane's columns of the rows of each local expert e from each rank
    * s (rows of expert_out in dispatch order: experts, then ranks) go to
    * s's stage after its rows for the experts before: one write each when
@@ -687,10 +685,10 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
   int64_t r = 0;
   for (int32_t e = 0; e < l && !st; e++)
     for (int32_t s = 0; s < n && !st; s++) {
-      const int32_t g = me * l + e, rs = C(s, g);
+      const int32_t g = me * l + e, rs = counts_of(&cc, s)[g];
       int64_t to = 0; /* s's rows for the experts before g */
       for (int32_t g2 = 0; g2 < g; g2++)
-        to += C(s, g2);
+        to += counts_of(&cc, s)[g2];
       if (part == row)
         st = pld__coll_write(&cc, sw, s, (size_t)to * row,
                              src + (size_t)r * row, (size_t)rs * row);
@@ -706,11 +704,10 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
     int64_t first[PLD_EP_MAX_EXPERTS], at = 0;
     for (int32_t g = 0; g < l * n; g++) {
       first[g] = at;
-      at += C(me, g);
+      at += counts_of(&cc, me)[g];
     }
     combine_reduce(&cc, idx, topk_w.p, sw, out.p, first, rows, h0, h1);
   }
-#undef C
 free_rows:
   pld__free(rows);
 finish:
