@@ -9,12 +9,12 @@
  * PLD_SIGNAL_CELLS(P, C) cells and may be shared with any other
  * collective (self-clearing credits); ranks that reach a call with
  * different calls fail with PLD_ERR_MISMATCH naming each rank's call (the
- * function, the dtype, the block count, the signal view, and the target
- * window: buffer, view and elements; with the target's rows for
+ * function, the dtype, the block count, the signal view and the target
+ * window: buffer, view and elements; and the target's rows for
  * pld_all_to_all_packed, E for pld_ep_dispatch, K and E for
- * pld_ep_combine, whose target is the stage); only
- * the comm layer's primitives move data, so every fabric carries them;
- * deadlocks are reported with the call and its round.  Each call makes two
+ * pld_ep_combine, whose target is the stage); only the comm layer's
+ * primitives move data, so every fabric carries them; deadlocks are
+ * reported with the call and its round.  Each call makes two
  * synchronisations: the entry, in which every rank sends every rank its
  * counts (in the signal window's slots), and one round after the rows
  * have been written.  Every result is a function of the inputs alone:
@@ -26,8 +26,8 @@
  * the block b = me % C of the receiving rank me writes recv_counts (and,
  * for dispatch, makes the local copies described below).  pld_ep_combine
  * splits the columns H into C contiguous parts, one per block, each block
- * sending (a write per row, where one block sends a write per expert and
- * source rank) and reducing its part.  With C > 1, what a call wrote on a rank
+ * sending its part (a write per row; on one block, a write per expert and
+ * source rank) and reducing it.  With C > 1, what a call wrote on a rank
  * is complete when every block of the call has returned there (in a later
  * kernel, or after the kernel's blocks synchronised).
  *
@@ -39,6 +39,11 @@
  * more rows than its target holds, every rank fails with PLD_ERR_BOUNDS and
  * the same line naming the receiving rank, its total and the capacity;
  * nothing was written into any target.  Nothing is dropped silently.
+ *
+ * Scratch.  Besides their tiles (as pld/collective.h's collectives),
+ * pld_ep_dispatch takes T (K + 1) INT32 and pld_ep_combine K INT64 of the
+ * simulator's memory for the call, before its entry (PLD_ERR_NOMEM on the
+ * rank that lacks it).
  *
  * Returns: PLD_OK, the statuses above, those of pld/collective.h's
  * collectives (PLD_ERR_MISMATCH, PLD_ERR_TILE_MEMORY, PLD_ERR_LEVEL, ...),
