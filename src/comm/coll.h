@@ -54,7 +54,8 @@ enum {
   D_WHAT,     /* collective, op, dtype, mode, blocks */
   D_COUNT_LO, /* element count, and the root */
   D_COUNT_HI,
-  D_ROWS,     /* all-to-all-v: the target's leading dimension */
+  D_ROWS,     /* all-to-all-v: the target's leading dimension; else
+                 what the caller set in struct coll's `rows` */
   D_DATA_BUF, /* the window the call works on: buffer, view offset */
   D_DATA_LO,
   D_DATA_HI,
@@ -86,6 +87,8 @@ struct coll {
   int32_t *cells; /* the lane's cells in this rank's copy */
   int32_t desc[D_WORDS];
   int32_t parity; /* of the call's number: the slots it uses */
+  int32_t rows;   /* D_ROWS of a call other than all-to-all-v (0 unless set
+                     between pld__coll_begin and pld__coll_start) */
   /* A small call: every rank's part for this rank came in its slot; it
    * holds the rank's bytes from byte `eager_off` of the call's window. */
   int eager;

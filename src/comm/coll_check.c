@@ -214,6 +214,15 @@ int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
       return st;
     st = refuse_overlap(d, "input", t, NULL, msg, cap);
     break;
+  case PLD__COLL_ALL_TO_ALL_PACKED: /* shapes: comm/ep.c */
+  case PLD__COLL_EP_DISPATCH:
+  case PLD__COLL_EP_COMBINE:
+    st = refuse_overlap(d,
+                        a->kind == PLD__COLL_EP_DISPATCH  ? "x"
+                        : a->kind == PLD__COLL_EP_COMBINE ? "expert_out"
+                                                          : "input",
+                        t, NULL, msg, cap);
+    break;
   default:
     break;
   }

@@ -158,8 +158,13 @@ static size_t coll_desc_str(char *buf, size_t cap, const int32_t *d,
     m += pld__catf(buf + m, cap - m, "%s, ", pld__coll_op_name(op));
   m += pld__catf(buf + m, cap - m, "%s, %lld elements", pld_dtype_name(dt),
                  count);
-  if (kind == PLD__COLL_ALL_TO_ALL_V)
+  if (kind == PLD__COLL_ALL_TO_ALL_V || kind == PLD__COLL_ALL_TO_ALL_PACKED)
     m += pld__catf(buf + m, cap - m, " in %d rows", (int)d[D_ROWS]);
+  if (kind == PLD__COLL_EP_DISPATCH)
+    m += pld__catf(buf + m, cap - m, ", %d experts", (int)d[D_ROWS]);
+  if (kind == PLD__COLL_EP_COMBINE) /* the experts in the root's place */
+    m += pld__catf(buf + m, cap - m, ", top-%d of %d experts", (int)d[D_ROWS],
+                   root);
   if (kind == PLD__COLL_ALLREDUCE)
     m += pld__catf(buf + m, cap - m, ", %s", pld__coll_mode_name(mode));
   if (kind == PLD__COLL_BROADCAST)
@@ -354,7 +359,8 @@ int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
   d[D_COUNT_LO] = (int32_t)(uint32_t)((uint64_t)count & 0xffffffffu);
   d[D_COUNT_HI] = (int32_t)((uint32_t)((uint64_t)count >> 32 & 0xffff) |
                             (uint32_t)root << 16);
-  d[D_ROWS] = cc->kind == PLD__COLL_ALL_TO_ALL_V ? (int32_t)w->shape[0] : 0;
+  d[D_ROWS] =
+      cc->kind == PLD__COLL_ALL_TO_ALL_V ? (int32_t)w->shape[0] : cc->rows;
   d[D_DATA_BUF] = w->win_buf;
   desc_set_u64(d, D_DATA_LO, w->win_offset);
   d[D_SIG_BUF] = cc->sig->win_buf;

@@ -36,7 +36,10 @@
   X(ALLGATHER, "pld_allgather")                                                \
   X(REDUCE_SCATTER, "pld_reduce_scatter")                                      \
   X(ALL_TO_ALL, "pld_all_to_all")                                              \
-  X(ALL_TO_ALL_V, "pld_all_to_all_v")
+  X(ALL_TO_ALL_V, "pld_all_to_all_v")                                          \
+  X(ALL_TO_ALL_PACKED, "pld_all_to_all_packed")                                \
+  X(EP_DISPATCH, "pld_ep_dispatch")                                            \
+  X(EP_COMBINE, "pld_ep_combine")
 enum {
 #define PLD__COLL_ENUM(name, fn) PLD__COLL_##name,
   PLD__COLLECTIVES(PLD__COLL_ENUM)

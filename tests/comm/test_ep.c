@@ -1,0 +1,951 @@
+/* pld_all_to_all_packed, pld_ep_dispatch and pld_ep_combine (pld/ep.h),
+ * checked against a serial C reference written here from the header's
+ * contract (not from the library's code): over 2, 3 and 4 ranks, FP32 and
+ * BF16, on 1 and 2 blocks; random top-k routes with tied weights, masked
+ * slots, a token choosing two experts of one rank (its data arrives in its
+ * first row there and is copied: the `first row` column says so) and one
+ * expert in two slots; a rank that sends nothing and one that receives
+ * nothing; every token to one expert; the rows of x the fabric carries
+ * (its debug log): one per token and receiving rank; capacity exactly at
+ * the limit and one row past it (every rank fails, naming the receiver);
+ * an expert index out of range; mismatched calls; the packed
+ * all-to-all-v alone on random counts with zeros and a total of exactly
+ * its capacity, and its refusals.  Each run calls dispatch and combine
+ * twice back to back on one signal window (and the packed all-to-all-v
+ * before them), checks every output bit for bit, that the window's credit
+ * and count cells are zero again afterwards, and that a second run gives
+ * the same bits. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "comm_test.h"
+
+PLD_DYNAMIC(T);   /* tokens per rank */
+PLD_DYNAMIC(H);   /* columns of a token (and of the packed rows) */
+PLD_DYNAMIC(K);   /* top-k slots */
+PLD_DYNAMIC(N);   /* rows of the packed all-to-all-v's input */
+PLD_DYNAMIC(CAP); /* rows of the targets */
+PLD_DYNAMIC(L);   /* experts per rank */
+PLD_DYNAMIC(S);   /* rows of combine's stage: T * K */
+PLD_DYNAMIC(NS);  /* signal cells */
+
+/* What the kernel calls: MODE_MIX has rank 1 call pld_all_to_all_packed
+ * where the others call pld_ep_dispatch; MODE_CUBE launches a cube kernel
+ * that calls pld_ep_combine. */
+enum {
+  MODE_PACKED = 1,
+  MODE_EP = 2,
+  MODE_MIX = 4,
+  MODE_CUBE = 8,
+  MODE_MISCOUNT = 16 /* rank 1 adds 1 to recv_counts[0] before combine */
+};
+
+/* What targets hold before a call, so that rows past the total are seen to
+ * be left alone. */
+#define SENTINEL (-3.0)
+
+/* ---- the program --------------------------------------------------------- */
+
+/* The blocks of this rank wait for each other (a counter on this rank's
+ * copy of bs; *gen counts the syncs). */
+static void block_sync(pld_core k, pld_window bs, int32_t me, int32_t *gen) {
+  int32_t c = pld_block_num(k);
+  if (c == 1)
+    return;
+  ++*gen;
+  pld_notify(k, bs, me, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+  pld_wait(k, bs, PLD_AT(0), c * *gen, PLD_WAIT_GE);
+}
+
+/* Element-wise over a tensor of 1 or 2 dimensions: dst = src, or (src
+ * NULL) dst = v. */
+static void copy_all(pld_core k, pld_tensor src, pld_tensor dst, double v) {
+  const int nd = pld_tensor_ndim(dst);
+  const int64_t rows = nd == 1 ? 1 : pld_tensor_dim(dst, 0);
+  const int64_t cols = pld_tensor_dim(dst, nd - 1);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      const int64_t at[2] = {nd == 1 ? c : r, c};
+      const double x = src.p ? pld_read(k, src, nd, at) : v;
+      pld_write(k, dst, nd, at, x);
+    }
+}
+
+/* The experts: row r of ebuf = row r of rx times (global expert + 1), for
+ * the rows of this rank's local experts (counts rc). */
+static void experts_compute(pld_core k, pld_tensor rx, pld_tensor rc,
+                            pld_tensor ebuf, int32_t me) {
+  const int64_t l = pld_tensor_dim(rc, 0), h = pld_tensor_dim(rx, 1);
+  int64_t r = 0;
+  for (int64_t e = 0; e < l; e++) {
+    const int64_t n = (int64_t)pld_read(k, rc, PLD_AT(e));
+    for (int64_t i = 0; i < n; i++, r++)
+      for (int64_t c = 0; c < h; c++)
+        pld_write(k, ebuf, PLD_AT(r, c),
+                  pld_read(k, rx, PLD_AT(r, c)) * (double)(me * l + e + 1));
+  }
+}
+
+#define KERNEL_PARAMS(DT)                                                      \
+  PLD_IN(x, DT, T, H), PLD_IN(idx, INT32, T, K), PLD_IN(wt, FP32, T, K),       \
+      PLD_IN(pin, DT, N, H), PLD_IN(scnt, INT32, NR),                          \
+      PLD_WINDOW(rx, DT, CAP, H), PLD_WINDOW(meta, INT32, CAP, 4),             \
+      PLD_WINDOW(rw, FP32, CAP), PLD_WINDOW(stage, DT, S, H),                  \
+      PLD_WINDOW(tgt, DT, CAP, H), PLD_WINDOW(sig, INT32, NS),                 \
+      PLD_WINDOW(bsig, INT32, 1)
+#define OUT_PARAMS(DT)                                                         \
+  PLD_OUT(o_rx, DT, CAP, H), PLD_OUT(o_meta, INT32, CAP, 4),                   \
+      PLD_OUT(o_rw, FP32, CAP), PLD_OUT(o_rc, INT32, L),                       \
+      PLD_OUT(o_out, DT, T, H), PLD_OUT(o_tgt, DT, CAP, H),                    \
+      PLD_OUT(o_pc, INT32, NR), PLD_OUT(o_sig, INT32, NS)
+#define SCALARS                                                                \
+  PLD_SCALAR(experts, INT32), PLD_SCALAR(mode, INT32), PLD_SCALAR(reps, INT32)
+
+#define DEFINE_PROGRAM(DT)                                                     \
+  PLD_KERNEL(k_ep_##DT, k, KERNEL_PARAMS(DT), PLD_INOUT(ebuf, DT, CAP, H),     \
+             OUT_PARAMS(DT), SCALARS) {                                        \
+    const int32_t me = pld_rank(k, pld_window_comm(sig));                      \
+    const int lead = pld_block_idx(k) == 0;                                    \
+    const pld_tensor none = {0};                                               \
+    int32_t gen = 0;                                                           \
+    if (mode & MODE_PACKED) {                                                  \
+      if (lead)                                                                \
+        copy_all(k, none, pld_local(tgt), SENTINEL);                           \
+      block_sync(k, bsig, me, &gen);                                           \
+      if (pld_all_to_all_packed(k, pin, scnt, tgt, o_pc, sig))                 \
+        return;                                                                \
+      block_sync(k, bsig, me, &gen);                                           \
+      if (lead)                                                                \
+        copy_all(k, pld_local(tgt), o_tgt, 0);                                 \
+    }                                                                          \
+    for (int32_t i = 0; i < reps && (mode & MODE_EP); i++) {                   \
+      if (lead) {                                                              \
+        copy_all(k, none, pld_local(rx), SENTINEL);                            \
+        copy_all(k, none, pld_local(meta), SENTINEL);                          \
+        copy_all(k, none, pld_local(rw), SENTINEL);                            \
+      }                                                                        \
+      block_sync(k, bsig, me, &gen);                                           \
+      if ((mode & MODE_MIX) && me == 1                                         \
+              ? pld_all_to_all_packed(k, pin, scnt, tgt, o_pc, sig)            \
+              : pld_ep_dispatch(k, x, idx, wt, experts, rx, meta, rw, o_rc,    \
+                                sig))                                          \
+        return;                                                                \
+      block_sync(k, bsig, me, &gen);                                           \
+      if (lead)                                                                \
+        experts_compute(k, pld_local(rx), o_rc, ebuf, me);                     \
+      if (lead && (mode & MODE_MISCOUNT) && me == 1)                           \
+        pld_write(k, o_rc, PLD_AT(0), pld_read(k, o_rc, PLD_AT(0)) + 1);       \
+      block_sync(k, bsig, me, &gen);                                           \
+      if (pld_ep_combine(k, ebuf, pld_local(meta), o_rc, idx, wt, stage,       \
+                         o_out, sig))                                          \
+        return;                                                                \
+      block_sync(k, bsig, me, &gen);                                           \
+    }                                                                          \
+    if (lead && (mode & MODE_EP)) {                                            \
+      copy_all(k, pld_local(rx), o_rx, 0);                                     \
+      copy_all(k, pld_local(meta), o_meta, 0);                                 \
+      copy_all(k, pld_local(rw), o_rw, 0);                                     \
+    }                                                                          \
+    block_sync(k, bsig, me, &gen);                                             \
+    if (lead)                                                                  \
+      copy_all(k, pld_local(sig), o_sig, 0);                                   \
+  }                                                                            \
+  PLD_CUBE_KERNEL(k_cube_##DT, k, KERNEL_PARAMS(DT),                           \
+                  PLD_INOUT(ebuf, DT, CAP, H), OUT_PARAMS(DT), SCALARS) {      \
+    pld_ep_combine(k, ebuf, pld_local(meta), o_rc, idx, wt, stage, o_out,      \
+                   sig);                                                       \
+  }                                                                            \
+  PLD_DEVICE(d_ep_##DT, cpu, KERNEL_PARAMS(DT), OUT_PARAMS(DT), SCALARS,       \
+             PLD_SCALAR(blocks, INT32)) {                                      \
+    pld_tensor ebuf =                                                          \
+        pld_device_alloc(cpu, PLD_##DT,                                        \
+                         PLD_SHAPE(pld_tensor_dim(pld_local(rx), 0),           \
+                                   pld_tensor_dim(pld_local(rx), 1)));         \
+    if (mode & MODE_CUBE)                                                      \
+      pld_launch(cpu, k_cube_##DT, blocks, x, idx, wt, pin, scnt, rx, meta,    \
+                 rw, stage, tgt, sig, bsig, ebuf, o_rx, o_meta, o_rw, o_rc,    \
+                 o_out, o_tgt, o_pc, o_sig, experts, mode, reps);              \
+    else                                                                       \
+      pld_launch(cpu, k_ep_##DT, blocks, x, idx, wt, pin, scnt, rx, meta, rw,  \
+                 stage, tgt, sig, bsig, ebuf, o_rx, o_meta, o_rw, o_rc, o_out, \
+                 o_tgt, o_pc, o_sig, experts, mode, reps);                     \
+  }                                                                            \
+  PLD_HOST(h_ep_##DT, h, PLD_IN(x, DT, NR, T, H),                              \
+           PLD_IN(idx, INT32, NR, T, K), PLD_IN(wt, FP32, NR, T, K),           \
+           PLD_IN(pin, DT, NR, N, H), PLD_IN(scnt, INT32, NR, NR),             \
+           PLD_OUT(o_rx, DT, NR, CAP, H), PLD_OUT(o_meta, INT32, NR, CAP, 4),  \
+           PLD_OUT(o_rw, FP32, NR, CAP), PLD_OUT(o_rc, INT32, NR, L),          \
+           PLD_OUT(o_out, DT, NR, T, H), PLD_OUT(o_tgt, DT, NR, CAP, H),       \
+           PLD_OUT(o_pc, INT32, NR, NR), PLD_OUT(o_sig, INT32, NR, NS),        \
+           SCALARS, PLD_SCALAR(blocks, INT32)) {                               \
+    const int n = pld_world_size(h);                                           \
+    const pld_dtype dt = PLD_##DT;                                             \
+    const int64_t t = pld_tensor_dim(x, 1), h_ = pld_tensor_dim(x, 2);         \
+    const int64_t kk = pld_tensor_dim(idx, 2);                                 \
+    const int64_t cap = pld_tensor_dim(o_rx, 1);                               \
+    const int64_t ns = pld_tensor_dim(o_sig, 1);                               \
+    pld_window_buf rx = pld_window_alloc_shape(h, dt, PLD_SHAPE(cap, h_));     \
+    pld_window_buf meta =                                                      \
+        pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(cap, 4));               \
+    pld_window_buf rw = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(cap));   \
+    pld_window_buf stage =                                                     \
+        pld_window_alloc_shape(h, dt, PLD_SHAPE(t * kk, h_));                  \
+    pld_window_buf tgt = pld_window_alloc_shape(h, dt, PLD_SHAPE(cap, h_));    \
+    pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));  \
+    pld_window_buf bsig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));  \
+    for (int q = 0; q < n; q++)                                                \
+      pld_dispatch(h, d_ep_##DT, q, pld_slice(h, x, q), pld_slice(h, idx, q),  \
+                   pld_slice(h, wt, q), pld_slice(h, pin, q),                  \
+                   pld_slice(h, scnt, q),                                      \
+                   pld_window_view(h, rx, dt, PLD_SHAPE(cap, h_)),             \
+                   pld_window_view(h, meta, PLD_INT32, PLD_SHAPE(cap, 4)),     \
+                   pld_window_view(h, rw, PLD_FP32, PLD_SHAPE(cap)),           \
+                   pld_window_view(h, stage, dt, PLD_SHAPE(t *kk, h_)),        \
+                   pld_window_view(h, tgt, dt, PLD_SHAPE(cap, h_)),            \
+                   pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)),          \
+                   pld_window_view(h, bsig, PLD_INT32, PLD_SHAPE(1)),          \
+                   pld_slice(h, o_rx, q), pld_slice(h, o_meta, q),             \
+                   pld_slice(h, o_rw, q), pld_slice(h, o_rc, q),               \
+                   pld_slice(h, o_out, q), pld_slice(h, o_tgt, q),             \
+                   pld_slice(h, o_pc, q), pld_slice(h, o_sig, q), experts,     \
+                   mode, reps, blocks);                                        \
+  }
+
+DEFINE_PROGRAM(FP32)
+DEFINE_PROGRAM(BF16)
+
+/* ---- the reference ------------------------------------------------------- */
+
+/* BF16 from its definition: the upper half of a float's bits, rounded to
+ * nearest even (finite values only here). */
+static uint16_t bf16_enc(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  b += 0x7fffu + (b >> 16 & 1u);
+  return (uint16_t)(b >> 16);
+}
+
+static float bf16_dec(uint16_t v) {
+  uint32_t b = (uint32_t)v << 16;
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+
+static uint64_t rng_state;
+static uint64_t rng(void) { /* splitmix64 */
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+static int32_t below(int32_t n) { return (int32_t)(rng() % (uint64_t)n); }
+
+/* A case: P ranks, E experts, T tokens of H columns, top-K, capacity
+ * CAP; the packed all-to-all-v's N rows; values as floats (data of either
+ * dtype holds them exactly). */
+struct ep_case {
+  pld_dtype dt;
+  int p, e, t, h, k, cap, n, blocks, mode, reps;
+  float *x, *w, *pin;  /* [P][T][H], [P][T][K], [P][N][H] */
+  int32_t *idx, *scnt; /* [P][T][K], [P][P] */
+};
+
+static void case_init(struct ep_case *c, pld_dtype dt, int p, int e, int t,
+                      int h, int k) {
+  memset(c, 0, sizeof *c);
+  c->dt = dt, c->p = p, c->e = e, c->t = t, c->h = h, c->k = k;
+  c->n = 8, c->blocks = 1, c->mode = MODE_EP, c->reps = 2;
+  c->x = calloc((size_t)(p * t * h), sizeof(float));
+  c->w = calloc((size_t)(p * t * k), sizeof(float));
+  c->pin = calloc((size_t)(p * c->n * h), sizeof(float));
+  c->idx = calloc((size_t)(p * t * k), sizeof(int32_t));
+  c->scnt = calloc((size_t)(p * p), sizeof(int32_t));
+  assert_true(c->x && c->w && c->pin && c->idx && c->scnt);
+}
+
+static void case_free(struct ep_case *c) {
+  free(c->x), free(c->w), free(c->pin), free(c->idx), free(c->scnt);
+}
+
+/* A value of the data: FP32 any multiple of 1/256 in [-4, 4); BF16 halves
+ * in [-7, 7] (times an expert number up to 32 they stay exact). */
+static float data_value(pld_dtype dt) {
+  return dt == PLD_FP32 ? (float)(below(2048) - 1024) / 256.0f
+                        : (float)(below(29) - 14) / 2.0f;
+}
+
+/* Random data and weights (a few values only: ties), and routes: each
+ * token's K distinct experts, one slot in five masked. */
+static void case_random(struct ep_case *c) {
+  static const float weights[] = {0.125f, 0.3f, 0.3f, 0.7f, 1.1f, 0.05f};
+  const int p = c->p, t = c->t, k = c->k;
+  for (int i = 0; i < p * t * c->h; i++)
+    c->x[i] = data_value(c->dt);
+  for (int i = 0; i < p * c->n * c->h; i++)
+    c->pin[i] = data_value(c->dt);
+  for (int i = 0; i < p * t * k; i++)
+    c->w[i] = weights[below(6)];
+  for (int q = 0; q < p; q++)
+    for (int tok = 0; tok < t; tok++) {
+      int32_t *r = c->idx + (q * t + tok) * k;
+      for (int j = 0; j < k; j++) {
+        int32_t v;
+        int again;
+        do {
+          v = below(c->e);
+          again = 0;
+          for (int i = 0; i < j; i++)
+            again |= r[i] == v;
+        } while (again);
+        r[j] = v;
+      }
+      for (int j = 0; j < k; j++)
+        if (below(5) == 0)
+          r[j] = -1;
+    }
+}
+
+/* What each rank receives: rows (source, token, slot) of each local expert
+ * in the header's order, straight from the definition. */
+struct ep_ref {
+  int32_t *meta;     /* [P][CAP][4] */
+  float *rx, *rw;    /* [P][CAP][H], [P][CAP] */
+  int32_t *rc, *tot; /* [P][L], [P] */
+  float *out;        /* [P][T][H]: the combined tokens, as floats */
+  int32_t *tgt_rows; /* packed: [P] totals */
+  float *tgt;        /* [P][CAP][H] */
+  int32_t *pc;       /* [P][P] */
+};
+
+/* Rows that rank d would receive (to size capacities). */
+static int ref_total(const struct ep_case *c, int d) {
+  const int l = c->e / c->p;
+  int n = 0;
+  for (int i = 0; i < c->p * c->t * c->k; i++)
+    n += c->idx[i] >= 0 && c->idx[i] / l == d;
+  return n;
+}
+
+static int ref_max_total(const struct ep_case *c) {
+  int m = 0;
+  for (int d = 0; d < c->p; d++)
+    m = ref_total(c, d) > m ? ref_total(c, d) : m;
+  return m;
+}
+
+/* y(t, j) as the test's experts make it, in the data's dtype. */
+static float expert_value(const struct ep_case *c, float x, int32_t e) {
+  const double v = (double)x * (double)(e + 1);
+  return c->dt == PLD_FP32 ? (float)v : bf16_dec(bf16_enc((float)v));
+}
+
+static void ref_build(const struct ep_case *c, struct ep_ref *r) {
+  const int p = c->p, l = c->e / p, t = c->t, h = c->h, k = c->k;
+  const int cap = c->cap;
+  r->meta = calloc((size_t)(p * cap * 4), sizeof(int32_t));
+  r->rx = calloc((size_t)(p * cap * h), sizeof(float));
+  r->rw = calloc((size_t)(p * cap), sizeof(float));
+  r->rc = calloc((size_t)(p * l), sizeof(int32_t));
+  r->tot = calloc((size_t)p, sizeof(int32_t));
+  r->out = calloc((size_t)(p * t * h), sizeof(float));
+  r->tgt = calloc((size_t)(p * cap * h), sizeof(float));
+  r->tgt_rows = calloc((size_t)p, sizeof(int32_t));
+  r->pc = calloc((size_t)(p * p), sizeof(int32_t));
+  assert_true(r->meta && r->rx && r->rw && r->rc && r->tot && r->out &&
+              r->tgt && r->tgt_rows && r->pc);
+  for (int i = 0; i < p * cap * 4; i++)
+    r->meta[i] = (int32_t)SENTINEL;
+  for (int i = 0; i < p * cap * h; i++)
+    r->rx[i] = r->tgt[i] = (float)SENTINEL;
+  for (int i = 0; i < p * cap; i++)
+    r->rw[i] = (float)SENTINEL;
+  /* Dispatch: for each receiver d, expert, source, token, slot. */
+  for (int d = 0; d < p && (c->mode & MODE_EP); d++) {
+    int row = 0;
+    for (int e = 0; e < l; e++) {
+      for (int s = 0; s < p; s++)
+        for (int tok = 0; tok < t; tok++)
+          for (int j = 0; j < k; j++) {
+            if (c->idx[(s * t + tok) * k + j] != d * l + e)
+              continue;
+            assert_true(row < cap);
+            int32_t *m = r->meta + (d * cap + row) * 4;
+            m[0] = s, m[1] = tok, m[2] = j, m[3] = row;
+            for (int q = 0; q < row; q++) { /* its first row here */
+              const int32_t *o = r->meta + (d * cap + q) * 4;
+              if (o[0] == s && o[1] == tok) {
+                m[3] = q;
+                break;
+              }
+            }
+            memcpy(r->rx + (d * cap + row) * h, c->x + (s * t + tok) * h,
+                   (size_t)h * sizeof(float));
+            r->rw[d * cap + row] = c->w[(s * t + tok) * k + j];
+            r->rc[d * l + e]++;
+            row++;
+          }
+    }
+    r->tot[d] = row;
+  }
+  /* Combine: acc = 0, then acc + w * y over the slots in order. */
+  for (int s = 0; s < p; s++)
+    for (int tok = 0; tok < t; tok++)
+      for (int col = 0; col < h; col++) {
+        float acc = 0.0f;
+        for (int j = 0; j < k; j++) {
+          const int32_t e = c->idx[(s * t + tok) * k + j];
+          if (e < 0)
+            continue;
+          const float y = expert_value(c, c->x[(s * t + tok) * h + col], e);
+          const float prod = c->w[(s * t + tok) * k + j] * y;
+          acc = acc + prod;
+        }
+        r->out[(s * t + tok) * h + col] =
+            c->dt == PLD_FP32 ? acc : bf16_dec(bf16_enc(acc));
+      }
+  /* Packed: receiver d's rows from source 0, then 1, ... */
+  for (int d = 0; d < p; d++) {
+    int row = 0;
+    for (int s = 0; s < p; s++) {
+      int first = 0;
+      for (int q = 0; q < d; q++)
+        first += c->scnt[s * p + q];
+      const int cnt = c->scnt[s * p + d];
+      r->pc[d * p + s] = cnt;
+      for (int i = 0; i < cnt; i++, row++)
+        if (row < cap)
+          memcpy(r->tgt + (d * cap + row) * h,
+                 c->pin + (s * c->n + first + i) * h,
+                 (size_t)h * sizeof(float));
+    }
+    r->tgt_rows[d] = row;
+  }
+}
+
+static void ref_free(struct ep_ref *r) {
+  free(r->meta), free(r->rx), free(r->rw), free(r->rc), free(r->tot);
+  free(r->out), free(r->tgt), free(r->tgt_rows), free(r->pc);
+}
+
+/* ---- running a case ------------------------------------------------------ */
+
+struct ep_run {
+  pld_tensor x, idx, wt, pin, scnt;
+  pld_tensor o_rx, o_meta, o_rw, o_rc, o_out, o_tgt, o_pc, o_sig;
+  pld_program *prog;
+  int64_t ns;
+};
+
+static pld_tensor make(pld_dtype dt, int ndim, const int64_t *shape) {
+  return comm_tensor(dt, ndim, shape);
+}
+
+/* Host tensors of the data (floats into FP32 or BF16). */
+static void put_floats(pld_tensor t, const float *v, int64_t n) {
+  if (pld_tensor_dtype(t) == PLD_FP32) {
+    memcpy(pld_tensor_data(t), v, (size_t)n * sizeof(float));
+    return;
+  }
+  uint16_t *b = pld_tensor_data(t);
+  for (int64_t i = 0; i < n; i++)
+    b[i] = bf16_enc(v[i]);
+}
+
+static float get_float(pld_tensor t, int64_t i) {
+  if (pld_tensor_dtype(t) == PLD_FP32)
+    return ((const float *)pld_tensor_data(t))[i];
+  return bf16_dec(((const uint16_t *)pld_tensor_data(t))[i]);
+}
+
+static void run_build(struct ep_run *r, const struct ep_case *c) {
+  const int64_t p = c->p, t = c->t, h = c->h, k = c->k, cap = c->cap;
+  const int64_t l = c->e / c->p, n = c->n;
+  r->ns = PLD_SIGNAL_CELLS(c->p, c->blocks);
+  r->x = make(c->dt, 3, (int64_t[]){p, t, h});
+  r->idx = make(PLD_INT32, 3, (int64_t[]){p, t, k});
+  r->wt = make(PLD_FP32, 3, (int64_t[]){p, t, k});
+  r->pin = make(c->dt, 3, (int64_t[]){p, n, h});
+  r->scnt = make(PLD_INT32, 2, (int64_t[]){p, p});
+  r->o_rx = make(c->dt, 3, (int64_t[]){p, cap, h});
+  r->o_meta = make(PLD_INT32, 3, (int64_t[]){p, cap, 4});
+  r->o_rw = make(PLD_FP32, 2, (int64_t[]){p, cap});
+  r->o_rc = make(PLD_INT32, 2, (int64_t[]){p, l});
+  r->o_out = make(c->dt, 3, (int64_t[]){p, t, h});
+  r->o_tgt = make(c->dt, 3, (int64_t[]){p, cap, h});
+  r->o_pc = make(PLD_INT32, 2, (int64_t[]){p, p});
+  r->o_sig = make(PLD_INT32, 2, (int64_t[]){p, r->ns});
+  put_floats(r->x, c->x, p * t * h);
+  put_floats(r->pin, c->pin, p * n * h);
+  memcpy(pld_tensor_data(r->wt), c->w, (size_t)(p * t * k) * sizeof(float));
+  memcpy(pld_tensor_data(r->idx), c->idx,
+         (size_t)(p * t * k) * sizeof(int32_t));
+  memcpy(pld_tensor_data(r->scnt), c->scnt, (size_t)(p * p) * sizeof(int32_t));
+  pld_config cfg = comm_config(c->p);
+  int32_t experts = c->e, mode = c->mode, reps = c->reps, blocks = c->blocks;
+  assert_ok(
+      pld_compile(c->dt == PLD_FP32 ? h_ep_FP32 : h_ep_BF16, &cfg,
+                  PLD_ARGS(r->x, r->idx, r->wt, r->pin, r->scnt, r->o_rx,
+                           r->o_meta, r->o_rw, r->o_rc, r->o_out, r->o_tgt,
+                           r->o_pc, r->o_sig, experts, mode, reps, blocks),
+                  &r->prog));
+}
+
+static int run_exec(struct ep_run *r, const struct ep_case *c) {
+  int32_t experts = c->e, mode = c->mode, reps = c->reps, blocks = c->blocks;
+  return pld_program_run(
+      r->prog, PLD_ARGS(r->x, r->idx, r->wt, r->pin, r->scnt, r->o_rx,
+                        r->o_meta, r->o_rw, r->o_rc, r->o_out, r->o_tgt,
+                        r->o_pc, r->o_sig, experts, mode, reps, blocks));
+}
+
+static void run_free(struct ep_run *r) {
+  pld_program_destroy(r->prog);
+  pld_tensor all[] = {r->x,     r->idx,    r->wt,   r->pin,  r->scnt,
+                      r->o_rx,  r->o_meta, r->o_rw, r->o_rc, r->o_out,
+                      r->o_tgt, r->o_pc,   r->o_sig};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    pld_tensor_destroy(all[i]);
+}
+
+/* Float a and b have the same bits (the outputs are checked bit for
+ * bit). */
+static int same_bits(float a, float b) { return !memcmp(&a, &b, 4); }
+
+static void expect_float(const char *what, int q, int64_t i, float got,
+                         float want) {
+  if (!same_bits(got, want)) {
+    print_error("%s of rank %d, element %lld: got %.9g, expected %.9g\n", what,
+                q, (long long)i, (double)got, (double)want);
+    fail();
+  }
+}
+
+static void expect_int(const char *what, int q, int64_t i, int32_t got,
+                       int32_t want) {
+  if (got != want) {
+    print_error("%s of rank %d, element %lld: got %d, expected %d\n", what, q,
+                (long long)i, (int)got, (int)want);
+    fail();
+  }
+}
+
+/* Every output of every rank against the reference. */
+static void run_check(const struct ep_run *r, const struct ep_case *c,
+                      const struct ep_ref *ref) {
+  const int p = c->p, l = c->e / p, cap = c->cap, h = c->h, t = c->t;
+  const int32_t *meta = pld_tensor_data(r->o_meta);
+  const int32_t *rc = pld_tensor_data(r->o_rc), *pc = pld_tensor_data(r->o_pc);
+  const float *rw = pld_tensor_data(r->o_rw);
+  const int32_t *sig = pld_tensor_data(r->o_sig);
+  for (int q = 0; q < p; q++) {
+    if (c->mode & MODE_EP) {
+      for (int64_t i = 0; i < (int64_t)cap * 4; i++)
+        expect_int("recv_meta", q, i, meta[q * cap * 4 + i],
+                   ref->meta[q * cap * 4 + i]);
+      for (int64_t i = 0; i < l; i++)
+        expect_int("recv_counts", q, i, rc[q * l + i], ref->rc[q * l + i]);
+      for (int64_t i = 0; i < cap; i++)
+        expect_float("recv_w", q, i, rw[q * cap + i], ref->rw[q * cap + i]);
+      for (int64_t i = 0; i < (int64_t)cap * h; i++)
+        expect_float("recv_x", q, i, get_float(r->o_rx, q * cap * h + i),
+                     ref->rx[q * cap * h + i]);
+      for (int64_t i = 0; i < (int64_t)t * h; i++)
+        expect_float("out (combined)", q, i, get_float(r->o_out, q * t * h + i),
+                     ref->out[q * t * h + i]);
+    }
+    if (c->mode & MODE_PACKED) {
+      for (int64_t i = 0; i < p; i++)
+        expect_int("recv_counts (packed)", q, i, pc[q * p + i],
+                   ref->pc[q * p + i]);
+      for (int64_t i = 0; i < (int64_t)cap * h; i++)
+        expect_float("target (packed)", q, i,
+                     get_float(r->o_tgt, q * cap * h + i),
+                     ref->tgt[q * cap * h + i]);
+    }
+    /* Each lane's credits and counts, and cells 2P+1 to 2P+3, are zero
+     * again; cell 2P counts the lane's calls. */
+    const int64_t lane = PLD_SIGNAL_LANE_CELLS(p);
+    const int calls =
+        (c->mode & MODE_PACKED ? 1 : 0) + (c->mode & MODE_EP ? 2 * c->reps : 0);
+    for (int b = 0; b < c->blocks; b++) {
+      const int32_t *cells = sig + q * r->ns + b * lane;
+      for (int i = 0; i < 2 * p + 4; i++)
+        expect_int("signal cell", q, b * lane + i, cells[i],
+                   i == 2 * p ? calls : 0);
+    }
+  }
+}
+
+/* The outputs, to compare runs bit for bit. */
+static unsigned char *outputs_copy(const struct ep_run *r, size_t *size) {
+  const pld_tensor t[] = {r->o_rx,  r->o_meta, r->o_rw, r->o_rc,
+                          r->o_out, r->o_tgt,  r->o_pc};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    n +=
+        (size_t)pld_tensor_numel(t[i]) * pld_dtype_size(pld_tensor_dtype(t[i]));
+  unsigned char *buf = malloc(n), *at = buf;
+  assert_non_null(buf);
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    size_t m =
+        (size_t)pld_tensor_numel(t[i]) * pld_dtype_size(pld_tensor_dtype(t[i]));
+    memcpy(at, pld_tensor_data(t[i]), m);
+    at += m;
+  }
+  *size = n;
+  return buf;
+}
+
+/* Runs the case twice, checking both runs and that they agree bitwise. */
+static void case_run(const struct ep_case *c) {
+  struct ep_ref ref;
+  ref_build(c, &ref);
+  struct ep_run r;
+  run_build(&r, c);
+  unsigned char *first = NULL;
+  size_t size = 0;
+  for (int i = 0; i < 2; i++) {
+    /* Outputs scribbled over between runs: each run writes them all. */
+    memset(pld_tensor_data(r.o_out), 0x5a,
+           (size_t)pld_tensor_numel(r.o_out) *
+               pld_dtype_size(pld_tensor_dtype(r.o_out)));
+    assert_ok(run_exec(&r, c));
+    run_check(&r, c, &ref);
+    size_t n;
+    unsigned char *now = outputs_copy(&r, &n);
+    if (first) {
+      assert_int_equal(n, size);
+      assert_memory_equal(now, first, n);
+      free(now);
+    } else {
+      first = now, size = n;
+    }
+  }
+  free(first);
+  run_free(&r);
+  ref_free(&ref);
+}
+
+/* Runs a case expected to fail with `status` and the message parts. */
+static void case_fails(const struct ep_case *c, int status, const char *a,
+                       const char *b) {
+  struct ep_run r;
+  run_build(&r, c);
+  assert_fails_with(run_exec(&r, c), status, a, b);
+  run_free(&r);
+}
+
+/* ---- the cases ----------------------------------------------------------- */
+
+/* A token choosing two experts of the next rank (where the rank holds
+ * two), and a token choosing one expert in two slots. */
+static void add_doubles(struct ep_case *c) {
+  const int l = c->e / c->p, t = c->t, k = c->k;
+  for (int q = 0; q < c->p && l >= 2 && k >= 2 && t >= 2; q++) {
+    int32_t *r = c->idx + (q * t + 0) * k;
+    const int d = (q + 1) % c->p;
+    r[0] = d * l + l - 1;
+    r[1] = d * l;
+    for (int j = 2; j < k; j++)
+      r[j] = -1;
+    int32_t *s = c->idx + (q * t + 1) * k;
+    s[0] = s[k - 1] = q * l;
+  }
+}
+
+static void random_cases(pld_dtype dt, int blocks) {
+  for (int p = 2; p <= 4; p++) {
+    if (!comm_world_fits(p))
+      continue;
+    struct ep_case c;
+    case_init(&c, dt, p, p == 3 ? 3 * p : 2 * p, 9, 24, 3);
+    rng_state = (uint64_t)(p * 100 + blocks);
+    case_random(&c);
+    add_doubles(&c);
+    c.blocks = blocks;
+    c.cap = ref_max_total(&c) + 2;
+    c.mode = MODE_EP | MODE_PACKED;
+    for (int q = 0; q < p; q++) /* packed counts: some zero */
+      for (int d = 0; d < p; d++)
+        c.scnt[q * p + d] = (q + d) % 3 == 0 ? 0 : below(c.n / p + 1);
+    case_run(&c);
+    case_free(&c);
+  }
+}
+
+static void test_dispatch_combine_fp32(void **state) {
+  (void)state;
+  random_cases(PLD_FP32, 1);
+}
+
+static void test_dispatch_combine_bf16(void **state) {
+  (void)state;
+  random_cases(PLD_BF16, 1);
+}
+
+static void test_dispatch_combine_two_blocks(void **state) {
+  (void)state;
+  random_cases(PLD_FP32, 2);
+  random_cases(PLD_BF16, 2);
+}
+
+/* Rank 0 sends nothing (every slot masked) and rank P-1 receives nothing
+ * (no token chooses its experts); then every token of every rank chooses
+ * expert 1 alone, whose rank receives everything. */
+static void test_zero_counts_and_one_expert(void **state) {
+  (void)state;
+  for (int p = 2; p <= 4; p++) {
+    if (!comm_world_fits(p))
+      continue;
+    struct ep_case c;
+    case_init(&c, PLD_FP32, p, 2 * p, 6, 8, 2);
+    rng_state = 7;
+    case_random(&c);
+    const int l = 2;
+    for (int i = 0; i < p * c.t * c.k; i++)
+      if (i < c.t * c.k || c.idx[i] / l == p - 1)
+        c.idx[i] = -1;
+    c.cap = ref_max_total(&c) + 1;
+    assert_int_equal(ref_total(&c, p - 1), 0);
+    case_run(&c);
+    for (int i = 0; i < p * c.t * c.k; i++)
+      c.idx[i] = i % c.k == 0 ? 1 : -1;
+    c.cap = ref_max_total(&c);
+    assert_int_equal(ref_total(&c, 0), p * c.t);
+    case_run(&c);
+    case_free(&c);
+  }
+}
+
+/* Capacity exactly the largest receiver's rows passes; one less fails on
+ * every rank, naming the receiver, its rows and the capacity. */
+static void test_capacity(void **state) {
+  (void)state;
+  for (int p = 2; p <= 4; p++) {
+    if (!comm_world_fits(p))
+      continue;
+    struct ep_case c;
+    case_init(&c, PLD_BF16, p, 2 * p, 7, 16, 2);
+    rng_state = 11 + (uint64_t)p;
+    case_random(&c);
+    int most = 0, at = 0;
+    for (int d = 0; d < p; d++)
+      if (ref_total(&c, d) > most)
+        most = ref_total(&c, d), at = d;
+    c.cap = most;
+    case_run(&c);
+    c.cap = most - 1;
+    char line[200];
+    snprintf(line, sizeof line,
+             "rank %d would receive %d rows (tokens times their slots "
+             "choosing its experts), more than the %d rows of window 'rx'",
+             at, most, most - 1);
+    case_fails(&c, PLD_ERR_BOUNDS, "pld_ep_dispatch: kernel k_ep_BF16", line);
+    case_free(&c);
+  }
+}
+
+/* An expert index of E fails naming the token, slot and value; a negative
+ * one other than -1 is a masked slot. */
+static void test_bad_expert(void **state) {
+  (void)state;
+  const int p = 3;
+  if (!comm_world_fits(p))
+    skip();
+  struct ep_case c;
+  case_init(&c, PLD_FP32, p, 6, 4, 8, 3);
+  rng_state = 5;
+  case_random(&c);
+  c.idx[(1 * c.t + 2) * c.k + 1] = -7;
+  c.cap = ref_max_total(&c);
+  case_run(&c);
+  c.idx[(1 * c.t + 2) * c.k + 1] = 6;
+  c.cap = c.t * c.k * p;
+  case_fails(&c, PLD_ERR_BOUNDS, "pld_ep_dispatch: kernel k_ep_FP32 (rank 1",
+             "topk_idx[2, 1] (token 2, slot 1) is 6: expected an expert in "
+             "[0, 6), or a negative index for none");
+  case_free(&c);
+}
+
+/* The packed all-to-all-v alone: random counts with zeros; a total of
+ * exactly its capacity; one row more fails on every rank; a negative
+ * count and counts beyond the input fail on their rank. */
+static void test_packed(void **state) {
+  (void)state;
+  for (int p = 2; p <= 4; p++) {
+    if (!comm_world_fits(p))
+      continue;
+    for (int b = 1; b <= 2; b++) {
+      struct ep_case c;
+      case_init(&c, b == 1 ? PLD_FP32 : PLD_BF16, p, p, 2, 8, 1);
+      rng_state = 31 + (uint64_t)(p * b);
+      case_random(&c);
+      c.mode = MODE_PACKED;
+      c.blocks = b;
+      c.n = 8; /* sum of a row: at most N */
+      for (int q = 0; q < p; q++)
+        for (int d = 0; d < p; d++)
+          c.scnt[q * p + d] = below(5) == 0 ? 0 : below(c.n / p + 1);
+      c.scnt[0 * p + 1] = 0, c.scnt[1 * p + 0] = 0;
+      int most = 0, at = 0;
+      for (int d = 0; d < p; d++) {
+        int tot = 0;
+        for (int s = 0; s < p; s++)
+          tot += c.scnt[s * p + d];
+        if (tot > most)
+          most = tot, at = d;
+      }
+      c.cap = most; /* exactly at the limit */
+      case_run(&c);
+      c.cap = most - 1;
+      if (c.cap >= 1) {
+        char line[200];
+        snprintf(line, sizeof line,
+                 "rank %d would receive %d rows (the sum of every rank's "
+                 "count), more than the %d rows of window 'tgt'",
+                 at, most, most - 1);
+        case_fails(&c, PLD_ERR_BOUNDS, "pld_all_to_all_packed: kernel k_ep_",
+                   line);
+      }
+      c.cap = most + 1;
+      c.scnt[(p - 1) * p + 0] = -1;
+      char line[160];
+      snprintf(line, sizeof line, "(rank %d", p - 1);
+      case_fails(&c, PLD_ERR_BOUNDS, line,
+                 "send_counts[0] is -1: expected a count >= 0");
+      c.scnt[(p - 1) * p + 0] = c.n + 1;
+      case_fails(&c, PLD_ERR_BOUNDS, line, "send_counts sum to");
+      case_free(&c);
+    }
+  }
+}
+
+/* Rank 1 calls pld_all_to_all_packed where the others call
+ * pld_ep_dispatch: every rank fails with PLD_ERR_MISMATCH naming each
+ * rank's call, instead of hanging or moving rows. */
+static void test_mismatch(void **state) {
+  (void)state;
+  const int p = 3;
+  if (!comm_world_fits(p))
+    skip();
+  struct ep_case c;
+  case_init(&c, PLD_FP32, p, 6, 4, 8, 2);
+  rng_state = 9;
+  case_random(&c);
+  c.cap = c.t * c.k * p;
+  c.mode = MODE_EP | MODE_MIX;
+  case_fails(&c, PLD_ERR_MISMATCH,
+             "rank 1: pld_all_to_all_packed(FP32, 192 elements in 24 rows, 1 "
+             "block)",
+             "rank 2: pld_ep_dispatch(FP32, 192 elements, 6 experts, 1 "
+             "block)");
+  case_free(&c);
+}
+
+/* Arguments refused on the calling rank, naming what they expected: an
+ * expert count that is no multiple of the ranks; a combine whose
+ * recv_counts are not the dispatch's; combine on a cube core. */
+static void test_refusals(void **state) {
+  (void)state;
+  const int p = 3;
+  if (!comm_world_fits(p))
+    skip();
+  struct ep_case c;
+  case_init(&c, PLD_FP32, p, 7, 4, 8, 2);
+  rng_state = 13;
+  case_random(&c);
+  c.cap = c.t * c.k * p;
+  case_fails(&c, PLD_ERR_ARG, "pld_ep_dispatch: kernel k_ep_FP32 (rank ",
+             "experts is 7: expected a multiple of the domain's 3 ranks from "
+             "3 to 255 (PLD_EP_MAX_EXPERTS)");
+  c.e = 6;
+  case_random(&c);
+  c.mode = MODE_EP | MODE_MISCOUNT;
+  case_fails(&c, PLD_ERR_ARG, "pld_ep_combine: kernel k_ep_FP32 (rank 1",
+             "but the ranks' topk_idx route ");
+  c.mode = MODE_CUBE;
+  case_fails(&c, PLD_ERR_LEVEL, "pld_ep_combine: kernel k_cube_FP32 (rank ",
+             "runs on vector cores (PLD_KERNEL)");
+  case_free(&c);
+}
+
+/* Each token travels once to each rank holding any of its experts: with
+ * the fabric's debug log on (PLD_DEBUG=fabric), the rows of x written
+ * into recv_x (buffer #0: the host allocates it first) of each rank are
+ * the (source rank, token) pairs with an expert there, from other ranks
+ * (a rank's rows for itself are copied, not sent), though tokens choose
+ * two experts of one rank and one expert in two slots. */
+static void test_token_travels_once(void **state) {
+  (void)state;
+  const int p = 3;
+  if (pld_process_count() > 1)
+    skip(); /* one log per process: the in-process fabric counts here */
+  struct ep_case c;
+  case_init(&c, PLD_FP32, p, 4 * p, 8, 24, 4);
+  rng_state = 21;
+  case_random(&c);
+  add_doubles(&c);
+  c.cap = ref_max_total(&c);
+  c.reps = 1;
+  const int l = 4, row = c.h * 4;
+  int want[3] = {0, 0, 0}, doubled = 0;
+  for (int s = 0; s < p; s++)
+    for (int t = 0; t < c.t; t++)
+      for (int d = 0; d < p; d++) {
+        int slots = 0;
+        for (int j = 0; j < c.k; j++) {
+          const int32_t e = c.idx[(s * c.t + t) * c.k + j];
+          slots += e >= 0 && e / l == d;
+        }
+        want[d] += slots > 0 && s != d;
+        doubled += slots > 1 && s != d;
+      }
+  assert_true(doubled > 0 && want[0] > 0 && want[1] > 0 && want[2] > 0);
+  char log[] = "/tmp/pld_test_ep_XXXXXX";
+  int fd = mkstemp(log);
+  assert_true(fd >= 0);
+  close(fd);
+  setenv("PLD_DEBUG", "fabric", 1);
+  setenv("PLD_DEBUG_FILE", log, 1);
+  struct ep_run r;
+  run_build(&r, &c);
+  assert_ok(run_exec(&r, &c));
+  unsetenv("PLD_DEBUG");
+  unsetenv("PLD_DEBUG_FILE");
+  int got[3] = {0, 0, 0};
+  FILE *f = fopen(log, "r");
+  assert_non_null(f);
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    const char *at = strstr(line, "fabric: write buffer #0 of rank ");
+    int d;
+    size_t off, n;
+    if (at &&
+        sscanf(at, "fabric: write buffer #0 of rank %d at %zu: %zu", &d, &off,
+               &n) == 3 &&
+        n % (size_t)row == 0 && d >= 0 && d < p)
+      got[d] += (int)(n / (size_t)row); /* runs of rows: one write */
+  }
+  fclose(f);
+  unlink(log);
+  for (int d = 0; d < p; d++)
+    expect_int("rows of x written into recv_x", d, 0, got[d], want[d]);
+  run_free(&r);
+  case_free(&c);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_dispatch_combine_fp32),
+    cmocka_unit_test(test_dispatch_combine_bf16),
+    cmocka_unit_test(test_dispatch_combine_two_blocks),
+    cmocka_unit_test(test_zero_counts_and_one_expert),
+    cmocka_unit_test(test_capacity),
+    cmocka_unit_test(test_bad_expert),
+    cmocka_unit_test(test_packed),
+    cmocka_unit_test(test_mismatch),
+    cmocka_unit_test(test_refusals),
+    cmocka_unit_test(test_token_travels_once),
+};
+
+PLD_TEST_MAIN("comm_ep", tests)
