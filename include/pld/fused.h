@@ -37,13 +37,17 @@
  * PLD_FUSED_SIGNAL_CELLS(P, C) cells, zero when first used, used by
  * nothing but the fused calls (not by a collective: its cells are the
  * collective's, and a fused call's notify on them fails).  Lane b owns
- * cells [2 P b, 2 P (b + 1)): cell 2Pb + s counts what rank s delivered
- * to this rank (a chunk of A, or product tiles), cell 2Pb + P + s rank
- * s's arrival at the call's end.  pld_allgather_matmul and
- * pld_matmul_reduce_scatter_sum end with a rendezvous of their lane on
- * every rank (the end cells) and take back every count they waited for
- * (pld_matmul_reduce_scatter only adds counts, which the sum takes back),
- * so the cells are zero again when a call returns (but for counts a
+ * the 5P cells from 5Pb on: cell 5Pb + s counts what rank s delivered to
+ * this rank (a chunk of A, or product tiles), cell 5Pb + P + s rank s's
+ * arrival at the call's end, and cells 5Pb + 2P + 3s .. + 2 what rank
+ * s's pld_matmul_reduce_scatter announced to this rank before its tiles
+ * (the row block's rows M/P, N, and its block count C, each as INT32,
+ * larger values as INT32_MAX; pld_allgather_matmul leaves them alone).
+ * pld_allgather_matmul and pld_matmul_reduce_scatter_sum end with a
+ * rendezvous of their lane on every rank (the end cells) and take back
+ * every count they waited for (pld_matmul_reduce_scatter only adds
+ * counts and announcements, which the sum takes back), so the cells are
+ * zero again when a call returns (but for counts a
  * faster rank already sent for its next call, which that call expects):
  * one signal window serves calls back to back, in loops and run after
  * run, with no reset by the user.  The rendezvous is also what makes the
@@ -94,8 +98,14 @@
  *     stage at slot me (rows [me M/P, (me+1) M/P)), then signals rank d
  *     (one signal per tile), while it goes on with the next tile.  It
  *     never waits.
+ *     Before its first tile, it announces to every rank's lane its
+ *     block count and shape (see Signals).
  *   PLD_KERNEL: pld_matmul_reduce_scatter_sum(k, stage, c, sig)
- *     stage the same window, c [M/P, N] FP32, written.  For each tile of
+ *     stage the same window, c [M/P, N] FP32, written.  First waits for
+ *     every rank's announcement on its lane and checks it: products on
+ *     another block count than the sum's, or with another row block
+ *     (M/P) or N than c's, fail the sum with PLD_ERR_MISMATCH (below)
+ *     before it reads any slot.  Then for each tile of
  *     this rank's row block, in the order the senders send them: waits
  *     for the tile from every rank, then c = slot 0 + slot 1 + ... + slot
  *     P-1 in FP32, added in that order (rank order: the same bits on every
@@ -103,8 +113,11 @@
  *     ...).  Then the end rendezvous (see Signals).
  *
  * How to launch them: in one device function, pld_launch the cube kernel
- * then the vector kernel, both taking `stage` and `sig` (on the same
- * number of blocks C):
+ * then the vector kernel, both taking `stage` and `sig`, on the same
+ * number of blocks C (with the products on more blocks than the sum, the
+ * sum's check fails on every rank; with the sum on more, its lanes that
+ * have no products fail the same way or wait forever, a deadlock the
+ * run reports):
  *
  *     pld_launch(a, gemm_part, C, x, w, stage, sig);
  *     pld_launch(a, sum_part, C, stage, y, sig);
@@ -127,15 +140,19 @@
  * a multiple of P, gathered, stage or sig too small, windows of
  * different domains, `a` overlapping `gathered`, a plain tensor given as
  * a window (a pld_window made from a pld_tensor by hand), more blocks
- * than cores); PLD_ERR_TILE_MEMORY (above).  Then the calls run on
+ * than cores); PLD_ERR_TILE_MEMORY (above); PLD_ERR_MISMATCH
+ * (pld_matmul_reduce_scatter_sum: products of a rank announced another
+ * block count, row block or N, see GEMM-ReduceScatter; the message names
+ * the rank and both block counts, or both shapes).  Then the calls run on
  * pld_put_notify, pld_put, pld_remote_store, pld_notify, pld_wait and the
  * tile calls, whose failures (PLD_ERR_DEADLOCK when ranks disagree on the
  * call, e.g. its block count, or when a rank never makes it;
  * PLD_ERR_TIMEOUT; PLD_ERR_ABORTED when another rank failed; PLD_ERR_ARG
  * when sig's cells belong to a collective) carry those calls' names; or
- * an earlier failure of the kernel.  Shapes cannot be
- * compared across ranks before moving data: a rank whose call differs
- * (another M) makes the others fail or wait; keep calls identical.
+ * an earlier failure of the kernel.  But for the sum's check of the
+ * announcements, shapes cannot be compared across ranks before moving
+ * data: a rank whose call differs (another M) makes the others fail or
+ * wait; keep calls identical.
  */
 #ifndef PLD_FUSED_H
 #define PLD_FUSED_H
@@ -148,7 +165,7 @@
 
 /* INT32 cells of the signal window of a fused call over nranks ranks on
  * `blocks` blocks. */
-#define PLD_FUSED_SIGNAL_CELLS(nranks, blocks) (2 * (nranks) * (blocks))
+#define PLD_FUSED_SIGNAL_CELLS(nranks, blocks) (5 * (nranks) * (blocks))
 
 /* C = allgather(a) @ b; see the top of this file.  Cube kernels only.
  * Blocks until its chunks have arrived and every rank's lane reached the

@@ -4,6 +4,7 @@
  * pld_remote_store + pld_notify, the sum is pld_add on a vector core.
  * This file adds the checks that name the fused call and its parameters,
  * the order of the work, and the signal cells' protocol. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -196,27 +197,46 @@ static int product_rows(pld_core k, const struct product *p, int64_t arow,
   return k.p->status;
 }
 
-/* Cell i of lane `lane` (2P cells each) of sig. */
+/* Cell i of lane `lane` (5P cells each, pld/fused.h) of sig. */
 static int64_t cell(int32_t p, int32_t lane, int32_t i) {
-  return 2 * (int64_t)p * lane + i;
+  return 5 * (int64_t)p * lane + i;
 }
 
+/* The cells of a lane: counts, end arrivals, and what the products of
+ * GEMM-ReduceScatter announce to the sums (word w of rank s's). */
+#define CELL_COUNT(p, s) (s)
+#define CELL_END(p, s) ((p) + (s))
+#define CELL_ANNOUNCE(p, s, w) (2 * (p) + 3 * (s) + (w))
+
+/* The words of an announcement, sent in this order: the blocks last,
+ * which the sum waits for (signals from one rank land in order). */
+enum { ANN_ROWS, ANN_COLS, ANN_BLOCKS, ANN_WORDS };
+
 /* The end of a call on lane `lane`: a rendezvous of the lane on every
- * rank (cells P + s), then every count this call waited for taken back:
- * got[s] from cell s, 1 from cell P + s. */
+ * rank (the end cells), then every count this call waited for taken
+ * back: got[s] from rank s's count cell, 1 from its end cell, and the
+ * words of its announcement, ann[s] (NULL: none). */
 static int lane_end(pld_core k, pld_window sig, int32_t me, int32_t p,
-                    int32_t lane, const int32_t *got) {
+                    int32_t lane, const int32_t *got,
+                    const int32_t (*ann)[ANN_WORDS]) {
   for (int32_t q = 0; q < p; q++)
     if (q != me)
-      pld_notify(k, sig, q, PLD_AT(cell(p, lane, p + me)), 1, PLD_NOTIFY_ADD);
+      pld_notify(k, sig, q, PLD_AT(cell(p, lane, CELL_END(p, me))), 1,
+                 PLD_NOTIFY_ADD);
   for (int32_t q = 0; q < p; q++)
     if (q != me)
-      pld_wait(k, sig, PLD_AT(cell(p, lane, p + q)), 1, PLD_WAIT_GE);
+      pld_wait(k, sig, PLD_AT(cell(p, lane, CELL_END(p, q))), 1, PLD_WAIT_GE);
   for (int32_t q = 0; q < p; q++) {
     if (got[q])
-      pld_notify(k, sig, me, PLD_AT(cell(p, lane, q)), -got[q], PLD_NOTIFY_ADD);
+      pld_notify(k, sig, me, PLD_AT(cell(p, lane, CELL_COUNT(p, q))), -got[q],
+                 PLD_NOTIFY_ADD);
     if (q != me)
-      pld_notify(k, sig, me, PLD_AT(cell(p, lane, p + q)), -1, PLD_NOTIFY_ADD);
+      pld_notify(k, sig, me, PLD_AT(cell(p, lane, CELL_END(p, q))), -1,
+                 PLD_NOTIFY_ADD);
+    for (int w = 0; ann && w < ANN_WORDS; w++)
+      if (ann[q][w])
+        pld_notify(k, sig, me, PLD_AT(cell(p, lane, CELL_ANNOUNCE(p, q, w))),
+                   -ann[q][w], PLD_NOTIFY_ADD);
   }
   return k.p->status;
 }
@@ -281,7 +301,7 @@ int pld_allgather_matmul(pld_core k, pld_tensor a, pld_window gathered,
     /* My chunk to the rank that multiplies it next step, signal behind. */
     if (j + 1 < p) {
       const int32_t q = (me - j - 1 + p) % p;
-      const int64_t at = cell(p, lane, me);
+      const int64_t at = cell(p, lane, CELL_COUNT(p, me));
       if (hi > lo)
         pld_put_notify(k, gathered, q, a, &mine, sig, PLD_AT(at), 1,
                        PLD_NOTIFY_ADD);
@@ -295,7 +315,7 @@ int pld_allgather_matmul(pld_core k, pld_tensor a, pld_window gathered,
       pr.a = a;
       product_rows(k, &pr, lo, me * m + lo, hi - lo);
     } else {
-      pld_wait(k, sig, PLD_AT(cell(p, lane, s)), 1, PLD_WAIT_GE);
+      pld_wait(k, sig, PLD_AT(cell(p, lane, CELL_COUNT(p, s))), 1, PLD_WAIT_GE);
       got[s] = 1;
       pr.a = pld_local(gathered);
       product_rows(k, &pr, s * m + lo, s * m + lo, hi - lo);
@@ -303,7 +323,7 @@ int pld_allgather_matmul(pld_core k, pld_tensor a, pld_window gathered,
   }
   if (core->status)
     return core->status;
-  return lane_end(k, sig, me, p, lane, got);
+  return lane_end(k, sig, me, p, lane, got, NULL);
 }
 
 /* ---- GEMM-ReduceScatter ---- */
@@ -321,8 +341,26 @@ static int send_tile(pld_core k, pld_tile *t, int64_t row, int64_t col,
   const struct send *s = ctx;
   pld_remote_store(k, t, s->stage, s->d, s->slot_row + row, col,
                    PLD_ATOMIC_NONE);
-  return pld_notify(k, s->sig, s->d, PLD_AT(cell(s->p, s->lane, s->me)), 1,
+  return pld_notify(k, s->sig, s->d,
+                    PLD_AT(cell(s->p, s->lane, CELL_COUNT(s->p, s->me))), 1,
                     PLD_NOTIFY_ADD);
+}
+
+/* A dimension as an announcement word (a row block or N beyond INT32_MAX
+ * is announced as INT32_MAX). */
+static int32_t ann_word(int64_t v) {
+  return v > INT32_MAX ? INT32_MAX : (int32_t)v;
+}
+
+/* The products' announcement to rank d's lane: the row block's rows, N,
+ * and the block count last; the sum checks them before it reads a slot
+ * (check_announce). */
+static int announce(pld_core k, pld_window sig, int32_t d, int32_t me,
+                    int32_t p, int32_t lane, const int32_t *words) {
+  for (int w = 0; w < ANN_WORDS; w++)
+    pld_notify(k, sig, d, PLD_AT(cell(p, lane, CELL_ANNOUNCE(p, me, w))),
+               words[w], PLD_NOTIFY_ADD);
+  return k.p->status;
 }
 
 int pld_matmul_reduce_scatter(pld_core k, pld_tensor a, pld_tensor b,
@@ -366,6 +404,15 @@ int pld_matmul_reduce_scatter(pld_core k, pld_tensor a, pld_tensor b,
   struct send sd = {stage, sig, 0, me, p, lane, me * mb + lo};
   const struct product pr = {
       .a = a, .b = b, .k = kk, .n = n, .done = send_tile, .ctx = &sd};
+  /* Every rank's sum on this lane learns first what this call is: a sum
+   * on another block count or shape would read slots that this call does
+   * not fill, or not yet. */
+  int32_t words[ANN_WORDS];
+  words[ANN_ROWS] = ann_word(mb);
+  words[ANN_COLS] = ann_word(n);
+  words[ANN_BLOCKS] = lanes;
+  for (int32_t i = 1; i <= p && !core->status; i++)
+    announce(k, sig, (me + i) % p, me, p, lane, words);
   /* Row blocks from the next rank's on, my own last (its sum waits for
    * everyone's anyway). */
   for (int32_t i = 1; i <= p && !core->status; i++) {
@@ -373,6 +420,51 @@ int pld_matmul_reduce_scatter(pld_core k, pld_tensor a, pld_tensor b,
     product_rows(k, &pr, sd.d * mb + lo, 0, hi - lo);
   }
   return core->status;
+}
+
+/* This rank's copy of sig's cell at. */
+static int32_t cell_value(struct pld__core *c, const char *fn, pld_window sig,
+                          int64_t at) {
+  size_t off = 0;
+  if (pld__cell_offset(c, fn, sig, PLD__NO_PEER, PLD_AT(at), &off))
+    return 0;
+  struct pld__fabric *f = c->env->fabric;
+  return f->ops->cell(f, sig.p->win_buf, off);
+}
+
+/* Waits for the announcement of rank s's pld_matmul_reduce_scatter on
+ * this lane (into ann) and checks that it is this call's: the same block
+ * count, row block and N; else PLD_ERR_MISMATCH, before any slot is
+ * read. */
+static int check_announce(pld_core k, const char *fn, pld_window sig, int32_t p,
+                          int32_t lane, int32_t s, int64_t mb, int64_t n,
+                          int32_t *ann) {
+  struct pld__core *core = k.p;
+  if (pld_wait(k, sig, PLD_AT(cell(p, lane, CELL_ANNOUNCE(p, s, ANN_BLOCKS))),
+               1, PLD_WAIT_GE))
+    return core->status;
+  for (int w = 0; w < ANN_WORDS; w++)
+    ann[w] = cell_value(core, fn, sig, cell(p, lane, CELL_ANNOUNCE(p, s, w)));
+  if (core->status)
+    return core->status;
+  const int32_t lanes = core->block_num;
+  if (ann[ANN_BLOCKS] != lanes)
+    return pld__kfail(
+        core, PLD_ERR_MISMATCH, fn,
+        "rank %d ran pld_matmul_reduce_scatter on %d block%s and this call "
+        "runs on %d block%s: launch the products and the sum on the same "
+        "number of blocks (lane b of one talks to lane b of the other)",
+        (int)s, (int)ann[ANN_BLOCKS], ann[ANN_BLOCKS] == 1 ? "" : "s",
+        (int)lanes, lanes == 1 ? "" : "s");
+  if (ann[ANN_ROWS] != ann_word(mb) || ann[ANN_COLS] != ann_word(n))
+    return pld__kfail(core, PLD_ERR_MISMATCH, fn,
+                      "rank %d ran pld_matmul_reduce_scatter on row blocks "
+                      "of %d rows and %d columns (its stage's M / P and N), "
+                      "and this call expects %lld rows and %lld columns "
+                      "(c's): expected identical calls on every rank",
+                      (int)s, (int)ann[ANN_ROWS], (int)ann[ANN_COLS],
+                      (long long)mb, (long long)n);
+  return PLD_OK;
 }
 
 int pld_matmul_reduce_scatter_sum(pld_core k, pld_window stage, pld_tensor c,
@@ -404,6 +496,9 @@ int pld_matmul_reduce_scatter_sum(pld_core k, pld_window stage, pld_tensor c,
   const int32_t lane = core->block_idx, lanes = core->block_num;
   const int64_t lo = mb * lane / lanes, hi = mb * (lane + 1) / lanes;
   const pld_tensor slots = pld_local(stage);
+  int32_t ann[PLD_FUSED_MAX_RANKS][ANN_WORDS];
+  for (int32_t s = 0; s < p && !core->status; s++)
+    check_announce(k, fn, sig, p, lane, s, mb, n, ann[s]);
   int32_t tiles = 0;
   /* The tiles in the order the senders send them (product_rows'). */
   for (int64_t r0 = lo; r0 < hi && !core->status; r0 += TILE)
@@ -412,7 +507,8 @@ int pld_matmul_reduce_scatter_sum(pld_core k, pld_window stage, pld_tensor c,
       tiles++;
       pld_tile *acc = NULL;
       for (int32_t s = 0; s < p; s++) {
-        pld_wait(k, sig, PLD_AT(cell(p, lane, s)), tiles, PLD_WAIT_GE);
+        pld_wait(k, sig, PLD_AT(cell(p, lane, CELL_COUNT(p, s))), tiles,
+                 PLD_WAIT_GE);
         pld_tile *t = pld_load(k, slots, s * mb + r0, n0, mr, nr);
         if (!acc) {
           acc = t;
@@ -429,5 +525,5 @@ int pld_matmul_reduce_scatter_sum(pld_core k, pld_window stage, pld_tensor c,
   int32_t got[PLD_FUSED_MAX_RANKS];
   for (int32_t s = 0; s < p; s++)
     got[s] = tiles;
-  return lane_end(k, sig, me, p, lane, got);
+  return lane_end(k, sig, me, p, lane, got, (const int32_t(*)[ANN_WORDS])ann);
 }

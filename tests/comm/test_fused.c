@@ -8,7 +8,9 @@
  * window (one kernel for AllGather-GEMM, two launch pairs for
  * GEMM-ReduceScatter), whose cells must be zero afterwards; two runs give
  * the same bits; FP32, FP16 and BF16 operands.  Then each user mistake: its
- * status and its message (function, parameter, rank, expected, got). */
+ * status and its message (function, parameter, rank, expected, got); and
+ * GEMM-ReduceScatter's two parts on different block counts, which the sum
+ * refuses (PLD_ERR_MISMATCH) before it reads a slot. */
 #include "comm_test.h"
 
 PLD_DYNAMIC(M);  /* rows of a rank's A */
@@ -18,12 +20,12 @@ PLD_DYNAMIC(PM); /* P * M: AllGather-GEMM's gathered rows */
 PLD_DYNAMIC(MB); /* M / P: GEMM-RS's row block */
 PLD_DYNAMIC(NS); /* signal cells: PLD_FUSED_SIGNAL_CELLS(P, blocks) */
 
-/* Each block copies its lane's cells of sig (2P of them) into sigout, once
+/* Each block copies its lane's cells of sig (5P of them) into sigout, once
  * its calls are over: they must be zero again. */
 static void copy_lane_cells(pld_core k, pld_window sig, pld_tensor sigout) {
   const int32_t p = pld_nranks(k, pld_window_comm(sig));
-  const int64_t at = 2 * (int64_t)p * pld_block_idx(k);
-  pld_tile *t = pld_load(k, pld_local(sig), 0, at, 1, 2 * p);
+  const int64_t at = 5 * (int64_t)p * pld_block_idx(k);
+  pld_tile *t = pld_load(k, pld_local(sig), 0, at, 1, 5 * p);
   pld_store(k, t, sigout, 0, at);
   pld_tile_free(k, t);
 }
@@ -530,6 +532,77 @@ static void wrong_order(int n) {
   pld_tensor_destroy(sigout);
 }
 
+/* The products and the sum on different block counts: mm_blocks for the
+ * products, sum_blocks for the sum, on a signal window for the larger. */
+PLD_DEVICE(d_rs_blocks, cpu, RS_PARAMS(FP32), PLD_SCALAR(sum_blocks, INT32)) {
+  (void)reps;
+  pld_launch(cpu, k_rs_mm_FP32, blocks, a, b, st, sig);
+  pld_launch(cpu, k_rs_sum, sum_blocks, st, c, sig, sigout);
+}
+
+PLD_HOST(h_rs_blocks, h, PLD_IN(a, FP32, NR, M, K), PLD_IN(b, FP32, NR, K, N),
+         PLD_OUT(c, FP32, NR, MB, N), PLD_OUT(sigout, INT32, NR, NS),
+         PLD_SCALAR(mm_blocks, INT32), PLD_SCALAR(sum_blocks, INT32)) {
+  const int n = pld_world_size(h);
+  const int64_t m = pld_tensor_dim(a, 1), nn = pld_tensor_dim(b, 2);
+  const int64_t ns = pld_tensor_dim(sigout, 1);
+  pld_window_buf st = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(m, nn));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_rs_blocks, r, pld_slice(h, a, r), pld_slice(h, b, r),
+                 pld_window_view(h, st, PLD_FP32, PLD_SHAPE(m, nn)),
+                 pld_slice(h, c, r),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)),
+                 pld_slice(h, sigout, r), 1, mm_blocks, sum_blocks);
+}
+
+/* Runs the pair on n ranks (row blocks of 37 rows, N 96, as step 21's
+ * tutorial) with the products on mm blocks and the sum on sum blocks;
+ * returns the status. */
+static int run_blocks(int n, int32_t mm, int32_t sum) {
+  pld_config cfg = comm_config(n);
+  cfg.wait_timeout_ms = 20000;
+  const int32_t most = mm > sum ? mm : sum;
+  pld_tensor a = random_tensor(PLD_FP32, 3, (const int64_t[]){n, 37 * n, 40});
+  pld_tensor b = random_tensor(PLD_FP32, 3, (const int64_t[]){n, 40, 96});
+  pld_tensor c = comm_tensor(PLD_FP32, 3, (const int64_t[]){n, 37, 96});
+  pld_tensor sigout = comm_tensor(
+      PLD_INT32, 2, (const int64_t[]){n, PLD_FUSED_SIGNAL_CELLS(n, most)});
+  int st = pld_run(h_rs_blocks, &cfg, PLD_ARGS(a, b, c, sigout, mm, sum));
+  pld_tensor_destroy(a);
+  pld_tensor_destroy(b);
+  pld_tensor_destroy(c);
+  pld_tensor_destroy(sigout);
+  return st;
+}
+
+/* Products on 2 blocks, the sum on 1: the sum's check refuses before it
+ * reads a slot, whatever the timing (ten runs), naming both counts. */
+static void more_product_blocks(int n) {
+  for (int i = 0; i < 10; i++)
+    assert_fails_with(run_blocks(n, 2, 1), PLD_ERR_MISMATCH,
+                      "pld_matmul_reduce_scatter_sum: kernel k_rs_sum (rank ",
+                      "block 0 of 1): rank ",
+                      " ran pld_matmul_reduce_scatter on 2 blocks and this "
+                      "call runs on 1 block: launch the products and the sum "
+                      "on the same number of blocks");
+}
+
+/* The sum on 2 blocks, the products on 1: the sum's lane 0 refuses (or
+ * its lane 1, which nothing announces to, is reported as a deadlock). */
+static void more_sum_blocks(int n) {
+  for (int i = 0; i < 3; i++) {
+    const int st = run_blocks(n, 1, 2);
+    if (st == PLD_ERR_MISMATCH)
+      assert_fails_with(st, PLD_ERR_MISMATCH,
+                        "pld_matmul_reduce_scatter_sum: kernel k_rs_sum",
+                        " ran pld_matmul_reduce_scatter on 1 block and this "
+                        "call runs on 2 blocks");
+    else
+      assert_fails_with(st, PLD_ERR_DEADLOCK, "deadlock", "k_rs_sum");
+  }
+}
+
 static void test_mistakes(void **state) {
   (void)state;
   comm_over_rank_counts(mistakes);
@@ -540,12 +613,24 @@ static void test_sum_before_products_deadlocks(void **state) {
   comm_over_rank_counts(wrong_order);
 }
 
+static void test_more_product_blocks_than_sum_blocks(void **state) {
+  (void)state;
+  comm_over_rank_counts(more_product_blocks);
+}
+
+static void test_more_sum_blocks_than_product_blocks(void **state) {
+  (void)state;
+  comm_over_rank_counts(more_sum_blocks);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_allgather_matmul),
     cmocka_unit_test(test_matmul_reduce_scatter),
     cmocka_unit_test(test_half_operands),
     cmocka_unit_test(test_mistakes),
     cmocka_unit_test(test_sum_before_products_deadlocks),
+    cmocka_unit_test(test_more_product_blocks_than_sum_blocks),
+    cmocka_unit_test(test_more_sum_blocks_than_product_blocks),
 };
 
 PLD_TEST_MAIN("fused", tests)
