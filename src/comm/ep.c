@@ -176,6 +176,29 @@ int pld_all_to_all_packed(pld_core k, pld_tensor input, pld_tensor send_counts,
 /* ---- pld_ep_dispatch ------------------------------------------------------
  */
 
+/* cnt[e] = the routes of tokens [0, t_rows) to expert e in topk_idx (e
+ * [t_rows, kk]; negative entries route nowhere).  Returns PLD_OK, or
+ * PLD_ERR_BOUNDS for an entry of E or more (recorded as fn's). */
+static int count_routes(struct pld__core *c, const char *fn, const int32_t *e,
+                        int64_t t_rows, int64_t kk, int64_t experts,
+                        int32_t *cnt) {
+  memset(cnt, 0, (size_t)experts * sizeof cnt[0]);
+  for (int64_t t = 0; t < t_rows; t++)
+    for (int64_t j = 0; j < kk; j++) {
+      const int32_t v = e[t * kk + j];
+      if (v >= experts)
+        return pld__kfail(c, PLD_ERR_BOUNDS, fn,
+                          "topk_idx[%lld, %lld] (token %lld, slot %lld) is "
+                          "%d: expected an expert in [0, %lld), or a negative "
+                          "index for none",
+                          (long long)t, (long long)j, (long long)t,
+                          (long long)j, (int)v, (long long)experts);
+      if (v >= 0)
+        cnt[v]++;
+    }
+  return PLD_OK;
+}
+
 /* The checks of a dispatch before its entry: shapes, dtypes, the expert
  * count; then topk_idx's entries, counted per expert into cnt[E]. */
 static int dispatch_check(struct coll *cc, const struct pld__tensor *x,
@@ -237,24 +260,7 @@ static int dispatch_check(struct coll *cc, const struct pld__tensor *x,
     st = refuse_shared(c, fn, meta, cc->sig);
   if (!st)
     st = refuse_shared(c, fn, rw, cc->sig);
-  if (st)
-    return st;
-  memset(cnt, 0, (size_t)experts * sizeof cnt[0]);
-  const int32_t *e = idx->data;
-  for (int64_t t = 0; t < t_rows; t++)
-    for (int64_t j = 0; j < kk; j++) {
-      const int32_t v = e[t * kk + j];
-      if (v >= experts)
-        return pld__kfail(c, PLD_ERR_BOUNDS, fn,
-                          "topk_idx[%lld, %lld] (token %lld, slot %lld) is "
-                          "%d: expected an expert in [0, %d), or a negative "
-                          "index for none",
-                          (long long)t, (long long)j, (long long)t,
-                          (long long)j, (int)v, (int)experts);
-      if (v >= 0)
-        cnt[v]++;
-    }
-  return PLD_OK;
+  return st ? st : count_routes(c, fn, idx->data, t_rows, kk, experts, cnt);
 }
 
 /* Rows of metadata (and weights) staged on the stack per write: a write
@@ -528,22 +534,7 @@ static int combine_check(struct coll *cc, const struct pld__tensor *y,
                       "%lld or recv_meta's %lld rows",
                       (long long)sum, (long long)pld__tensor_rows(y),
                       (long long)pld__tensor_rows(meta));
-  memset(cnt, 0, (size_t)experts * sizeof cnt[0]);
-  const int32_t *e = idx->data;
-  for (int64_t t = 0; t < t_rows; t++)
-    for (int64_t j = 0; j < kk; j++) {
-      const int32_t v = e[t * kk + j];
-      if (v >= experts)
-        return pld__kfail(c, PLD_ERR_BOUNDS, fn,
-                          "topk_idx[%lld, %lld] (token %lld, slot %lld) is "
-                          "%d: expected an expert in [0, %lld), or a negative "
-                          "index for none",
-                          (long long)t, (long long)j, (long long)t,
-                          (long long)j, (int)v, (long long)experts);
-      if (v >= 0)
-        cnt[v]++;
-    }
-  return PLD_OK;
+  return count_routes(c, fn, idx->data, t_rows, kk, experts, cnt);
 }
 
 /* This rank's rows are the dispatch's: for each local expert e, each rank
