@@ -20,8 +20,7 @@ static void coll_span_begin(struct coll *cc, int32_t call, int64_t bytes) {
   pld__obs_begin(&cc->ev);
 }
 
-/* ---- the lane: credits, waits, descriptors --------------------------------
- */
+/* ---- the lane: credits, waits, descriptors ------------------------------- */
 
 /* Adds 1 to my credit cell on rank `to`. */
 int pld__coll_credit(struct coll *cc, int32_t to) {

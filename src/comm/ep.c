@@ -16,8 +16,7 @@
 #include "pld/ep.h"
 #include "tile/convert.h"
 
-/* ---- checks --------------------------------------------------------------
- */
+/* ---- checks -------------------------------------------------------------- */
 
 /* "<role> 'name' is FP32[3, 4]: expected <what>": t's shape refused. */
 static int refuse_shape(struct pld__core *c, const char *fn,
@@ -83,8 +82,7 @@ static const int32_t *counts_of(const struct coll *cc, int32_t s) {
   return (const int32_t *)(const void *)pld__coll_sent(cc, s);
 }
 
-/* ---- pld_all_to_all_packed ----------------------------------------------
- */
+/* ---- pld_all_to_all_packed ----------------------------------------------- */
 
 int pld_all_to_all_packed(pld_core k, pld_tensor input, pld_tensor send_counts,
                           pld_window target, pld_tensor recv_counts,
@@ -173,8 +171,7 @@ int pld_all_to_all_packed(pld_core k, pld_tensor input, pld_tensor send_counts,
   return pld__coll_finish(&cc, st);
 }
 
-/* ---- pld_ep_dispatch ------------------------------------------------------
- */
+/* ---- pld_ep_dispatch ----------------------------------------------------- */
 
 /* cnt[e] = the routes of tokens [0, t_rows) to expert e in topk_idx (e
  * [t_rows, kk]; negative entries route nowhere).  Returns PLD_OK, or
@@ -452,8 +449,7 @@ finish:
   return pld__coll_finish(&cc, st);
 }
 
-/* ---- pld_ep_combine -------------------------------------------------------
- */
+/* ---- pld_ep_combine ------------------------------------------------------ */
 
 static int is_float(pld_dtype dt) {
   return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16;

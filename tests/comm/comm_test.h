@@ -146,6 +146,19 @@ static inline int comm_count_dev_shm(void) {
   return n;
 }
 
+/* In a kernel: the blocks of this rank wait for each other (a counter on
+ * this rank's own copy of bs; *gen counts the syncs), so that what one
+ * block staged is there for every block's part of a collective. */
+static inline void comm_block_sync(pld_core k, pld_window bs, int32_t me,
+                                   int32_t *gen) {
+  int32_t c = pld_block_num(k);
+  if (c == 1)
+    return;
+  ++*gen;
+  pld_notify(k, bs, me, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+  pld_wait(k, bs, PLD_AT(0), c * *gen, PLD_WAIT_GE);
+}
+
 /* Previous and next rank of r in a ring of n. */
 static inline int comm_prev(int r, int n) { return (r + n - 1) % n; }
 static inline int comm_next(int r, int n) { return (r + 1) % n; }

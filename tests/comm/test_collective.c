@@ -106,18 +106,6 @@ static void fill(pld_core k, pld_tensor dst, double v) {
     }
 }
 
-/* The blocks of this rank wait for each other (a counter on this rank's
- * own copy of bs; *gen counts the syncs), so that what one block staged
- * is there for every block's part of the collective. */
-static void block_sync(pld_core k, pld_window bs, int32_t me, int32_t *gen) {
-  int32_t c = pld_block_num(k);
-  if (c == 1)
-    return;
-  ++*gen;
-  pld_notify(k, bs, me, PLD_AT(0), 1, PLD_NOTIFY_ADD);
-  pld_wait(k, bs, PLD_AT(0), c * *gen, PLD_WAIT_GE);
-}
-
 /* A call's inputs from input set f[F_SET]; its targets filled with
  * SENTINEL, its recv_counts with -1. */
 static void stage(pld_core k, const struct prog *g, const int32_t *f) {
@@ -223,14 +211,14 @@ static void run_plan(pld_core k, const struct prog *g) {
       f[j] = (int32_t)pld_read(k, g->plan, PLD_AT(i, j));
     if (f[F_KIND] == K_NONE)
       continue;
-    block_sync(k, g->bsig, me, &gen); /* the last call's results are out */
+    comm_block_sync(k, g->bsig, me, &gen); /* the last call's results are out */
     stage(k, g, f);
-    block_sync(k, g->bsig, me, &gen);
+    comm_block_sync(k, g->bsig, me, &gen);
     call(k, g, f);
-    block_sync(k, g->bsig, me, &gen);
+    comm_block_sync(k, g->bsig, me, &gen);
     unstage(k, g, f);
   }
-  block_sync(k, g->bsig, me, &gen);
+  comm_block_sync(k, g->bsig, me, &gen);
   copy_rows(k, pld_local(g->sig), 0, g->sigout, 0, 1);
 }
 

@@ -46,17 +46,6 @@ enum {
 
 /* ---- the program --------------------------------------------------------- */
 
-/* The blocks of this rank wait for each other (a counter on this rank's
- * copy of bs; *gen counts the syncs). */
-static void block_sync(pld_core k, pld_window bs, int32_t me, int32_t *gen) {
-  int32_t c = pld_block_num(k);
-  if (c == 1)
-    return;
-  ++*gen;
-  pld_notify(k, bs, me, PLD_AT(0), 1, PLD_NOTIFY_ADD);
-  pld_wait(k, bs, PLD_AT(0), c * *gen, PLD_WAIT_GE);
-}
-
 /* Element-wise over a tensor of 1 or 2 dimensions: dst = src, or (src
  * NULL) dst = v. */
 static void copy_all(pld_core k, pld_tensor src, pld_tensor dst, double v) {
@@ -111,10 +100,10 @@ static void experts_compute(pld_core k, pld_tensor rx, pld_tensor rc,
     if (mode & MODE_PACKED) {                                                  \
       if (lead)                                                                \
         copy_all(k, none, pld_local(tgt), SENTINEL);                           \
-      block_sync(k, bsig, me, &gen);                                           \
+      comm_block_sync(k, bsig, me, &gen);                                      \
       if (pld_all_to_all_packed(k, pin, scnt, tgt, o_pc, sig))                 \
         return;                                                                \
-      block_sync(k, bsig, me, &gen);                                           \
+      comm_block_sync(k, bsig, me, &gen);                                      \
       if (lead)                                                                \
         copy_all(k, pld_local(tgt), o_tgt, 0);                                 \
     }                                                                          \
@@ -124,29 +113,29 @@ static void experts_compute(pld_core k, pld_tensor rx, pld_tensor rc,
         copy_all(k, none, pld_local(meta), SENTINEL);                          \
         copy_all(k, none, pld_local(rw), SENTINEL);                            \
       }                                                                        \
-      block_sync(k, bsig, me, &gen);                                           \
+      comm_block_sync(k, bsig, me, &gen);                                      \
       if ((mode & MODE_MIX) && me == 1                                         \
               ? pld_all_to_all_packed(k, pin, scnt, tgt, o_pc, sig)            \
               : pld_ep_dispatch(k, x, idx, wt, experts, rx, meta, rw, o_rc,    \
                                 sig))                                          \
         return;                                                                \
-      block_sync(k, bsig, me, &gen);                                           \
+      comm_block_sync(k, bsig, me, &gen);                                      \
       if (lead)                                                                \
         experts_compute(k, pld_local(rx), o_rc, ebuf, me);                     \
       if (lead && (mode & MODE_MISCOUNT) && me == 1)                           \
         pld_write(k, o_rc, PLD_AT(0), pld_read(k, o_rc, PLD_AT(0)) + 1);       \
-      block_sync(k, bsig, me, &gen);                                           \
+      comm_block_sync(k, bsig, me, &gen);                                      \
       if (pld_ep_combine(k, ebuf, pld_local(meta), o_rc, idx, wt, stage,       \
                          o_out, sig))                                          \
         return;                                                                \
-      block_sync(k, bsig, me, &gen);                                           \
+      comm_block_sync(k, bsig, me, &gen);                                      \
     }                                                                          \
     if (lead && (mode & MODE_EP)) {                                            \
       copy_all(k, pld_local(rx), o_rx, 0);                                     \
       copy_all(k, pld_local(meta), o_meta, 0);                                 \
       copy_all(k, pld_local(rw), o_rw, 0);                                     \
     }                                                                          \
-    block_sync(k, bsig, me, &gen);                                             \
+    comm_block_sync(k, bsig, me, &gen);                                        \
     if (lead)                                                                  \
       copy_all(k, pld_local(sig), o_sig, 0);                                   \
   }                                                                            \

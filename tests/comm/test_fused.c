@@ -493,56 +493,25 @@ static void mistakes(int n) {
                     " AIC cores: the lanes of a fused call must run at once");
 }
 
-/* The sum part launched before the products: its waits hold the windows
- * the products need, a deadlock the run reports (pld/fused.h says so). */
-PLD_DEVICE(d_rs_wrong, cpu, RS_PARAMS(FP32)) {
-  (void)reps;
-  pld_launch(cpu, k_rs_sum, blocks, st, c, sig, sigout);
-  pld_launch(cpu, k_rs_mm_FP32, blocks, a, b, st, sig);
-}
-
-PLD_HOST(h_rs_wrong, h, PLD_IN(a, FP32, NR, M, K), PLD_IN(b, FP32, NR, K, N),
-         PLD_OUT(c, FP32, NR, MB, N), PLD_OUT(sigout, INT32, NR, NS),
-         PLD_SCALAR(reps, INT32), PLD_SCALAR(blocks, INT32)) {
-  const int n = pld_world_size(h);
-  const int64_t m = pld_tensor_dim(a, 1), nn = pld_tensor_dim(b, 2);
-  const int64_t ns = pld_tensor_dim(sigout, 1);
-  pld_window_buf st = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(m, nn));
-  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
-  for (int r = 0; r < n; r++)
-    pld_dispatch(h, d_rs_wrong, r, pld_slice(h, a, r), pld_slice(h, b, r),
-                 pld_window_view(h, st, PLD_FP32, PLD_SHAPE(m, nn)),
-                 pld_slice(h, c, r),
-                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)),
-                 pld_slice(h, sigout, r), reps, blocks);
-}
-
-static void wrong_order(int n) {
-  pld_config cfg = comm_config(n);
-  pld_tensor a = random_tensor(PLD_FP32, 3, (const int64_t[]){n, 2 * n, 3});
-  pld_tensor b = random_tensor(PLD_FP32, 3, (const int64_t[]){n, 3, 5});
-  pld_tensor c = comm_tensor(PLD_FP32, 3, (const int64_t[]){n, 2, 5});
-  pld_tensor sigout = comm_tensor(
-      PLD_INT32, 2, (const int64_t[]){n, PLD_FUSED_SIGNAL_CELLS(n, 1)});
-  assert_fails_with(pld_run(h_rs_wrong, &cfg, PLD_ARGS(a, b, c, sigout, 1, 1)),
-                    PLD_ERR_DEADLOCK, "deadlock", "k_rs_sum");
-  pld_tensor_destroy(a);
-  pld_tensor_destroy(b);
-  pld_tensor_destroy(c);
-  pld_tensor_destroy(sigout);
-}
-
 /* The products and the sum on different block counts: mm_blocks for the
- * products, sum_blocks for the sum, on a signal window for the larger. */
-PLD_DEVICE(d_rs_blocks, cpu, RS_PARAMS(FP32), PLD_SCALAR(sum_blocks, INT32)) {
+ * products, sum_blocks for the sum, on a signal window for the larger;
+ * with sum_first, the sum launched before the products: its waits hold
+ * the windows the products need, a deadlock the run reports (pld/fused.h
+ * says so). */
+PLD_DEVICE(d_rs_blocks, cpu, RS_PARAMS(FP32), PLD_SCALAR(sum_blocks, INT32),
+           PLD_SCALAR(sum_first, INT32)) {
   (void)reps;
+  if (sum_first)
+    pld_launch(cpu, k_rs_sum, sum_blocks, st, c, sig, sigout);
   pld_launch(cpu, k_rs_mm_FP32, blocks, a, b, st, sig);
-  pld_launch(cpu, k_rs_sum, sum_blocks, st, c, sig, sigout);
+  if (!sum_first)
+    pld_launch(cpu, k_rs_sum, sum_blocks, st, c, sig, sigout);
 }
 
 PLD_HOST(h_rs_blocks, h, PLD_IN(a, FP32, NR, M, K), PLD_IN(b, FP32, NR, K, N),
          PLD_OUT(c, FP32, NR, MB, N), PLD_OUT(sigout, INT32, NR, NS),
-         PLD_SCALAR(mm_blocks, INT32), PLD_SCALAR(sum_blocks, INT32)) {
+         PLD_SCALAR(mm_blocks, INT32), PLD_SCALAR(sum_blocks, INT32),
+         PLD_SCALAR(sum_first, INT32)) {
   const int n = pld_world_size(h);
   const int64_t m = pld_tensor_dim(a, 1), nn = pld_tensor_dim(b, 2);
   const int64_t ns = pld_tensor_dim(sigout, 1);
@@ -553,7 +522,24 @@ PLD_HOST(h_rs_blocks, h, PLD_IN(a, FP32, NR, M, K), PLD_IN(b, FP32, NR, K, N),
                  pld_window_view(h, st, PLD_FP32, PLD_SHAPE(m, nn)),
                  pld_slice(h, c, r),
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)),
-                 pld_slice(h, sigout, r), 1, mm_blocks, sum_blocks);
+                 pld_slice(h, sigout, r), 1, mm_blocks, sum_blocks, sum_first);
+}
+
+/* The sum launched before the products: reported as a deadlock. */
+static void wrong_order(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor a = random_tensor(PLD_FP32, 3, (const int64_t[]){n, 2 * n, 3});
+  pld_tensor b = random_tensor(PLD_FP32, 3, (const int64_t[]){n, 3, 5});
+  pld_tensor c = comm_tensor(PLD_FP32, 3, (const int64_t[]){n, 2, 5});
+  pld_tensor sigout = comm_tensor(
+      PLD_INT32, 2, (const int64_t[]){n, PLD_FUSED_SIGNAL_CELLS(n, 1)});
+  assert_fails_with(
+      pld_run(h_rs_blocks, &cfg, PLD_ARGS(a, b, c, sigout, 1, 1, 1)),
+      PLD_ERR_DEADLOCK, "deadlock", "k_rs_sum");
+  pld_tensor_destroy(a);
+  pld_tensor_destroy(b);
+  pld_tensor_destroy(c);
+  pld_tensor_destroy(sigout);
 }
 
 /* Runs the pair on n ranks (row blocks of 37 rows, N 96, as step 21's
@@ -568,7 +554,7 @@ static int run_blocks(int n, int32_t mm, int32_t sum) {
   pld_tensor c = comm_tensor(PLD_FP32, 3, (const int64_t[]){n, 37, 96});
   pld_tensor sigout = comm_tensor(
       PLD_INT32, 2, (const int64_t[]){n, PLD_FUSED_SIGNAL_CELLS(n, most)});
-  int st = pld_run(h_rs_blocks, &cfg, PLD_ARGS(a, b, c, sigout, mm, sum));
+  int st = pld_run(h_rs_blocks, &cfg, PLD_ARGS(a, b, c, sigout, mm, sum, 0));
   pld_tensor_destroy(a);
   pld_tensor_destroy(b);
   pld_tensor_destroy(c);
