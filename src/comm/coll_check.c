@@ -23,9 +23,8 @@ static int reducible(pld_dtype dt) {
          dt == PLD_INT32 || dt == PLD_INT16 || dt == PLD_INT8;
 }
 
-/* a and b share bytes: views of one window buffer whose byte ranges
- * overlap (known while tracing too), or tensors whose memory does. */
-static int overlap(const struct pld__tensor *a, const struct pld__tensor *b) {
+int pld__coll_overlap(const struct pld__tensor *a,
+                      const struct pld__tensor *b) {
   if ((a->flags & PLD__T_WINDOW) && (b->flags & PLD__T_WINDOW))
     return a->win_buf == b->win_buf &&
            a->win_offset < b->win_offset + b->nbytes &&
@@ -40,7 +39,7 @@ static int overlap(const struct pld__tensor *a, const struct pld__tensor *b) {
 static int refuse_overlap(const struct pld__tensor *a, const char *ra,
                           const struct pld__tensor *b, const char *rb,
                           char *msg, size_t cap) {
-  if (!a || !b || !overlap(a, b))
+  if (!a || !b || !pld__coll_overlap(a, b))
     return PLD_OK;
   char sa[160], sb[160];
   pld__describe(sa, sizeof sa, a, PLD__NO_PEER, ra);

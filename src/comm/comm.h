@@ -247,6 +247,10 @@ struct pld__coll_args {
  * the message (no function prefix) in msg. */
 int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap);
 
+/* a and b share bytes: views of one window buffer whose byte ranges
+ * overlap (known while tracing too), or tensors whose memory does. */
+int pld__coll_overlap(const struct pld__tensor *a, const struct pld__tensor *b);
+
 /* For messages, composed only when something failed: "window 'sig'
  * (buffer #2)", with " of peer 1" unless peer is PLD__NO_PEER, or "<role>
  * 'x'" for a plain tensor (role NULL: "tensor"). */

@@ -45,9 +45,7 @@ static int check_counts(struct pld__core *c, const char *fn,
 static int refuse_shared(struct pld__core *c, const char *fn,
                          const struct pld__tensor *a,
                          const struct pld__tensor *b) {
-  if (!a || !b || a->win_buf != b->win_buf ||
-      a->win_offset >= b->win_offset + b->nbytes ||
-      b->win_offset >= a->win_offset + a->nbytes)
+  if (!a || !b || !pld__coll_overlap(a, b))
     return PLD_OK;
   char sa[160], sb[160];
   pld__describe(sa, sizeof sa, a, PLD__NO_PEER, NULL);

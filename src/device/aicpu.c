@@ -104,11 +104,11 @@ static int launch_submit(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
                          const pld_arg *norm, const struct pld__blocks_by *by);
 
 /* Parameter p is a PLD_COLL_SIG: a window whose only dimension is named
- * PLD__COLL_SIG_CELLS. */
+ * as pld__coll_sig_param's. */
 static int is_coll_sig(const pld_param *p) {
+  const char *name = pld__coll_sig_param.dims[0].name;
   return p->kind == PLD_ARG_WINDOW && p->ndim == 1 && p->dims[0].name &&
-         p->dims[0].name[0] == 'P' &&
-         !strcmp(p->dims[0].name, "PLD__COLL_SIG_CELLS");
+         p->dims[0].name[0] == name[0] && !strcmp(p->dims[0].name, name);
 }
 
 /* The arguments of a launch of a kernel with PLD_COLL_SIG parameters:

@@ -77,50 +77,46 @@ static int segment_resolve(struct task *t, int i, char *msg, size_t cap) {
   struct pld__tensor *v = &t->tensors[i];
   const struct pld__segment *seg = v->seg;
   const char *cname = count_name(&seg->at);
-  int64_t first = 0;
+  const char *k = t->kernel.sig->name;
   /* The counts' writers have finished: the scheduler's lock orders their
    * writes before these reads. */
-  for (int32_t j = 0; j < seg->at.index; j++) {
+  int64_t first = 0;
+  for (int32_t j = 0; j <= seg->at.index; j++) {
     const int32_t n = seg->at.counts[j];
-    if (n < 0) {
-      pld__catf(msg, cap,
-                "kernel %s, parameter '%s': %s[%d] = %d: "
-                "expected a count of 0 or more",
-                t->kernel.sig->name, v->name, cname, (int)j, (int)n);
-      return PLD_ERR_BOUNDS;
-    }
-    first += n;
+    if (n < 0)
+      return pld__catf(msg, cap,
+                       "kernel %s, parameter '%s': %s[%d] = %d: expected a "
+                       "count of 0 or more",
+                       k, v->name, cname, (int)j, (int)n),
+             PLD_ERR_BOUNDS;
+    first += j < seg->at.index ? n : 0;
   }
   const int32_t rows = seg->at.counts[seg->at.index];
+  if (rows > seg->max_rows)
+    return pld__catf(msg, cap,
+                     "kernel %s, parameter '%s': segment %d of %s: %s[%d] = "
+                     "%d rows, more than max_rows %lld",
+                     k, v->name, (int)seg->at.index, cname, cname,
+                     (int)seg->at.index, (int)rows, (long long)seg->max_rows),
+           PLD_ERR_BOUNDS;
+  if (first + rows > seg->rows_of)
+    return pld__catf(msg, cap,
+                     "kernel %s, parameter '%s': segment %d of %s: rows "
+                     "[%lld, %lld) (%s[%d] = %d) end past the tensor's %lld "
+                     "rows",
+                     k, v->name, (int)seg->at.index, cname, (long long)first,
+                     (long long)(first + rows), cname, (int)seg->at.index,
+                     (int)rows, (long long)seg->rows_of),
+           PLD_ERR_BOUNDS;
   /* The rows' dimension in the kernel's view: leading dimensions of 1
    * may have been added for the parameter (core/sig.c). */
   const int d = v->ndim - seg->ndim;
-  const char *k = t->kernel.sig->name;
-  if (rows < 0)
-    pld__catf(msg, cap,
-              "kernel %s, parameter '%s': %s[%d] = %d: expected a count of 0 "
-              "or more",
-              k, v->name, cname, (int)seg->at.index, (int)rows);
-  else if (rows > seg->max_rows)
-    pld__catf(msg, cap,
-              "kernel %s, parameter '%s': segment %d of %s: %s[%d] = %d "
-              "rows, more than max_rows %lld",
-              k, v->name, (int)seg->at.index, cname, cname, (int)seg->at.index,
-              (int)rows, (long long)seg->max_rows);
-  else if (first + rows > seg->rows_of)
-    pld__catf(msg, cap,
-              "kernel %s, parameter '%s': segment %d of %s: rows [%lld, %lld) "
-              "(%s[%d] = %d) end past the tensor's %lld rows",
-              k, v->name, (int)seg->at.index, cname, (long long)first,
-              (long long)(first + rows), cname, (int)seg->at.index, (int)rows,
-              (long long)seg->rows_of);
-  else if (d < 0)
-    pld__catf(msg, cap,
-              "kernel %s, parameter '%s': declared without the segment's "
-              "rows dimension",
-              k, v->name);
-  if (rows < 0 || rows > seg->max_rows || first + rows > seg->rows_of || d < 0)
-    return PLD_ERR_BOUNDS;
+  if (d < 0)
+    return pld__catf(msg, cap,
+                     "kernel %s, parameter '%s': declared without the "
+                     "segment's rows dimension",
+                     k, v->name),
+           PLD_ERR_BOUNDS;
   const size_t off = (size_t)first * seg->row_bytes;
   v->data = seg->base + off;
   v->win_offset = seg->base_win_offset + off;

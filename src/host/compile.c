@@ -115,6 +115,21 @@ static int plan_buffer(struct pld_program *p, struct pld__devplan *pl,
   return PLD_OK;
 }
 
+/* ca = the tensor or window view t as a call argument: its dtype and
+ * shape, and where a window view lies (a tensor's buffer is planned
+ * apart). */
+static void call_arg_of(struct pld__call_arg *ca, const struct pld__tensor *t) {
+  ca->buf = -1;
+  ca->win_buf = -1;
+  ca->dtype = t->dtype;
+  ca->ndim = t->ndim;
+  memcpy(ca->shape, t->shape, sizeof ca->shape);
+  if (t->flags & PLD__T_WINDOW) {
+    ca->win_buf = t->win_buf;
+    ca->win_offset = t->win_offset;
+  }
+}
+
 static int plan_rank(struct pld_program *p, const struct pld__host *h,
                      int rank) {
   struct pld__devplan *pl = &p->plan.plans[rank];
@@ -125,14 +140,8 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   pl->dims = &p->plan.dims;
   pl->comms = p->plan.comms;
   pl->coll_sig.buf = pl->coll_sig.win_buf = -1;
-  if (h->coll_sig.p) {
-    const struct pld__tensor *cs = h->coll_sig.p;
-    pl->coll_sig.win_buf = cs->win_buf;
-    pl->coll_sig.win_offset = cs->win_offset;
-    pl->coll_sig.dtype = cs->dtype;
-    pl->coll_sig.ndim = cs->ndim;
-    memcpy(pl->coll_sig.shape, cs->shape, sizeof pl->coll_sig.shape);
-  }
+  if (h->coll_sig.p)
+    call_arg_of(&pl->coll_sig, h->coll_sig.p);
   for (int i = 0; i < h->ndisps; i++)
     if (h->disps[i].rank == rank)
       pl->ncalls++;
@@ -160,14 +169,9 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
         continue;
       }
       const struct pld__tensor *t = &d->t[a];
-      ca->dtype = t->dtype;
-      ca->ndim = t->ndim;
-      memcpy(ca->shape, t->shape, sizeof ca->shape);
-      if (t->flags & PLD__T_WINDOW) {
-        ca->win_buf = t->win_buf;
-        ca->win_offset = t->win_offset;
+      call_arg_of(ca, t);
+      if (t->flags & PLD__T_WINDOW)
         continue;
-      }
       int st = plan_buffer(p, pl, t, d->fn.sig->params[a].dir, &ca->buf);
       if (st)
         return st;
