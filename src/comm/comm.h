@@ -33,7 +33,7 @@ struct pld__fabric;
  * (or AICPU) thread of this rank's device.  Calls return PLD_OK or a
  * failure with its message set (pld__fail).  Two fabrics implement it:
  * shared memory (fabric/shm.c) and MPI-3 RMA (fabric/mpi.c). */
-#define PLD__FABRIC_OPS_VERSION 3
+#define PLD__FABRIC_OPS_VERSION 4
 
 struct pld__fabric_ops {
   int version; /* PLD__FABRIC_OPS_VERSION of the table's layout */
@@ -91,6 +91,12 @@ struct pld__fabric_ops {
   uint32_t (*events)(struct pld__fabric *f);
   void (*wait_events)(struct pld__fabric *f, uint32_t seen, int buf, size_t off,
                       const struct pld__spin *spin, int64_t timeout_ns);
+  /* Optional (NULL: cell, then the comparison): whether this rank's cell
+   * satisfies a wait, as pld__cell_satisfied says, for a fabric that
+   * takes the read and what the wait learns as one step
+   * (comm/fabric_wrap.c). */
+  int (*satisfied)(struct pld__fabric *f, int buf, size_t off, int32_t expected,
+                   int cmp, int32_t *value, uint32_t *into);
 };
 
 struct pld__fabric {
@@ -158,11 +164,26 @@ int pld__cell_use(struct pld__core *c, const char *fn,
                   const struct pld__tensor *w, size_t off, size_t n, int what,
                   int nidx, const int64_t *idx);
 
-/* With PLD_DEBUG=fabric: a fabric that logs every call, then makes it
- * through f (f itself otherwise, or if memory is short); and freeing it
- * (was: the f it wrapped). */
-struct pld__fabric *pld__fabric_logged(struct pld__fabric *f);
-void pld__fabric_unlogged(struct pld__fabric *f, struct pld__fabric *was);
+/* The fabric of a device's cores when the data plane's debug log
+ * (PLD_DEBUG=fabric) or the race detector (race) is on: made in *w over
+ * in, the device's fabric (comm/fabric_wrap.c).  pld__fabric_wrapped
+ * returns it, or in itself when neither is on. */
+struct pld__fabric_wrap {
+  struct pld__fabric base;
+  struct pld__fabric *in;
+  int log, race;
+};
+struct pld__fabric *pld__fabric_wrapped(struct pld__fabric_wrap *w,
+                                        struct pld__fabric *in, int race);
+
+/* The calling thread's comm call, for what the wrapped fabric reports: the
+ * kernel-level function and the signal view of the signal it makes next
+ * (comm/signal.c and comm/rma.c set it before they signal). */
+struct pld__comm_call {
+  const char *fn;
+  const struct pld__tensor *sig;
+};
+extern _Thread_local struct pld__comm_call pld__comm_now;
 
 /* Values of the abort word. */
 enum {
@@ -212,11 +233,11 @@ int pld__signal_cell(struct pld__core *c, const char *fn,
 int pld__signal_cell_later(struct pld__core *c, const char *fn,
                            const struct pld__tensor *w, int32_t peer,
                            size_t off, int32_t value, pld_notify_op op);
-/* Whether this rank's (rank's) INT32 cell off of buffer buf satisfies a
- * wait (its value in *value).  Under the race detector a satisfied wait
- * acquires what was released to the cell, into `into` (a task's clock) or
- * (NULL) the calling thread's (core/race.h). */
-int pld__cell_satisfied(struct pld__fabric *f, int rank, int buf, size_t off,
+/* Whether this rank's INT32 cell off of buffer buf satisfies a wait (its
+ * value in *value).  Under the race detector a satisfied wait acquires
+ * what was released to the cell, into `into` (a task's clock) or (NULL)
+ * the calling thread's (core/race.h), which the wrapped fabric does. */
+int pld__cell_satisfied(struct pld__fabric *f, int buf, size_t off,
                         int32_t expected, int cmp, int32_t *value,
                         uint32_t *into);
 int pld__wait_cell(struct pld__core *c, const char *fn,

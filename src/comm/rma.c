@@ -30,25 +30,15 @@ struct fused {
   int done;
 };
 
-/* The last write of a move with its signal (sig) in one fabric call;
- * under the race detector, the notify is released as it lands. */
+/* The last write of a move with its signal (sig) in one fabric call. */
 static int put_signal(struct pld__core *c, const char *fn,
                       const struct pld__tensor *w, int world, size_t off,
                       const void *src, size_t n, const struct fused *sig) {
   struct pld__fabric *f = c->env->fabric;
-  if (!pld__race_on())
-    return f->ops->put_signal(f, w->win_buf, world, off, src, n, sig->buf,
-                              sig->off, sig->value, sig->op);
-  pld__race_cell_lock(sig->buf, world, sig->off);
-  int st = pld__race_release_locked(
-      fn, sig->w->name, sig->buf, world, sig->off,
-      (int64_t)((sig->off - sig->w->win_offset) / sizeof(int32_t)),
-      sig->op == PLD_NOTIFY_SET);
-  if (!st)
-    st = f->ops->put_signal(f, w->win_buf, world, off, src, n, sig->buf,
+  pld__comm_now.fn = fn;
+  pld__comm_now.sig = sig->w;
+  return f->ops->put_signal(f, w->win_buf, world, off, src, n, sig->buf,
                             sig->off, sig->value, sig->op);
-  pld__race_cell_unlock(sig->buf, world, sig->off);
-  return st;
 }
 
 /* Columns and rows of a tensor seen as a matrix, as pld__tensor_cols and

@@ -62,19 +62,10 @@ static int signal_cell(struct pld__core *c, const char *fn,
     e.x = (int64_t)off;
     pld__obs_instant(&e);
   }
-  int world = w->comm->members[peer], race = pld__race_on(), st = PLD_OK;
-  if (race) { /* the release lands with the signal (core/race.h) */
-    pld__race_cell_lock(w->win_buf, world, off);
-    st = pld__race_release_locked(
-        fn, w->name, w->win_buf, world, off,
-        (int64_t)((off - w->win_offset) / sizeof(int32_t)),
-        op == PLD_NOTIFY_SET);
-  }
-  if (!st)
-    st = (later ? f->ops->signal_later : f->ops->signal)(f, w->win_buf, world,
-                                                         off, value, op);
-  if (race)
-    pld__race_cell_unlock(w->win_buf, world, off);
+  pld__comm_now.fn = fn;
+  pld__comm_now.sig = w;
+  int st = (later ? f->ops->signal_later : f->ops->signal)(
+      f, w->win_buf, w->comm->members[peer], off, value, op);
   if (st)
     return pld__kfail(c, st, fn, "%s", pld_last_error());
   atomic_fetch_add_explicit(&env->watch->progress, 1, memory_order_relaxed);
@@ -156,8 +147,7 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
     return st;
   struct pld__fabric *f = c->env->fabric;
   int32_t value;
-  if (pld__cell_satisfied(f, c->rank, sig.p->win_buf, off, expected, cmp,
-                          &value, NULL))
+  if (pld__cell_satisfied(f, sig.p->win_buf, off, expected, cmp, &value, NULL))
     return PLD_OK;
   if (c->ndeferred == PLD_MAX_DEFERRED_WAITS)
     return pld__kfail(c, PLD_ERR_UNSUPPORTED, fn,
@@ -174,19 +164,12 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
   return PLD_OK;
 }
 
-int pld__cell_satisfied(struct pld__fabric *f, int rank, int buf, size_t off,
+int pld__cell_satisfied(struct pld__fabric *f, int buf, size_t off,
                         int32_t expected, int cmp, int32_t *value,
                         uint32_t *into) {
-  if (!pld__race_on())
-    return pld__wait_satisfied(*value = f->ops->cell(f, buf, off), expected,
-                               cmp);
-  pld__race_cell_lock(buf, rank, off);
-  int ok =
-      pld__wait_satisfied(*value = f->ops->cell(f, buf, off), expected, cmp);
-  if (ok)
-    pld__race_acquire_locked(buf, rank, off, into);
-  pld__race_cell_unlock(buf, rank, off);
-  return ok;
+  if (f->ops->satisfied)
+    return f->ops->satisfied(f, buf, off, expected, cmp, value, into);
+  return pld__wait_satisfied(*value = f->ops->cell(f, buf, off), expected, cmp);
 }
 
 int pld__wait_cell(struct pld__core *c, const char *fn,
@@ -196,7 +179,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   struct pld__fabric *f = env->fabric;
   int buf = sig->win_buf;
   int32_t value;
-  if (pld__cell_satisfied(f, c->rank, buf, off, expected, cmp, &value, NULL))
+  if (pld__cell_satisfied(f, buf, off, expected, cmp, &value, NULL))
     return PLD_OK;
   /* A wait about to be satisfied (a neighbour's hand-over, a ping-pong) is
    * spared publishing itself for the watch, which costs more than such a
@@ -208,8 +191,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-      if (pld__cell_satisfied(f, c->rank, buf, off, expected, cmp, &value,
-                              NULL))
+      if (pld__cell_satisfied(f, buf, off, expected, cmp, &value, NULL))
         return PLD_OK;
     }
 
@@ -245,7 +227,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   uint32_t why = PLD__ABORT_NONE;
   for (;;) {
     uint32_t seen = f->ops->events(f);
-    if (pld__cell_satisfied(f, c->rank, buf, off, expected, cmp, &value, NULL))
+    if (pld__cell_satisfied(f, buf, off, expected, cmp, &value, NULL))
       break;
     why = atomic_load_explicit(env->abort, memory_order_acquire);
     if (why != PLD__ABORT_NONE)

@@ -384,16 +384,18 @@ void pld__device_loop(struct pld__devrun *d) {
   struct pld__devctl *ctl = d->ctl;
   aicpu_of = d;
   d->spin = pld__world_spin(d->world, &ctl->awake);
-  pld__awake(&d->spin); /* the AICPU thread */
-  struct pld__comm_env env = {pld__fabric_logged(d->fabric),
-                              &d->world->abort,
-                              &ctl->st.watch,
-                              d->spin,
-                              d->trace,
-                              d->race,
-                              &ctl->uses,
-                              {[PLD_CORE_VECTOR] = plan->plat->vector_cores,
-                               [PLD_CORE_CUBE] = plan->plat->cube_cores}};
+  pld__awake(&d->spin);         /* the AICPU thread */
+  struct pld__fabric_wrap wrap; /* the log's and race detector's */
+  struct pld__comm_env env = {
+      pld__fabric_wrapped(&wrap, d->fabric, d->race != NULL),
+      &d->world->abort,
+      &ctl->st.watch,
+      d->spin,
+      d->trace,
+      d->race,
+      &ctl->uses,
+      {[PLD_CORE_VECTOR] = plan->plat->vector_cores,
+       [PLD_CORE_CUBE] = plan->plat->cube_cores}};
   pld__race_attach(d->race, plan->rank, 0);
   struct pld__tbuf *tbuf = d->trace ? pld__trace_tbuf(d->trace, 0) : NULL;
   if (tbuf)
@@ -456,7 +458,6 @@ void pld__device_loop(struct pld__devrun *d) {
   if (!d->exits) { /* else the process's end frees it all, and sooner */
     pld__aicpu_release(&a);
     pld__sched_destroy(sched);
-    pld__fabric_unlogged(env.fabric, d->fabric);
   }
   pld__asleep(&d->spin);
 }

@@ -57,8 +57,8 @@ int pld__sched_defer_poll(struct pld__sched *s, struct task **done,
       continue;
     const struct pld__coreslot *w = deferred_slot(s, i);
     int32_t value;
-    if (!pld__cell_satisfied(f, s->rank, w->buf, (size_t)w->off, w->expected,
-                             w->cmp, &value, pld__sched_wait_into(s, t)))
+    if (!pld__cell_satisfied(f, w->buf, (size_t)w->off, w->expected, w->cmp,
+                             &value, pld__sched_wait_into(s, t)))
       continue;
     deferred_drop(s, i);
     atomic_fetch_add_explicit(&s->env->watch->progress, 1,
