@@ -333,10 +333,14 @@ PLD_HOST(moe_host, hs, PLD_IN(x, FP32, NR, T, H), PLD_IN(wg, FP32, NR, H, NE),
 PLD_DEVICE(ep_device, cpu, PLD_IN(x, FP32, T, H),
            PLD_IN(topk_idx, INT32, T, KK), PLD_IN(topk_w, FP32, T, KK),
            MOE_WINDOWS, PLD_OUT(out, FP32, T, H), PLD_SCALAR(experts, INT32),
-           PLD_SCALAR(l, INT32)) {
+           PLD_SCALAR(l, INT32), PLD_SCALAR(mode, INT32)) {
   pld_tensor counts = pld_device_alloc(cpu, PLD_INT32, PLD_SHAPE(l));
+  if (mode == 2) /* nothing: the run's own cost */
+    return;
   pld_launch(cpu, dispatch, 1, x, topk_idx, topk_w, recv_x, recv_meta, recv_w,
              counts, experts);
+  if (mode == 1) /* the dispatch only */
+    return;
   pld_launch(cpu, combine_id, 1, recv_x, recv_meta, counts, topk_idx, topk_w,
              stage, out);
 }
@@ -344,7 +348,7 @@ PLD_DEVICE(ep_device, cpu, PLD_IN(x, FP32, T, H),
 PLD_HOST(ep_host, hs, PLD_IN(x, FP32, NR, T, H),
          PLD_IN(topk_idx, INT32, NR, T, KK), PLD_IN(topk_w, FP32, NR, T, KK),
          PLD_OUT(out, FP32, NR, T, H), PLD_SCALAR(experts, INT32),
-         PLD_SCALAR(cap, INT32)) {
+         PLD_SCALAR(cap, INT32), PLD_SCALAR(mode, INT32)) {
   const int n = pld_world_size(hs);
   const int64_t t = pld_tensor_dim(x, 1), h = pld_tensor_dim(x, 2);
   const int64_t kk = pld_tensor_dim(topk_idx, 2);
@@ -353,7 +357,7 @@ PLD_HOST(ep_host, hs, PLD_IN(x, FP32, NR, T, H),
     pld_dispatch(hs, ep_device, r, pld_slice(hs, x, r),
                  pld_slice(hs, topk_idx, r), pld_slice(hs, topk_w, r), w.recv_x,
                  w.recv_meta, w.recv_w, w.stage, pld_slice(hs, out, r), experts,
-                 experts / n);
+                 experts / n, mode);
 }
 
 /* ---- (3) the TP-MLP of steps 20 and 21 -------------------------------------
@@ -383,19 +387,24 @@ PLD_DEVICE(tp_device, cpu, PLD_IN(x, FP32, T, H),
            PLD_WINDOW(gathered, FP32, PM, H), PLD_IN(w1, FP32, H, F),
            PLD_IN(w2, FP32, F, H), PLD_WINDOW(stage, FP32, PM, H),
            PLD_WINDOW(sig_up, INT32, NS), PLD_WINDOW(sig_down, INT32, NS),
-           PLD_OUT(y, FP32, T, H)) {
+           PLD_OUT(y, FP32, T, H), PLD_SCALAR(mode, INT32)) {
   const int64_t pm = pld_tensor_dim(pld_local(gathered), 0);
   const int64_t fl = pld_tensor_dim(w1, 1);
   pld_tensor h = pld_device_alloc(cpu, PLD_FP32, PLD_SHAPE(pm, fl));
   pld_tensor z = pld_device_alloc(cpu, PLD_FP32, PLD_SHAPE(pm, fl));
+  if (mode == 2) /* nothing: the run's own cost */
+    return;
   pld_launch(cpu, tp_up, 1, x, gathered, w1, h, sig_up);
   pld_launch(cpu, tp_act, 1, h, z);
+  if (mode == 1) /* the AllGather-GEMM and relu only */
+    return;
   pld_launch(cpu, tp_down, 1, z, w2, stage, sig_down);
   pld_launch(cpu, tp_sum, 1, stage, y, sig_down);
 }
 
 PLD_HOST(tp_host, hs, PLD_IN(x, FP32, NR, T, H), PLD_IN(w1, FP32, NR, H, F),
-         PLD_IN(w2, FP32, NR, F, H), PLD_OUT(y, FP32, NR, T, H)) {
+         PLD_IN(w2, FP32, NR, F, H), PLD_OUT(y, FP32, NR, T, H),
+         PLD_SCALAR(mode, INT32)) {
   const int n = pld_world_size(hs);
   const int64_t mb = pld_tensor_dim(x, 1), h = pld_tensor_dim(x, 2);
   const int64_t ns = PLD_FUSED_SIGNAL_CELLS(n, 1);
@@ -411,7 +420,7 @@ PLD_HOST(tp_host, hs, PLD_IN(x, FP32, NR, T, H), PLD_IN(w1, FP32, NR, H, F),
                  pld_window_view(hs, st, PLD_FP32, PLD_SHAPE(n * mb, h)),
                  pld_window_view(hs, s_up, PLD_INT32, PLD_SHAPE(ns)),
                  pld_window_view(hs, s_dn, PLD_INT32, PLD_SHAPE(ns)),
-                 pld_slice(hs, y, r));
+                 pld_slice(hs, y, r), mode);
 }
 
 /* ---- (4) each fused kernel against its steps one after the other -----------
@@ -524,6 +533,7 @@ struct row {
   int p;
   double pld, native, route; /* medians in seconds; route: share, or -1 */
   const char *target;        /* "<= 1.0x", or NULL: reported */
+  char split[160];           /* where pld's time goes, or "" */
 };
 static struct row table[32];
 static int nrows;
@@ -594,6 +604,12 @@ static pld_tensor resident(pld_program *prog, pld_tensor src) {
     return NO_TENSOR;
   }
   return d;
+}
+
+/* Host tensor dst = device-resident src; 0, or -1 (reported). */
+static int back(pld_tensor src, pld_tensor dst) {
+  const int st = pld_device_tensor_read(src, dst);
+  return st ? pld_failed(st, "pld_device_tensor_read"), -1 : 0;
 }
 
 /* One run of prog: its seconds, or -1 if it failed (reported). */
@@ -668,6 +684,7 @@ static struct row *add_row(const char *what, const char *size, int p,
   w->p = p;
   w->pld = w->native = w->route = -1;
   w->target = target;
+  w->split[0] = '\0';
   return w;
 }
 
@@ -687,6 +704,8 @@ static void print_row(const struct row *w) {
   if (w->route >= 0)
     printf(", route %s", w->route <= 0.15 ? "met" : "missed");
   printf("\n");
+  if (w->split[0])
+    printf("        pld split: %s\n", w->split);
   fflush(stdout);
 }
 
@@ -773,6 +792,8 @@ static void moe_row(int p, int64_t t, int64_t h, int64_t f, int64_t e) {
   pld_tensor out = tensor(PLD_FP32, 3, (const int64_t[]){p, t, h});
   pld_program *prog[3] = {NULL, NULL, NULL};
   pld_tensor dwg = NO_TENSOR, dw1 = NO_TENSOR, dw2 = NO_TENSOR;
+  pld_tensor dx = NO_TENSOR, dti = NO_TENSOR, dtw = NO_TENSOR;
+  pld_tensor dout = NO_TENSOR;
   if (!x.p || !wg.p || !w1.p || !w2.p || !ti.p || !tw.p || !out.p)
     goto done;
   wl_fill(pld_tensor_data(x), p * t * h, WL_X, 0, 1.0f);
@@ -789,32 +810,44 @@ static void moe_row(int p, int64_t t, int64_t h, int64_t f, int64_t e) {
       goto done;
   }
   if (!(dwg = resident(prog[0], wg)).p || !(dw1 = resident(prog[0], w1)).p ||
-      !(dw2 = resident(prog[0], w2)).p)
+      !(dw2 = resident(prog[0], w2)).p || !(dx = resident(prog[0], x)).p ||
+      !(dti = resident(prog[0], ti)).p || !(dtw = resident(prog[0], tw)).p ||
+      !(dout = resident(prog[0], out)).p)
     goto done;
   /* The checked runs, untimed: the route program's, then the layer's. */
-  if (run(prog[1], PLD_ARGS(x, dwg, dw1, dw2, ti, tw, out, 1), names[1]) < 0 ||
-      identity_check("moe route", x, out) ||
-      run(prog[2], PLD_ARGS(x, dwg, dw1, dw2, ti, tw, out, 2), names[2]) < 0 ||
-      run(prog[0], PLD_ARGS(x, dwg, dw1, dw2, ti, tw, out, 0), names[0]) < 0 ||
-      moe_check(p, t, h, f, e, x, ti, out))
+  if (run(prog[1], PLD_ARGS(dx, dwg, dw1, dw2, dti, dtw, dout, 1), names[1]) <
+          0 ||
+      back(dout, out) || identity_check("moe route", x, out) ||
+      run(prog[2], PLD_ARGS(dx, dwg, dw1, dw2, dti, dtw, dout, 2), names[2]) <
+          0 ||
+      run(prog[0], PLD_ARGS(dx, dwg, dw1, dw2, dti, dtw, dout, 0), names[0]) <
+          0 ||
+      back(dout, out) || back(dti, ti) || moe_check(p, t, h, f, e, x, ti, out))
     goto done;
   snprintf(args, sizeof args, "moe %lld %lld %lld %lld", (long long)t,
            (long long)h, (long long)f, (long long)e);
   double v[3][16], nv[16];
   for (int i = 0; i < reps; i++) {
     for (int32_t m = 0; m < 3; m++)
-      v[m][i] =
-          run(prog[m], PLD_ARGS(x, dwg, dw1, dw2, ti, tw, out, m), names[m]);
+      v[m][i] = run(prog[m], PLD_ARGS(dx, dwg, dw1, dw2, dti, dtw, dout, m),
+                    names[m]);
     nv[i] = native(p, args, i == 0);
   }
   w->pld = med(v[0], reps);
   w->native = med(nv, reps);
   const double rt = med(v[1], reps), gt = med(v[2], reps);
-  if (w->pld > 0 && rt >= 0 && gt >= 0)
+  if (w->pld > 0 && rt >= 0 && gt >= 0) {
     w->route = (rt - gt > 0 ? rt - gt : 0) / w->pld;
+    snprintf(w->split, sizeof w->split,
+             "gate program (run + gate) %.2f ms, route + dispatch + combine "
+             "%.2f ms, up/act/down %.2f ms",
+             gt * 1e3, (rt - gt) * 1e3, (w->pld - rt) * 1e3);
+  }
 done:
   print_row(w);
   pld_tensor_destroy(dwg), pld_tensor_destroy(dw1), pld_tensor_destroy(dw2);
+  pld_tensor_destroy(dx), pld_tensor_destroy(dti), pld_tensor_destroy(dtw);
+  pld_tensor_destroy(dout);
   for (int m = 2; m >= 0; m--)
     pld_program_destroy(prog[m]);
   pld_tensor_destroy(x), pld_tensor_destroy(wg), pld_tensor_destroy(w1);
@@ -834,7 +867,9 @@ static void ep_row(int p, int64_t t, int64_t d, int32_t k, int32_t e) {
   pld_tensor ti = tensor(PLD_INT32, 3, (const int64_t[]){p, t, k});
   pld_tensor tw = tensor(PLD_FP32, 3, (const int64_t[]){p, t, k});
   pld_tensor out = tensor(PLD_FP32, 3, (const int64_t[]){p, t, d});
-  pld_program *prog = NULL;
+  pld_program *prog[3] = {NULL, NULL, NULL};
+  pld_tensor dx = NO_TENSOR, dti = NO_TENSOR, dtw = NO_TENSOR;
+  pld_tensor dout = NO_TENSOR;
   if (!x.p || !ti.p || !tw.p || !out.p)
     goto done;
   wl_fill(pld_tensor_data(x), p * t * d, WL_X, 0, 1.0f);
@@ -851,22 +886,40 @@ static void ep_row(int p, int64_t t, int64_t d, int32_t k, int32_t e) {
   int32_t cap = 0;
   for (int r = 0; r < p; r++)
     cap = recv[r] > cap ? (int32_t)recv[r] : cap;
-  prog = program(ep_host, p, NULL, PLD_ARGS(x, ti, tw, out, e, cap), "ep");
-  if (!prog || run(prog, PLD_ARGS(x, ti, tw, out, e, cap), "ep") < 0 ||
-      identity_check("ep", x, out))
+  /* The layer (mode 0), and for the split the dispatch alone (1) and a
+   * run launching nothing (2), on the same devices. */
+  static const char *const names[3] = {"ep", "ep dispatch", "ep empty"};
+  for (int32_t m = 0; m < 3; m++)
+    if (!(prog[m] = program(ep_host, p, prog[0],
+                            PLD_ARGS(x, ti, tw, out, e, cap, m), names[m])))
+      goto done;
+  if (!(dx = resident(prog[0], x)).p || !(dti = resident(prog[0], ti)).p ||
+      !(dtw = resident(prog[0], tw)).p || !(dout = resident(prog[0], out)).p ||
+      run(prog[0], PLD_ARGS(dx, dti, dtw, dout, e, cap, 0), "ep") < 0 ||
+      back(dout, out) || identity_check("ep", x, out))
     goto done;
   snprintf(args, sizeof args, "ep %lld %lld %d %d", (long long)t, (long long)d,
            k, e);
-  double v[16], nv[16];
+  double v[3][16], nv[16];
   for (int i = 0; i < reps; i++) {
-    v[i] = run(prog, PLD_ARGS(x, ti, tw, out, e, cap), "ep");
+    for (int32_t m = 0; m < 3; m++)
+      v[m][i] = run(prog[m], PLD_ARGS(dx, dti, dtw, dout, e, cap, m), names[m]);
     nv[i] = native(p, args, i == 0);
   }
-  w->pld = med(v, reps);
+  w->pld = med(v[0], reps);
   w->native = med(nv, reps);
+  const double dt = med(v[1], reps), et = med(v[2], reps);
+  if (w->pld > 0 && dt >= 0 && et >= 0)
+    snprintf(w->split, sizeof w->split,
+             "empty run (no kernel) %.2f ms, dispatch %.2f ms, "
+             "combine %.2f ms",
+             et * 1e3, (dt - et) * 1e3, (w->pld - dt) * 1e3);
 done:
   print_row(w);
-  pld_program_destroy(prog);
+  for (int m = 2; m >= 0; m--)
+    pld_program_destroy(prog[m]);
+  pld_tensor_destroy(dx), pld_tensor_destroy(dti), pld_tensor_destroy(dtw);
+  pld_tensor_destroy(dout);
   pld_tensor_destroy(x), pld_tensor_destroy(ti), pld_tensor_destroy(tw);
   pld_tensor_destroy(out);
 }
@@ -909,15 +962,24 @@ static void tp_row(int p, int64_t t, int64_t h, int64_t f) {
            (long long)h, (long long)f);
   struct row *w = add_row("tp", size, p, "<= 1.0x");
   struct tp s;
-  pld_program *prog = NULL;
+  pld_program *prog[3] = {NULL, NULL, NULL};
   pld_tensor y = NO_TENSOR, dw1 = NO_TENSOR, dw2 = NO_TENSOR;
+  pld_tensor dx = NO_TENSOR, dy = NO_TENSOR;
   float *w1 = NULL, *w2 = NULL, *z = NULL, *ry = NULL;
   if (tp_make(&s, p, t, h, f) ||
       !(y = tensor(PLD_FP32, 3, (const int64_t[]){p, s.mb, h})).p)
     goto done;
-  if (!(prog = program(tp_host, p, NULL, PLD_ARGS(s.x, s.w1, s.w2, y), "tp")) ||
-      !(dw1 = resident(prog, s.w1)).p || !(dw2 = resident(prog, s.w2)).p ||
-      run(prog, PLD_ARGS(s.x, dw1, dw2, y), "tp") < 0)
+  /* The layer (mode 0), and for the split the AllGather-GEMM and relu
+   * alone (1) and a run launching nothing (2), on the same devices. */
+  static const char *const names[3] = {"tp", "tp up", "tp empty"};
+  for (int32_t m = 0; m < 3; m++)
+    if (!(prog[m] = program(tp_host, p, prog[0],
+                            PLD_ARGS(s.x, s.w1, s.w2, y, m), names[m])))
+      goto done;
+  if (!(dw1 = resident(prog[0], s.w1)).p ||
+      !(dw2 = resident(prog[0], s.w2)).p || !(dx = resident(prog[0], s.x)).p ||
+      !(dy = resident(prog[0], y)).p ||
+      run(prog[0], PLD_ARGS(dx, dw1, dw2, dy, 0), "tp") < 0 || back(dy, y))
     goto done;
   /* The check: sampled rows of Y against the plain C MLP. */
   w1 = malloc(sizeof(float) * (size_t)(h * f));
@@ -942,18 +1004,27 @@ static void tp_row(int p, int64_t t, int64_t h, int64_t f) {
   }
   snprintf(args, sizeof args, "tp %lld %lld %lld", (long long)t, (long long)h,
            (long long)f);
-  double v[16], nv[16];
+  double v[3][16], nv[16];
   for (int i = 0; i < reps; i++) {
-    v[i] = run(prog, PLD_ARGS(s.x, dw1, dw2, y), "tp");
+    for (int32_t m = 0; m < 3; m++)
+      v[m][i] = run(prog[m], PLD_ARGS(dx, dw1, dw2, dy, m), names[m]);
     nv[i] = native(p, args, i == 0);
   }
-  w->pld = med(v, reps);
+  w->pld = med(v[0], reps);
   w->native = med(nv, reps);
+  const double ut = med(v[1], reps), et = med(v[2], reps);
+  if (w->pld > 0 && ut >= 0 && et >= 0)
+    snprintf(w->split, sizeof w->split,
+             "empty run (no kernel) %.2f ms, AllGather-GEMM + relu "
+             "%.2f ms, GEMM-ReduceScatter + sum %.2f ms",
+             et * 1e3, (ut - et) * 1e3, (w->pld - ut) * 1e3);
 done:
   print_row(w);
   free(w1), free(w2), free(z), free(ry);
   pld_tensor_destroy(dw1), pld_tensor_destroy(dw2), pld_tensor_destroy(y);
-  pld_program_destroy(prog);
+  pld_tensor_destroy(dx), pld_tensor_destroy(dy);
+  for (int m = 2; m >= 0; m--)
+    pld_program_destroy(prog[m]);
   tp_free(&s);
 }
 
@@ -993,6 +1064,7 @@ static void ag_row(int p, int64_t t, int64_t h, int64_t f) {
   struct row *w = add_row("ag", size, p, NULL);
   pld_program *prog[2] = {NULL, NULL};
   pld_tensor c[2] = {NO_TENSOR, NO_TENSOR}, db = NO_TENSOR;
+  pld_tensor dc[2] = {NO_TENSOR, NO_TENSOR}, da = NO_TENSOR;
   for (int m = 0; m < 2; m++)
     if (!(c[m] = tensor(PLD_FP32, 3, (const int64_t[]){p, t, s.fl})).p)
       goto done;
@@ -1003,14 +1075,16 @@ static void ag_row(int p, int64_t t, int64_t h, int64_t f) {
                       m ? "ag unfused" : "ag fused")))
       goto done;
   }
-  if (!(db = resident(prog[0], s.w1)).p)
+  if (!(db = resident(prog[0], s.w1)).p || !(da = resident(prog[0], s.x)).p ||
+      !(dc[0] = resident(prog[0], c[0])).p ||
+      !(dc[1] = resident(prog[0], c[1])).p)
     goto done;
   const pld_arg args[2][4] = {
-      {PLD_ARG(s.x), PLD_ARG(db), PLD_ARG(c[0]), PLD_ARG(false)},
-      {PLD_ARG(s.x), PLD_ARG(db), PLD_ARG(c[1]), PLD_ARG(true)}};
+      {PLD_ARG(da), PLD_ARG(db), PLD_ARG(dc[0]), PLD_ARG(false)},
+      {PLD_ARG(da), PLD_ARG(db), PLD_ARG(dc[1]), PLD_ARG(true)}};
   if (run(prog[0], 4, args[0], "ag fused") < 0 ||
-      run(prog[1], 4, args[1], "ag unfused") < 0 ||
-      same("ag fused against unfused", c[0], c[1]))
+      run(prog[1], 4, args[1], "ag unfused") < 0 || back(dc[0], c[0]) ||
+      back(dc[1], c[1]) || same("ag fused against unfused", c[0], c[1]))
     goto done;
   /* Sampled rows of C against the plain C product, on every rank. */
   const float *xs = pld_tensor_data(s.x), *bs = pld_tensor_data(s.w1);
@@ -1030,6 +1104,8 @@ static void ag_row(int p, int64_t t, int64_t h, int64_t f) {
   fused_times(w, prog, (const pld_arg *const[2]){args[0], args[1]}, 4, "ag");
 done:
   print_row(w);
+  pld_tensor_destroy(da), pld_tensor_destroy(dc[0]);
+  pld_tensor_destroy(dc[1]);
   pld_tensor_destroy(db);
   pld_program_destroy(prog[1]), pld_program_destroy(prog[0]);
   pld_tensor_destroy(c[0]), pld_tensor_destroy(c[1]);
@@ -1046,6 +1122,7 @@ static void rs_row(int p, int64_t t, int64_t h, int64_t f) {
   struct row *w = add_row("rs", size, p, NULL);
   pld_program *prog[2] = {NULL, NULL};
   pld_tensor y[2] = {NO_TENSOR, NO_TENSOR}, da = NO_TENSOR, db = NO_TENSOR;
+  pld_tensor dy[2] = {NO_TENSOR, NO_TENSOR};
   pld_tensor a = tensor(PLD_FP32, 3, (const int64_t[]){p, t, s.fl});
   if (!a.p)
     goto done;
@@ -1059,14 +1136,16 @@ static void rs_row(int p, int64_t t, int64_t h, int64_t f) {
                             m ? "rs unfused" : "rs fused")))
       goto done;
   }
-  if (!(da = resident(prog[0], a)).p || !(db = resident(prog[0], s.w2)).p)
+  if (!(da = resident(prog[0], a)).p || !(db = resident(prog[0], s.w2)).p ||
+      !(dy[0] = resident(prog[0], y[0])).p ||
+      !(dy[1] = resident(prog[0], y[1])).p)
     goto done;
   const pld_arg args[2][4] = {
-      {PLD_ARG(da), PLD_ARG(db), PLD_ARG(y[0]), PLD_ARG(false)},
-      {PLD_ARG(da), PLD_ARG(db), PLD_ARG(y[1]), PLD_ARG(true)}};
+      {PLD_ARG(da), PLD_ARG(db), PLD_ARG(dy[0]), PLD_ARG(false)},
+      {PLD_ARG(da), PLD_ARG(db), PLD_ARG(dy[1]), PLD_ARG(true)}};
   if (run(prog[0], 4, args[0], "rs fused") < 0 ||
-      run(prog[1], 4, args[1], "rs unfused") < 0 ||
-      same("rs fused against unfused", y[0], y[1]))
+      run(prog[1], 4, args[1], "rs unfused") < 0 || back(dy[0], y[0]) ||
+      back(dy[1], y[1]) || same("rs fused against unfused", y[0], y[1]))
     goto done;
   /* Sampled rows of Y against the plain C sum of the ranks' products. */
   const float *as = pld_tensor_data(a), *bs = pld_tensor_data(s.w2);
@@ -1092,6 +1171,7 @@ static void rs_row(int p, int64_t t, int64_t h, int64_t f) {
   fused_times(w, prog, (const pld_arg *const[2]){args[0], args[1]}, 4, "rs");
 done:
   print_row(w);
+  pld_tensor_destroy(dy[0]), pld_tensor_destroy(dy[1]);
   pld_tensor_destroy(da), pld_tensor_destroy(db);
   pld_program_destroy(prog[1]), pld_program_destroy(prog[0]);
   pld_tensor_destroy(y[0]), pld_tensor_destroy(y[1]);
