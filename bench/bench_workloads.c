@@ -39,17 +39,30 @@
  *            pld program; the ratio fused/unfused.
  *
  * What a time covers.  pld: one pld_program_run of a prepared program
- * (compiled and its device processes started beforehand): the copy of the
- * In host tensors (the tokens x; the EP's routes) to the devices, every
- * rank's dispatch and kernels, the copy of the Out tensors back.  Weights
- * (and the GEMM-ReduceScatter's input) are device-resident tensors
- * (pld_device_tensor_create, written once, not timed); windows are kept
- * from run to run (pld_config.keep_windows: no zeroing of the receive
- * windows per run; the signal cells clear themselves).  Native: the layer
- * on every rank between an MPI_Barrier and its end, the slowest rank's
- * time; MPI_Init, making inputs and weights, and mpirun are outside it.
- * OpenBLAS runs one thread per process (OPENBLAS_NUM_THREADS=1): the
- * ranks are the parallelism, as pld's devices are.
+ * (compiled and its device processes started beforehand): every rank's
+ * dispatch, its launches and kernels, until every device finished.  Every
+ * tensor of the run is device-resident (pld_device_tensor_create with
+ * PLD_EACH_RANK, written once before the timings and read back once for
+ * the check): the weights, and also the tokens, the routes and the
+ * outputs, so that no host copy is timed, as the native side's data is in
+ * its processes already.  Windows are kept from run to run
+ * (pld_config.keep_windows: no zeroing of the receive windows per run;
+ * the signal cells clear themselves).  Native: the layer on every rank
+ * between an MPI_Barrier and its end, the slowest rank's time; MPI_Init,
+ * making inputs and weights, and mpirun are outside it.  OpenBLAS runs
+ * one thread per process (OPENBLAS_NUM_THREADS=1): the ranks are the
+ * parallelism, as pld's devices are.
+ *
+ * Where pld's time goes (the "pld split" line under a row): programs
+ * that stop earlier, on the same devices and resident tensors
+ * (pld_config.share), timed in the same repetitions; each part is a
+ * difference of medians (noisy when the machine is busy: a part can come
+ * out negative).  MoE: the gate program (run + gate matmul), the route
+ * program minus it (route + dispatch + combine: route%), the layer minus
+ * the route program (up, act, down).  EP: a run launching nothing, the
+ * dispatch alone minus it, the layer minus the dispatch (combine).  TP:
+ * a run launching nothing, AllGather-GEMM + relu minus it, the layer
+ * minus that (GEMM-ReduceScatter + sum).
  *
  * How the two alternate.  For each row, the pld program(s) are compiled
  * and prepared and run once untimed; that run's result is checked against
