@@ -75,7 +75,14 @@
  * untimed and once timed (the first of them also checks its result).  The
  * figures are medians over the N repetitions.
  *
- *   bench_workloads [quick] [moe] [ep] [tp] [fused]
+ *   bench_workloads [quick] [moe] [ep] [tp] [fused] [-n P] [-s SIZE]
+ *                   [--trace FILE]
+ *       quick: 3 repetitions; naming parts runs only those (all by
+ *       default); -n: only P ranks (2 or 4); -s: only the MoE's and
+ *       TP's size SIZE (0: T=64 H=256 F=512, 1: T=512 H=1024 F=2048);
+ *       --trace: every pld run writes its trace to FILE (for pld-trace:
+ *       where the kernels' time goes; the figures then include the
+ *       trace's cost).
  *
  * A pld call that fails, or a result that differs from the reference (on
  * either side), makes the exit status 1; a slow figure never does. */
@@ -538,7 +545,8 @@ PLD_HOST(rs_host, hs, PLD_IN(a, FP32, NR, PM, F), PLD_IN(b, FP32, NR, F, H),
  * -------------------------------------------------------------
  */
 
-static int reps = 5; /* repetitions; `quick`: 3 */
+static int reps = 5;      /* repetitions; `quick`: 3 */
+static const char *trace; /* --trace: every pld run's trace, or NULL */
 
 /* A row of the table. */
 struct row {
@@ -560,6 +568,7 @@ static pld_config config(int p) {
   cfg.device_ids = ids;
   cfg.ndevices = p;
   cfg.keep_windows = 1;
+  cfg.trace = trace ? trace : "";
   return cfg;
 }
 
@@ -1198,17 +1207,31 @@ done:
 static const int64_t sizes[2][3] = {{64, 256, 512}, {512, 1024, 2048}};
 
 int main(int argc, char **argv) {
-  int want[4] = {0, 0, 0, 0}, any = 0;
+  int want[4] = {0, 0, 0, 0}, any = 0, only_p = 0, only_size = -1;
   static const char *const parts[4] = {"moe", "ep", "tp", "fused"};
   for (int i = 1; i < argc; i++) {
     int known = strcmp(argv[i], "quick") == 0;
     if (known)
       reps = 3;
+    if (i + 1 < argc && !known) {
+      known = 1;
+      if (strcmp(argv[i], "-n") == 0)
+        only_p = atoi(argv[++i]);
+      else if (strcmp(argv[i], "-s") == 0)
+        only_size = atoi(argv[++i]);
+      else if (strcmp(argv[i], "--trace") == 0)
+        trace = argv[++i];
+      else
+        known = 0;
+    }
     for (int j = 0; j < 4; j++)
       if (strcmp(argv[i], parts[j]) == 0)
         want[j] = known = any = 1;
     if (!known) {
-      fprintf(stderr, "usage: %s [quick] [moe] [ep] [tp] [fused]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [quick] [moe] [ep] [tp] [fused] [-n P] [-s SIZE] "
+              "[--trace FILE]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -1236,13 +1259,19 @@ int main(int argc, char **argv) {
   printf("  %-5s %-24s %s  %11s %11s %8s %7s  %s\n", "what", "size", "P", "pld",
          "native", "ratio", "route%", "target");
   for (int p = 2; p <= MAX_P; p += 2) {
+    if (only_p && p != only_p)
+      continue;
     for (int z = 0; z < 2 && want[0]; z++)
-      moe_row(p, sizes[z][0], sizes[z][1], sizes[z][2], 8);
+      if (only_size < 0 || z == only_size)
+        moe_row(p, sizes[z][0], sizes[z][1], sizes[z][2], 8);
     if (want[1])
       ep_row(p, 128, 4096, 6, 16 * p);
     for (int z = 0; z < 2 && want[2]; z++)
-      tp_row(p, sizes[z][0], sizes[z][1], sizes[z][2]);
+      if (only_size < 0 || z == only_size)
+        tp_row(p, sizes[z][0], sizes[z][1], sizes[z][2]);
     for (int z = 0; z < 2 && want[3]; z++) {
+      if (only_size >= 0 && z != only_size)
+        continue;
       ag_row(p, sizes[z][0], sizes[z][1], sizes[z][2]);
       rs_row(p, sizes[z][0], sizes[z][1], sizes[z][2]);
     }
