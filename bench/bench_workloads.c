@@ -67,13 +67,15 @@
  * How the two alternate.  For each row, the pld program(s) are compiled
  * and prepared and run once untimed; that run's result is checked against
  * workloads.h's plain C reference (the MoE: the top-2 of every token and
- * the output of up to 32 tokens per rank; EP: every token; TP: up to 32
- * rows per rank; ag and rs against the unfused result and a plain C
- * reference of sampled rows).  Then N repetitions (5; `quick`: 3), each
- * one timed pld run (for the MoE: the layer, the route program and the
- * gate program), then one mpirun of mpi_workloads that runs the layer once
- * untimed and once timed (the first of them also checks its result).  The
- * figures are medians over the N repetitions.
+ * the output of up to 32 tokens per rank; EP: every token; ag and rs against
+ * the unfused result and a plain C reference of sampled rows; TP: up to 32 rows
+ * in all; the MoE's route program: out = x, its weights summing to 1).  Then N
+ * repetitions (5; `quick`: 3), each one timed run of each pld program of the
+ * row (the layer, then the split's programs; ag and rs: fused and unfused,
+ * which goes first alternating), then, but for ag and rs, one mpirun of
+ * mpi_workloads that runs the layer once untimed and once timed (the
+ * first of them also checks its result).  The figures are medians over
+ * the N repetitions.
  *
  *   bench_workloads [quick] [moe] [ep] [tp] [fused] [-n P] [-s SIZE]
  *                   [--trace FILE]
