@@ -56,14 +56,14 @@ typedef enum pld_core_type {
   PLD_CORE_CUBE = 1    /* AIC: matmul; tiles in L1, operands in L0A/L0B/L0C */
 } pld_core_type;
 
-/* One dimension of a declared tensor: a fixed size (> 0); a dynamic
- * dimension (size PLD_DYN) identified by its name and bound to the size
- * of the first argument it meets (a host function's program-wide; a
- * device function's, kernel's or host task's for the call, unless the
- * host function's parameters bound it); or a shape expression, an integer
- * expression of dynamic dimensions and numbers (NR - 1, M * 2, K / 4; + -
- * * / % and parentheses), checked against the call's bindings: it must
- * hold exactly (a division must leave no remainder). */
+/* A dimension of a declared tensor: a fixed size (> 0); a dynamic one
+ * (PLD_DYN) named and bound to the first argument's size it meets (a host
+ * function's program-wide, others' per call unless the host's bound it);
+ * or a shape expression of dynamic dimensions and numbers (NR - 1, M * 2,
+ * K / 4; + - * / % ( )) that must hold exactly, with the call's bindings;
+ * a name standing alone nowhere is solved from the first expression of
+ * the form a * M + b it is met in (M * 2 of 128 rows: M = 64), which must
+ * have a whole solution > 0 and agree with the other parameters. */
 typedef struct pld_dim {
   int64_t size;
   const char *name; /* the dimension as written in the declaration */

@@ -189,7 +189,8 @@ static const struct pld__dims *scope_find(const struct scope *sc, const char *n,
   const struct pld__dims *d[2] = {sc ? sc->g : NULL, sc ? sc->l : NULL};
   for (int k = 0; k < 2; k++)
     for (int b = 0; d[k] && b < d[k]->n; b++)
-      if (strlen(d[k]->name[b]) == len && !strncmp(d[k]->name[b], n, len)) {
+      if (strlen(pld__dim_name(d[k], b)) == len &&
+          !strncmp(pld__dim_name(d[k], b), n, len)) {
         *at = b;
         return d[k];
       }
@@ -228,7 +229,8 @@ struct expr {
   int nnames, bound, unbound;
   const char *names[8];
   int64_t values[8];
-  const char *unknown; /* a name no parameter bound (taken as PLD_DYN) */
+  const char *solved_by[8]; /* of a name solved from an expression */
+  const char *unknown;      /* a name no parameter bound (taken as PLD_DYN) */
   size_t unknown_len;
   char err[160]; /* not an expression */
   char bad[160]; /* arithmetic that fails with these values */
@@ -288,9 +290,10 @@ static int64_t parse_primary(struct expr *e) {
     if (d) {
       int seen = 0;
       for (int i = 0; i < e->nnames; i++)
-        seen |= e->names[i] == d->name[b];
+        seen |= e->names[i] == pld__dim_name(d, b);
       if (!seen && e->nnames < 8) {
-        e->names[e->nnames] = d->name[b];
+        e->names[e->nnames] = pld__dim_name(d, b);
+        e->solved_by[e->nnames] = d->name[b] ? NULL : d->by[b];
         e->values[e->nnames++] = d->size[b];
       }
       e->bound++;
@@ -367,14 +370,19 @@ static int64_t parse_sum(struct expr *e) {
   }
 }
 
-/* " (NR = 4, K = 8)": the values of the names an expression used. */
+/* " (NR = 4, K = 8)": the values of the names an expression used, and
+ * where those solved from an expression come from ("M = 64, solved from
+ * parameter 'x' of f: dimension 0 is M * 2 = 128"). */
 static size_t names_str(char *buf, size_t cap, const struct expr *e) {
   if (!e->nnames)
     return 0;
   size_t n = pld__catf(buf, cap, " (");
-  for (int i = 0; i < e->nnames; i++)
+  for (int i = 0; i < e->nnames; i++) {
     n += pld__catf(buf + n, cap - n, "%s%s = %lld", i ? ", " : "", e->names[i],
                    (long long)e->values[i]);
+    if (e->solved_by[i])
+      n += pld__catf(buf + n, cap - n, ", solved from %s", e->solved_by[i]);
+  }
   return n + pld__catf(buf + n, cap - n, ")");
 }
 
@@ -412,18 +420,87 @@ static int not_a_size(const pld_signature *sig, const char *what, int i, int d,
   return PLD_ERR_ARG;
 }
 
+/* The value of dimension d of parameter i, an expression, with the
+ * bindings of sc, into *e. */
+static int64_t eval_text(const pld_signature *sig, int i, int d,
+                         const struct scope *sc, struct expr *e) {
+  memset(e, 0, sizeof *e);
+  e->p = sig->params[i].dims[d].name;
+  e->sc = sc;
+  return parse_sum(e);
+}
+
+/* Dimension d of parameter i is an expression in which one name, u, is
+ * bound by no parameter where it stands alone: solves u from the size of
+ * the argument's dimension (given) and binds it, as the name of a
+ * parameter standing alone would be.  u is solved when the expression is
+ * linear in it (a u + b, a != 0, as its values at u = 1, 2 and 3 say)
+ * and a positive integer gives the size exactly.  Returns PLD_OK (bound),
+ * PLD_ERR_ARG with the message (no solution), or -1 when u cannot be
+ * solved here (another name is unknown too, or no room): the caller says
+ * u is unbound. */
+static int solve_dim(const pld_signature *sig, const char *what, int i, int d,
+                     const struct scope *sc, int64_t given,
+                     const struct expr *e, char *msg, size_t cap) {
+  const char *text = sig->params[i].dims[d].name;
+  struct pld__dims *into = sc->l ? sc->l : sc->g;
+  if (!into || e->unknown_len >= PLD__MAX_SOLVED_NAME ||
+      into->n == PLD__MAX_DYN_DIMS)
+    return -1;
+  const int b = into->n++;
+  into->name[b] = NULL;
+  memcpy(into->solved[b], e->unknown, e->unknown_len);
+  into->solved[b][e->unknown_len] = '\0';
+  int64_t f[4] = {0, 0, 0, 0}, x = 0, a = 0;
+  int defined = 1;
+  struct expr t;
+  for (int u = 1; u <= 3 && defined; u++) {
+    into->size[b] = u;
+    f[u] = eval_text(sig, i, d, sc, &t);
+    if (t.unbound) { /* a second unknown name */
+      into->n--;
+      return -1;
+    }
+    defined = !t.err[0] && !t.bad[0];
+  }
+  const int linear = defined && !__builtin_sub_overflow(f[2], f[1], &a) &&
+                     a != 0 && f[3] - f[2] == a;
+  if (linear && (given - f[1]) % a == 0 && (given - f[1]) / a >= 0) {
+    x = 1 + (given - f[1]) / a;
+    into->size[b] = x;
+    if (eval_text(sig, i, d, sc, &t) == given && !t.err[0] && !t.bad[0]) {
+      pld__catf(into->by[b], sizeof into->by[b],
+                "parameter '%s' of %s (dimension %d is %s = %lld)",
+                sig->params[i].name, sig->name, d, text, (long long)given);
+      return PLD_OK;
+    }
+  }
+  into->n--;
+  size_t n = head(msg, cap, what, sig, i);
+  if (!linear)
+    pld__catf(msg + n, cap - n,
+              "dimension %d is the shape expression %s, but %s in it is no "
+              "dynamic dimension bound by a parameter where it stands alone, "
+              "and is solved only from an expression of the form a * %s + b",
+              d, text, into->solved[b], into->solved[b]);
+  else
+    pld__catf(msg + n, cap - n,
+              "dimension %d is the shape expression %s = %lld (the "
+              "argument's size), which no whole %s > 0 solves",
+              d, text, (long long)given, into->solved[b]);
+  return PLD_ERR_ARG;
+}
+
 /* Dimension d of parameter i is an expression (not one name or number):
  * its value in *v (and its evaluation in *e, for messages), or
- * PLD_ERR_ARG with the message.  An expression of constants alone (no
- * bound name in it) has the value C gave it. */
+ * PLD_ERR_ARG with the message; a name in it bound nowhere is solved from
+ * the argument's size there (given), if it can be.  An expression of
+ * constants alone (no bound name in it) has the value C gave it. */
 static int eval_dim(const pld_signature *sig, const char *what, int i, int d,
-                    const struct scope *sc, int64_t *v, struct expr *e,
-                    char *msg, size_t cap) {
+                    const struct scope *sc, int64_t given, int64_t *v,
+                    struct expr *e, char *msg, size_t cap) {
   const pld_dim *dim = &sig->params[i].dims[d];
-  memset(e, 0, sizeof *e);
-  e->p = dim->name;
-  e->sc = sc;
-  int64_t val = parse_sum(e);
+  int64_t val = eval_text(sig, i, d, sc, e);
   skip_space(e);
   if (!e->err[0] && *e->p)
     pld__catf(e->err, sizeof e->err, "'%c' is not part of a shape expression",
@@ -448,6 +525,15 @@ static int eval_dim(const pld_signature *sig, const char *what, int i, int d,
   }
   if (!e->err[0] && !e->bound && constants) /* constants alone, no size */
     return not_a_size(sig, what, i, d, msg, cap);
+  if (!e->err[0] && e->unbound && !constants) {
+    int st = solve_dim(sig, what, i, d, sc, given, e, msg, cap);
+    if (st >= 0) {
+      *v = given;
+      if (!st) /* its names and values, for a later message */
+        eval_text(sig, i, d, sc, e);
+      return st;
+    }
+  }
   size_t n = head(msg, cap, what, sig, i);
   if (!e->err[0] && e->unbound) {
     pld__catf(msg + n, cap - n,
@@ -620,7 +706,7 @@ static int check_dims(const pld_signature *sig, const char *what, int i,
     int64_t want = dim->size;
     struct expr e;
     if (!alone) {
-      int st = eval_dim(sig, what, i, d, sc, &want, &e, msg, cap);
+      int st = eval_dim(sig, what, i, d, sc, t->shape[d], &want, &e, msg, cap);
       if (st)
         return st;
     } else if (want <= 0) {

@@ -8,6 +8,8 @@
 #include "pld/levels.h"
 
 #define PLD__MAX_DYN_DIMS 32
+/* The longest name (and its NUL) solved from a shape expression. */
+#define PLD__MAX_SOLVED_NAME 48
 
 /* Why sig cannot be the signature of a function of `level` with an entry
  * (entry != 0): its level, no descriptor, a parameter count outside [0,
@@ -23,10 +25,19 @@ const char *pld__sig_problem(const pld_signature *sig, pld_level level,
  * with different shapes), but for names the host function bound. */
 struct pld__dims {
   int n;
+  /* The declared string of a name bound where it stands alone; NULL for
+   * a name solved from a shape expression, whose text is in solved[]
+   * (pld__dim_name gives either). */
   const char *name[PLD__MAX_DYN_DIMS];
   int64_t size[PLD__MAX_DYN_DIMS];
-  char by[PLD__MAX_DYN_DIMS][96]; /* "parameter 'x' of host_orch" */
+  char by[PLD__MAX_DYN_DIMS][128]; /* "parameter 'x' of host_orch" */
+  char solved[PLD__MAX_DYN_DIMS][PLD__MAX_SOLVED_NAME];
 };
+
+/* The name of binding b of d. */
+static inline const char *pld__dim_name(const struct pld__dims *d, int b) {
+  return d->name[b] ? d->name[b] : d->solved[b];
+}
 
 /* Checks argv[0..argc) against sig: count, kind, dtype, shape, dynamic
  * dimensions (a host function's bound in dims as first met; others

@@ -143,7 +143,7 @@ static int write_file(const char *dir, const char *name,
     }
     for (int d = 0; d < p->plan.dims.n; d++)
       fprintf(f, "  dynamic dimension %s = %lld (bound by %s)\n",
-              p->plan.dims.name[d], (long long)p->plan.dims.size[d],
+              pld__dim_name(&p->plan.dims, d), (long long)p->plan.dims.size[d],
               p->plan.dims.by[d]);
     for (int i = 0; i < p->plan.ninters; i++) {
       const struct pld__inter *in = &p->plan.inters[i];

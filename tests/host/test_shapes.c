@@ -940,11 +940,12 @@ static void run_names(int n, const char *platform) {
 static void test_expression_names(void **state) {
   (void)state;
   /* The host. */
-  assert_fails_with(names_host(h_unbound, 4), PLD_ERR_ARG,
+  /* Q is solved from y: 2, from 4 rows; 5 rows have no whole Q. */
+  assert_ok(names_host(h_unbound, 4));
+  assert_fails_with(names_host(h_unbound, 5), PLD_ERR_ARG,
                     "pld_compile: h_unbound: parameter 'y' (2 of 2): "
-                    "dimension 0 is the shape expression Q * 2, but Q in it "
-                    "is no dynamic dimension bound by a parameter where it "
-                    "stands alone (of this call, or of the host function)");
+                    "dimension 0 is the shape expression Q * 2 = 5 (the "
+                    "argument's size), which no whole Q > 0 solves");
   assert_fails_with(names_host(h_beside, 16), PLD_ERR_ARG,
                     "pld_compile: h_beside: parameter 'y' (2 of 2): "
                     "dimension 0 is the shape expression TILE * NR, but TILE "
@@ -958,11 +959,14 @@ static void test_expression_names(void **state) {
   assert_fails_with(names_host(h_eight, 15), PLD_ERR_ARG,
                     "got FP32[15, 8]: dimension 0 is 8 * NR = 16 (NR = 2)");
   /* The dispatch. */
-  assert_fails_with(names_case(3, 2, "a5sim", 12, 0), PLD_ERR_ARG,
+  /* The dispatch: Q + L = 12 with L = 8 solves Q = 4; Q + 8 = 8 has no
+   * Q > 0. */
+  assert_ok(names_case(3, 2, "a5sim", 12, 0));
+  assert_fails_with(names_case(3, 2, "a5sim", 8, 0), PLD_ERR_ARG,
                     "pld_dispatch to rank 0 (in h_names): d_unbound: "
                     "parameter 'y' (2 of 2): dimension 0 is the shape "
-                    "expression Q + L, but Q in it is no dynamic dimension "
-                    "bound by a parameter where it stands alone");
+                    "expression Q + L = 8 (the argument's size), which no "
+                    "whole Q > 0 solves");
   /* C beyond shape expressions around a dynamic name: refused. */
   assert_fails_with(names_case(4, 2, "a2a3sim", 16, 0), PLD_ERR_ARG,
                     "pld_dispatch to rank 0 (in h_names): d_ternary: "
@@ -984,11 +988,119 @@ static void test_expression_names(void **state) {
                     "expression TILE + L, but TILE in it is a constant beside "
                     "dynamic dimensions: write constants in shape "
                     "expressions as numbers");
-  assert_fails_with(names_case(2, 2, "a5sim", 16, 0), PLD_ERR_ARG,
-                    "pld_launch (rank 0, device 0, in d_names): k_caller_q: "
-                    "parameter 'y' (1 of 1): dimension 0 is the shape "
-                    "expression Q + 1, but Q in it is no dynamic dimension "
-                    "bound by a parameter where it stands alone");
+  /* The kernel's Q is its own (the caller's Q = 16 is another call's):
+   * solved, 15. */
+  assert_ok(names_case(2, 2, "a5sim", 16, 0));
+}
+
+/* Names solved from shape expressions (the original's composite shape
+ * dimension): every parameter of the host function is [NR, MS * 2, EC],
+ * MS standing alone nowhere, and MS = 64 is solved from 128 rows,
+ * program-wide; the device function's [MS * 2, EC] then checks against
+ * it, and the kernel's [KS * 4, EC] solves its own KS = 32 per launch. */
+PLD_DYNAMIC(MS);
+PLD_DYNAMIC(KS);
+PLD_KERNEL(k_solved, k, PLD_IN(x, FP32, KS * 4, EC),
+           PLD_OUT(y, FP32, KS * 4, EC)) {
+  const int32_t rows = (int32_t)pld_tensor_dim(x, 0);
+  pld_tile *t = pld_load(k, x, 0, 0, rows, EC);
+  pld_muls(k, t, t, 2.0f);
+  pld_store(k, t, y, 0, 0);
+}
+PLD_DEVICE(d_solved, cpu, PLD_IN(x, FP32, MS * 2, EC),
+           PLD_OUT(y, FP32, MS * 2, EC)) {
+  pld_launch(cpu, k_solved, 1, x, y);
+}
+PLD_HOST(h_solved, h, PLD_IN(x, FP32, NR, MS * 2, EC),
+         PLD_OUT(y, FP32, NR, MS * 2, EC)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_solved, r, pld_slice(h, x, r), pld_slice(h, y, r));
+}
+/* Rank r runs d_nop on row r of x. */
+static void nop_each_rank(pld_host h, pld_tensor x) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_nop, r, pld_slice(h, x, r));
+}
+
+/* Two parameters disagreeing on MS; an expression not linear in MS; two
+ * unknown names in one expression.  (Unformatted: clang-format writes
+ * MS * MS as a pointer declaration.) */
+/* clang-format off */
+PLD_HOST(h_disagree, h, PLD_IN(x, FP32, MS * 2, EC),
+         PLD_IN(y, FP32, MS * 3, EC)) {
+  (void)y;
+  nop_each_rank(h, x);
+}
+PLD_HOST(h_square, h, PLD_IN(x, FP32, MS * MS, EC)) {
+  nop_each_rank(h, x);
+}
+PLD_HOST(h_two_unknown, h, PLD_IN(x, FP32, MS + KS, EC)) {
+  nop_each_rank(h, x);
+}
+/* clang-format on */
+
+static void run_solved(int n, const char *platform) {
+  pld_config cfg = config_on(n, platform);
+  const int64_t shape[] = {n, 128, EC};
+  pld_tensor x = ints(3, 3, shape), y = out(3, shape);
+  pld_program *p = NULL;
+  assert_ok(pld_compile(h_solved, &cfg, PLD_ARGS(x, y), &p));
+  assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
+  const float *xs = pld_tensor_data(x);
+  float *want = want_of(y);
+  for (int64_t i = 0; i < pld_tensor_numel(y); i++)
+    want[i] = 2.0f * xs[i];
+  expect_f32("y (h_solved)", n, platform, y, want);
+  free(want);
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+/* fn compiled with a tensor [rows[i], EC] per parameter (at most 2). */
+static int solved_host(pld_host_fn fn, int nparams, int64_t rows0,
+                       int64_t rows1) {
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  pld_tensor x = ints(1, 2, (const int64_t[]){rows0, EC});
+  pld_tensor y = ints(2, 2, (const int64_t[]){rows1, EC});
+  int st = nparams == 1 ? compile_only(fn, &cfg, PLD_ARGS(x))
+                        : compile_only(fn, &cfg, PLD_ARGS(x, y));
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  return st;
+}
+
+static void test_names_solved_from_expressions(void **state) {
+  (void)state;
+  over_worlds(run_solved);
+  /* 129 rows: no whole MS. */
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  const int64_t odd[] = {2, 129, EC};
+  pld_tensor x = ints(1, 3, odd), y = out(3, odd);
+  assert_fails_with(compile_only(h_solved, &cfg, PLD_ARGS(x, y)), PLD_ERR_ARG,
+                    "pld_compile: h_solved: parameter 'x' (1 of 2): "
+                    "dimension 1 is the shape expression MS * 2 = 129 (the "
+                    "argument's size), which no whole MS > 0 solves");
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  /* Agreeing and disagreeing parameters: the message names both. */
+  assert_ok(solved_host(h_disagree, 2, 128, 192));
+  assert_fails_with(solved_host(h_disagree, 2, 128, 190), PLD_ERR_ARG,
+                    "pld_compile: h_disagree: parameter 'y' (2 of 2): "
+                    "expected FP32[MS * 3, EC], got FP32[190, 8]: dimension "
+                    "0 is MS * 3 = 192 (MS = 64, solved from parameter 'x' "
+                    "of h_disagree (dimension 0 is MS * 2 = 128))");
+  assert_fails_with(solved_host(h_square, 1, 64, 1), PLD_ERR_ARG,
+                    "pld_compile: h_square: parameter 'x' (1 of 1): "
+                    "dimension 0 is the shape expression MS * MS, but MS in "
+                    "it is no dynamic dimension bound by a parameter where it "
+                    "stands alone, and is solved only from an expression of "
+                    "the form a * MS + b");
+  assert_fails_with(solved_host(h_two_unknown, 1, 64, 1), PLD_ERR_ARG,
+                    "pld_compile: h_two_unknown: parameter 'x' (1 of 1): "
+                    "dimension 0 is the shape expression MS + KS, but MS in "
+                    "it is no dynamic dimension bound by a parameter where it "
+                    "stands alone (of this call, or of the host function)");
 }
 
 /* Expressions of constants alone are fixed sizes, at every level, also
@@ -1323,6 +1435,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_expression_errors_at_dispatch),
     cmocka_unit_test(test_expression_errors_at_launch),
     cmocka_unit_test(test_expression_names),
+    cmocka_unit_test(test_names_solved_from_expressions),
     cmocka_unit_test(test_constant_expression_is_a_fixed_size),
     cmocka_unit_test(test_constant_expression_not_a_size),
     cmocka_unit_test(test_window_leading_unit_dimensions),
