@@ -72,6 +72,17 @@ static float *want_of(pld_tensor t) {
   return w;
 }
 
+/* got holds 2 x, element by element. */
+static void expect_doubled(const char *what, int n, const char *platform,
+                           pld_tensor got, pld_tensor x) {
+  const float *xs = pld_tensor_data(x);
+  float *want = want_of(got);
+  for (int64_t i = 0; i < pld_tensor_numel(got); i++)
+    want[i] = 2.0f * xs[i];
+  expect_f32(what, n, platform, got, want);
+  free(want);
+}
+
 /* c = a @ b, a [m, kk], b [kk, n], row-major. */
 static void matmul_ref(const float *a, const float *b, float *c, int64_t m,
                        int64_t kk, int64_t n) {
@@ -919,12 +930,7 @@ static int names_case(int mode, int n, const char *platform, int64_t yc,
   int st = pld_compile(h_names, &cfg, PLD_ARGS(x, y, z, mode), &p);
   if (st == PLD_OK && run) {
     assert_ok(pld_program_run(p, PLD_ARGS(x, y, z, mode)));
-    const float *ys = pld_tensor_data(y);
-    float *want = want_of(z);
-    for (int64_t i = 0; i < pld_tensor_numel(z); i++)
-      want[i] = 2.0f * ys[i];
-    expect_f32("z (k_eight)", n, platform, z, want);
-    free(want);
+    expect_doubled("z (k_eight)", n, platform, z, y);
   }
   pld_program_destroy(p);
   pld_tensor_destroy(x);
@@ -1046,12 +1052,7 @@ static void run_solved(int n, const char *platform) {
   pld_program *p = NULL;
   assert_ok(pld_compile(h_solved, &cfg, PLD_ARGS(x, y), &p));
   assert_ok(pld_program_run(p, PLD_ARGS(x, y)));
-  const float *xs = pld_tensor_data(x);
-  float *want = want_of(y);
-  for (int64_t i = 0; i < pld_tensor_numel(y); i++)
-    want[i] = 2.0f * xs[i];
-  expect_f32("y (h_solved)", n, platform, y, want);
-  free(want);
+  expect_doubled("y (h_solved)", n, platform, y, x);
   pld_program_destroy(p);
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);
