@@ -295,6 +295,109 @@ static void test_read_after_barrier_or_signal(void **state) {
   comm_over_rank_counts(run_read_after_barrier_or_signal);
 }
 
+/* ---- rounds of publish, host barrier, consume -----------------------------
+ */
+
+/* The original's host barrier test with its signal reused for two rounds
+ * (test_l3_host_tensor_barrier, signal reuse): each round every rank
+ * stores its row into its own copy of a data window (publish), the host
+ * barrier, then every rank loads the next rank's row (consume).  The
+ * barrier orders every publish before every consume, not a peer's consume
+ * of round 1 before this rank's publish of round 2: nothing does, there as
+ * here.  The original gives round 2 a data window of its own ("a fast rank
+ * must not overwrite data that a slower peer is still reading from round
+ * 1"), and its result is right in every run.  With one data window for
+ * both rounds, round 2's store races with the peer's round-1 load, and the
+ * race detector reports it when each round's barrier has a signal window
+ * of its own.  (With one signal window for both barriers, a rank still
+ * waiting in round 1's barrier may see a peer's round-2 arrival on the
+ * same cells and acquire what that peer did before it, its round-2 store
+ * included: that run is ordered, and its result wrong, so the report comes
+ * only in the runs where no rank is that late.) */
+PLD_KERNEL(k_round_publish, k, PLD_IN(x, FP32, DR, DC),
+           PLD_WINDOW(data, FP32, DR, DC)) {
+  pld_store(k, pld_load(k, x, 0, 0, DR, DC), pld_local(data), 0, 0);
+}
+PLD_DEVICE(d_round_publish, a, PLD_IN(x, FP32, DR, DC),
+           PLD_WINDOW(data, FP32, DR, DC)) {
+  pld_launch(a, k_round_publish, 1, x, data);
+}
+PLD_KERNEL(k_round_consume, k, PLD_WINDOW(data, FP32, DR, DC),
+           PLD_OUT(y, FP32, DR, DC)) {
+  pld_comm c = pld_window_comm(data);
+  int32_t me = pld_rank(k, c), n = pld_nranks(k, c);
+  pld_store(k, pld_remote_load(k, data, comm_next(me, n), 0, 0, DR, DC), y, 0,
+            0);
+}
+PLD_DEVICE(d_round_consume, a, PLD_WINDOW(data, FP32, DR, DC),
+           PLD_OUT(y, FP32, DR, DC)) {
+  pld_launch(a, k_round_consume, 1, data, y);
+}
+/* windows: 2, a data window per round and one signal window for both
+ * barriers (the original's); 1, one data window and a signal window per
+ * barrier. */
+PLD_HOST(h_rounds, h, PLD_IN(x, FP32, 2, NR, DR, DC),
+         PLD_OUT(y, FP32, 2, NR, DR, DC), PLD_SCALAR(windows, INT32)) {
+  int n = pld_world_size(h);
+  pld_window_buf sb[2], db[2];
+  sb[0] = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  sb[1] =
+      windows == 2 ? sb[0] : pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  db[0] = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(DR, DC));
+  db[1] = windows == 2 ? pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(DR, DC))
+                       : db[0];
+  for (int round = 0; round < 2; round++) {
+    pld_tensor xr = pld_slice(h, x, round), yr = pld_slice(h, y, round);
+    for (int r = 0; r < n; r++)
+      pld_dispatch(h, d_round_publish, r, pld_slice(h, xr, r),
+                   pld_window_view(h, db[round], PLD_FP32, PLD_SHAPE(DR, DC)));
+    pld_host_barrier(h, pld_window_view(h, sb[round], PLD_INT32, PLD_SHAPE(n)));
+    for (int r = 0; r < n; r++)
+      pld_dispatch(h, d_round_consume, r,
+                   pld_window_view(h, db[round], PLD_FP32, PLD_SHAPE(DR, DC)),
+                   pld_slice(h, yr, r));
+  }
+}
+
+/* Runs h_rounds with one or two data windows, checking y[round][r] =
+ * x[round][r + 1] after a successful run; returns the status. */
+static int rounds_run(int n, int32_t windows) {
+  pld_config cfg = race_config(n, "races");
+  const int64_t shape[] = {2, n, DR, DC};
+  pld_tensor x = comm_tensor(PLD_FP32, 4, shape);
+  pld_tensor y = comm_tensor(PLD_FP32, 4, shape);
+  float *xs = pld_tensor_data(x);
+  for (int64_t i = 0; i < pld_tensor_numel(x); i++) /* rounds differ */
+    xs[i] = (float)(i % 1000 + (i / (n * DR * DC)) * 10000);
+  pld_program *p;
+  assert_ok(pld_compile(h_rounds, &cfg, PLD_ARGS(x, y, windows), &p));
+  int st = pld_program_run(p, PLD_ARGS(x, y, windows));
+  const int64_t per = (int64_t)n * DR * DC; /* one round */
+  for (int round = 0; round < 2 && st == PLD_OK; round++)
+    for (int r = 0; r < n; r++) {
+      char what[96];
+      snprintf(what, sizeof what, "round %d, rank %d of %d", round, r, n);
+      comm_expect_f32(
+          what, (const float *)pld_tensor_data(y) + round * per + r * DR * DC,
+          xs + round * per + comm_next(r, n) * DR * DC, DR * DC);
+    }
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  return st;
+}
+
+static void run_rounds_through_host_barrier(int n) {
+  assert_ok(rounds_run(n, 2));
+  expect_race(rounds_run(n, 1), n,
+              WRITE_READ("data", -1, "pld_remote_load", "pld_store",
+                         "k_round_consume", "k_round_publish"));
+}
+static void test_rounds_through_host_barrier(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_rounds_through_host_barrier);
+}
+
 /* ---- 9 and 10. the switch ----------------------------------------------- */
 
 /* Without the check the racy program runs (and its result is whatever the
@@ -1679,6 +1782,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_builtin_collectives_race_free),
     cmocka_unit_test(test_blocks_chained_by_signals),
     cmocka_unit_test(test_deferred_wait_orders_continuation),
+    cmocka_unit_test(test_rounds_through_host_barrier),
     cmocka_unit_test(test_check_off_by_default),
     cmocka_unit_test(test_check_from_environment),
     cmocka_unit_test(test_check_invalid),
