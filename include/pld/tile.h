@@ -113,6 +113,19 @@ int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
 int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
               int64_t col);
 
+/* Asynchronous loads (the original's pl.prefetch).  pld_prefetch starts
+ * filling dst from src's matrix at (row, col), as pld_load_into does (its
+ * checks, at the prefetch); dst is in flight until pld_prefetch_wait(k,
+ * dst), and any use of it before (an operation, a store, another prefetch,
+ * pld_tile_free) fails with PLD_ERR_ARG, as does a wait with no prefetch
+ * in flight and a block that returns with one.  Between the two the
+ * kernel computes on other tiles: on the chip, the copy of the next tile
+ * overlaps the compute on this one.  src's region must not change before
+ * the wait (the simulator copies at the prefetch). */
+int pld_prefetch(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
+                 int64_t col);
+int pld_prefetch_wait(pld_core k, pld_tile *dst);
+
 /* Rows by index (any core), the permutations of MoE routing.  idx is an
  * INT32 tile of shape [n, 1] or [1, n], n the rows of the tile moved; the
  * caller keeps ownership of every tile.  Entry i names the tensor matrix

@@ -29,6 +29,8 @@ struct pld_tile {
    * is live while this equals the core's, so starting a block kills every
    * tile of the last one without touching them. */
   uint64_t block_seq;
+  /* A prefetch into it is in flight (pld_prefetch, until its wait). */
+  int in_flight;
   /* A live tile's neighbours in the core's offset order; a free
    * descriptor's next is the next free one. */
   struct pld_tile *prev, *next;
@@ -76,6 +78,9 @@ struct pld__core {
   /* The collective the block is in (PLD__COLL_* of core/watch.h, 0 for
    * none), its call number and round: waits publish them. */
   int32_t coll_kind, coll_call, coll_round;
+
+  /* The block's tiles with a prefetch in flight (pld_prefetch). */
+  int prefetching;
 
   /* The block's deferred waits (pld_wait_deferred), handed to its launch
    * when it ends. */

@@ -483,6 +483,11 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
   pld__running_core = c;
   t->kernel.entry(k, t->argv);
   pld__running_core = NULL;
+  if (c->prefetching && !c->status)
+    pld__kfail(c, PLD_ERR_ARG, t->kernel.sig->name,
+               "the block returned with %d prefetch%s in flight: wait for "
+               "each (pld_prefetch_wait) before the kernel returns",
+               c->prefetching, c->prefetching == 1 ? "" : "es");
   if (hooked)
     hooks_block(s, t, &b, AT_RETURN);
   if (slot) {

@@ -35,7 +35,7 @@ size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t) {
 }
 
 /* Why t is not a live tile of core c, or NULL if it is one. */
-static const char *tile_problem(const struct pld__core *c, const pld_tile *t) {
+static const char *tile_dead(const struct pld__core *c, const pld_tile *t) {
   if (!t)
     return "expected a tile, got NULL";
   /* Compared as integers: t may point anywhere. */
@@ -46,6 +46,17 @@ static const char *tile_problem(const struct pld__core *c, const pld_tile *t) {
            "allocated it)";
   if (t->block_seq != c->block_seq)
     return "the tile was freed (pld_tile_free) or belongs to an earlier block";
+  return NULL;
+}
+
+/* Why t is no tile this block may use now, or NULL. */
+static const char *tile_problem(const struct pld__core *c, const pld_tile *t) {
+  const char *dead = tile_dead(c, t);
+  if (dead)
+    return dead;
+  if (t->in_flight)
+    return "a prefetch into the tile is in flight: wait for it "
+           "(pld_prefetch_wait) before using the tile";
   return NULL;
 }
 
@@ -333,6 +344,7 @@ pld_tile *pld__tile_alloc(struct pld__core *c, const char *fn, pld_dtype dt,
   t->offset = offset;
   t->bytes = (size_t)bytes;
   t->block_seq = c->block_seq;
+  t->in_flight = 0;
   t->prev = below;
   t->next = below ? below->next : c->live;
   if (t->next)
@@ -476,10 +488,9 @@ pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
   return t;
 }
 
-int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
-                  int64_t col) {
-  struct pld__core *c = k.p;
-  const char *fn = "pld_load_into";
+/* pld_load_into for fn. */
+static int load_into(struct pld__core *c, const char *fn, pld_tile *dst,
+                     pld_tensor src, int64_t row, int64_t col) {
   if (pld__tile_check(c, fn, "dst", dst) || pld__tensor_check(c, fn, src, 0) ||
       pld__tensor_dtype_match(c, fn, "dst", dst, src.p) ||
       region_check(c, fn, src.p, row, col, dst->rows, dst->cols) ||
@@ -488,6 +499,38 @@ int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
                        (size_t)dst->rows))
     return c->status;
   load_block(dst, src.p, row, col);
+  return PLD_OK;
+}
+
+int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
+                  int64_t col) {
+  return load_into(k.p, "pld_load_into", dst, src, row, col);
+}
+
+int pld_prefetch(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
+                 int64_t col) {
+  struct pld__core *c = k.p;
+  if (load_into(c, "pld_prefetch", dst, src, row, col))
+    return c->status;
+  dst->in_flight = 1;
+  c->prefetching++;
+  return PLD_OK;
+}
+
+int pld_prefetch_wait(pld_core k, pld_tile *dst) {
+  struct pld__core *c = k.p;
+  const char *fn = "pld_prefetch_wait";
+  if (c->status)
+    return c->status;
+  const char *dead = tile_dead(c, dst);
+  if (dead)
+    return pld__kfail(c, PLD_ERR_ARG, fn, "dst: %s", dead);
+  if (!dst->in_flight)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "dst: no prefetch into the tile is in flight (one "
+                      "pld_prefetch, one wait)");
+  dst->in_flight = 0;
+  c->prefetching--;
   return PLD_OK;
 }
 

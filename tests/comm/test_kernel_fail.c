@@ -274,12 +274,67 @@ static void test_long_message_is_cut(void **state) {
   comm_over_rank_counts(long_message_is_cut);
 }
 
+/* A block that returns with a prefetch in flight (pld_prefetch, no
+ * pld_prefetch_wait) fails its run, named like any kernel failure; with
+ * the wait, the same kernel copies x. */
+PLD_KERNEL(k_prefetch_left, k, PLD_IN(x, FP32, KR, KC),
+           PLD_OUT(y, FP32, KR, KC), PLD_SCALAR(waits, INT32)) {
+  pld_tile *t = pld_tile_new(k, PLD_FP32, KR, KC);
+  pld_prefetch(k, t, x, 0, 0);
+  if (waits) {
+    pld_prefetch_wait(k, t);
+    pld_store(k, t, y, 0, 0);
+  }
+}
+PLD_DEVICE(d_prefetch_left, a, PLD_IN(x, FP32, KR, KC),
+           PLD_OUT(y, FP32, KR, KC), PLD_SCALAR(waits, INT32)) {
+  pld_launch(a, k_prefetch_left, 1, x, y, waits);
+}
+PLD_HOST(h_prefetch_left, h, PLD_IN(x, FP32, NR, KR, KC),
+         PLD_OUT(y, FP32, NR, KR, KC), PLD_SCALAR(waits, INT32)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_prefetch_left, r, pld_slice(h, x, r), pld_slice(h, y, r),
+                 waits);
+}
+
+static void prefetch_left_in_flight(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor x = comm_tensor(PLD_FP32, PLD_SHAPE(n, KR, KC));
+  pld_tensor y = comm_tensor(PLD_FP32, PLD_SHAPE(n, KR, KC));
+  float *xs = pld_tensor_data(x);
+  for (int64_t i = 0; i < pld_tensor_numel(x); i++)
+    xs[i] = (float)(i * 3 - 50);
+  pld_program *p;
+  int32_t waits = 1;
+  assert_ok(pld_compile(h_prefetch_left, &cfg, PLD_ARGS(x, y, waits), &p));
+  assert_ok(pld_program_run(p, PLD_ARGS(x, y, waits)));
+  comm_expect_f32("y = x", pld_tensor_data(y), xs, pld_tensor_numel(x));
+  waits = 0;
+  int st = pld_program_run(p, PLD_ARGS(x, y, waits));
+  assert_int_equal(st, PLD_ERR_ARG);
+  const char *msg = pld_last_error();
+  if (!strstr(msg, "k_prefetch_left: kernel k_prefetch_left (rank ") ||
+      !strstr(msg, "block 0 of 1): the block returned with 1 prefetch in "
+                   "flight: wait for each (pld_prefetch_wait) before the "
+                   "kernel returns"))
+    fail_msg("unexpected message: %s", msg);
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
+static void test_prefetch_left_in_flight(void **state) {
+  (void)state;
+  comm_over_rank_counts(prefetch_left_in_flight);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fails_with_its_message),
     cmocka_unit_test(test_first_failure_wins),
     cmocka_unit_test(test_no_error_status_is_arg),
     cmocka_unit_test(test_cube_kernel_fails),
     cmocka_unit_test(test_long_message_is_cut),
+    cmocka_unit_test(test_prefetch_left_in_flight),
 };
 
 PLD_TEST_MAIN("kernel_fail", tests)

@@ -248,9 +248,10 @@ void test_cube_core_refuses_vector_ops(void **state) {
 void test_vector_op_table_is_complete(void **state) {
   (void)state;
   static const char *const allowed[] = {
-      "pld_tile_new",  "pld_full",   "pld_tile_free", "pld_load",
-      "pld_load_into", "pld_store",  "pld_load_rows", "pld_store_rows",
-      "pld_fill",      "pld_matmul", "pld_matmul_acc"};
+      "pld_tile_new",     "pld_full",   "pld_tile_free",  "pld_load",
+      "pld_load_into",    "pld_store",  "pld_load_rows",  "pld_store_rows",
+      "pld_fill",         "pld_matmul", "pld_matmul_acc", "pld_prefetch",
+      "pld_prefetch_wait"};
   FILE *f = fopen(PLD_TILE_HEADER, "r");
   assert_non_null(f);
   static char text[64 * 1024];

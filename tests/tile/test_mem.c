@@ -798,3 +798,100 @@ void test_full_and_fill_convert(void **state) {
     tt_core_release(&c);
   }
 }
+
+/* ---- prefetch ----------------------------------------------------------- */
+
+/* A double-buffered sum of the row blocks of x: the next block's prefetch
+ * is in flight while the current one is added; the sum is the plain C
+ * loop's, bit for bit, and the first prefetched tile holds what pld_load
+ * gives. */
+void test_prefetch_double_buffered(void **state) {
+  (void)state;
+  enum { BR = 8, NB = 8, C = 16 };
+  struct pld__core c;
+  pld_core k = tt_vector_core(&c);
+  pld_tensor x = tt_tensor(PLD_FP32, BR * NB, C, PLD_DIR_IN, "x");
+  pld_tensor y = tt_tensor(PLD_FP32, BR, C, PLD_DIR_OUT, "y");
+  uint64_t seed = 7;
+  for (size_t i = 0; i < BR * NB * C; i++)
+    tt_set(x, i, (double)(float)((double)(tt_rand(&seed) % 2001) / 8 - 125));
+  pld_tile *buf[2] = {pld_tile_new(k, PLD_FP32, BR, C),
+                      pld_tile_new(k, PLD_FP32, BR, C)};
+  pld_tile *acc = pld_full(k, PLD_FP32, BR, C, 0.0);
+  assert_int_equal(pld_prefetch(k, buf[0], x, 0, 0), PLD_OK);
+  assert_int_equal(k.p->prefetching, 1);
+  for (int b = 0; b < NB; b++) {
+    if (b + 1 < NB)
+      assert_int_equal(pld_prefetch(k, buf[(b + 1) % 2], x, (b + 1) * BR, 0),
+                       PLD_OK);
+    assert_int_equal(pld_prefetch_wait(k, buf[b % 2]), PLD_OK);
+    if (b == 0) {
+      pld_tile *ref = pld_load(k, x, 0, 0, BR, C);
+      assert_memory_equal(ref->data, buf[0]->data, pld_tile_bytes(ref));
+      pld_tile_free(k, ref);
+    }
+    assert_int_equal(pld_add(k, acc, acc, buf[b % 2]), PLD_OK);
+  }
+  assert_int_equal(k.p->prefetching, 0);
+  tt_store(k, acc, y);
+  const float *xs = pld_tensor_data(x), *ys = pld_tensor_data(y);
+  for (int i = 0; i < BR * C; i++) {
+    float want = 0.0f;
+    for (int b = 0; b < NB; b++)
+      want += xs[b * BR * C + i];
+    assert_true(ys[i] == want);
+  }
+  assert_int_equal(k.p->status, PLD_OK);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  tt_core_release(&c);
+}
+
+/* A tile in flight is used, stored, freed or prefetched into again before
+ * its wait; a wait with none in flight; a prefetch out of bounds (nothing
+ * in flight after it). */
+void test_prefetch_misuse(void **state) {
+  (void)state;
+  enum { USE, STORE, FREE, AGAIN, NO_PREFETCH, BOUNDS, NCASES };
+  static const char *const want[NCASES][2] = {
+      [USE] = {"pld_add", "a: a prefetch into the tile is in flight: wait for "
+                          "it (pld_prefetch_wait) before using the tile"},
+      [STORE] = {"pld_store", "t: a prefetch into the tile is in flight"},
+      [FREE] = {"pld_tile_free", "t: a prefetch into the tile is in flight"},
+      [AGAIN] = {"pld_prefetch", "dst: a prefetch into the tile is in flight"},
+      [NO_PREFETCH] = {"pld_prefetch_wait",
+                       "dst: no prefetch into the tile is in flight (one "
+                       "pld_prefetch, one wait)"},
+      [BOUNDS] = {"pld_prefetch", "rows [4, 12) cols [0, 16) are outside"},
+  };
+  for (int i = 0; i < NCASES; i++) {
+    struct pld__core c;
+    pld_core k = tt_vector_core(&c);
+    pld_tensor x = tt_tensor(PLD_FP32, 8, 16, PLD_DIR_IN, "x");
+    pld_tensor y = tt_tensor(PLD_FP32, 8, 16, PLD_DIR_OUT, "y");
+    pld_tile *t = pld_tile_new(k, PLD_FP32, 8, 16);
+    pld_tile *u = pld_tile_new(k, PLD_FP32, 8, 16);
+    int st = i == NO_PREFETCH ? PLD_OK
+             : i == BOUNDS    ? pld_prefetch(k, t, x, 4, 0)
+                              : pld_prefetch(k, t, x, 0, 0);
+    assert_int_equal(st, i == BOUNDS ? PLD_ERR_BOUNDS : PLD_OK);
+    if (i == USE)
+      st = pld_add(k, u, t, u);
+    else if (i == STORE)
+      st = pld_store(k, t, y, 0, 0);
+    else if (i == FREE)
+      pld_tile_free(k, t), st = k.p->status;
+    else if (i == AGAIN)
+      st = pld_prefetch(k, t, x, 0, 0);
+    else if (i == NO_PREFETCH)
+      st = pld_prefetch_wait(k, t);
+    else
+      st = k.p->status;
+    assert_int_equal(st, i == BOUNDS ? PLD_ERR_BOUNDS : PLD_ERR_ARG);
+    tt_assert_failed(k, st, want[i][0], want[i][1], NULL);
+    assert_int_equal(k.p->prefetching, i == BOUNDS || i == NO_PREFETCH ? 0 : 1);
+    pld_tensor_destroy(x);
+    pld_tensor_destroy(y);
+    tt_core_release(&c);
+  }
+}

@@ -27,6 +27,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_read_write_elements),
     cmocka_unit_test(test_read_write_errors),
     cmocka_unit_test(test_full_and_fill_convert),
+    cmocka_unit_test(test_prefetch_double_buffered),
+    cmocka_unit_test(test_prefetch_misuse),
     cmocka_unit_test(test_add_all_dtypes),
     cmocka_unit_test(test_sub_all_dtypes),
     cmocka_unit_test(test_mul_all_dtypes),

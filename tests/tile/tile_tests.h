@@ -28,6 +28,8 @@ void test_tensor_without_data(void **state);
 void test_read_write_elements(void **state);
 void test_read_write_errors(void **state);
 void test_full_and_fill_convert(void **state);
+void test_prefetch_double_buffered(void **state);
+void test_prefetch_misuse(void **state);
 
 /* test_ops.c */
 void test_add_all_dtypes(void **state);
