@@ -11,8 +11,9 @@
  * receives nothing, every token to one expert; capacity exactly at the
  * limit and one row past it (the run fails naming the receiver); an
  * expert index out of range (the run fails); the packed all-to-all-v
- * alone on random counts with zeros; and argument mistakes, which fail
- * pld_compile with one line naming the host form. */
+ * alone on random counts with zeros; argument mistakes, which fail
+ * pld_compile with one line naming the host form; and the artifact
+ * folder, which shows the builtin dispatches with each rank's rows. */
 #include "ep_ref.h"
 
 PLD_DYNAMIC(T);   /* tokens per rank */
@@ -657,6 +658,56 @@ static void test_host_ep_mistakes(void **state) {
              "buffer #0 FP32[24, 8] has");
 }
 
+/* The artifact folder lists the builtin dispatches like the others, each
+ * rank's with its rows of the host's tensors. */
+static void test_host_ep_artifacts(void **state) {
+  (void)state;
+  if (!comm_world_fits(2))
+    skip();
+  struct ep_case c;
+  case_init(&c, PLD_FP32, 2, 4, 3, 8, 2);
+  rng_state = 5;
+  case_random(&c);
+  c.cap = ref_max_total(&c) + 1;
+  c.mode = MODE_EP | MODE_PACKED;
+  struct hep_run r;
+  run_build(&r, &c);
+  pld_config cfg = comm_config(2);
+  cfg.artifact_dir = "";
+  int32_t experts = c.e, m = c.mode;
+  pld_tensor *t = r.t;
+  pld_program *p;
+  assert_ok(pld_compile(h_hep_FP32, &cfg,
+                        PLD_ARGS(t[X], t[IDX], t[WT], t[PIN], t[SCNT], t[O_RX],
+                                 t[O_META], t[O_RW], t[O_RC], t[O_OUT],
+                                 t[O_TGT], t[O_PC], experts, m),
+                        &p));
+  static const char *const lines[] = {
+      "dispatch 2: pld_all_to_all_packed on the AICPU",
+      "input: FP32\\[8, 8\\] In = pin\\[1\\], copied in",
+      "recv_counts: INT32\\[2\\] Out = o_pc\\[1\\], copied back",
+      "dispatch 3: pld_ep_dispatch on the AICPU",
+      "x: FP32\\[3, 8\\] In = x\\[1\\], copied in",
+      "recv_x: FP32\\[7, 8\\] window, view of buffer #0 at byte 0; rank 1",
+      "kernel pld_ep_dispatch on the AI cores: 1 block on AIV cores",
+      "dispatch 5: pld_ep_combine on the AICPU",
+      "expert_out: FP32\\[7, 8\\] In = host intermediate #0\\[1\\]",
+      "out: FP32\\[3, 8\\] Out = o_out\\[1\\], copied back",
+      "dispatch 6: d_out_FP32"};
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "grep -q '%s' '%s/rank1.txt'", lines[i],
+             pld_program_artifact_dir(p));
+    if (system(cmd)) {
+      print_error("rank1.txt lacks \"%s\"\n", lines[i]);
+      fail();
+    }
+  }
+  pld_program_destroy(p);
+  run_free(&r);
+  case_free(&c);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_host_dispatch_combine_fp32),
     cmocka_unit_test(test_host_dispatch_combine_bf16),
@@ -664,6 +715,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_host_capacity_and_bounds),
     cmocka_unit_test(test_host_packed),
     cmocka_unit_test(test_host_ep_mistakes),
+    cmocka_unit_test(test_host_ep_artifacts),
 };
 
 PLD_TEST_MAIN("comm_host_ep", tests)
