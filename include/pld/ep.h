@@ -1,8 +1,9 @@
 /* pld/ep.h: a packed all-to-all-v and expert-parallel (MoE) dispatch and
  * combine, collectives of kernels.
  *
- * Kernels only; host forms are not provided.  Everything pld/collective.h
- * says of collectives holds here too: every rank of the signal window's
+ * Kernel forms, and host forms the host orchestrator calls (see "host
+ * level" at the end of this file).  Everything pld/collective.h says of
+ * collectives holds here too: every rank of the signal window's
  * domain (P ranks) calls the same function with the same arguments on the
  * same windows, from a kernel launched on the same number of blocks C on
  * every rank; the signal window is a collectives' signal of at least
@@ -155,5 +156,58 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
                    pld_tensor recv_counts, pld_tensor topk_idx,
                    pld_tensor topk_w, pld_window stage, pld_tensor out,
                    pld_window sig);
+
+/* ---- host level --------------------------------------------------------- */
+
+/* The same three calls made by the host orchestrator, as pld/collective.h's
+ * host-level collectives are: each becomes one dispatch per rank of the
+ * world, in program order with the host's other dispatches, of a builtin
+ * device function named like the kernel form ("pld_ep_dispatch", ...),
+ * which runs the kernel form on one block; the results are the kernel
+ * form's, bit for bit.  sig is a signal window view of at least
+ * PLD_SIGNAL_CELLS(world size, 1) cells, or PLD_NO_WINDOW for the
+ * program's own (pld_coll_signal, made at the first call if not
+ * declared).
+ *
+ * What the kernel form takes as a window (recv_x, recv_meta, recv_w,
+ * stage, target) is a window view here, the same view on every rank.
+ * What it takes as a rank's tensor is either
+ *  - a tensor of the host with the world size P as its leading dimension
+ *    (a parameter of the host function, a slice of one, or a host
+ *    intermediate: pld_host_tensor): rank r's dispatch passes its row r,
+ *    as pld_slice(h, t, r) would; x is [P, T, H], topk_idx and topk_w
+ *    [P, T, K], recv_counts [P, E/P] (dispatch, combine) or [P, P]
+ *    (packed), send_counts [P, P], input [P, N, cols], expert_out
+ *    [P, R, H], out [P, T, H]; a tensor the call writes (recv_counts of
+ *    dispatch and packed, out) may not be an In parameter of the host
+ *    function; or
+ *  - pld_local of a window view, which every rank's dispatch passes (its
+ *    own copy): e.g. the dispatch's recv_meta, and expert outputs that
+ *    the experts wrote into a window, given to pld_host_ep_combine.
+ * Every rank's part has the same shape, so T is the same on every rank.
+ *
+ * The arguments are checked when the host is traced, with the kernel
+ * forms' checks on rank 0's parts (dtypes, shapes, the expert count, a
+ * signal window too small, windows sharing bytes; the shapes in messages
+ * are those of a rank's part): a mistake fails pld_compile with one line
+ * naming the host form, "pld_host_ep_dispatch (in HOSTFN): ...".  What
+ * only the data can tell (an expert index of E or more, counts below zero,
+ * a receiver's rows beyond the capacity, a combine given another
+ * dispatch's counts) fails the run as the kernel form does, the message
+ * naming the builtin kernel ("pld_ep_dispatch: kernel pld_ep_dispatch
+ * (rank 1, ...): rank 0 would receive ...").  Host only.  Returns PLD_OK,
+ * PLD_ERR_ARG, PLD_ERR_BOUNDS, PLD_ERR_NOMEM, or an earlier failure of the
+ * host function. */
+int pld_host_all_to_all_packed(pld_host h, pld_tensor input,
+                               pld_tensor send_counts, pld_window target,
+                               pld_tensor recv_counts, pld_window sig);
+int pld_host_ep_dispatch(pld_host h, pld_tensor x, pld_tensor topk_idx,
+                         pld_tensor topk_w, int32_t experts, pld_window recv_x,
+                         pld_window recv_meta, pld_window recv_w,
+                         pld_tensor recv_counts, pld_window sig);
+int pld_host_ep_combine(pld_host h, pld_tensor expert_out, pld_tensor recv_meta,
+                        pld_tensor recv_counts, pld_tensor topk_idx,
+                        pld_tensor topk_w, pld_window stage, pld_tensor out,
+                        pld_window sig);
 
 #endif /* PLD_EP_H */

@@ -1,10 +1,12 @@
 /* comm/coll_check.c: what can be checked of a collective call without
  * its data (pld__coll_check), for a kernel's call and for the host's
- * forms while the host orchestrator is traced; and the names of
- * reduction ops and allreduce modes for messages. */
+ * forms while the host orchestrator is traced (the EP calls' dtypes and
+ * shapes too; what their data holds is checked in comm/ep.c); and the
+ * names of reduction ops and allreduce modes for messages. */
 #include <string.h>
 
 #include "comm/coll.h"
+#include "pld/ep.h"
 
 const char *pld__coll_op_name(int op) {
   static const char *const names[] = {"SUM", "MAX", "MIN", "PROD"};
@@ -111,6 +113,176 @@ static int check_out_of_place(const struct pld__coll_args *a, char *msg,
   return refuse_overlap(o, role, d, NULL, msg, cap);
 }
 
+/* ---- the EP calls' shapes (pld/ep.h) ------------------------------------ */
+
+/* "<role> 'name' is FP32[3, 4]: expected <what>": t's shape refused. */
+static int refuse_shape(const struct pld__tensor *t, const char *role,
+                        const char *what, char *msg, size_t cap) {
+  char ts[160], shape[128];
+  pld__describe(ts, sizeof ts, t, PLD__NO_PEER, role);
+  pld__tensor_str(shape, sizeof shape, t);
+  return REFUSE(PLD_ERR_ARG, "%s is %s: expected %s", ts, shape, what);
+}
+
+/* t is an INT32 vector of n counts. */
+static int check_counts(const struct pld__tensor *t, const char *role,
+                        int64_t n, const char *per, char *msg, size_t cap) {
+  if (t->dtype == PLD_INT32 && t->ndim == 1 && t->shape[0] == n)
+    return PLD_OK;
+  char what[96];
+  pld__catf(what, sizeof what, "INT32[%lld], a count per %s", (long long)n,
+            per);
+  return refuse_shape(t, role, what, msg, cap);
+}
+
+/* Windows a and b (roles ra and rb) share bytes of one buffer. */
+static int refuse_shared(const struct pld__tensor *a, const char *ra,
+                         const struct pld__tensor *b, const char *rb, char *msg,
+                         size_t cap) {
+  if (!pld__coll_overlap(a, b))
+    return PLD_OK;
+  char sa[160], sb[160];
+  pld__describe(sa, sizeof sa, a, PLD__NO_PEER, ra);
+  pld__describe(sb, sizeof sb, b, PLD__NO_PEER, rb);
+  return REFUSE(PLD_ERR_ARG,
+                "%s and %s share memory: use separate window views", sa, sb);
+}
+
+/* pld_all_to_all_packed: input's rows are target's; a count per rank. */
+static int check_packed(const struct pld__coll_args *a, char *msg, size_t cap) {
+  const struct pld__tensor *in = a->data, *w = a->target;
+  const int64_t cols = pld__tensor_cols(in);
+  if (in->dtype != w->dtype || pld__tensor_cols(w) != cols) {
+    char what[96], ts[160], shape[128];
+    pld__describe(ts, sizeof ts, w, PLD__NO_PEER, NULL);
+    pld__tensor_str(shape, sizeof shape, w);
+    pld__catf(what, sizeof what, "rows of %lld %s elements, as %s %s has",
+              (long long)pld__tensor_cols(w), pld_dtype_name(w->dtype), ts,
+              shape);
+    return refuse_shape(in, "input", what, msg, cap);
+  }
+  int st =
+      check_counts(a->send_counts, "send_counts", a->nranks, "rank", msg, cap);
+  return st ? st
+            : check_counts(a->recv_counts, "recv_counts", a->nranks, "rank",
+                           msg, cap);
+}
+
+/* pld_ep_dispatch: the expert count, then each tensor's dtype and shape,
+ * then windows that share bytes. */
+static int check_dispatch(const struct pld__coll_args *a, char *msg,
+                          size_t cap) {
+  const struct pld__tensor *x = a->data, *idx = a->topk_idx, *wt = a->topk_w;
+  const struct pld__tensor *rx = a->target, *meta = a->recv_meta;
+  const struct pld__tensor *rw = a->recv_w;
+  const int32_t n = a->nranks, experts = a->experts;
+  if (experts < 1 || experts % n || experts > PLD_EP_MAX_EXPERTS)
+    return REFUSE(PLD_ERR_ARG,
+                  "experts is %d: expected a multiple of the domain's %d "
+                  "ranks from %d to %d (PLD_EP_MAX_EXPERTS)",
+                  (int)experts, (int)n, (int)n,
+                  (int)(PLD_EP_MAX_EXPERTS / n * n));
+  const int64_t t_rows = pld__tensor_rows(x), h = pld__tensor_cols(x);
+  const int64_t rows = pld__tensor_rows(rx);
+  char what[160];
+  if (idx->dtype != PLD_INT32 || idx->ndim != 2 || idx->shape[0] != t_rows ||
+      idx->shape[1] < 1) {
+    pld__catf(what, sizeof what, "INT32[%lld, K], a row per token of x",
+              (long long)t_rows);
+    return refuse_shape(idx, "topk_idx", what, msg, cap);
+  }
+  const int64_t kk = idx->shape[1];
+  if (wt->dtype != PLD_FP32 || wt->ndim != 2 || wt->shape[0] != t_rows ||
+      wt->shape[1] != kk) {
+    pld__catf(what, sizeof what, "FP32[%lld, %lld], as topk_idx",
+              (long long)t_rows, (long long)kk);
+    return refuse_shape(wt, "topk_w", what, msg, cap);
+  }
+  if (rx->dtype != x->dtype || pld__tensor_cols(rx) != h) {
+    pld__catf(what, sizeof what, "a window [CAP, %lld] of %s, as x",
+              (long long)h, pld_dtype_name(x->dtype));
+    return refuse_shape(rx, "recv_x", what, msg, cap);
+  }
+  if (meta->dtype != PLD_INT32 || pld__tensor_cols(meta) != PLD_EP_META_COLS ||
+      pld__tensor_rows(meta) != rows) {
+    pld__catf(what, sizeof what, "INT32[%lld, %d], a row per row of recv_x",
+              (long long)rows, PLD_EP_META_COLS);
+    return refuse_shape(meta, "recv_meta", what, msg, cap);
+  }
+  if (rw->dtype != PLD_FP32 || (int64_t)(rw->nbytes / 4) != rows) {
+    pld__catf(what, sizeof what, "FP32 of %lld elements, one per row of recv_x",
+              (long long)rows);
+    return refuse_shape(rw, "recv_w", what, msg, cap);
+  }
+  int st = check_counts(a->recv_counts, "recv_counts", experts / n,
+                        "local expert", msg, cap);
+  const struct pld__tensor *const w[4] = {rx, meta, rw, a->sig};
+  static const char *const roles[4] = {"recv_x", "recv_meta", "recv_w", "sig"};
+  static const int pairs[5][2] = {{1, 0}, {2, 0}, {2, 1}, {1, 3}, {2, 3}};
+  for (int i = 0; i < 5 && !st; i++)
+    st = refuse_shared(w[pairs[i][0]], roles[pairs[i][0]], w[pairs[i][1]],
+                       roles[pairs[i][1]], msg, cap);
+  return st;
+}
+
+static int is_float(pld_dtype dt) {
+  return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16;
+}
+
+/* pld_ep_combine: each tensor's dtype and shape (E: P times recv_counts'
+ * length). */
+static int check_combine(const struct pld__coll_args *a, char *msg,
+                         size_t cap) {
+  const struct pld__tensor *y = a->data, *stage = a->target;
+  const struct pld__tensor *idx = a->topk_idx, *wt = a->topk_w, *out = a->out;
+  const struct pld__tensor *meta = a->recv_meta, *rc = a->recv_counts;
+  char what[160];
+  const int64_t h = pld__tensor_cols(y);
+  if (!is_float(y->dtype))
+    return refuse_shape(y, "expert_out", "FP32, FP16 or BF16 rows", msg, cap);
+  if (idx->dtype != PLD_INT32 || idx->ndim != 2 || idx->shape[1] < 1)
+    return refuse_shape(idx, "topk_idx", "INT32[T, K]", msg, cap);
+  const int64_t t_rows = idx->shape[0], kk = idx->shape[1];
+  if (wt->dtype != PLD_FP32 || wt->ndim != 2 || wt->shape[0] != t_rows ||
+      wt->shape[1] != kk) {
+    pld__catf(what, sizeof what, "FP32[%lld, %lld], as topk_idx",
+              (long long)t_rows, (long long)kk);
+    return refuse_shape(wt, "topk_w", what, msg, cap);
+  }
+  if (out->dtype != y->dtype || pld__tensor_rows(out) != t_rows ||
+      pld__tensor_cols(out) != h) {
+    pld__catf(what, sizeof what,
+              "%s[%lld, %lld]: a row per token of the "
+              "columns and dtype of expert_out",
+              pld_dtype_name(y->dtype), (long long)t_rows, (long long)h);
+    return refuse_shape(out, "out", what, msg, cap);
+  }
+  if (stage->dtype != y->dtype || pld__tensor_cols(stage) != h ||
+      pld__tensor_rows(stage) < t_rows * kk) {
+    pld__catf(what, sizeof what,
+              "a window [S, %lld] of %s with S >= T K = %lld (T = %lld tokens "
+              "here)",
+              (long long)h, pld_dtype_name(y->dtype), (long long)(t_rows * kk),
+              (long long)t_rows);
+    return refuse_shape(stage, "stage", what, msg, cap);
+  }
+  if (meta->dtype != PLD_INT32 || pld__tensor_cols(meta) != PLD_EP_META_COLS) {
+    pld__catf(what, sizeof what, "INT32[R, %d], a dispatch's",
+              PLD_EP_META_COLS);
+    return refuse_shape(meta, "recv_meta", what, msg, cap);
+  }
+  const int64_t experts = rc->ndim == 1 ? rc->shape[0] * a->nranks : 0;
+  if (rc->dtype != PLD_INT32 || rc->ndim != 1 || experts < 1 ||
+      experts > PLD_EP_MAX_EXPERTS) {
+    pld__catf(what, sizeof what,
+              "INT32[L], a dispatch's count per local expert (L from 1 to "
+              "%d over %d ranks: PLD_EP_MAX_EXPERTS)",
+              PLD_EP_MAX_EXPERTS / a->nranks, (int)a->nranks);
+    return refuse_shape(rc, "recv_counts", what, msg, cap);
+  }
+  return PLD_OK;
+}
+
 int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
   const int32_t n = a->nranks;
   const struct pld__tensor *sig = a->sig, *d = a->data, *t = a->target;
@@ -150,7 +322,7 @@ int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
                   "INT16 or INT8",
                   pld__coll_op_name(a->op), ws, pld_dtype_name(d->dtype));
   }
-  if (reducing && a->cube)
+  if ((reducing || a->kind == PLD__COLL_EP_COMBINE) && a->cube)
     return REFUSE(PLD_ERR_LEVEL,
                   "runs on vector cores (PLD_KERNEL); a cube core "
                   "(PLD_CUBE_KERNEL) does matmul and data movement only");
@@ -213,7 +385,7 @@ int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
       return st;
     st = refuse_overlap(d, "input", t, NULL, msg, cap);
     break;
-  case PLD__COLL_ALL_TO_ALL_PACKED: /* shapes: comm/ep.c */
+  case PLD__COLL_ALL_TO_ALL_PACKED: /* the shapes: last, below */
   case PLD__COLL_EP_DISPATCH:
   case PLD__COLL_EP_COMBINE:
     st = refuse_overlap(d,
@@ -232,5 +404,11 @@ int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap) {
   if (!st && (a->src || a->dst))
     st = refuse_overlap(a->src ? a->src : a->dst, a->src ? "src" : "dst", sig,
                         NULL, msg, cap);
+  if (!st && a->kind == PLD__COLL_ALL_TO_ALL_PACKED)
+    st = check_packed(a, msg, cap);
+  if (!st && a->kind == PLD__COLL_EP_DISPATCH)
+    st = check_dispatch(a, msg, cap);
+  if (!st && a->kind == PLD__COLL_EP_COMBINE)
+    st = check_combine(a, msg, cap);
   return st;
 }

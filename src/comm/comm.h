@@ -252,7 +252,14 @@ struct pld__coll_args {
   /* The data (allreduce, broadcast, reduce-scatter), stage (allgather) or
    * input (all-to-all, all-to-all-v), and the target of the last three. */
   const struct pld__tensor *data, *target, *sig;
-  const struct pld__tensor *send_counts, *recv_counts; /* all-to-all-v */
+  /* All-to-all-v and the packed one: INT32[P] each.  recv_counts is also
+   * the EP calls' count per local expert. */
+  const struct pld__tensor *send_counts, *recv_counts;
+  /* The EP calls (pld/ep.h; the data is x or expert_out, the target
+   * recv_x or the stage): their other tensors, and dispatch's expert
+   * count. */
+  const struct pld__tensor *topk_idx, *topk_w, *recv_meta, *recv_w, *out;
+  int32_t experts;
   /* The out-of-place forms (pld_allreduce_to, ...): the source when the
    * data above is the result (allreduce), or the result when the data is
    * the source (broadcast, reduce-scatter); else NULL. */
@@ -264,7 +271,8 @@ struct pld__coll_args {
 
 /* Checks what can be checked of a collective call without its data: the
  * signal window's size for the rank and block counts, op and dtype, mode,
- * root, shapes, overlapping buffers.  Returns PLD_OK, or the status with
+ * root, shapes (the EP calls' too: dtypes, shapes and the expert count,
+ * checked last), overlapping buffers.  Returns PLD_OK, or the status with
  * the message (no function prefix) in msg. */
 int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap);
 

@@ -18,42 +18,10 @@
 
 /* ---- checks -------------------------------------------------------------- */
 
-/* "<role> 'name' is FP32[3, 4]: expected <what>": t's shape refused. */
-static int refuse_shape(struct pld__core *c, const char *fn,
-                        const struct pld__tensor *t, const char *role,
-                        const char *what) {
-  char ts[160], shape[128];
-  pld__describe(ts, sizeof ts, t, PLD__NO_PEER, role);
-  pld__tensor_str(shape, sizeof shape, t);
-  return pld__kfail(c, PLD_ERR_ARG, fn, "%s is %s: expected %s", ts, shape,
-                    what);
-}
-
-/* t is an INT32 vector of n counts. */
-static int check_counts(struct pld__core *c, const char *fn,
-                        const struct pld__tensor *t, const char *role,
-                        int64_t n, const char *per) {
-  if (t->dtype == PLD_INT32 && t->ndim == 1 && t->shape[0] == n)
-    return PLD_OK;
-  char what[96];
-  pld__catf(what, sizeof what, "INT32[%lld], a count per %s", (long long)n,
-            per);
-  return refuse_shape(c, fn, t, role, what);
-}
-
-/* Windows a and b (either may be NULL) share bytes of one buffer. */
-static int refuse_shared(struct pld__core *c, const char *fn,
-                         const struct pld__tensor *a,
-                         const struct pld__tensor *b) {
-  if (!a || !b || !pld__coll_overlap(a, b))
-    return PLD_OK;
-  char sa[160], sb[160];
-  pld__describe(sa, sizeof sa, a, PLD__NO_PEER, NULL);
-  pld__describe(sb, sizeof sb, b, PLD__NO_PEER, NULL);
-  return pld__kfail(c, PLD_ERR_ARG, fn,
-                    "%s and %s share memory: use separate window views", sa,
-                    sb);
-}
+/* The dtypes and shapes of the calls' tensors are pld__coll_check's
+ * (comm/coll_check.c), which pld__coll_begin runs, and which the host's
+ * forms run while the host orchestrator is traced; here, what the data
+ * holds. */
 
 /* Every receiver's total of rows (tot[d]) fits the cap rows of target w;
  * or every rank fails with the same line naming the first that does
@@ -88,8 +56,11 @@ int pld_all_to_all_packed(pld_core k, pld_tensor input, pld_tensor send_counts,
   struct pld__core *c = k.p;
   const char *fn = "pld_all_to_all_packed";
   struct coll cc;
-  struct pld__coll_args a = {
-      .kind = PLD__COLL_ALL_TO_ALL_PACKED, .data = input.p, .target = target.p};
+  struct pld__coll_args a = {.kind = PLD__COLL_ALL_TO_ALL_PACKED,
+                             .data = input.p,
+                             .target = target.p,
+                             .send_counts = send_counts.p,
+                             .recv_counts = recv_counts.p};
   const pld_tensor locals[3] = {input, send_counts, recv_counts};
   const int writes[3] = {0, 0, 1};
   int st = pld__coll_begin(&cc, c, fn, &a, sig, &target, 1, locals, writes, 3);
@@ -99,18 +70,6 @@ int pld_all_to_all_packed(pld_core k, pld_tensor input, pld_tensor send_counts,
   const int32_t n = cc.n, me = cc.me;
   const int64_t rows = pld__tensor_rows(in), cols = pld__tensor_cols(in);
   const int64_t cap = pld__tensor_rows(w);
-  if (in->dtype != w->dtype || pld__tensor_cols(w) != cols) {
-    char what[96], ts[160], shape[128];
-    pld__describe(ts, sizeof ts, w, PLD__NO_PEER, NULL);
-    pld__tensor_str(shape, sizeof shape, w);
-    pld__catf(what, sizeof what, "rows of %lld %s elements, as %s %s has",
-              (long long)cols, pld_dtype_name(w->dtype), ts, shape);
-    st = refuse_shape(c, fn, in, "input", what);
-  }
-  if (!st)
-    st = check_counts(c, fn, send_counts.p, "send_counts", n, "rank");
-  if (!st)
-    st = check_counts(c, fn, recv_counts.p, "recv_counts", n, "rank");
   const int32_t *send = send_counts.p->data;
   int64_t sum = 0;
   for (int32_t d = 0; d < n && !st; d++) {
@@ -192,70 +151,6 @@ static int count_routes(struct pld__core *c, const char *fn, const int32_t *e,
         cnt[v]++;
     }
   return PLD_OK;
-}
-
-/* The checks of a dispatch before its entry: shapes, dtypes, the expert
- * count; then topk_idx's entries, counted per expert into cnt[E]. */
-static int dispatch_check(struct coll *cc, const struct pld__tensor *x,
-                          const struct pld__tensor *idx,
-                          const struct pld__tensor *wt, int32_t experts,
-                          const struct pld__tensor *rx,
-                          const struct pld__tensor *meta,
-                          const struct pld__tensor *rw,
-                          const struct pld__tensor *rc, int32_t *cnt) {
-  struct pld__core *c = cc->c;
-  const char *fn = cc->fn;
-  const int32_t n = cc->n;
-  if (experts < 1 || experts % n || experts > PLD_EP_MAX_EXPERTS)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "experts is %d: expected a multiple of the domain's %d "
-                      "ranks from %d to %d (PLD_EP_MAX_EXPERTS)",
-                      (int)experts, (int)n, (int)n,
-                      (int)(PLD_EP_MAX_EXPERTS / n * n));
-  const int64_t t_rows = pld__tensor_rows(x), h = pld__tensor_cols(x);
-  const int64_t cap = pld__tensor_rows(rx);
-  char what[160];
-  if (idx->dtype != PLD_INT32 || idx->ndim != 2 || idx->shape[0] != t_rows ||
-      idx->shape[1] < 1) {
-    pld__catf(what, sizeof what, "INT32[%lld, K], a row per token of x",
-              (long long)t_rows);
-    return refuse_shape(c, fn, idx, "topk_idx", what);
-  }
-  const int64_t kk = idx->shape[1];
-  if (wt->dtype != PLD_FP32 || wt->ndim != 2 || wt->shape[0] != t_rows ||
-      wt->shape[1] != kk) {
-    pld__catf(what, sizeof what, "FP32[%lld, %lld], as topk_idx",
-              (long long)t_rows, (long long)kk);
-    return refuse_shape(c, fn, wt, "topk_w", what);
-  }
-  if (rx->dtype != x->dtype || pld__tensor_cols(rx) != h) {
-    pld__catf(what, sizeof what, "a window [CAP, %lld] of %s, as x",
-              (long long)h, pld_dtype_name(x->dtype));
-    return refuse_shape(c, fn, rx, "recv_x", what);
-  }
-  if (meta->dtype != PLD_INT32 || pld__tensor_cols(meta) != PLD_EP_META_COLS ||
-      pld__tensor_rows(meta) != cap) {
-    pld__catf(what, sizeof what, "INT32[%lld, %d], a row per row of recv_x",
-              (long long)cap, PLD_EP_META_COLS);
-    return refuse_shape(c, fn, meta, "recv_meta", what);
-  }
-  if (rw->dtype != PLD_FP32 || (int64_t)(rw->nbytes / 4) != cap) {
-    pld__catf(what, sizeof what, "FP32 of %lld elements, one per row of recv_x",
-              (long long)cap);
-    return refuse_shape(c, fn, rw, "recv_w", what);
-  }
-  int st = check_counts(c, fn, rc, "recv_counts", experts / n, "local expert");
-  if (!st)
-    st = refuse_shared(c, fn, meta, rx);
-  if (!st)
-    st = refuse_shared(c, fn, rw, rx);
-  if (!st)
-    st = refuse_shared(c, fn, rw, meta);
-  if (!st)
-    st = refuse_shared(c, fn, meta, cc->sig);
-  if (!st)
-    st = refuse_shared(c, fn, rw, cc->sig);
-  return st ? st : count_routes(c, fn, idx->data, t_rows, kk, experts, cnt);
 }
 
 /* Rows of metadata (and weights) staged on the stack per write: a write
@@ -352,8 +247,15 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
   struct pld__core *c = k.p;
   const char *fn = "pld_ep_dispatch";
   struct coll cc;
-  struct pld__coll_args a = {
-      .kind = PLD__COLL_EP_DISPATCH, .data = x.p, .target = recv_x.p};
+  struct pld__coll_args a = {.kind = PLD__COLL_EP_DISPATCH,
+                             .data = x.p,
+                             .target = recv_x.p,
+                             .recv_counts = recv_counts.p,
+                             .topk_idx = topk_idx.p,
+                             .topk_w = topk_w.p,
+                             .recv_meta = recv_meta.p,
+                             .recv_w = recv_w.p,
+                             .experts = experts};
   const pld_window windows[3] = {recv_x, recv_meta, recv_w};
   const pld_tensor locals[4] = {x, topk_idx, topk_w, recv_counts};
   const int writes[4] = {0, 0, 0, 1};
@@ -361,14 +263,14 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
   if (st)
     return pld__coll_finish(&cc, st);
   const struct pld__tensor *rx = recv_x.p, *meta = recv_meta.p, *rw = recv_w.p;
+  const struct pld__tensor *idx = topk_idx.p;
   int32_t cnt[PLD_EP_MAX_EXPERTS];
-  if ((st = dispatch_check(&cc, x.p, topk_idx.p, topk_w.p, experts, rx, meta,
-                           rw, recv_counts.p, cnt)))
+  if ((st = count_routes(c, fn, idx->data, idx->shape[0], idx->shape[1],
+                         experts, cnt)))
     return pld__coll_finish(&cc, st);
   const int32_t n = cc.n, me = cc.me, l = experts / n;
   const int64_t cap = pld__tensor_rows(rx), h = pld__tensor_cols(rx);
   const size_t es = pld_dtype_size(rx->dtype);
-  const struct pld__tensor *idx = topk_idx.p;
   struct routes rt = {idx->data,     topk_w.p->data, idx->shape[0],
                       idx->shape[1], NULL,           NULL};
   /* The scratch before the entry: a rank short of memory fails alone,
@@ -449,70 +351,16 @@ finish:
 
 /* ---- pld_ep_combine ------------------------------------------------------ */
 
-static int is_float(pld_dtype dt) {
-  return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16;
-}
-
-/* The checks of a combine before its entry: dtypes and shapes, the rows
- * of the dispatch, and topk_idx's entries, counted per expert into
+/* The checks of a combine before its entry on what the data holds: the
+ * rows of the dispatch, and topk_idx's entries, counted per expert into
  * cnt[E] (E = P times recv_counts' length). */
 static int combine_check(struct coll *cc, const struct pld__tensor *y,
                          const struct pld__tensor *meta,
                          const struct pld__tensor *rc,
-                         const struct pld__tensor *idx,
-                         const struct pld__tensor *wt,
-                         const struct pld__tensor *stage,
-                         const struct pld__tensor *out, int32_t *cnt) {
+                         const struct pld__tensor *idx, int32_t *cnt) {
   struct pld__core *c = cc->c;
   const char *fn = cc->fn;
-  if (c->spec.type == PLD_CORE_CUBE)
-    return pld__kfail(c, PLD_ERR_LEVEL, fn,
-                      "runs on vector cores (PLD_KERNEL); a cube core "
-                      "(PLD_CUBE_KERNEL) does matmul and data movement only");
-  char what[160];
-  const int64_t h = pld__tensor_cols(y);
-  if (!is_float(y->dtype))
-    return refuse_shape(c, fn, y, "expert_out", "FP32, FP16 or BF16 rows");
-  if (idx->dtype != PLD_INT32 || idx->ndim != 2 || idx->shape[1] < 1)
-    return refuse_shape(c, fn, idx, "topk_idx", "INT32[T, K]");
-  const int64_t t_rows = idx->shape[0], kk = idx->shape[1];
-  if (wt->dtype != PLD_FP32 || wt->ndim != 2 || wt->shape[0] != t_rows ||
-      wt->shape[1] != kk) {
-    pld__catf(what, sizeof what, "FP32[%lld, %lld], as topk_idx",
-              (long long)t_rows, (long long)kk);
-    return refuse_shape(c, fn, wt, "topk_w", what);
-  }
-  if (out->dtype != y->dtype || pld__tensor_rows(out) != t_rows ||
-      pld__tensor_cols(out) != h) {
-    pld__catf(what, sizeof what,
-              "%s[%lld, %lld]: a row per token of the "
-              "columns and dtype of expert_out",
-              pld_dtype_name(y->dtype), (long long)t_rows, (long long)h);
-    return refuse_shape(c, fn, out, "out", what);
-  }
-  if (stage->dtype != y->dtype || pld__tensor_cols(stage) != h ||
-      pld__tensor_rows(stage) < t_rows * kk) {
-    pld__catf(what, sizeof what,
-              "a window [S, %lld] of %s with S >= T K = %lld (T = %lld tokens "
-              "here)",
-              (long long)h, pld_dtype_name(y->dtype), (long long)(t_rows * kk),
-              (long long)t_rows);
-    return refuse_shape(c, fn, stage, "stage", what);
-  }
-  if (meta->dtype != PLD_INT32 || pld__tensor_cols(meta) != PLD_EP_META_COLS) {
-    pld__catf(what, sizeof what, "INT32[R, %d], a dispatch's",
-              PLD_EP_META_COLS);
-    return refuse_shape(c, fn, meta, "recv_meta", what);
-  }
-  const int64_t experts = rc->ndim == 1 ? rc->shape[0] * cc->n : 0;
-  if (rc->dtype != PLD_INT32 || rc->ndim != 1 || experts < 1 ||
-      experts > PLD_EP_MAX_EXPERTS) {
-    pld__catf(what, sizeof what,
-              "INT32[L], a dispatch's count per local expert (L from 1 to "
-              "%d over %d ranks: PLD_EP_MAX_EXPERTS)",
-              PLD_EP_MAX_EXPERTS / cc->n, (int)cc->n);
-    return refuse_shape(c, fn, rc, "recv_counts", what);
-  }
+  const int64_t experts = rc->shape[0] * cc->n;
   const int32_t *cn = rc->data;
   int64_t sum = 0;
   for (int64_t e = 0; e < rc->shape[0]; e++) {
@@ -528,7 +376,8 @@ static int combine_check(struct coll *cc, const struct pld__tensor *y,
                       "%lld or recv_meta's %lld rows",
                       (long long)sum, (long long)pld__tensor_rows(y),
                       (long long)pld__tensor_rows(meta));
-  return count_routes(c, fn, idx->data, t_rows, kk, experts, cnt);
+  return count_routes(c, fn, idx->data, idx->shape[0], idx->shape[1], experts,
+                      cnt);
 }
 
 /* This rank's rows are the dispatch's: for each local expert e, each rank
@@ -626,8 +475,14 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
   struct pld__core *c = k.p;
   const char *fn = "pld_ep_combine";
   struct coll cc;
-  struct pld__coll_args a = {
-      .kind = PLD__COLL_EP_COMBINE, .data = expert_out.p, .target = stage.p};
+  struct pld__coll_args a = {.kind = PLD__COLL_EP_COMBINE,
+                             .data = expert_out.p,
+                             .target = stage.p,
+                             .recv_counts = recv_counts.p,
+                             .topk_idx = topk_idx.p,
+                             .topk_w = topk_w.p,
+                             .recv_meta = recv_meta.p,
+                             .out = out.p};
   const pld_tensor locals[6] = {expert_out, recv_meta, recv_counts,
                                 topk_idx,   topk_w,    out};
   const int writes[6] = {0, 0, 0, 0, 0, 1};
@@ -636,8 +491,7 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
     return pld__coll_finish(&cc, st);
   const struct pld__tensor *y = expert_out.p, *sw = stage.p, *idx = topk_idx.p;
   int32_t cnt[PLD_EP_MAX_EXPERTS];
-  if ((st = combine_check(&cc, y, recv_meta.p, recv_counts.p, idx, topk_w.p, sw,
-                          out.p, cnt)))
+  if ((st = combine_check(&cc, y, recv_meta.p, recv_counts.p, idx, cnt)))
     return pld__coll_finish(&cc, st);
   const int32_t n = cc.n, me = cc.me, l = (int32_t)recv_counts.p->shape[0];
   const int64_t h = pld__tensor_cols(y), kk = idx->shape[1];

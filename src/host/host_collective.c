@@ -11,7 +11,7 @@
 
 #include "comm/comm.h"
 #include "device/aicpu.h"
-#include "host/program.h"
+#include "host/host_coll.h"
 #include "pld/collective.h"
 
 /* The builtins' parameters: the windows, then the call.  The dtypes and
@@ -108,6 +108,51 @@ static const char *not_a_view(pld_window w) {
   return NULL;
 }
 
+int pld__host_view_check(struct pld__host *h, const char *fn, const char *role,
+                         pld_window w) {
+  const char *why = not_a_view(w);
+  if (!why)
+    return PLD_OK;
+  return pld__hfail(h, PLD_ERR_ARG,
+                    "%s (in %s): %s: expected a window view "
+                    "(pld_window_view), got %s",
+                    fn, h->prog->plan.host.sig->name, role, why);
+}
+
+int pld__host_coll_check(struct pld__host *h, const char *fn,
+                         struct pld__coll_args *a, pld_window *sig) {
+  struct pld_program *p = h->prog;
+  int st;
+  if (sig->p && (st = pld__host_view_check(h, fn, "sig", *sig)))
+    return st;
+  if (!sig->p) {
+    if (!h->coll_sig.p) {
+      int64_t cells = PLD_SIGNAL_CELLS(p->plan.nranks, 1);
+      pld_host hh = {h};
+      pld_window_buf b =
+          pld_window_alloc_shape(hh, PLD_INT32, PLD_SHAPE(cells));
+      h->coll_sig = pld_window_view(hh, b, PLD_INT32, PLD_SHAPE(cells));
+      if (h->status)
+        return h->status;
+    }
+    *sig = h->coll_sig;
+  }
+  a->sig = sig->p;
+  a->nranks = p->plan.nranks;
+  a->blocks = 1;
+  char msg[1024];
+  if ((st = pld__coll_check(a, msg, sizeof msg)))
+    return pld__hfail(h, st, "%s (in %s): %s", fn, p->plan.host.sig->name, msg);
+  return PLD_OK;
+}
+
+int pld__host_coll_record(struct pld__host *h, const char *fn, int rank,
+                          pld_device_fn dev, const pld_arg *norm) {
+  char what[128];
+  pld__catf(what, sizeof what, "%s (in %s)", fn, h->prog->plan.host.sig->name);
+  return pld__dispatch_record(h, rank, dev, norm, what);
+}
+
 /* Checks a host-level call (fn, of a's kind and arguments) and records it
  * as one dispatch per rank; sig NULL: the program's own signal window. */
 static int host_collective(pld_host hh, const char *fn,
@@ -115,44 +160,16 @@ static int host_collective(pld_host hh, const char *fn,
                            pld_window target, pld_window sig) {
   struct pld__host *h = hh.p;
   struct pld_program *p = h->prog;
-  const char *name = p->plan.host.sig->name;
   if (h->status)
     return h->status;
   const int has_target =
       a->kind == PLD__COLL_ALLGATHER || a->kind == PLD__COLL_ALL_TO_ALL;
-  const pld_window args[3] = {data, target, sig};
-  static const char *const roles[3] = {"data", "target", "sig"};
   const int has_data = a->kind != PLD__COLL_BARRIER;
-  for (int i = 0; i < 3; i++) {
-    const char *why = not_a_view(args[i]);
-    /* data and target only where the collective has them; sig may be
-     * absent. */
-    if ((i == 0 && !has_data) || (i == 1 && !has_target) ||
-        (i == 2 && !args[i].p) || !why)
-      continue;
-    return pld__hfail(h, PLD_ERR_ARG,
-                      "%s (in %s): %s: expected a window view "
-                      "(pld_window_view), got %s",
-                      fn, name, roles[i], why);
-  }
-  if (!sig.p) {
-    if (!h->coll_sig.p) {
-      int64_t cells = PLD_SIGNAL_CELLS(p->plan.nranks, 1);
-      pld_window_buf b =
-          pld_window_alloc_shape(hh, PLD_INT32, PLD_SHAPE(cells));
-      h->coll_sig = pld_window_view(hh, b, PLD_INT32, PLD_SHAPE(cells));
-      if (h->status)
-        return h->status;
-    }
-    sig = h->coll_sig;
-  }
-  a->sig = sig.p;
-  a->nranks = p->plan.nranks;
-  a->blocks = 1;
-  char msg[1024];
-  int st = pld__coll_check(a, msg, sizeof msg);
-  if (st)
-    return pld__hfail(h, st, "%s (in %s): %s", fn, name, msg);
+  int st = PLD_OK;
+  if ((has_data && (st = pld__host_view_check(h, fn, "data", data))) ||
+      (has_target && (st = pld__host_view_check(h, fn, "target", target))) ||
+      (st = pld__host_coll_check(h, fn, a, &sig)))
+    return st;
   pld_arg norm[NARGS];
   if (!has_data) /* the builtin's nominal data */
     data = sig;
@@ -164,10 +181,8 @@ static int host_collective(pld_host hh, const char *fn,
   norm[A_MODE] = pld__arg_int(a->mode, PLD_INT32);
   norm[A_ROOT] = pld__arg_int(a->root, PLD_INT32);
   pld_device_fn dev = {&device_sigs[a->kind], builtin_device};
-  char what[128];
-  pld__catf(what, sizeof what, "%s (in %s)", fn, name);
   for (int r = 0; r < p->plan.nranks && !st; r++)
-    st = pld__dispatch_record(h, r, dev, norm, what);
+    st = pld__host_coll_record(h, fn, r, dev, norm);
   return st;
 }
 

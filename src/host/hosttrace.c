@@ -59,16 +59,21 @@ pld_tensor pld_slice(pld_host hh, pld_tensor t, int64_t index) {
   struct pld__tensor *sl = pld__host_keep(h, pld__malloc(sizeof *sl));
   if (!sl)
     return bad;
-  *sl = *t.p;
-  sl->flags &= ~(unsigned)PLD__T_OWNED;
-  size_t stride = t.p->nbytes / (size_t)t.p->shape[0];
-  sl->ndim = t.p->ndim - 1;
-  memmove(sl->shape, t.p->shape + 1, (size_t)sl->ndim * sizeof sl->shape[0]);
-  sl->nbytes = stride;
-  sl->host_offset = t.p->host_offset + (size_t)index * stride;
-  if (sl->data)
-    sl->data = (char *)t.p->data + (size_t)index * stride;
+  pld__slice_of(sl, t.p, index);
   return (pld_tensor){sl};
+}
+
+void pld__slice_of(struct pld__tensor *sl, const struct pld__tensor *t,
+                   int64_t index) {
+  *sl = *t;
+  sl->flags &= ~(unsigned)PLD__T_OWNED;
+  size_t stride = t->nbytes / (size_t)t->shape[0];
+  sl->ndim = t->ndim - 1;
+  memmove(sl->shape, t->shape + 1, (size_t)sl->ndim * sizeof sl->shape[0]);
+  sl->nbytes = stride;
+  sl->host_offset = t->host_offset + (size_t)index * stride;
+  if (sl->data)
+    sl->data = (char *)t->data + (size_t)index * stride;
 }
 
 struct pld__tensor *pld__host_keep(struct pld__host *h, struct pld__tensor *t) {

@@ -260,6 +260,11 @@ int pld__hfail(struct pld__host *h, int status, const char *fmt, ...)
 int pld__dispatch_record(struct pld__host *h, int rank, pld_device_fn fn,
                          const pld_arg *norm, const char *what);
 
+/* *sl = t[index] (t of 2 or more dimensions, index within the first), as
+ * pld_slice makes it. */
+void pld__slice_of(struct pld__tensor *sl, const struct pld__tensor *t,
+                   int64_t index);
+
 /* Keeps t (a view made while tracing) until the trace ends.  Returns t, or
  * NULL after recording PLD_ERR_NOMEM. */
 struct pld__tensor *pld__host_keep(struct pld__host *h, struct pld__tensor *t);
