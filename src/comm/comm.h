@@ -178,7 +178,8 @@ struct pld__fabric *pld__fabric_wrapped(struct pld__fabric_wrap *w,
 
 /* The calling thread's comm call, for what the wrapped fabric reports: the
  * kernel-level function and the signal view of the signal it makes next
- * (comm/signal.c and comm/rma.c set it before they signal). */
+ * (comm/signal.c and comm/rma.c set it before they signal; signal.c
+ * holds it). */
 struct pld__comm_call {
   const char *fn;
   const struct pld__tensor *sig;

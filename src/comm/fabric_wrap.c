@@ -11,8 +11,6 @@
 #include "comm/comm.h"
 #include "core/race.h"
 
-_Thread_local struct pld__comm_call pld__comm_now;
-
 static struct pld__fabric *inner(struct pld__fabric *f) {
   return ((struct pld__fabric_wrap *)f)->in;
 }

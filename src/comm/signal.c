@@ -5,6 +5,8 @@
 #include "core/futex.h"
 #include "core/tunables.h"
 
+_Thread_local struct pld__comm_call pld__comm_now;
+
 /* Looks at a cell before a wait publishes itself: about a microsecond. */
 #define PRE_POLL 64
 

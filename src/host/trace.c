@@ -786,12 +786,3 @@ void pld__trace_release(struct pld_program *p) {
   pld__free(p->rs.trace.named);
   memset(&p->rs.trace, 0, sizeof p->rs.trace);
 }
-
-struct pld__trace_area *pld__trace_area_of(const struct pld_program *p, int r,
-                                           size_t *bytes) {
-  if (!p->rs.trace.area || !p->rs.trace.area[r])
-    return NULL;
-  if (bytes)
-    *bytes = p->rs.trace.bytes[r];
-  return p->rs.trace.area[r];
-}

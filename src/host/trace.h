@@ -15,9 +15,16 @@ int pld__trace_config(struct pld_program *p, const pld_config *cfg);
 /* Before the devices start: the trace areas of the ranks this process
  * runs. */
 int pld__trace_prepare(struct pld_program *p);
-/* Rank r's trace area (and its size), or NULL. */
-struct pld__trace_area *pld__trace_area_of(const struct pld_program *p, int r,
-                                           size_t *bytes);
+/* Rank r's trace area (and its size), or NULL: read by the control
+ * planes as they start the devices. */
+static inline struct pld__trace_area *
+pld__trace_area_of(const struct pld_program *p, int r, size_t *bytes) {
+  if (!p->rs.trace.area || !p->rs.trace.area[r])
+    return NULL;
+  if (bytes)
+    *bytes = p->rs.trace.bytes[r];
+  return p->rs.trace.area[r];
+}
 
 /* A host span (sub: PLD__TH_*): begin returns 0 when nothing observes it
  * (then end must not be called). */
