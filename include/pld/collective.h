@@ -236,6 +236,15 @@ int pld_host_reduce_scatter(pld_host h, pld_window data, pld_window sig,
                             pld_reduce_op op);
 int pld_host_all_to_all(pld_host h, pld_window input, pld_window target,
                         pld_window sig);
+/* pld_all_to_all_v from the host: input, send_counts and recv_counts are
+ * tensors of the host whose leading dimension is the world size (rank r
+ * passes row r: a parameter, a slice of one, a pld_host_tensor) or
+ * pld_local of a window view (every rank passes its own copy), as for
+ * pld/ep.h's host forms; target is a window view.  Counts outside [0, MAX]
+ * fail the run with PLD_ERR_BOUNDS, as the kernel form does. */
+int pld_host_all_to_all_v(pld_host h, pld_tensor input, pld_tensor send_counts,
+                          pld_window target, pld_tensor recv_counts,
+                          pld_window sig);
 
 /* The program's signal window for the collectives: declared once by the
  * host function, for calls on up to `blocks` blocks (in [1, the device's

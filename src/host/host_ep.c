@@ -1,5 +1,6 @@
-/* host/host_ep.c: the host forms of pld/ep.h's calls, as
- * host/host_collective.c makes the other collectives': each call is
+/* host/host_ep.c: the host forms of the collectives with per-rank tensor
+ * arguments, pld/ep.h's and pld_all_to_all_v, as host/host_collective.c
+ * makes the other collectives': each call is
  * checked while the host is traced (pld__coll_check, as the kernel forms'
  * arguments are), then recorded as one dispatch per rank of a builtin
  * device function named like the kernel form, which launches a builtin
@@ -77,10 +78,16 @@ _Static_assert(DS_N <= MAX_ARGS && CB_N <= MAX_ARGS && PK_N <= MAX_ARGS,
 #define T(i) ((pld_tensor){argv[i].v.t})
 #define W(i) ((pld_window){argv[i].v.t})
 
-/* The kernels: the kernel form, on one block. */
+/* The kernels: the kernel form, on one block.  pld_all_to_all_v takes
+ * the packed all-to-all's parameters. */
 static void packed_kernel(pld_core k, const pld_arg *argv) {
   pld_all_to_all_packed(k, T(PK_INPUT), T(PK_SEND), W(PK_TARGET), T(PK_RECV),
                         W(PK_SIG));
+}
+
+static void a2av_kernel(pld_core k, const pld_arg *argv) {
+  pld_all_to_all_v(k, T(PK_INPUT), T(PK_SEND), W(PK_TARGET), T(PK_RECV),
+                   W(PK_SIG));
 }
 
 static void dispatch_kernel(pld_core k, const pld_arg *argv) {
@@ -97,6 +104,8 @@ static void combine_kernel(pld_core k, const pld_arg *argv) {
   { fn, level, PLD_CORE_VECTOR, n, params, __FILE__, __LINE__ }
 static const pld_signature packed_ksig =
     SIGNATURE("pld_all_to_all_packed", PLD_LEVEL_KERNEL, packed_params, PK_N);
+static const pld_signature a2av_ksig =
+    SIGNATURE("pld_all_to_all_v", PLD_LEVEL_KERNEL, packed_params, PK_N);
 static const pld_signature dispatch_ksig =
     SIGNATURE("pld_ep_dispatch", PLD_LEVEL_KERNEL, dispatch_params, DS_N);
 static const pld_signature combine_ksig =
@@ -105,6 +114,10 @@ static const pld_signature combine_ksig =
 /* The device functions: each launches its kernel on one block. */
 static void packed_device(pld_aicpu a, const pld_arg *argv) {
   pld__launch_checked(a, (pld_kernel_fn){&packed_ksig, packed_kernel}, 1, argv);
+}
+
+static void a2av_device(pld_aicpu a, const pld_arg *argv) {
+  pld__launch_checked(a, (pld_kernel_fn){&a2av_ksig, a2av_kernel}, 1, argv);
 }
 
 static void dispatch_device(pld_aicpu a, const pld_arg *argv) {
@@ -119,6 +132,8 @@ static void combine_device(pld_aicpu a, const pld_arg *argv) {
 
 static const pld_signature packed_dsig =
     SIGNATURE("pld_all_to_all_packed", PLD_LEVEL_DEVICE, packed_params, PK_N);
+static const pld_signature a2av_dsig =
+    SIGNATURE("pld_all_to_all_v", PLD_LEVEL_DEVICE, packed_params, PK_N);
 static const pld_signature dispatch_dsig =
     SIGNATURE("pld_ep_dispatch", PLD_LEVEL_DEVICE, dispatch_params, DS_N);
 static const pld_signature combine_dsig =
@@ -232,7 +247,7 @@ host_ep(pld_host hh, const char *fn, const pld_signature *dsig,
   return st;
 }
 
-/* ---- the three calls ----------------------------------------------------- */
+/* ---- the four calls ------------------------------------------------------ */
 
 static void packed_fill(struct pld__coll_args *a, const struct pld__tensor *v) {
   a->data = &v[PK_INPUT];
@@ -251,6 +266,18 @@ int pld_host_all_to_all_packed(pld_host h, pld_tensor input,
   struct pld__coll_args a = {.kind = PLD__COLL_ALL_TO_ALL_PACKED};
   return host_ep(h, "pld_host_all_to_all_packed", &packed_dsig, packed_device,
                  argv, sig, &a, packed_fill);
+}
+
+int pld_host_all_to_all_v(pld_host h, pld_tensor input, pld_tensor send_counts,
+                          pld_window target, pld_tensor recv_counts,
+                          pld_window sig) {
+  const struct ep_arg argv[PK_N - 1] = {[PK_INPUT] = {input.p, 0},
+                                        [PK_SEND] = {send_counts.p, 0},
+                                        [PK_TARGET] = {target.p, 0},
+                                        [PK_RECV] = {recv_counts.p, 0}};
+  struct pld__coll_args a = {.kind = PLD__COLL_ALL_TO_ALL_V};
+  return host_ep(h, "pld_host_all_to_all_v", &a2av_dsig, a2av_device, argv, sig,
+                 &a, packed_fill);
 }
 
 static void dispatch_fill(struct pld__coll_args *a,

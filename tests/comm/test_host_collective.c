@@ -168,6 +168,99 @@ static void test_host_collectives(void **state) {
   comm_over_rank_counts(run_every_kind);
 }
 
+/* ---- all-to-all-v from the host ---------------------------------------- */
+
+/* Rank s sends rows [q VMAX, q VMAX + sc[s][q]) of x[s] to rows [s VMAX,
+ * ...) of rank q's target; the counts are tensors of the host [P, P] (row
+ * r for rank r).  The target starts at V_SENTINEL, so that rows past a
+ * count are seen to be left alone. */
+enum { VMAX = 5, V_SENTINEL = -7 };
+PLD_DYNAMIC(VR); /* NR * VMAX rows */
+
+PLD_KERNEL(k_v_fill, k, PLD_WINDOW(t, INT32, VR, R)) {
+  int64_t rows = pld_tensor_dim(pld_local(t), 0);
+  int32_t cols = (int32_t)pld_tensor_dim(pld_local(t), 1);
+  pld_tile *tl = pld_full(k, PLD_INT32, 1, cols, V_SENTINEL);
+  for (int64_t r = 0; r < rows; r++)
+    pld_store(k, tl, pld_local(t), r, 0);
+}
+PLD_DEVICE(d_v_fill, a, PLD_WINDOW(t, INT32, VR, R)) {
+  pld_launch(a, k_v_fill, 1, t);
+}
+PLD_KERNEL(k_v_out, k, PLD_WINDOW(t, INT32, VR, R), PLD_OUT(y, INT32, VR, R)) {
+  copy_rows(k, pld_local(t), y);
+}
+PLD_DEVICE(d_v_out, a, PLD_WINDOW(t, INT32, VR, R), PLD_OUT(y, INT32, VR, R)) {
+  pld_launch(a, k_v_out, 1, t, y);
+}
+PLD_HOST(h_a2av, h, PLD_IN(x, INT32, NR, VR, R), PLD_IN(sc, INT32, NR, NR),
+         PLD_OUT(rc, INT32, NR, NR), PLD_OUT(y, INT32, NR, VR, R)) {
+  int n = pld_world_size(h);
+  int64_t vr = pld_tensor_dim(x, 1), r = pld_tensor_dim(x, 2);
+  pld_window_buf tb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(vr, r));
+  pld_window t = pld_window_view(h, tb, PLD_INT32, PLD_SHAPE(vr, r));
+  for (int q = 0; q < n; q++)
+    pld_dispatch(h, d_v_fill, q, t);
+  pld_host_all_to_all_v(h, x, sc, t, rc, PLD_NO_WINDOW);
+  for (int q = 0; q < n; q++)
+    pld_dispatch(h, d_v_out, q, t, pld_slice(h, y, q));
+}
+
+/* Runs h_a2av with counts sc on n ranks; checks the result against the C
+ * reference when the run succeeds; returns its status. */
+static int a2av_run(int n, const int32_t *counts) {
+  const int64_t vr = (int64_t)n * VMAX, r = 3;
+  pld_config cfg = comm_config(n);
+  pld_tensor x = comm_tensor(PLD_INT32, 3, (int64_t[]){n, vr, r});
+  pld_tensor sc = comm_tensor(PLD_INT32, 2, (int64_t[]){n, n});
+  pld_tensor rc = comm_int_tensor(-1, 2, (int64_t[]){n, n});
+  pld_tensor y = comm_int_tensor(-1, 3, (int64_t[]){n, vr, r});
+  int32_t *xs = pld_tensor_data(x);
+  for (int64_t i = 0; i < pld_tensor_numel(x); i++)
+    xs[i] = (int32_t)(i * 7 + 1);
+  memcpy(pld_tensor_data(sc), counts, (size_t)(n * n) * sizeof *counts);
+  int st = pld_run(h_a2av, &cfg, PLD_ARGS(x, sc, rc, y));
+  const int32_t *ys = pld_tensor_data(y), *rcs = pld_tensor_data(rc);
+  for (int q = 0; q < n && st == PLD_OK; q++)
+    for (int s = 0; s < n; s++) {
+      const int32_t c = counts[s * n + q];
+      assert_int_equal(rcs[q * n + s], c); /* rank q got c rows from s */
+      for (int64_t row = 0; row < VMAX; row++)
+        for (int64_t e = 0; e < r; e++) {
+          int32_t got = ys[(q * vr + s * VMAX + row) * r + e];
+          int32_t w =
+              row < c ? xs[(s * vr + q * VMAX + row) * r + e] : V_SENTINEL;
+          if (got != w) {
+            print_error("%d ranks: rank %d, block of rank %d, row %lld "
+                        "element %lld: got %d, expected %d\n",
+                        n, q, s, (long long)row, (long long)e, (int)got,
+                        (int)w);
+            fail();
+          }
+        }
+    }
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(sc);
+  pld_tensor_destroy(rc);
+  pld_tensor_destroy(y);
+  return st;
+}
+
+static void run_host_all_to_all_v(int n) {
+  int32_t counts[16];
+  for (int i = 0; i < n * n; i++) /* 0 and VMAX among them */
+    counts[i] = (int32_t)((i * 3 + n) % (VMAX + 1));
+  assert_ok(a2av_run(n, counts));
+  counts[n * n - 1] = VMAX + 1; /* one past the block: nothing moves */
+  pld_test_assert_fails(a2av_run(n, counts), PLD_ERR_BOUNDS, __FILE__, __LINE__,
+                        (const char *[]){"pld_all_to_all_v", NULL});
+}
+
+static void test_host_all_to_all_v(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_host_all_to_all_v);
+}
+
 /* ---- mistakes fail the compile ------------------------------------------ */
 
 enum {
@@ -401,6 +494,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_host_collective_artifacts),
     cmocka_unit_test(test_collective_over_two_domains),
     cmocka_unit_test(test_host_barrier),
+    cmocka_unit_test(test_host_all_to_all_v),
 };
 
 PLD_TEST_MAIN("comm_host_collective", tests)
