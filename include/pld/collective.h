@@ -216,10 +216,14 @@ int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
  * made: each becomes one dispatch per rank of the world (the rank joins
  * the windows' domains), in program order with the host's other
  * dispatches, of a builtin device function named like the collective,
- * which runs it on one block (the artifact folder and reports show them
- * like any dispatch).  sig is a signal window view of at least
- * PLD_SIGNAL_CELLS(world size, 1) cells, or PLD_NO_WINDOW: the program then
- * uses one of its own for all its host-level collectives.  stage (allgather)
+ * which runs it on `blocks` blocks (in [1, the device's vector cores]; the
+ * original's core_num), with the same bits for every count (the artifact
+ * folder and reports show them like any dispatch).  sig is a signal
+ * window view of at least PLD_SIGNAL_CELLS(world size, blocks) cells, or
+ * PLD_NO_WINDOW: the program then uses one of its own for all its
+ * host-level collectives, made at the first such call for its blocks (a
+ * later call on more blocks is refused: declare it with pld_coll_signal
+ * for the most blocks first).  stage (allgather)
  * and input (all-to-all) are windows here.  The arguments are checked when
  * the host is traced: a mistake (as for the kernel forms, but for what only
  * the data can tell) fails pld_compile.  Host only.  Returns PLD_OK,
@@ -227,15 +231,16 @@ int pld_all_to_all_v(pld_core k, pld_tensor input, pld_tensor send_counts,
  * earlier failure of the host function.  The kernel and host forms give
  * the same result. */
 int pld_host_allreduce(pld_host h, pld_window data, pld_window sig,
-                       pld_reduce_op op, pld_allreduce_mode mode);
+                       pld_reduce_op op, pld_allreduce_mode mode,
+                       int32_t blocks);
 int pld_host_broadcast(pld_host h, pld_window data, pld_window sig,
-                       int32_t root);
+                       int32_t root, int32_t blocks);
 int pld_host_allgather(pld_host h, pld_window stage, pld_window target,
-                       pld_window sig);
+                       pld_window sig, int32_t blocks);
 int pld_host_reduce_scatter(pld_host h, pld_window data, pld_window sig,
-                            pld_reduce_op op);
+                            pld_reduce_op op, int32_t blocks);
 int pld_host_all_to_all(pld_host h, pld_window input, pld_window target,
-                        pld_window sig);
+                        pld_window sig, int32_t blocks);
 /* pld_all_to_all_v from the host: input, send_counts and recv_counts are
  * tensors of the host whose leading dimension is the world size (rank r
  * passes row r: a parameter, a slice of one, a pld_host_tensor) or
@@ -244,7 +249,7 @@ int pld_host_all_to_all(pld_host h, pld_window input, pld_window target,
  * fail the run with PLD_ERR_BOUNDS, as the kernel form does. */
 int pld_host_all_to_all_v(pld_host h, pld_tensor input, pld_tensor send_counts,
                           pld_window target, pld_tensor recv_counts,
-                          pld_window sig);
+                          pld_window sig, int32_t blocks);
 
 /* The program's signal window for the collectives: declared once by the
  * host function, for calls on up to `blocks` blocks (in [1, the device's
@@ -263,7 +268,7 @@ pld_window pld_coll_signal(pld_host h, int32_t blocks);
 /* Every rank of the world reaches the barrier (its dispatches before it
  * have finished) before any rank starts its next dispatch: one builtin
  * dispatch per rank, "pld_barrier", as for the collectives above (sig
- * likewise). */
-int pld_host_barrier(pld_host h, pld_window sig);
+ * and blocks likewise). */
+int pld_host_barrier(pld_host h, pld_window sig, int32_t blocks);
 
 #endif /* PLD_COLLECTIVE_H */

@@ -163,11 +163,12 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
  * host-level collectives are: each becomes one dispatch per rank of the
  * world, in program order with the host's other dispatches, of a builtin
  * device function named like the kernel form ("pld_ep_dispatch", ...),
- * which runs the kernel form on one block; the results are the kernel
- * form's, bit for bit.  sig is a signal window view of at least
- * PLD_SIGNAL_CELLS(world size, 1) cells, or PLD_NO_WINDOW for the
- * program's own (pld_coll_signal, made at the first call if not
- * declared).
+ * which runs the kernel form on `blocks` blocks (in [1, the device's
+ * vector cores]); the results are the kernel form's, bit for bit, for
+ * every block count.  sig is a signal window view of at least
+ * PLD_SIGNAL_CELLS(world size, blocks) cells, or PLD_NO_WINDOW for the
+ * program's own (pld_coll_signal, made at the first call for its blocks
+ * if not declared).
  *
  * What the kernel form takes as a window (recv_x, recv_meta, recv_w,
  * stage, target) is a window view here, the same view on every rank.
@@ -200,14 +201,16 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
  * host function. */
 int pld_host_all_to_all_packed(pld_host h, pld_tensor input,
                                pld_tensor send_counts, pld_window target,
-                               pld_tensor recv_counts, pld_window sig);
+                               pld_tensor recv_counts, pld_window sig,
+                               int32_t blocks);
 int pld_host_ep_dispatch(pld_host h, pld_tensor x, pld_tensor topk_idx,
                          pld_tensor topk_w, int32_t experts, pld_window recv_x,
                          pld_window recv_meta, pld_window recv_w,
-                         pld_tensor recv_counts, pld_window sig);
+                         pld_tensor recv_counts, pld_window sig,
+                         int32_t blocks);
 int pld_host_ep_combine(pld_host h, pld_tensor expert_out, pld_tensor recv_meta,
                         pld_tensor recv_counts, pld_tensor topk_idx,
                         pld_tensor topk_w, pld_window stage, pld_tensor out,
-                        pld_window sig);
+                        pld_window sig, int32_t blocks);
 
 #endif /* PLD_EP_H */

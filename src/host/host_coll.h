@@ -14,11 +14,13 @@ int pld__host_view_check(struct pld__host *h, const char *fn, const char *role,
                          pld_window w);
 
 /* The checks of a host-level call of fn with arguments a (over the world,
- * on one block): *sig a window view, or (NULL) the program's own signal
- * window, made at the first such call and stored in *sig; then
+ * on `blocks` blocks, in [1, the vector cores]): *sig a window view, or
+ * (NULL) the program's own signal window, made at the first such call for
+ * its blocks (or by pld_coll_signal) and stored in *sig; then
  * pld__coll_check.  A failure is h's, "FN (in HOST): ...". */
 int pld__host_coll_check(struct pld__host *h, const char *fn,
-                         struct pld__coll_args *a, pld_window *sig);
+                         struct pld__coll_args *a, pld_window *sig,
+                         int32_t blocks);
 
 /* Records rank's dispatch of the builtin device function dev with the
  * normalised arguments norm (dev's parameters), for fn. */

@@ -17,7 +17,7 @@
 /* The builtins' parameters: the windows, then the call.  The dtypes and
  * shapes here are nominal: the host checked the arguments itself, and the
  * builtins launch and unpack them without a signature check. */
-enum { A_DATA, A_TARGET, A_SIG, A_KIND, A_OP, A_MODE, A_ROOT, NARGS };
+enum { A_DATA, A_TARGET, A_SIG, A_KIND, A_OP, A_MODE, A_ROOT, A_BLOCKS, NARGS };
 #define WINDOW_PARAM(name, dt)                                                 \
   {                                                                            \
     name, PLD_ARG_WINDOW, PLD_DIR_INOUT, dt, 1, {                              \
@@ -38,6 +38,7 @@ static const pld_param params[NARGS + 1] = {
     SCALAR_PARAM("op"),
     SCALAR_PARAM("mode"),
     SCALAR_PARAM("root"),
+    SCALAR_PARAM("blocks"),
     {0, 0, PLD_DIR_IN, PLD_DTYPE_COUNT, 0, {{0, 0}}}};
 
 /* The kernel: the collective of argv's kind on one block. */
@@ -80,11 +81,12 @@ static const pld_signature kernel_sigs[PLD__COLL_COUNT] = {
     [PLD__COLL_ALL_TO_ALL] = SIGNATURE("pld_all_to_all", PLD_LEVEL_KERNEL),
 };
 
-/* The device function: launches the kernel of its kind. */
+/* The device function: launches the kernel of its kind on the call's
+ * blocks. */
 static void builtin_device(pld_aicpu a, const pld_arg *argv) {
   int kind = (int)argv[A_KIND].v.i;
   pld_kernel_fn kernel = {&kernel_sigs[kind], builtin_kernel};
-  pld__launch_checked(a, kernel, 1, argv);
+  pld__launch_checked(a, kernel, (int32_t)argv[A_BLOCKS].v.i, argv);
 }
 
 static const pld_signature device_sigs[PLD__COLL_COUNT] = {
@@ -120,26 +122,44 @@ int pld__host_view_check(struct pld__host *h, const char *fn, const char *role,
 }
 
 int pld__host_coll_check(struct pld__host *h, const char *fn,
-                         struct pld__coll_args *a, pld_window *sig) {
+                         struct pld__coll_args *a, pld_window *sig,
+                         int32_t blocks) {
   struct pld_program *p = h->prog;
   int st;
+  if (blocks < 1 || blocks > p->plan.plat->vector_cores)
+    return pld__hfail(h, PLD_ERR_ARG,
+                      "%s (in %s): blocks: expected 1 to %d (the vector cores "
+                      "of an %s device), got %d",
+                      fn, p->plan.host.sig->name, p->plan.plat->vector_cores,
+                      p->plan.plat->name, (int)blocks);
   if (sig->p && (st = pld__host_view_check(h, fn, "sig", *sig)))
     return st;
   if (!sig->p) {
     if (!h->coll_sig.p) {
-      int64_t cells = PLD_SIGNAL_CELLS(p->plan.nranks, 1);
+      int64_t cells = PLD_SIGNAL_CELLS(p->plan.nranks, blocks);
       pld_host hh = {h};
       pld_window_buf b =
           pld_window_alloc_shape(hh, PLD_INT32, PLD_SHAPE(cells));
       h->coll_sig = pld_window_view(hh, b, PLD_INT32, PLD_SHAPE(cells));
       if (h->status)
         return h->status;
+    } else if (pld_tensor_numel((pld_tensor){h->coll_sig.p}) <
+               PLD_SIGNAL_CELLS(p->plan.nranks, blocks)) {
+      const long long has = pld_tensor_numel((pld_tensor){h->coll_sig.p}) /
+                            PLD_SIGNAL_LANE_CELLS(p->plan.nranks);
+      return pld__hfail(h, PLD_ERR_ARG,
+                        "%s (in %s): blocks: %d, but the program's collective "
+                        "signal window holds the cells of %lld block%s: "
+                        "declare it for the most blocks a call takes "
+                        "(pld_coll_signal) before the first call",
+                        fn, p->plan.host.sig->name, (int)blocks, has,
+                        has == 1 ? "" : "s");
     }
     *sig = h->coll_sig;
   }
   a->sig = sig->p;
   a->nranks = p->plan.nranks;
-  a->blocks = 1;
+  a->blocks = blocks;
   char msg[1024];
   if ((st = pld__coll_check(a, msg, sizeof msg)))
     return pld__hfail(h, st, "%s (in %s): %s", fn, p->plan.host.sig->name, msg);
@@ -157,7 +177,7 @@ int pld__host_coll_record(struct pld__host *h, const char *fn, int rank,
  * as one dispatch per rank; sig NULL: the program's own signal window. */
 static int host_collective(pld_host hh, const char *fn,
                            struct pld__coll_args *a, pld_window data,
-                           pld_window target, pld_window sig) {
+                           pld_window target, pld_window sig, int32_t blocks) {
   struct pld__host *h = hh.p;
   struct pld_program *p = h->prog;
   if (h->status)
@@ -168,7 +188,7 @@ static int host_collective(pld_host hh, const char *fn,
   int st = PLD_OK;
   if ((has_data && (st = pld__host_view_check(h, fn, "data", data))) ||
       (has_target && (st = pld__host_view_check(h, fn, "target", target))) ||
-      (st = pld__host_coll_check(h, fn, a, &sig)))
+      (st = pld__host_coll_check(h, fn, a, &sig, blocks)))
     return st;
   pld_arg norm[NARGS];
   if (!has_data) /* the builtin's nominal data */
@@ -180,6 +200,7 @@ static int host_collective(pld_host hh, const char *fn,
   norm[A_OP] = pld__arg_int(a->op, PLD_INT32);
   norm[A_MODE] = pld__arg_int(a->mode, PLD_INT32);
   norm[A_ROOT] = pld__arg_int(a->root, PLD_INT32);
+  norm[A_BLOCKS] = pld__arg_int(blocks, PLD_INT32);
   pld_device_fn dev = {&device_sigs[a->kind], builtin_device};
   for (int r = 0; r < p->plan.nranks && !st; r++)
     st = pld__host_coll_record(h, fn, r, dev, norm);
@@ -222,45 +243,50 @@ pld_window pld_coll_signal(pld_host hh, int32_t blocks) {
 }
 
 int pld_host_allreduce(pld_host h, pld_window data, pld_window sig,
-                       pld_reduce_op op, pld_allreduce_mode mode) {
+                       pld_reduce_op op, pld_allreduce_mode mode,
+                       int32_t blocks) {
   struct pld__coll_args a = {.kind = PLD__COLL_ALLREDUCE,
                              .data = data.p,
                              .op = (int)op,
                              .mode = (int)mode};
-  return host_collective(h, "pld_host_allreduce", &a, data, PLD_NO_WINDOW, sig);
+  return host_collective(h, "pld_host_allreduce", &a, data, PLD_NO_WINDOW, sig,
+                         blocks);
 }
 
 int pld_host_broadcast(pld_host h, pld_window data, pld_window sig,
-                       int32_t root) {
+                       int32_t root, int32_t blocks) {
   struct pld__coll_args a = {
       .kind = PLD__COLL_BROADCAST, .data = data.p, .root = root};
-  return host_collective(h, "pld_host_broadcast", &a, data, PLD_NO_WINDOW, sig);
+  return host_collective(h, "pld_host_broadcast", &a, data, PLD_NO_WINDOW, sig,
+                         blocks);
 }
 
 int pld_host_allgather(pld_host h, pld_window stage, pld_window target,
-                       pld_window sig) {
+                       pld_window sig, int32_t blocks) {
   struct pld__coll_args a = {
       .kind = PLD__COLL_ALLGATHER, .data = stage.p, .target = target.p};
-  return host_collective(h, "pld_host_allgather", &a, stage, target, sig);
+  return host_collective(h, "pld_host_allgather", &a, stage, target, sig,
+                         blocks);
 }
 
 int pld_host_reduce_scatter(pld_host h, pld_window data, pld_window sig,
-                            pld_reduce_op op) {
+                            pld_reduce_op op, int32_t blocks) {
   struct pld__coll_args a = {
       .kind = PLD__COLL_REDUCE_SCATTER, .data = data.p, .op = (int)op};
   return host_collective(h, "pld_host_reduce_scatter", &a, data, PLD_NO_WINDOW,
-                         sig);
+                         sig, blocks);
 }
 
-int pld_host_barrier(pld_host h, pld_window sig) {
+int pld_host_barrier(pld_host h, pld_window sig, int32_t blocks) {
   struct pld__coll_args a = {.kind = PLD__COLL_BARRIER};
   return host_collective(h, "pld_host_barrier", &a, PLD_NO_WINDOW,
-                         PLD_NO_WINDOW, sig);
+                         PLD_NO_WINDOW, sig, blocks);
 }
 
 int pld_host_all_to_all(pld_host h, pld_window input, pld_window target,
-                        pld_window sig) {
+                        pld_window sig, int32_t blocks) {
   struct pld__coll_args a = {
       .kind = PLD__COLL_ALL_TO_ALL, .data = input.p, .target = target.p};
-  return host_collective(h, "pld_host_all_to_all", &a, input, target, sig);
+  return host_collective(h, "pld_host_all_to_all", &a, input, target, sig,
+                         blocks);
 }

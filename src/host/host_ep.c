@@ -39,13 +39,19 @@
     }                                                                          \
   }
 
-/* The most parameters of a builtin here. */
-#define MAX_ARGS 9
+/* The most parameters of a builtin's device function here. */
+#define MAX_ARGS 10
 
+/* Each table ends with the device function's last parameter, the blocks
+ * it launches the kernel on, which the kernel's signature leaves out. */
 enum { PK_INPUT, PK_SEND, PK_TARGET, PK_RECV, PK_SIG, PK_N };
-static const pld_param packed_params[PK_N + 1] = {
-    IN("input"),        IN("send_counts"), WIN("target"),
-    OUT("recv_counts"), WIN("sig"),        END};
+static const pld_param packed_params[PK_N + 2] = {IN("input"),
+                                                  IN("send_counts"),
+                                                  WIN("target"),
+                                                  OUT("recv_counts"),
+                                                  WIN("sig"),
+                                                  SCALAR("blocks"),
+                                                  END};
 
 enum {
   DS_X,
@@ -59,21 +65,28 @@ enum {
   DS_SIG,
   DS_N
 };
-static const pld_param dispatch_params[DS_N + 1] = {
-    IN("x"),       IN("topk_idx"),
-    IN("topk_w"),  SCALAR("experts"),
-    WIN("recv_x"), WIN("recv_meta"),
-    WIN("recv_w"), OUT("recv_counts"),
-    WIN("sig"),    END};
+static const pld_param dispatch_params[DS_N + 2] = {IN("x"),
+                                                    IN("topk_idx"),
+                                                    IN("topk_w"),
+                                                    SCALAR("experts"),
+                                                    WIN("recv_x"),
+                                                    WIN("recv_meta"),
+                                                    WIN("recv_w"),
+                                                    OUT("recv_counts"),
+                                                    WIN("sig"),
+                                                    SCALAR("blocks"),
+                                                    END};
 
 enum { CB_Y, CB_META, CB_RC, CB_IDX, CB_W, CB_STAGE, CB_OUT, CB_SIG, CB_N };
-static const pld_param combine_params[CB_N + 1] = {
-    IN("expert_out"), IN("recv_meta"), IN("recv_counts"),
-    IN("topk_idx"),   IN("topk_w"),    WIN("stage"),
-    OUT("out"),       WIN("sig"),      END};
+static const pld_param combine_params[CB_N + 2] = {
+    IN("expert_out"),  IN("recv_meta"),
+    IN("recv_counts"), IN("topk_idx"),
+    IN("topk_w"),      WIN("stage"),
+    OUT("out"),        WIN("sig"),
+    SCALAR("blocks"),  END};
 
-_Static_assert(DS_N <= MAX_ARGS && CB_N <= MAX_ARGS && PK_N <= MAX_ARGS,
-               "MAX_ARGS holds every builtin's arguments");
+_Static_assert(DS_N < MAX_ARGS && CB_N < MAX_ARGS && PK_N < MAX_ARGS,
+               "MAX_ARGS holds every builtin's arguments and its blocks");
 
 #define T(i) ((pld_tensor){argv[i].v.t})
 #define W(i) ((pld_window){argv[i].v.t})
@@ -112,32 +125,38 @@ static const pld_signature combine_ksig =
     SIGNATURE("pld_ep_combine", PLD_LEVEL_KERNEL, combine_params, CB_N);
 
 /* The device functions: each launches its kernel on one block. */
+/* The blocks a device function launches its kernel on: its last
+ * argument, after the kernel's n. */
+#define BLOCKS(n) ((int32_t)argv[n].v.i)
+
 static void packed_device(pld_aicpu a, const pld_arg *argv) {
-  pld__launch_checked(a, (pld_kernel_fn){&packed_ksig, packed_kernel}, 1, argv);
+  pld__launch_checked(a, (pld_kernel_fn){&packed_ksig, packed_kernel},
+                      BLOCKS(PK_N), argv);
 }
 
 static void a2av_device(pld_aicpu a, const pld_arg *argv) {
-  pld__launch_checked(a, (pld_kernel_fn){&a2av_ksig, a2av_kernel}, 1, argv);
+  pld__launch_checked(a, (pld_kernel_fn){&a2av_ksig, a2av_kernel}, BLOCKS(PK_N),
+                      argv);
 }
 
 static void dispatch_device(pld_aicpu a, const pld_arg *argv) {
-  pld__launch_checked(a, (pld_kernel_fn){&dispatch_ksig, dispatch_kernel}, 1,
-                      argv);
+  pld__launch_checked(a, (pld_kernel_fn){&dispatch_ksig, dispatch_kernel},
+                      BLOCKS(DS_N), argv);
 }
 
 static void combine_device(pld_aicpu a, const pld_arg *argv) {
-  pld__launch_checked(a, (pld_kernel_fn){&combine_ksig, combine_kernel}, 1,
-                      argv);
+  pld__launch_checked(a, (pld_kernel_fn){&combine_ksig, combine_kernel},
+                      BLOCKS(CB_N), argv);
 }
 
-static const pld_signature packed_dsig =
-    SIGNATURE("pld_all_to_all_packed", PLD_LEVEL_DEVICE, packed_params, PK_N);
+static const pld_signature packed_dsig = SIGNATURE(
+    "pld_all_to_all_packed", PLD_LEVEL_DEVICE, packed_params, PK_N + 1);
 static const pld_signature a2av_dsig =
-    SIGNATURE("pld_all_to_all_v", PLD_LEVEL_DEVICE, packed_params, PK_N);
+    SIGNATURE("pld_all_to_all_v", PLD_LEVEL_DEVICE, packed_params, PK_N + 1);
 static const pld_signature dispatch_dsig =
-    SIGNATURE("pld_ep_dispatch", PLD_LEVEL_DEVICE, dispatch_params, DS_N);
+    SIGNATURE("pld_ep_dispatch", PLD_LEVEL_DEVICE, dispatch_params, DS_N + 1);
 static const pld_signature combine_dsig =
-    SIGNATURE("pld_ep_combine", PLD_LEVEL_DEVICE, combine_params, CB_N);
+    SIGNATURE("pld_ep_combine", PLD_LEVEL_DEVICE, combine_params, CB_N + 1);
 
 /* One argument of a host form, of its builtin's parameter of the same
  * index: a tensor or window (t), or a scalar (v).  The signal window, the
@@ -196,20 +215,20 @@ static const struct pld__tensor *rank_part(const struct pld__tensor *t, int r,
   return sl;
 }
 
-/* A host form of dsig's builtin (entry: its device function): checks the
- * arguments (argv[i] for dsig's parameter i, the signal window apart) in
- * order, then calls fill(a, parts) with rank 0's parts (the same shapes
- * as every rank's) to describe the call for pld__coll_check, then records
- * one dispatch per rank. */
+/* A host form of dsig's builtin (entry: its device function), on `blocks`
+ * blocks: checks the arguments (argv[i] for dsig's parameter i, the
+ * signal window and the blocks apart) in order, then calls fill(a, parts)
+ * with rank 0's parts (the same shapes as every rank's) to describe the
+ * call for pld__coll_check, then records one dispatch per rank. */
 static int
 host_ep(pld_host hh, const char *fn, const pld_signature *dsig,
         void (*entry)(pld_aicpu, const pld_arg *), const struct ep_arg *argv,
-        pld_window sig, struct pld__coll_args *a,
+        pld_window sig, int32_t blocks, struct pld__coll_args *a,
         void (*fill)(struct pld__coll_args *, const struct pld__tensor *)) {
   struct pld__host *h = hh.p;
   if (h->status)
     return h->status;
-  const int nargs = dsig->nparams - 1; /* the last: sig */
+  const int nargs = dsig->nparams - 2; /* the last two: sig, blocks */
   struct pld__tensor parts[MAX_ARGS];
   int st = PLD_OK;
   for (int i = 0; i < nargs && !st; i++) {
@@ -226,10 +245,10 @@ host_ep(pld_host hh, const char *fn, const pld_signature *dsig,
   if (st)
     return st;
   fill(a, parts);
-  if ((st = pld__host_coll_check(h, fn, a, &sig)))
+  if ((st = pld__host_coll_check(h, fn, a, &sig, blocks)))
     return st;
   for (int r = 0; r < h->prog->plan.nranks && !st; r++) {
-    pld_arg norm[MAX_ARGS + 1];
+    pld_arg norm[MAX_ARGS];
     struct pld__tensor sl[MAX_ARGS]; /* rank r's slices */
     for (int i = 0; i < nargs; i++) {
       const pld_param *pm = &dsig->params[i];
@@ -242,6 +261,7 @@ host_ep(pld_host hh, const char *fn, const pld_signature *dsig,
             (struct pld__tensor *)rank_part(argv[i].t, r, &sl[i])});
     }
     norm[nargs] = pld__arg_window(sig);
+    norm[nargs + 1] = pld__arg_int(blocks, PLD_INT32);
     st = pld__host_coll_record(h, fn, r, (pld_device_fn){dsig, entry}, norm);
   }
   return st;
@@ -258,26 +278,27 @@ static void packed_fill(struct pld__coll_args *a, const struct pld__tensor *v) {
 
 int pld_host_all_to_all_packed(pld_host h, pld_tensor input,
                                pld_tensor send_counts, pld_window target,
-                               pld_tensor recv_counts, pld_window sig) {
+                               pld_tensor recv_counts, pld_window sig,
+                               int32_t blocks) {
   const struct ep_arg argv[PK_N - 1] = {[PK_INPUT] = {input.p, 0},
                                         [PK_SEND] = {send_counts.p, 0},
                                         [PK_TARGET] = {target.p, 0},
                                         [PK_RECV] = {recv_counts.p, 0}};
   struct pld__coll_args a = {.kind = PLD__COLL_ALL_TO_ALL_PACKED};
   return host_ep(h, "pld_host_all_to_all_packed", &packed_dsig, packed_device,
-                 argv, sig, &a, packed_fill);
+                 argv, sig, blocks, &a, packed_fill);
 }
 
 int pld_host_all_to_all_v(pld_host h, pld_tensor input, pld_tensor send_counts,
                           pld_window target, pld_tensor recv_counts,
-                          pld_window sig) {
+                          pld_window sig, int32_t blocks) {
   const struct ep_arg argv[PK_N - 1] = {[PK_INPUT] = {input.p, 0},
                                         [PK_SEND] = {send_counts.p, 0},
                                         [PK_TARGET] = {target.p, 0},
                                         [PK_RECV] = {recv_counts.p, 0}};
   struct pld__coll_args a = {.kind = PLD__COLL_ALL_TO_ALL_V};
   return host_ep(h, "pld_host_all_to_all_v", &a2av_dsig, a2av_device, argv, sig,
-                 &a, packed_fill);
+                 blocks, &a, packed_fill);
 }
 
 static void dispatch_fill(struct pld__coll_args *a,
@@ -294,7 +315,8 @@ static void dispatch_fill(struct pld__coll_args *a,
 int pld_host_ep_dispatch(pld_host h, pld_tensor x, pld_tensor topk_idx,
                          pld_tensor topk_w, int32_t experts, pld_window recv_x,
                          pld_window recv_meta, pld_window recv_w,
-                         pld_tensor recv_counts, pld_window sig) {
+                         pld_tensor recv_counts, pld_window sig,
+                         int32_t blocks) {
   const struct ep_arg argv[DS_N - 1] = {
       [DS_X] = {x.p, 0},       [DS_IDX] = {topk_idx.p, 0},
       [DS_W] = {topk_w.p, 0},  [DS_EXPERTS] = {NULL, experts},
@@ -302,7 +324,7 @@ int pld_host_ep_dispatch(pld_host h, pld_tensor x, pld_tensor topk_idx,
       [DS_RW] = {recv_w.p, 0}, [DS_RC] = {recv_counts.p, 0}};
   struct pld__coll_args a = {.kind = PLD__COLL_EP_DISPATCH, .experts = experts};
   return host_ep(h, "pld_host_ep_dispatch", &dispatch_dsig, dispatch_device,
-                 argv, sig, &a, dispatch_fill);
+                 argv, sig, blocks, &a, dispatch_fill);
 }
 
 static void combine_fill(struct pld__coll_args *a,
@@ -319,7 +341,7 @@ static void combine_fill(struct pld__coll_args *a,
 int pld_host_ep_combine(pld_host h, pld_tensor expert_out, pld_tensor recv_meta,
                         pld_tensor recv_counts, pld_tensor topk_idx,
                         pld_tensor topk_w, pld_window stage, pld_tensor out,
-                        pld_window sig) {
+                        pld_window sig, int32_t blocks) {
   const struct ep_arg argv[CB_N - 1] = {
       [CB_Y] = {expert_out.p, 0},   [CB_META] = {recv_meta.p, 0},
       [CB_RC] = {recv_counts.p, 0}, [CB_IDX] = {topk_idx.p, 0},
@@ -327,5 +349,5 @@ int pld_host_ep_combine(pld_host h, pld_tensor expert_out, pld_tensor recv_meta,
       [CB_OUT] = {out.p, 0}};
   struct pld__coll_args a = {.kind = PLD__COLL_EP_COMBINE};
   return host_ep(h, "pld_host_ep_combine", &combine_dsig, combine_device, argv,
-                 sig, &a, combine_fill);
+                 sig, blocks, &a, combine_fill);
 }

@@ -51,7 +51,7 @@ PLD_HOST(h_sum, h, PLD_IN(x, FP32, NR, 1, N), PLD_OUT(y, FP32, NR, 1, N),
                  blocks);
   /* The host-level allreduce given no sig: the same window. */
   pld_host_allreduce(h, data, (pld_window){NULL}, PLD_REDUCE_SUM,
-                     PLD_ALLREDUCE_AUTO);
+                     PLD_ALLREDUCE_AUTO, 1);
   for (int32_t r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, d_out, r, data, pld_slice(h, z, r));
 }

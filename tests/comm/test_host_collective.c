@@ -60,7 +60,7 @@ PLD_DEVICE(d_same, a, PLD_WINDOW(w, INT32, NR, R), PLD_WINDOW(t, INT32, NR, R),
  * with a target) into y[r].  Allgather's stage is a window of one row. */
 PLD_HOST(h_coll, h, PLD_IN(x, INT32, NR, NR, R), PLD_OUT(y, INT32, NR, NR, R),
          PLD_SCALAR(kind, INT32), PLD_SCALAR(root, INT32),
-         PLD_SCALAR(kernel, INT32)) {
+         PLD_SCALAR(kernel, INT32), PLD_SCALAR(blocks, INT32)) {
   int n = pld_world_size(h);
   int64_t r = pld_tensor_dim(x, 2), ns = PLD_SIGNAL_CELLS(n, 1);
   pld_window_buf wb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n, r));
@@ -76,15 +76,16 @@ PLD_HOST(h_coll, h, PLD_IN(x, INT32, NR, NR, R), PLD_OUT(y, INT32, NR, NR, R),
     for (int q = 0; q < n; q++)
       pld_dispatch(h, d_same, q, w, t, sig, kind, root);
   } else if (kind == H_ALLREDUCE) {
-    pld_host_allreduce(h, w, PLD_NO_WINDOW, PLD_REDUCE_SUM, PLD_ALLREDUCE_RING);
+    pld_host_allreduce(h, w, PLD_NO_WINDOW, PLD_REDUCE_SUM, PLD_ALLREDUCE_RING,
+                       blocks);
   } else if (kind == H_BROADCAST) {
-    pld_host_broadcast(h, w, PLD_NO_WINDOW, root);
+    pld_host_broadcast(h, w, PLD_NO_WINDOW, root, blocks);
   } else if (kind == H_ALLGATHER) {
-    pld_host_allgather(h, stage, t, PLD_NO_WINDOW);
+    pld_host_allgather(h, stage, t, PLD_NO_WINDOW, blocks);
   } else if (kind == H_REDUCE_SCATTER) {
-    pld_host_reduce_scatter(h, w, PLD_NO_WINDOW, PLD_REDUCE_MAX);
+    pld_host_reduce_scatter(h, w, PLD_NO_WINDOW, PLD_REDUCE_MAX, blocks);
   } else {
-    pld_host_all_to_all(h, w, t, PLD_NO_WINDOW);
+    pld_host_all_to_all(h, w, t, PLD_NO_WINDOW, blocks);
   }
   int has_target = kind == H_ALLGATHER || kind == H_ALL_TO_ALL;
   for (int q = 0; q < n; q++)
@@ -93,11 +94,11 @@ PLD_HOST(h_coll, h, PLD_IN(x, INT32, NR, NR, R), PLD_OUT(y, INT32, NR, NR, R),
 
 /* The results of one call, kernel form or host form, over n ranks. */
 static pld_tensor run_kind(int n, int64_t r, int kind, int root, int kernel,
-                           pld_tensor x) {
+                           int blocks, pld_tensor x) {
   pld_config cfg = comm_config(n);
   pld_tensor y = comm_int_tensor(-1, 3, (int64_t[]){n, n, r});
-  int32_t k = kind, rt = root, kn = kernel;
-  assert_ok(pld_run(h_coll, &cfg, PLD_ARGS(x, y, k, rt, kn)));
+  int32_t k = kind, rt = root, kn = kernel, bl = blocks;
+  assert_ok(pld_run(h_coll, &cfg, PLD_ARGS(x, y, k, rt, kn, bl)));
   return y;
 }
 
@@ -137,7 +138,7 @@ static void run_every_kind(int n) {
     xs[i] = (int32_t)((i * 2654435761u) % 1000003) - 500000;
   for (int kind = H_ALLREDUCE; kind <= H_ALL_TO_ALL; kind++) {
     int root = kind == H_BROADCAST ? n - 1 : 0;
-    pld_tensor host = run_kind(n, r, kind, root, 0, x);
+    pld_tensor host = run_kind(n, r, kind, root, 0, 1, x);
     const int32_t *ys = pld_tensor_data(host);
     for (int q = 0; q < n; q++)
       for (int64_t row = 0; row < n; row++)
@@ -153,10 +154,18 @@ static void run_every_kind(int n) {
           }
         }
     if (kind != H_ALLGATHER) { /* the kernel form gives the same bits */
-      pld_tensor kern = run_kind(n, r, kind, root, 1, x);
+      pld_tensor kern = run_kind(n, r, kind, root, 1, 1, x);
       comm_expect_i32("kernel form vs host form", pld_tensor_data(kern), ys,
                       pld_tensor_numel(x));
       pld_tensor_destroy(kern);
+    }
+    /* On 2 and 3 blocks (the original's core_num): the same bits. */
+    for (int blocks = 2; blocks <= 3; blocks++) {
+      pld_tensor more = run_kind(n, r, kind, root, 0, blocks, x);
+      char what[64];
+      snprintf(what, sizeof what, "host form on %d blocks vs on 1", blocks);
+      comm_expect_i32(what, pld_tensor_data(more), ys, pld_tensor_numel(x));
+      pld_tensor_destroy(more);
     }
     pld_tensor_destroy(host);
   }
@@ -194,21 +203,22 @@ PLD_DEVICE(d_v_out, a, PLD_WINDOW(t, INT32, VR, R), PLD_OUT(y, INT32, VR, R)) {
   pld_launch(a, k_v_out, 1, t, y);
 }
 PLD_HOST(h_a2av, h, PLD_IN(x, INT32, NR, VR, R), PLD_IN(sc, INT32, NR, NR),
-         PLD_OUT(rc, INT32, NR, NR), PLD_OUT(y, INT32, NR, VR, R)) {
+         PLD_OUT(rc, INT32, NR, NR), PLD_OUT(y, INT32, NR, VR, R),
+         PLD_SCALAR(blocks, INT32)) {
   int n = pld_world_size(h);
   int64_t vr = pld_tensor_dim(x, 1), r = pld_tensor_dim(x, 2);
   pld_window_buf tb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(vr, r));
   pld_window t = pld_window_view(h, tb, PLD_INT32, PLD_SHAPE(vr, r));
   for (int q = 0; q < n; q++)
     pld_dispatch(h, d_v_fill, q, t);
-  pld_host_all_to_all_v(h, x, sc, t, rc, PLD_NO_WINDOW);
+  pld_host_all_to_all_v(h, x, sc, t, rc, PLD_NO_WINDOW, blocks);
   for (int q = 0; q < n; q++)
     pld_dispatch(h, d_v_out, q, t, pld_slice(h, y, q));
 }
 
 /* Runs h_a2av with counts sc on n ranks; checks the result against the C
  * reference when the run succeeds; returns its status. */
-static int a2av_run(int n, const int32_t *counts) {
+static int a2av_run(int n, const int32_t *counts, int32_t blocks) {
   const int64_t vr = (int64_t)n * VMAX, r = 3;
   pld_config cfg = comm_config(n);
   pld_tensor x = comm_tensor(PLD_INT32, 3, (int64_t[]){n, vr, r});
@@ -219,7 +229,7 @@ static int a2av_run(int n, const int32_t *counts) {
   for (int64_t i = 0; i < pld_tensor_numel(x); i++)
     xs[i] = (int32_t)(i * 7 + 1);
   memcpy(pld_tensor_data(sc), counts, (size_t)(n * n) * sizeof *counts);
-  int st = pld_run(h_a2av, &cfg, PLD_ARGS(x, sc, rc, y));
+  int st = pld_run(h_a2av, &cfg, PLD_ARGS(x, sc, rc, y, blocks));
   const int32_t *ys = pld_tensor_data(y), *rcs = pld_tensor_data(rc);
   for (int q = 0; q < n && st == PLD_OK; q++)
     for (int s = 0; s < n; s++) {
@@ -250,10 +260,11 @@ static void run_host_all_to_all_v(int n) {
   int32_t counts[16];
   for (int i = 0; i < n * n; i++) /* 0 and VMAX among them */
     counts[i] = (int32_t)((i * 3 + n) % (VMAX + 1));
-  assert_ok(a2av_run(n, counts));
+  assert_ok(a2av_run(n, counts, 1));
+  assert_ok(a2av_run(n, counts, 2));
   counts[n * n - 1] = VMAX + 1; /* one past the block: nothing moves */
-  pld_test_assert_fails(a2av_run(n, counts), PLD_ERR_BOUNDS, __FILE__, __LINE__,
-                        (const char *[]){"pld_all_to_all_v", NULL});
+  pld_test_assert_fails(a2av_run(n, counts, 1), PLD_ERR_BOUNDS, __FILE__,
+                        __LINE__, (const char *[]){"pld_all_to_all_v", NULL});
 }
 
 static void test_host_all_to_all_v(void **state) {
@@ -271,6 +282,8 @@ enum {
   M_TARGET_ROWS,
   M_OVERLAP,
   M_SIG,
+  M_BLOCKS,
+  M_BLOCKS_MORE,
   M_NULL
 };
 
@@ -284,33 +297,40 @@ PLD_HOST(h_mistake, h, PLD_SCALAR(how, INT32)) {
   pld_window small = pld_window_view(h, sb, PLD_INT32, PLD_SHAPE(n));
   switch (how) {
   case M_ROOT:
-    pld_host_broadcast(h, w, PLD_NO_WINDOW, n);
+    pld_host_broadcast(h, w, PLD_NO_WINDOW, n, 1);
     break;
   case M_ROOT_NEG:
-    pld_host_broadcast(h, w, PLD_NO_WINDOW, -1);
+    pld_host_broadcast(h, w, PLD_NO_WINDOW, -1, 1);
     break;
   case M_OP:
     pld_host_allreduce(h, w, PLD_NO_WINDOW, (pld_reduce_op)4,
-                       PLD_ALLREDUCE_AUTO);
+                       PLD_ALLREDUCE_AUTO, 1);
     break;
   case M_DTYPE:
     pld_host_allreduce(h, bytes, PLD_NO_WINDOW, PLD_REDUCE_SUM,
-                       PLD_ALLREDUCE_AUTO);
+                       PLD_ALLREDUCE_AUTO, 1);
     break;
   case M_TARGET_ROWS:
     pld_host_allgather(h, pld_window_view(h, b, PLD_INT32, PLD_SHAPE(8)),
                        pld_window_view(h, b, PLD_INT32, PLD_SHAPE(8 * n)),
-                       PLD_NO_WINDOW);
+                       PLD_NO_WINDOW, 1);
     break;
   case M_OVERLAP:
-    pld_host_all_to_all(h, w, w, PLD_NO_WINDOW);
+    pld_host_all_to_all(h, w, w, PLD_NO_WINDOW, 1);
     break;
   case M_SIG:
-    pld_host_allreduce(h, w, small, PLD_REDUCE_SUM, PLD_ALLREDUCE_AUTO);
+    pld_host_allreduce(h, w, small, PLD_REDUCE_SUM, PLD_ALLREDUCE_AUTO, 1);
+    break;
+  case M_BLOCKS: /* past the vector cores (48 on a2a3sim) */
+    pld_host_barrier(h, PLD_NO_WINDOW, 49);
+    break;
+  case M_BLOCKS_MORE: /* the program's own window, made for 2 blocks */
+    pld_host_barrier(h, PLD_NO_WINDOW, 2);
+    pld_host_barrier(h, PLD_NO_WINDOW, 3);
     break;
   default:
     pld_host_allreduce(h, PLD_NO_WINDOW, PLD_NO_WINDOW, PLD_REDUCE_SUM,
-                       PLD_ALLREDUCE_AUTO);
+                       PLD_ALLREDUCE_AUTO, 1);
     break;
   }
 }
@@ -351,6 +371,14 @@ static void test_host_collective_mistakes(void **state) {
            "expected INT32[n] with n >= %d (PLD_SIGNAL_CELLS(3, 1))",
            PLD_SIGNAL_CELLS(3, 1));
   assert_fails_with(compile_mistake(3, M_SIG), PLD_ERR_ARG, sig_small);
+  assert_fails_with(compile_mistake(2, M_BLOCKS), PLD_ERR_ARG,
+                    "pld_host_barrier (in h_mistake): blocks: expected 1 to "
+                    "48 (the vector cores of an a2a3sim device), got 49");
+  assert_fails_with(compile_mistake(2, M_BLOCKS_MORE), PLD_ERR_ARG,
+                    "pld_host_barrier (in h_mistake): blocks: 3, but the "
+                    "program's collective signal window holds the cells of 2 "
+                    "blocks: declare it for the most blocks a call takes "
+                    "(pld_coll_signal) before the first call");
   assert_fails_with(compile_mistake(2, M_NULL), PLD_ERR_ARG,
                     "pld_host_allreduce (in h_mistake): data: expected a "
                     "window view (pld_window_view), got NULL");
@@ -427,10 +455,10 @@ PLD_HOST(h_barrier, h, PLD_OUT(y, INT32, NR, 1), PLD_SCALAR(sig_cells, INT32)) {
         pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(sig_cells));
     sig = pld_window_view(h, s, PLD_INT32, PLD_SHAPE(sig_cells));
   }
-  pld_host_barrier(h, sig);
+  pld_host_barrier(h, sig, 1);
   for (int q = 0; q < n; q++)
     pld_dispatch(h, d_late_write, q, w, (int32_t)(n - q) * 4);
-  pld_host_barrier(h, sig);
+  pld_host_barrier(h, sig, 1);
   for (int q = 0; q < n; q++)
     pld_dispatch(h, d_read_right, q, w, pld_slice(h, y, q));
 }
@@ -461,25 +489,27 @@ static void test_host_barrier(void **state) {
   }
 }
 
-/* The artifact folder lists the builtin dispatches like the others. */
+/* The artifact folder lists the builtin dispatches like the others, with
+ * the blocks the call asked for. */
 static void test_host_collective_artifacts(void **state) {
   (void)state;
   pld_config cfg = comm_config(2);
   cfg.artifact_dir = "";
   pld_tensor x = comm_int_tensor(1, 3, (int64_t[]){2, 2, 16});
   pld_tensor y = comm_int_tensor(0, 3, (int64_t[]){2, 2, 16});
-  int32_t kind = H_ALLREDUCE, root = 0, kernel = 0;
+  int32_t kind = H_ALLREDUCE, root = 0, kernel = 0, blocks = 2;
   pld_program *p;
-  assert_ok(pld_compile(h_coll, &cfg, PLD_ARGS(x, y, kind, root, kernel), &p));
+  assert_ok(pld_compile(h_coll, &cfg,
+                        PLD_ARGS(x, y, kind, root, kernel, blocks), &p));
   char cmd[512];
   snprintf(cmd, sizeof cmd,
            "grep -q 'dispatch 2: pld_allreduce on the AICPU' '%s/rank1.txt' "
-           "&& grep -q 'kernel pld_allreduce on the AI cores: 1 block' "
+           "&& grep -q 'kernel pld_allreduce on the AI cores: 2 blocks' "
            "'%s/rank1.txt' && grep -q 'dispatch 3: d_out' '%s/rank1.txt'",
            pld_program_artifact_dir(p), pld_program_artifact_dir(p),
            pld_program_artifact_dir(p));
   assert_int_equal(system(cmd), 0);
-  assert_ok(pld_program_run(p, PLD_ARGS(x, y, kind, root, kernel)));
+  assert_ok(pld_program_run(p, PLD_ARGS(x, y, kind, root, kernel, blocks)));
   const int32_t *ys = pld_tensor_data(y);
   for (int64_t i = 0; i < pld_tensor_numel(y); i++)
     assert_int_equal(ys[i], 2);

@@ -153,9 +153,10 @@ enum {
             pld_slice(h, o_out, q), pld_slice(h, o_pc, q), experts, mode);     \
     } else {                                                                   \
       if (mode & MODE_PACKED)                                                  \
-        pld_host_all_to_all_packed(h, pin, scnt, tgt, o_pc, sig);              \
+        pld_host_all_to_all_packed(h, pin, scnt, tgt, o_pc, sig, 1);           \
       if (mode & MODE_EP) {                                                    \
-        pld_host_ep_dispatch(h, x, idx, wt, experts, rx, meta, rw, o_rc, sig); \
+        pld_host_ep_dispatch(h, x, idx, wt, experts, rx, meta, rw, o_rc, sig,  \
+                             1);                                               \
         pld_tensor eo = (mode & HM_EBUF_WINDOW)                                \
                             ? pld_local(ebuf)                                  \
                             : pld_host_tensor(h, dt, PLD_SHAPE(n, cap, h_));   \
@@ -163,7 +164,7 @@ enum {
           pld_dispatch(h, d_expert_##DT, q, rx, pld_slice(h, o_rc, q),         \
                        (mode & HM_EBUF_WINDOW) ? eo : pld_slice(h, eo, q));    \
         pld_host_ep_combine(h, eo, pld_local(meta), o_rc, idx, wt, stage,      \
-                            o_out, sig);                                       \
+                            o_out, sig, 1);                                    \
       }                                                                        \
     }                                                                          \
     for (int q = 0; q < n; q++)                                                \
@@ -558,13 +559,13 @@ PLD_HOST(h_mistake, h, PLD_IN(x, FP32, NR, 4, 8), PLD_IN(idx, INT32, NR, 4, 2),
         h, PLD_INT32, PLD_SHAPE(n, how == M_PACKED_COUNTS ? n + 1 : n));
     pld_tensor recv = pld_host_tensor(h, PLD_INT32, PLD_SHAPE(n, n));
     pld_host_all_to_all_packed(h, how == M_PACKED_COLS ? idx : x, counts, rx,
-                               recv, sig);
+                               recv, sig, 1);
     return;
   }
-  pld_host_ep_dispatch(h, xx, idx, ww, experts, rx, meta, rw, rcc, sig);
+  pld_host_ep_dispatch(h, xx, idx, ww, experts, rx, meta, rw, rcc, sig, 1);
   pld_host_ep_combine(h, pld_local(rx), pld_local(meta),
-                      how == M_COMBINE_COUNTS ? w : rc, idx, w, stage, out,
-                      sig);
+                      how == M_COMBINE_COUNTS ? w : rc, idx, w, stage, out, sig,
+                      1);
 }
 
 /* The message of compiling h_mistake over n ranks with mistake `how`. */

@@ -351,7 +351,8 @@ PLD_HOST(h_rounds, h, PLD_IN(x, FP32, 2, NR, DR, DC),
     for (int r = 0; r < n; r++)
       pld_dispatch(h, d_round_publish, r, pld_slice(h, xr, r),
                    pld_window_view(h, db[round], PLD_FP32, PLD_SHAPE(DR, DC)));
-    pld_host_barrier(h, pld_window_view(h, sb[round], PLD_INT32, PLD_SHAPE(n)));
+    pld_host_barrier(h, pld_window_view(h, sb[round], PLD_INT32, PLD_SHAPE(n)),
+                     1);
     for (int r = 0; r < n; r++)
       pld_dispatch(h, d_round_consume, r,
                    pld_window_view(h, db[round], PLD_FP32, PLD_SHAPE(DR, DC)),
