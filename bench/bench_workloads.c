@@ -685,6 +685,29 @@ static double med(double *v, int n) {
   return median(v, n);
 }
 
+/* A row's repetitions: in each, its three programs (prog[m] with argv,
+ * whose last argument, the mode, is set to m) and then one native job of
+ * `args` on p ranks.  The medians: mode 0's and the native jobs' into w,
+ * every mode's into t. */
+static void alternate(struct row *w, pld_program *const prog[3],
+                      const char *const names[3], int argc, const pld_arg *argv,
+                      int p, const char *args, double t[3]) {
+  pld_arg a[PLD_MAX_PARAMS];
+  memcpy(a, argv, (size_t)argc * sizeof *a);
+  double v[3][16], nv[16];
+  for (int i = 0; i < reps; i++) {
+    for (int32_t m = 0; m < 3; m++) {
+      a[argc - 1].v.i = m;
+      v[m][i] = run(prog[m], argc, a, names[m]);
+    }
+    nv[i] = native(p, args, i == 0);
+  }
+  for (int m = 0; m < 3; m++)
+    t[m] = med(v[m], reps);
+  w->pld = t[0];
+  w->native = med(nv, reps);
+}
+
 /* A wrong result (what, where, got and expected): reported, failed set;
  * returns 1. */
 static int wrong(const char *what, int r, int64_t i, int64_t c, double got,
@@ -850,16 +873,11 @@ static void moe_row(int p, int64_t t, int64_t h, int64_t f, int64_t e) {
     goto done;
   snprintf(args, sizeof args, "moe %lld %lld %lld %lld", (long long)t,
            (long long)h, (long long)f, (long long)e);
-  double v[3][16], nv[16];
-  for (int i = 0; i < reps; i++) {
-    for (int32_t m = 0; m < 3; m++)
-      v[m][i] = run(prog[m], PLD_ARGS(dx, dwg, dw1, dw2, dti, dtw, dout, m),
-                    names[m]);
-    nv[i] = native(p, args, i == 0);
-  }
-  w->pld = med(v[0], reps);
-  w->native = med(nv, reps);
-  const double rt = med(v[1], reps), gt = med(v[2], reps);
+  const int32_t mode = 0;
+  double t3[3];
+  alternate(w, prog, names, PLD_ARGS(dx, dwg, dw1, dw2, dti, dtw, dout, mode),
+            p, args, t3);
+  const double rt = t3[1], gt = t3[2];
   if (w->pld > 0 && rt >= 0 && gt >= 0) {
     w->route = (rt - gt > 0 ? rt - gt : 0) / w->pld;
     snprintf(w->split, sizeof w->split,
@@ -924,15 +942,11 @@ static void ep_row(int p, int64_t t, int64_t d, int32_t k, int32_t e) {
     goto done;
   snprintf(args, sizeof args, "ep %lld %lld %d %d", (long long)t, (long long)d,
            k, e);
-  double v[3][16], nv[16];
-  for (int i = 0; i < reps; i++) {
-    for (int32_t m = 0; m < 3; m++)
-      v[m][i] = run(prog[m], PLD_ARGS(dx, dti, dtw, dout, e, cap, m), names[m]);
-    nv[i] = native(p, args, i == 0);
-  }
-  w->pld = med(v[0], reps);
-  w->native = med(nv, reps);
-  const double dt = med(v[1], reps), et = med(v[2], reps);
+  const int32_t mode = 0;
+  double t3[3];
+  alternate(w, prog, names, PLD_ARGS(dx, dti, dtw, dout, e, cap, mode), p, args,
+            t3);
+  const double dt = t3[1], et = t3[2];
   if (w->pld > 0 && dt >= 0 && et >= 0)
     snprintf(w->split, sizeof w->split,
              "empty run (no kernel) %.2f ms, dispatch %.2f ms, "
@@ -1028,15 +1042,10 @@ static void tp_row(int p, int64_t t, int64_t h, int64_t f) {
   }
   snprintf(args, sizeof args, "tp %lld %lld %lld", (long long)t, (long long)h,
            (long long)f);
-  double v[3][16], nv[16];
-  for (int i = 0; i < reps; i++) {
-    for (int32_t m = 0; m < 3; m++)
-      v[m][i] = run(prog[m], PLD_ARGS(dx, dw1, dw2, dy, m), names[m]);
-    nv[i] = native(p, args, i == 0);
-  }
-  w->pld = med(v[0], reps);
-  w->native = med(nv, reps);
-  const double ut = med(v[1], reps), et = med(v[2], reps);
+  const int32_t mode = 0;
+  double t3[3];
+  alternate(w, prog, names, PLD_ARGS(dx, dw1, dw2, dy, mode), p, args, t3);
+  const double ut = t3[1], et = t3[2];
   if (w->pld > 0 && ut >= 0 && et >= 0)
     snprintf(w->split, sizeof w->split,
              "empty run (no kernel) %.2f ms, AllGather-GEMM + relu "

@@ -76,6 +76,27 @@ struct moe {
   int *ecount, *recount;                /* per expert: sent, received [P][L] */
 };
 
+/* Local expert j's rows from every source rank: packed from recv into
+ * m->packed (back 0), or from m->yb back where they came from in recv
+ * (back 1).  Returns their number. */
+static int64_t expert_rows(struct moe *m, int64_t j, int back) {
+  const int64_t h = m->h, l = m->l;
+  int64_t rows = 0;
+  for (int s = 0; s < nranks; s++) {
+    int64_t off = m->rdisp[s] / h;
+    for (int64_t i = 0; i < j; i++)
+      off += m->recount[s * l + i];
+    const int64_t n = m->recount[s * l + j];
+    const size_t bytes = sizeof(float) * (size_t)(n * h);
+    if (back)
+      memcpy(m->recv + off * h, m->yb + rows * h, bytes);
+    else
+      memcpy(m->packed + rows * h, m->recv + off * h, bytes);
+    rows += n;
+  }
+  return rows;
+}
+
 static void moe_layer(struct moe *m) {
   const int64_t t = m->t, h = m->h, f = m->f, e = m->e, l = m->l;
   sgemm((int)t, (int)e, (int)h, m->x, m->wg, m->logits);
@@ -123,30 +144,12 @@ static void moe_layer(struct moe *m) {
   /* Per local expert: its rows from every source, packed, the FFN, and
    * the outputs back where the rows came from. */
   for (int64_t j = 0; j < l; j++) {
-    int64_t rows = 0;
-    for (int s = 0; s < nranks; s++) {
-      int64_t off = m->rdisp[s] / h;
-      for (int64_t i = 0; i < j; i++)
-        off += m->recount[s * l + i];
-      const int64_t n = m->recount[s * l + j];
-      memcpy(m->packed + rows * h, m->recv + off * h,
-             sizeof(float) * (size_t)(n * h));
-      rows += n;
-    }
+    const int64_t rows = expert_rows(m, j, 0);
     sgemm((int)rows, (int)f, (int)h, m->packed, m->w1 + j * h * f, m->hbuf);
     for (int64_t i = 0; i < rows * f; i++)
       m->hbuf[i] = m->hbuf[i] > 0.0f ? m->hbuf[i] : 0.0f;
     sgemm((int)rows, (int)h, (int)f, m->hbuf, m->w2 + j * f * h, m->yb);
-    rows = 0;
-    for (int s = 0; s < nranks; s++) {
-      int64_t off = m->rdisp[s] / h;
-      for (int64_t i = 0; i < j; i++)
-        off += m->recount[s * l + i];
-      const int64_t n = m->recount[s * l + j];
-      memcpy(m->recv + off * h, m->yb + rows * h,
-             sizeof(float) * (size_t)(n * h));
-      rows += n;
-    }
+    expert_rows(m, j, 1);
   }
   MPI_Alltoallv(m->recv, m->rcount, m->rdisp, MPI_FLOAT, m->send, m->scount,
                 m->sdisp, MPI_FLOAT, MPI_COMM_WORLD);

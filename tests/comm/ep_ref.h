@@ -327,4 +327,69 @@ static inline void add_doubles(struct ep_case *c) {
   }
 }
 
+/* The random case of both calls over p ranks (rng_state set before):
+ * routes with add_doubles' tokens, a capacity two rows above the largest
+ * receiver's, and packed counts of which some are zero. */
+static inline void case_random_both(struct ep_case *c, pld_dtype dt, int p) {
+  case_init(c, dt, p, p == 3 ? 3 * p : 2 * p, 9, 24, 3);
+  case_random(c);
+  add_doubles(c);
+  c->cap = ref_max_total(c) + 2;
+  c->mode = MODE_EP | MODE_PACKED;
+  for (int q = 0; q < p; q++)
+    for (int d = 0; d < p; d++)
+      c->scnt[q * p + d] = (q + d) % 3 == 0 ? 0 : below(c->n / p + 1);
+}
+
+/* Rank 0 sends nothing (every slot masked) and rank P-1 receives nothing
+ * (no token chooses its experts). */
+static inline void case_route_around(struct ep_case *c) {
+  const int l = c->e / c->p;
+  for (int i = 0; i < c->p * c->t * c->k; i++)
+    if (i < c->t * c->k || c->idx[i] / l == c->p - 1)
+      c->idx[i] = -1;
+}
+
+/* Every token of every rank chooses expert 1 alone. */
+static inline void case_all_to_expert_1(struct ep_case *c) {
+  for (int i = 0; i < c->p * c->t * c->k; i++)
+    c->idx[i] = i % c->k == 0 ? 1 : -1;
+}
+
+/* The rows the busiest receiver gets from dispatch, and (in *at) which
+ * rank it is. */
+static inline int ref_busiest(const struct ep_case *c, int *at) {
+  int most = 0;
+  *at = 0;
+  for (int d = 0; d < c->p; d++)
+    if (ref_total(c, d) > most)
+      most = ref_total(c, d), *at = d;
+  return most;
+}
+
+/* Random packed counts, one in five zero, and none from rank 0 to rank 1
+ * nor back. */
+static inline void case_packed_counts(struct ep_case *c) {
+  const int p = c->p;
+  for (int q = 0; q < p; q++)
+    for (int d = 0; d < p; d++)
+      c->scnt[q * p + d] = below(5) == 0 ? 0 : below(c->n / p + 1);
+  c->scnt[0 * p + 1] = 0, c->scnt[1 * p + 0] = 0;
+}
+
+/* The rows the busiest receiver of the packed all-to-all-v gets (the sum
+ * of its column of counts), and (in *at) which rank it is. */
+static inline int packed_busiest(const struct ep_case *c, int *at) {
+  int most = 0;
+  *at = 0;
+  for (int d = 0; d < c->p; d++) {
+    int tot = 0;
+    for (int s = 0; s < c->p; s++)
+      tot += c->scnt[s * c->p + d];
+    if (tot > most)
+      most = tot, *at = d;
+  }
+  return most;
+}
+
 #endif

@@ -335,16 +335,9 @@ static void random_cases(pld_dtype dt, int blocks) {
     if (!comm_world_fits(p))
       continue;
     struct ep_case c;
-    case_init(&c, dt, p, p == 3 ? 3 * p : 2 * p, 9, 24, 3);
     rng_state = (uint64_t)(p * 100 + blocks);
-    case_random(&c);
-    add_doubles(&c);
+    case_random_both(&c, dt, p);
     c.blocks = blocks;
-    c.cap = ref_max_total(&c) + 2;
-    c.mode = MODE_EP | MODE_PACKED;
-    for (int q = 0; q < p; q++) /* packed counts: some zero */
-      for (int d = 0; d < p; d++)
-        c.scnt[q * p + d] = (q + d) % 3 == 0 ? 0 : below(c.n / p + 1);
     case_run(&c);
     case_free(&c);
   }
@@ -378,15 +371,11 @@ static void test_zero_counts_and_one_expert(void **state) {
     case_init(&c, PLD_FP32, p, 2 * p, 6, 8, 2);
     rng_state = 7;
     case_random(&c);
-    const int l = 2;
-    for (int i = 0; i < p * c.t * c.k; i++)
-      if (i < c.t * c.k || c.idx[i] / l == p - 1)
-        c.idx[i] = -1;
+    case_route_around(&c);
     c.cap = ref_max_total(&c) + 1;
     assert_int_equal(ref_total(&c, p - 1), 0);
     case_run(&c);
-    for (int i = 0; i < p * c.t * c.k; i++)
-      c.idx[i] = i % c.k == 0 ? 1 : -1;
+    case_all_to_expert_1(&c);
     c.cap = ref_max_total(&c);
     assert_int_equal(ref_total(&c, 0), p * c.t);
     case_run(&c);
@@ -405,10 +394,8 @@ static void test_capacity(void **state) {
     case_init(&c, PLD_BF16, p, 2 * p, 7, 16, 2);
     rng_state = 11 + (uint64_t)p;
     case_random(&c);
-    int most = 0, at = 0;
-    for (int d = 0; d < p; d++)
-      if (ref_total(&c, d) > most)
-        most = ref_total(&c, d), at = d;
+    int at;
+    const int most = ref_busiest(&c, &at);
     c.cap = most;
     case_run(&c);
     c.cap = most - 1;
@@ -460,18 +447,9 @@ static void test_packed(void **state) {
       c.mode = MODE_PACKED;
       c.blocks = b;
       c.n = 8; /* sum of a row: at most N */
-      for (int q = 0; q < p; q++)
-        for (int d = 0; d < p; d++)
-          c.scnt[q * p + d] = below(5) == 0 ? 0 : below(c.n / p + 1);
-      c.scnt[0 * p + 1] = 0, c.scnt[1 * p + 0] = 0;
-      int most = 0, at = 0;
-      for (int d = 0; d < p; d++) {
-        int tot = 0;
-        for (int s = 0; s < p; s++)
-          tot += c.scnt[s * p + d];
-        if (tot > most)
-          most = tot, at = d;
-      }
+      case_packed_counts(&c);
+      int at;
+      const int most = packed_busiest(&c, &at);
       c.cap = most; /* exactly at the limit */
       case_run(&c);
       c.cap = most - 1;

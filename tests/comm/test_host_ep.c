@@ -346,15 +346,8 @@ static void random_cases(pld_dtype dt) {
     if (!comm_world_fits(p))
       continue;
     struct ep_case c;
-    case_init(&c, dt, p, p == 3 ? 3 * p : 2 * p, 9, 24, 3);
     rng_state = (uint64_t)(p * 1000 + 17);
-    case_random(&c);
-    add_doubles(&c);
-    c.cap = ref_max_total(&c) + 2;
-    c.mode = MODE_EP | MODE_PACKED;
-    for (int q = 0; q < p; q++) /* packed counts: some zero */
-      for (int d = 0; d < p; d++)
-        c.scnt[q * p + d] = (q + d) % 3 == 0 ? 0 : below(c.n / p + 1);
+    case_random_both(&c, dt, p);
     case_run(&c, every_way, 3);
     case_free(&c);
   }
@@ -382,14 +375,11 @@ static void test_host_zero_counts_and_one_expert(void **state) {
     case_init(&c, PLD_FP32, p, 2 * p, 6, 8, 2);
     rng_state = 70 + (uint64_t)p;
     case_random(&c);
-    for (int i = 0; i < p * c.t * c.k; i++)
-      if (i < c.t * c.k || c.idx[i] / 2 == p - 1)
-        c.idx[i] = -1;
+    case_route_around(&c);
     c.cap = ref_max_total(&c) + 1;
     assert_int_equal(ref_total(&c, p - 1), 0);
     case_run(&c, every_way, 1);
-    for (int i = 0; i < p * c.t * c.k; i++)
-      c.idx[i] = i % c.k == 0 ? 1 : -1;
+    case_all_to_expert_1(&c);
     c.cap = ref_max_total(&c);
     assert_int_equal(ref_total(&c, 0), p * c.t);
     case_run(&c, every_way, 1);
@@ -409,10 +399,8 @@ static void test_host_capacity_and_bounds(void **state) {
     case_init(&c, PLD_BF16, p, 2 * p, 7, 16, 2);
     rng_state = 110 + (uint64_t)p;
     case_random(&c);
-    int most = 0, at = 0;
-    for (int d = 0; d < p; d++)
-      if (ref_total(&c, d) > most)
-        most = ref_total(&c, d), at = d;
+    int at;
+    const int most = ref_busiest(&c, &at);
     c.cap = most;
     c.mode = MODE_EP;
     case_run(&c, every_way, 1);
@@ -450,18 +438,9 @@ static void test_host_packed(void **state) {
     rng_state = 310 + (uint64_t)p;
     case_random(&c);
     c.mode = MODE_PACKED;
-    for (int q = 0; q < p; q++)
-      for (int d = 0; d < p; d++)
-        c.scnt[q * p + d] = below(5) == 0 ? 0 : below(c.n / p + 1);
-    c.scnt[0 * p + 1] = 0, c.scnt[1 * p + 0] = 0;
-    int most = 0, at = 0;
-    for (int d = 0; d < p; d++) {
-      int tot = 0;
-      for (int s = 0; s < p; s++)
-        tot += c.scnt[s * p + d];
-      if (tot > most)
-        most = tot, at = d;
-    }
+    case_packed_counts(&c);
+    int at;
+    const int most = packed_busiest(&c, &at);
     assert_true(most >= 2);
     c.cap = most;
     case_run(&c, every_way, 3);
