@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -49,6 +50,13 @@ static inline pld_tensor pld_test_tensor(int ndim, const int64_t *shape,
   for (int64_t i = 0; i < pld_tensor_numel(t); i++)
     d[i] = (float)i * scale + offset;
   return t;
+}
+
+/* Removes the folder dir (an artifact folder a test asked for). */
+static inline void remove_dir(const char *dir) {
+  char cmd[4200];
+  assert_true(snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) < (int)sizeof cmd);
+  assert_int_equal(system(cmd), 0);
 }
 
 /* The process has no child left (every device process was reaped). */

@@ -513,6 +513,7 @@ static void test_host_collective_artifacts(void **state) {
   const int32_t *ys = pld_tensor_data(y);
   for (int64_t i = 0; i < pld_tensor_numel(y); i++)
     assert_int_equal(ys[i], 2);
+  remove_dir(pld_program_artifact_dir(p));
   pld_program_destroy(p);
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);

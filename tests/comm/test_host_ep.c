@@ -683,6 +683,7 @@ static void test_host_ep_artifacts(void **state) {
       fail();
     }
   }
+  remove_dir(pld_program_artifact_dir(p));
   pld_program_destroy(p);
   run_free(&r);
   case_free(&c);

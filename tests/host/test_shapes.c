@@ -1086,6 +1086,8 @@ static void test_names_solved_from_expressions(void **state) {
   pld_tensor_destroy(y);
   /* Agreeing and disagreeing parameters: the message names both. */
   assert_ok(solved_host(h_disagree, 2, 128, 192));
+  /* The least solution, MS = 1, is one. */
+  assert_ok(solved_host(h_disagree, 2, 2, 3));
   assert_fails_with(solved_host(h_disagree, 2, 128, 190), PLD_ERR_ARG,
                     "pld_compile: h_disagree: parameter 'y' (2 of 2): "
                     "expected FP32[MS * 3, EC], got FP32[190, 8]: dimension "
