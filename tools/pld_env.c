@@ -3,12 +3,14 @@
  * force in this environment, and what they do; then the settings, which
  * choose (a fabric, a trace file, the debug log, the race check, the
  * instruction level), with the values they accept and their values now;
- * then the instruction level the tile loops use here.  A value pld
- * refuses is listed with the default in force, then the refusal
- * pld_compile would give; the status is then 1. */
+ * then the instruction level the tile loops use here; then the timing
+ * model's figures on each simulated platform, with PLD_MODEL_FILE's
+ * applied.  A value pld refuses is listed with the default in force, then
+ * the refusal pld_compile would give; the status is then 1. */
 #include <stdio.h>
 #include <string.h>
 
+#include "core/model.h"
 #include "core/tunables.h"
 #include "tile/isa.h"
 
@@ -79,6 +81,37 @@ static void report_setting(const struct pld__setting_info *s) {
   refused = 1;
 }
 
+/* The model's figures on a2a3sim and a5sim (core/model.h), those
+ * PLD_MODEL_FILE gives in force; a file pld refuses is reported as
+ * pld_compile would, the platforms' own figures listed. */
+static void show_model(void) {
+  static const char *const plat[2] = {"a2a3sim", "a5sim"};
+  const char *file = pld__setting(PLD__SET_MODEL_FILE);
+  struct pld__machine m[2];
+  char why[1024] = "";
+  for (int i = 0; i < 2; i++)
+    if (pld__machine_init(&m[i], plat[i], file, NULL, why, sizeof why) &&
+        pld__machine_init(&m[i], plat[i], NULL, NULL, why, sizeof why) == 0) {
+      fprintf(stderr, "pld-env: environment: PLD_MODEL_FILE: %s\n", why);
+      refused = 1;
+      file = NULL;
+    }
+  printf("The timing model's figures (docs/model.md gives each source)%s%s%s:"
+         "\n",
+         file && *file ? ", PLD_MODEL_FILE '" : "", file && *file ? file : "",
+         file && *file ? "' applied (*)" : "");
+  for (int id = 0; id < PLD__MODEL_VALUES; id++) {
+    const struct pld__model_info *f = pld__model_info(id);
+    printf("%s (%s):", f->name, f->unit);
+    for (int i = 0; i < 2; i++)
+      printf("%s %s %lld%s", i ? "," : "", plat[i], (long long)m[i].v[id],
+             m[i].given[id] ? "*" : "");
+    printf("; range [%lld, %lld], %s\n", (long long)f->min, (long long)f->max,
+           f->source);
+    print_wrapped(f->help);
+  }
+}
+
 int main(void) {
   pld__tunables_each(show);
   pld__settings_each(show_setting);
@@ -90,6 +123,7 @@ int main(void) {
     if (pld__isa_runs(l))
       printf(" %s", pld__isa_name(l));
   printf(")\n");
+  show_model();
   fflush(stdout);
   pld__tunables_each(report);
   pld__settings_each(report_setting);

@@ -85,6 +85,16 @@ typedef struct pld_config {
    * the other program first keeps its devices until this one is
    * destroyed.  NULL: devices of its own. */
   struct pld_program *share;
+  /* The timing model's figures (docs/model.md; pld-env lists them with
+   * each platform's values): a file of lines "name = value" (a name may
+   * be prefixed "a5sim." to apply to that platform alone; '#' starts a
+   * comment) replacing the platform's, then model_values, in the same
+   * syntax with ';' or newlines between its lines.  model_file NULL:
+   * PLD_MODEL_FILE (unset or empty: none); "": none.  A line naming no
+   * figure, or a value out of its range, fails pld_compile with
+   * PLD_ERR_CONFIG naming the line. */
+  const char *model_file;
+  const char *model_values;
 } pld_config;
 
 /* The defaults: every field not named is zero (NULL), which the comments

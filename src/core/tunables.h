@@ -161,6 +161,10 @@ void pld__tunables_each(void (*fn)(const struct pld__tunable *t));
     "races: every kernel access to window memory is checked against the "      \
     "order signals create (pld_config.check; the shm fabric). Unset or "       \
     "empty: no check.")                                                        \
+  X(PLD_MODEL_FILE, MODEL_FILE, PATH, NULL, 1,                                 \
+    "A file of the timing model's figures replacing the platform's, one "      \
+    "'name = value' per line (pld_config.model_file; pld-env lists the "       \
+    "figures). Unset or empty: the platform's.")                               \
   X(PLD_ISA, ISA, WORD, "generic|avx2|avx512|auto", 1,                         \
     "The instructions the tile loops use at most (x86-64; generic: SSE2, "     \
     "avx2: x86-64-v3 with F16C and FMA, avx512: x86-64-v4); every level "      \

@@ -631,6 +631,9 @@ static int compile(pld_host_fn host, const pld_config *cfg, int argc,
   const struct pld__ctl_ops *cp = pld__ctl_backend(mpi ? "mpi" : "shm")->ops;
   if ((st = choose_check(cfg, cp, &races)))
     return st;
+  struct pld__machine machine;
+  if ((st = pld__machine_config(&machine, cfg)))
+    return st;
   const char *problem =
       pld__sig_problem(host.sig, PLD_LEVEL_HOST, !!host.entry);
   if (problem)
@@ -651,6 +654,7 @@ static int compile(pld_host_fn host, const pld_config *cfg, int argc,
   p->be.cp = cp;
   p->be.same_node_rma = rma;
   p->plan.races = races;
+  p->plan.machine = machine;
   p->plan.max_in_flight = cfg->max_in_flight ? cfg->max_in_flight : 2;
   /* A data slot per run in flight where they are queued on the devices
    * (host/submit.c), else the two that let a run's inputs be copied while

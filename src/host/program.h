@@ -3,6 +3,7 @@
 #define PLD_HOST_PROGRAM_H
 
 #include "core/error.h"
+#include "core/model.h"
 #include "core/sig.h"
 #include "core/tensor.h"
 #include "device/device.h"
@@ -120,8 +121,9 @@ struct pld__plan {
   /* Its submitted runs may be queued on its devices while it has them to
    * itself. */
   int queue_ok;
-  int races;   /* the race detector is on */
-  int tracing; /* the trace is on */
+  struct pld__machine machine; /* the timing model's figures */
+  int races;                   /* the race detector is on */
+  int tracing;                 /* the trace is on */
 
   /* Window buffers and their domains. */
   int nwinbufs;

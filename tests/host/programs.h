@@ -37,6 +37,26 @@ static inline pld_config test_config(int *ids, int n, int first, int step) {
   return cfg;
 }
 
+/* pld_compile of h_scale on 2 ranks with cfg (its platform and devices
+ * set here): the status, its message left in place; the program is
+ * destroyed. */
+static inline int compile_h_scale(pld_config cfg) {
+  int ids[2];
+  pld_config two = test_config(ids, 2, 0, 1);
+  cfg.device_ids = two.device_ids;
+  cfg.ndevices = two.ndevices;
+  const int64_t shape[] = {2, TR, TC};
+  pld_tensor x = pld_test_tensor(3, shape, 1, 0);
+  pld_tensor y = pld_test_tensor(3, shape, 0, 0);
+  pld_program *p = NULL;
+  int st = pld_compile(h_scale, &cfg, PLD_ARGS(x, y), &p);
+  assert_true(st == PLD_OK ? p != NULL : p == NULL);
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+  return st;
+}
+
 /* Asserts y[r] == x[r] * (r + 1) exactly (one float multiply). */
 static inline void assert_scaled(pld_tensor x, pld_tensor y) {
   const float *xs = pld_tensor_data(x), *ys = pld_tensor_data(y);
