@@ -1,0 +1,170 @@
+/* core/timeline.h: what a run did, in the timing model's terms, and the
+ * modeled times replaying it gives (docs/model.md, the timing model).
+ *
+ * A run's timeline is, per rank, its calls (dispatches) in order; per
+ * call, its kernel launches (tasks) in launch order with the earlier
+ * tasks each waited for; per task, its blocks; per block, the records of
+ * what it did, in order.  Records hold amounts (bytes, multiply-adds,
+ * cells and values), never times: the same program with the same inputs
+ * records the same timeline whatever the machine, its load, the
+ * instruction level or the fabric, and a timeline can be replayed with
+ * other figures (core/model.h).
+ *
+ * pld__tl_replay turns a timeline and a machine into modeled times by a
+ * discrete-event simulation that runs alone, after the run, so no thread
+ * interleaving reaches it: one clock per core, AICPU, link direction and
+ * device memory, in integer picoseconds; events taken in (time, creation)
+ * order; a task ready at the later of its launch on the AICPU and its
+ * dependencies' end; its blocks, by (ready time, launch, block index), on
+ * the free core of their type with the smallest clock (then the lowest
+ * number), as the platform's cores allow; a notify's contribution landing
+ * at its issue plus the link's latency; a wait going on once the cell's
+ * contributions landed so far satisfy it (core/watch.h's definition);
+ * local moves queued on the device's memory, transfers on their link and
+ * on both devices' ports, first come first served. */
+#ifndef PLD_CORE_TIMELINE_H
+#define PLD_CORE_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+
+/* What a record is; sub and the fields' meaning per kind. */
+enum pld__tl_kind {
+  /* Computing: sub a class of enum pld__tl_class, a its amount (bytes of
+   * operands for vector classes, multiply-adds for cube ones), b the
+   * operations (each pays the class's fixed cycles). */
+  PLD__TL_COMPUTE = 1,
+  /* A move between global and tile memory: a bytes. */
+  PLD__TL_MOVE,
+  /* A transfer with peer (a rank): sub PLD__TL_PUT or PLD__TL_GET, with
+   * PLD__TL_LATER when it completes only at the next flush or notify of
+   * the block (the core goes on meanwhile); a bytes. */
+  PLD__TL_XFER,
+  /* The block's transfers issued later complete. */
+  PLD__TL_FLUSH,
+  /* A notify: peer the rank whose cell it hits, a the cell (an id the
+   * recorder gives each cell of a rank), sub PLD_NOTIFY_ADD or _SET, b
+   * the value.  It lands after the block's earlier transfers. */
+  PLD__TL_NOTIFY,
+  /* A wait on cell a of rank peer: sub a pld_wait_cmp, b the expected
+   * value.  PLD__TL_DEFER: the same, deferred to the block's task. */
+  PLD__TL_WAIT,
+  PLD__TL_DEFER
+};
+
+enum pld__tl_class {
+  PLD__TC_VECTOR,  /* elementwise */
+  PLD__TC_SPECIAL, /* exp, log, sqrt, rsqrt, division */
+  PLD__TC_REDUCE,  /* reductions, compares, select, top-k, scans */
+  PLD__TC_FP16,    /* cube: multiply-adds by operand dtype */
+  PLD__TC_BF16,
+  PLD__TC_FP32,
+  PLD__TC_INT8,
+  PLD__TC_CLASSES
+};
+
+#define PLD__TL_PUT 0
+#define PLD__TL_GET 1
+#define PLD__TL_LATER 2
+
+struct pld__tl_rec {
+  uint8_t kind, sub;
+  int32_t peer;
+  int64_t a, b;
+};
+
+struct pld__tl_block {
+  int32_t nrec;
+  const struct pld__tl_rec *rec;
+};
+
+struct pld__tl_task {
+  const char *name; /* the kernel's */
+  int cube;         /* runs on cube cores (else vector) */
+  int32_t nblocks;
+  const struct pld__tl_block *blocks;
+  int32_t ndeps;
+  const int32_t *deps; /* earlier tasks of the call it waits for */
+};
+
+/* A call a call waits for (through a host task): rank's call-th. */
+struct pld__tl_ref {
+  int32_t rank, call;
+};
+
+struct pld__tl_call {
+  const char *name; /* the device function's */
+  int32_t ntasks;
+  const struct pld__tl_task *tasks;
+  int32_t nafter;
+  const struct pld__tl_ref *after;
+};
+
+struct pld__tl_rank {
+  int32_t device;              /* its device id: the server is id /
+                                  server_devices */
+  int64_t bytes_in, bytes_out; /* copied from and to the host */
+  int32_t ncalls;
+  const struct pld__tl_call *calls;
+};
+
+struct pld__timeline {
+  int32_t nranks;
+  const struct pld__tl_rank *ranks;
+};
+
+/* Where modeled time went on a core. */
+enum pld__tl_busy {
+  PLD__TB_COMPUTE,
+  PLD__TB_MOVE, /* local moves */
+  PLD__TB_COMM, /* transfers and notifies */
+  PLD__TB_WAIT, /* blocked in waits */
+  PLD__TB_CLASSES
+};
+
+struct pld__tl_core {
+  int32_t rank;
+  int cube;
+  int32_t id; /* among the device's cores of its type */
+  int32_t blocks;
+  int64_t finish_ps; /* its last block's end */
+  int64_t busy_ps[PLD__TB_CLASSES];
+};
+
+/* One block as the model ran it. */
+struct pld__tl_span {
+  int32_t rank, call, task, block;
+  int cube;
+  int32_t core;
+  int64_t start_ps, end_ps;
+};
+
+struct pld__tl_report {
+  int64_t total_ps; /* the last rank's finish */
+  int64_t *rank_ps; /* [nranks]: each rank's finish */
+  int32_t nranks;
+  int32_t ncores; /* cores that ran a block, by (rank, type, id) */
+  struct pld__tl_core *cores;
+  int32_t nspans; /* every block, in (rank, call, task, block) order */
+  struct pld__tl_span *spans;
+};
+
+/* Replays tl on a device of platform-size cores (vector_cores, cube_cores,
+ * server_devices) with machine m into *out (freed with
+ * pld__tl_report_free).  PLD_OK; PLD_ERR_NOMEM; PLD_ERR_DEADLOCK when in
+ * modeled order a wait is never satisfied, or blocks are left without a
+ * core (msg: the first such wait or block, by rank, call, kernel and
+ * block); PLD_ERR_ARG for a timeline that is not one (msg). */
+int pld__tl_replay(const struct pld__timeline *tl, const struct pld__machine *m,
+                   int vector_cores, int cube_cores, int server_devices,
+                   struct pld__tl_report *out, char *msg, size_t cap);
+void pld__tl_report_free(struct pld__tl_report *r);
+
+/* Modeled time of amounts (the model's arithmetic, shared with tests):
+ * cycles at mhz, and bytes at gbps, in picoseconds, rounded up. */
+int64_t pld__tl_cycles_ps(int64_t cycles, int64_t mhz);
+int64_t pld__tl_bytes_ps(int64_t bytes, int64_t gbps);
+
+#endif
