@@ -323,6 +323,68 @@ typedef struct pld_blocks_by {
 int pld__launch_by(pld_aicpu a, pld_kernel_fn kernel, pld_blocks_by by,
                    int argc, const pld_arg *argv);
 
+/* ---- explicit dependencies ------------------------------------------------
+ */
+
+/* Besides the order its tensors imply, a launch may name earlier tasks it
+ * waits for: those of this call of the device function (ids of another
+ * call or rank are refused).  An edge orders as an automatic one does:
+ * the task starts once each task it names has finished (for a task whose
+ * blocks deferred waits, once those are satisfied), and what those tasks
+ * wrote is ordered before it (the race detector sees it so).  Edges only
+ * point backwards, so they cannot make a cycle.
+ *
+ * pld_task_id: a launched task, valid in the call that launched it; all
+ * zeros (PLD_NO_TASK, and what a failed launch returns) is no task. */
+typedef struct pld_task_id {
+  uint32_t call; /* the device call that launched it; 0: no task */
+  int32_t rank;  /* the rank whose device function launched it */
+  int32_t index; /* its launch number in the call, from 0 */
+} pld_task_id;
+#define PLD_NO_TASK ((pld_task_id){0, 0, 0})
+
+/* The tasks a launch waits for: n ids (n in [0, PLD_MAX_DEPS]).
+ * PLD_DEPS(t1, t2) makes one from its arguments; an id may repeat. */
+#define PLD_MAX_DEPS 16
+typedef struct pld_deps {
+  int32_t n;
+  const pld_task_id *ids;
+} pld_deps;
+#define PLD_DEPS(...)                                                          \
+  ((pld_deps){PLD__NARG(__VA_ARGS__), (const pld_task_id[]){__VA_ARGS__}})
+
+/* pld_launch_task(a, kernel, blocks, args...): pld_launch, returning the
+ * task's id.  pld_launch_after(a, deps, kernel, blocks, args...): the same,
+ * and the task also waits for each task of deps.  Device only.  On failure
+ * (PLD_ERR_ARG: as pld_launch's, or deps: n out of range, ids NULL, an id
+ * of no task, of another call or rank, or of a task not launched yet) the
+ * failure is recorded in `a`, with the message naming the function, the
+ * parameter, the rank and what was expected and got, and PLD_NO_TASK is
+ * returned; a device function traced at compile time is refused there. */
+#define pld_launch_task(a, kernel, ...)                                        \
+  pld__launch_after((a), (pld_deps){0, 0}, 0, (kernel),                        \
+                    PLD__CALL_ARGS(pld_launch_task, kernel, __VA_ARGS__))
+#define pld_launch_after(a, deps, kernel, ...)                                 \
+  pld__launch_after((a), (deps), 1, (kernel),                                  \
+                    PLD__CALL_ARGS(pld_launch_after, kernel, __VA_ARGS__))
+pld_task_id pld__launch_after(pld_aicpu a, pld_deps deps, int after,
+                              pld_kernel_fn kernel, int argc,
+                              const pld_arg *argv);
+
+/* A manual scope, as the original's MANUAL scope: between
+ * pld_manual_scope_begin and pld_manual_scope_end, launches are not
+ * ordered by their tensors among themselves, only by the edges they name
+ * (pld_launch_after).  What still holds: a launch in the scope waits for
+ * the earlier conflicting tasks launched before the scope (as ever), a
+ * launch after the scope for the conflicting tasks in it, and every task
+ * for the writers of the counts it reads (pld_segment, pld_launch_by:
+ * the device reads them).  Scopes do not nest; the device function must
+ * end its scope before it returns.  Device only.  Returns PLD_OK,
+ * PLD_ERR_ARG (a scope open already, none open, with the message), or an
+ * earlier failure of the call. */
+int pld_manual_scope_begin(pld_aicpu a);
+int pld_manual_scope_end(pld_aicpu a);
+
 /* ---- kernel level -------------------------------------------------------- */
 
 /* This block's index in [0, blocks) and the block count of the launch. */

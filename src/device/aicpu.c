@@ -27,6 +27,16 @@ static int afail(struct pld__aicpu *a, int status, const char *fn,
   return st;
 }
 
+/* The explicit dependencies of a launch, checked: the launch numbers in
+ * this call of the tasks it waits for. */
+struct pld__deps_of {
+  int n;
+  int32_t seqs[PLD_MAX_DEPS];
+};
+
+/* Each call's stamp in its task ids: unique in the process (0: none). */
+static _Atomic uint32_t call_stamps;
+
 static void log_append(struct pld__aicpu *a, const char *text) {
   size_t n = strlen(text);
   if (a->loglen + n + 1 > a->logcap) {
@@ -43,10 +53,30 @@ static void log_append(struct pld__aicpu *a, const char *text) {
   a->loglen += n;
 }
 
+/* The explicit edges of a launch, and its manual scope, in its
+ * description. */
+static size_t describe_order(const struct pld__aicpu *a, char *line, size_t cap,
+                             const struct pld__deps_of *o) {
+  size_t n = 0;
+  if (a->scope)
+    n += pld__catf(line, cap,
+                   "      (in a manual scope: ordered by its "
+                   "explicit dependencies only)\n");
+  if (!o || !o->n)
+    return n;
+  n += pld__catf(line + n, cap - n, "      after (explicit):");
+  for (int i = 0; i < o->n; i++)
+    n +=
+        pld__catf(line + n, cap - n, "%s task #%d (%s)", i ? "," : "",
+                  (int)o->seqs[i], a->launched ? a->launched[o->seqs[i]] : "?");
+  return n + pld__catf(line + n, cap - n, "\n");
+}
+
 static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
                             int32_t blocks, const pld_arg *argv,
                             const pld_platform_info *plat,
-                            const struct pld__blocks_by *by) {
+                            const struct pld__blocks_by *by,
+                            const struct pld__deps_of *o) {
   char line[1024];
   const pld_signature *sig = kernel.sig;
   int cores = plat ? (sig->core_type == PLD_CORE_CUBE ? plat->cube_cores
@@ -62,6 +92,7 @@ static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
                    "      (at most: ceil(%s[%d] / %d) blocks when it starts)\n",
                    by->at.name ? by->at.name : "counts", (int)by->at.index,
                    (int)by->per_block);
+  n += describe_order(a, line + n, sizeof line - n, o);
   for (int i = 0; i < sig->nparams; i++) {
     const pld_param *p = &sig->params[i];
     n += pld__catf(line + n, sizeof line - n, "      %s: ", p->name);
@@ -101,7 +132,8 @@ launch_refused(struct pld__aicpu *a, int st, const char *what) {
 }
 
 static int launch_submit(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
-                         const pld_arg *norm, const struct pld__blocks_by *by);
+                         const pld_arg *norm, const struct pld__blocks_by *by,
+                         const struct pld__deps_of *o);
 
 /* Parameter p is a PLD_COLL_SIG: a window whose only dimension is named
  * as pld__coll_sig_param's. */
@@ -153,7 +185,8 @@ static int with_coll_sig(struct pld__aicpu *a, const char *what,
  * kernel's arguments checked against its signature, then submitted. */
 static int launch(struct pld__aicpu *a, const char *what, pld_kernel_fn kernel,
                   int argc, const pld_arg *argv,
-                  const struct pld__blocks_by *by) {
+                  const struct pld__blocks_by *by,
+                  const struct pld__deps_of *o) {
   const pld_signature *sig = kernel.sig;
   pld_arg full[PLD_MAX_PARAMS + 1];
   for (int i = 0; i < sig->nparams; i++)
@@ -179,7 +212,7 @@ static int launch(struct pld__aicpu *a, const char *what, pld_kernel_fn kernel,
                           reshaped, a->msg, sizeof a->msg);
   if (st)
     return launch_refused(a, st, what);
-  return launch_submit((pld_aicpu){a}, kernel, blocks, norm, by);
+  return launch_submit((pld_aicpu){a}, kernel, blocks, norm, by, o);
 }
 
 /* The kernel as a launch may name it: declared at the kernel level. */
@@ -201,7 +234,89 @@ int pld__launch(pld_aicpu ctx, pld_kernel_fn kernel, int argc,
   if (a->status)
     return a->status;
   int st = kernel_refused(a, "pld_launch", kernel);
-  return st ? st : launch(a, "pld_launch", kernel, argc, argv, NULL);
+  return st ? st : launch(a, "pld_launch", kernel, argc, argv, NULL, NULL);
+}
+
+/* deps of a launch of `kernel` by `what`, checked, into *o.  Returns
+ * PLD_OK or the failure recorded. */
+static int deps_check(struct pld__aicpu *a, const char *what,
+                      const char *kernel, pld_deps deps,
+                      struct pld__deps_of *o) {
+  o->n = 0;
+  if (deps.n < 0 || deps.n > PLD_MAX_DEPS)
+    return afail(a, PLD_ERR_ARG, what,
+                 "%s: deps.n: expected 0 to PLD_MAX_DEPS (%d) tasks, got %d",
+                 kernel, PLD_MAX_DEPS, (int)deps.n);
+  if (deps.n && !deps.ids)
+    return afail(a, PLD_ERR_ARG, what,
+                 "%s: deps.ids: expected %d task ids, got NULL", kernel,
+                 (int)deps.n);
+  for (int i = 0; i < deps.n; i++) {
+    const pld_task_id d = deps.ids[i];
+    const char *got = NULL;
+    char other[96];
+    if (!d.call)
+      got = "no task (PLD_NO_TASK, or what a failed launch returned)";
+    else if (d.rank != a->rank) {
+      pld__catf(other, sizeof other, "a task of rank %d", (int)d.rank);
+      got = other;
+    } else if (d.call != a->call) {
+      got = "a task of another device call (ids are valid only in the "
+            "call that launched them)";
+    } else if (d.index < 0 || d.index >= a->nlaunched) {
+      pld__catf(other, sizeof other, "task #%d, not launched yet",
+                (int)d.index);
+      got = other;
+    }
+    if (got)
+      return afail(a, PLD_ERR_ARG, what,
+                   "%s: deps.ids[%d]: expected a task launched earlier in "
+                   "this call on rank %d (#0 to #%d), got %s",
+                   kernel, i, a->rank, (int)a->nlaunched - 1, got);
+    o->seqs[o->n++] = d.index;
+  }
+  return PLD_OK;
+}
+
+pld_task_id pld__launch_after(pld_aicpu ctx, pld_deps deps, int after,
+                              pld_kernel_fn kernel, int argc,
+                              const pld_arg *argv) {
+  struct pld__aicpu *a = ctx.p;
+  const char *what = after ? "pld_launch_after" : "pld_launch_task";
+  struct pld__deps_of o;
+  if (a->status || kernel_refused(a, what, kernel) ||
+      deps_check(a, what, kernel.sig->name, deps, &o))
+    return PLD_NO_TASK;
+  const int32_t index = a->nlaunched;
+  if (launch(a, what, kernel, argc, argv, NULL, &o))
+    return PLD_NO_TASK;
+  return (pld_task_id){a->call, a->rank, index};
+}
+
+int pld_manual_scope_begin(pld_aicpu ctx) {
+  struct pld__aicpu *a = ctx.p;
+  if (a->status)
+    return a->status;
+  if (a->scope)
+    return afail(a, PLD_ERR_ARG, "pld_manual_scope_begin",
+                 "expected no manual scope open (scopes do not nest), got "
+                 "the one begun before launch #%d still open",
+                 (int)a->scope_from);
+  a->scope = ++a->scopes;
+  a->scope_from = a->nlaunched;
+  return PLD_OK;
+}
+
+int pld_manual_scope_end(pld_aicpu ctx) {
+  struct pld__aicpu *a = ctx.p;
+  if (a->status)
+    return a->status;
+  if (!a->scope)
+    return afail(a, PLD_ERR_ARG, "pld_manual_scope_end",
+                 "expected a manual scope open (pld_manual_scope_begin), got "
+                 "none");
+  a->scope = 0;
+  return PLD_OK;
 }
 
 /* counts (parameter `param` of `what`) as a device's 1-D INT32 tensor with
@@ -260,22 +375,42 @@ int pld__launch_by(pld_aicpu ctx, pld_kernel_fn kernel, pld_blocks_by by,
   args[0] = PLD_ARG(by.max_blocks);
   const struct pld__blocks_by dyn = {count_ref(by.counts, by.index),
                                      by.per_block};
-  return launch(a, what, kernel, argc, args, &dyn);
+  return launch(a, what, kernel, argc, args, &dyn, NULL);
 }
 
 int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
                         const pld_arg *norm) {
-  return launch_submit(ctx, kernel, blocks, norm, NULL);
+  return launch_submit(ctx, kernel, blocks, norm, NULL, NULL);
+}
+
+/* Trace mode: kernel is the name of launch number a->nlaunched.  Returns
+ * PLD_OK or the failure recorded. */
+static int note_launched(struct pld__aicpu *a, const char *kernel) {
+  if (a->nlaunched == a->caplaunched) {
+    int32_t cap = a->caplaunched ? 2 * a->caplaunched : 16;
+    const char **l =
+        pld__realloc(a->launched, (size_t)cap * sizeof *a->launched);
+    if (!l)
+      return afail(a, PLD_ERR_NOMEM, "pld_launch", "out of memory");
+    a->launched = l;
+    a->caplaunched = cap;
+  }
+  a->launched[a->nlaunched] = kernel;
+  return PLD_OK;
 }
 
 static int launch_submit(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
-                         const pld_arg *norm, const struct pld__blocks_by *by) {
+                         const pld_arg *norm, const struct pld__blocks_by *by,
+                         const struct pld__deps_of *o) {
   struct pld__aicpu *a = ctx.p;
   const pld_signature *sig = kernel.sig;
   if (a->status)
     return a->status;
   if (a->trace) {
-    describe_launch(a, kernel, blocks, norm, a->plat, by);
+    describe_launch(a, kernel, blocks, norm, a->plat, by, o);
+    if (note_launched(a, sig->name))
+      return a->status;
+    a->nlaunched++;
     return PLD_OK;
   }
   for (int i = 0; i < sig->nparams; i++)
@@ -283,7 +418,9 @@ static int launch_submit(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
       return afail(a, PLD_ERR_ARG, "pld_launch",
                    "%s: parameter '%s': tensor has no device memory", sig->name,
                    sig->params[i].name);
-  struct pld__task_spec spec = {kernel, blocks, sig->nparams, norm, by};
+  struct pld__task_spec spec = {
+      kernel, blocks,       sig->nparams,       norm,
+      by,     o ? o->n : 0, o ? o->seqs : NULL, a->scope};
   struct pld__tev e;
   int observed = pld__observed(PLD__TEV_LAUNCH);
   if (observed) {
@@ -297,6 +434,7 @@ static int launch_submit(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
     pld__obs_end(&e);
   if (st)
     return afail(a, st, "pld_launch", "%s", pld_last_error());
+  a->nlaunched++;
   return PLD_OK;
 }
 
@@ -455,11 +593,21 @@ void pld__aicpu_busy(struct pld__aicpu *a, int busy) {
 int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
                     const pld_arg *argv) {
   a->fn = fn.sig->name;
+  a->call = atomic_fetch_add(&call_stamps, 1) + 1;
+  if (!a->call) /* after 2^32 calls: 0 is no task's */
+    a->call = atomic_fetch_add(&call_stamps, 1) + 1;
+  a->nlaunched = a->scope = a->scopes = 0;
   if (!a->trace) {
     pld__name_copy(a->watch->aicpu_fn, sizeof a->watch->aicpu_fn, a->fn);
     pld__aicpu_busy(a, 1);
   }
   fn.entry((pld_aicpu){a}, argv);
+  if (a->scope)
+    afail(a, PLD_ERR_ARG, "pld_manual_scope_begin",
+          "expected the manual scope begun before launch #%d ended "
+          "(pld_manual_scope_end) before the device function returns, got "
+          "it open",
+          (int)a->scope_from);
   if (!a->trace) {
     /* Only while it waits for its tasks can the AICPU be part of a
      * deadlock: the host's watch reads this. */
@@ -489,4 +637,7 @@ void pld__aicpu_release(struct pld__aicpu *a) {
   pld__free(a->views);
   a->views = NULL;
   a->capviews = 0;
+  pld__free(a->launched);
+  a->launched = NULL;
+  a->caplaunched = 0;
 }

@@ -36,6 +36,16 @@ struct pld__aicpu {
   void **views;
   int nviews, capviews;
 
+  /* Task ids (pld_task_id): this call's stamp (unique in the process),
+   * the launches so far, and the manual scope open (its number, 0 for
+   * none; scopes counts them) and the launch it began before.  Trace
+   * mode: each launch's kernel name, for the edges' description. */
+  uint32_t call;
+  int32_t nlaunched;
+  int32_t scope, scopes, scope_from;
+  const char **launched;
+  int32_t caplaunched;
+
   /* Trace mode: a readable line per launch. */
   char *log;
   size_t loglen, logcap;

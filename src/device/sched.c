@@ -644,7 +644,8 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   t->seq = s->submitted++;
   int st = PLD_OK;
   for (struct task *o = s->head; o && st == PLD_OK; o = o->next)
-    if (pld__sched_tasks_conflict(o, t)) {
+    if (pld__sched_tasks_conflict(o, t) ||
+        pld__sched_task_names(spec, o->seq)) {
       if (!o->finished)
         st = pld__sched_task_after(o, t);
       else if (s->nhooks) /* ordered before t all the same */

@@ -28,6 +28,13 @@ struct pld__task_spec {
   /* pld_launch_by: the block count is ceil(counts[index] / per_block),
    * read when the task is ready (blocks above is the most), else NULL. */
   const struct pld__blocks_by *by;
+  /* Explicit dependencies: the launch numbers in the dispatch of earlier
+   * tasks it waits for (checked), and its manual scope (0: none): tasks
+   * of one scope are not ordered by their tensors, only by their counts
+   * and their explicit dependencies. */
+  int ndeps;
+  const int32_t *deps;
+  int32_t scope;
 };
 
 /* Where pld_launch_by reads its block count, and the rows of a block. */

@@ -18,6 +18,7 @@ struct region {
   const void *base;
   size_t nbytes;
   int writes;
+  int counts; /* counts the device reads (pld_segment, pld_launch_by) */
 };
 
 struct task {
@@ -27,6 +28,7 @@ struct task {
   int32_t next_block; /* next block to hand to a core */
   int32_t done_blocks;
   int32_t seq;                  /* launch number in the dispatch, from 0 */
+  int32_t scope;                /* its manual scope, 0 for none */
   void *hook[PLD__SCHED_HOOKS]; /* each hook's state of the task */
   int argc;
   pld_arg *argv;
@@ -131,8 +133,12 @@ void pld__sched_task_free(struct task *t);
  * message (kernel, parameter, counts, values) in msg. */
 int pld__sched_task_resolve(struct task *t, const char **what, char *msg,
                             size_t cap);
-/* Whether a and b touch overlapping regions, one of them writing. */
+/* Whether a and b touch overlapping regions, one of them writing (in one
+ * manual scope: only regions of counts the device reads count). */
 int pld__sched_tasks_conflict(const struct task *a, const struct task *b);
+/* Whether the launch of spec names task number seq among its explicit
+ * dependencies (pld_launch_after). */
+int pld__sched_task_names(const struct pld__task_spec *spec, int32_t seq);
 /* t waits for `on` to finish.  Returns PLD_OK or PLD_ERR_NOMEM. */
 int pld__sched_task_after(struct task *on, struct task *t);
 

@@ -29,6 +29,7 @@ struct task *pld__sched_task_new(const struct pld__task_spec *spec) {
     return NULL;
   }
   t->kernel = spec->kernel;
+  t->scope = spec->scope;
   t->launched = t->blocks = spec->blocks;
   t->argc = n;
   const pld_signature *sig = spec->kernel.sig;
@@ -47,20 +48,20 @@ struct task *pld__sched_task_new(const struct pld__task_spec *spec) {
     if (seg) { /* ordered as all of the tensor cut, after its counts */
       t->regions[t->nregions++] =
           (struct region){seg->base, (size_t)seg->rows_of * seg->row_bytes,
-                          sig->params[i].dir != PLD_DIR_IN};
+                          sig->params[i].dir != PLD_DIR_IN, 0};
       t->regions[t->nregions++] =
-          (struct region){seg->at.counts, seg->at.bytes, 0};
+          (struct region){seg->at.counts, seg->at.bytes, 0, 1};
       t->dynamic = 1;
     } else {
       t->regions[t->nregions++] =
           (struct region){t->tensors[i].data, t->tensors[i].nbytes,
-                          sig->params[i].dir != PLD_DIR_IN};
+                          sig->params[i].dir != PLD_DIR_IN, 0};
     }
   }
   if (spec->by) {
     t->by = *spec->by;
     t->regions[t->nregions++] =
-        (struct region){t->by.at.counts, t->by.at.bytes, 0};
+        (struct region){t->by.at.counts, t->by.at.bytes, 0, 1};
     t->dynamic = 1;
   }
   return t;
@@ -157,12 +158,24 @@ int pld__sched_task_resolve(struct task *t, const char **what, char *msg,
 }
 
 int pld__sched_tasks_conflict(const struct task *a, const struct task *b) {
+  /* In a manual scope only explicit edges order tasks, but the device
+   * itself reads counts when a task starts: their writers still come
+   * first, and their readers before a later writer. */
+  const int manual = a->scope && a->scope == b->scope;
   for (int i = 0; i < a->nregions; i++)
     for (int j = 0; j < b->nregions; j++)
-      if ((a->regions[i].writes || b->regions[j].writes) &&
+      if ((!manual || a->regions[i].counts || b->regions[j].counts) &&
+          (a->regions[i].writes || b->regions[j].writes) &&
           pld__ranges_overlap(a->regions[i].base, a->regions[i].nbytes,
                               b->regions[j].base, b->regions[j].nbytes))
         return 1;
+  return 0;
+}
+
+int pld__sched_task_names(const struct pld__task_spec *spec, int32_t seq) {
+  for (int i = 0; i < spec->ndeps; i++)
+    if (spec->deps[i] == seq)
+      return 1;
   return 0;
 }
 
