@@ -370,6 +370,16 @@ typedef struct pld_deps {
 pld_task_id pld__launch_after(pld_aicpu a, pld_deps deps, int after,
                               pld_kernel_fn kernel, int argc,
                               const pld_arg *argv);
+/* pld_launch_by_after(a, deps, kernel, by, args...): pld_launch_by whose
+ * task also waits for each task of deps; returns its id, as
+ * pld_launch_after. */
+#define pld_launch_by_after(a, deps, kernel, by, ...)                          \
+  pld__launch_by_after(                                                        \
+      (a), (deps), (kernel), (by),                                             \
+      PLD__CALL_ARGS(pld_launch_by_after, kernel, 1, __VA_ARGS__))
+pld_task_id pld__launch_by_after(pld_aicpu a, pld_deps deps,
+                                 pld_kernel_fn kernel, pld_blocks_by by,
+                                 int argc, const pld_arg *argv);
 
 /* A manual scope, as the original's MANUAL scope: between
  * pld_manual_scope_begin and pld_manual_scope_end, launches are not

@@ -278,21 +278,6 @@ static int deps_check(struct pld__aicpu *a, const char *what,
   return PLD_OK;
 }
 
-pld_task_id pld__launch_after(pld_aicpu ctx, pld_deps deps, int after,
-                              pld_kernel_fn kernel, int argc,
-                              const pld_arg *argv) {
-  struct pld__aicpu *a = ctx.p;
-  const char *what = after ? "pld_launch_after" : "pld_launch_task";
-  struct pld__deps_of o;
-  if (a->status || kernel_refused(a, what, kernel) ||
-      deps_check(a, what, kernel.sig->name, deps, &o))
-    return PLD_NO_TASK;
-  const int32_t index = a->nlaunched;
-  if (launch(a, what, kernel, argc, argv, NULL, &o))
-    return PLD_NO_TASK;
-  return (pld_task_id){a->call, a->rank, index};
-}
-
 int pld_manual_scope_begin(pld_aicpu ctx) {
   struct pld__aicpu *a = ctx.p;
   if (a->status)
@@ -350,14 +335,12 @@ static struct pld__countref count_ref(pld_tensor counts, int32_t index) {
   return (struct pld__countref){c->data, c->nbytes, c->name, index};
 }
 
-int pld__launch_by(pld_aicpu ctx, pld_kernel_fn kernel, pld_blocks_by by,
-                   int argc, const pld_arg *argv) {
-  struct pld__aicpu *a = ctx.p;
-  const char *what = "pld_launch_by";
-  if (a->status)
-    return a->status;
-  int st = kernel_refused(a, what, kernel);
-  if (st || (st = counts_refused(a, what, "by.counts", by.counts, by.index)))
+/* pld_launch_by and pld_launch_by_after (`what`), the kernel checked. */
+static int launch_by(struct pld__aicpu *a, const char *what,
+                     pld_kernel_fn kernel, pld_blocks_by by, int argc,
+                     const pld_arg *argv, const struct pld__deps_of *o) {
+  int st = counts_refused(a, what, "by.counts", by.counts, by.index);
+  if (st)
     return st;
   if (by.per_block < 1)
     return afail(a, PLD_ERR_ARG, what,
@@ -375,7 +358,48 @@ int pld__launch_by(pld_aicpu ctx, pld_kernel_fn kernel, pld_blocks_by by,
   args[0] = PLD_ARG(by.max_blocks);
   const struct pld__blocks_by dyn = {count_ref(by.counts, by.index),
                                      by.per_block};
-  return launch(a, what, kernel, argc, args, &dyn, NULL);
+  return launch(a, what, kernel, argc, args, &dyn, o);
+}
+
+int pld__launch_by(pld_aicpu ctx, pld_kernel_fn kernel, pld_blocks_by by,
+                   int argc, const pld_arg *argv) {
+  struct pld__aicpu *a = ctx.p;
+  const char *what = "pld_launch_by";
+  if (a->status)
+    return a->status;
+  int st = kernel_refused(a, what, kernel);
+  return st ? st : launch_by(a, what, kernel, by, argc, argv, NULL);
+}
+
+/* pld_launch_after and pld_launch_by_after (with `by`): the launch, which
+ * waits for deps too, and its task's id. */
+static pld_task_id launch_after(struct pld__aicpu *a, const char *what,
+                                pld_deps deps, pld_kernel_fn kernel,
+                                const pld_blocks_by *by, int argc,
+                                const pld_arg *argv) {
+  struct pld__deps_of o;
+  if (a->status || kernel_refused(a, what, kernel) ||
+      deps_check(a, what, kernel.sig->name, deps, &o))
+    return PLD_NO_TASK;
+  const int32_t index = a->nlaunched;
+  if (by ? launch_by(a, what, kernel, *by, argc, argv, &o)
+         : launch(a, what, kernel, argc, argv, NULL, &o))
+    return PLD_NO_TASK;
+  return (pld_task_id){a->call, a->rank, index};
+}
+
+pld_task_id pld__launch_after(pld_aicpu ctx, pld_deps deps, int after,
+                              pld_kernel_fn kernel, int argc,
+                              const pld_arg *argv) {
+  return launch_after(ctx.p, after ? "pld_launch_after" : "pld_launch_task",
+                      deps, kernel, NULL, argc, argv);
+}
+
+pld_task_id pld__launch_by_after(pld_aicpu ctx, pld_deps deps,
+                                 pld_kernel_fn kernel, pld_blocks_by by,
+                                 int argc, const pld_arg *argv) {
+  return launch_after(ctx.p, "pld_launch_by_after", deps, kernel, &by, argc,
+                      argv);
 }
 
 int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,

@@ -1,11 +1,12 @@
-/* Explicit dependencies (pld_launch_task, pld_launch_after) and manual
- * scopes (pld_manual_scope_begin/end), issue 27 point 3.
+/* Explicit dependencies (pld_launch_task, pld_launch_after,
+ * pld_launch_by_after) and manual scopes (pld_manual_scope_begin/end),
+ * issue 27 point 3.
  *
- * Every order here is made by signals, never by time: a task that must
- * not start early is given a reason to start early (what it reads is
- * ready at once, or what releases its producer waits for it), so only the
- * edge under test holds it back, and a missing edge shows as a wrong value
- * or as a deadlock every time, not by chance.
+ * Every order here is made by signals, never by time.  What an edge does
+ * shows every time, not by chance: a consumer whose producer is released
+ * only after the consumer ran is a deadlock the watch reports with the
+ * edge, and reads the value from before the producer without it; with a
+ * free release, the edge makes it read the producer's value.
  *
  *  - In a manual scope, a consumer ordered after a slow producer by an
  *    edge reads what the producer left in a side channel pld cannot see;
@@ -13,6 +14,9 @@
  *    for the consumer); with the edge and that release, the run is a
  *    deadlock the watch reports (a task waiting on a dependency that never
  *    finishes).
+ *  - pld_launch_by_after in a manual scope: the block count's writer
+ *    still orders the reader, the data's writer only by the edge (the same
+ *    three modes).
  *  - A manual scope drops the automatic edge: two writers of one tensor
  *    that wait for each other's signal complete in the scope and deadlock
  *    without it; the order against tasks before and after the scope holds.
@@ -107,6 +111,87 @@ static void test_edge_deadlock_reported(void **state) {
    * which waits (by its edge) for the producer. */
   assert_fails_with(side_run(2, 2, y), PLD_ERR_DEADLOCK, "deadlock",
                     "k_slow_producer", "k_release");
+  pld_tensor_destroy(y);
+}
+
+/* ---- pld_launch_by_after: a block count read on the device, an edge ----- */
+
+enum { NB = 4 };
+
+/* counts[0] = NB. */
+PLD_KERNEL(k_count, k, PLD_OUT(counts, INT32, 1)) {
+  pld_write(k, counts, PLD_AT(0), NB);
+}
+/* t = 7 everywhere. */
+PLD_KERNEL(k_sevens, k, PLD_OUT(t, INT32, NB)) {
+  for (int64_t i = 0; i < NB; i++)
+    pld_write(k, t, PLD_AT(i), 7);
+}
+/* Waits for go[0], then t[i] = 100 + i. */
+PLD_KERNEL(k_slow_writer, k, PLD_OUT(t, INT32, NB), PLD_WINDOW(go, INT32, 2)) {
+  pld_wait(k, go, PLD_AT(0), 1, PLD_WAIT_GE);
+  for (int64_t i = 0; i < NB; i++)
+    pld_write(k, t, PLD_AT(i), 100 + (double)i);
+}
+/* Block b: y[b] = t[b], then go[1] += 1. */
+PLD_KERNEL(k_by_reader, k, PLD_IN(t, INT32, NB), PLD_OUT(y, INT32, NB),
+           PLD_WINDOW(go, INT32, 2)) {
+  int32_t b = pld_block_idx(k);
+  pld_write(k, y, PLD_AT(b), pld_read(k, t, PLD_AT(b)));
+  pld_notify(k, go, pld_rank(k, pld_window_comm(go)), PLD_AT(1), 1,
+             PLD_NOTIFY_ADD);
+}
+/* Releases the writer, after every reader block if `after_reader`. */
+PLD_KERNEL(k_release_by, k, PLD_WINDOW(go, INT32, 2),
+           PLD_SCALAR(after_reader, INT32)) {
+  if (after_reader)
+    pld_wait(k, go, PLD_AT(1), NB, PLD_WAIT_GE);
+  pld_notify(k, go, pld_rank(k, pld_window_comm(go)), PLD_AT(0), 1,
+             PLD_NOTIFY_SET);
+}
+/* In a manual scope: the counts' writer still orders the reader (the
+ * device reads them); t's writer only by the edge.  mode 0: the edge, the
+ * release free: 100 + i.  mode 1: no edge, the release after the reader:
+ * the sevens launched before the scope.  mode 2: the edge and the release
+ * after the reader: a deadlock. */
+PLD_DEVICE(d_by, a, PLD_WINDOW(go, INT32, 2), PLD_OUT(y, INT32, NB),
+           PLD_SCALAR(mode, INT32)) {
+  pld_tensor counts = pld_device_alloc(a, PLD_INT32, PLD_SHAPE(1));
+  pld_tensor t = pld_device_alloc(a, PLD_INT32, PLD_SHAPE(NB));
+  pld_launch(a, k_sevens, 1, t);
+  pld_manual_scope_begin(a);
+  pld_launch(a, k_count, 1, counts);
+  pld_task_id w = pld_launch_task(a, k_slow_writer, 1, t, go);
+  pld_blocks_by by = PLD_BLOCKS_BY(counts, 0, 1, NB);
+  if (mode == 1)
+    pld_launch_by(a, k_by_reader, by, t, y, go);
+  else
+    pld_launch_by_after(a, PLD_DEPS(w), k_by_reader, by, t, y, go);
+  pld_launch(a, k_release_by, 1, go, mode != 0);
+  pld_manual_scope_end(a);
+}
+PLD_HOST(h_by, h, PLD_OUT(y, INT32, NR, NB), PLD_SCALAR(mode, INT32)) {
+  pld_window_buf gb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(2));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_by, r, pld_window_view(h, gb, PLD_INT32, PLD_SHAPE(2)),
+                 pld_slice(h, y, r), mode);
+}
+
+static void test_launch_by_after(void **state) {
+  (void)state;
+  pld_config cfg = comm_config(2);
+  pld_tensor y = comm_int_tensor(-1, 2, (int64_t[]){2, NB});
+  int32_t mode;
+  for (mode = 0; mode <= 1; mode++) {
+    assert_ok(pld_run(h_by, &cfg, PLD_ARGS(y, mode)));
+    const int32_t *ys = pld_tensor_data(y);
+    for (int i = 0; i < 2 * NB; i++)
+      assert_int_equal(ys[i], mode == 0 ? 100 + i % NB : 7);
+  }
+  mode = 2;
+  cfg.wait_timeout_ms = 0;
+  assert_fails_with(pld_run(h_by, &cfg, PLD_ARGS(y, mode)), PLD_ERR_DEADLOCK,
+                    "deadlock", "k_slow_writer", "k_release_by");
   pld_tensor_destroy(y);
 }
 
@@ -402,6 +487,7 @@ static void test_misuse_refused_when_compiling(void **state) {
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_edge_orders_side_channel),
     cmocka_unit_test(test_edge_deadlock_reported),
+    cmocka_unit_test(test_launch_by_after),
     cmocka_unit_test(test_manual_scope_drops_tensor_order),
     cmocka_unit_test(test_deferred_completion_edge),
     cmocka_unit_test(test_deferred_never_satisfied),
