@@ -323,8 +323,7 @@ typedef struct pld_blocks_by {
 int pld__launch_by(pld_aicpu a, pld_kernel_fn kernel, pld_blocks_by by,
                    int argc, const pld_arg *argv);
 
-/* ---- explicit dependencies ------------------------------------------------
- */
+/* ---- explicit dependencies ---------------------------------------------- */
 
 /* Besides the order its tensors imply, a launch may name earlier tasks it
  * waits for: those of this call of the device function (ids of another

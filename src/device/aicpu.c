@@ -268,11 +268,15 @@ static int deps_check(struct pld__aicpu *a, const char *what,
                 (int)d.index);
       got = other;
     }
-    if (got)
+    if (got) {
+      char range[48] = "none launched yet";
+      if (a->nlaunched)
+        pld__catf(range, sizeof range, "#0 to #%d", (int)a->nlaunched - 1);
       return afail(a, PLD_ERR_ARG, what,
                    "%s: deps.ids[%d]: expected a task launched earlier in "
-                   "this call on rank %d (#0 to #%d), got %s",
-                   kernel, i, a->rank, (int)a->nlaunched - 1, got);
+                   "this call on rank %d (%s), got %s",
+                   kernel, i, a->rank, range, got);
+    }
     o->seqs[o->n++] = d.index;
   }
   return PLD_OK;
