@@ -13,13 +13,6 @@
 #include "device/sched.h"
 #include "device/sched_hooks.h"
 
-/* A tensor region a task touches. */
-struct region {
-  const void *base;
-  size_t nbytes;
-  int writes;
-};
-
 struct task {
   pld_kernel_fn kernel;
   int32_t launched;   /* the launch's block count: read without the lock */
@@ -36,7 +29,7 @@ struct task {
   int dynamic;
   struct pld__blocks_by by;
   int nregions;
-  struct region *regions;
+  struct pld__sched_region *regions;
   int ndeferred;            /* deferred waits pending (watch slots) */
   int waiting_on;           /* unfinished tasks this one depends on */
   struct task **dependents; /* tasks waiting on this one */
@@ -131,8 +124,10 @@ void pld__sched_task_free(struct task *t);
  * message (kernel, parameter, counts, values) in msg. */
 int pld__sched_task_resolve(struct task *t, const char **what, char *msg,
                             size_t cap);
-/* Whether a and b touch overlapping regions, one of them writing. */
-int pld__sched_tasks_conflict(const struct task *a, const struct task *b);
+/* Whether a and b touch overlapping regions, one of them writing; if so
+ * and why is not NULL, *why says which (the first such pair). */
+int pld__sched_tasks_conflict(const struct task *a, const struct task *b,
+                              struct pld__sched_dep *why);
 /* t waits for `on` to finish.  Returns PLD_OK or PLD_ERR_NOMEM. */
 int pld__sched_task_after(struct task *on, struct task *t);
 
