@@ -37,7 +37,7 @@ def check_rank(base, r):
     if deps.get("format") != "deps" or deps.get("rank") != r:
         fail("rank %d: deps.json head %r" % (r, deps))
     ids = [t["id"] for t in deps["tasks"]]
-    if ids != list(range(len(ids))):
+    if not ids or ids != list(range(len(ids))):
         fail("rank %d: task ids %r" % (r, ids))
     for e in deps["edges"]:
         if not 0 <= e["from"] < e["to"] < len(ids):
@@ -46,7 +46,8 @@ def check_rank(base, r):
             fail("rank %d: edge %r" % (r, e))
         if not (e["from_side"]["writes"] or e["to_side"]["writes"]):
             fail("rank %d: an edge with no writer %r" % (r, e))
-    if stats[0]["scope"] != "dispatch" or len(stats) != 1 + len(ids):
+    if stats[0]["scope"] != "dispatch" or len(stats) != 1 + len(ids) or \
+            stats[0]["launches"] != len(ids) or stats[0]["blocks"] < 1:
         fail("rank %d: scope_stats lines %r" % (r, stats))
     for k in COUNTS:
         if stats[0][k] != sum(s[k] for s in stats[1:]):
