@@ -268,7 +268,7 @@ static const char *dir_name(int dir) {
 static const char *why_name(int kind, const struct dedge *e) {
   if (kind == PLD__DEP_OVERLAP)
     return e->rf.counts || e->rt.counts ? "counts" : "overlap";
-  return "?";
+  return kind == PLD__DEP_EXPLICIT ? "explicit" : "?";
 }
 
 /* The parameter a region belongs to, for an edge. */

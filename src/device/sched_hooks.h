@@ -29,9 +29,9 @@ struct pld__sched_region {
 
 /* Why a task is ordered after an earlier one: PLD__DEP_OVERLAP, regions
  * r_before of the earlier task and r of the later one overlap on bytes
- * [lo, lo + n), one of them writing (their `writes` say which); a kind of
- * its own for orders the regions do not decide. */
-enum { PLD__DEP_OVERLAP = 1 };
+ * [lo, lo + n), one of them writing (their `writes` say which);
+ * PLD__DEP_EXPLICIT, an order the program asked for (no regions: NULL). */
+enum { PLD__DEP_OVERLAP = 1, PLD__DEP_EXPLICIT = 2 };
 struct pld__sched_dep {
   int kind;
   const struct pld__sched_region *r_before, *r;
