@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: pld-trace TRACE.json [-o OUT.svg] [--width PX]"
+#define USAGE                                                                  \
+  "usage: pld-trace TRACE.json [-o OUT.svg] [--width PX] | pld-trace --diag "  \
+  "FOLDER"
 
 /* Half the trace's resolution (1 ns): times closer than this are equal. */
 #define EPS_US 0.0005
@@ -2005,6 +2007,298 @@ static int usage_error(const char *fmt, ...) {
   return 2;
 }
 
+/* ---- the diagnostics files (PLD_DIAG; docs/diagnostics-files.md) -------- */
+
+/* Member key of object o, of the type given, present: its node, or 0 with
+ * the parser's message set ("what: ..."). */
+static size_t diag_need(struct parser *p, size_t o, const char *key,
+                        unsigned char type, const char *what) {
+  size_t n;
+  if (p->nodes[o].type != J_OBJECT) {
+    fail(p, p->nodes[o].line, "%s: expected an object, got %s", what,
+         type_name(p->nodes[o].type));
+    return 0;
+  }
+  if (member_typed(p, o, key, type, what, &n))
+    return 0;
+  if (!n)
+    fail(p, p->nodes[o].line, "%s: expected a \"%s\" member (%s), got none",
+         what, key, type_name(type));
+  return n;
+}
+
+/* A number member that must be an integer of at least 0: -1 if not. */
+static long long diag_int(struct parser *p, size_t o, const char *key,
+                          const char *what) {
+  size_t n = diag_need(p, o, key, J_NUMBER, what);
+  if (!n)
+    return -1;
+  double v = p->nodes[n].num;
+  if (v < 0 || v != floor(v) || v > 9e15) {
+    fail(p, p->nodes[n].line,
+         "%s: \"%s\": expected an integer of 0 or more, got %.*s", what, key,
+         num_len(p, n), p->src + p->nodes[n].str);
+    return -1;
+  }
+  return (long long)v;
+}
+
+static const char *diag_str(struct parser *p, size_t o, const char *key,
+                            const char *what) {
+  size_t n = diag_need(p, o, key, J_STRING, what);
+  return n ? str_of(p, n) : NULL;
+}
+
+/* Reads path whole into p (a fresh parser); -1 if it cannot. */
+static int diag_load(struct parser *p, const char *path) {
+  free((char *)p->src);
+  p->src = file_read(path, &p->len);
+  p->pos = 0;
+  p->line = 1;
+  return p->src ? 0 : -1;
+}
+
+/* The task of id in tasks (an array), or 0. */
+static size_t diag_task(const struct parser *p, size_t tasks, long long id) {
+  for (size_t k = p->nodes[tasks].kid; k; k = p->nodes[k].next) {
+    size_t n = member(p, k, "id");
+    if (n && p->nodes[n].type == J_NUMBER && p->nodes[n].num == (double)id)
+      return k;
+  }
+  return 0;
+}
+
+/* deps.json of rank r's dispatch k: checked, and printed. */
+static int diag_deps(struct parser *p, int r, int k) {
+  size_t v, tasks, edges;
+  scratch_reset(p);
+  if (parse_value(p, 0, &v))
+    return -1;
+  skip_ws(p);
+  if (p->pos < p->len)
+    return fail(p, p->line, "expected the end of the file, got %s", found(p));
+  const char *fmt = diag_str(p, v, "format", "deps.json");
+  const char *fn = fmt ? diag_str(p, v, "function", "deps.json") : NULL;
+  long long rank = fn ? diag_int(p, v, "rank", "deps.json") : -1;
+  long long disp = rank >= 0 ? diag_int(p, v, "dispatch", "deps.json") : -1;
+  if (disp < 0)
+    return -1;
+  if (strcmp(fmt, "deps"))
+    return fail(p, p->nodes[v].line,
+                "deps.json: \"format\": expected \"deps\", got \"%s\"", fmt);
+  if (rank != r || disp != k)
+    return fail(p, p->nodes[v].line,
+                "deps.json: expected rank %d dispatch %d (its folder), got "
+                "rank %lld dispatch %lld",
+                r, k, rank, disp);
+  if (!(tasks = diag_need(p, v, "tasks", J_ARRAY, "deps.json")) ||
+      !(edges = diag_need(p, v, "edges", J_ARRAY, "deps.json")))
+    return -1;
+  size_t nt = 0, ne = 0;
+  for (size_t t = p->nodes[tasks].kid; t; t = p->nodes[t].next)
+    nt++;
+  for (size_t e = p->nodes[edges].kid; e; e = p->nodes[e].next)
+    ne++;
+  printf("rank %d, dispatch %d (%s): %zu task%s, %zu edge%s\n", r, k, fn, nt,
+         nt == 1 ? "" : "s", ne, ne == 1 ? "" : "s");
+  for (size_t t = p->nodes[tasks].kid; t; t = p->nodes[t].next) {
+    long long id = diag_int(p, t, "id", "deps.json: a task");
+    const char *kernel =
+        id >= 0 ? diag_str(p, t, "kernel", "deps.json: a task") : NULL;
+    const char *core =
+        kernel ? diag_str(p, t, "core", "deps.json: a task") : NULL;
+    long long blocks =
+        core ? diag_int(p, t, "blocks", "deps.json: a task") : -1;
+    size_t args =
+        blocks >= 0 ? diag_need(p, t, "args", J_ARRAY, "deps.json: a task") : 0;
+    if (!args)
+      return -1;
+    printf("  task %lld: %s on %lld %s block%s:", id, kernel, blocks, core,
+           blocks == 1 ? "" : "s");
+    for (size_t a = p->nodes[args].kid; a; a = p->nodes[a].next) {
+      const char *param = diag_str(p, a, "param", "deps.json: an argument");
+      const char *kind =
+          param ? diag_str(p, a, "kind", "deps.json: an argument") : NULL;
+      const char *dir =
+          kind ? diag_str(p, a, "dir", "deps.json: an argument") : NULL;
+      if (!dir)
+        return -1;
+      if (!strcmp(kind, "scalar")) {
+        printf("%s %s", a == p->nodes[args].kid ? "" : ",", param);
+        continue;
+      }
+      long long bytes = diag_int(p, a, "bytes", "deps.json: an argument");
+      if (bytes < 0)
+        return -1;
+      printf("%s %s (%s %s, %lld bytes)", a == p->nodes[args].kid ? "" : ",",
+             param, dir, kind, bytes);
+    }
+    printf("\n");
+  }
+  for (size_t e = p->nodes[edges].kid; e; e = p->nodes[e].next) {
+    const char *w = "deps.json: an edge";
+    long long from = diag_int(p, e, "from", w);
+    long long to = from >= 0 ? diag_int(p, e, "to", w) : -1;
+    const char *why = to >= 0 ? diag_str(p, e, "why", w) : NULL;
+    if (!why)
+      return -1;
+    if (!diag_task(p, tasks, from) || !diag_task(p, tasks, to) || from >= to)
+      return fail(p, p->nodes[e].line,
+                  "%s: expected an earlier task before a later one, both "
+                  "among the tasks, got %lld -> %lld",
+                  w, from, to);
+    printf("  edge %lld -> %lld: %s", from, to, why);
+    const char *sides[] = {"from_side", "to_side"};
+    for (int i = 0; i < 2; i++) {
+      size_t sd = member(p, e, sides[i]), range;
+      if (!sd)
+        continue;
+      const char *param = diag_str(p, sd, "param", w);
+      if (!param || !(range = diag_need(p, sd, "bytes", J_ARRAY, w)))
+        return -1;
+      size_t lo = p->nodes[range].kid, hi = lo ? p->nodes[lo].next : 0;
+      size_t wr = member(p, sd, "writes");
+      if (!hi || p->nodes[lo].type != J_NUMBER || p->nodes[hi].type != J_NUMBER)
+        return fail(p, p->nodes[range].line,
+                    "%s: \"bytes\": expected [first, end), got something "
+                    "else",
+                    w);
+      size_t cn = member(p, sd, "counts");
+      printf("%s %s%s of task %lld (%s) bytes [%.0f, %.0f)", i ? "," : ":",
+             param, cn && p->nodes[cn].type == J_TRUE ? "'s counts" : "",
+             i ? to : from,
+             wr && p->nodes[wr].type == J_TRUE ? "written" : "read",
+             p->nodes[lo].num, p->nodes[hi].num);
+    }
+    printf("\n");
+  }
+  return 0;
+}
+
+/* scope_stats.jsonl of a dispatch: each line checked, and a table. */
+static int diag_stats(struct parser *p) {
+  static const char *const cols[] = {
+      "launches",   "blocks",    "gm_load_bytes",     "gm_store_bytes",
+      "put_bytes",  "get_bytes", "remote_load_bytes", "remote_store_bytes",
+      "coll_bytes", "waits"};
+  int lines = 0;
+  printf("  %-24s %8s %6s %9s %9s %9s %9s %9s %9s %9s %6s %10s %10s\n", "scope",
+         "launches", "blocks", "gm load", "gm store", "put", "get", "r.load",
+         "r.store", "coll", "waits", "wait us", "time us");
+  for (;;) {
+    size_t v, n;
+    skip_ws(p);
+    if (p->pos >= p->len)
+      break;
+    scratch_reset(p);
+    if (parse_value(p, 0, &v))
+      return -1;
+    const char *scope = diag_str(p, v, "scope", "scope_stats.jsonl");
+    const char *name =
+        scope ? diag_str(p, v, "name", "scope_stats.jsonl") : NULL;
+    if (!name)
+      return -1;
+    if (strcmp(scope, lines ? "task" : "dispatch"))
+      return fail(p, p->nodes[v].line,
+                  "scope_stats.jsonl: \"scope\": expected \"%s\" (the first "
+                  "line is the dispatch's, then its tasks'), got \"%s\"",
+                  lines ? "task" : "dispatch", scope);
+    char label[64];
+    if (lines) {
+      long long id = diag_int(p, v, "task", "scope_stats.jsonl");
+      if (id < 0)
+        return -1;
+      snprintf(label, sizeof label, "task %lld %s", id, name);
+    } else {
+      snprintf(label, sizeof label, "dispatch %s", name);
+    }
+    printf("  %-24.24s", label);
+    for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+      long long x = diag_int(p, v, cols[c], "scope_stats.jsonl");
+      if (x < 0)
+        return -1;
+      printf(c == 0 ? " %8lld" : c == 1 || c == 9 ? " %6lld" : " %9lld", x);
+    }
+    double t[3];
+    const char *keys[] = {"wait_us", "start_us", "end_us"};
+    for (int i = 0; i < 3; i++) {
+      if (!(n = diag_need(p, v, keys[i], J_NUMBER, "scope_stats.jsonl")))
+        return -1;
+      t[i] = p->nodes[n].num;
+    }
+    if (t[2] < t[1])
+      return fail(p, p->nodes[v].line,
+                  "scope_stats.jsonl: expected \"end_us\" at or after "
+                  "\"start_us\", got %.3f before %.3f",
+                  t[2], t[1]);
+    printf(" %10.3f %10.3f\n", t[0], t[2] - t[1]);
+    lines++;
+  }
+  if (!lines)
+    return fail(p, p->line,
+                "scope_stats.jsonl: expected a line per scope, "
+                "got none");
+  return 0;
+}
+
+/* Whether path exists. */
+static int diag_exists(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f)
+    fclose(f);
+  return f != NULL;
+}
+
+/* pld-trace --diag DIR: every rank's dispatches, in order. */
+static int diag_main(const char *dir) {
+  char base[4096], path[4200];
+  struct parser p = {0};
+  int status = 1, found_any = 0;
+  snprintf(base, sizeof base, "%s/dfx", dir);
+  snprintf(path, sizeof path, "%s/rank0", base);
+  if (!diag_exists(path))
+    snprintf(base, sizeof base, "%s", dir); /* the dfx folder itself */
+  for (int r = 0;; r++) {
+    int k;
+    for (k = 0;; k++) {
+      int deps, stats;
+      snprintf(path, sizeof path, "%s/rank%d/d%d/deps.json", base, r, k);
+      deps = diag_exists(path);
+      if (deps && (diag_load(&p, path) || diag_deps(&p, r, k)))
+        goto failed;
+      snprintf(path, sizeof path, "%s/rank%d/d%d/scope_stats/scope_stats.jsonl",
+               base, r, k);
+      stats = diag_exists(path);
+      if (stats && !deps)
+        printf("rank %d, dispatch %d\n", r, k);
+      if (stats && (diag_load(&p, path) || diag_stats(&p)))
+        goto failed;
+      if (!deps && !stats)
+        break;
+      found_any = 1;
+    }
+    if (k == 0)
+      break;
+  }
+  if (!found_any) {
+    fprintf(stderr,
+            "pld-trace: %s: expected diagnostics files (dfx/rank0/d0/"
+            "deps.json or scope_stats/scope_stats.jsonl), got none\n",
+            dir);
+    goto out;
+  }
+  status = 0;
+  goto out;
+failed:
+  if (p.src)
+    fprintf(stderr, "pld-trace: %s: line %u: %s\n", path, p.errline, p.err);
+out:
+  free((char *)p.src);
+  free(p.nodes);
+  free(p.chars.p);
+  return status;
+}
+
 int main(int argc, char **argv) {
   const char *path = NULL, *out = NULL;
   int width = WIDTH_DEFAULT, status = 1;
@@ -2021,9 +2315,20 @@ int main(int argc, char **argv) {
              "waits that\n"
              "  decided the run's length, lost events.\n"
              "  -o OUT.svg   also draw the trace as an SVG swimlane\n"
-             "  --width PX   the SVG's width in pixels (default %d)\n",
+             "  --width PX   the SVG's width in pixels (default %d)\n"
+             "  --diag FOLDER  read the diagnostics files PLD_DIAG wrote (an "
+             "artifact\n"
+             "               folder, or its dfx folder) and print each rank's "
+             "dispatches:\n"
+             "               tasks, edges and why, and the counts of each "
+             "scope\n",
              WIDTH_DEFAULT);
       return 0;
+    }
+    if (!strcmp(a, "--diag")) {
+      if (i + 1 >= argc)
+        return usage_error("--diag: expected a folder, got nothing after it");
+      return diag_main(argv[i + 1]);
     }
     if (!strcmp(a, "-o") || !strcmp(a, "--width")) {
       if (i + 1 >= argc)

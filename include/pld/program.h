@@ -95,6 +95,18 @@ typedef struct pld_config {
    * PLD_ERR_CONFIG naming the line. */
   const char *model_file;
   const char *model_values;
+  /* Diagnostics files, written by each rank for each dispatch of every
+   * run (a run's files replace the last run's): "deps" (the dispatch's
+   * tasks, their kernels, tensors and windows, and the order the
+   * scheduler decided among them and why), "stats" (launches, blocks,
+   * bytes moved, waits and their time, for the dispatch and each task),
+   * "deps,stats" or "all".  They go under <artifact_dir>/dfx/rank<r>/d<k>/
+   * (k: the rank's k-th dispatch of the run), or, without an artifact
+   * folder, PLD_DIAG_DIR's; neither fails pld_compile with
+   * PLD_ERR_CONFIG.  The format: docs/diagnostics-files.md; pld-trace
+   * --diag reads them.  NULL: PLD_DIAG (unset or empty: none); "":
+   * none. */
+  const char *diag;
 } pld_config;
 
 /* The defaults: every field not named is zero (NULL), which the comments

@@ -26,6 +26,7 @@ struct pld__comm {
 };
 
 struct pld__fabric;
+struct pld__diag;
 
 /* The data plane: how bytes and signals cross devices.  Peers are world
  * ranks; offsets are bytes into the peer's copy of the buffer.  Every call
@@ -113,6 +114,7 @@ struct pld__comm_env {
   struct pld__trace_area *trace; /* the threads' events (core/trace.h) */
   struct pld__race *race;        /* the race detector (core/race.h) */
   struct pld__sig_uses *uses;    /* what the cells were used for, or NULL */
+  struct pld__diag *diag;        /* the diagnostics (device/diag.h), or NULL */
   int cores[2];                  /* the device's cores per pld_core_type */
 };
 

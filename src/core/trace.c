@@ -15,7 +15,7 @@
 #include "pld/signal.h"
 #include "pld/status.h"
 
-_Thread_local struct pld__observer pld__obs = {NULL, -1, -1, "host"};
+_Thread_local struct pld__observer pld__obs = {NULL, NULL, -1, -1, "host"};
 unsigned pld__debug_mask;
 static int debug_fd = 2;
 /* Debug lines count time from here: the first pld__debug_set (inherited
@@ -257,6 +257,52 @@ static void log_event(const struct pld__tev *e, int begun) {
   }
 }
 
+/* ---- the counts --------------------------------------------------------- */
+
+void pld__counts_add(struct pld__counts *a, const struct pld__counts *b) {
+  a->waits += b->waits;
+  a->wait_ns += b->wait_ns;
+  a->notifies += b->notifies;
+  a->colls += b->colls;
+  a->coll_bytes += b->coll_bytes;
+  for (int i = 0; i < 4; i++)
+    a->rma[i] += b->rma[i];
+  a->gm_load += b->gm_load;
+  a->gm_store += b->gm_store;
+}
+
+/* The thread counts what it observed (an ended event or an instant). */
+static void count(struct pld__counts *n, const struct pld__tev *e) {
+  /* PLD__TR_*: the tile and row forms move as put, get, load, store. */
+  static const unsigned char cnt[] = {[PLD__TR_PUT] = PLD__CNT_PUT,
+                                      [PLD__TR_GET] = PLD__CNT_GET,
+                                      [PLD__TR_RLOAD] = PLD__CNT_RLOAD,
+                                      [PLD__TR_RSTORE] = PLD__CNT_RSTORE,
+                                      [PLD__TR_PUT_TILES] = PLD__CNT_PUT,
+                                      [PLD__TR_GET_TILES] = PLD__CNT_GET,
+                                      [PLD__TR_RLOAD_ROWS] = PLD__CNT_RLOAD,
+                                      [PLD__TR_RSTORE_ROWS] = PLD__CNT_RSTORE};
+  switch (e->kind) {
+  case PLD__TEV_WAIT:
+    n->waits++;
+    n->wait_ns += e->t1 - e->t0;
+    break;
+  case PLD__TEV_NOTIFY:
+    n->notifies++;
+    break;
+  case PLD__TEV_RMA:
+    if (e->sub < sizeof cnt)
+      n->rma[cnt[e->sub]] += e->x;
+    break;
+  case PLD__TEV_COLL:
+    n->colls++;
+    n->coll_bytes += e->x;
+    break;
+  default:
+    break;
+  }
+}
+
 void pld__obs_begin(struct pld__tev *e) {
   e->t0 = e->t1 = pld__now_ns();
   if (pld__debug_mask)
@@ -266,6 +312,8 @@ void pld__obs_begin(struct pld__tev *e) {
 void pld__obs_end(struct pld__tev *e) {
   e->t1 = pld__now_ns();
   store(e);
+  if (pld__obs.counts)
+    count(pld__obs.counts, e);
   if (pld__debug_mask)
     log_event(e, 0);
 }
@@ -273,6 +321,8 @@ void pld__obs_end(struct pld__tev *e) {
 void pld__obs_instant(struct pld__tev *e) {
   e->t0 = e->t1 = pld__now_ns();
   store(e);
+  if (pld__obs.counts)
+    count(pld__obs.counts, e);
   if (pld__debug_mask)
     log_event(e, 0);
 }

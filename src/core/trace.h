@@ -126,11 +126,24 @@ int pld__debug_parse(const char *fn, const char *value, unsigned *mask);
  * mask of PLD__DBG_*, written to fd. */
 void pld__debug_set(unsigned mask, int fd);
 
+/* What a block did, counted for the diagnostics (PLD_DIAG=stats): the
+ * events this thread observes (waits that had to wait and their time,
+ * notifies, transfers by PLD__TR_* folded into put, get, remote load and
+ * store, collectives and their bytes) and the bytes tiles moved from and
+ * to global memory. */
+enum { PLD__CNT_PUT, PLD__CNT_GET, PLD__CNT_RLOAD, PLD__CNT_RSTORE };
+struct pld__counts {
+  int64_t waits, wait_ns, notifies, colls, coll_bytes;
+  int64_t rma[4]; /* bytes, PLD__CNT_* */
+  int64_t gm_load, gm_store;
+};
+
 /* Who this thread is, for the debug log's prefix and the trace. */
 struct pld__observer {
-  struct pld__tbuf *buf; /* NULL: not tracing */
-  int rank, device;      /* -1 on the host */
-  char lane[16];         /* "AICPU", "AIV3", "host" */
+  struct pld__tbuf *buf;      /* NULL: not tracing */
+  struct pld__counts *counts; /* NULL: not counting */
+  int rank, device;           /* -1 on the host */
+  char lane[16];              /* "AICPU", "AIV3", "host" */
 };
 extern _Thread_local struct pld__observer pld__obs;
 extern unsigned pld__debug_mask;
@@ -139,8 +152,18 @@ extern unsigned pld__debug_mask;
 extern const unsigned pld__tev_subsystem[PLD__TEV_KINDS];
 
 static inline int pld__observed(int kind) {
-  return pld__obs.buf || (pld__debug_mask & pld__tev_subsystem[kind]);
+  return pld__obs.buf || pld__obs.counts ||
+         (pld__debug_mask & pld__tev_subsystem[kind]);
 }
+
+/* A tile moved bytes from (store 0) or to (store 1) global memory. */
+static inline void pld__obs_gm(int store, size_t bytes) {
+  struct pld__counts *n = pld__obs.counts;
+  if (n)
+    *(store ? &n->gm_store : &n->gm_load) += (int64_t)bytes;
+}
+/* Adds every count of b into a. */
+void pld__counts_add(struct pld__counts *a, const struct pld__counts *b);
 
 /* Sets this thread's identity and buffer (lane: as in the debug log). */
 void pld__observe_as(int rank, int device, const char *lane,

@@ -165,6 +165,15 @@ void pld__tunables_each(void (*fn)(const struct pld__tunable *t));
     "A file of the timing model's figures replacing the platform's, one "      \
     "'name = value' per line (pld_config.model_file; pld-env lists the "       \
     "figures). Unset or empty: the platform's.")                               \
+  X(PLD_DIAG, DIAG, WORDS, "deps|stats|all", 1,                                \
+    "Each rank writes, for each dispatch of the last run, its task graph "     \
+    "(deps: tasks, their tensors, the order the scheduler decided and why) "   \
+    "and its counts (stats: launches, blocks, bytes moved, waits) under "      \
+    "<artifact folder>/dfx/rank<r>/d<k>/ (pld_config.diag; pld-trace --diag "  \
+    "reads them). Unset or empty: none.")                                      \
+  X(PLD_DIAG_DIR, DIAG_DIR, PATH, NULL, 1,                                     \
+    "The folder PLD_DIAG writes its dfx/ folder in when the program has no "   \
+    "artifact folder (pld_config.artifact_dir).")                              \
   X(PLD_ISA, ISA, WORD, "generic|avx2|avx512|auto", 1,                         \
     "The instructions the tile loops use at most (x86-64; generic: SSE2, "     \
     "avx2: x86-64-v3 with F16C and FMA, avx512: x86-64-v4); every level "      \

@@ -18,6 +18,7 @@
 #include "core/tensor.h"
 #include "core/tunables.h"
 #include "device/aicpu.h"
+#include "device/diag.h"
 #include "device/sched.h"
 
 #define PAGE ((size_t)4096)
@@ -271,7 +272,8 @@ static int await_tasks(const struct pld__devrun *d, struct pld__aicpu *a,
  * waits for; counts the calls done for the host.  Returns the first
  * failure. */
 static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
-                    uint32_t slot, char *msg, size_t cap) {
+                    uint32_t slot, struct pld__diag *diag, uint32_t run,
+                    char *msg, size_t cap) {
   const struct pld__devplan *plan = d->plan;
   unsigned char *data = d->data + slot * pld__plan_slot_stride(plan);
   for (int c = 0; c < plan->ncalls; c++) {
@@ -305,14 +307,20 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
       e.a = c;
       pld__obs_begin(&e);
     }
+    const int64_t t0 = diag ? pld__now_ns() : 0;
     st = pld__aicpu_call(a, call->fn, argv);
     if (observed)
       pld__obs_end(&e);
     aicpu_running_fn = NULL;
     if (st) {
       pld__catf(msg, cap, "%s", a->msg);
+      if (diag)
+        pld__diag_dispatch_end(diag, c, sig->name, run, t0, 0, st, NULL, 0);
       return st;
     }
+    if (diag && (st = pld__diag_dispatch_end(diag, c, sig->name, run, t0,
+                                             pld__now_ns(), st, msg, cap)))
+      return st;
     atomic_store_explicit(&d->ctl->st.calls_done, (uint32_t)c + 1,
                           memory_order_release);
     if (plan->report_calls && c + 1 < plan->ncalls)
@@ -386,6 +394,10 @@ void pld__device_loop(struct pld__devrun *d) {
   d->spin = pld__world_spin(d->world, &ctl->awake);
   pld__awake(&d->spin);         /* the AICPU thread */
   struct pld__fabric_wrap wrap; /* the log's and race detector's */
+  struct pld__diag *diag = NULL;
+  int st = plan->diag ? pld__diag_create(plan->diag, plan->diag_dir, plan->rank,
+                                         plan->device_id, &diag)
+                      : PLD_OK;
   struct pld__comm_env env = {
       pld__fabric_wrapped(&wrap, d->fabric, d->race != NULL),
       &d->world->abort,
@@ -394,6 +406,7 @@ void pld__device_loop(struct pld__devrun *d) {
       d->trace,
       d->race,
       &ctl->uses,
+      diag,
       {[PLD_CORE_VECTOR] = plan->plat->vector_cores,
        [PLD_CORE_CUBE] = plan->plat->cube_cores}};
   pld__race_attach(d->race, plan->rank, 0);
@@ -406,8 +419,9 @@ void pld__device_loop(struct pld__devrun *d) {
   struct pld__aicpu a; /* all but its message's body (8 KiB), written
                           only by a failure */
   memset(&a, 0, offsetof(struct pld__aicpu, msg) + 1);
-  int st =
-      pld__sched_create(plan->plat, plan->rank, plan->device_id, &env, &sched);
+  if (!st)
+    st = pld__sched_create(plan->plat, plan->rank, plan->device_id, &env,
+                           &sched);
   if (st) {
     ctl->st.status = st;
     pld__catf(ctl->st.msg, sizeof ctl->st.msg, "%s", pld_last_error());
@@ -443,7 +457,7 @@ void pld__device_loop(struct pld__devrun *d) {
     /* Dynamic dimensions start from the compiled bindings on every run. */
     dims = *plan->dims;
     pld__aicpu_busy(&a, 1);
-    st = run_plan(d, &a, k.slot, ctl->st.msg, sizeof ctl->st.msg);
+    st = run_plan(d, &a, k.slot, diag, seq, ctl->st.msg, sizeof ctl->st.msg);
     pld__aicpu_busy(&a, 0);
     ctl->st.status = st;
     failed = st != PLD_OK;
@@ -458,6 +472,7 @@ void pld__device_loop(struct pld__devrun *d) {
   if (!d->exits) { /* else the process's end frees it all, and sooner */
     pld__aicpu_release(&a);
     pld__sched_destroy(sched);
+    pld__diag_destroy(diag);
   }
   pld__asleep(&d->spin);
 }

@@ -74,6 +74,10 @@ struct pld__devplan {
   /* The program's collective signal window (win_buf -1: none), which
    * kernels' PLD_COLL_SIG parameters receive. */
   struct pld__call_arg coll_sig;
+  /* The diagnostics files (device/diag.h): PLD__DIAG_* (0: none) and the
+   * dfx folder they go under (the host's, shared by every rank). */
+  unsigned diag;
+  const char *diag_dir;
 };
 
 /* The parameter a PLD_COLL_SIG declares, as the device names its view. */

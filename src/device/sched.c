@@ -48,6 +48,8 @@ static int hooks_open(struct pld__sched *s, const struct pld__comm_env *env) {
     s->hooks[s->nhooks++] = &pld__sched_trace_hooks;
   if (env && env->race)
     s->hooks[s->nhooks++] = &pld__sched_race_hooks;
+  if (env && env->diag)
+    s->hooks[s->nhooks++] = &pld__sched_diag_hooks;
   for (int i = 0; i < s->nhooks; i++)
     if (s->hooks[i]->open &&
         s->hooks[i]->open(env, s->rank, &s->hook_ctx[i]) != PLD_OK) {
@@ -80,6 +82,26 @@ static void hooks_task_after(struct pld__sched *s, struct task *t,
   for (int i = 0; i < s->nhooks; i++)
     if (s->hooks[i]->task_after)
       s->hooks[i]->task_after(s->hook_ctx[i], t->hook[i], before->hook[i]);
+}
+
+/* Called with mu held: t is launched (before it is ordered). */
+static void hooks_task_launch(struct pld__sched *s, struct task *t) {
+  const struct pld__sched_launch l = {t->seq,    t->kernel.sig, t->launched,
+                                      t->argc,   t->argv,       t->nregions,
+                                      t->regions};
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_launch)
+      s->hooks[i]->task_launch(s->hook_ctx[i], t->hook[i], &l);
+}
+
+/* Called with mu held: t is ordered after `before` for the reason why. */
+static void hooks_task_depends(struct pld__sched *s, struct task *t,
+                               const struct task *before,
+                               const struct pld__sched_dep *why) {
+  for (int i = 0; i < s->nhooks; i++)
+    if (s->hooks[i]->task_depends)
+      s->hooks[i]->task_depends(s->hook_ctx[i], t->hook[i], before->hook[i],
+                                why);
 }
 
 /* Called with mu held: t finished; its dependents are ordered after it. */
@@ -642,10 +664,14 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
 
   pthread_mutex_lock(&s->mu);
   t->seq = s->submitted++;
+  if (s->nhooks)
+    hooks_task_launch(s, t);
   int st = PLD_OK;
+  struct pld__sched_dep why;
   for (struct task *o = s->head; o && st == PLD_OK; o = o->next)
-    if (pld__sched_tasks_conflict(o, t) ||
-        pld__sched_task_names(spec, o->seq)) {
+    if (pld__sched_task_orders(o, t, spec, &why)) {
+      if (s->nhooks)
+        hooks_task_depends(s, t, o, &why);
       if (!o->finished)
         st = pld__sched_task_after(o, t);
       else if (s->nhooks) /* ordered before t all the same */

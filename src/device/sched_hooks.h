@@ -14,7 +14,43 @@
 #include "core/kctx.h"
 
 /* The most hook tables one scheduler holds. */
-#define PLD__SCHED_HOOKS 2
+#define PLD__SCHED_HOOKS 3
+
+/* A byte region a task touches, as the scheduler orders tasks by them
+ * (device/sched_task.c): arg is the kernel parameter it belongs to (-1:
+ * pld_launch_by's counts), counts says it is the counts a size is read
+ * from (pld_segment, pld_launch_by) rather than the tensor itself. */
+struct pld__sched_region {
+  const void *base;
+  size_t nbytes;
+  int writes;
+  int32_t arg, counts;
+};
+
+/* Why a task is ordered after an earlier one: PLD__DEP_OVERLAP, regions
+ * r_before of the earlier task and r of the later one overlap on bytes
+ * [lo, lo + n), one of them writing (their `writes` say which);
+ * PLD__DEP_EXPLICIT, an order the program asked for (no regions: NULL). */
+enum { PLD__DEP_OVERLAP = 1, PLD__DEP_EXPLICIT = 2 };
+struct pld__sched_dep {
+  int kind;
+  const struct pld__sched_region *r_before, *r;
+  const void *lo;
+  size_t n;
+};
+
+/* A launch as the hooks see it: its kernel, blocks (as launched: a count
+ * decided on the device may cut them), arguments (tensors under the
+ * kernel's parameter names and directions) and regions. */
+struct pld__sched_launch {
+  int32_t seq; /* launch number in the dispatch, from 0 */
+  const pld_signature *sig;
+  int32_t blocks;
+  int argc;
+  const pld_arg *argv;
+  int nregions;
+  const struct pld__sched_region *regions;
+};
 
 /* A block as the hooks see it, on the thread that runs it. */
 struct pld__sched_block {
@@ -42,6 +78,12 @@ struct pld__sched_hooks {
    * which has finished (a conflict with a finished task, or a finished
    * task's dependent); and task has finished. */
   void (*task_after)(void *ctx, void *task, const void *before);
+  /* With the lock held, at a launch: what the task is, then, once for
+   * each earlier task of the dispatch it is ordered after (finished or
+   * not), why: the dependency graph as the scheduler decides it. */
+  void (*task_launch)(void *ctx, void *task, const struct pld__sched_launch *l);
+  void (*task_depends)(void *ctx, void *task, const void *before,
+                       const struct pld__sched_dep *why);
   void (*task_done)(void *ctx, void *task);
   /* The calling thread runs block b of task: it begins (just before the
    * kernel's entry), the entry returned, and with the lock held its end
@@ -58,9 +100,12 @@ struct pld__sched_hooks {
   void (*drained)(void *ctx);
 };
 
-/* The race detector's hooks (device/sched_race.c) and the observer's
- * (device/sched_trace.c): a block's thread traces and logs as its core. */
+/* The race detector's hooks (device/sched_race.c), the observer's
+ * (device/sched_trace.c): a block's thread traces and logs as its core,
+ * and the diagnostics' (device/diag.c): the graph and each task's
+ * counts. */
 extern const struct pld__sched_hooks pld__sched_race_hooks;
 extern const struct pld__sched_hooks pld__sched_trace_hooks;
+extern const struct pld__sched_hooks pld__sched_diag_hooks;
 
 #endif

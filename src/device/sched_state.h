@@ -13,14 +13,6 @@
 #include "device/sched.h"
 #include "device/sched_hooks.h"
 
-/* A tensor region a task touches. */
-struct region {
-  const void *base;
-  size_t nbytes;
-  int writes;
-  int counts; /* counts the device reads (pld_segment, pld_launch_by) */
-};
-
 struct task {
   pld_kernel_fn kernel;
   int32_t launched;   /* the launch's block count: read without the lock */
@@ -38,7 +30,7 @@ struct task {
   int dynamic;
   struct pld__blocks_by by;
   int nregions;
-  struct region *regions;
+  struct pld__sched_region *regions;
   int ndeferred;            /* deferred waits pending (watch slots) */
   int waiting_on;           /* unfinished tasks this one depends on */
   struct task **dependents; /* tasks waiting on this one */
@@ -134,11 +126,16 @@ void pld__sched_task_free(struct task *t);
 int pld__sched_task_resolve(struct task *t, const char **what, char *msg,
                             size_t cap);
 /* Whether a and b touch overlapping regions, one of them writing (in one
- * manual scope: only regions of counts the device reads count). */
-int pld__sched_tasks_conflict(const struct task *a, const struct task *b);
-/* Whether the launch of spec names task number seq among its explicit
- * dependencies (pld_launch_after). */
-int pld__sched_task_names(const struct pld__task_spec *spec, int32_t seq);
+ * manual scope: only regions of counts the device reads count); if so and
+ * why is not NULL, *why says which (the first such pair). */
+int pld__sched_tasks_conflict(const struct task *a, const struct task *b,
+                              struct pld__sched_dep *why);
+/* Whether t, launched by spec, goes after the earlier task o: their
+ * regions conflict, or spec names o among its explicit dependencies
+ * (pld_launch_after); *why says which. */
+int pld__sched_task_orders(const struct task *o, const struct task *t,
+                           const struct pld__task_spec *spec,
+                           struct pld__sched_dep *why);
 /* t waits for `on` to finish.  Returns PLD_OK or PLD_ERR_NOMEM. */
 int pld__sched_task_after(struct task *on, struct task *t);
 

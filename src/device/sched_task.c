@@ -46,22 +46,22 @@ struct task *pld__sched_task_new(const struct pld__task_spec *spec) {
     t->argv[i].v.t = &t->tensors[i];
     const struct pld__segment *seg = t->tensors[i].seg;
     if (seg) { /* ordered as all of the tensor cut, after its counts */
+      t->regions[t->nregions++] = (struct pld__sched_region){
+          seg->base, (size_t)seg->rows_of * seg->row_bytes,
+          sig->params[i].dir != PLD_DIR_IN, i, 0};
       t->regions[t->nregions++] =
-          (struct region){seg->base, (size_t)seg->rows_of * seg->row_bytes,
-                          sig->params[i].dir != PLD_DIR_IN, 0};
-      t->regions[t->nregions++] =
-          (struct region){seg->at.counts, seg->at.bytes, 0, 1};
+          (struct pld__sched_region){seg->at.counts, seg->at.bytes, 0, i, 1};
       t->dynamic = 1;
     } else {
       t->regions[t->nregions++] =
-          (struct region){t->tensors[i].data, t->tensors[i].nbytes,
-                          sig->params[i].dir != PLD_DIR_IN, 0};
+          (struct pld__sched_region){t->tensors[i].data, t->tensors[i].nbytes,
+                                     sig->params[i].dir != PLD_DIR_IN, i, 0};
     }
   }
   if (spec->by) {
     t->by = *spec->by;
     t->regions[t->nregions++] =
-        (struct region){t->by.at.counts, t->by.at.bytes, 0, 1};
+        (struct pld__sched_region){t->by.at.counts, t->by.at.bytes, 0, -1, 1};
     t->dynamic = 1;
   }
   return t;
@@ -157,25 +157,41 @@ int pld__sched_task_resolve(struct task *t, const char **what, char *msg,
   return PLD_OK;
 }
 
-int pld__sched_tasks_conflict(const struct task *a, const struct task *b) {
+int pld__sched_tasks_conflict(const struct task *a, const struct task *b,
+                              struct pld__sched_dep *why) {
   /* In a manual scope only explicit edges order tasks, but the device
    * itself reads counts when a task starts: their writers still come
    * first, and their readers before a later writer. */
   const int manual = a->scope && a->scope == b->scope;
   for (int i = 0; i < a->nregions; i++)
-    for (int j = 0; j < b->nregions; j++)
-      if ((!manual || a->regions[i].counts || b->regions[j].counts) &&
-          (a->regions[i].writes || b->regions[j].writes) &&
-          pld__ranges_overlap(a->regions[i].base, a->regions[i].nbytes,
-                              b->regions[j].base, b->regions[j].nbytes))
+    for (int j = 0; j < b->nregions; j++) {
+      const struct pld__sched_region *x = &a->regions[i], *y = &b->regions[j];
+      if ((!manual || x->counts || y->counts) && (x->writes || y->writes) &&
+          pld__ranges_overlap(x->base, x->nbytes, y->base, y->nbytes)) {
+        if (why) {
+          const char *lo =
+              (const char *)x->base > (const char *)y->base ? x->base : y->base;
+          const char *xe = (const char *)x->base + x->nbytes,
+                     *ye = (const char *)y->base + y->nbytes;
+          *why = (struct pld__sched_dep){PLD__DEP_OVERLAP, x, y, lo,
+                                         (size_t)((xe < ye ? xe : ye) - lo)};
+        }
         return 1;
+      }
+    }
   return 0;
 }
 
-int pld__sched_task_names(const struct pld__task_spec *spec, int32_t seq) {
+int pld__sched_task_orders(const struct task *o, const struct task *t,
+                           const struct pld__task_spec *spec,
+                           struct pld__sched_dep *why) {
+  if (pld__sched_tasks_conflict(o, t, why))
+    return 1;
   for (int i = 0; i < spec->ndeps; i++)
-    if (spec->deps[i] == seq)
+    if (spec->deps[i] == o->seq) {
+      *why = (struct pld__sched_dep){PLD__DEP_EXPLICIT, NULL, NULL, NULL, 0};
       return 1;
+    }
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/tunables.h"
 #include "host/program.h"
 
 /* "x[1]" for a slice of host argument x, computed from its byte offset. */
@@ -217,4 +218,81 @@ int pld__artifacts_write(struct pld_program *p, const char *dir) {
       break;
   }
   return st;
+}
+
+/* ---- the diagnostics' folders (device/diag.h) ---------------------------- */
+
+/* Removes dispatch folder `dir` of an earlier program (its files, then the
+ * folder).  Returns whether it was there. */
+static int stale_dispatch_remove(const char *dir) {
+  static const char *const files[] = {"deps.json",
+                                      "scope_stats/scope_stats.jsonl"};
+  char path[4096 + 64];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/scope_stats", dir);
+  rmdir(path);
+  return rmdir(dir) == 0 || errno != ENOENT;
+}
+
+int pld__diag_config(struct pld_program *p, const pld_config *cfg) {
+  const char *v = cfg->diag ? cfg->diag : pld__setting(PLD__SET_DIAG);
+  if (!v || !*v)
+    return PLD_OK;
+  char why[1024];
+  if (pld__setting_refused(PLD__SET_DIAG, v, why, sizeof why))
+    return pld__fail_api(PLD_ERR_CONFIG, "diagnostics: %s%s",
+                         cfg->diag ? "pld_config.diag, read as " : "", why);
+  unsigned what = 0;
+  for (const char *w = v; *w;) {
+    size_t len = strcspn(w, ",");
+    /* deps, stats, all: the bits of PLD__DIAG_*, all of them last. */
+    int i = pld__setting_word(PLD__SET_DIAG, w, len);
+    what |= i == 2 ? 3u : 1u << i;
+    w += len + (w[len] == ',');
+  }
+  const char *base = p->plan.artifact_dir;
+  const char *env_dir = pld__setting(PLD__SET_DIAG_DIR);
+  if (!base && env_dir && *env_dir) {
+    base = env_dir;
+    if (mkdir(base, 0777) != 0 && errno != EEXIST)
+      return pld__fail_api(PLD_ERR_SYSTEM, "diagnostics: PLD_DIAG_DIR=%s: %s",
+                           base, strerror(errno));
+  }
+  if (!base)
+    return pld__fail_api(PLD_ERR_CONFIG,
+                         "diagnostics (%s '%s'): expected a folder to write "
+                         "them in, an artifact folder "
+                         "(pld_config.artifact_dir) or PLD_DIAG_DIR, got "
+                         "neither",
+                         cfg->diag ? "pld_config.diag" : "PLD_DIAG", v);
+  char path[4096];
+  size_t n = (size_t)snprintf(path, sizeof path, "%s/dfx", base);
+  if (n >= sizeof path - 64 || (mkdir(path, 0777) != 0 && errno != EEXIST))
+    return pld__fail_api(PLD_ERR_SYSTEM, "diagnostics folder %s: %s", path,
+                         n >= sizeof path - 64 ? "too long" : strerror(errno));
+  p->plan.diag_dir = pld__strdup(path);
+  if (!p->plan.diag_dir)
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
+  for (int r = 0; r < p->plan.nranks; r++) {
+    struct pld__devplan *pl = &p->plan.plans[r];
+    pl->diag = what;
+    pl->diag_dir = p->plan.diag_dir;
+    snprintf(path + n, sizeof path - n, "/rank%d", r);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return pld__fail_api(PLD_ERR_SYSTEM, "diagnostics folder %s: %s", path,
+                           strerror(errno));
+    /* The folder describes this program's last run: no dispatch beyond
+     * the rank's is left from an earlier one. */
+    size_t m = strlen(path);
+    for (int k = pl->ncalls;; k++) {
+      snprintf(path + m, sizeof path - m, "/d%d", k);
+      if (!stale_dispatch_remove(path))
+        break;
+    }
+    path[n] = '\0';
+  }
+  return PLD_OK;
 }

@@ -47,6 +47,7 @@ void pld__program_free(struct pld_program *p) {
   pld__free(p->plan.args);
   pld__free(p->plan.arg_meta);
   pld__free(p->plan.artifact_dir);
+  pld__free(p->plan.diag_dir);
   pld__free(p);
 }
 
@@ -683,6 +684,8 @@ static int compile(pld_host_fn host, const pld_config *cfg, int argc,
   if (cfg->share && (st = share_devices(p, cfg->share)))
     goto fail;
   if (cfg->artifact_dir && (st = pld__artifacts_write(p, cfg->artifact_dir)))
+    goto fail;
+  if ((st = pld__diag_config(p, cfg)))
     goto fail;
   features_decide(p);
   if (spanned)

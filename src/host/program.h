@@ -114,6 +114,7 @@ struct pld__plan {
   struct pld__taskplan *tasks;
   int ntasks;
   char *artifact_dir;
+  char *diag_dir; /* the diagnostics' dfx folder, or NULL (device/diag.h) */
   int64_t wait_timeout_ns;   /* 0: no limit */
   int64_t kernel_timeout_ns; /* 0: no limit */
   int keep_windows;
@@ -233,6 +234,11 @@ static inline unsigned char *pld__run_data(const struct pld_program *p, int r,
 /* Writes the artifact folder of a compiled program.  Returns PLD_OK or
  * PLD_ERR_SYSTEM (message set). */
 int pld__artifacts_write(struct pld_program *p, const char *dir);
+/* Decides the diagnostics files (cfg->diag, PLD_DIAG) and makes their
+ * folders (<artifact folder or PLD_DIAG_DIR>/dfx/rank<r>), removing the
+ * files of dispatches a rank no longer has.  Returns PLD_OK, or
+ * PLD_ERR_CONFIG or PLD_ERR_SYSTEM (message set). */
+int pld__diag_config(struct pld_program *p, const pld_config *cfg);
 
 /* Frees what pld_compile made of p, and p (its devices must be stopped,
  * its runner gone: pld_program_destroy). */

@@ -7,6 +7,7 @@
  * rows move as one block (sorted tokens are the common case). */
 #include <string.h>
 
+#include "core/trace.h"
 #include "tile/convert.h"
 #include "tile/tile.h"
 
@@ -99,6 +100,7 @@ int pld_load_rows(pld_core k, pld_tile *dst, pld_tensor src,
       memset(to, 0, len);
       continue;
     }
+    pld__obs_gm(0, len * (size_t)m);
     const unsigned char *from =
         (const unsigned char *)src.p->data + pld__tensor_offset(src.p, r, col);
     for (int32_t j = 0; j < m; j++)
@@ -130,6 +132,7 @@ int pld_store_rows(pld_core k, const pld_tile *t, pld_tensor dst,
     const int32_t r = pld__rows_index(idx, i);
     if (r < 0)
       continue;
+    pld__obs_gm(1, len * (size_t)m);
     unsigned char *to =
         (unsigned char *)dst.p->data + pld__tensor_offset(dst.p, r, col);
     const unsigned char *from = pld__run_ptr(t, (size_t)i);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/trace.h"
 #include "tile/convert.h"
 #include "tile/isa.h"
 
@@ -462,6 +463,7 @@ int pld__tensor_race_check(struct pld__core *c, const char *fn, int kind,
 static void load_block(pld_tile *dst, const struct pld__tensor *src,
                        int64_t row, int64_t col) {
   const size_t len = (size_t)dst->cols * pld_dtype_size(dst->dtype);
+  pld__obs_gm(0, len * (size_t)dst->rows);
   copy_rows(dst->data, dst->row_bytes,
             (const unsigned char *)src->data +
                 pld__tensor_offset(src, row, col),
@@ -546,6 +548,7 @@ int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
                        (size_t)t->rows))
     return c->status;
   const size_t len = (size_t)t->cols * pld_dtype_size(t->dtype);
+  pld__obs_gm(1, len * (size_t)t->rows);
   copy_rows((unsigned char *)dst.p->data + pld__tensor_offset(dst.p, row, col),
             pld__tensor_stride(dst.p), t->data, t->row_bytes, (size_t)t->rows,
             len);

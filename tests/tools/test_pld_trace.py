@@ -18,7 +18,8 @@ import xml.etree.ElementTree as ET
 
 EPS = 0.0005  # half a nanosecond, in microseconds: the tool's tolerance
 SVG = "{http://www.w3.org/2000/svg}"
-USAGE = "usage: pld-trace TRACE.json [-o OUT.svg] [--width PX]"
+USAGE = ("usage: pld-trace TRACE.json [-o OUT.svg] [--width PX] | "
+         "pld-trace --diag FOLDER")
 TOOL = None
 TMP = None
 
@@ -849,6 +850,8 @@ def case_error_usage():
           "number of pixels in [400, 100000], got '10' (%s)" % USAGE)
     usage(["a.json", "b.json"], "pld-trace: expected one trace file, got a "
           "second, 'b.json' (%s)" % USAGE)
+    usage(["--diag"], "pld-trace: --diag: expected a folder, got nothing "
+          "after it (%s)" % USAGE)
     status, out, err = run("--help")
     check(status == 0 and out.startswith(USAGE + "\n") and err == "",
           "--help: %d %r %r" % (status, out, err))
