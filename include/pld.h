@@ -18,6 +18,7 @@
 #include "pld/rma.h"
 #include "pld/collective.h"
 #include "pld/fused.h"
+#include "pld/mix.h"
 #include "pld/ep.h"
 #include "pld/program.h"
 

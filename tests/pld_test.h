@@ -17,9 +17,9 @@
   pld_test_assert_fails((call), (status), __FILE__, __LINE__,                  \
                         (const char *[]){__VA_ARGS__, NULL})
 
-static inline void pld_test_assert_fails(int got, int want, const char *file,
-                                         int line, const char **subs) {
-  const char *msg = pld_last_error();
+static inline void pld_test_assert_fails_msg(int got, int want, const char *msg,
+                                             const char *file, int line,
+                                             const char **subs) {
   if (got != want) {
     print_error("%s:%d: expected %s, got %s: %s\n", file, line,
                 pld_status_name(want), pld_status_name(got), msg);
@@ -30,6 +30,11 @@ static inline void pld_test_assert_fails(int got, int want, const char *file,
       print_error("%s:%d: message lacks \"%s\": %s\n", file, line, *subs, msg);
       _fail(file, line);
     }
+}
+
+static inline void pld_test_assert_fails(int got, int want, const char *file,
+                                         int line, const char **subs) {
+  pld_test_assert_fails_msg(got, want, pld_last_error(), file, line, subs);
 }
 
 #define assert_ok(call)                                                        \

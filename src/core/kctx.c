@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "pld/mix.h"
 
 const char *pld__core_type_name(pld_core_type t) {
-  return t == PLD_CORE_CUBE ? "AIC" : "AIV";
+  return t == PLD_CORE_CUBE ? "AIC" : t == PLD_CORE_MIX ? "AIC + AIV" : "AIV";
 }
 
 int pld__core_init(struct pld__core *c, const struct pld__core_spec *spec) {
@@ -60,6 +61,8 @@ void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
   c->coll_kind = c->coll_call = c->coll_round = 0;
   c->ndeferred = 0;
   c->prefetching = 0;
+  c->mix = NULL;
+  c->mix_part = 0;
   c->status = PLD_OK;
   c->msg[0] = '\0';
 }
@@ -90,6 +93,7 @@ int pld__kfail(struct pld__core *c, int status, const char *fn, const char *fmt,
 
 int32_t pld_block_idx(pld_core k) { return k.p->block_idx; }
 int32_t pld_block_num(pld_core k) { return k.p->block_num; }
+pld_core_type pld_core_type_of(pld_core k) { return k.p->spec.type; }
 
 int pld_kernel_fail(pld_core k, int status, const char *fmt, ...) {
   struct pld__core *c = k.p;

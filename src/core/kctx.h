@@ -106,6 +106,12 @@ struct pld__core {
 
   uint32_t race_seq; /* the race detector numbers the core's records */
 
+  /* A part of a mixed block (pld/mix.h): the block's shared state
+   * (device/mix.h) and this core's part in it (0 the cube part, 1 + v
+   * vector part v); NULL outside a mixed kernel. */
+  struct pld__mix *mix;
+  int32_t mix_part;
+
   char msg[PLD__MSG_MAX];
 };
 

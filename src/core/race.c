@@ -319,6 +319,13 @@ void pld__race_block_end(uint32_t *task_end) {
   tick();
 }
 
+void pld__race_release_into(uint32_t *vc) {
+  if (!pld__race_me.r || !vc)
+    return;
+  publish_into(vc);
+  tick();
+}
+
 /* ---- records ------------------------------------------------------------- */
 
 static uint32_t record(int kind, const char *fn, const char *window, int buf,

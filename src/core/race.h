@@ -85,6 +85,9 @@ void pld__race_launch(uint32_t *task_start);
 struct pld__core;
 void pld__race_block_begin(const uint32_t *start, struct pld__core *core);
 void pld__race_block_end(uint32_t *task_end);
+/* This thread's block releases what it did so far into vc (a tile handed
+ * to another part of a mixed block; pld__race_absorb acquires it). */
+void pld__race_release_into(uint32_t *vc);
 /* This thread learns vc (the AICPU after its drain; after host tasks). */
 void pld__race_absorb(const uint32_t *vc);
 void pld__race_absorb_host(void);

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "pld/mix.h"
 
 const char *pld__dir_name(pld_dir d) {
   switch (d) {
@@ -44,7 +45,7 @@ const char *pld__sig_problem(const pld_signature *sig, pld_level level,
     return "a descriptor whose parameter table is invalid (more than "
            "PLD_MAX_PARAMS parameters?)";
   if (level == PLD_LEVEL_KERNEL && sig->core_type != PLD_CORE_VECTOR &&
-      sig->core_type != PLD_CORE_CUBE)
+      sig->core_type != PLD_CORE_CUBE && sig->core_type != PLD_CORE_MIX)
     return "a kernel descriptor of no known core type";
   return NULL;
 }

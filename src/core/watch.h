@@ -174,6 +174,15 @@ static inline void pld__slot_set_wait(struct pld__coreslot *s, int32_t buf,
   pld__name_copy(s->window, sizeof s->window, window);
 }
 
+/* The window buffer of a waiting slot that waits in the path between the
+ * parts of a mixed block (pld_push_tile, pld_pop_tile of pld/mix.h), not
+ * on a cell: cmp is 1 for a push (waiting for room) and 0 for a pop
+ * (waiting for a tile), expected the part waited for (PLD_MIX_CUBE or a
+ * vector part's index), window the function; ndim 0.  Only the part it
+ * waits for can end it, which the host cannot see: it is never satisfied
+ * to the watch, and the part that ends it marks it running again. */
+#define PLD__WAIT_PIPE (-2)
+
 /* The one definition of a satisfied wait, used by the waiting core and by
  * the host's deadlock watch alike. */
 static inline int pld__wait_satisfied(int32_t value, int32_t expected,

@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/futex.h"
 #include "core/kctx.h"
+#include "pld/mix.h"
 
 /* Records the first failure of the call: "fn (rank r, device d, in F): ". */
 static int afail(struct pld__aicpu *a, int status, const char *fn,
@@ -79,14 +80,16 @@ static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
                             const struct pld__deps_of *o) {
   char line[1024];
   const pld_signature *sig = kernel.sig;
-  int cores = plat ? (sig->core_type == PLD_CORE_CUBE ? plat->cube_cores
-                                                      : plat->vector_cores)
+  int cores = plat ? (sig->core_type == PLD_CORE_VECTOR ? plat->vector_cores
+                                                        : plat->cube_cores)
                    : 0;
-  size_t n = pld__catf(line, sizeof line,
-                       "    kernel %s on the AI cores: %d block%s on %s cores "
-                       "(%d on the device)\n",
-                       sig->name, (int)blocks, blocks == 1 ? "" : "s",
-                       pld__core_type_name(sig->core_type), cores);
+  size_t n =
+      pld__catf(line, sizeof line,
+                "    kernel %s on the AI cores: %d block%s on %s %s "
+                "(%d on the device)\n",
+                sig->name, (int)blocks, blocks == 1 ? "" : "s",
+                pld__core_type_name(sig->core_type),
+                sig->core_type == PLD_CORE_MIX ? "clusters" : "cores", cores);
   if (by)
     n += pld__catf(line + n, sizeof line - n,
                    "      (at most: ceil(%s[%d] / %d) blocks when it starts)\n",

@@ -31,110 +31,14 @@ static _Thread_local struct {
   int blocked;
 } me;
 
-/* ---- hooks (device/sched_hooks.h) ------------------------------------- */
-
-/* Closes the first n hooks of s. */
-static void hooks_close(struct pld__sched *s, int n) {
-  for (int i = 0; i < n; i++)
-    if (s->hooks[i]->close)
-      s->hooks[i]->close(s->hook_ctx[i]);
-}
-
-/* Registers the hooks env asks for (the trace and the debug log first,
- * as a block's thread observes as its core before the race detector sees
- * it as one) and opens them.  Returns PLD_OK or PLD_ERR_NOMEM. */
-static int hooks_open(struct pld__sched *s, const struct pld__comm_env *env) {
-  if (!env || env->trace || pld__debug_mask)
-    s->hooks[s->nhooks++] = &pld__sched_trace_hooks;
-  if (env && env->race)
-    s->hooks[s->nhooks++] = &pld__sched_race_hooks;
-  if (env && env->diag)
-    s->hooks[s->nhooks++] = &pld__sched_diag_hooks;
-  for (int i = 0; i < s->nhooks; i++)
-    if (s->hooks[i]->open &&
-        s->hooks[i]->open(env, s->rank, &s->hook_ctx[i]) != PLD_OK) {
-      hooks_close(s, i);
-      return PLD_ERR_NOMEM;
-    }
-  return PLD_OK;
-}
-
-/* A new task's states.  Returns PLD_OK or PLD_ERR_NOMEM. */
-static int hooks_task_new(struct pld__sched *s, struct task *t) {
-  for (int i = 0; i < s->nhooks; i++)
-    if (s->hooks[i]->task_new &&
-        s->hooks[i]->task_new(s->hook_ctx[i], &t->hook[i]) != PLD_OK)
-      return PLD_ERR_NOMEM;
-  return PLD_OK;
-}
-
-/* Frees t and its states. */
-static void task_release(struct pld__sched *s, struct task *t) {
-  for (int i = 0; i < s->nhooks; i++)
-    if (s->hooks[i]->task_free && t->hook[i])
-      s->hooks[i]->task_free(s->hook_ctx[i], t->hook[i]);
-  pld__sched_task_free(t);
-}
-
-/* Called with mu held: t is ordered after `before`, finished. */
-static void hooks_task_after(struct pld__sched *s, struct task *t,
-                             const struct task *before) {
-  for (int i = 0; i < s->nhooks; i++)
-    if (s->hooks[i]->task_after)
-      s->hooks[i]->task_after(s->hook_ctx[i], t->hook[i], before->hook[i]);
-}
-
-/* Called with mu held: t is launched (before it is ordered). */
-static void hooks_task_launch(struct pld__sched *s, struct task *t) {
-  const struct pld__sched_launch l = {t->seq,    t->kernel.sig, t->launched,
-                                      t->argc,   t->argv,       t->nregions,
-                                      t->regions};
-  for (int i = 0; i < s->nhooks; i++)
-    if (s->hooks[i]->task_launch)
-      s->hooks[i]->task_launch(s->hook_ctx[i], t->hook[i], &l);
-}
-
-/* Called with mu held: t is ordered after `before` for the reason why. */
-static void hooks_task_depends(struct pld__sched *s, struct task *t,
-                               const struct task *before,
-                               const struct pld__sched_dep *why) {
-  for (int i = 0; i < s->nhooks; i++)
-    if (s->hooks[i]->task_depends)
-      s->hooks[i]->task_depends(s->hook_ctx[i], t->hook[i], before->hook[i],
-                                why);
-}
-
-/* Called with mu held: t finished; its dependents are ordered after it. */
-static void hooks_task_done(struct pld__sched *s, struct task *t) {
-  for (int i = 0; i < s->nhooks; i++)
-    if (s->hooks[i]->task_done)
-      s->hooks[i]->task_done(s->hook_ctx[i], t->hook[i]);
-  for (int i = 0; i < t->ndependents; i++)
-    hooks_task_after(s, t->dependents[i], t);
-}
-
-/* The points of a block the hooks see (struct pld__sched_hooks). */
-enum { AT_BEGIN, AT_RETURN, AT_END, AT_LEAVE };
-
-static void hooks_block(struct pld__sched *s, struct task *t,
-                        const struct pld__sched_block *b, int at) {
-  for (int i = 0; i < s->nhooks; i++) {
-    const struct pld__sched_hooks *h = s->hooks[i];
-    void (*fn)(void *, void *, const struct pld__sched_block *) =
-        at == AT_BEGIN    ? h->block_begin
-        : at == AT_RETURN ? h->block_return
-        : at == AT_END    ? h->block_end
-                          : h->block_leave;
-    if (fn)
-      fn(s->hook_ctx[i], t->hook[i], b);
-  }
-}
-
 /* Called with mu held: the host's deadlock watch sees the blocks ready to
  * start and the cores holding blocks, per core type, and which task is
  * first in line (its name copied only when another task comes first). */
 static void publish_queued(struct pld__sched *s) {
-  atomic_store_explicit(&s->queued, s->types[0].pending + s->types[1].pending,
+  atomic_store_explicit(&s->queued,
+                        s->types[0].pending + s->types[1].pending +
+                            s->types[0].nparts + s->types[1].nparts +
+                            s->mix_pending,
                         memory_order_relaxed);
   if (!s->env)
     return;
@@ -168,11 +72,14 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     s->spin.cpus = pld__cpus();
   }
   s->env = env;
-  if (hooks_open(s, env)) {
+  if (pld__sched_hooks_open(s, env)) {
     pld__free(s);
     return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
   }
   s->types[PLD_CORE_VECTOR].max = plat->vector_cores;
+  s->ratio = plat->cube_cores > 0 ? plat->vector_cores / plat->cube_cores : 0;
+  if (s->ratio > PLD__MIX_MAX_VEC)
+    s->ratio = PLD__MIX_MAX_VEC;
   s->types[PLD_CORE_VECTOR].spec = (struct pld__core_spec){
       PLD_CORE_VECTOR, 0, plat->ub_bytes, "Unified Buffer", 0, 0, 0};
   s->types[PLD_CORE_CUBE].max = plat->cube_cores;
@@ -221,21 +128,47 @@ static int can_take(const struct coretype *ct) {
   return ct->ready_head && ct->busy < ct->max;
 }
 
+/* Called with mu held: a block of a mixed kernel is ready and a cluster
+ * free for it (a cube core and `ratio` vector cores). */
+static int can_take_mix(const struct pld__sched *s) {
+  const struct coretype *cube = &s->types[PLD_CORE_CUBE],
+                        *vec = &s->types[PLD_CORE_VECTOR];
+  return s->mix_head && s->ratio > 0 && cube->busy < cube->max &&
+         vec->busy + s->ratio <= vec->max;
+}
+
+/* Called with mu held: a thread of type (-1: the AICPU, which runs both)
+ * has something to take: a part of a mixed block, a block. */
+static int has_work(const struct pld__sched *s, int type) {
+  for (int i = 0; i < 2; i++)
+    if ((type < 0 || type == i) &&
+        (s->types[i].nparts > 0 || can_take(&s->types[i])))
+      return 1;
+  return can_take_mix(s);
+}
+
 /* Called with mu held: ct has blocks ready to start (and cores free for
- * them) that may lack a thread.  A block runs to completion on the thread
- * that takes it, so one thread that will look for work is enough; another
- * is woken (or started) when none will, or when a CPU is free and fewer
- * threads look than there are blocks to run. */
+ * them), or parts of mixed blocks (their cores held), that may lack a
+ * thread; ready mixed blocks count as the cube type's.  A block runs to
+ * completion on the thread that takes it, so one thread that will look
+ * for work is enough; another is woken (or started) when none will, or
+ * when a CPU is free and fewer threads look than there are blocks to
+ * run. */
 static void want_runner(struct pld__sched *s, struct coretype *ct) {
-  if (ct->pending == 0 || ct->busy >= ct->max)
-    return;
   int type = (int)(ct - s->types);
+  int work =
+      ct->max - ct->busy < ct->pending ? ct->max - ct->busy : ct->pending;
+  if (type == PLD_CORE_CUBE && can_take_mix(s))
+    work += s->mix_pending;
+  work += ct->nparts;
+  if (work <= 0)
+    return;
   int self = me.s == s && !me.blocked && (me.type == -1 || me.type == type);
   int near = ct->looking + ct->woken + self +
              (s->aicpu_free && !(me.s == s && me.type == -1));
   if (near > 0) {
     uint32_t awake = atomic_load_explicit(s->spin.awake, memory_order_relaxed);
-    if (near >= ct->pending || near >= ct->max - ct->busy ||
+    if (near >= work ||
         awake + (uint32_t)(s->types[0].woken + s->types[1].woken) >=
             s->spin.cpus)
       return;
@@ -264,6 +197,9 @@ static void drain_bump(struct pld__sched *s) {
 }
 
 static void task_finish(struct pld__sched *s, struct task *t);
+static void block_end(struct pld__sched *s, struct task *t,
+                      struct pld__core *const *cores, int n);
+static void mix_end(struct pld__sched *s, struct mixblock *mb);
 
 /* Called with mu held: t, ready, reads its segments and block count; a
  * value out of bounds fails the dispatch as a block's failure does.
@@ -293,16 +229,24 @@ static void ready_push(struct pld__sched *s, struct task *t) {
     task_finish(s, t);
     return;
   }
-  struct coretype *ct = &s->types[t->kernel.sig->core_type];
+  /* Mixed tasks have a queue of their own; their blocks count as the cube
+   * type's for threads (want_runner). */
+  const int mixed = t->kernel.sig->core_type == PLD_CORE_MIX;
+  struct coretype *ct =
+      &s->types[mixed ? PLD_CORE_CUBE : t->kernel.sig->core_type];
+  struct task **head = mixed ? &s->mix_head : &ct->ready_head,
+              **tail = mixed ? &s->mix_tail : &ct->ready_tail;
   t->ready_next = NULL;
-  if (ct->ready_tail)
-    ct->ready_tail->ready_next = t;
+  if (*tail)
+    (*tail)->ready_next = t;
   else
-    ct->ready_head = t;
-  ct->ready_tail = t;
-  ct->pending += t->blocks - t->next_block;
+    *head = t;
+  *tail = t;
+  *(mixed ? &s->mix_pending : &ct->pending) += t->blocks - t->next_block;
   publish_queued(s);
-  atomic_fetch_add_explicit(&ct->work_seq, 1, memory_order_release);
+  for (int i = 0; i < 2; i++)
+    if (mixed || &s->types[i] == ct)
+      atomic_fetch_add_explicit(&s->types[i].work_seq, 1, memory_order_release);
   drain_bump(s);
   want_runner(s, ct);
 }
@@ -323,7 +267,7 @@ static void unfinished_dec(struct pld__sched *s) {
 static void task_finish(struct pld__sched *s, struct task *t) {
   t->finished = 1;
   if (s->nhooks)
-    hooks_task_done(s, t);
+    pld__sched_hooks_task_done(s, t);
   for (int i = 0; i < t->ndependents; i++) {
     struct task *d = t->dependents[i];
     if (--d->waiting_on == 0 && !d->finished)
@@ -362,6 +306,8 @@ static void cancel_all(struct pld__sched *s) {
     s->types[t].ready_head = s->types[t].ready_tail = NULL;
     s->types[t].pending = 0;
   }
+  s->mix_head = s->mix_tail = NULL;
+  s->mix_pending = 0;
   publish_queued(s);
   for (struct task *t = s->head; t; t = t->next) {
     if (t->finished)
@@ -375,83 +321,13 @@ static void cancel_all(struct pld__sched *s) {
   }
 }
 
-/* Publishes that core c starts its block now (for the host's kernel time
- * limit, deadlock report and crash report).  Returns its slot, or NULL
- * without a watch. */
-static struct pld__coreslot *slot_begin(struct pld__sched *s,
-                                        const struct pld__core *c) {
-  if (!s->env)
-    return NULL;
-  struct pld__coreslot *slot = &s->env->watch->slots[c->slot];
-  pld__slot_write_begin(slot);
-  pld__slot_set_block(slot, (int32_t)c->spec.type, c->spec.index, c->block_idx,
-                      c->block_num, c->kernel);
-  atomic_store_explicit(&slot->since_ns, pld__now_ns(), memory_order_relaxed);
-  atomic_store_explicit(&slot->state, PLD__CORE_RUNNING, memory_order_relaxed);
-  pld__slot_write_end(slot);
-  return slot;
-}
-
 static void on_wait(struct pld__core *c, int event);
 
-/* lane = the core type's name and index ("AIV3"), without stdio: a
- * device's first core is set up on its first run's way. */
-static void lane_name(char lane[16], const char *type, int index) {
-  char digits[12];
-  int n = 0;
-  do
-    digits[n++] = (char)('0' + index % 10);
-  while ((index /= 10) > 0 && n < (int)sizeof digits);
-  size_t at = strlen(type);
-  memcpy(lane, type, at);
-  while (n > 0)
-    lane[at++] = digits[--n];
-  lane[at] = '\0';
-}
-
-/* Called with mu held: sets up the next core of ct (tile memory, wait
- * slot, trace lane).  Returns PLD_OK or PLD_ERR_NOMEM (message set). */
-static int core_setup(struct pld__sched *s, struct coretype *ct) {
-  /* The cores of a type are allocated with its first: a device whose
-   * kernels use one type never maps the other's. */
-  if (!ct->cores &&
-      !(ct->cores = pld__calloc((size_t)ct->max, sizeof *ct->cores)))
-    return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (cores)");
-  struct simcore *sc = &ct->cores[ct->ncores];
-  struct pld__core_spec spec = ct->spec;
-  spec.index = ct->ncores;
-  int st = pld__core_init(&sc->core, &spec);
-  if (st)
-    return st;
-  /* Wait slots: vector cores first, then cube cores. */
-  sc->core.env = s->env;
-  sc->core.slot = spec.type == PLD_CORE_VECTOR
-                      ? spec.index
-                      : s->types[PLD_CORE_VECTOR].max + spec.index;
-  sc->core.on_wait = on_wait;
-  sc->core.sched = s;
-  const char *type_name = pld__core_type_name(spec.type);
-  lane_name(sc->lane, type_name, spec.index);
-  sc->tbuf = s->env && s->env->trace
-                 ? pld__trace_tbuf(s->env->trace, 1 + sc->core.slot)
-                 : NULL;
-  if (sc->tbuf)
-    snprintf(sc->tbuf->name, sizeof sc->tbuf->name, "%s core %d", type_name,
-             spec.index);
-  sc->next_free = ct->free_core;
-  ct->free_core = ct->ncores++;
-  return PLD_OK;
-}
-
-/* Called with mu held: the next ready block of ct and a free core for it
- * (the most recently freed: its tile memory is warm), both taken; NULL if
- * no block is ready or no core is free.  A core that cannot be set up
- * fails the dispatch. */
-static struct simcore *take_block(struct pld__sched *s, struct coretype *ct,
-                                  struct task **tp, int32_t *blockp) {
-  if (!can_take(ct) || s->stopping)
-    return NULL;
-  if (ct->free_core < 0 && core_setup(s, ct)) {
+/* Called with mu held: a free core of ct (the most recently freed: its
+ * tile memory is warm), taken, running from now on; NULL if a core cannot
+ * be set up, which fails the dispatch. */
+static struct simcore *core_take(struct pld__sched *s, struct coretype *ct) {
+  if (ct->free_core < 0 && pld__sched_core_setup(s, ct, on_wait)) {
     if (!s->status) {
       s->status = PLD_ERR_NOMEM;
       pld__catf(s->msg, sizeof s->msg, "rank %d (device %d): %s", s->rank,
@@ -462,15 +338,38 @@ static struct simcore *take_block(struct pld__sched *s, struct coretype *ct,
   }
   struct simcore *sc = &ct->cores[ct->free_core];
   ct->free_core = sc->next_free;
+  ct->busy++;
+  if (s->env)
+    atomic_fetch_add(&s->env->watch->running, 1);
+  return sc;
+}
+
+/* Called with mu held: core sc of ct, held by a block that ended, is free. */
+static void core_put(struct pld__sched *s, struct coretype *ct,
+                     struct simcore *sc) {
+  ct->busy--;
+  sc->next_free = ct->free_core;
+  ct->free_core = (int)(sc - ct->cores);
+  (void)s;
+}
+
+/* Called with mu held: the next ready block of ct and a free core for it
+ * (the most recently freed: its tile memory is warm), both taken; NULL if
+ * no block is ready or no core is free.  A core that cannot be set up
+ * fails the dispatch. */
+static struct simcore *take_block(struct pld__sched *s, struct coretype *ct,
+                                  struct task **tp, int32_t *blockp) {
+  if (!can_take(ct) || s->stopping)
+    return NULL;
+  struct simcore *sc = core_take(s, ct);
+  if (!sc)
+    return NULL;
   struct task *t = ct->ready_head;
   *tp = t;
   *blockp = t->next_block++;
   if (t->next_block == t->blocks)
     ready_pop(ct);
   ct->pending--;
-  ct->busy++;
-  if (s->env)
-    atomic_fetch_add(&s->env->watch->running, 1);
   publish_queued(s);
   /* More blocks wait: another thread may take them in parallel. */
   want_runner(s, ct);
@@ -482,7 +381,8 @@ static struct simcore *take_block(struct pld__sched *s, struct coretype *ct,
  * block, is that core to the hooks (it observes, and the race detector
  * sees it, as that core). */
 static void run_block(struct pld__sched *s, struct coretype *ct,
-                      struct simcore *sc, struct task *t, int32_t block) {
+                      struct simcore *sc, struct task *t, int32_t block,
+                      struct part *part) {
   struct pld__core *c = &sc->core;
   pld_core k = {c};
   int aicpu = me.type == -1;
@@ -492,7 +392,11 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
 
   pld__core_begin(c, t->kernel.sig->name, s->rank, s->device, block,
                   t->launched);
-  struct pld__coreslot *slot = slot_begin(s, c);
+  if (part) {
+    c->mix = &part->mb->m;
+    c->mix_part = part->idx;
+  }
+  struct pld__coreslot *slot = pld__sched_slot_begin(s, c);
   /* The hooks see the block (with none, nothing is set up for them). */
   const int hooked = s->nhooks > 0;
   struct pld__sched_block b;
@@ -500,7 +404,7 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
     b = (struct pld__sched_block){
         c,     sc->lane,    sc->tbuf, t->kernel.sig->name, s->rank, s->device,
         block, t->launched, t->seq};
-    hooks_block(s, t, &b, AT_BEGIN);
+    pld__sched_hooks_block(s, t, &b, PLD__AT_BEGIN);
   }
   pld__running_core = c;
   t->kernel.entry(k, t->argv);
@@ -510,8 +414,12 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
                "the block returned with %d prefetch%s in flight: wait for "
                "each (pld_prefetch_wait) before the kernel returns",
                c->prefetching, c->prefetching == 1 ? "" : "es");
+  /* A failing part stops its block's others waiting for it; theirs, which
+   * it caused, is not the dispatch's. */
+  const int own_failure =
+      c->status && (!part || pld__mix_part_failed(&part->mb->m, part->idx));
   if (hooked)
-    hooks_block(s, t, &b, AT_RETURN);
+    pld__sched_hooks_block(s, t, &b, PLD__AT_RETURN);
   if (slot) {
     pld__slot_write_begin(slot);
     atomic_store_explicit(&slot->state, PLD__CORE_IDLE, memory_order_relaxed);
@@ -520,29 +428,47 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
 
   pthread_mutex_lock(&s->mu);
   if (hooked)
-    hooks_block(s, t, &b, AT_END);
+    pld__sched_hooks_block(s, t, &b, PLD__AT_END);
   if (aicpu)
     s->aicpu_free = 1;
-  ct->busy--;
-  sc->next_free = ct->free_core;
-  ct->free_core = (int)(sc - ct->cores);
   if (s->env) {
     atomic_fetch_sub(&s->env->watch->running, 1);
     atomic_fetch_add_explicit(&s->env->watch->progress, 1,
                               memory_order_relaxed);
   }
+  if (own_failure && !s->status) {
+    s->status = c->status;
+    memcpy(s->msg, c->msg, sizeof s->msg);
+  }
+  if (!part) {
+    core_put(s, ct, sc);
+    block_end(s, t, &c, 1);
+  } else if (--part->mb->left == 0) {
+    mix_end(s, part->mb); /* frees part */
+  } else if (c->status) {
+    cancel_all(s);
+  }
   publish_queued(s);
-  if (c->status && !s->status) {
-    s->status = c->status;
-    memcpy(s->msg, c->msg, sizeof s->msg);
-  }
+  if (hooked)
+    pld__sched_hooks_block(s, t, &b, PLD__AT_LEAVE);
+}
+
+/* Called with mu held: a block of t ended, on the n cores it held (freed
+ * already): its deferred waits are handed over, its task may finish. */
+static void block_end(struct pld__sched *s, struct task *t,
+                      struct pld__core *const *cores, int n) {
+  int failed = 0;
   t->done_blocks++;
-  if (!c->status && c->ndeferred && !s->cancelled &&
-      pld__sched_defer_take(s, t, c) && !s->status) {
-    s->status = c->status;
-    memcpy(s->msg, c->msg, sizeof s->msg);
+  for (int i = 0; i < n; i++) {
+    struct pld__core *c = cores[i];
+    if (!c->status && c->ndeferred && !s->cancelled &&
+        pld__sched_defer_take(s, t, c) && !s->status) {
+      s->status = c->status;
+      memcpy(s->msg, c->msg, sizeof s->msg);
+    }
+    failed |= c->status != PLD_OK;
   }
-  if (c->status) {
+  if (failed) {
     cancel_all(s);
   } else {
     /* A deferred wait may be satisfied already; this block's end may
@@ -555,8 +481,137 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
     t->finished = 1;
     unfinished_dec(s);
   }
-  if (hooked)
-    hooks_block(s, t, &b, AT_LEAVE);
+}
+
+/* Called with mu held: the last part of mixed block mb returned: its
+ * cluster is free, all at once, and mb is freed. */
+static void mix_end(struct pld__sched *s, struct mixblock *mb) {
+  struct pld__core *cores[1 + PLD__MIX_MAX_VEC];
+  int n = 1 + mb->m.nvec;
+  for (int i = 0; i < n; i++) {
+    core_put(s, &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE], mb->sc[i]);
+    cores[i] = &mb->sc[i]->core;
+  }
+  block_end(s, mb->t, cores, n);
+  pld__mix_release(&mb->m);
+  pld__free(mb);
+}
+
+/* Called with mu held: the next part of a mixed block waiting for a
+ * thread of ct's type, taken; NULL if none. */
+static struct part *take_part(struct pld__sched *s, struct coretype *ct) {
+  struct part *p = ct->parts_head;
+  if (!p)
+    return NULL;
+  ct->parts_head = p->next;
+  if (!ct->parts_head)
+    ct->parts_tail = NULL;
+  ct->nparts--;
+  publish_queued(s);
+  return p;
+}
+
+/* Called with mu held: undoes the first n cores take_mix took for mb. */
+static void mix_untake(struct pld__sched *s, struct mixblock *mb, int n) {
+  for (int i = 0; i < n; i++) {
+    core_put(s, &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE], mb->sc[i]);
+    if (s->env)
+      atomic_fetch_sub(&s->env->watch->running, 1);
+  }
+  pld__mix_release(&mb->m);
+  pld__free(mb);
+}
+
+/* Called with mu held: the next ready block of a mixed kernel and a
+ * cluster for it (a cube core and `ratio` vector cores), taken; its part
+ * of the calling thread's type (the cube's for the AICPU) returned, the
+ * others queued for threads of theirs.  NULL if no block is ready or no
+ * cluster is free; memory short fails the dispatch. */
+static struct part *take_mix(struct pld__sched *s, int type) {
+  if (!can_take_mix(s) || s->stopping)
+    return NULL;
+  struct mixblock *mb = pld__calloc(1, sizeof *mb);
+  if (!mb || pld__mix_init(&mb->m, s->ratio)) {
+    pld__free(mb);
+    if (!s->status) {
+      s->status = PLD_ERR_NOMEM;
+      pld__catf(s->msg, sizeof s->msg,
+                "rank %d (device %d): out of memory for a mixed block", s->rank,
+                s->device);
+    }
+    cancel_all(s);
+    return NULL;
+  }
+  const int n = 1 + s->ratio;
+  for (int i = 0; i < n; i++)
+    if (!(mb->sc[i] =
+              core_take(s, &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE]))) {
+      mix_untake(s, mb, i);
+      return NULL;
+    }
+  struct task *t = s->mix_head;
+  mb->t = t;
+  mb->block = t->next_block++;
+  if (t->next_block == t->blocks && !(s->mix_head = t->ready_next))
+    s->mix_tail = NULL;
+  s->mix_pending--;
+  mb->left = n;
+  const int mine = type == PLD_CORE_VECTOR ? 1 : 0;
+  for (int i = 0; i < n; i++) {
+    mb->parts[i] = (struct part){mb, i, NULL};
+    mb->m.part[i] = &mb->sc[i]->core;
+    if (i == mine)
+      continue;
+    struct coretype *ct = &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE];
+    if (ct->parts_tail)
+      ct->parts_tail->next = &mb->parts[i];
+    else
+      ct->parts_head = &mb->parts[i];
+    ct->parts_tail = &mb->parts[i];
+    ct->nparts++;
+    atomic_fetch_add_explicit(&ct->work_seq, 1, memory_order_release);
+  }
+  publish_queued(s);
+  for (int i = 0; i < 2; i++)
+    want_runner(s, &s->types[i]);
+  return &mb->parts[mine];
+}
+
+/* What a thread takes to run: a block on a core, or a part of a mixed
+ * block (part set: its core and block are its block's). */
+struct work {
+  struct coretype *ct;
+  struct simcore *sc;
+  struct task *t;
+  int32_t block;
+  struct part *part;
+};
+
+/* Called with mu held: the next work for a thread of type (-1: the AICPU,
+ * any): parts of mixed blocks first (their cores wait for them), then a
+ * mixed block, then a block (vector blocks first).  Returns 0 if none. */
+static int take_work(struct pld__sched *s, int type, struct work *w) {
+  w->part = NULL;
+  for (int i = 0; i < 2 && !w->part; i++)
+    if (type < 0 || type == i)
+      w->part = take_part(s, &s->types[i]);
+  if (!w->part)
+    w->part = take_mix(s, type);
+  if (w->part) {
+    struct mixblock *mb = w->part->mb;
+    w->ct = &s->types[w->part->idx ? PLD_CORE_VECTOR : PLD_CORE_CUBE];
+    w->sc = mb->sc[w->part->idx];
+    w->t = mb->t;
+    w->block = mb->block;
+    return 1;
+  }
+  for (int i = 0; i < 2; i++)
+    if ((type < 0 || type == i) &&
+        (w->sc = take_block(s, &s->types[i], &w->t, &w->block))) {
+      w->ct = &s->types[i];
+      return 1;
+    }
+  return 0;
 }
 
 /* What a block's wait tells the scheduler (core/kctx.h). */
@@ -605,11 +660,9 @@ static void *worker_main(void *arg) {
   pthread_mutex_lock(&s->mu);
   ct->woken--; /* started as woken */
   for (;;) {
-    struct task *t;
-    int32_t block;
-    struct simcore *sc;
-    while ((sc = take_block(s, ct, &t, &block)))
-      run_block(s, ct, sc, t, block);
+    struct work wk;
+    while (take_work(s, w->type, &wk))
+      run_block(s, wk.ct, wk.sc, wk.t, wk.block, wk.part);
     if (s->stopping)
       break;
     /* Poll a little for the next block before sleeping: dispatches come in
@@ -620,7 +673,7 @@ static void *worker_main(void *arg) {
     pld__spin_change(&ct->work_seq, seq, &s->spin);
     pthread_mutex_lock(&s->mu);
     ct->looking--;
-    if (s->stopping || can_take(ct))
+    if (s->stopping || has_work(s, w->type))
       continue;
     ct->idle++;
     int64_t began = pld__sleep_begin(&s->spin);
@@ -655,8 +708,8 @@ static int spawn_worker(struct pld__sched *s, struct coretype *ct) {
 
 int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   struct task *t = pld__sched_task_new(spec);
-  if (t && s->nhooks && hooks_task_new(s, t)) {
-    task_release(s, t);
+  if (t && s->nhooks && pld__sched_hooks_task_new(s, t)) {
+    pld__sched_task_release(s, t);
     t = NULL;
   }
   if (!t)
@@ -665,17 +718,17 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   pthread_mutex_lock(&s->mu);
   t->seq = s->submitted++;
   if (s->nhooks)
-    hooks_task_launch(s, t);
+    pld__sched_hooks_task_launch(s, t);
   int st = PLD_OK;
   struct pld__sched_dep why;
   for (struct task *o = s->head; o && st == PLD_OK; o = o->next)
     if (pld__sched_task_orders(o, t, spec, &why)) {
       if (s->nhooks)
-        hooks_task_depends(s, t, o, &why);
+        pld__sched_hooks_task_depends(s, t, o, &why);
       if (!o->finished)
         st = pld__sched_task_after(o, t);
       else if (s->nhooks) /* ordered before t all the same */
-        hooks_task_after(s, t, o);
+        pld__sched_hooks_task_after(s, t, o);
     }
   /* Listed even when it cannot run, so the drain frees it: it may be in
    * some dependents lists already. */
@@ -701,20 +754,6 @@ int pld__sched_submit(struct pld__sched *s, const struct pld__task_spec *spec) {
   return st;
 }
 
-/* Called with mu held: a ready block of either type and a free core for
- * it, taken (vector blocks first); NULL if none. */
-static struct simcore *take_any(struct pld__sched *s, struct coretype **ctp,
-                                struct task **tp, int32_t *blockp) {
-  for (int i = 0; i < 2; i++) {
-    struct simcore *sc = take_block(s, &s->types[i], tp, blockp);
-    if (sc) {
-      *ctp = &s->types[i];
-      return sc;
-    }
-  }
-  return NULL;
-}
-
 int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   pthread_mutex_lock(&s->mu);
   int polled = 0;
@@ -732,12 +771,9 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
       break;
     /* The AICPU has nothing else to do: it runs the ready blocks itself,
      * one after the other, while none blocks. */
-    struct coretype *ct;
-    struct task *t;
-    int32_t block;
-    struct simcore *sc = take_any(s, &ct, &t, &block);
-    if (sc) {
-      run_block(s, ct, sc, t, block);
+    struct work wk;
+    if (take_work(s, -1, &wk)) {
+      run_block(s, wk.ct, wk.sc, wk.t, wk.block, wk.part);
       polled = 0;
       continue;
     }
@@ -748,8 +784,7 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
        * count on. */
       struct pld__fabric *f = s->env->fabric;
       uint32_t seen = f->ops->events(f);
-      if (deferred_poll(s) && s->unfinished > 0 && !can_take(&s->types[0]) &&
-          !can_take(&s->types[1])) {
+      if (deferred_poll(s) && s->unfinished > 0 && !has_work(s, -1)) {
         int running = s->types[0].busy + s->types[1].busy;
         s->aicpu_free = 0;
         pthread_mutex_unlock(&s->mu);
@@ -794,7 +829,7 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
   pthread_mutex_unlock(&s->mu);
   while (t) {
     struct task *next = t->next;
-    task_release(s, t);
+    pld__sched_task_release(s, t);
     t = next;
   }
   return st;
@@ -827,7 +862,7 @@ void pld__sched_destroy(struct pld__sched *s) {
   }
   pthread_cond_destroy(&s->drained);
   pthread_mutex_destroy(&s->mu);
-  hooks_close(s, s->nhooks);
+  pld__sched_hooks_close(s, s->nhooks);
   if (s->alt_stack) {
     stack_t off = {NULL, SS_DISABLE, 0};
     sigaltstack(&off, NULL);

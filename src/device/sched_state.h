@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/kctx.h"
+#include "device/mix.h"
 #include "device/sched.h"
 #include "device/sched_hooks.h"
 
@@ -50,6 +51,25 @@ struct simcore {
   int next_free; /* the free list (indices), -1 at its end */
 };
 
+/* A block of a mixed kernel (pld/mix.h) holds a cube core and `ratio`
+ * vector cores from when it is taken until its last part returns; each
+ * part runs on a thread of its core's type (or the AICPU), taken from
+ * its type's queue of parts before any block. */
+struct mixblock;
+struct part {
+  struct mixblock *mb;
+  int idx; /* 0 the cube part, 1 + v vector part v */
+  struct part *next;
+};
+struct mixblock {
+  struct pld__mix m;
+  struct task *t;
+  int32_t block;
+  int left; /* parts not returned */
+  struct simcore *sc[1 + PLD__MIX_MAX_VEC];
+  struct part parts[1 + PLD__MIX_MAX_VEC];
+};
+
 /* A core thread: runs blocks of one core type, on any free core of it. */
 struct worker {
   pthread_t thread;
@@ -72,6 +92,8 @@ struct coretype {
   struct worker *threads;
   pthread_cond_t work;
   struct task *ready_head, *ready_tail;
+  struct part *parts_head, *parts_tail; /* parts of mixed blocks */
+  int nparts;
   struct pld__core_spec spec;
 };
 
@@ -79,6 +101,11 @@ struct pld__sched {
   pthread_mutex_t mu;
   pthread_cond_t drained;
   struct coretype types[2]; /* indexed by pld_core_type */
+  /* Mixed tasks ready (their own queue: each block takes a cluster), the
+   * blocks in it not handed out, and the vector cores per cube core. */
+  struct task *mix_head, *mix_tail;
+  int mix_pending;
+  int ratio;
   struct task *head, *tail; /* every task of the current dispatch */
   int unfinished;
   /* Bumped when unfinished reaches 0, and when work arrives: the AICPU,
@@ -149,6 +176,43 @@ static inline uint32_t *pld__sched_wait_into(const struct pld__sched *s,
       into = s->hooks[i]->wait_into(s->hook_ctx[i], t->hook[i]);
   return into;
 }
+
+/* ---- cores (device/sched_core.c) ---------------------------------------- */
+
+/* Called with mu held: sets up the next core of ct (tile memory, wait
+ * slot, trace lane), whose waits tell on_wait.  Returns PLD_OK or
+ * PLD_ERR_NOMEM (message set). */
+int pld__sched_core_setup(struct pld__sched *s, struct coretype *ct,
+                          void (*on_wait)(struct pld__core *, int));
+/* Publishes that core c starts its block now (for the host's kernel time
+ * limit, deadlock report and crash report).  Returns its slot, or NULL
+ * without a watch. */
+struct pld__coreslot *pld__sched_slot_begin(struct pld__sched *s,
+                                            const struct pld__core *c);
+
+/* ---- hooks (device/sched_hooks.c) --------------------------------------- */
+
+/* The points of a block the hooks see (struct pld__sched_hooks). */
+enum { PLD__AT_BEGIN, PLD__AT_RETURN, PLD__AT_END, PLD__AT_LEAVE };
+
+int pld__sched_hooks_open(struct pld__sched *s,
+                          const struct pld__comm_env *env);
+void pld__sched_hooks_close(struct pld__sched *s, int n);
+int pld__sched_hooks_task_new(struct pld__sched *s, struct task *t);
+/* Frees t and its hooks' states. */
+void pld__sched_task_release(struct pld__sched *s, struct task *t);
+/* With mu held (as the three below): t is ordered after `before`. */
+void pld__sched_hooks_task_after(struct pld__sched *s, struct task *t,
+                                 const struct task *before);
+void pld__sched_hooks_task_done(struct pld__sched *s, struct task *t);
+/* t is launched (before it is ordered). */
+void pld__sched_hooks_task_launch(struct pld__sched *s, struct task *t);
+/* t is ordered after `before` for the reason why. */
+void pld__sched_hooks_task_depends(struct pld__sched *s, struct task *t,
+                                   const struct task *before,
+                                   const struct pld__sched_dep *why);
+void pld__sched_hooks_block(struct pld__sched *s, struct task *t,
+                            const struct pld__sched_block *b, int at);
 
 /* ---- deferred waits (device/sched_defer.c), called with mu held ---------- */
 

@@ -101,6 +101,13 @@ int pld__slot_read(const struct pld_program *p, int r, int i,
   else if (s->blocks < 1 || s->blocks > 65535 || s->block < 0 ||
            s->block >= s->blocks)
     bad = "block";
+  else if (state == PLD__CORE_WAITING && s->buf == PLD__WAIT_PIPE)
+    /* In the path between the parts of a mixed block (core/watch.h). */
+    bad = s->since_ns <= 0 || deferred || (s->cmp != 0 && s->cmp != 1) ||
+                  s->expected < -1 || s->expected >= PLD__MAX_CORES ||
+                  s->ndim != 0
+              ? "wait"
+              : NULL;
   else if (state == PLD__CORE_WAITING &&
            (s->since_ns <= 0 || s->buf < 0 || s->buf >= p->plan.nwinbufs ||
             !p->plan.winbufs[s->buf]->member[r] || s->off % 4 != 0 ||

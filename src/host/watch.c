@@ -48,6 +48,9 @@ static int mark_corrupt(struct pld__runwatch *wt, int r, const char *what) {
 /* The cell a waiting slot waits on holds a value that satisfies it. */
 static int slot_satisfied(struct pld_program *p, int r, int i,
                           const struct pld__coreslot *s, int32_t *value) {
+  *value = 0;
+  if (s->buf == PLD__WAIT_PIPE) /* see core/watch.h */
+    return 0;
   *value = p->be.cp->cell(p, r, i, s);
   return pld__wait_satisfied(*value, s->expected, s->cmp);
 }
@@ -182,6 +185,15 @@ static size_t report_cores(struct pld_program *p, struct pld__runwatch *wt,
       n += pld__catf(msg + n, cap - n,
                      " has run for %.1f ms without finishing or waiting",
                      (double)(now - s->since_ns) / 1e6);
+    } else if (s->buf == PLD__WAIT_PIPE) {
+      char peer[32] = "the cube part";
+      if (s->expected >= 0)
+        pld__catf(peer, sizeof peer, "vector part %d", (int)s->expected);
+      n += pld__catf(msg + n, cap - n,
+                     " waits in %s %s %s of its block; waiting for %.1f ms",
+                     s->window,
+                     s->cmp ? "for room in the path to" : "for a tile from",
+                     peer, (double)(now - s->since_ns) / 1e6);
     } else {
       int32_t v;
       slot_satisfied(p, r, i, s, &v);

@@ -154,6 +154,12 @@ static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
                         const pld_tile *a, const pld_tile *b) {
   if (c->status)
     return c->status;
+  if (c->spec.type != PLD_CORE_CUBE && c->mix)
+    return pld__kfail(c, PLD_ERR_LEVEL, fn,
+                      "matmul runs on cube cores; this is a vector part of "
+                      "mixed kernel %s: call it from the cube part "
+                      "(pld_core_type_of)",
+                      c->kernel ? c->kernel : "?");
   if (c->spec.type != PLD_CORE_CUBE)
     return pld__kfail(c, PLD_ERR_LEVEL, fn,
                       "matmul runs on cube cores; kernel %s runs on vector "

@@ -18,6 +18,11 @@
 int pld__vector_only(struct pld__core *c, const char *fn) {
   if (c->status)
     return c->status;
+  if (c->spec.type == PLD_CORE_CUBE && c->mix)
+    return pld__kfail(c, PLD_ERR_LEVEL, fn,
+                      "runs on vector cores; the cube part of a mixed kernel "
+                      "does matmul and data movement only: call it from a "
+                      "vector part (pld_core_type_of)");
   if (c->spec.type == PLD_CORE_CUBE)
     return pld__kfail(c, PLD_ERR_LEVEL, fn,
                       "runs on vector cores (PLD_KERNEL); a cube core "
