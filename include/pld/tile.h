@@ -37,7 +37,7 @@
  * and communication (signals, remote loads and stores, barriers).  The
  * operations marked "Vector cores only" below (elementwise, tile-scalar,
  * unary, pld_cast, reductions, expansions, the routing section) fail
- * there with PLD_ERR_LEVEL.
+ * there with PLD_ERR_LEVEL (so in the cube part of a mixed kernel).
  *
  * Every call here takes the pld_core of the running kernel, so none of
  * them compiles outside a kernel.  Operations write into a destination tile

@@ -83,13 +83,19 @@ static void describe_launch(struct pld__aicpu *a, pld_kernel_fn kernel,
   int cores = plat ? (sig->core_type == PLD_CORE_VECTOR ? plat->vector_cores
                                                         : plat->cube_cores)
                    : 0;
+  char where[64];
+  if (sig->core_type == PLD_CORE_MIX)
+    pld__catf(where, sizeof where, "clusters of 1 AIC + %d AIV",
+              plat && plat->cube_cores ? plat->vector_cores / plat->cube_cores
+                                       : 0);
+  else
+    pld__catf(where, sizeof where, "%s cores",
+              pld__core_type_name(sig->core_type));
   size_t n =
       pld__catf(line, sizeof line,
-                "    kernel %s on the AI cores: %d block%s on %s %s "
-                "(%d on the device)\n",
-                sig->name, (int)blocks, blocks == 1 ? "" : "s",
-                pld__core_type_name(sig->core_type),
-                sig->core_type == PLD_CORE_MIX ? "clusters" : "cores", cores);
+                "    kernel %s on the AI cores: %d block%s on %s (%d "
+                "on the device)\n",
+                sig->name, (int)blocks, blocks == 1 ? "" : "s", where, cores);
   if (by)
     n += pld__catf(line + n, sizeof line - n,
                    "      (at most: ceil(%s[%d] / %d) blocks when it starts)\n",

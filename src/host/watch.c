@@ -246,6 +246,7 @@ static size_t report_cores(struct pld_program *p, struct pld__runwatch *wt,
                      "; and %d more block%s of kernel %s on other cores %s",
                      more, more == 1 ? "" : "s", s->kernel,
                      state[i] == PLD__CORE_RUNNING ? "run too"
+                     : s->buf == PLD__WAIT_PIPE    ? "wait the same way"
                                                    : "wait on the same cell");
   }
   return n;
