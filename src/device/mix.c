@@ -180,7 +180,10 @@ static int pipe_wait(struct pld__core *c, const char *fn,
       wait_publish(c, fn, p, peer, pushing);
     /* The timeout only bounds the sleep: the abort word is checked again. */
     struct timespec ts = pld__realtime_after(PLD__MS(PLD_ABORT_POLL_MS));
+    int64_t began = c->env ? pld__sleep_begin(&c->env->spin) : 0;
     pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+    if (c->env)
+      pld__sleep_end(&c->env->spin, began);
     if (c->on_wait) {
       pthread_mutex_unlock(&m->mu);
       c->on_wait(c, PLD__WAIT_WOKE);
