@@ -197,11 +197,11 @@ static int pipe_wait(struct pld__core *c, const char *fn,
     c->on_wait(c, PLD__WAIT_RESUME);
     pthread_mutex_lock(&m->mu);
   }
-  char pn[32];
+  char pn[32], failer[32];
   if (failed)
     return pld__kfail(c, PLD_ERR_ABORTED, fn,
                       "stopped waiting for %s: %s of the block failed",
-                      part_name(peer, pn), part_name(failed - 1, pn));
+                      part_name(peer, pn), part_name(failed - 1, failer));
   if (why)
     return pld__kfail(c,
                       why == PLD__ABORT_DEADLOCK  ? PLD_ERR_DEADLOCK

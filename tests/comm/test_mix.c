@@ -163,7 +163,8 @@ enum {
   HOW_DEADLOCK = 1, /* the cube and vector part 0 both pop first */
   HOW_MISMATCH = 2, /* vector part 0 pops a shape other than pushed */
   HOW_UP = 3,       /* vector part 0 pushes rows x CAP_COLS to the cube */
-  HOW_WRONG = 4     /* the cube part computes a relu, vector part 1 a matmul */
+  HOW_WRONG = 4,    /* the cube part computes a relu, vector part 1 a matmul */
+  HOW_SIBLING = 5   /* the cube part fails while vector part 0 pops */
 };
 
 #define CAP_PARAMS                                                             \
@@ -176,6 +177,13 @@ PLD_MIX_KERNEL(k_cap, k, CAP_PARAMS) {
   if (how == HOW_DEADLOCK) {
     if (cube)
       pld_pop_tile(k, 0, PLD_FP32, rows, CAP_COLS);
+    else if (v0)
+      pld_pop_tile(k, PLD_MIX_CUBE, PLD_FP32, rows, CAP_COLS);
+    return;
+  }
+  if (how == HOW_SIBLING) {
+    if (cube)
+      pld_kernel_fail(k, PLD_ERR_ARG, "the cube part gives up");
     else if (v0)
       pld_pop_tile(k, PLD_MIX_CUBE, PLD_FP32, rows, CAP_COLS);
     return;
@@ -307,6 +315,17 @@ static void test_wrong_core_type_in_part(void **state) {
                               "core 1, block 0 of 1): matmul runs on cube "
                               "cores; this is a vector part of mixed kernel "
                               "k_cap: call it from the cube part"));
+}
+
+/* A part that fails stops its block's others waiting for it: the run
+ * ends with its failure, not theirs. */
+static void test_failed_part_stops_the_others(void **state) {
+  (void)state;
+  one_process();
+  for (int round = 0; round < 3; round++)
+    assert_cap_fails(cap_run("a5sim", 8, HOW_SIBLING), PLD_ERR_ARG,
+                     "pld_kernel_fail: kernel k_cap (rank 0, device 0, AIC "
+                     "core 0, block 0 of 1): the cube part gives up");
 }
 
 PLD_KERNEL(k_plain_push, k, PLD_OUT(y, FP32, 8, 8)) {
@@ -531,6 +550,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_pop_mismatch),
     cmocka_unit_test(test_push_outside_mixed),
     cmocka_unit_test(test_wrong_core_type_in_part),
+    cmocka_unit_test(test_failed_part_stops_the_others),
     cmocka_unit_test(test_vector_part_notifies_ranks),
     cmocka_unit_test(test_more_blocks_than_clusters),
     cmocka_unit_test(test_path_orders_for_race_check),
