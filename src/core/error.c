@@ -59,6 +59,23 @@ size_t pld__copy_printable(char *dst, size_t cap, const char *src,
   return n;
 }
 
+size_t pld__json_char(char *out, unsigned char c) {
+  static const char hex[] = "0123456789abcdef";
+  if (c == '"' || c == '\\') {
+    out[0] = '\\';
+    out[1] = (char)c;
+    return 2;
+  }
+  if (c < 0x20) {
+    memcpy(out, "\\u00", 4);
+    out[4] = hex[c >> 4];
+    out[5] = hex[c & 15];
+    return 6;
+  }
+  out[0] = (char)c;
+  return 1;
+}
+
 /* Composed apart, then copied: an argument may be the last message
  * itself ("...: %s", pld_last_error()). */
 int pld__vfail(int status, const char *fmt, va_list ap) {

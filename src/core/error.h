@@ -62,6 +62,11 @@ size_t pld__catf(char *buf, size_t cap, const char *fmt, ...) PLD__PRINTF(3, 4);
 size_t pld__copy_printable(char *dst, size_t cap, const char *src,
                            size_t srccap, int newlines);
 
+/* Byte c as it is written inside a JSON string: itself, or its escape
+ * (\" or \u001f).  out holds at least 6 bytes; returns the bytes written
+ * (not terminated). */
+size_t pld__json_char(char *out, unsigned char c);
+
 /* status is one of the codes of pld/status.h. */
 int pld__status_valid(int status);
 

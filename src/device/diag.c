@@ -250,13 +250,8 @@ const struct pld__sched_hooks pld__sched_diag_hooks = {
 static void put_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
+    char e[8];
+    fwrite(e, 1, pld__json_char(e, (unsigned char)*s), f);
   }
   fputc('"', f);
 }

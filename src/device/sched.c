@@ -323,17 +323,29 @@ static void cancel_all(struct pld__sched *s) {
 
 static void on_wait(struct pld__core *c, int event);
 
+/* Called with mu held: the dispatch fails for want of memory (what: the
+ * message after the rank and device), unless it failed already; every
+ * block not begun is cancelled. */
+static void fail_nomem(struct pld__sched *s, const char *what) {
+  if (!s->status) {
+    s->status = PLD_ERR_NOMEM;
+    pld__catf(s->msg, sizeof s->msg, "rank %d (device %d): %s", s->rank,
+              s->device, what);
+  }
+  cancel_all(s);
+}
+
+/* The core type of part i of a mixed block: the cube's, then vector. */
+static struct coretype *part_type(struct pld__sched *s, int i) {
+  return &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE];
+}
+
 /* Called with mu held: a free core of ct (the most recently freed: its
  * tile memory is warm), taken, running from now on; NULL if a core cannot
  * be set up, which fails the dispatch. */
 static struct simcore *core_take(struct pld__sched *s, struct coretype *ct) {
   if (ct->free_core < 0 && pld__sched_core_setup(s, ct, on_wait)) {
-    if (!s->status) {
-      s->status = PLD_ERR_NOMEM;
-      pld__catf(s->msg, sizeof s->msg, "rank %d (device %d): %s", s->rank,
-                s->device, pld_last_error());
-    }
-    cancel_all(s);
+    fail_nomem(s, pld_last_error());
     return NULL;
   }
   struct simcore *sc = &ct->cores[ct->free_core];
@@ -345,12 +357,10 @@ static struct simcore *core_take(struct pld__sched *s, struct coretype *ct) {
 }
 
 /* Called with mu held: core sc of ct, held by a block that ended, is free. */
-static void core_put(struct pld__sched *s, struct coretype *ct,
-                     struct simcore *sc) {
+static void core_put(struct coretype *ct, struct simcore *sc) {
   ct->busy--;
   sc->next_free = ct->free_core;
   ct->free_core = (int)(sc - ct->cores);
-  (void)s;
 }
 
 /* Called with mu held: the next ready block of ct and a free core for it
@@ -441,7 +451,7 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
     memcpy(s->msg, c->msg, sizeof s->msg);
   }
   if (!part) {
-    core_put(s, ct, sc);
+    core_put(ct, sc);
     block_end(s, t, &c, 1);
   } else if (--part->mb->left == 0) {
     mix_end(s, part->mb); /* frees part */
@@ -489,7 +499,7 @@ static void mix_end(struct pld__sched *s, struct mixblock *mb) {
   struct pld__core *cores[1 + PLD__MIX_MAX_VEC];
   int n = 1 + mb->m.nvec;
   for (int i = 0; i < n; i++) {
-    core_put(s, &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE], mb->sc[i]);
+    core_put(part_type(s, i), mb->sc[i]);
     cores[i] = &mb->sc[i]->core;
   }
   block_end(s, mb->t, cores, n);
@@ -514,7 +524,7 @@ static struct part *take_part(struct pld__sched *s, struct coretype *ct) {
 /* Called with mu held: undoes the first n cores take_mix took for mb. */
 static void mix_untake(struct pld__sched *s, struct mixblock *mb, int n) {
   for (int i = 0; i < n; i++) {
-    core_put(s, &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE], mb->sc[i]);
+    core_put(part_type(s, i), mb->sc[i]);
     if (s->env)
       atomic_fetch_sub(&s->env->watch->running, 1);
   }
@@ -533,19 +543,12 @@ static struct part *take_mix(struct pld__sched *s, int type) {
   struct mixblock *mb = pld__calloc(1, sizeof *mb);
   if (!mb || pld__mix_init(&mb->m, s->ratio)) {
     pld__free(mb);
-    if (!s->status) {
-      s->status = PLD_ERR_NOMEM;
-      pld__catf(s->msg, sizeof s->msg,
-                "rank %d (device %d): out of memory for a mixed block", s->rank,
-                s->device);
-    }
-    cancel_all(s);
+    fail_nomem(s, "out of memory for a mixed block");
     return NULL;
   }
   const int n = 1 + s->ratio;
   for (int i = 0; i < n; i++)
-    if (!(mb->sc[i] =
-              core_take(s, &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE]))) {
+    if (!(mb->sc[i] = core_take(s, part_type(s, i)))) {
       mix_untake(s, mb, i);
       return NULL;
     }
@@ -562,7 +565,7 @@ static struct part *take_mix(struct pld__sched *s, int type) {
     mb->m.part[i] = &mb->sc[i]->core;
     if (i == mine)
       continue;
-    struct coretype *ct = &s->types[i ? PLD_CORE_VECTOR : PLD_CORE_CUBE];
+    struct coretype *ct = part_type(s, i);
     if (ct->parts_tail)
       ct->parts_tail->next = &mb->parts[i];
     else
@@ -599,7 +602,7 @@ static int take_work(struct pld__sched *s, int type, struct work *w) {
     w->part = take_mix(s, type);
   if (w->part) {
     struct mixblock *mb = w->part->mb;
-    w->ct = &s->types[w->part->idx ? PLD_CORE_VECTOR : PLD_CORE_CUBE];
+    w->ct = part_type(s, w->part->idx);
     w->sc = mb->sc[w->part->idx];
     w->t = mb->t;
     w->block = mb->block;

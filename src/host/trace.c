@@ -84,19 +84,11 @@ static void put_int(struct line *l, long long v) {
 
 /* The characters of a JSON string, escaped. */
 static void put_esc(struct line *l, const char *s) {
-  static const char hex[] = "0123456789abcdef";
   for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') {
-      put_char(l, '\\');
-      put_char(l, (char)ch);
-    } else if (ch < 0x20) {
-      put_raw(l, "\\u00");
-      put_char(l, hex[ch >> 4]);
-      put_char(l, hex[ch & 15]);
-    } else {
-      put_char(l, (char)ch);
-    }
+    char e[8];
+    size_t k = pld__json_char(e, (unsigned char)*s);
+    for (size_t i = 0; i < k; i++)
+      put_char(l, e[i]);
   }
 }
 
