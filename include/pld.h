@@ -21,5 +21,6 @@
 #include "pld/mix.h"
 #include "pld/ep.h"
 #include "pld/program.h"
+#include "pld/model.h"
 
 #endif /* PLD_H */

@@ -130,6 +130,7 @@ int main(int argc, char **argv) {
     example_check(pld_device_tensor_free(h), "pld_device_tensor_free");
     pld_tensor_destroy(h);
   }
+  example_model_take(prog); /* --model: the last step's */
   pld_program_destroy(prog);
   free(want);
   for (int i = 0; i < RING; i++)

@@ -36,6 +36,33 @@ struct example {
   int failed; /* golden checks that failed (example_expect*) */
 };
 
+/* --model: the timing model's summary of the last run (pld/model.h),
+ * printed as the example exits. */
+static char example_model_line[512];
+
+static inline void example_model_print(void) {
+  if (example_model_line[0] && pld_process_index() == 0)
+    printf("%s\n", example_model_line);
+}
+
+/* After a run of prog that succeeded: keeps its modeled summary if the
+ * model is on. */
+static inline void example_model_take(pld_program *prog) {
+  pld_model_report r;
+  example_model_line[0] = '\0';
+  if (pld_program_model(prog, &r) == PLD_OK)
+    pld_model_summary(&r, example_model_line, sizeof example_model_line);
+}
+
+/* pld_program_run, keeping the run's modeled summary (--model). */
+static inline int example_program_run(pld_program *prog, int argc,
+                                      const pld_arg *argv) {
+  int st = pld_program_run(prog, argc, argv);
+  if (st == PLD_OK)
+    example_model_take(prog);
+  return st;
+}
+
 /* The usage: a line per option, the example's own (`extra`, see
  * example_init) after the common ones. */
 static inline void example_usage(FILE *to, const struct example *ex,
@@ -54,6 +81,14 @@ static inline void example_usage(FILE *to, const struct example *ex,
           "                       pld-%s in the current directory (replaced\n"
           "                       each time), print its path and exit "
           "without running\n"
+          "  --model              print the timing model's one-line summary "
+          "of the\n"
+          "                       last run (docs/model.md); random inputs "
+          "then\n"
+          "                       come from a fixed seed\n"
+          "  --seed N             the random inputs' seed (default: a new "
+          "one\n"
+          "                       each run)\n"
           "%s"
           "  -h, --help           print this and exit\n",
           ex->name, pld_platform_find("a2a3sim")->max_devices,
@@ -151,6 +186,8 @@ static inline void example_init_devices(struct example *ex, int argc,
   ex->cfg = (pld_config)PLD_CONFIG_INIT;
   ex->default_devices = default_devices;
   const char *devices = default_devices;
+  unsigned long long seed = 0;
+  int seeded = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -163,6 +200,15 @@ static inline void example_init_devices(struct example *ex, int argc,
                               "a comma-separated list of device ids");
     } else if (!strcmp(a, "--compile-only")) {
       ex->compile_only = 1;
+    } else if (!strcmp(a, "--model")) {
+      ex->cfg.model = "on";
+    } else if (!strcmp(a, "--seed")) {
+      const char *v = example_value(ex, argc, argv, &i, "a number");
+      char *end;
+      seed = strtoull(v, &end, 0);
+      if (!*v || *end)
+        example_usage_error(ex, "--seed: expected a number, got '%s'", v);
+      seeded = 1;
     } else if (!strcmp(a, "--mode") && example_has_option(extra, a)) {
       ex->mode =
           example_value(ex, argc, argv, &i, "a mode (--help lists them)");
@@ -214,12 +260,17 @@ static inline void example_init_devices(struct example *ex, int argc,
     snprintf(ex->artifact_dir, sizeof ex->artifact_dir, "pld-%s", ex->name);
     ex->cfg.artifact_dir = ex->artifact_dir;
   }
-  /* Random inputs differ from run to run, but not between the processes
-   * of one mpirun job: each gives its rank's inputs, and checks every
-   * rank's results against its own. */
-  ex->seed = procs > 1 ? 0x9e3779b97f4a7c15ULL
-                       : (unsigned long long)time(NULL) ^
-                             ((unsigned long long)getpid() << 20);
+  /* Random inputs differ from run to run (unless --seed, or --model,
+   * which wants the same inputs each time), but not between the
+   * processes of one mpirun job: each gives its rank's inputs, and checks
+   * every rank's results against its own. */
+  ex->seed = seeded ? seed
+             : procs > 1 || ex->cfg.model
+                 ? 0x9e3779b97f4a7c15ULL
+                 : (unsigned long long)time(NULL) ^
+                       ((unsigned long long)getpid() << 20);
+  if (ex->cfg.model)
+    atexit(example_model_print);
 }
 
 /* Steps 01 to 07: -d 0,1 by default. */
@@ -287,14 +338,14 @@ static inline pld_program *example_compile_args(struct example *ex,
 /* Runs a compiled program with the arguments (new data, the compiled
  * shapes); exits 1 if it fails. */
 #define example_run_program(prog, ...)                                         \
-  example_check(pld_program_run((prog), PLD_ARGS(__VA_ARGS__)),                \
+  example_check(example_program_run((prog), PLD_ARGS(__VA_ARGS__)),            \
                 "pld_program_run")
 
 /* Compiles `host` for the arguments (see example_compile), runs it once. */
 #define example_run(ex, host, ...)                                             \
   do {                                                                         \
     pld_program *prog_ = example_compile(ex, host, __VA_ARGS__);               \
-    int st_ = pld_program_run(prog_, PLD_ARGS(__VA_ARGS__));                   \
+    int st_ = example_program_run(prog_, PLD_ARGS(__VA_ARGS__));               \
     pld_program_destroy(prog_);                                                \
     example_check(st_, "pld_program_run");                                     \
   } while (0)
@@ -529,7 +580,7 @@ example_runs_args(struct example *ex, pld_program *prog, pld_tensor x,
   double *want = example_reference(y);
   example_for_each_input(in) {
     example_fill(ex, x, in);
-    example_check(pld_program_run(prog, argc, argv), "pld_program_run");
+    example_check(example_program_run(prog, argc, argv), "pld_program_run");
     reference(x, arg, want);
     example_expect(ex, what, y, want, in);
     if (same)

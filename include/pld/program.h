@@ -107,6 +107,13 @@ typedef struct pld_config {
    * --diag reads them.  NULL: PLD_DIAG (unset or empty: none); "":
    * none. */
   const char *diag;
+  /* The timing model (pld/model.h, docs/model.md): "on" gives every run
+   * a modeled report (pld_program_model), "off" none.  NULL: PLD_MODEL
+   * (unset or empty: off).  model_out: a file each run's report replaces,
+   * as JSON (docs/model.md; under mpirun process 0 writes it); NULL:
+   * PLD_MODEL_OUT (unset or empty: none); a file turns the model on. */
+  const char *model;
+  const char *model_out;
 } pld_config;
 
 /* The defaults: every field not named is zero (NULL), which the comments

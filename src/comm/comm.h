@@ -115,6 +115,7 @@ struct pld__comm_env {
   struct pld__race *race;        /* the race detector (core/race.h) */
   struct pld__sig_uses *uses;    /* what the cells were used for, or NULL */
   struct pld__diag *diag;        /* the diagnostics (device/diag.h), or NULL */
+  int model;                     /* the timing model records (PLD_MODEL) */
   int cores[2];                  /* the device's cores per pld_core_type */
 };
 
@@ -167,16 +168,24 @@ int pld__cell_use(struct pld__core *c, const char *fn,
                   int nidx, const int64_t *idx);
 
 /* The fabric of a device's cores when the data plane's debug log
- * (PLD_DEBUG=fabric) or the race detector (race) is on: made in *w over
- * in, the device's fabric (comm/fabric_wrap.c).  pld__fabric_wrapped
- * returns it, or in itself when neither is on. */
+ * (PLD_DEBUG=fabric), the race detector (race) or the timing model
+ * (model) is on: made in *w over in, the device's fabric
+ * (comm/fabric_wrap.c).  pld__fabric_wrapped returns it, or in itself
+ * when none is on. */
 struct pld__fabric_wrap {
   struct pld__fabric base;
   struct pld__fabric *in;
   int log, race;
 };
 struct pld__fabric *pld__fabric_wrapped(struct pld__fabric_wrap *w,
-                                        struct pld__fabric *in, int race);
+                                        struct pld__fabric *in, int race,
+                                        int model);
+
+/* A signal cell as the timing model names it: offset off of buffer buf
+ * (of the rank that holds it). */
+static inline int64_t pld__cell_id(int buf, size_t off) {
+  return ((int64_t)buf << 40) | (int64_t)off;
+}
 
 /* The calling thread's comm call, for what the wrapped fabric reports: the
  * kernel-level function and the signal view of the signal it makes next

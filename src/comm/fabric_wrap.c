@@ -1,15 +1,17 @@
 /* comm/fabric_wrap.c: the fabric a device's cores call when the data
- * plane's debug log (PLD_DEBUG=fabric) or the race detector is on, wrapped
- * around the device's own: it logs each call that moves bytes or signals,
- * and, under the race detector, makes each signal the release of what the
- * notifying thread did before it and each satisfied wait the acquire of
- * what was released to its cell (core/race.h), then hands the call to the
- * fabric it wraps.  With neither on, a device calls its fabric directly.
- * The reads and writes themselves are the race detector's at the comm
- * layer's calls, which know the regions and views (comm/rma.c,
+ * plane's debug log (PLD_DEBUG=fabric), the race detector or the timing
+ * model (PLD_MODEL) is on, wrapped around the device's own: it logs each
+ * call that moves bytes or signals, records it for the model (a transfer,
+ * a notify, a flush: core/timeline.h), and, under the race detector, makes each
+ * signal the release of what the notifying thread did before it and each
+ * satisfied wait the acquire of what was released to its cell (core/race.h),
+ * then hands the call to the fabric it wraps.  With neither on, a device calls
+ * its fabric directly. The reads and writes themselves are the race detector's
+ * at the comm layer's calls, which know the regions and views (comm/rma.c,
  * comm/coll_lane.c): many of them move no byte through the fabric. */
 #include "comm/comm.h"
 #include "core/race.h"
+#include "core/timeline.h"
 
 static struct pld__fabric *inner(struct pld__fabric *f) {
   return ((struct pld__fabric_wrap *)f)->in;
@@ -48,6 +50,18 @@ static int release_end(struct pld__fabric *f, int buf, int peer, size_t off,
   return st;
 }
 
+/* For the timing model: a transfer of n bytes with peer (sub: PLD__TL_PUT
+ * or _GET, | PLD__TL_LATER), and a notify of peer's cell. */
+static void model_xfer(int sub, int peer, size_t n) {
+  pld__obs_model(PLD__TL_XFER, sub, peer, (int64_t)n, 0, NULL);
+}
+
+static void model_notify(int buf, int peer, size_t off, int32_t value,
+                         pld_notify_op op) {
+  pld__obs_model(PLD__TL_NOTIFY, (int)op, peer, pld__cell_id(buf, off), value,
+                 NULL);
+}
+
 static void *l_local(struct pld__fabric *f, int buf) {
   struct pld__fabric *g = inner(f);
   return g->ops->local(g, buf);
@@ -58,6 +72,7 @@ static int l_write(struct pld__fabric *f, int buf, int peer, size_t off,
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("write", buf, peer, off, n);
+  model_xfer(PLD__TL_PUT, peer, n);
   return g->ops->write(g, buf, peer, off, src, n);
 }
 
@@ -66,6 +81,7 @@ static int l_read(struct pld__fabric *f, int buf, int peer, size_t off,
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("read", buf, peer, off, n);
+  model_xfer(PLD__TL_GET, peer, n);
   return g->ops->read(g, buf, peer, off, dst, n);
 }
 
@@ -74,6 +90,7 @@ static int l_write_later(struct pld__fabric *f, int buf, int peer, size_t off,
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("write_later", buf, peer, off, n);
+  model_xfer(PLD__TL_PUT | PLD__TL_LATER, peer, n);
   return g->ops->write_later(g, buf, peer, off, src, n);
 }
 
@@ -82,6 +99,7 @@ static int l_read_later(struct pld__fabric *f, int buf, int peer, size_t off,
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("read_later", buf, peer, off, n);
+  model_xfer(PLD__TL_GET | PLD__TL_LATER, peer, n);
   return g->ops->read_later(g, buf, peer, off, dst, n);
 }
 
@@ -91,6 +109,7 @@ static int l_accumulate(struct pld__fabric *f, int buf, int peer, size_t off,
   if (logs(f))
     pld__obs_fabric("accumulate", buf, peer, off,
                     count * pld_dtype_size(dtype));
+  model_xfer(PLD__TL_PUT, peer, count * pld_dtype_size(dtype));
   return g->ops->accumulate(g, buf, peer, off, src, count, dtype);
 }
 
@@ -100,6 +119,7 @@ static int l_signal(struct pld__fabric *f, int buf, int peer, size_t off,
   if (logs(f))
     pld__obs_fabric(op == PLD_NOTIFY_SET ? "signal set" : "signal add", buf,
                     peer, off, sizeof(int32_t));
+  model_notify(buf, peer, off, value, op);
   int st = release_begin(f, buf, peer, off, op);
   return release_end(f, buf, peer, off,
                      st ? st : g->ops->signal(g, buf, peer, off, value, op));
@@ -112,6 +132,7 @@ static int l_signal_later(struct pld__fabric *f, int buf, int peer, size_t off,
     pld__obs_fabric(op == PLD_NOTIFY_SET ? "signal_later set"
                                          : "signal_later add",
                     buf, peer, off, sizeof(int32_t));
+  model_notify(buf, peer, off, value, op);
   int st = release_begin(f, buf, peer, off, op);
   return release_end(f, buf, peer, off,
                      st ? st
@@ -122,6 +143,7 @@ static int l_flush(struct pld__fabric *f, int peer) {
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("flush", -1, peer, 0, 0);
+  pld__obs_model(PLD__TL_FLUSH, 0, peer, 0, 0, NULL);
   return g->ops->flush(g, peer);
 }
 
@@ -131,6 +153,8 @@ static int l_put_signal(struct pld__fabric *f, int buf, int peer, size_t off,
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("put_signal", buf, peer, off, n);
+  model_xfer(PLD__TL_PUT, peer, n);
+  model_notify(sig_buf, peer, sig_off, value, op);
   int st = release_begin(f, sig_buf, peer, sig_off, op);
   return release_end(f, sig_buf, peer, sig_off,
                      st ? st
@@ -143,7 +167,10 @@ static const void *l_view(struct pld__fabric *f, int buf, int peer, size_t off,
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("view", buf, peer, off, n);
-  return g->ops->view(g, buf, peer, off, n);
+  const void *v = g->ops->view(g, buf, peer, off, n);
+  if (v) /* read in place: a get (else the caller reads) */
+    model_xfer(PLD__TL_GET, peer, n);
+  return v;
 }
 
 /* Waiting polls: not logged (the signal subsystem logs blocked waits). */
@@ -203,9 +230,10 @@ static const struct pld__fabric_ops wrap_ops = {
 };
 
 struct pld__fabric *pld__fabric_wrapped(struct pld__fabric_wrap *w,
-                                        struct pld__fabric *f, int race) {
+                                        struct pld__fabric *f, int race,
+                                        int model) {
   const int log = (pld__debug_mask & PLD__DBG_FABRIC) != 0;
-  if (!f || (!log && !race))
+  if (!f || (!log && !race && !model))
     return f;
   w->base.ops = &wrap_ops;
   w->base.rank = f->rank;

@@ -127,11 +127,19 @@ static int rma_begin(struct pld__tev *e, int sub, const struct pld__tensor *w,
                      int32_t peer, int64_t n) {
   if (!pld__observed(PLD__TEV_RMA))
     return 0;
+  pld__obs_group_begin();
   pld__tev_init(e, PLD__TEV_RMA, sub, w->name);
   e->c = peer;
   e->x = n;
   pld__obs_begin(e);
   return 1;
+}
+
+/* The transfer's span ends: its rows were one transfer for the timing
+ * model. */
+static void rma_end(struct pld__tev *e) {
+  pld__obs.group = 0;
+  pld__obs_end(e);
 }
 
 /* A remote load or store of a tile through move_rows: rows [row, row +
@@ -163,7 +171,7 @@ static int tile_rows(struct pld__core *c, const char *fn, int put,
       memset(l, 0, len);
   }
   if (observed)
-    pld__obs_end(&e);
+    rma_end(&e);
   return st;
 }
 
@@ -594,7 +602,7 @@ static int rma_transfer(pld_core k, const char *fn, int put, pld_tensor loc,
       (st = c->env->fabric->ops->flush(c->env->fabric, world)))
     st = fabric_failed(c, fn, st);
   if (observed)
-    pld__obs_end(&e);
+    rma_end(&e);
   return st;
 }
 

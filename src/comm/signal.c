@@ -3,6 +3,7 @@
 
 #include "comm/comm.h"
 #include "core/futex.h"
+#include "core/timeline.h"
 #include "core/tunables.h"
 
 _Thread_local struct pld__comm_call pld__comm_now;
@@ -149,6 +150,9 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
     return st;
   struct pld__fabric *f = c->env->fabric;
   int32_t value;
+  if (pld__obs.model)
+    pld__obs_model(PLD__TL_DEFER, cmp, f->rank,
+                   pld__cell_id(sig.p->win_buf, off), expected, sig.p->name);
   if (pld__cell_satisfied(f, sig.p->win_buf, off, expected, cmp, &value, NULL))
     return PLD_OK;
   if (c->ndeferred == PLD_MAX_DEFERRED_WAITS)
@@ -181,6 +185,9 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   struct pld__fabric *f = env->fabric;
   int buf = sig->win_buf;
   int32_t value;
+  if (pld__obs.model) /* every wait: in modeled time it may block */
+    pld__obs_model(PLD__TL_WAIT, cmp, f->rank, pld__cell_id(buf, off), expected,
+                   sig->name);
   if (pld__cell_satisfied(f, buf, off, expected, cmp, &value, NULL))
     return PLD_OK;
   /* A wait about to be satisfied (a neighbour's hand-over, a ping-pong) is

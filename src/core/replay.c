@@ -778,6 +778,15 @@ static int span_cmp(const void *x, const void *y) {
   return (a->block > b->block) - (a->block < b->block);
 }
 
+static int core_cmp(const void *x, const void *y) {
+  const struct pld__tl_core *a = x, *b = y;
+  if (a->rank != b->rank)
+    return a->rank < b->rank ? -1 : 1;
+  if (a->cube != b->cube)
+    return a->cube < b->cube ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
 static int sim_alloc(struct sim *s) {
   const struct pld__timeline *tl = s->tl;
   size_t n = (size_t)tl->nranks, cores = (size_t)(s->nv + s->nc);
@@ -855,8 +864,10 @@ int pld__tl_replay(const struct pld__timeline *tl, const struct pld__machine *m,
     pld__catf(msg, cap, "the model: out of memory");
   for (int32_t q = 0; !st && q < tl->nranks; q++)
     out->total_ps = max64(out->total_ps, out->rank_ps[q]);
-  if (!st)
+  if (!st) {
     qsort(out->spans, (size_t)out->nspans, sizeof *out->spans, span_cmp);
+    qsort(out->cores, (size_t)out->ncores, sizeof *out->cores, core_cmp);
+  }
   sim_free(&s);
   if (st)
     pld__tl_report_free(out);

@@ -10,12 +10,17 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/futex.h"
+#include "core/timeline.h"
 #include "core/tunables.h"
 #include "core/watch.h"
 #include "pld/signal.h"
 #include "pld/status.h"
 
-_Thread_local struct pld__observer pld__obs = {NULL, NULL, -1, -1, "host"};
+_Static_assert(PLD__WORK_MOVE == PLD__TC_CLASSES,
+               "a core's work: the classes, then moves");
+
+_Thread_local struct pld__observer pld__obs = {
+    .rank = -1, .device = -1, .lane = "host"};
 unsigned pld__debug_mask;
 static int debug_fd = 2;
 /* Debug lines count time from here: the first pld__debug_set (inherited
@@ -41,8 +46,8 @@ size_t pld__trace_area_bytes(int nthreads, uint32_t cap) {
   return 64 + (size_t)nthreads * stride_of(cap);
 }
 
-void pld__trace_area_init(struct pld__trace_area *a, int nthreads,
-                          uint32_t cap) {
+void pld__trace_area_init(struct pld__trace_area *a, int nthreads, uint32_t cap,
+                          int model) {
   a->nthreads = (uint32_t)nthreads;
   a->cap = cap;
   a->stride = stride_of(cap);
@@ -50,6 +55,7 @@ void pld__trace_area_init(struct pld__trace_area *a, int nthreads,
     struct pld__tbuf *b = pld__trace_tbuf(a, i);
     memset(b, 0, sizeof *b);
     b->cap = cap;
+    b->model = model;
   }
 }
 
@@ -71,6 +77,8 @@ void pld__observe_as(int rank, int device, const char *lane,
   pld__obs.device = device;
   pld__name_copy(pld__obs.lane, sizeof pld__obs.lane, lane);
   pld__obs.buf = buf;
+  pld__obs.model = buf && buf->model;
+  memset(&pld__obs.work, 0, sizeof pld__obs.work);
 }
 
 void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name) {
@@ -102,10 +110,60 @@ size_t pld__tev_cell_str(char *buf, size_t cap, const struct pld__tev *e) {
   return n + pld__catf(buf + n, cap - n, "]");
 }
 
+static void store(const struct pld__tev *e);
+
+/* The work the thread did since its last record, as the model's records:
+ * its moves, then its computing by class. */
+static void work_flush(void) {
+  struct pld__work *w = &pld__obs.work;
+  w->pending = 0;
+  for (int k = PLD__WORK_MOVE, n = 0; n <= PLD__WORK_MOVE;
+       n++, k = (k + 1) % (PLD__WORK_MOVE + 1)) {
+    if (!w->ops[k])
+      continue;
+    struct pld__tev e;
+    pld__tev_init(&e, PLD__TEV_MODEL,
+                  k == PLD__WORK_MOVE ? PLD__TL_MOVE : PLD__TL_COMPUTE, NULL);
+    e.flag = (uint8_t)(k == PLD__WORK_MOVE ? 0 : k);
+    e.x = w->amount[k];
+    e.b = w->ops[k];
+    w->amount[k] = 0;
+    w->ops[k] = 0;
+    store(&e);
+  }
+}
+
+void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
+                    const char *name) {
+  struct pld__tbuf *buf = pld__obs.buf;
+  if (!pld__obs.model)
+    return;
+  if (pld__obs.work.pending)
+    work_flush();
+  if (kind == PLD__TL_XFER && pld__obs.group && buf->n) {
+    struct pld__tev *last = &buf->ev[buf->n - 1];
+    if (last->kind == PLD__TEV_MODEL && last->sub == PLD__TL_XFER &&
+        last->flag == sub && last->e == peer && last->f == pld__obs.group) {
+      last->x += a;
+      return;
+    }
+  }
+  struct pld__tev e;
+  pld__tev_init(&e, PLD__TEV_MODEL, kind, name);
+  e.flag = (uint8_t)sub;
+  e.e = peer;
+  e.x = a;
+  e.b = b;
+  e.f = pld__obs.group;
+  store(&e);
+}
+
 static void store(const struct pld__tev *e) {
   struct pld__tbuf *b = pld__obs.buf;
   if (!b)
     return;
+  if (pld__obs.work.pending)
+    work_flush();
   b->used = 1;
   if (b->n >= b->cap) {
     b->lost++;

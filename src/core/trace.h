@@ -38,6 +38,9 @@ enum {
   PLD__TEV_RMA,      /* sub: PLD__TR_*; c: domain peer, x: bytes */
   PLD__TEV_COLL,     /* sub: PLD__COLL_*; a: call, b: rounds, x: bytes */
   PLD__TEV_FABRIC,   /* debug log only: one data-plane call */
+  PLD__TEV_MODEL,    /* the timing model only (PLD_MODEL): one record of
+                        core/timeline.h, or what the AICPU launched; sub:
+                        PLD__TL_* or PLD__TM_*, below */
   PLD__TEV_KINDS
 };
 
@@ -61,6 +64,20 @@ enum {
   PLD__TR_GET_TILES,
   PLD__TR_RLOAD_ROWS,
   PLD__TR_RSTORE_ROWS
+};
+
+/* What a PLD__TEV_MODEL event records, with sub a record kind of
+ * core/timeline.h (PLD__TL_*): flag its sub, e its peer, x its a, b its b
+ * (a compute's operations, a notify's value, a wait's expected value).
+ * Beyond them, on the AICPU: */
+enum {
+  PLD__TM_TASK = 16, /* a launch: e the task (a number of the device's), x
+                        its number in the dispatch, b its blocks, flag 1
+                        on cube cores, name the kernel */
+  PLD__TM_DEP,       /* task e goes after task x of the dispatch */
+  PLD__TM_BLOCK      /* on a core: block x of task e returned, the
+                        records since the core's last one its own; flag
+                        0, or 1 + its part of a mixed kernel's block */
 };
 
 /* Names of host spans and transfers (PLD__TH_*, PLD__TR_*; "?" for
@@ -89,6 +106,7 @@ struct pld__tbuf {
   uint32_t n, cap;
   uint64_t lost; /* events dropped since the last drain */
   int32_t used;  /* recorded anything since the trace began */
+  int32_t model; /* records the timing model's events (PLD_MODEL) */
   char name[24]; /* "AICPU", "AIV core 3" */
   struct pld__tev ev[];
 };
@@ -100,8 +118,9 @@ struct pld__trace_area {
 };
 
 size_t pld__trace_area_bytes(int nthreads, uint32_t cap);
-void pld__trace_area_init(struct pld__trace_area *a, int nthreads,
-                          uint32_t cap);
+/* model: its buffers record the timing model's events too. */
+void pld__trace_area_init(struct pld__trace_area *a, int nthreads, uint32_t cap,
+                          int model);
 struct pld__tbuf *pld__trace_tbuf(const struct pld__trace_area *a, int i);
 /* Empties every buffer and its count of drops (after the host took
  * their events). */
@@ -138,12 +157,25 @@ struct pld__counts {
   int64_t gm_load, gm_store;
 };
 
+/* The work a core did since its last record for the timing model:
+ * operand bytes or multiply-adds per class of enum pld__tl_class (and
+ * bytes moved between global and tile memory last), and operations. */
+#define PLD__WORK_MOVE 7
+struct pld__work {
+  int64_t amount[PLD__WORK_MOVE + 1];
+  int32_t ops[PLD__WORK_MOVE + 1];
+  int pending;
+};
+
 /* Who this thread is, for the debug log's prefix and the trace. */
 struct pld__observer {
   struct pld__tbuf *buf;      /* NULL: not tracing */
   struct pld__counts *counts; /* NULL: not counting */
   int rank, device;           /* -1 on the host */
   char lane[16];              /* "AICPU", "AIV3", "host" */
+  int model;                  /* buf records the timing model's events */
+  int32_t group, groups;      /* transfers of one call (PLD__TEV_MODEL) */
+  struct pld__work work;
 };
 extern _Thread_local struct pld__observer pld__obs;
 extern unsigned pld__debug_mask;
@@ -156,16 +188,43 @@ static inline int pld__observed(int kind) {
          (pld__debug_mask & pld__tev_subsystem[kind]);
 }
 
+/* The core computed: amount (operand bytes, or multiply-adds for the
+ * cube's classes) of class cls (enum pld__tl_class), in one operation. */
+static inline void pld__obs_work(int cls, int64_t amount) {
+  if (pld__obs.model) {
+    pld__obs.work.amount[cls] += amount;
+    pld__obs.work.ops[cls]++;
+    pld__obs.work.pending = 1;
+  }
+}
+
 /* A tile moved bytes from (store 0) or to (store 1) global memory. */
 static inline void pld__obs_gm(int store, size_t bytes) {
   struct pld__counts *n = pld__obs.counts;
   if (n)
     *(store ? &n->gm_store : &n->gm_load) += (int64_t)bytes;
+  pld__obs_work(PLD__WORK_MOVE, (int64_t)bytes);
 }
+
+/* The transfers the thread makes until pld__obs.group is 0 again are one
+ * call's: one transfer per peer for the timing model. */
+static inline void pld__obs_group_begin(void) {
+  if (pld__obs.model)
+    pld__obs.group = ++pld__obs.groups;
+}
+
+/* A record of the timing model (PLD__TEV_MODEL; the thread's work so far
+ * goes first): kind a PLD__TL_* or PLD__TM_*, its sub, peer, a and b.  A
+ * transfer of the group in course (pld__obs.group, nonzero) with the
+ * same peer and sub as the thread's last record is added to it: one
+ * call's rows are one transfer. */
+void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
+                    const char *name);
 /* Adds every count of b into a. */
 void pld__counts_add(struct pld__counts *a, const struct pld__counts *b);
 
-/* Sets this thread's identity and buffer (lane: as in the debug log). */
+/* Sets this thread's identity and buffer (lane: as in the debug log);
+ * it records the timing model's events if the buffer does. */
 void pld__observe_as(int rank, int device, const char *lane,
                      struct pld__tbuf *buf);
 

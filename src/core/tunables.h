@@ -165,6 +165,13 @@ void pld__tunables_each(void (*fn)(const struct pld__tunable *t));
     "A file of the timing model's figures replacing the platform's, one "      \
     "'name = value' per line (pld_config.model_file; pld-env lists the "       \
     "figures). Unset or empty: the platform's.")                               \
+  X(PLD_MODEL, MODEL, WORD, "on|off", 1,                                       \
+    "on: every run is also replayed on the timing model, its report "          \
+    "through pld_program_model (pld_config.model). Unset, empty or off: no "   \
+    "model.")                                                                  \
+  X(PLD_MODEL_OUT, MODEL_OUT, PATH, NULL, 1,                                   \
+    "A file each run's modeled report replaces, as JSON (docs/model.md; "      \
+    "pld_config.model_out); it turns the model on. Unset or empty: none.")     \
   X(PLD_DIAG, DIAG, WORDS, "deps|stats|all", 1,                                \
     "Each rank writes, for each dispatch of the last run, its task graph "     \
     "(deps: tasks, their tensors, the order the scheduler decided and why) "   \

@@ -398,8 +398,10 @@ void pld__device_loop(struct pld__devrun *d) {
   int st = plan->diag ? pld__diag_create(plan->diag, plan->diag_dir, plan->rank,
                                          plan->device_id, &diag)
                       : PLD_OK;
+  /* The timing model records where the trace does (core/trace.h). */
+  const int model = d->trace && pld__trace_tbuf(d->trace, 0)->model;
   struct pld__comm_env env = {
-      pld__fabric_wrapped(&wrap, d->fabric, d->race != NULL),
+      pld__fabric_wrapped(&wrap, d->fabric, d->race != NULL, model),
       &d->world->abort,
       &ctl->st.watch,
       d->spin,
@@ -407,6 +409,7 @@ void pld__device_loop(struct pld__devrun *d) {
       d->race,
       &ctl->uses,
       diag,
+      model,
       {[PLD_CORE_VECTOR] = plan->plat->vector_cores,
        [PLD_CORE_CUBE] = plan->plat->cube_cores}};
   pld__race_attach(d->race, plan->rank, 0);

@@ -22,6 +22,8 @@ int pld__sched_hooks_open(struct pld__sched *s,
     s->hooks[s->nhooks++] = &pld__sched_race_hooks;
   if (env && env->diag)
     s->hooks[s->nhooks++] = &pld__sched_diag_hooks;
+  if (env && env->model)
+    s->hooks[s->nhooks++] = &pld__sched_model_hooks;
   for (int i = 0; i < s->nhooks; i++)
     if (s->hooks[i]->open &&
         s->hooks[i]->open(env, s->rank, &s->hook_ctx[i]) != PLD_OK) {

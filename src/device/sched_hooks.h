@@ -14,7 +14,7 @@
 #include "core/kctx.h"
 
 /* The most hook tables one scheduler holds. */
-#define PLD__SCHED_HOOKS 3
+#define PLD__SCHED_HOOKS 4
 
 /* A byte region a task touches, as the scheduler orders tasks by them
  * (device/sched_task.c): arg is the kernel parameter it belongs to (-1:
@@ -107,5 +107,8 @@ struct pld__sched_hooks {
 extern const struct pld__sched_hooks pld__sched_race_hooks;
 extern const struct pld__sched_hooks pld__sched_trace_hooks;
 extern const struct pld__sched_hooks pld__sched_diag_hooks;
+/* The timing model's (device/sched_model.c): launches, their order and
+ * each block's end. */
+extern const struct pld__sched_hooks pld__sched_model_hooks;
 
 #endif

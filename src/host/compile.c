@@ -606,7 +606,7 @@ static int share_devices(struct pld_program *p, struct pld_program *other) {
  * runs in flight fit the devices' command rings. */
 static void features_decide(struct pld_program *p) {
   p->plan.queue_ok = (p->be.cp->caps & PLD__CTL_QUEUE) && !p->plan.ntasks &&
-                     !p->plan.tracing && !p->plan.races &&
+                     !p->plan.tracing && !p->plan.modeling && !p->plan.races &&
                      p->plan.max_in_flight <= PLD__RING;
 }
 

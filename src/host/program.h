@@ -125,6 +125,7 @@ struct pld__plan {
   struct pld__machine machine; /* the timing model's figures */
   int races;                   /* the race detector is on */
   int tracing;                 /* the trace is on */
+  int modeling;                /* the timing model is on (host/model.h) */
 
   /* Window buffers and their domains. */
   int nwinbufs;
@@ -205,6 +206,9 @@ struct pld__runstate {
     int offset_known;
     int64_t offset; /* under mpi: this clock minus process 0's */
   } trace;
+
+  /* The timing model (host/model.c): its settings and last report. */
+  struct pld__model *model;
 };
 
 /* A compiled program: the compiler's plan (host/compile.c and the files

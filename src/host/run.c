@@ -253,13 +253,16 @@ int pld__program_run_now(struct pld_program *p, int argc, const pld_arg *argv,
     p->rs.precopied = 0;
   if (spanned)
     pld__htrace_end(p, &span, 0);
-  if (posted_run && p->plan.tracing) {
-    /* Writing the trace must not replace the run's message. */
+  if (posted_run && (p->plan.tracing || p->plan.modeling)) {
+    /* Writing the trace must not replace the run's message; a run that
+     * succeeded fails if its model does. */
     static _Thread_local char keep[PLD__MSG_MAX];
     memcpy(keep, pld_last_error(), sizeof keep);
-    pld__trace_run_end(p);
+    int model_st = pld__trace_run_end(p);
     if (st)
       pld__fail_msg(st, keep);
+    else
+      st = model_st;
   }
   return st;
 }

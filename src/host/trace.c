@@ -21,6 +21,7 @@
 #include "core/watch.h"
 #include "host/backends.h"
 #include "host/ctl.h"
+#include "host/model.h"
 #include "pld/signal.h"
 
 /* Threads of a rank in the file: its AICPU, then its cores' slots; one
@@ -457,6 +458,8 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
     const struct lane *ln = &lanes[l];
     for (uint32_t i = 0; i < ln->b->n; i++) {
       const struct pld__tev *e = &ln->b->ev[i];
+      if (e->kind == PLD__TEV_MODEL) /* the timing model's alone */
+        continue;
       uint64_t in = 0;
       if (e->kind == PLD__TEV_WAIT)
         in = wait_id ? wait_id[wi++] : 0;
@@ -519,22 +522,25 @@ int pld__trace_config(struct pld_program *p, const pld_config *cfg) {
   pld__debug_set(mask, debug_fd >= 0 ? debug_fd : 2);
 
   const char *path = cfg->trace ? cfg->trace : pld__setting(PLD__SET_TRACE);
-  if (!path || !*path)
-    return PLD_OK;
-  p->rs.trace.named = pld__calloc((size_t)p->plan.nranks, LANES);
-  if (!p->rs.trace.named)
-    return pld__fail_api(PLD_ERR_NOMEM, "out of memory (trace)");
-  pthread_mutex_lock(&mu);
-  /* Under mpirun only process 0 writes; the others record and send. */
-  if (pld_process_index() == 0)
-    st = file_open(path);
-  if (!st) {
-    p->plan.tracing = 1;
-    p->rs.trace.k = w.next_k++;
-    p->rs.trace.cap = (uint32_t)pld__tunables()->PLD_TRACE_EVENTS;
-    w.programs++;
+  if (path && *path) {
+    p->rs.trace.named = pld__calloc((size_t)p->plan.nranks, LANES);
+    if (!p->rs.trace.named)
+      return pld__fail_api(PLD_ERR_NOMEM, "out of memory (trace)");
+    pthread_mutex_lock(&mu);
+    /* Under mpirun only process 0 writes; the others record and send. */
+    if (pld_process_index() == 0)
+      st = file_open(path);
+    if (!st) {
+      p->plan.tracing = 1;
+      p->rs.trace.k = w.next_k++;
+      w.programs++;
+    }
+    pthread_mutex_unlock(&mu);
   }
-  pthread_mutex_unlock(&mu);
+  /* The timing model records in the trace's buffers. */
+  if (!st)
+    st = pld__model_config(p, cfg);
+  p->rs.trace.cap = (uint32_t)pld__tunables()->PLD_TRACE_EVENTS;
   return st;
 }
 
@@ -567,7 +573,7 @@ void pld__htrace_end(struct pld_program *p, struct pld__tev *e, int64_t bytes) {
 }
 
 int pld__trace_prepare(struct pld_program *p) {
-  if (!p->plan.tracing || p->rs.trace.area)
+  if ((!p->plan.tracing && !p->plan.modeling) || p->rs.trace.area)
     return PLD_OK;
   p->rs.trace.area =
       pld__calloc((size_t)p->plan.nranks, sizeof *p->rs.trace.area);
@@ -593,7 +599,7 @@ int pld__trace_prepare(struct pld_program *p) {
                            bytes, r, strerror(errno));
     p->rs.trace.area[r] = a;
     p->rs.trace.bytes[r] = bytes;
-    pld__trace_area_init(a, threads, p->rs.trace.cap);
+    pld__trace_area_init(a, threads, p->rs.trace.cap, p->plan.modeling);
   }
   return PLD_OK;
 }
@@ -645,131 +651,171 @@ static int64_t clock_offset(struct pld_program *p) {
   return strcmp(mine, root.host) ? pld__now_ns() - root.now : 0;
 }
 
-/* Writes the events recorded since the last drain (ran: after a run). */
-static void trace_drain(struct pld_program *p, int ran) {
-  if (!p->plan.tracing)
-    return;
-  int mpi = (p->be.cp->caps & PLD__CTL_OWN_RANK) != 0;
-  unsigned char **packed = NULL;
-  if (mpi && p->rs.trace.area) {
-    /* Every process gathers every rank's events, in rank order. */
-    if (!p->rs.trace.offset_known) {
-      p->rs.trace.offset = clock_offset(p);
-      p->rs.trace.offset_known = 1;
+/* Rank r's buffers of the run (its AICPU's first) into out[0..LANES - 1):
+ * from packed[r] under mpi (NULL: none), else from its trace area.
+ * Returns their number. */
+static int rank_bufs(const struct pld_program *p, unsigned char *const *packed,
+                     int r, const struct pld__tbuf **out) {
+  const unsigned char *at = packed ? packed[r] : NULL;
+  const struct pld__trace_area *a =
+      !packed && p->rs.trace.area ? p->rs.trace.area[r] : NULL;
+  uint32_t nt = 0;
+  if (at)
+    memcpy(&nt, at, sizeof nt);
+  else if (a)
+    nt = a->nthreads;
+  size_t off = sizeof(uint32_t);
+  int n = 0;
+  for (uint32_t i = 0; i < nt && i < LANES - 1; i++) {
+    if (at) {
+      out[n] = (const struct pld__tbuf *)(at + off);
+      off += sizeof *out[n] + (size_t)out[n]->n * sizeof out[n]->ev[0];
+    } else {
+      out[n] = pld__trace_tbuf(a, (int)i);
     }
-    packed = pld__calloc((size_t)p->plan.nranks, sizeof *packed);
-    int me = pld_process_index();
-    for (int r = 0; r < p->plan.nranks; r++) {
-      uint64_t len = 0;
-      unsigned char *mine = NULL;
-      if (r == me && packed) {
-        size_t n = 0;
-        mine = pack(p->rs.trace.area[r], p->rs.trace.offset, &n);
-        len = mine ? n : 0;
-      }
-      p->be.cp->share(p, r, &len, sizeof len);
-      unsigned char *buf = r == me ? mine : len ? pld__malloc(len) : NULL;
-      uint64_t got = buf ? len : 0;
-      /* Everyone takes part in every broadcast (a process short of memory
-       * with none: MPI then reports the truncation). */
-      unsigned char scratch[1];
-      p->be.cp->share(p, r, buf ? buf : scratch, (size_t)got);
-      if (packed && got)
-        packed[r] = buf;
-      else
-        pld__free(buf);
-    }
-    pld__trace_area_clear(p->rs.trace.area[me]);
+    n++;
   }
-  pthread_mutex_lock(&mu);
-  p->rs.trace.runs += ran;
-  w.runs += ran;
-  if (!w.f) {
-    /* A process that does not write: its host events are dropped. */
-    if (w.host)
-      w.host->n = 0;
-    pthread_mutex_unlock(&mu);
-    if (packed)
-      for (int r = 0; r < p->plan.nranks; r++)
-        pld__free(packed[r]);
-    pld__free(packed);
-    return;
-  }
+  return n;
+}
+
+/* The run's events into the file (under the writer's lock): rank r's
+ * buffers are bufs[r * LANES + i], i < nbufs[r]. */
+static void write_run(struct pld_program *p, const struct pld__tbuf **bufs,
+                      const int *nbufs) {
   struct lane *lanes =
       pld__calloc((size_t)p->plan.nranks * LANES + 1, sizeof *lanes);
   int nl = 0;
-  if (lanes) {
-    lanes[nl++] = (struct lane){0, 0, -1, w.host, 0};
-    for (int r = 0; r < p->plan.nranks; r++) {
-      int pid = 1 + p->rs.trace.k * PIDS_PER_PROGRAM + r;
-      const unsigned char *at = packed ? packed[r] : NULL;
-      const struct pld__trace_area *a =
-          !packed && p->rs.trace.area ? p->rs.trace.area[r] : NULL;
-      uint32_t nt = 0;
-      if (at)
-        memcpy(&nt, at, sizeof nt);
-      else if (a)
-        nt = a->nthreads;
-      size_t off = sizeof(uint32_t);
-      for (uint32_t i = 0; i < nt && i < LANES - 1; i++) {
-        const struct pld__tbuf *b;
-        if (at) {
-          b = (const struct pld__tbuf *)(at + off);
-          off += sizeof *b + (size_t)b->n * sizeof b->ev[0];
-        } else {
-          b = pld__trace_tbuf(a, (int)i);
-        }
-        if (!b->used)
-          continue;
-        if (!lane_named(p, r, LANES - 1)) {
-          char nm[96];
-          if (p->rs.trace.k)
-            snprintf(nm, sizeof nm, "program %d: rank %d (device %d)",
-                     p->rs.trace.k, r, p->plan.device_ids[r]);
-          else
-            snprintf(nm, sizeof nm, "rank %d (device %d)", r,
-                     p->plan.device_ids[r]);
-          meta(pid, -1, "process", nm);
-        }
-        if (!lane_named(p, r, (int)i)) {
-          char nm[sizeof b->name + 1];
-          pld__name_copy(nm, sizeof nm, b->name);
-          meta(pid, (int)i, "thread", nm);
-        }
-        lanes[nl++] = (struct lane){pid, (int)i, r, b, 0};
+  if (!lanes)
+    return;
+  lanes[nl++] = (struct lane){0, 0, -1, w.host, 0};
+  for (int r = 0; r < p->plan.nranks; r++) {
+    int pid = 1 + p->rs.trace.k * PIDS_PER_PROGRAM + r;
+    for (int i = 0; i < nbufs[r]; i++) {
+      const struct pld__tbuf *b = bufs[(size_t)r * LANES + (size_t)i];
+      if (!b->used)
+        continue;
+      if (!lane_named(p, r, LANES - 1)) {
+        char nm[96];
+        if (p->rs.trace.k)
+          snprintf(nm, sizeof nm, "program %d: rank %d (device %d)",
+                   p->rs.trace.k, r, p->plan.device_ids[r]);
+        else
+          snprintf(nm, sizeof nm, "rank %d (device %d)", r,
+                   p->plan.device_ids[r]);
+        meta(pid, -1, "process", nm);
       }
+      if (!lane_named(p, r, i)) {
+        char nm[sizeof b->name + 1];
+        pld__name_copy(nm, sizeof nm, b->name);
+        meta(pid, i, "thread", nm);
+      }
+      lanes[nl++] = (struct lane){pid, i, r, b, 0};
     }
-    put_lanes(lanes, nl, p->rs.trace.runs);
-    for (int l = 0; l < nl; l++)
-      w.lost += lanes[l].b->lost;
   }
+  put_lanes(lanes, nl, p->rs.trace.runs);
+  for (int l = 0; l < nl; l++)
+    w.lost += lanes[l].b->lost;
   pld__free(lanes);
-  /* The buffers are empty again (their drops counted). */
-  w.host->n = 0;
-  w.host->lost = 0;
-  for (int r = 0; r < p->plan.nranks && !packed && p->rs.trace.area; r++)
-    if (p->rs.trace.area[r])
-      pld__trace_area_clear(p->rs.trace.area[r]);
-  fflush(w.f);
-  pthread_mutex_unlock(&mu);
-  if (packed)
-    for (int r = 0; r < p->plan.nranks; r++)
-      pld__free(packed[r]);
-  pld__free(packed);
 }
 
-void pld__trace_run_end(struct pld_program *p) { trace_drain(p, 1); }
+/* Under mpi: every process gathers every rank's events, in rank order,
+ * into packed[r]. */
+static void gather(struct pld_program *p, unsigned char **packed) {
+  if (!p->rs.trace.offset_known) {
+    p->rs.trace.offset = clock_offset(p);
+    p->rs.trace.offset_known = 1;
+  }
+  int me = pld_process_index();
+  for (int r = 0; r < p->plan.nranks; r++) {
+    uint64_t len = 0;
+    unsigned char *mine = NULL;
+    if (r == me) {
+      size_t n = 0;
+      mine = pack(p->rs.trace.area[r], p->rs.trace.offset, &n);
+      len = mine ? n : 0;
+    }
+    p->be.cp->share(p, r, &len, sizeof len);
+    unsigned char *buf = r == me ? mine : len ? pld__malloc(len) : NULL;
+    uint64_t got = buf ? len : 0;
+    /* Everyone takes part in every broadcast (a process short of memory
+     * with none: MPI then reports the truncation). */
+    unsigned char scratch[1];
+    p->be.cp->share(p, r, buf ? buf : scratch, (size_t)got);
+    if (got)
+      packed[r] = buf;
+    else
+      pld__free(buf);
+  }
+  pld__trace_area_clear(p->rs.trace.area[me]);
+}
+
+/* After a run (ran) or before a program goes: the events recorded since
+ * the last drain to the timing model and into the file.  Returns the
+ * model's status. */
+static int trace_drain(struct pld_program *p, int ran) {
+  if (!p->plan.tracing && !p->plan.modeling)
+    return PLD_OK;
+  const int n = p->plan.nranks;
+  int mpi = (p->be.cp->caps & PLD__CTL_OWN_RANK) != 0;
+  unsigned char **packed = NULL;
+  const struct pld__tbuf **bufs = pld__calloc((size_t)n * LANES, sizeof *bufs);
+  const struct pld__tbuf *const **rows = pld__calloc((size_t)n, sizeof *rows);
+  int *nbufs = pld__calloc((size_t)n, sizeof *nbufs);
+  int st = !bufs || !rows || !nbufs
+               ? pld__fail_api(PLD_ERR_NOMEM, "out of memory (trace)")
+               : PLD_OK;
+  if (mpi && p->rs.trace.area) {
+    packed = pld__calloc((size_t)n, sizeof *packed);
+    if (packed)
+      gather(p, packed);
+    else if (!st)
+      st = pld__fail_api(PLD_ERR_NOMEM, "out of memory (trace)");
+  }
+  for (int r = 0; r < n && !st; r++) {
+    rows[r] = bufs + (size_t)r * LANES;
+    nbufs[r] = rank_bufs(p, packed, r, bufs + (size_t)r * LANES);
+  }
+  if (!st && ran && p->plan.modeling)
+    st = pld__model_run_end(p, rows, nbufs);
+  pthread_mutex_lock(&mu);
+  p->rs.trace.runs += ran && p->plan.tracing;
+  w.runs += ran && p->plan.tracing;
+  if (p->plan.tracing && w.f && bufs && rows && nbufs) {
+    write_run(p, bufs, nbufs);
+    fflush(w.f);
+  }
+  /* The buffers are empty again (their drops counted); a process that
+   * does not write drops its host events. */
+  if (p->plan.tracing && w.host) {
+    w.host->n = 0;
+    w.host->lost = 0;
+  }
+  for (int r = 0; r < n && !packed && p->rs.trace.area; r++)
+    if (p->rs.trace.area[r])
+      pld__trace_area_clear(p->rs.trace.area[r]);
+  pthread_mutex_unlock(&mu);
+  for (int r = 0; packed && r < n; r++)
+    pld__free(packed[r]);
+  pld__free(packed);
+  pld__free(bufs);
+  pld__free(rows);
+  pld__free(nbufs);
+  return st;
+}
+
+int pld__trace_run_end(struct pld_program *p) { return trace_drain(p, 1); }
 
 void pld__trace_release(struct pld_program *p) {
-  if (!p->plan.tracing)
-    return;
-  /* Host events since the last run (a compile that never ran). */
-  if (w.host && w.host->n && !(p->be.cp->caps & PLD__CTL_OWN_RANK))
-    trace_drain(p, 0);
-  pthread_mutex_lock(&mu);
-  if (--w.programs == 0 && w.f)
-    footer();
-  pthread_mutex_unlock(&mu);
+  pld__model_release(p);
+  if (p->plan.tracing) {
+    /* Host events since the last run (a compile that never ran). */
+    if (w.host && w.host->n && !(p->be.cp->caps & PLD__CTL_OWN_RANK))
+      trace_drain(p, 0);
+    pthread_mutex_lock(&mu);
+    if (--w.programs == 0 && w.f)
+      footer();
+    pthread_mutex_unlock(&mu);
+  }
   for (int r = 0; p->rs.trace.area && r < p->plan.nranks; r++)
     if (p->rs.trace.area[r])
       munmap(p->rs.trace.area[r], p->rs.trace.bytes[r]);

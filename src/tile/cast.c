@@ -21,6 +21,9 @@ int pld_cast(pld_core k, pld_tile *dst, const pld_tile *a) {
        pld__tile_compute_check(c, "pld_cast", "a", a)) ||
       pld__tile_match(c, "pld_cast", "dst", dst, "a", a, 0))
     return c->status;
+  pld__obs_work(PLD__TC_VECTOR, (int64_t)(a->rows * a->cols) *
+                                    (int64_t)(pld_dtype_size(a->dtype) +
+                                              pld_dtype_size(dst->dtype)));
   const struct pld__runs runs = pld__tile_runs(dst, a);
   if (dst->dtype == a->dtype) {
     /* A copy; a tile cast onto itself is nothing to do. */

@@ -187,9 +187,10 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
 
 /* dst = op(a, b) for every element: b is a tile, or NULL with s the scalar
  * (unary operations pass a zero scalar they ignore). */
-static void ew_run(ew_kernel *kern, pld_tile *dst, const pld_tile *a,
+static void ew_run(ew_kernel *kern, int cls, pld_tile *dst, const pld_tile *a,
                    const pld_tile *b, const union pld__scalar *s) {
   const pld_dtype dt = dst->dtype;
+  pld__tile_work(cls, b ? 3 : 2, dst);
   const struct pld__runs runs = pld__tile_runs(dst, dst);
   for (size_t r = 0; r < runs.count; r++) {
     const unsigned char *pb = b ? pld__run_ptr(b, r) : NULL;
@@ -260,7 +261,7 @@ static int ew_binary(struct pld__core *c, const char *fn, ew_kernel *kern,
     return c->status;
   if (divides && !pld__is_float_dtype(b->dtype) && check_divisor(c, fn, b))
     return c->status;
-  ew_run(kern, dst, a, b, NULL);
+  ew_run(kern, divides ? PLD__TC_SPECIAL : PLD__TC_VECTOR, dst, a, b, NULL);
   return PLD_OK;
 }
 
@@ -274,7 +275,7 @@ static int ew_scalar(struct pld__core *c, const char *fn, ew_kernel *kern,
     return pld__kfail(c, PLD_ERR_ARG, fn,
                       "integer division by zero: the divisor %g is 0 as %s", s,
                       pld_dtype_name(a->dtype));
-  ew_run(kern, dst, a, NULL, &v);
+  ew_run(kern, divides ? PLD__TC_SPECIAL : PLD__TC_VECTOR, dst, a, NULL, &v);
   return PLD_OK;
 }
 
@@ -291,7 +292,8 @@ static int ew_unary(struct pld__core *c, const char *fn, ew_kernel *kern,
                       sa, fn);
   }
   const union pld__scalar zero = {0};
-  ew_run(kern, dst, a, NULL, &zero);
+  ew_run(kern, float_only ? PLD__TC_SPECIAL : PLD__TC_VECTOR, dst, a, NULL,
+         &zero);
   return PLD_OK;
 }
 
@@ -378,7 +380,7 @@ static int ew_int(struct pld__core *c, const char *fn, ew_kernel *kern,
       pld__tile_match(c, fn, "dst", dst, "a", a, 1) ||
       (b && pld__tile_match(c, fn, "a", a, "b", b, 1)))
     return c->status;
-  ew_run(kern, dst, a, b, s);
+  ew_run(kern, PLD__TC_VECTOR, dst, a, b, s);
   return PLD_OK;
 }
 

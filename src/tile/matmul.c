@@ -205,6 +205,11 @@ static int matmul(pld_core k, const char *fn, pld_tile *c, const pld_tile *a,
   struct pld__core *core = k.p;
   if (check_matmul(core, fn, c, a, b))
     return core->status;
+  /* For the timing model: a->rows x b->cols x a->cols multiply-adds. */
+  pld__obs_work(a->dtype == PLD_FP16   ? PLD__TC_FP16
+                : a->dtype == PLD_BF16 ? PLD__TC_BF16
+                                       : PLD__TC_FP32,
+                (int64_t)a->rows * b->cols * a->cols);
   /* c can be a or b itself (an FP32 square operand).  The blocks of c are
    * written while later blocks still read the operands, so the operand is
    * copied first.  The copy is at most an L0 buffer. */

@@ -243,6 +243,7 @@ static int check_vector(struct pld__core *c, const char *fn, const char *wv,
   int fn(pld_core k, pld_tile *dst, const pld_tile *a) {                       \
     if (check_vector(k.p, #fn, "dst", dst, "a", a, by_row))                    \
       return k.p->status;                                                      \
+    pld__tile_work(PLD__TC_REDUCE, 1, a);                                      \
     (by_row ? reduce_rows : reduce_cols)(op, dst, a);                          \
     return PLD_OK;                                                             \
   }
@@ -251,6 +252,7 @@ REDUCTIONS(DEFINE_REDUCTION)
 int pld_row_expand(pld_core k, pld_tile *dst, const pld_tile *v) {
   if (check_vector(k.p, "pld_row_expand", "v", v, "dst", dst, 1))
     return k.p->status;
+  pld__tile_work(PLD__TC_VECTOR, 1, dst);
   /* Row r of dst is written after v's element r was read: dst == v (a
    * single column) is the identity. */
   const size_t es = pld_dtype_size(dst->dtype);
@@ -265,6 +267,7 @@ int pld_row_expand(pld_core k, pld_tile *dst, const pld_tile *v) {
 int pld_col_expand(pld_core k, pld_tile *dst, const pld_tile *v) {
   if (check_vector(k.p, "pld_col_expand", "v", v, "dst", dst, 0))
     return k.p->status;
+  pld__tile_work(PLD__TC_VECTOR, 1, dst);
   const size_t len = (size_t)dst->cols * pld_dtype_size(dst->dtype);
   for (size_t r = 0; r < (size_t)dst->rows && dst != v; r++)
     memcpy(pld__run_ptr(dst, r), v->data, len);

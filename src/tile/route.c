@@ -119,6 +119,7 @@ static int cmp_run(struct pld__core *c, const char *fn, pld_tile *mask,
                       "_LT, _LE, _GT or _GE)",
                       (int)op);
   const union pld__scalar v = pld__scalar_of(a->dtype, s);
+  pld__tile_work(PLD__TC_REDUCE, b ? 2 : 1, a);
   const struct pld__runs runs = pld__tile_runs(mask, a);
   for (size_t r = 0; r < runs.count; r++)
     cmp_kernel(op, a->dtype, pld__run_ptr(mask, r), pld__run_ptr(a, r),
@@ -188,6 +189,7 @@ static int select_run(struct pld__core *c, const char *fn, pld_tile *dst,
   } v = {0};
   pld__elem_set(dst->dtype, v.bytes, s);
   const size_t es = pld_dtype_size(dst->dtype);
+  pld__tile_work(PLD__TC_REDUCE, b ? 3 : 2, dst);
   const struct pld__runs runs = pld__tile_runs(dst, mask);
   for (size_t r = 0; r < runs.count; r++)
     select_kernel(es, pld__run_ptr(dst, r), pld__run_ptr(mask, r),
@@ -320,6 +322,7 @@ int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
     exact_int = int_in(v, lo, hi) &&
                 int_in(start + (corner & 1 ? last_row * row_step : 0), lo, hi);
   }
+  pld__tile_work(PLD__TC_VECTOR, 1, dst);
   iota_tile(dst, start, row_step, col_step, exact_int);
   return PLD_OK;
 }
@@ -533,6 +536,7 @@ static int arg_run(struct pld__core *c, const char *fn, int largest,
   if (pld__vector_only(c, fn) || pld__tile_compute_check(c, fn, "a", a) ||
       idx_check(c, fn, idx, a->rows, 1, a, "one column index per row of a"))
     return c->status;
+  pld__tile_work(PLD__TC_REDUCE, 1, a);
   arg_rows(largest, idx, a);
   return PLD_OK;
 }
@@ -594,6 +598,7 @@ int pld_row_topk(pld_core k, pld_tile *vals, pld_tile *idx, const pld_tile *a,
     bc = bk + n;
     bv = (unsigned char *)(bc + n);
   }
+  pld__tile_work(PLD__TC_REDUCE, 1, a);
   topk_rows(vals, idx, a, n, bk, bc, bv);
   pld__free(heap);
   return PLD_OK;
@@ -748,6 +753,7 @@ static int cumsum_run(struct pld__core *c, const char *fn, int by_row,
                       pld_tile *dst, const pld_tile *a, int exclusive) {
   if (pld__vector_only(c, fn) || pld__tile_check2(c, fn, "dst", dst, "a", a, 1))
     return c->status;
+  pld__tile_work(PLD__TC_REDUCE, 2, a);
   (by_row ? cumsum_rows : cumsum_cols)(exclusive != 0, dst, a);
   return PLD_OK;
 }

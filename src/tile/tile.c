@@ -422,6 +422,7 @@ size_t pld_tile_bytes(const pld_tile *t) { return t ? t->bytes : 0; }
 int pld_fill(pld_core k, pld_tile *dst, double value) {
   if (pld__tile_check(k.p, "pld_fill", "dst", dst))
     return k.p->status;
+  pld__tile_work(PLD__TC_VECTOR, 1, dst);
   fill_value(dst, value);
   return PLD_OK;
 }

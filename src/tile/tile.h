@@ -12,6 +12,8 @@
 #include "core/kctx.h"
 #include "core/race.h"
 #include "core/tensor.h"
+#include "core/timeline.h"
+#include "core/trace.h"
 
 /* ---- vectorizable loops ------------------------------------------------ */
 
@@ -109,6 +111,15 @@ static inline int pld__is_half_dtype(pld_dtype dt) {
 }
 
 /* FP32, FP16 or BF16 (the dtypes computed in float). */
+/* For the timing model (core/trace.h): an operation of class cls (enum
+ * pld__tl_class) going through n tiles' worth of t's bytes (its operands
+ * and result). */
+static inline void pld__tile_work(int cls, int n, const pld_tile *t) {
+  if (pld__obs.model)
+    pld__obs_work(cls, (int64_t)n * t->rows * t->cols *
+                           (int64_t)pld_dtype_size(t->dtype));
+}
+
 static inline int pld__is_float_dtype(pld_dtype dt) {
   return dt == PLD_FP32 || pld__is_half_dtype(dt);
 }

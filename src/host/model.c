@@ -1,0 +1,558 @@
+/* host/model.c: the timing model of a program's runs (host/model.h).
+ *
+ * After a run, each rank's buffers hold, in order, what its AICPU
+ * launched (PLD__TM_TASK, PLD__TM_DEP, a dispatch's end) and what each
+ * core did (the records of core/timeline.h, each block's closed by its
+ * PLD__TM_BLOCK).  They become a timeline: calls in order, their tasks by
+ * launch number with the tasks each was ordered after, each task's blocks
+ * with their records.  Nothing of it comes from a clock, so the timeline,
+ * and the replay of it, are the same in every run. */
+#include "host/model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/timeline.h"
+#include "core/tunables.h"
+#include "pld/model.h"
+
+struct pld__model {
+  char *out; /* PLD_MODEL_OUT, or NULL */
+  int have;  /* a report of the last run */
+  struct pld__tl_report rep;
+  pld_model_rank *ranks;
+  pld_model_core *cores;
+  pld_model_report pub;
+};
+
+/* ---- configuration ------------------------------------------------------ */
+
+/* The value of a word setting from cfg's field (if set) or the
+ * environment, checked: *on says whether it is `yes`. */
+static int word_on(const char *field, const char *fname, int id,
+                   const char *yes, int *on) {
+  const char *v = field ? field : pld__setting(id);
+  *on = 0;
+  if (!v || !*v)
+    return PLD_OK;
+  char why[1024];
+  if (pld__setting_refused(id, v, why, sizeof why))
+    return pld__fail_api(PLD_ERR_CONFIG, "timing model: %s%s",
+                         field ? fname : "", why);
+  *on = strcmp(v, yes) == 0;
+  return PLD_OK;
+}
+
+int pld__model_config(struct pld_program *p, const pld_config *cfg) {
+  int on;
+  int st = word_on(cfg->model, "pld_config.model, read as ", PLD__SET_MODEL,
+                   "on", &on);
+  if (st)
+    return st;
+  const char *out =
+      cfg->model_out ? cfg->model_out : pld__setting(PLD__SET_MODEL_OUT);
+  if (out && !*out)
+    out = NULL;
+  if (!on && !out)
+    return PLD_OK;
+  struct pld__model *m = pld__calloc(1, sizeof *m);
+  if (!m || (out && !(m->out = pld__strdup(out)))) {
+    pld__free(m);
+    return pld__fail_api(PLD_ERR_NOMEM, "out of memory (timing model)");
+  }
+  p->rs.model = m;
+  p->plan.modeling = 1;
+  return PLD_OK;
+}
+
+static void report_free(struct pld__model *m) {
+  if (m->have)
+    pld__tl_report_free(&m->rep);
+  pld__free(m->ranks);
+  pld__free(m->cores);
+  m->ranks = NULL;
+  m->cores = NULL;
+  m->have = 0;
+}
+
+void pld__model_release(struct pld_program *p) {
+  struct pld__model *m = p->rs.model;
+  if (!m)
+    return;
+  report_free(m);
+  pld__free(m->out);
+  pld__free(m);
+  p->rs.model = NULL;
+}
+
+/* ---- the timeline from the buffers ---------------------------------------
+ * One rank's calls, tasks, dependencies, blocks and records, each in an
+ * array of its own (indices, not pointers, while they grow). */
+
+struct btask {
+  int32_t id, seq, launched, cube;
+  char name[PLD__TEV_NAME];
+  int32_t dep0, ndeps; /* into deps: tasks of the call, by launch number */
+  int32_t block0, nblocks;
+};
+
+struct bcall {
+  char name[PLD__TEV_NAME];
+  int32_t task0, ntasks;
+};
+
+struct bblock {
+  int32_t rec0, nrec, seen;
+};
+
+struct brank {
+  struct bcall *calls;
+  struct btask *tasks;
+  int32_t *deps;
+  struct bblock *blocks;
+  struct pld__tl_rec *recs;
+  size_t ncalls, ntasks, ndeps, nblocks, nrecs;
+  size_t capcalls, captasks, capdeps, capblocks, caprecs;
+};
+
+/* Room for one more of *v (n of them, *cap allocated): its address, or
+ * NULL when out of memory. */
+static void *more(void *vp, size_t n, size_t *cap, size_t size) {
+  void **v = vp;
+  if (n == *cap) {
+    size_t c = *cap ? 2 * *cap : 16;
+    void *w = pld__realloc(*v, c * size);
+    if (!w)
+      return NULL;
+    *v = w;
+    *cap = c;
+  }
+  return (unsigned char *)*v + n * size;
+}
+
+static void brank_free(struct brank *b) {
+  pld__free(b->calls);
+  pld__free(b->tasks);
+  pld__free(b->deps);
+  pld__free(b->blocks);
+  pld__free(b->recs);
+}
+
+static int nomem(void) {
+  return pld__fail_api(PLD_ERR_NOMEM, "out of memory (timing model)");
+}
+
+/* The task numbered id of the calls read so far (ids grow with launches),
+ * or -1. */
+static int32_t task_of(const struct brank *b, int32_t id) {
+  size_t lo = 0, hi = b->ntasks;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (b->tasks[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < b->ntasks && b->tasks[lo].id == id ? (int32_t)lo : -1;
+}
+
+/* The AICPU's buffer: calls, their launches and orders. */
+static int read_aicpu(struct brank *b, int r, const struct pld__tbuf *buf) {
+  size_t call_task0 = 0;
+  for (uint32_t i = 0; i < buf->n; i++) {
+    const struct pld__tev *e = &buf->ev[i];
+    if (e->kind == PLD__TEV_DISPATCH) {
+      struct bcall *c =
+          more(&b->calls, b->ncalls, &b->capcalls, sizeof *b->calls);
+      if (!c)
+        return nomem();
+      memcpy(c->name, e->name, sizeof c->name);
+      c->task0 = (int32_t)call_task0;
+      c->ntasks = (int32_t)(b->ntasks - call_task0);
+      b->ncalls++;
+      call_task0 = b->ntasks;
+    } else if (e->kind == PLD__TEV_MODEL && e->sub == PLD__TM_TASK) {
+      struct btask *t =
+          more(&b->tasks, b->ntasks, &b->captasks, sizeof *b->tasks);
+      if (!t)
+        return nomem();
+      if (e->x != (int64_t)(b->ntasks - call_task0))
+        return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                             "timing model: rank %d launched task %lld of its "
+                             "dispatch as its %zu-th",
+                             r, (long long)e->x, b->ntasks - call_task0);
+      *t = (struct btask){.id = e->e,
+                          .seq = (int32_t)e->x,
+                          .launched = e->b,
+                          .cube = e->flag,
+                          .dep0 = (int32_t)b->ndeps};
+      memcpy(t->name, e->name, sizeof t->name);
+      b->ntasks++;
+    } else if (e->kind == PLD__TEV_MODEL && e->sub == PLD__TM_DEP) {
+      int32_t k = task_of(b, e->e), before = task_of(b, (int32_t)e->x);
+      if (k < 0 || before < (int32_t)call_task0 || before >= k)
+        return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                             "timing model: rank %d ordered a task after one "
+                             "not earlier in its dispatch",
+                             r);
+      int32_t *d = more(&b->deps, b->ndeps, &b->capdeps, sizeof *b->deps);
+      if (!d)
+        return nomem();
+      *d = b->tasks[before].seq;
+      b->ndeps++;
+      b->tasks[k].ndeps++;
+    }
+  }
+  if (call_task0 != b->ntasks)
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "timing model: rank %d launched tasks outside a "
+                         "dispatch",
+                         r);
+  /* Each task's blocks, as launched (a count decided on the device may
+   * leave some unrun: they are dropped below). */
+  for (size_t k = 0; k < b->ntasks; k++) {
+    struct btask *t = &b->tasks[k];
+    t->block0 = (int32_t)b->nblocks;
+    for (int32_t j = 0; j < t->launched; j++) {
+      struct bblock *bl =
+          more(&b->blocks, b->nblocks, &b->capblocks, sizeof *b->blocks);
+      if (!bl)
+        return nomem();
+      *bl = (struct bblock){0, 0, 0};
+      b->nblocks++;
+    }
+  }
+  return PLD_OK;
+}
+
+/* A core's buffer: its records, each block's closed by its end. */
+static int read_core(struct brank *b, int r, const struct pld__tbuf *buf) {
+  size_t rec0 = b->nrecs;
+  for (uint32_t i = 0; i < buf->n; i++) {
+    const struct pld__tev *e = &buf->ev[i];
+    if (e->kind != PLD__TEV_MODEL)
+      continue;
+    if (e->sub >= PLD__TL_COMPUTE && e->sub <= PLD__TL_DEFER) {
+      struct pld__tl_rec *rec =
+          more(&b->recs, b->nrecs, &b->caprecs, sizeof *b->recs);
+      if (!rec)
+        return nomem();
+      *rec = (struct pld__tl_rec){
+          .kind = e->sub, .sub = e->flag, .peer = e->e, .a = e->x, .b = e->b};
+      b->nrecs++;
+      continue;
+    }
+    if (e->sub != PLD__TM_BLOCK)
+      continue;
+    int32_t k = task_of(b, e->e);
+    if (k < 0)
+      return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                           "timing model: rank %d's %s ran a block of a task "
+                           "its AICPU did not record",
+                           r, buf->name);
+    struct btask *t = &b->tasks[k];
+    if (e->flag)
+      return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                           "timing model: rank %d: kernel %s is a mixed "
+                           "kernel (PLD_MIX_KERNEL), which the model does not "
+                           "cover yet",
+                           r, t->name);
+    if (e->x < 0 || e->x >= t->launched || b->blocks[t->block0 + e->x].seen)
+      return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                           "timing model: rank %d: kernel %s block %lld "
+                           "ended twice or was never launched",
+                           r, t->name, (long long)e->x);
+    b->blocks[t->block0 + e->x] =
+        (struct bblock){(int32_t)rec0, (int32_t)(b->nrecs - rec0), 1};
+    rec0 = b->nrecs;
+  }
+  if (rec0 != b->nrecs)
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "timing model: rank %d's %s recorded work outside a "
+                         "block",
+                         r, buf->name);
+  return PLD_OK;
+}
+
+/* The timeline of ranks' builders b (pointing into them), in arrays of
+ * the caller's to free: tl->ranks, then per rank calls, tasks, blocks. */
+struct tlmem {
+  struct pld__tl_rank *ranks;
+  struct pld__tl_call **calls;
+  struct pld__tl_task **tasks;
+  struct pld__tl_block **blocks;
+};
+
+static void tlmem_free(struct tlmem *t, int n) {
+  for (int r = 0; r < n && t->calls; r++) {
+    pld__free(t->calls[r]);
+    pld__free(t->tasks[r]);
+    pld__free(t->blocks[r]);
+  }
+  pld__free(t->ranks);
+  pld__free(t->calls);
+  pld__free(t->tasks);
+  pld__free(t->blocks);
+}
+
+static int assemble(const struct pld_program *p, const struct brank *b,
+                    struct tlmem *mem, struct pld__timeline *tl) {
+  const int n = p->plan.nranks;
+  mem->ranks = pld__calloc((size_t)n, sizeof *mem->ranks);
+  mem->calls = pld__calloc((size_t)n, sizeof *mem->calls);
+  mem->tasks = pld__calloc((size_t)n, sizeof *mem->tasks);
+  mem->blocks = pld__calloc((size_t)n, sizeof *mem->blocks);
+  if (!mem->ranks || !mem->calls || !mem->tasks || !mem->blocks)
+    return nomem();
+  for (int r = 0; r < n; r++) {
+    const struct brank *q = &b[r];
+    struct pld__tl_call *calls = mem->calls[r] =
+        pld__calloc(q->ncalls + 1, sizeof *calls);
+    struct pld__tl_task *tasks = mem->tasks[r] =
+        pld__calloc(q->ntasks + 1, sizeof *tasks);
+    struct pld__tl_block *blocks = mem->blocks[r] =
+        pld__calloc(q->nblocks + 1, sizeof *blocks);
+    if (!calls || !tasks || !blocks)
+      return nomem();
+    for (size_t k = 0; k < q->ntasks; k++) {
+      const struct btask *t = &q->tasks[k];
+      int32_t nb = 0; /* up to the last block that ran */
+      for (int32_t j = 0; j < t->launched; j++) {
+        const struct bblock *bl = &q->blocks[t->block0 + j];
+        blocks[t->block0 + j] =
+            (struct pld__tl_block){bl->nrec, q->recs + bl->rec0};
+        if (bl->seen)
+          nb = j + 1;
+      }
+      tasks[k] = (struct pld__tl_task){.name = t->name,
+                                       .cube = t->cube,
+                                       .nblocks = nb,
+                                       .blocks = blocks + t->block0,
+                                       .ndeps = t->ndeps,
+                                       .deps = q->deps + t->dep0};
+    }
+    for (size_t c = 0; c < q->ncalls; c++)
+      calls[c] = (struct pld__tl_call){.name = q->calls[c].name,
+                                       .ntasks = q->calls[c].ntasks,
+                                       .tasks = tasks + q->calls[c].task0};
+    mem->ranks[r] = (struct pld__tl_rank){.device = p->plan.device_ids[r],
+                                          .ncalls = (int32_t)q->ncalls,
+                                          .calls = calls};
+  }
+  tl->nranks = n;
+  tl->ranks = mem->ranks;
+  return PLD_OK;
+}
+
+/* ---- the report ------------------------------------------------------------
+ */
+
+static double ns_of(int64_t ps) { return (double)ps / 1000.0; }
+
+/* The public report of m->rep. */
+static int publish(const struct pld_program *p, struct pld__model *m) {
+  const struct pld__tl_report *rep = &m->rep;
+  m->ranks = pld__calloc((size_t)rep->nranks + 1, sizeof *m->ranks);
+  m->cores = pld__calloc((size_t)rep->ncores + 1, sizeof *m->cores);
+  if (!m->ranks || !m->cores)
+    return nomem();
+  static const int cls[PLD__TB_CLASSES] = {[PLD__TB_COMPUTE] =
+                                               PLD_MODEL_COMPUTE,
+                                           [PLD__TB_MOVE] = PLD_MODEL_MOVE,
+                                           [PLD__TB_COMM] = PLD_MODEL_COMM,
+                                           [PLD__TB_WAIT] = PLD_MODEL_WAIT};
+  int32_t c = 0;
+  for (int32_t r = 0; r < rep->nranks; r++) {
+    pld_model_rank *pr = &m->ranks[r];
+    pr->rank = r;
+    pr->device = p->plan.device_ids[r];
+    pr->finish_ns = ns_of(rep->rank_ps[r]);
+    pr->cores = m->cores + c;
+    for (; c < rep->ncores && rep->cores[c].rank == r; c++) {
+      const struct pld__tl_core *tc = &rep->cores[c];
+      pld_model_core *pc = &m->cores[c];
+      pc->type = tc->cube ? PLD_CORE_CUBE : PLD_CORE_VECTOR;
+      pc->index = tc->id;
+      pc->blocks = tc->blocks;
+      pc->finish_ns = ns_of(tc->finish_ps);
+      int64_t used = 0;
+      for (int k = 0; k < PLD__TB_CLASSES; k++) {
+        pc->busy_ns[cls[k]] = ns_of(tc->busy_ps[k]);
+        used += tc->busy_ps[k];
+      }
+      pc->busy_ns[PLD_MODEL_IDLE] =
+          ns_of(rep->rank_ps[r] > used ? rep->rank_ps[r] - used : 0);
+      pr->ncores++;
+    }
+  }
+  m->pub = (pld_model_report){.platform = p->plan.plat->name,
+                              .total_ns = ns_of(rep->total_ps),
+                              .nranks = rep->nranks,
+                              .ranks = m->ranks};
+  return PLD_OK;
+}
+
+static const char *const class_names[PLD_MODEL_CLASSES] = {
+    "compute", "move", "comm", "wait", "idle"};
+
+static void put_busy(FILE *f, const double *busy) {
+  fprintf(f, "{");
+  for (int k = 0; k < PLD_MODEL_CLASSES; k++)
+    fprintf(f, "%s\"%s\": %.3f", k ? ", " : "", class_names[k], busy[k]);
+  fprintf(f, "}");
+}
+
+/* The report as JSON (docs/model.md), replacing path's file. */
+static int write_json(const pld_model_report *r, const char *path) {
+  char tmp[4200];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+    return pld__fail_api(PLD_ERR_SYSTEM,
+                         "timing model: cannot write the report to '%s' "
+                         "(PLD_MODEL_OUT): the path is too long",
+                         path);
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    return pld__fail_api(PLD_ERR_SYSTEM,
+                         "timing model: cannot write the report to '%s' "
+                         "(PLD_MODEL_OUT): %s",
+                         path, strerror(errno));
+  fprintf(f, "{\"platform\": \"%s\", \"total_ns\": %.3f, \"ranks\": [",
+          r->platform, r->total_ns);
+  for (int32_t i = 0; i < r->nranks; i++) {
+    const pld_model_rank *k = &r->ranks[i];
+    fprintf(f,
+            "%s\n  {\"rank\": %d, \"device\": %d, \"finish_ns\": %.3f, "
+            "\"cores\": [",
+            i ? "," : "", k->rank, k->device, k->finish_ns);
+    for (int32_t j = 0; j < k->ncores; j++) {
+      const pld_model_core *c = &k->cores[j];
+      fprintf(f,
+              "%s\n    {\"type\": \"%s\", \"index\": %d, \"blocks\": %d, "
+              "\"finish_ns\": %.3f, \"busy_ns\": ",
+              j ? "," : "", c->type == PLD_CORE_CUBE ? "AIC" : "AIV", c->index,
+              c->blocks, c->finish_ns);
+      put_busy(f, c->busy_ns);
+      fprintf(f, "}");
+    }
+    fprintf(f, "]}");
+  }
+  fprintf(f, "\n]}\n");
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+    int e = errno;
+    remove(tmp);
+    return pld__fail_api(PLD_ERR_SYSTEM,
+                         "timing model: cannot write the report to '%s' "
+                         "(PLD_MODEL_OUT): %s",
+                         path, strerror(e));
+  }
+  return PLD_OK;
+}
+
+/* ---- a run's end ------------------------------------------------------------
+ */
+
+int pld__model_run_end(struct pld_program *p,
+                       const struct pld__tbuf *const *const *bufs,
+                       const int *nbufs) {
+  struct pld__model *m = p->rs.model;
+  if (!m)
+    return PLD_OK;
+  report_free(m);
+  const int n = p->plan.nranks;
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < nbufs[r]; i++)
+      if (bufs[r][i]->lost)
+        return pld__fail_api(
+            PLD_ERR_CONFIG,
+            "timing model: rank %d's %s had %llu events more than its "
+            "buffer holds (PLD_TRACE_EVENTS=%u): raise PLD_TRACE_EVENTS",
+            r, bufs[r][i]->name, (unsigned long long)bufs[r][i]->lost,
+            bufs[r][i]->cap);
+  struct brank *b = pld__calloc((size_t)n, sizeof *b);
+  if (!b)
+    return nomem();
+  int st = PLD_OK;
+  for (int r = 0; r < n && !st; r++)
+    for (int i = 0; i < nbufs[r] && !st; i++)
+      st = (i ? read_core : read_aicpu)(&b[r], r, bufs[r][i]);
+  struct tlmem mem = {0};
+  struct pld__timeline tl;
+  if (!st)
+    st = assemble(p, b, &mem, &tl);
+  if (!st) {
+    char msg[1024];
+    const pld_platform_info *plat = p->plan.plat;
+    st = pld__tl_replay(&tl, &p->plan.machine, plat->vector_cores,
+                        plat->cube_cores, plat->server_devices, &m->rep, msg,
+                        sizeof msg);
+    if (st)
+      st = pld__fail_api(st, "timing model: %s", msg);
+    else
+      m->have = 1;
+  }
+  tlmem_free(&mem, n);
+  for (int r = 0; r < n; r++)
+    brank_free(&b[r]);
+  pld__free(b);
+  if (!st)
+    st = publish(p, m);
+  if (!st && m->out && pld_process_index() == 0)
+    st = write_json(&m->pub, m->out);
+  if (st)
+    report_free(m);
+  return st;
+}
+
+/* ---- the API ----------------------------------------------------------------
+ */
+
+int pld_program_model(const pld_program *p, pld_model_report *out) {
+  const char *saved = pld__api_enter("pld_program_model");
+  int st = PLD_OK;
+  if (!p || !out)
+    st = pld__fail_api(PLD_ERR_ARG, "%s: expected %s, got NULL",
+                       p ? "out" : "p", p ? "a report to fill" : "a program");
+  else if (!p->rs.model)
+    st = pld__fail_api(PLD_ERR_STATE,
+                       "the timing model is off for this program: set "
+                       "PLD_MODEL=on or pld_config.model = \"on\"");
+  else if (!p->rs.model->have)
+    st = pld__fail_api(PLD_ERR_STATE,
+                       "no modeled run yet: the report comes with a run's "
+                       "successful end");
+  else
+    *out = p->rs.model->pub;
+  pld__api_leave(saved);
+  return st;
+}
+
+size_t pld_model_summary(const pld_model_report *r, char *buf, size_t cap) {
+  if (!r)
+    return (size_t)snprintf(buf, cap, "model: no report");
+  double busy[PLD_MODEL_CLASSES] = {0}, all = 0;
+  int32_t last = 0;
+  for (int32_t i = 0; i < r->nranks; i++) {
+    if (r->ranks[i].finish_ns > r->ranks[last].finish_ns)
+      last = i;
+    for (int32_t j = 0; j < r->ranks[i].ncores; j++)
+      for (int k = 0; k < PLD_MODEL_CLASSES; k++) {
+        busy[k] += r->ranks[i].cores[j].busy_ns[k];
+        all += r->ranks[i].cores[j].busy_ns[k];
+      }
+  }
+  double pct[PLD_MODEL_CLASSES];
+  for (int k = 0; k < PLD_MODEL_CLASSES; k++)
+    pct[k] = all > 0 ? 100.0 * busy[k] / all : 0;
+  return (size_t)snprintf(
+      buf, cap,
+      "model: %s, %d rank%s, %.3f us (rank %d last); cores busy %.0f%% "
+      "(compute %.0f%%, moves %.0f%%, comm %.0f%%, waiting %.0f%%)",
+      r->platform, (int)r->nranks, r->nranks == 1 ? "" : "s",
+      r->total_ns / 1000.0, (int)last, 100.0 - pct[PLD_MODEL_IDLE],
+      pct[PLD_MODEL_COMPUTE], pct[PLD_MODEL_MOVE], pct[PLD_MODEL_COMM],
+      pct[PLD_MODEL_WAIT]);
+}
