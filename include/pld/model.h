@@ -39,11 +39,24 @@ typedef struct pld_model_core {
   double busy_ns[PLD_MODEL_CLASSES];
 } pld_model_core;
 
+/* One kernel launch (task) of a call: from its first block's start to its
+ * last block's end. */
+typedef struct pld_model_task {
+  int32_t call;       /* the rank's call (dispatch) of the run, from 0 */
+  int32_t task;       /* its launch number in the call, from 0 */
+  const char *kernel; /* the kernel's name */
+  pld_core_type type;
+  int32_t blocks; /* blocks that ran */
+  double start_ns, end_ns;
+} pld_model_task;
+
 typedef struct pld_model_rank {
   int32_t rank, device;
   double finish_ns; /* its last call's end */
   int32_t ncores;
   const pld_model_core *cores; /* vector cores, then cube, by index */
+  int32_t ntasks;
+  const pld_model_task *tasks; /* by call, then launch */
 } pld_model_rank;
 
 typedef struct pld_model_report {

@@ -16,6 +16,7 @@
 
 #include "core/alloc.h"
 #include "core/timeline.h"
+#include "core/watch.h"
 #include "core/tunables.h"
 #include "pld/model.h"
 
@@ -25,6 +26,8 @@ struct pld__model {
   struct pld__tl_report rep;
   pld_model_rank *ranks;
   pld_model_core *cores;
+  pld_model_task *tasks;
+  char (*names)[PLD__TEV_NAME]; /* the tasks' kernels */
   pld_model_report pub;
 };
 
@@ -73,8 +76,12 @@ static void report_free(struct pld__model *m) {
     pld__tl_report_free(&m->rep);
   pld__free(m->ranks);
   pld__free(m->cores);
+  pld__free(m->tasks);
+  pld__free(m->names);
   m->ranks = NULL;
   m->cores = NULL;
+  m->tasks = NULL;
+  m->names = NULL;
   m->have = 0;
 }
 
@@ -352,13 +359,53 @@ static int assemble(const struct pld_program *p, const struct brank *b,
 
 static double ns_of(int64_t ps) { return (double)ps / 1000.0; }
 
-/* The public report of m->rep. */
-static int publish(const struct pld_program *p, struct pld__model *m) {
+/* Rank r's tasks of the report into m->tasks from *at (its spans are
+ * rep->spans[*s...], by call, task and block); their kernels' names from
+ * the timeline tl. */
+static void publish_tasks(struct pld__model *m, const struct pld__timeline *tl,
+                          int32_t r, int32_t *s, int32_t *at) {
+  const struct pld__tl_report *rep = &m->rep;
+  pld_model_rank *pr = &m->ranks[r];
+  pr->tasks = m->tasks + *at;
+  while (*s < rep->nspans && rep->spans[*s].rank == r) {
+    const struct pld__tl_span *sp = &rep->spans[*s];
+    const struct pld__tl_task *tt =
+        &tl->ranks[r].calls[sp->call].tasks[sp->task];
+    pld_model_task *t = &m->tasks[*at];
+    pld__name_copy(m->names[*at], sizeof m->names[*at], tt->name);
+    *t = (pld_model_task){.call = sp->call,
+                          .task = sp->task,
+                          .kernel = m->names[*at],
+                          .type = sp->cube ? PLD_CORE_CUBE : PLD_CORE_VECTOR,
+                          .start_ns = ns_of(sp->start_ps),
+                          .end_ns = ns_of(sp->end_ps)};
+    for (; *s < rep->nspans && rep->spans[*s].rank == r &&
+           rep->spans[*s].call == t->call && rep->spans[*s].task == t->task;
+         (*s)++) {
+      t->blocks++;
+      if (ns_of(rep->spans[*s].start_ps) < t->start_ns)
+        t->start_ns = ns_of(rep->spans[*s].start_ps);
+      if (ns_of(rep->spans[*s].end_ps) > t->end_ns)
+        t->end_ns = ns_of(rep->spans[*s].end_ps);
+    }
+    pr->ntasks++;
+    (*at)++;
+  }
+}
+
+/* The public report of m->rep, the replay of tl. */
+static int publish(const struct pld_program *p, struct pld__model *m,
+                   const struct pld__timeline *tl) {
   const struct pld__tl_report *rep = &m->rep;
   m->ranks = pld__calloc((size_t)rep->nranks + 1, sizeof *m->ranks);
   m->cores = pld__calloc((size_t)rep->ncores + 1, sizeof *m->cores);
-  if (!m->ranks || !m->cores)
+  m->tasks = pld__calloc((size_t)rep->nspans + 1, sizeof *m->tasks);
+  m->names = pld__calloc((size_t)rep->nspans + 1, sizeof *m->names);
+  if (!m->ranks || !m->cores || !m->tasks || !m->names)
     return nomem();
+  int32_t s = 0, at = 0;
+  for (int32_t r = 0; r < rep->nranks; r++)
+    publish_tasks(m, tl, r, &s, &at);
   static const int cls[PLD__TB_CLASSES] = {[PLD__TB_COMPUTE] =
                                                PLD_MODEL_COMPUTE,
                                            [PLD__TB_MOVE] = PLD_MODEL_MOVE,
@@ -437,6 +484,21 @@ static int write_json(const pld_model_report *r, const char *path) {
       put_busy(f, c->busy_ns);
       fprintf(f, "}");
     }
+    fprintf(f, "],\n   \"tasks\": [");
+    for (int32_t j = 0; j < k->ntasks; j++) {
+      const pld_model_task *t = &k->tasks[j];
+      fprintf(f, "%s\n    {\"call\": %d, \"task\": %d, \"kernel\": \"",
+              j ? "," : "", t->call, t->task);
+      for (const char *c = t->kernel; *c; c++) {
+        char esc[8];
+        fwrite(esc, 1, pld__json_char(esc, (unsigned char)*c), f);
+      }
+      fprintf(f,
+              "\", \"type\": \"%s\", \"blocks\": %d, \"start_ns\": %.3f, "
+              "\"end_ns\": %.3f}",
+              t->type == PLD_CORE_CUBE ? "AIC" : "AIV", t->blocks, t->start_ns,
+              t->end_ns);
+    }
     fprintf(f, "]}");
   }
   fprintf(f, "\n]}\n");
@@ -494,12 +556,12 @@ int pld__model_run_end(struct pld_program *p,
     else
       m->have = 1;
   }
+  if (!st)
+    st = publish(p, m, &tl);
   tlmem_free(&mem, n);
   for (int r = 0; r < n; r++)
     brank_free(&b[r]);
   pld__free(b);
-  if (!st)
-    st = publish(p, m);
   if (!st && m->out && pld_process_index() == 0)
     st = write_json(&m->pub, m->out);
   if (st)
