@@ -259,6 +259,8 @@ static void start_call(struct sim *s, int32_t rank, int64_t t) {
       return;
   r->running = 1;
   r->call_start = t;
+  if (c->span_ps)
+    c->span_ps[0] = t;
   r->tasks_done = 0;
   r->nready = 0;
   int64_t aicpu = t + M(s, HOST_DISPATCH_NS) * 1000;
@@ -277,6 +279,8 @@ static void start_call(struct sim *s, int32_t rank, int64_t t) {
 /* The call's end at t: the calls waiting for it may start. */
 static void end_call(struct sim *s, int32_t rank, int64_t t) {
   struct rankstate *r = &s->rs[rank];
+  if (call_of(s, rank)->span_ps)
+    call_of(s, rank)->span_ps[1] = t;
   r->calls_ended[r->call] = 1;
   r->call++;
   r->running = 0;
@@ -479,10 +483,14 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
       &call_of(s, a->rank)->tasks[a->task].blocks[a->block];
   while (a->rec < b->nrec && !s->nomem) {
     const struct pld__tl_rec *r = &b->rec[a->rec];
+    if (b->t0_ps)
+      b->t0_ps[a->rec] = b->t1_ps[a->rec] = a->t;
     if (r->kind == PLD__TL_COMPUTE) {
       int64_t dt = compute_ps(s, a, r);
       busy(s, a, PLD__TB_COMPUTE, dt);
       a->t += dt;
+      if (b->t1_ps)
+        b->t1_ps[a->rec] = a->t;
       a->rec++;
       continue;
     }
@@ -544,6 +552,8 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
         s->rs[a->rank].tasks[a->task].defers++;
       break;
     }
+    if (b->t1_ps) /* (a wait that blocks ends in land) */
+      b->t1_ps[a->rec - 1] = a->t;
   }
   if (s->nomem)
     return;
@@ -610,6 +620,10 @@ static void land(struct sim *s, const struct event *e) {
       struct actor *a = &s->actors[w->actor];
       busy(s, a, PLD__TB_WAIT, go - a->wait_since);
       a->t = go;
+      const struct pld__tl_block *b =
+          &call_of(s, a->rank)->tasks[a->task].blocks[a->block];
+      if (b->t1_ps)
+        b->t1_ps[a->rec - 1] = go;
       a->wait_since = -1;
       at(s, go, EV_ACTOR, -1, w->actor);
     } else {

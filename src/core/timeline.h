@@ -78,6 +78,9 @@ struct pld__tl_rec {
 struct pld__tl_block {
   int32_t nrec;
   const struct pld__tl_rec *rec;
+  /* NULL, or [nrec]: the replay writes when each record began and ended
+   * (for a trace in modeled time). */
+  int64_t *t0_ps, *t1_ps;
 };
 
 struct pld__tl_task {
@@ -100,6 +103,7 @@ struct pld__tl_call {
   const struct pld__tl_task *tasks;
   int32_t nafter;
   const struct pld__tl_ref *after;
+  int64_t *span_ps; /* NULL, or [2]: the replay writes its start and end */
 };
 
 struct pld__tl_rank {

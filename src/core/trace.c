@@ -363,6 +363,10 @@ static void count(struct pld__counts *n, const struct pld__tev *e) {
 
 void pld__obs_begin(struct pld__tev *e) {
   e->t0 = e->t1 = pld__now_ns();
+  /* A transfer's or collective's span: where its records begin, for a
+   * trace in modeled time (host/model.c). */
+  if (pld__obs.model && (e->kind == PLD__TEV_RMA || e->kind == PLD__TEV_COLL))
+    e->idx[0] = (int32_t)pld__obs.buf->n;
   if (pld__debug_mask)
     log_event(e, 1);
 }

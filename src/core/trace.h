@@ -95,7 +95,9 @@ struct pld__tev {
   int64_t x;
   char name[PLD__TEV_NAME]; /* kernel, function or window */
   /* A wait's or notify's cell: its index in the window view, one number
-   * per dimension, as reports name cells ("cell [4, 1]"). */
+   * per dimension, as reports name cells ("cell [4, 1]").  A transfer's
+   * or collective's span, with the timing model on: idx[0] is where the
+   * thread's buffer stood at its beginning. */
   int32_t idx[PLD_MAX_DIMS];
 };
 _Static_assert(sizeof(struct pld__tev) == 128,

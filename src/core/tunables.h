@@ -172,6 +172,11 @@ void pld__tunables_each(void (*fn)(const struct pld__tunable *t));
   X(PLD_MODEL_OUT, MODEL_OUT, PATH, NULL, 1,                                   \
     "A file each run's modeled report replaces, as JSON (docs/model.md; "      \
     "pld_config.model_out); it turns the model on. Unset or empty: none.")     \
+  X(PLD_TRACE_CLOCK, TRACE_CLOCK, WORD, "wall|model", 1,                       \
+    "model: the trace (PLD_TRACE) shows the devices' events at their "         \
+    "modeled times, as the chip would run the program (the timing model, "     \
+    "turned on); host spans keep the host's clock. Unset, empty or wall: "     \
+    "the host's clock.")                                                       \
   X(PLD_DIAG, DIAG, WORDS, "deps|stats|all", 1,                                \
     "Each rank writes, for each dispatch of the last run, its task graph "     \
     "(deps: tasks, their tensors, the order the scheduler decided and why) "   \

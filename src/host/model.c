@@ -22,6 +22,7 @@
 
 struct pld__model {
   char *out; /* PLD_MODEL_OUT, or NULL */
+  int clock; /* the trace is stamped with modeled times (PLD_TRACE_CLOCK) */
   int have;  /* a report of the last run */
   struct pld__tl_report rep;
   pld_model_rank *ranks;
@@ -50,22 +51,26 @@ static int word_on(const char *field, const char *fname, int id,
 }
 
 int pld__model_config(struct pld_program *p, const pld_config *cfg) {
-  int on;
+  int on, clock;
   int st = word_on(cfg->model, "pld_config.model, read as ", PLD__SET_MODEL,
                    "on", &on);
+  if (!st)
+    st = word_on(NULL, "", PLD__SET_TRACE_CLOCK, "model", &clock);
   if (st)
     return st;
+  clock = clock && p->plan.tracing;
   const char *out =
       cfg->model_out ? cfg->model_out : pld__setting(PLD__SET_MODEL_OUT);
   if (out && !*out)
     out = NULL;
-  if (!on && !out)
+  if (!on && !out && !clock)
     return PLD_OK;
   struct pld__model *m = pld__calloc(1, sizeof *m);
   if (!m || (out && !(m->out = pld__strdup(out)))) {
     pld__free(m);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory (timing model)");
   }
+  m->clock = clock;
   p->rs.model = m;
   p->plan.modeling = 1;
   return PLD_OK;
@@ -100,7 +105,7 @@ void pld__model_release(struct pld_program *p) {
  * array of its own (indices, not pointers, while they grow). */
 
 struct btask {
-  int32_t id, seq, launched, cube;
+  int32_t id, seq, launched, cube, call;
   char name[PLD__TEV_NAME];
   int32_t dep0, ndeps; /* into deps: tasks of the call, by launch number */
   int32_t block0, nblocks;
@@ -115,14 +120,23 @@ struct bblock {
   int32_t rec0, nrec, seen;
 };
 
+/* For a trace in modeled time: event ev of buffer buf gets the times of
+ * records [r0, r1) of its rank (a block's: task k's block j; on the
+ * AICPU, a dispatch's or launch's: call k's). */
+struct bstamp {
+  struct pld__tev *ev;
+  int32_t r0, r1, k, j;
+};
+
 struct brank {
   struct bcall *calls;
   struct btask *tasks;
   int32_t *deps;
   struct bblock *blocks;
   struct pld__tl_rec *recs;
-  size_t ncalls, ntasks, ndeps, nblocks, nrecs;
-  size_t capcalls, captasks, capdeps, capblocks, caprecs;
+  struct bstamp *stamps;
+  size_t ncalls, ntasks, ndeps, nblocks, nrecs, nstamps;
+  size_t capcalls, captasks, capdeps, capblocks, caprecs, capstamps;
 };
 
 /* Room for one more of *v (n of them, *cap allocated): its address, or
@@ -141,6 +155,7 @@ static void *more(void *vp, size_t n, size_t *cap, size_t size) {
 }
 
 static void brank_free(struct brank *b) {
+  pld__free(b->stamps);
   pld__free(b->calls);
   pld__free(b->tasks);
   pld__free(b->deps);
@@ -166,11 +181,28 @@ static int32_t task_of(const struct brank *b, int32_t id) {
   return lo < b->ntasks && b->tasks[lo].id == id ? (int32_t)lo : -1;
 }
 
-/* The AICPU's buffer: calls, their launches and orders. */
-static int read_aicpu(struct brank *b, int r, const struct pld__tbuf *buf) {
+/* Event e of the trace will have modeled times (struct bstamp). */
+static int stamp(struct brank *b, struct pld__tev *e, size_t r0, size_t r1,
+                 int32_t k, int32_t j) {
+  struct bstamp *t =
+      more(&b->stamps, b->nstamps, &b->capstamps, sizeof *b->stamps);
+  if (!t)
+    return nomem();
+  *t = (struct bstamp){e, (int32_t)r0, (int32_t)r1, k, j};
+  b->nstamps++;
+  return PLD_OK;
+}
+
+/* The AICPU's buffer: calls, their launches and orders (and, with clock,
+ * its dispatches and launches to stamp). */
+static int read_aicpu(struct brank *b, int r, struct pld__tbuf *buf,
+                      int clock) {
   size_t call_task0 = 0;
   for (uint32_t i = 0; i < buf->n; i++) {
-    const struct pld__tev *e = &buf->ev[i];
+    struct pld__tev *e = &buf->ev[i];
+    if (clock && (e->kind == PLD__TEV_DISPATCH || e->kind == PLD__TEV_LAUNCH) &&
+        stamp(b, e, 0, 0, (int32_t)b->ncalls, e->b))
+      return PLD_ERR_NOMEM;
     if (e->kind == PLD__TEV_DISPATCH) {
       struct bcall *c =
           more(&b->calls, b->ncalls, &b->capcalls, sizeof *b->calls);
@@ -192,6 +224,7 @@ static int read_aicpu(struct brank *b, int r, const struct pld__tbuf *buf) {
                              "dispatch as its %zu-th",
                              r, (long long)e->x, b->ntasks - call_task0);
       *t = (struct btask){.id = e->e,
+                          .call = (int32_t)b->ncalls,
                           .seq = (int32_t)e->x,
                           .launched = e->b,
                           .cube = e->flag,
@@ -235,53 +268,95 @@ static int read_aicpu(struct brank *b, int r, const struct pld__tbuf *buf) {
   return PLD_OK;
 }
 
-/* A core's buffer: its records, each block's closed by its end. */
-static int read_core(struct brank *b, int r, const struct pld__tbuf *buf) {
+/* Trace event e of a core's buffer, stored when the rank had `recs`
+ * records (and, if a transfer's or collective's span, had at[i] when the
+ * buffer held i events) is stamped with the times of its records: a
+ * blocked wait its own (the last), a notify the next, a span those since
+ * its beginning; a block's from the block's end that follows it. */
+static int stamp_core(struct brank *b, struct pld__tev *e, const uint32_t *at,
+                      uint32_t n) {
+  size_t recs = b->nrecs;
+  switch (e->kind) {
+  case PLD__TEV_BLOCK:
+    return stamp(b, e, 0, 0, -1, e->a);
+  case PLD__TEV_WAIT:
+    return stamp(b, e, recs - (recs > 0), recs, 0, 0);
+  case PLD__TEV_NOTIFY:
+    return stamp(b, e, recs, recs + 1, 0, 0);
+  case PLD__TEV_RMA:
+  case PLD__TEV_COLL:
+    return stamp(
+        b, e, e->idx[0] >= 0 && (uint32_t)e->idx[0] < n ? at[e->idx[0]] : recs,
+        recs, 0, 0);
+  default:
+    return PLD_OK;
+  }
+}
+
+/* The end of a block (e, PLD__TM_BLOCK) on a core of rank r: the records
+ * since *rec0 are its own; the block's span, stored just before, is
+ * stamped with its times. */
+static int block_ends(struct brank *b, int r, const struct pld__tbuf *buf,
+                      const struct pld__tev *e, size_t *rec0) {
+  int32_t k = task_of(b, e->e);
+  if (k < 0)
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "timing model: rank %d's %s ran a block of a task "
+                         "its AICPU did not record",
+                         r, buf->name);
+  struct btask *t = &b->tasks[k];
+  if (e->flag)
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "timing model: rank %d: kernel %s is a mixed "
+                         "kernel (PLD_MIX_KERNEL), which the model does not "
+                         "cover yet",
+                         r, t->name);
+  if (e->x < 0 || e->x >= t->launched || b->blocks[t->block0 + e->x].seen)
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "timing model: rank %d: kernel %s block %lld "
+                         "ended twice or was never launched",
+                         r, t->name, (long long)e->x);
+  b->blocks[t->block0 + e->x] =
+      (struct bblock){(int32_t)*rec0, (int32_t)(b->nrecs - *rec0), 1};
+  *rec0 = b->nrecs;
+  if (b->nstamps && b->stamps[b->nstamps - 1].k == -1)
+    b->stamps[b->nstamps - 1].k = k;
+  return PLD_OK;
+}
+
+/* A core's buffer: its records, each block's closed by its end (and, with
+ * clock, its events to stamp). */
+static int read_core(struct brank *b, int r, struct pld__tbuf *buf, int clock) {
   size_t rec0 = b->nrecs;
-  for (uint32_t i = 0; i < buf->n; i++) {
-    const struct pld__tev *e = &buf->ev[i];
-    if (e->kind != PLD__TEV_MODEL)
-      continue;
-    if (e->sub >= PLD__TL_COMPUTE && e->sub <= PLD__TL_DEFER) {
+  uint32_t *at = clock ? pld__calloc((size_t)buf->n + 1, sizeof *at) : NULL;
+  int st = clock && !at ? nomem() : PLD_OK;
+  for (uint32_t i = 0; i < buf->n && !st; i++) {
+    struct pld__tev *e = &buf->ev[i];
+    if (at)
+      at[i] = (uint32_t)b->nrecs;
+    if (e->kind != PLD__TEV_MODEL) {
+      st = at ? stamp_core(b, e, at, i) : PLD_OK;
+    } else if (e->sub >= PLD__TL_COMPUTE && e->sub <= PLD__TL_DEFER) {
       struct pld__tl_rec *rec =
           more(&b->recs, b->nrecs, &b->caprecs, sizeof *b->recs);
-      if (!rec)
-        return nomem();
+      if (!rec) {
+        st = nomem();
+        break;
+      }
       *rec = (struct pld__tl_rec){
           .kind = e->sub, .sub = e->flag, .peer = e->e, .a = e->x, .b = e->b};
       b->nrecs++;
-      continue;
+    } else if (e->sub == PLD__TM_BLOCK) {
+      st = block_ends(b, r, buf, e, &rec0);
     }
-    if (e->sub != PLD__TM_BLOCK)
-      continue;
-    int32_t k = task_of(b, e->e);
-    if (k < 0)
-      return pld__fail_api(PLD_ERR_UNSUPPORTED,
-                           "timing model: rank %d's %s ran a block of a task "
-                           "its AICPU did not record",
-                           r, buf->name);
-    struct btask *t = &b->tasks[k];
-    if (e->flag)
-      return pld__fail_api(PLD_ERR_UNSUPPORTED,
-                           "timing model: rank %d: kernel %s is a mixed "
-                           "kernel (PLD_MIX_KERNEL), which the model does not "
-                           "cover yet",
-                           r, t->name);
-    if (e->x < 0 || e->x >= t->launched || b->blocks[t->block0 + e->x].seen)
-      return pld__fail_api(PLD_ERR_UNSUPPORTED,
-                           "timing model: rank %d: kernel %s block %lld "
-                           "ended twice or was never launched",
-                           r, t->name, (long long)e->x);
-    b->blocks[t->block0 + e->x] =
-        (struct bblock){(int32_t)rec0, (int32_t)(b->nrecs - rec0), 1};
-    rec0 = b->nrecs;
   }
-  if (rec0 != b->nrecs)
+  pld__free(at);
+  if (!st && rec0 != b->nrecs)
     return pld__fail_api(PLD_ERR_UNSUPPORTED,
                          "timing model: rank %d's %s recorded work outside a "
                          "block",
                          r, buf->name);
-  return PLD_OK;
+  return st;
 }
 
 /* The timeline of ranks' builders b (pointing into them), in arrays of
@@ -291,6 +366,9 @@ struct tlmem {
   struct pld__tl_call **calls;
   struct pld__tl_task **tasks;
   struct pld__tl_block **blocks;
+  /* With the modeled clock, per rank: when each record began and ended,
+   * and each call's start and end (the replay writes them). */
+  int64_t **t0, **t1, **spans;
 };
 
 static void tlmem_free(struct tlmem *t, int n) {
@@ -298,21 +376,31 @@ static void tlmem_free(struct tlmem *t, int n) {
     pld__free(t->calls[r]);
     pld__free(t->tasks[r]);
     pld__free(t->blocks[r]);
+    pld__free(t->t0[r]);
+    pld__free(t->t1[r]);
+    pld__free(t->spans[r]);
   }
   pld__free(t->ranks);
   pld__free(t->calls);
   pld__free(t->tasks);
   pld__free(t->blocks);
+  pld__free(t->t0);
+  pld__free(t->t1);
+  pld__free(t->spans);
 }
 
 static int assemble(const struct pld_program *p, const struct brank *b,
-                    struct tlmem *mem, struct pld__timeline *tl) {
+                    int clock, struct tlmem *mem, struct pld__timeline *tl) {
   const int n = p->plan.nranks;
   mem->ranks = pld__calloc((size_t)n, sizeof *mem->ranks);
   mem->calls = pld__calloc((size_t)n, sizeof *mem->calls);
   mem->tasks = pld__calloc((size_t)n, sizeof *mem->tasks);
   mem->blocks = pld__calloc((size_t)n, sizeof *mem->blocks);
-  if (!mem->ranks || !mem->calls || !mem->tasks || !mem->blocks)
+  mem->t0 = pld__calloc((size_t)n, sizeof *mem->t0);
+  mem->t1 = pld__calloc((size_t)n, sizeof *mem->t1);
+  mem->spans = pld__calloc((size_t)n, sizeof *mem->spans);
+  if (!mem->ranks || !mem->calls || !mem->tasks || !mem->blocks || !mem->t0 ||
+      !mem->t1 || !mem->spans)
     return nomem();
   for (int r = 0; r < n; r++) {
     const struct brank *q = &b[r];
@@ -324,13 +412,22 @@ static int assemble(const struct pld_program *p, const struct brank *b,
         pld__calloc(q->nblocks + 1, sizeof *blocks);
     if (!calls || !tasks || !blocks)
       return nomem();
+    int64_t *t0 = NULL, *t1 = NULL, *spans = NULL;
+    if (clock) {
+      t0 = mem->t0[r] = pld__calloc(q->nrecs + 1, sizeof *t0);
+      t1 = mem->t1[r] = pld__calloc(q->nrecs + 1, sizeof *t1);
+      spans = mem->spans[r] = pld__calloc(2 * q->ncalls + 1, sizeof *spans);
+      if (!t0 || !t1 || !spans)
+        return nomem();
+    }
     for (size_t k = 0; k < q->ntasks; k++) {
       const struct btask *t = &q->tasks[k];
       int32_t nb = 0; /* up to the last block that ran */
       for (int32_t j = 0; j < t->launched; j++) {
         const struct bblock *bl = &q->blocks[t->block0 + j];
-        blocks[t->block0 + j] =
-            (struct pld__tl_block){bl->nrec, q->recs + bl->rec0};
+        blocks[t->block0 + j] = (struct pld__tl_block){
+            bl->nrec, q->recs + bl->rec0, t0 ? t0 + bl->rec0 : NULL,
+            t1 ? t1 + bl->rec0 : NULL};
         if (bl->seen)
           nb = j + 1;
       }
@@ -344,7 +441,8 @@ static int assemble(const struct pld_program *p, const struct brank *b,
     for (size_t c = 0; c < q->ncalls; c++)
       calls[c] = (struct pld__tl_call){.name = q->calls[c].name,
                                        .ntasks = q->calls[c].ntasks,
-                                       .tasks = tasks + q->calls[c].task0};
+                                       .tasks = tasks + q->calls[c].task0,
+                                       .span_ps = spans ? spans + 2 * c : NULL};
     mem->ranks[r] = (struct pld__tl_rank){.device = p->plan.device_ids[r],
                                           .ncalls = (int32_t)q->ncalls,
                                           .calls = calls};
@@ -514,12 +612,89 @@ static int write_json(const pld_model_report *r, const char *path) {
   return PLD_OK;
 }
 
+/* ---- the trace in modeled time --------------------------------------- */
+
+/* The report's span of rank r's block j of task t, or NULL. */
+static const struct pld__tl_span *span_of(const struct pld__tl_report *rep,
+                                          int32_t r, const struct btask *t,
+                                          int32_t j) {
+  int32_t lo = 0, hi = rep->nspans;
+  const struct pld__tl_span key = {
+      .rank = r, .call = t->call, .task = t->seq, .block = j};
+  while (lo < hi) { /* the spans are by (rank, call, task, block) */
+    int32_t mid = lo + (hi - lo) / 2;
+    const struct pld__tl_span *m = &rep->spans[mid];
+    int before = m->rank != key.rank   ? m->rank < key.rank
+                 : m->call != key.call ? m->call < key.call
+                 : m->task != key.task ? m->task < key.task
+                                       : m->block < key.block;
+    if (before)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const struct pld__tl_span *f = lo < rep->nspans ? &rep->spans[lo] : NULL;
+  return f && f->rank == r && f->call == t->call && f->task == t->seq &&
+                 f->block == j
+             ? f
+             : NULL;
+}
+
+/* Rank r's stamped events get their modeled times (from base, the run's
+ * first device event, in the host's clock), in ps from the replay; those
+ * the replay has no time for keep the host's. */
+static void stamp_rank(const struct pld_program *p, const struct brank *b,
+                       const struct tlmem *mem, int32_t r, int64_t base) {
+  const struct pld__tl_report *rep = &p->rs.model->rep;
+  const int64_t *t0 = mem->t0[r], *t1 = mem->t1[r], *calls = mem->spans[r];
+  const int64_t *v = p->plan.machine.v;
+  for (size_t i = 0; i < b->nstamps; i++) {
+    const struct bstamp *s = &b->stamps[i];
+    int64_t a = -1, z = -1;
+    if (s->ev->kind == PLD__TEV_DISPATCH && (size_t)s->k < b->ncalls) {
+      a = calls[2 * s->k];
+      z = calls[2 * s->k + 1];
+    } else if (s->ev->kind == PLD__TEV_LAUNCH && (size_t)s->k < b->ncalls) {
+      /* The AICPU submits the call's launches one after another. */
+      z = calls[2 * s->k] + 1000 * (v[PLD__M_HOST_DISPATCH_NS] +
+                                    (s->j + 1) * v[PLD__M_LAUNCH_NS]);
+      a = z - 1000 * v[PLD__M_LAUNCH_NS];
+    } else if (s->ev->kind == PLD__TEV_BLOCK) {
+      const struct pld__tl_span *sp =
+          s->k >= 0 ? span_of(rep, r, &b->tasks[s->k], s->j) : NULL;
+      if (sp) {
+        a = sp->start_ps;
+        z = sp->end_ps;
+      }
+    } else if (s->r0 < s->r1 && (size_t)s->r1 <= b->nrecs) {
+      a = t0[s->r0];
+      z = t1[s->r1 - 1];
+    } else if (s->r0 == s->r1 && s->r0 > 0 && (size_t)s->r0 <= b->nrecs) {
+      a = z = t1[s->r0 - 1];
+    }
+    if (a >= 0) {
+      s->ev->t0 = base + a / 1000;
+      s->ev->t1 = base + (z > a ? z : a) / 1000;
+    }
+  }
+}
+
+static void stamp_run(const struct pld_program *p, const struct brank *b,
+                      const struct tlmem *mem) {
+  int64_t base = INT64_MAX;
+  for (int r = 0; r < p->plan.nranks; r++)
+    for (size_t i = 0; i < b[r].nstamps; i++)
+      if (b[r].stamps[i].ev->t0 < base)
+        base = b[r].stamps[i].ev->t0;
+  for (int r = 0; r < p->plan.nranks; r++)
+    stamp_rank(p, &b[r], mem, r, base);
+}
+
 /* ---- a run's end ------------------------------------------------------------
  */
 
 int pld__model_run_end(struct pld_program *p,
-                       const struct pld__tbuf *const *const *bufs,
-                       const int *nbufs) {
+                       struct pld__tbuf *const *const *bufs, const int *nbufs) {
   struct pld__model *m = p->rs.model;
   if (!m)
     return PLD_OK;
@@ -540,11 +715,11 @@ int pld__model_run_end(struct pld_program *p,
   int st = PLD_OK;
   for (int r = 0; r < n && !st; r++)
     for (int i = 0; i < nbufs[r] && !st; i++)
-      st = (i ? read_core : read_aicpu)(&b[r], r, bufs[r][i]);
+      st = (i ? read_core : read_aicpu)(&b[r], r, bufs[r][i], m->clock);
   struct tlmem mem = {0};
   struct pld__timeline tl;
   if (!st)
-    st = assemble(p, b, &mem, &tl);
+    st = assemble(p, b, m->clock, &mem, &tl);
   if (!st) {
     char msg[1024];
     const pld_platform_info *plat = p->plan.plat;
@@ -558,6 +733,8 @@ int pld__model_run_end(struct pld_program *p,
   }
   if (!st)
     st = publish(p, m, &tl);
+  if (!st && m->clock)
+    stamp_run(p, b, &mem);
   tlmem_free(&mem, n);
   for (int r = 0; r < n; r++)
     brank_free(&b[r]);

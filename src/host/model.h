@@ -18,13 +18,14 @@ int pld__model_config(struct pld_program *p, const pld_config *cfg);
 
 /* After a run, on every process: rank r's event buffers are
  * bufs[r][0..nbufs[r]) (its AICPU's first).  Replays the run and keeps
- * its report (writing PLD_MODEL_OUT on process 0).  PLD_OK, or the
+ * its report (writing PLD_MODEL_OUT on process 0); with the trace's
+ * modeled clock (PLD_TRACE_CLOCK=model), stamps the device events of the
+ * buffers with their modeled times.  PLD_OK, or the
  * status with the message set: PLD_ERR_CONFIG when buffers were too
  * small for the run's events (PLD_TRACE_EVENTS), PLD_ERR_UNSUPPORTED for
  * what the model does not cover, PLD_ERR_DEADLOCK / _NOMEM / _SYSTEM. */
 int pld__model_run_end(struct pld_program *p,
-                       const struct pld__tbuf *const *const *bufs,
-                       const int *nbufs);
+                       struct pld__tbuf *const *const *bufs, const int *nbufs);
 
 /* At destroy. */
 void pld__model_release(struct pld_program *p);

@@ -655,8 +655,8 @@ static int64_t clock_offset(struct pld_program *p) {
  * from packed[r] under mpi (NULL: none), else from its trace area.
  * Returns their number. */
 static int rank_bufs(const struct pld_program *p, unsigned char *const *packed,
-                     int r, const struct pld__tbuf **out) {
-  const unsigned char *at = packed ? packed[r] : NULL;
+                     int r, struct pld__tbuf **out) {
+  unsigned char *at = packed ? packed[r] : NULL;
   const struct pld__trace_area *a =
       !packed && p->rs.trace.area ? p->rs.trace.area[r] : NULL;
   uint32_t nt = 0;
@@ -668,7 +668,7 @@ static int rank_bufs(const struct pld_program *p, unsigned char *const *packed,
   int n = 0;
   for (uint32_t i = 0; i < nt && i < LANES - 1; i++) {
     if (at) {
-      out[n] = (const struct pld__tbuf *)(at + off);
+      out[n] = (struct pld__tbuf *)(void *)(at + off);
       off += sizeof *out[n] + (size_t)out[n]->n * sizeof out[n]->ev[0];
     } else {
       out[n] = pld__trace_tbuf(a, (int)i);
@@ -680,7 +680,7 @@ static int rank_bufs(const struct pld_program *p, unsigned char *const *packed,
 
 /* The run's events into the file (under the writer's lock): rank r's
  * buffers are bufs[r * LANES + i], i < nbufs[r]. */
-static void write_run(struct pld_program *p, const struct pld__tbuf **bufs,
+static void write_run(struct pld_program *p, struct pld__tbuf *const *bufs,
                       const int *nbufs) {
   struct lane *lanes =
       pld__calloc((size_t)p->plan.nranks * LANES + 1, sizeof *lanes);
@@ -758,8 +758,8 @@ static int trace_drain(struct pld_program *p, int ran) {
   const int n = p->plan.nranks;
   int mpi = (p->be.cp->caps & PLD__CTL_OWN_RANK) != 0;
   unsigned char **packed = NULL;
-  const struct pld__tbuf **bufs = pld__calloc((size_t)n * LANES, sizeof *bufs);
-  const struct pld__tbuf *const **rows = pld__calloc((size_t)n, sizeof *rows);
+  struct pld__tbuf **bufs = pld__calloc((size_t)n * LANES, sizeof *bufs);
+  struct pld__tbuf *const **rows = pld__calloc((size_t)n, sizeof *rows);
   int *nbufs = pld__calloc((size_t)n, sizeof *nbufs);
   int st = !bufs || !rows || !nbufs
                ? pld__fail_api(PLD_ERR_NOMEM, "out of memory (trace)")

@@ -58,7 +58,7 @@ static struct pld__timeline *one_block_each(struct ranks *w, int n,
                                             const int nrec[], const int *dev) {
   memset(w, 0, sizeof *w);
   for (int q = 0; q < n; q++) {
-    w->blk[q] = (struct pld__tl_block){nrec[q], rec[q]};
+    w->blk[q] = (struct pld__tl_block){.nrec = nrec[q], .rec = rec[q]};
     w->task[q] =
         (struct pld__tl_task){.name = "k", .nblocks = 1, .blocks = &w->blk[q]};
     w->call[q] =
@@ -76,7 +76,7 @@ static void test_compute_and_matmul(void **state) {
   /* 1 MiB of an elementwise op in 4 operations, and the copies. */
   const struct pld__tl_rec vec[] = {
       {PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 1 << 20, 4}};
-  struct pld__tl_block b = {1, vec};
+  struct pld__tl_block b = {.nrec = 1, .rec = vec};
   struct pld__tl_task t = {.name = "k", .nblocks = 1, .blocks = &b};
   struct pld__tl_call c = {.name = "d", .ntasks = 1, .tasks = &t};
   struct pld__tl_rank rk = {.device = 0,
@@ -103,7 +103,7 @@ static void test_compute_and_matmul(void **state) {
   /* A 1024^3 FP16 matmul: within 2% of 2MNK / (2 x MACs x clock). */
   const struct pld__tl_rec mm[] = {
       {PLD__TL_COMPUTE, PLD__TC_FP16, 0, (int64_t)1 << 30, 1}};
-  b = (struct pld__tl_block){1, mm};
+  b = (struct pld__tl_block){.nrec = 1, .rec = mm};
   t.cube = 1;
   rk.bytes_in = rk.bytes_out = 0;
   assert_ok(replay(&tl, 48, 24, &r));
@@ -214,7 +214,8 @@ static void test_cores(void **state) {
       {PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 2560, 1}};
   const struct pld__tl_rec b[] = {
       {PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 25600, 1}};
-  const struct pld__tl_block blocks[] = {{1, b}, {1, a}, {1, b}};
+  const struct pld__tl_block blocks[] = {
+      {.nrec = 1, .rec = b}, {.nrec = 1, .rec = a}, {.nrec = 1, .rec = b}};
   struct pld__tl_task t = {.name = "k", .nblocks = 3, .blocks = blocks};
   struct pld__tl_call c = {.name = "d", .ntasks = 1, .tasks = &t};
   struct pld__tl_rank rk = {.device = 0, .ncalls = 1, .calls = &c};
@@ -260,7 +261,8 @@ static void test_tasks(void **state) {
   const struct pld__tl_rec w10[] = {
       {PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 256000, 1}};
   const struct pld__tl_rec defer[] = {{PLD__TL_DEFER, PLD_WAIT_EQ, 0, 3, 1}};
-  const struct pld__tl_block b0 = {1, w10}, bd = {1, defer};
+  const struct pld__tl_block b0 = {.nrec = 1, .rec = w10},
+                             bd = {.nrec = 1, .rec = defer};
   const int32_t dep0[] = {0};
   const struct pld__tl_task tasks[] = {
       {.name = "k0", .nblocks = 1, .blocks = &b0},
@@ -270,7 +272,7 @@ static void test_tasks(void **state) {
   const struct pld__tl_rec late[] = {
       {PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 2560000, 1},
       {PLD__TL_NOTIFY, PLD_NOTIFY_SET, 0, 3, 1}};
-  const struct pld__tl_block bl = {2, late};
+  const struct pld__tl_block bl = {.nrec = 2, .rec = late};
   const struct pld__tl_task tl1 = {.name = "kl", .nblocks = 1, .blocks = &bl};
   const struct pld__tl_call calls[] = {
       {.name = "d0", .ntasks = 4, .tasks = tasks},
@@ -314,7 +316,7 @@ static void test_sharing(void **state) {
   pld__tl_report_free(&r);
 
   const struct pld__tl_rec mv[] = {{PLD__TL_MOVE, 0, 0, 64 << 20, 0}};
-  const struct pld__tl_block bm = {1, mv};
+  const struct pld__tl_block bm = {.nrec = 1, .rec = mv};
   const struct pld__tl_block two[] = {bm, bm};
   struct pld__tl_task t = {.name = "k", .nblocks = 2, .blocks = two};
   struct pld__tl_call c = {.name = "d", .ntasks = 1, .tasks = &t};
@@ -336,7 +338,7 @@ static void test_sharing(void **state) {
   /* Rank 1's second call waits for rank 0's first. */
   const struct pld__tl_rec long_[] = {
       {PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 2560000, 1}};
-  const struct pld__tl_block bl = {1, long_};
+  const struct pld__tl_block bl = {.nrec = 1, .rec = long_};
   const struct pld__tl_task tk = {.name = "k", .nblocks = 1, .blocks = &bl};
   const struct pld__tl_ref after = {0, 0};
   const struct pld__tl_call c0 = {.name = "a", .ntasks = 1, .tasks = &tk};
