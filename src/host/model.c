@@ -366,6 +366,7 @@ struct tlmem {
   struct pld__tl_call **calls;
   struct pld__tl_task **tasks;
   struct pld__tl_block **blocks;
+  struct pld__tl_ref **after; /* per rank: its calls' waits on others */
   /* With the modeled clock, per rank: when each record began and ended,
    * and each call's start and end (the replay writes them). */
   int64_t **t0, **t1, **spans;
@@ -376,6 +377,7 @@ static void tlmem_free(struct tlmem *t, int n) {
     pld__free(t->calls[r]);
     pld__free(t->tasks[r]);
     pld__free(t->blocks[r]);
+    pld__free(t->after[r]);
     pld__free(t->t0[r]);
     pld__free(t->t1[r]);
     pld__free(t->spans[r]);
@@ -384,9 +386,29 @@ static void tlmem_free(struct tlmem *t, int n) {
   pld__free(t->calls);
   pld__free(t->tasks);
   pld__free(t->blocks);
+  pld__free(t->after);
   pld__free(t->t0);
   pld__free(t->t1);
   pld__free(t->spans);
+}
+
+/* The calls rank r's call c waits for through the host tasks it runs
+ * after (each host task waits for a count of every rank's calls): the
+ * last of each rank's, into ref.  Returns how many. */
+static int32_t after_refs(const struct pld_program *p, int r, int c,
+                          struct pld__tl_ref *ref) {
+  const struct pld__devplan *pl = &p->plan.plans[r];
+  const int before = c < pl->ncalls ? pl->calls[c].after_tasks : 0;
+  int32_t n = 0;
+  for (int q = 0; q < p->plan.nranks; q++) {
+    int need = 0;
+    for (int t = 0; t < before; t++)
+      if (p->plan.tasks[t].need[q] > need)
+        need = p->plan.tasks[t].need[q];
+    if (need > 0)
+      ref[n++] = (struct pld__tl_ref){q, need - 1};
+  }
+  return n;
 }
 
 static int assemble(const struct pld_program *p, const struct brank *b,
@@ -396,6 +418,7 @@ static int assemble(const struct pld_program *p, const struct brank *b,
   mem->calls = pld__calloc((size_t)n, sizeof *mem->calls);
   mem->tasks = pld__calloc((size_t)n, sizeof *mem->tasks);
   mem->blocks = pld__calloc((size_t)n, sizeof *mem->blocks);
+  mem->after = pld__calloc((size_t)n, sizeof *mem->after);
   mem->t0 = pld__calloc((size_t)n, sizeof *mem->t0);
   mem->t1 = pld__calloc((size_t)n, sizeof *mem->t1);
   mem->spans = pld__calloc((size_t)n, sizeof *mem->spans);
@@ -438,11 +461,18 @@ static int assemble(const struct pld_program *p, const struct brank *b,
                                        .ndeps = t->ndeps,
                                        .deps = q->deps + t->dep0};
     }
-    for (size_t c = 0; c < q->ncalls; c++)
+    struct pld__tl_ref *after = mem->after[r] =
+        pld__calloc(q->ncalls * (size_t)n + 1, sizeof *after);
+    if (!after)
+      return nomem();
+    for (size_t c = 0; c < q->ncalls; c++) {
       calls[c] = (struct pld__tl_call){.name = q->calls[c].name,
                                        .ntasks = q->calls[c].ntasks,
                                        .tasks = tasks + q->calls[c].task0,
+                                       .after = after + c * (size_t)n,
                                        .span_ps = spans ? spans + 2 * c : NULL};
+      calls[c].nafter = after_refs(p, r, (int)c, after + c * (size_t)n);
+    }
     mem->ranks[r] = (struct pld__tl_rank){.device = p->plan.device_ids[r],
                                           .ncalls = (int32_t)q->ncalls,
                                           .calls = calls};
