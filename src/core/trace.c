@@ -112,25 +112,30 @@ size_t pld__tev_cell_str(char *buf, size_t cap, const struct pld__tev *e) {
 
 static void store(const struct pld__tev *e);
 
-/* The work the thread did since its last record, as the model's records:
- * its moves, then its computing by class. */
-static void work_flush(void) {
+/* The thread's work of kind k (a class, or PLD__WORK_MOVE) since its last
+ * record, as one record of the model, if any. */
+static void work_record(int k) {
   struct pld__work *w = &pld__obs.work;
-  w->pending = 0;
-  for (int k = PLD__WORK_MOVE, n = 0; n <= PLD__WORK_MOVE;
-       n++, k = (k + 1) % (PLD__WORK_MOVE + 1)) {
-    if (!w->ops[k])
-      continue;
-    struct pld__tev e;
-    pld__tev_init(&e, PLD__TEV_MODEL,
-                  k == PLD__WORK_MOVE ? PLD__TL_MOVE : PLD__TL_COMPUTE, NULL);
-    e.flag = (uint8_t)(k == PLD__WORK_MOVE ? 0 : k);
-    e.x = w->amount[k];
-    e.b = w->ops[k];
-    w->amount[k] = 0;
-    w->ops[k] = 0;
-    store(&e);
-  }
+  if (!w->ops[k])
+    return;
+  struct pld__tev e;
+  pld__tev_init(&e, PLD__TEV_MODEL,
+                k == PLD__WORK_MOVE ? PLD__TL_MOVE : PLD__TL_COMPUTE, NULL);
+  e.flag = (uint8_t)(k == PLD__WORK_MOVE ? 0 : k);
+  e.x = w->amount[k];
+  e.b = w->ops[k];
+  w->amount[k] = 0;
+  w->ops[k] = 0;
+  store(&e);
+}
+
+/* The work the thread did since its last record: its moves, then its
+ * computing by class. */
+static void work_flush(void) {
+  pld__obs.work.pending = 0;
+  work_record(PLD__WORK_MOVE);
+  for (int k = 0; k < PLD__WORK_MOVE; k++)
+    work_record(k);
 }
 
 void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
