@@ -43,7 +43,9 @@ typedef struct pld_model_core {
  * last block's end. */
 typedef struct pld_model_task {
   int32_t call;       /* the rank's call (dispatch) of the run, from 0 */
-  int32_t task;       /* its launch number in the call, from 0 */
+  int32_t task;       /* its number among the call's tasks, from 0: a
+                         launch, or a mixed kernel's two (its cube parts,
+                         then its vector parts, each a task) */
   const char *kernel; /* the kernel's name */
   pld_core_type type;
   int32_t blocks; /* blocks that ran */

@@ -72,8 +72,9 @@ enum {
  * Beyond them, on the AICPU: */
 enum {
   PLD__TM_TASK = 16, /* a launch: e the task (a number of the device's), x
-                        its number in the dispatch, b its blocks, flag 1
-                        on cube cores, name the kernel */
+                        its number in the dispatch, b its blocks, flag 0
+                        on vector cores, 1 on cube cores, 2 + n a mixed
+                        kernel's of n vector parts, name the kernel */
   PLD__TM_DEP,       /* task e goes after task x of the dispatch */
   PLD__TM_BLOCK      /* on a core: block x of task e returned, the
                         records since the core's last one its own; flag

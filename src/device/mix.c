@@ -14,6 +14,7 @@
 #include "core/alloc.h"
 #include "core/futex.h"
 #include "core/race.h"
+#include "core/timeline.h"
 #include "core/tunables.h"
 #include "core/watch.h"
 #include "tile/tile.h"
@@ -107,6 +108,24 @@ static struct pld__mix_pipe *pipe_of(struct pld__core *c, const char *fn,
   }
   *its_part = 0;
   return out ? &m->up[c->mix_part - 1] : &m->down[c->mix_part - 1];
+}
+
+/* For the timing model: a push (pop 0) or pop into or from path p of m
+ * is a notify of its cell of tiles pushed (popped) after a wait for room
+ * (for a tile): the path holds PLD_MIX_SLOTS; a push moves its bytes. */
+static void model_path(const struct pld__mix *m, struct pld__mix_pipe *p,
+                       int pop, size_t bytes) {
+  if (!pld__obs.model)
+    return;
+  const int up = p >= m->up && p < m->up + PLD__MIX_MAX_VEC;
+  const int v = (int)(up ? p - m->up : p - m->down);
+  const int32_t n = pop ? ++p->popped : ++p->pushed;
+  if (pop || n > PLD_MIX_SLOTS)
+    pld__obs_model(PLD__TL_WAIT, PLD_WAIT_GE, -1, PLD__MIX_CELL(up, v, !pop),
+                   pop ? n : n - PLD_MIX_SLOTS, NULL);
+  pld__obs_work(PLD__WORK_MOVE, (int64_t)bytes);
+  pld__obs_model(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, -1, PLD__MIX_CELL(up, v, pop),
+                 1, NULL);
 }
 
 /* Called with m->mu held: part `part`, blocked in pipe p, runs again (its
@@ -251,6 +270,7 @@ int pld_push_tile(pld_core k, int32_t to, const pld_tile *t) {
   uint32_t *vc = pld__race_on() ? pld__race_vc_new() : NULL;
   pld__race_release_into(vc);
 
+  model_path(m, p, 0, row * (size_t)t->rows);
   pthread_mutex_lock(&m->mu);
   int st = pipe_wait(c, fn, p, peer, 1);
   if (!st) {
@@ -278,6 +298,7 @@ pld_tile *pld_pop_tile(pld_core k, int32_t from, pld_dtype dtype, int32_t rows,
   if (!p)
     return NULL;
   struct pld__mix *m = c->mix;
+  model_path(m, p, 1, 0);
   pthread_mutex_lock(&m->mu);
   pld_tile *t = NULL;
   if (pipe_wait(c, fn, p, peer, 0))

@@ -28,7 +28,22 @@ struct pld__mix_tile {
 struct pld__mix_pipe {
   struct pld__mix_tile slot[PLD_MIX_SLOTS];
   int head, count;
+  int32_t pushed, popped; /* since the block began (the timing model) */
 };
+
+/* The vector parts of a mixed block on a device of `vector` and `cube`
+ * cores: one cluster's (0 where there is no cube core). */
+static inline int pld__mix_ratio(int vector, int cube) {
+  int r = cube > 0 ? vector / cube : 0;
+  return r > PLD__MIX_MAX_VEC ? PLD__MIX_MAX_VEC : r;
+}
+
+/* The timing model's cells of a mixed block's paths (records of
+ * core/timeline.h with peer -1, which the host makes the block's own):
+ * the tiles pushed into, or popped from, the path to or from vector part
+ * v. */
+#define PLD__MIX_CELL(up, v, popped)                                           \
+  ((int64_t)(((up) ? 1 : 0) << 8 | (v) << 1 | ((popped) ? 1 : 0)))
 
 struct pld__mix {
   pthread_mutex_t mu;

@@ -77,9 +77,7 @@ int pld__sched_create(const pld_platform_info *plat, int rank, int device,
     return pld__fail(PLD_ERR_NOMEM, "pld runtime: out of memory (scheduler)");
   }
   s->types[PLD_CORE_VECTOR].max = plat->vector_cores;
-  s->ratio = plat->cube_cores > 0 ? plat->vector_cores / plat->cube_cores : 0;
-  if (s->ratio > PLD__MIX_MAX_VEC)
-    s->ratio = PLD__MIX_MAX_VEC;
+  s->ratio = pld__mix_ratio(plat->vector_cores, plat->cube_cores);
   s->types[PLD_CORE_VECTOR].spec = (struct pld__core_spec){
       PLD_CORE_VECTOR, 0, plat->ub_bytes, "Unified Buffer", 0, 0, 0};
   s->types[PLD_CORE_CUBE].max = plat->cube_cores;

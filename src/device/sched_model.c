@@ -9,11 +9,14 @@
 #include "core/alloc.h"
 #include "core/timeline.h"
 #include "core/trace.h"
+#include "device/mix.h"
 #include "device/sched_hooks.h"
+#include "pld/mix.h"
 #include "pld/status.h"
 
 struct mctx {
   int32_t next; /* the next task's number */
+  int ratio;    /* a mixed block's vector parts */
 };
 
 struct mtask {
@@ -21,10 +24,13 @@ struct mtask {
 };
 
 static int model_open(const struct pld__comm_env *env, int rank, void **ctx) {
-  (void)env;
   (void)rank;
-  *ctx = pld__calloc(1, sizeof(struct mctx));
-  return *ctx ? PLD_OK : PLD_ERR_NOMEM;
+  struct mctx *m = pld__calloc(1, sizeof *m);
+  if (m && env)
+    m->ratio =
+        pld__mix_ratio(env->cores[PLD_CORE_VECTOR], env->cores[PLD_CORE_CUBE]);
+  *ctx = m;
+  return m ? PLD_OK : PLD_ERR_NOMEM;
 }
 
 static void model_close(void *ctx) { pld__free(ctx); }
@@ -46,10 +52,14 @@ static void model_task_free(void *ctx, void *task) {
 
 static void model_task_launch(void *ctx, void *task,
                               const struct pld__sched_launch *l) {
-  (void)ctx;
+  const struct mctx *m = ctx;
   const struct mtask *t = task;
-  pld__obs_model(PLD__TM_TASK, l->sig->core_type == PLD_CORE_CUBE, t->id,
-                 l->seq, l->blocks, l->sig->name);
+  pld_core_type type = l->sig->core_type;
+  pld__obs_model(PLD__TM_TASK,
+                 type == PLD_CORE_MIX    ? 2 + m->ratio
+                 : type == PLD_CORE_CUBE ? 1
+                                         : 0,
+                 t->id, l->seq, l->blocks, l->sig->name);
 }
 
 static void model_task_depends(void *ctx, void *task, const void *before,

@@ -104,12 +104,18 @@ void pld__model_release(struct pld_program *p) {
  * One rank's calls, tasks, dependencies, blocks and records, each in an
  * array of its own (indices, not pointers, while they grow). */
 
+/* A launch.  A mixed kernel's is two tasks of the timeline, its cube parts
+ * and then its vector parts (nvec per block), run at once: tl and tl + 1
+ * (the timeline's tasks of the call; tlg, of the rank). */
 struct btask {
-  int32_t id, seq, launched, cube, call;
+  int32_t id, seq, launched, cube, nvec, call, tl, tlg;
   char name[PLD__TEV_NAME];
-  int32_t dep0, ndeps; /* into deps: tasks of the call, by launch number */
-  int32_t block0, nblocks;
+  int32_t dep0, ndeps; /* into deps: the call's tasks of the timeline */
+  int32_t block0;      /* cube parts, then vector parts (block * nvec + v) */
 };
+
+/* The timeline's tasks a launch is. */
+static int32_t parts_of(const struct btask *t) { return t->nvec ? 2 : 1; }
 
 struct bcall {
   char name[PLD__TEV_NAME];
@@ -120,12 +126,13 @@ struct bblock {
   int32_t rec0, nrec, seen;
 };
 
-/* For a trace in modeled time: event ev of buffer buf gets the times of
- * records [r0, r1) of its rank (a block's: task k's block j; on the
- * AICPU, a dispatch's or launch's: call k's). */
+/* For a trace in modeled time: event ev gets the times of records [r0,
+ * r1) of its rank; a block's, those of the timeline's block `block` of
+ * task `task` of call `call` (task -1 until the block's end names it); a
+ * dispatch's or launch's, call `call`'s (and its task `task`'s). */
 struct bstamp {
   struct pld__tev *ev;
-  int32_t r0, r1, k, j;
+  int32_t r0, r1, call, task, block;
 };
 
 struct brank {
@@ -183,12 +190,12 @@ static int32_t task_of(const struct brank *b, int32_t id) {
 
 /* Event e of the trace will have modeled times (struct bstamp). */
 static int stamp(struct brank *b, struct pld__tev *e, size_t r0, size_t r1,
-                 int32_t k, int32_t j) {
+                 int32_t call, int32_t task) {
   struct bstamp *t =
       more(&b->stamps, b->nstamps, &b->capstamps, sizeof *b->stamps);
   if (!t)
     return nomem();
-  *t = (struct bstamp){e, (int32_t)r0, (int32_t)r1, k, j};
+  *t = (struct bstamp){e, (int32_t)r0, (int32_t)r1, call, task, 0};
   b->nstamps++;
   return PLD_OK;
 }
@@ -198,10 +205,13 @@ static int stamp(struct brank *b, struct pld__tev *e, size_t r0, size_t r1,
 static int read_aicpu(struct brank *b, int r, struct pld__tbuf *buf,
                       int clock) {
   size_t call_task0 = 0;
+  int32_t tl = 0, tlg = 0; /* the call's and the rank's next timeline task */
   for (uint32_t i = 0; i < buf->n; i++) {
     struct pld__tev *e = &buf->ev[i];
+    /* A launch's event follows its task's record. */
     if (clock && (e->kind == PLD__TEV_DISPATCH || e->kind == PLD__TEV_LAUNCH) &&
-        stamp(b, e, 0, 0, (int32_t)b->ncalls, e->b))
+        stamp(b, e, 0, 0, (int32_t)b->ncalls,
+              b->ntasks > call_task0 ? b->tasks[b->ntasks - 1].tl : 0))
       return PLD_ERR_NOMEM;
     if (e->kind == PLD__TEV_DISPATCH) {
       struct bcall *c =
@@ -213,6 +223,7 @@ static int read_aicpu(struct brank *b, int r, struct pld__tbuf *buf,
       c->ntasks = (int32_t)(b->ntasks - call_task0);
       b->ncalls++;
       call_task0 = b->ntasks;
+      tl = 0;
     } else if (e->kind == PLD__TEV_MODEL && e->sub == PLD__TM_TASK) {
       struct btask *t =
           more(&b->tasks, b->ntasks, &b->captasks, sizeof *b->tasks);
@@ -227,9 +238,19 @@ static int read_aicpu(struct brank *b, int r, struct pld__tbuf *buf,
                           .call = (int32_t)b->ncalls,
                           .seq = (int32_t)e->x,
                           .launched = e->b,
-                          .cube = e->flag,
+                          .cube = e->flag == 1,
+                          .nvec = e->flag >= 2 ? e->flag - 2 : 0,
+                          .tl = tl,
+                          .tlg = tlg,
                           .dep0 = (int32_t)b->ndeps};
+      if (e->flag == 2)
+        return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                             "timing model: rank %d: mixed kernel %s on a "
+                             "device without a cluster",
+                             r, e->name);
       memcpy(t->name, e->name, sizeof t->name);
+      tl += parts_of(t);
+      tlg += parts_of(t);
       b->ntasks++;
     } else if (e->kind == PLD__TEV_MODEL && e->sub == PLD__TM_DEP) {
       int32_t k = task_of(b, e->e), before = task_of(b, (int32_t)e->x);
@@ -238,12 +259,14 @@ static int read_aicpu(struct brank *b, int r, struct pld__tbuf *buf,
                              "timing model: rank %d ordered a task after one "
                              "not earlier in its dispatch",
                              r);
-      int32_t *d = more(&b->deps, b->ndeps, &b->capdeps, sizeof *b->deps);
-      if (!d)
-        return nomem();
-      *d = b->tasks[before].seq;
-      b->ndeps++;
-      b->tasks[k].ndeps++;
+      for (int32_t q = 0; q < parts_of(&b->tasks[before]); q++) {
+        int32_t *d = more(&b->deps, b->ndeps, &b->capdeps, sizeof *b->deps);
+        if (!d)
+          return nomem();
+        *d = b->tasks[before].tl + q;
+        b->ndeps++;
+        b->tasks[k].ndeps++;
+      }
     }
   }
   if (call_task0 != b->ntasks)
@@ -256,7 +279,7 @@ static int read_aicpu(struct brank *b, int r, struct pld__tbuf *buf,
   for (size_t k = 0; k < b->ntasks; k++) {
     struct btask *t = &b->tasks[k];
     t->block0 = (int32_t)b->nblocks;
-    for (int32_t j = 0; j < t->launched; j++) {
+    for (int32_t j = 0; j < t->launched * (1 + t->nvec); j++) {
       struct bblock *bl =
           more(&b->blocks, b->nblocks, &b->capblocks, sizeof *b->blocks);
       if (!bl)
@@ -278,7 +301,7 @@ static int stamp_core(struct brank *b, struct pld__tev *e, const uint32_t *at,
   size_t recs = b->nrecs;
   switch (e->kind) {
   case PLD__TEV_BLOCK:
-    return stamp(b, e, 0, 0, -1, e->a);
+    return stamp(b, e, 0, 0, 0, -1);
   case PLD__TEV_WAIT:
     return stamp(b, e, recs - (recs > 0), recs, 0, 0);
   case PLD__TEV_NOTIFY:
@@ -305,22 +328,36 @@ static int block_ends(struct brank *b, int r, const struct pld__tbuf *buf,
                          "its AICPU did not record",
                          r, buf->name);
   struct btask *t = &b->tasks[k];
-  if (e->flag)
+  /* A mixed block's part p (flag 1 + p): the cube's (0) or vector part
+   * p - 1. */
+  const int mixed = e->flag != 0, p = mixed ? e->flag - 1 : 0, j = (int)e->x;
+  if (j < 0 || j >= t->launched || mixed != (t->nvec > 0) || p > t->nvec)
     return pld__fail_api(PLD_ERR_UNSUPPORTED,
-                         "timing model: rank %d: kernel %s is a mixed "
-                         "kernel (PLD_MIX_KERNEL), which the model does not "
-                         "cover yet",
-                         r, t->name);
-  if (e->x < 0 || e->x >= t->launched || b->blocks[t->block0 + e->x].seen)
+                         "timing model: rank %d: kernel %s block %d (part "
+                         "%d) was never launched as such",
+                         r, t->name, j, e->flag);
+  const int32_t in = p ? t->launched + j * t->nvec + (p - 1) : j;
+  struct bblock *bl = &b->blocks[t->block0 + in];
+  if (bl->seen)
     return pld__fail_api(PLD_ERR_UNSUPPORTED,
-                         "timing model: rank %d: kernel %s block %lld "
-                         "ended twice or was never launched",
-                         r, t->name, (long long)e->x);
-  b->blocks[t->block0 + e->x] =
-      (struct bblock){(int32_t)*rec0, (int32_t)(b->nrecs - *rec0), 1};
+                         "timing model: rank %d: kernel %s block %d ended "
+                         "twice",
+                         r, t->name, j);
+  *bl = (struct bblock){(int32_t)*rec0, (int32_t)(b->nrecs - *rec0), 1};
+  /* A mixed block's paths are cells of its own (device/mix.h). */
+  for (size_t q = *rec0; q < b->nrecs; q++)
+    if (b->recs[q].peer < 0 && t->nvec) {
+      b->recs[q].peer = r;
+      b->recs[q].a =
+          -1 - (((int64_t)t->id << 25 | (int64_t)j << 9) | b->recs[q].a);
+    }
   *rec0 = b->nrecs;
-  if (b->nstamps && b->stamps[b->nstamps - 1].k == -1)
-    b->stamps[b->nstamps - 1].k = k;
+  struct bstamp *st = b->nstamps ? &b->stamps[b->nstamps - 1] : NULL;
+  if (st && st->task == -1) {
+    st->call = t->call;
+    st->task = t->tl + (p > 0);
+    st->block = p ? j * t->nvec + (p - 1) : j;
+  }
   return PLD_OK;
 }
 
@@ -430,7 +467,7 @@ static int assemble(const struct pld_program *p, const struct brank *b,
     struct pld__tl_call *calls = mem->calls[r] =
         pld__calloc(q->ncalls + 1, sizeof *calls);
     struct pld__tl_task *tasks = mem->tasks[r] =
-        pld__calloc(q->ntasks + 1, sizeof *tasks);
+        pld__calloc(2 * q->ntasks + 1, sizeof *tasks);
     struct pld__tl_block *blocks = mem->blocks[r] =
         pld__calloc(q->nblocks + 1, sizeof *blocks);
     if (!calls || !tasks || !blocks)
@@ -445,32 +482,42 @@ static int assemble(const struct pld_program *p, const struct brank *b,
     }
     for (size_t k = 0; k < q->ntasks; k++) {
       const struct btask *t = &q->tasks[k];
-      int32_t nb = 0; /* up to the last block that ran */
-      for (int32_t j = 0; j < t->launched; j++) {
-        const struct bblock *bl = &q->blocks[t->block0 + j];
-        blocks[t->block0 + j] = (struct pld__tl_block){
-            bl->nrec, q->recs + bl->rec0, t0 ? t0 + bl->rec0 : NULL,
-            t1 ? t1 + bl->rec0 : NULL};
-        if (bl->seen)
-          nb = j + 1;
+      /* Its parts: all of it, or a mixed kernel's cube parts and then
+       * its vector parts. */
+      for (int32_t part = 0, first = 0; part < parts_of(t); part++) {
+        const int32_t count = part ? t->launched * t->nvec : t->launched;
+        int32_t nb = 0; /* up to the last block that ran */
+        for (int32_t j = first; j < first + count; j++) {
+          const struct bblock *bl = &q->blocks[t->block0 + j];
+          blocks[t->block0 + j] = (struct pld__tl_block){
+              bl->nrec, q->recs + bl->rec0, t0 ? t0 + bl->rec0 : NULL,
+              t1 ? t1 + bl->rec0 : NULL};
+          if (bl->seen)
+            nb = j - first + 1;
+        }
+        tasks[t->tlg + part] =
+            (struct pld__tl_task){.name = t->name,
+                                  .cube = t->nvec ? !part : t->cube,
+                                  .nblocks = nb,
+                                  .blocks = blocks + t->block0 + first,
+                                  .ndeps = t->ndeps,
+                                  .deps = q->deps + t->dep0};
+        first += count;
       }
-      tasks[k] = (struct pld__tl_task){.name = t->name,
-                                       .cube = t->cube,
-                                       .nblocks = nb,
-                                       .blocks = blocks + t->block0,
-                                       .ndeps = t->ndeps,
-                                       .deps = q->deps + t->dep0};
     }
     struct pld__tl_ref *after = mem->after[r] =
         pld__calloc(q->ncalls * (size_t)n + 1, sizeof *after);
     if (!after)
       return nomem();
     for (size_t c = 0; c < q->ncalls; c++) {
-      calls[c] = (struct pld__tl_call){.name = q->calls[c].name,
-                                       .ntasks = q->calls[c].ntasks,
-                                       .tasks = tasks + q->calls[c].task0,
-                                       .after = after + c * (size_t)n,
-                                       .span_ps = spans ? spans + 2 * c : NULL};
+      const struct bcall *bc = &q->calls[c];
+      const struct btask *last = &q->tasks[bc->task0 + bc->ntasks - 1];
+      calls[c] = (struct pld__tl_call){
+          .name = bc->name,
+          .ntasks = bc->ntasks ? last->tl + parts_of(last) : 0,
+          .tasks = tasks + (bc->ntasks ? q->tasks[bc->task0].tlg : 0),
+          .after = after + c * (size_t)n,
+          .span_ps = spans ? spans + 2 * c : NULL};
       calls[c].nafter = after_refs(p, r, (int)c, after + c * (size_t)n);
     }
     mem->ranks[r] = (struct pld__tl_rank){.device = p->plan.device_ids[r],
@@ -644,13 +691,14 @@ static int write_json(const pld_model_report *r, const char *path) {
 
 /* ---- the trace in modeled time --------------------------------------- */
 
-/* The report's span of rank r's block j of task t, or NULL. */
+/* The report's span of rank r's block `block` of task `task` of call
+ * `call` (the timeline's), or NULL. */
 static const struct pld__tl_span *span_of(const struct pld__tl_report *rep,
-                                          int32_t r, const struct btask *t,
-                                          int32_t j) {
-  int32_t lo = 0, hi = rep->nspans;
+                                          int32_t r, int32_t call, int32_t task,
+                                          int32_t block) {
   const struct pld__tl_span key = {
-      .rank = r, .call = t->call, .task = t->seq, .block = j};
+      .rank = r, .call = call, .task = task, .block = block};
+  int32_t lo = 0, hi = rep->nspans;
   while (lo < hi) { /* the spans are by (rank, call, task, block) */
     int32_t mid = lo + (hi - lo) / 2;
     const struct pld__tl_span *m = &rep->spans[mid];
@@ -664,8 +712,8 @@ static const struct pld__tl_span *span_of(const struct pld__tl_report *rep,
       hi = mid;
   }
   const struct pld__tl_span *f = lo < rep->nspans ? &rep->spans[lo] : NULL;
-  return f && f->rank == r && f->call == t->call && f->task == t->seq &&
-                 f->block == j
+  return f && f->rank == r && f->call == call && f->task == task &&
+                 f->block == block
              ? f
              : NULL;
 }
@@ -681,17 +729,18 @@ static void stamp_rank(const struct pld_program *p, const struct brank *b,
   for (size_t i = 0; i < b->nstamps; i++) {
     const struct bstamp *s = &b->stamps[i];
     int64_t a = -1, z = -1;
-    if (s->ev->kind == PLD__TEV_DISPATCH && (size_t)s->k < b->ncalls) {
-      a = calls[2 * s->k];
-      z = calls[2 * s->k + 1];
-    } else if (s->ev->kind == PLD__TEV_LAUNCH && (size_t)s->k < b->ncalls) {
+    const int call_known = (size_t)s->call < b->ncalls;
+    if (s->ev->kind == PLD__TEV_DISPATCH && call_known) {
+      a = calls[2 * s->call];
+      z = calls[2 * s->call + 1];
+    } else if (s->ev->kind == PLD__TEV_LAUNCH && call_known) {
       /* The AICPU submits the call's launches one after another. */
-      z = calls[2 * s->k] + 1000 * (v[PLD__M_HOST_DISPATCH_NS] +
-                                    (s->j + 1) * v[PLD__M_LAUNCH_NS]);
+      z = calls[2 * s->call] + 1000 * (v[PLD__M_HOST_DISPATCH_NS] +
+                                       (s->task + 1) * v[PLD__M_LAUNCH_NS]);
       a = z - 1000 * v[PLD__M_LAUNCH_NS];
     } else if (s->ev->kind == PLD__TEV_BLOCK) {
       const struct pld__tl_span *sp =
-          s->k >= 0 ? span_of(rep, r, &b->tasks[s->k], s->j) : NULL;
+          s->task >= 0 ? span_of(rep, r, s->call, s->task, s->block) : NULL;
       if (sp) {
         a = sp->start_ps;
         z = sp->end_ps;
