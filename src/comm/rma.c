@@ -125,9 +125,9 @@ static int move_rows(struct pld__core *c, const char *fn, int put,
  * w, begun if anything observes it: returns whether it was. */
 static int rma_begin(struct pld__tev *e, int sub, const struct pld__tensor *w,
                      int32_t peer, int64_t n) {
+  pld__obs_group_begin();
   if (!pld__observed(PLD__TEV_RMA))
     return 0;
-  pld__obs_group_begin();
   pld__tev_init(e, PLD__TEV_RMA, sub, w->name);
   e->c = peer;
   e->x = n;
@@ -135,11 +135,12 @@ static int rma_begin(struct pld__tev *e, int sub, const struct pld__tensor *w,
   return 1;
 }
 
-/* The transfer's span ends: its rows were one transfer for the timing
- * model. */
-static void rma_end(struct pld__tev *e) {
+/* The transfer ends (its span, if observed): its rows were one transfer
+ * for the timing model. */
+static void rma_end(struct pld__tev *e, int observed) {
   pld__obs.group = 0;
-  pld__obs_end(e);
+  if (observed)
+    pld__obs_end(e);
 }
 
 /* A remote load or store of a tile through move_rows: rows [row, row +
@@ -170,8 +171,7 @@ static int tile_rows(struct pld__core *c, const char *fn, int put,
     else if (!put)
       memset(l, 0, len);
   }
-  if (observed)
-    rma_end(&e);
+  rma_end(&e, observed);
   return st;
 }
 
@@ -601,8 +601,7 @@ static int rma_transfer(pld_core k, const char *fn, int put, pld_tensor loc,
   if (!st && !sg && !fz.done &&
       (st = c->env->fabric->ops->flush(c->env->fabric, world)))
     st = fabric_failed(c, fn, st);
-  if (observed)
-    rma_end(&e);
+  rma_end(&e, observed);
   return st;
 }
 
@@ -626,7 +625,7 @@ static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
       !l->data || (l->flags & PLD__T_INVALID) ||
       (!put && l->dir == PLD_DIR_IN) || o->atomic != PLD_ATOMIC_NONE ||
       w->dtype != l->dtype || o->chunk_rows || o->chunk_cols ||
-      pld__race_on() || pld__observed(PLD__TEV_RMA) ||
+      pld__race_on() || pld__observed(PLD__TEV_RMA) || pld__obs.model ||
       (!opt && !same_layout(l, w)))
     return 0;
   const struct pld__tensor *src = put ? l : w;

@@ -47,7 +47,7 @@ size_t pld__trace_area_bytes(int nthreads, uint32_t cap) {
 }
 
 void pld__trace_area_init(struct pld__trace_area *a, int nthreads, uint32_t cap,
-                          int model) {
+                          int trace, int model) {
   a->nthreads = (uint32_t)nthreads;
   a->cap = cap;
   a->stride = stride_of(cap);
@@ -55,7 +55,8 @@ void pld__trace_area_init(struct pld__trace_area *a, int nthreads, uint32_t cap,
     struct pld__tbuf *b = pld__trace_tbuf(a, i);
     memset(b, 0, sizeof *b);
     b->cap = cap;
-    b->model = model;
+    b->trace = (int16_t)trace;
+    b->model = (int16_t)model;
   }
 }
 
@@ -77,6 +78,7 @@ void pld__observe_as(int rank, int device, const char *lane,
   pld__obs.device = device;
   pld__name_copy(pld__obs.lane, sizeof pld__obs.lane, lane);
   pld__obs.buf = buf;
+  pld__obs.traced = buf && buf->trace;
   pld__obs.model = buf && buf->model;
   memset(&pld__obs.work, 0, sizeof pld__obs.work);
 }

@@ -109,7 +109,8 @@ struct pld__tbuf {
   uint32_t n, cap;
   uint64_t lost; /* events dropped since the last drain */
   int32_t used;  /* recorded anything since the trace began */
-  int32_t model; /* records the timing model's events (PLD_MODEL) */
+  int16_t trace; /* records the trace's events (PLD_TRACE) */
+  int16_t model; /* records the timing model's events (PLD_MODEL) */
   char name[24]; /* "AICPU", "AIV core 3" */
   struct pld__tev ev[];
 };
@@ -121,9 +122,10 @@ struct pld__trace_area {
 };
 
 size_t pld__trace_area_bytes(int nthreads, uint32_t cap);
-/* model: its buffers record the timing model's events too. */
+/* Its buffers record the trace's events (trace), the timing model's
+ * (model), or both. */
 void pld__trace_area_init(struct pld__trace_area *a, int nthreads, uint32_t cap,
-                          int model);
+                          int trace, int model);
 struct pld__tbuf *pld__trace_tbuf(const struct pld__trace_area *a, int i);
 /* Empties every buffer and its count of drops (after the host took
  * their events). */
@@ -176,7 +178,9 @@ struct pld__observer {
   struct pld__counts *counts; /* NULL: not counting */
   int rank, device;           /* -1 on the host */
   char lane[16];              /* "AICPU", "AIV3", "host" */
-  int model;                  /* buf records the timing model's events */
+  int traced;                 /* buf records the trace's events */
+  int model;                  /* buf records the timing model's events
+                                 (and the dispatches, which end calls) */
   int32_t group, groups;      /* transfers of one call (PLD__TEV_MODEL) */
   struct pld__work work;
 };
@@ -187,8 +191,9 @@ extern unsigned pld__debug_mask;
 extern const unsigned pld__tev_subsystem[PLD__TEV_KINDS];
 
 static inline int pld__observed(int kind) {
-  return pld__obs.buf || pld__obs.counts ||
-         (pld__debug_mask & pld__tev_subsystem[kind]);
+  return pld__obs.traced || pld__obs.counts ||
+         (pld__debug_mask & pld__tev_subsystem[kind]) ||
+         (pld__obs.model && kind == PLD__TEV_DISPATCH);
 }
 
 /* The core computed: amount (operand bytes, or multiply-adds for the

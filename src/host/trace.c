@@ -551,10 +551,12 @@ static void host_store(struct pld_program *p, struct pld__tev *e, int end) {
     return;
   }
   pthread_mutex_lock(&mu);
-  struct pld__tbuf *own = pld__obs.buf;
+  struct pld__observer own = pld__obs;
   pld__obs.buf = end ? w.host : NULL;
+  pld__obs.traced = 1;
+  pld__obs.model = 0;
   (end ? pld__obs_end : pld__obs_begin)(e);
-  pld__obs.buf = own;
+  pld__obs = own;
   pthread_mutex_unlock(&mu);
 }
 
@@ -599,7 +601,8 @@ int pld__trace_prepare(struct pld_program *p) {
                            bytes, r, strerror(errno));
     p->rs.trace.area[r] = a;
     p->rs.trace.bytes[r] = bytes;
-    pld__trace_area_init(a, threads, p->rs.trace.cap, p->plan.modeling);
+    pld__trace_area_init(a, threads, p->rs.trace.cap, p->plan.tracing,
+                         p->plan.modeling);
   }
   return PLD_OK;
 }
