@@ -21,6 +21,13 @@
 #                            and of this tree, alternately, N times each
 #                            (3), then one table per benchmark of their
 #                            medians and ratios (bench/versus.py)
+#   bench/run.sh model [N]   bench_model (the timing model's figures: one
+#                            run, modeled times are exact), then what the
+#                            model costs: bench_dispatch, bench_comm
+#                            (quick) and bench_workloads' fused GEMMs
+#                            (quick, 2 ranks) with PLD_MODEL=off and
+#                            PLD_MODEL=on, alternately, N times each (3),
+#                            one table per benchmark (bench/versus.py)
 #
 # The build goes to build-bench, or to $PLD_BENCH_BUILD; extra CMake
 # options (-DPLD_NATIVE=ON, ...) can come in $PLD_BENCH_CMAKE.
@@ -58,6 +65,30 @@ if [ "${1:-}" = versus ]; then
   echo
   python3 bench/versus.py "${3:-3}" "$old/bench/bench_comm" \
     "$build/bench/bench_comm" quick || st=1
+  exit $st
+fi
+
+if [ "${1:-}" = model ]; then
+  cmake --build "$build" -j "$(nproc)" --target bench_model bench_dispatch \
+    bench_comm bench_workloads mpi_ref
+  st=0
+  "$build/bench/bench_model" || st=1
+  # The same binaries with the model off and on: versus.py runs the
+  # benchmark through these, alternately.  bench_comm's kernels record
+  # more events than a core's buffer holds by default (the run would
+  # fail): 512 Ki events each, on both sides.
+  for m in off on; do
+    printf '#!/bin/sh\nPLD_MODEL=%s PLD_TRACE_EVENTS=524288 exec "$@"\n' $m \
+      >"$build/bench/model-$m"
+    chmod +x "$build/bench/model-$m"
+  done
+  for args in "bench_dispatch 20 2000" "bench_comm quick" \
+    "bench_workloads quick fused -n 2"; do
+    echo
+    # $args unquoted: the benchmark, then its arguments
+    python3 bench/versus.py "${2:-3}" "$build/bench/model-off" \
+      "$build/bench/model-on" "$build/bench/"$args || st=1
+  done
   exit $st
 fi
 
