@@ -177,16 +177,17 @@ static void mm_all(pld_core k, pld_tensor a, pld_tensor b, pld_tensor c) {
 }
 
 /* This block's part of an expert's product of `rows` rows by n columns,
- * launched on ceil(rows / MM_M) blocks: the rows in groups of up to
- * MM_RT row tiles (mm's, which share each tile of the weights), and each
- * group's columns split, in multiples of 64, among the blocks that group
- * gets, so that the launch keeps its blocks while each tile of the
- * weights is loaded once per group, not once per row tile.  Returns the
- * part's rows [*r0, *r0 + return) and columns [*c0, *c0 + *nc); 0 rows
- * when the block has no part. */
+ * launched on ceil(rows / MM_M) blocks: the rows in as few groups of one
+ * size as hold at most MM_RT row tiles each (mm's, which share each tile
+ * of the weights), each group's columns split, in multiples of 64, among
+ * the blocks that group gets.  The launch keeps its blocks, and each tile
+ * of the weights is loaded once per group, not once per row tile.
+ * Returns the part's rows [*r0, *r0 + return) and columns [*c0, *c0 +
+ * *nc); 0 rows when the block has no part. */
 static int64_t block_part(pld_core k, int64_t rows, int64_t n, int64_t *r0,
                           int64_t *c0, int64_t *nc) {
-  const int64_t group = MM_RT * MM_M, groups = (rows + group - 1) / group;
+  const int64_t most = MM_RT * MM_M, groups = (rows + most - 1) / most;
+  const int64_t group = (rows + groups - 1) / groups; /* groups of a size */
   const int64_t b = pld_block_idx(k), parts = pld_block_num(k) / groups;
   const int64_t chunk = (n + parts * 64 - 1) / (parts * 64) * 64;
   *r0 = b % groups * group;

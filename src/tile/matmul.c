@@ -171,25 +171,11 @@ static int check_l0(struct pld__core *c, const char *fn, const char *what,
                     t->bytes, name, limit);
 }
 
-static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
-                        const pld_tile *a, const pld_tile *b) {
-  if (c->status)
-    return c->status;
-  if (c->spec.type != PLD_CORE_CUBE && c->mix)
-    return pld__kfail(c, PLD_ERR_LEVEL, fn,
-                      "matmul runs on cube cores; this is a vector part of "
-                      "mixed kernel %s: call it from the cube part "
-                      "(pld_core_type_of)",
-                      c->kernel ? c->kernel : "?");
-  if (c->spec.type != PLD_CORE_CUBE)
-    return pld__kfail(c, PLD_ERR_LEVEL, fn,
-                      "matmul runs on cube cores; kernel %s runs on vector "
-                      "cores: declare it with PLD_CUBE_KERNEL",
-                      c->kernel ? c->kernel : "?");
-  if (pld__isa_kcheck(c, fn) || pld__tile_compute_check(c, fn, "c", cc) ||
-      pld__tile_compute_check(c, fn, "a", a) ||
-      pld__tile_compute_check(c, fn, "b", b))
-    return c->status;
+/* The failure of a matmul whose operands do not go together (the
+ * strings are composed here only: a matmul that runs formats nothing). */
+static int matmul_arg_fail(struct pld__core *c, const char *fn,
+                           const pld_tile *cc, const pld_tile *a,
+                           const pld_tile *b) {
   char sc[64], sa[64], sb[64];
   pld__tile_str(sc, sizeof sc, cc);
   pld__tile_str(sa, sizeof sa, a);
@@ -210,10 +196,34 @@ static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
                       "a is %s, b is %s: a's columns (%d) must equal b's "
                       "rows (%d)",
                       sa, sb, (int)a->cols, (int)b->rows);
-  if (cc->rows != a->rows || cc->cols != b->cols)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "c is %s: expected [%d, %d] for a %s @ b %s", sc,
-                      (int)a->rows, (int)b->cols, sa, sb);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "c is %s: expected [%d, %d] for a %s @ b %s", sc,
+                    (int)a->rows, (int)b->cols, sa, sb);
+}
+
+static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
+                        const pld_tile *a, const pld_tile *b) {
+  if (c->status)
+    return c->status;
+  if (c->spec.type != PLD_CORE_CUBE && c->mix)
+    return pld__kfail(c, PLD_ERR_LEVEL, fn,
+                      "matmul runs on cube cores; this is a vector part of "
+                      "mixed kernel %s: call it from the cube part "
+                      "(pld_core_type_of)",
+                      c->kernel ? c->kernel : "?");
+  if (c->spec.type != PLD_CORE_CUBE)
+    return pld__kfail(c, PLD_ERR_LEVEL, fn,
+                      "matmul runs on cube cores; kernel %s runs on vector "
+                      "cores: declare it with PLD_CUBE_KERNEL",
+                      c->kernel ? c->kernel : "?");
+  if (pld__isa_kcheck(c, fn) || pld__tile_compute_check(c, fn, "c", cc) ||
+      pld__tile_compute_check(c, fn, "a", a) ||
+      pld__tile_compute_check(c, fn, "b", b))
+    return c->status;
+  if (cc->dtype != PLD_FP32 || !pld__is_float_dtype(a->dtype) ||
+      a->dtype != b->dtype || a->cols != b->rows || cc->rows != a->rows ||
+      cc->cols != b->cols)
+    return matmul_arg_fail(c, fn, cc, a, b);
   if (check_l0(c, fn, "a", a, "L0A", c->spec.l0a) ||
       check_l0(c, fn, "b", b, "L0B", c->spec.l0b) ||
       check_l0(c, fn, "c", cc, "L0C", c->spec.l0c))
