@@ -4,9 +4,12 @@
  *
  *   (1) moe  an MoE layer as examples/distributed/19_moe_layer.c: gate
  *            matmul, top-2 routing (pld_row_topk and a softmax), dispatch
- *            (pld_ep_dispatch), per local expert up (cube), relu (vector)
- *            and down (cube) over its segment only (pld_segment,
- *            pld_launch_by), combine (pld_ep_combine); T tokens per rank,
+ *            (pld_ep_dispatch), per local expert up (cube) over its
+ *            segment only (pld_segment, pld_launch_by), one relu (vector)
+ *            over every local expert's rows, per local expert down
+ *            (cube), combine (pld_ep_combine); the products tiled as mm
+ *            says (each tile of the weights loaded once per group of up
+ *            to 384 rows, the C tiles resident); T tokens per rank,
  *            E = 8 experts, at T=64 H=256 F=512 and T=512 H=1024 F=2048,
  *            P = 2 and 4.  "route%" is the share of pld's layer time in
  *            routing and permutation (route kernel + dispatch + combine),
