@@ -4,9 +4,12 @@
  *
  *   (1) moe  an MoE layer as examples/distributed/19_moe_layer.c: gate
  *            matmul, top-2 routing (pld_row_topk and a softmax), dispatch
- *            (pld_ep_dispatch), per local expert up (cube), relu (vector)
- *            and down (cube) over its segment only (pld_segment,
- *            pld_launch_by), combine (pld_ep_combine); T tokens per rank,
+ *            (pld_ep_dispatch), per local expert up (cube) over its
+ *            segment only (pld_segment, pld_launch_by), one relu (vector)
+ *            over every local expert's rows, per local expert down
+ *            (cube), combine (pld_ep_combine); the products tiled as mm
+ *            says (each tile of the weights loaded once per group of up
+ *            to 384 rows, the C tiles resident); T tokens per rank,
  *            E = 8 experts, at T=64 H=256 F=512 and T=512 H=1024 F=2048,
  *            P = 2 and 4.  "route%" is the share of pld's layer time in
  *            routing and permutation (route kernel + dispatch + combine),
@@ -104,7 +107,7 @@
 #define PLD_MPI_WORKLOADS "mpi_workloads"
 #endif
 
-enum { TILE = PLD_FUSED_TILE, K2 = 2, MAX_P = 4 };
+enum { K2 = 2, MAX_P = 4, ACT_BLOCKS = 4 };
 PLD_DYNAMIC(NR);
 PLD_DYNAMIC(T);
 PLD_DYNAMIC(H);
@@ -122,32 +125,80 @@ PLD_DYNAMIC(NC);
 /* ---- kernels' building blocks ---------------------------------------------
  */
 
-/* c[cr0 + i][j] = sum_k a[ar0 + i][k] b[br0 + k][j], i < rows, j < n,
- * k < kd, tensors seen as matrices, in tiles of at most TILE rows,
- * columns and inner elements (the a2a3 cube's L0A/L0B hold a 128 x 128
- * FP32 tile); pld_matmul_acc keeps the fmaf chain over k in order. */
+/* The tiles of mm: row tiles of MM_M rows, B tiles of MM_K x MM_N (64
+ * KiB FP32, the a2a3 cube's L0B), C tiles of MM_M x MM_N (128 KiB, its
+ * L0C); MM_RT row tiles share each B tile: 3 C tiles, a B and an A tile
+ * are 480 of the cube core's 512 KiB of L1. */
+enum { MM_M = 128, MM_K = 64, MM_N = 256, MM_RT = 3 };
+
+/* c[cr0 + i][col + j] = sum_k a[ar0 + i][k] b[br0 + k][col + j], i < rows,
+ * j < n, k < kd, tensors seen as matrices.  For each group of up to MM_RT
+ * row tiles and each MM_N columns, the C tiles stay in tile memory over
+ * the whole k loop and each B tile is loaded once for the group's row
+ * tiles (B is the weights: each load of it is a strided read of global
+ * memory, the costliest part of the loads); pld_matmul_acc keeps the fmaf
+ * chain over k in order. */
 static void mm(pld_core k, pld_tensor a, int64_t ar0, int64_t rows, int64_t kd,
-               pld_tensor b, int64_t br0, int64_t n, pld_tensor c,
-               int64_t cr0) {
-  for (int64_t r0 = 0; r0 < rows; r0 += TILE)
-    for (int64_t n0 = 0; n0 < n; n0 += TILE) {
-      const int32_t mr = (int32_t)(rows - r0 < TILE ? rows - r0 : TILE);
-      const int32_t nr = (int32_t)(n - n0 < TILE ? n - n0 : TILE);
-      pld_tile *ct = pld_tile_new(k, PLD_FP32, mr, nr);
-      for (int64_t k0 = 0; k0 < kd; k0 += TILE) {
-        const int32_t kr = (int32_t)(kd - k0 < TILE ? kd - k0 : TILE);
-        pld_tile *at = pld_load(k, a, ar0 + r0, k0, mr, kr);
+               pld_tensor b, int64_t br0, pld_tensor c, int64_t cr0,
+               int64_t col, int64_t n) {
+  for (int64_t g0 = 0; g0 < rows; g0 += MM_RT * MM_M)
+    for (int64_t n0 = col; n0 < col + n; n0 += MM_N) {
+      const int32_t nr = (int32_t)(col + n - n0 < MM_N ? col + n - n0 : MM_N);
+      pld_tile *ct[MM_RT];
+      int32_t mr[MM_RT];
+      int tiles = 0;
+      for (; tiles < MM_RT && g0 + tiles * MM_M < rows; tiles++) {
+        const int64_t left = rows - g0 - tiles * MM_M;
+        mr[tiles] = (int32_t)(left < MM_M ? left : MM_M);
+        ct[tiles] = pld_tile_new(k, PLD_FP32, mr[tiles], nr);
+      }
+      for (int64_t k0 = 0; k0 < kd; k0 += MM_K) {
+        const int32_t kr = (int32_t)(kd - k0 < MM_K ? kd - k0 : MM_K);
         pld_tile *bt = pld_load(k, b, br0 + k0, n0, kr, nr);
-        if (k0 == 0)
-          pld_matmul(k, ct, at, bt);
-        else
-          pld_matmul_acc(k, ct, at, bt);
-        pld_tile_free(k, at);
+        for (int i = 0; i < tiles; i++) {
+          pld_tile *at =
+              pld_load(k, a, ar0 + g0 + (int64_t)i * MM_M, k0, mr[i], kr);
+          if (k0 == 0)
+            pld_matmul(k, ct[i], at, bt);
+          else
+            pld_matmul_acc(k, ct[i], at, bt);
+          pld_tile_free(k, at);
+        }
         pld_tile_free(k, bt);
       }
-      pld_store(k, ct, c, cr0 + r0, n0);
-      pld_tile_free(k, ct);
+      for (int i = 0; i < tiles; i++) {
+        pld_store(k, ct[i], c, cr0 + g0 + (int64_t)i * MM_M, n0);
+        pld_tile_free(k, ct[i]);
+      }
     }
+}
+
+/* The whole product a @ b into c (all rows and columns) on one block. */
+static void mm_all(pld_core k, pld_tensor a, pld_tensor b, pld_tensor c) {
+  mm(k, a, 0, pld_tensor_dim(a, 0), pld_tensor_dim(a, 1), b, 0, c, 0, 0,
+     pld_tensor_dim(b, 1));
+}
+
+/* This block's part of an expert's product of `rows` rows by n columns,
+ * launched on ceil(rows / MM_M) blocks: the rows in as few groups of one
+ * size as hold at most MM_RT row tiles each (mm's, which share each tile
+ * of the weights), each group's columns split, in multiples of 64, among
+ * the blocks that group gets.  The launch keeps its blocks, and each tile
+ * of the weights is loaded once per group, not once per row tile.
+ * Returns the part's rows [*r0, *r0 + return) and columns [*c0, *c0 +
+ * *nc); 0 rows when the block has no part. */
+static int64_t block_part(pld_core k, int64_t rows, int64_t n, int64_t *r0,
+                          int64_t *c0, int64_t *nc) {
+  const int64_t most = MM_RT * MM_M, groups = (rows + most - 1) / most;
+  const int64_t group = (rows + groups - 1) / groups; /* groups of a size */
+  const int64_t b = pld_block_idx(k), parts = pld_block_num(k) / groups;
+  const int64_t chunk = (n + parts * 64 - 1) / (parts * 64) * 64;
+  *r0 = b % groups * group;
+  *c0 = b / groups * chunk;
+  *nc = n - *c0 < chunk ? n - *c0 : chunk;
+  if (b >= parts * groups || *nc <= 0)
+    return 0;
+  return rows - *r0 < group ? rows - *r0 : group;
 }
 
 /* dst = relu(src) for rows [r0, r0 + rows), in tiles of 64 x 256 FP32. */
@@ -165,13 +216,6 @@ static void relu_rows(pld_core k, pld_tensor src, pld_tensor dst, int64_t r0,
     }
 }
 
-/* This block's rows of a segment of `rows` rows cut into blocks of rpb:
- * [*r0, *r0 + return). */
-static int64_t block_rows(pld_core k, int64_t rows, int32_t rpb, int64_t *r0) {
-  *r0 = (int64_t)pld_block_idx(k) * rpb;
-  return rows - *r0 < rpb ? rows - *r0 : rpb;
-}
-
 /* ---- (1) the MoE layer ------------------------------------------------------
  * As example 19 with T, H, F, E and L dynamic and the matrices tiled; mode
  * 0 the layer, 1 without the FFN (combine of the received rows), 2 the
@@ -179,8 +223,7 @@ static int64_t block_rows(pld_core k, int64_t rows, int32_t rpb, int64_t *r0) {
 
 PLD_CUBE_KERNEL(gate, k, PLD_IN(x, FP32, T, H), PLD_IN(wg, FP32, H, NE),
                 PLD_OUT(logits, FP32, T, NE)) {
-  mm(k, x, 0, pld_tensor_dim(x, 0), pld_tensor_dim(x, 1), wg, 0,
-     pld_tensor_dim(wg, 1), logits, 0);
+  mm_all(k, x, wg, logits);
 }
 
 /* The top-2 of each token's logits and their softmax, 128 tokens at a
@@ -223,31 +266,38 @@ PLD_KERNEL(dispatch, k, PLD_IN(x, FP32, T, H), PLD_IN(topk_idx, INT32, T, KK),
                   counts, sig);
 }
 
-/* h = x_e @ W1_e over this block's rows; w1 is [L, H, F]. */
+/* h = x_e @ W1_e, this block's part (block_part); w1 is [L, H, F]. */
 PLD_CUBE_KERNEL(up, k, PLD_WINDOW(xe, FP32, R, H), PLD_IN(w1, FP32, L, H, F),
-                PLD_OUT(he, FP32, R, F), PLD_SCALAR(e, INT32),
-                PLD_SCALAR(rpb, INT32)) {
-  int64_t r0;
-  const int64_t mr = block_rows(k, pld_tensor_dim(he, 0), rpb, &r0);
+                PLD_OUT(he, FP32, R, F), PLD_SCALAR(e, INT32)) {
   const int64_t h = pld_tensor_dim(w1, 1), f = pld_tensor_dim(w1, 2);
-  mm(k, pld_local(xe), r0, mr, h, w1, (int64_t)e * h, f, he, r0);
+  int64_t r0, c0, nc;
+  const int64_t mr = block_part(k, pld_tensor_dim(he, 0), f, &r0, &c0, &nc);
+  mm(k, pld_local(xe), r0, mr, h, w1, (int64_t)e * h, he, r0, c0, nc);
 }
 
-PLD_KERNEL(act, k, PLD_IN(he, FP32, R, F), PLD_OUT(ze, FP32, R, F),
-           PLD_SCALAR(rpb, INT32)) {
-  int64_t r0;
-  const int64_t mr = block_rows(k, pld_tensor_dim(he, 0), rpb, &r0);
-  relu_rows(k, he, ze, r0, mr);
+/* z = relu(h) over the rows of every local expert at once (their
+ * segments follow each other from row 0: sum(counts) rows), in equal
+ * parts of whole 64-row tiles, one per block: one vector launch between
+ * the experts' up and down launches rather than one per expert. */
+PLD_KERNEL(act, k, PLD_IN(counts, INT32, L), PLD_IN(he, FP32, CAP, F),
+           PLD_OUT(ze, FP32, CAP, F)) {
+  int64_t rows = 0;
+  for (int64_t e = 0; e < pld_tensor_dim(counts, 0); e++)
+    rows += (int64_t)pld_read(k, counts, 1, &e);
+  const int64_t nb = pld_block_num(k);
+  const int64_t part = (rows + nb * 64 - 1) / (nb * 64) * 64;
+  const int64_t r0 = pld_block_idx(k) * part;
+  if (r0 < rows)
+    relu_rows(k, he, ze, r0, rows - r0 < part ? rows - r0 : part);
 }
 
-/* y_e = z @ W2_e; w2 is [L, F, H]. */
+/* y_e = z @ W2_e, this block's part; w2 is [L, F, H]. */
 PLD_CUBE_KERNEL(down, k, PLD_IN(ze, FP32, R, F), PLD_IN(w2, FP32, L, F, H),
-                PLD_OUT(ye, FP32, R, H), PLD_SCALAR(e, INT32),
-                PLD_SCALAR(rpb, INT32)) {
-  int64_t r0;
-  const int64_t mr = block_rows(k, pld_tensor_dim(ze, 0), rpb, &r0);
+                PLD_OUT(ye, FP32, R, H), PLD_SCALAR(e, INT32)) {
   const int64_t f = pld_tensor_dim(w2, 1), h = pld_tensor_dim(w2, 2);
-  mm(k, ze, r0, mr, f, w2, (int64_t)e * f, h, ye, r0);
+  int64_t r0, c0, nc;
+  const int64_t mr = block_part(k, pld_tensor_dim(ze, 0), h, &r0, &c0, &nc);
+  mm(k, ze, r0, mr, f, w2, (int64_t)e * f, ye, r0, c0, nc);
 }
 
 PLD_KERNEL(combine, k, PLD_IN(eout, FP32, CAP, H),
@@ -282,8 +332,9 @@ PLD_DEVICE(moe_device, cpu, PLD_IN(x, FP32, T, H), PLD_IN(wg, FP32, H, NE),
   const int64_t t = pld_tensor_dim(x, 0), h = pld_tensor_dim(x, 1);
   const int64_t l = pld_tensor_dim(w1, 0), f = pld_tensor_dim(w1, 2);
   const int32_t experts = (int32_t)pld_tensor_dim(wg, 1);
-  /* Blocks of a multiple of 128 rows, at most 16 of them. */
-  const int32_t rpb = (int32_t)(128 * ((cap + 128 * 16 - 1) / (128 * 16)));
+  /* A block per MM_M rows (the experts' kernels split them further by
+   * columns: block_part). */
+  const int32_t rpb = MM_M;
   const int32_t max_blocks = (int32_t)((cap + rpb - 1) / rpb);
   pld_tensor logits = pld_device_alloc(cpu, PLD_FP32, PLD_SHAPE(t, experts));
   pld_tensor counts = pld_device_alloc(cpu, PLD_INT32, PLD_SHAPE(l));
@@ -304,11 +355,13 @@ PLD_DEVICE(moe_device, cpu, PLD_IN(x, FP32, T, H), PLD_IN(wg, FP32, H, NE),
   for (int32_t e = 0; e < (int32_t)l; e++) {
     const pld_blocks_by by = PLD_BLOCKS_BY(counts, e, rpb, max_blocks);
     pld_launch_by(cpu, up, by, pld_segment_window(cpu, recv_x, counts, e, cap),
-                  w1, pld_segment(cpu, hb, counts, e, cap), e, rpb);
-    pld_launch_by(cpu, act, by, pld_segment(cpu, hb, counts, e, cap),
-                  pld_segment(cpu, z, counts, e, cap), rpb);
+                  w1, pld_segment(cpu, hb, counts, e, cap), e);
+  }
+  pld_launch(cpu, act, ACT_BLOCKS, counts, hb, z);
+  for (int32_t e = 0; e < (int32_t)l; e++) {
+    const pld_blocks_by by = PLD_BLOCKS_BY(counts, e, rpb, max_blocks);
     pld_launch_by(cpu, down, by, pld_segment(cpu, z, counts, e, cap), w2,
-                  pld_segment(cpu, eout, counts, e, cap), e, rpb);
+                  pld_segment(cpu, eout, counts, e, cap), e);
   }
   pld_launch(cpu, combine, 1, eout, recv_meta, counts, topk_idx, topk_w, stage,
              out);
@@ -458,8 +511,7 @@ PLD_CUBE_KERNEL(ag_gemm, k, PLD_IN(a, FP32, T, H),
   if (plain) {
     pld_allgather(k, a, blocks, csig);
     pld_tensor g = pld_local(gathered);
-    mm(k, g, 0, pld_tensor_dim(g, 0), pld_tensor_dim(g, 1), b, 0,
-       pld_tensor_dim(b, 1), c, 0);
+    mm_all(k, g, b, c);
   } else {
     pld_allgather_matmul(k, a, gathered, b, c, sig);
   }
@@ -497,8 +549,7 @@ PLD_CUBE_KERNEL(rs_gemm, k, PLD_IN(a, FP32, PM, F), PLD_IN(b, FP32, F, H),
                 PLD_WINDOW(data, FP32, NR, T, H), PLD_WINDOW(sig, INT32, NS),
                 PLD_SCALAR(plain, BOOL)) {
   if (plain) {
-    mm(k, a, 0, pld_tensor_dim(a, 0), pld_tensor_dim(a, 1), b, 0,
-       pld_tensor_dim(b, 1), pld_local(stage), 0);
+    mm_all(k, a, b, pld_local(stage));
     (void)data;
   } else {
     pld_matmul_reduce_scatter(k, a, b, stage, sig);

@@ -3,12 +3,16 @@
  * The product is computed in blocks of MR x NR of c held in registers (a
  * register-blocked micro-kernel in plain C that gcc vectorizes: for each
  * k, one row of the B panel is NR/16 vector loads, and each of the MR rows
- * of A contributes a broadcast and NR/16 fused multiply-adds).  Operands
- * are packed per block first: a KC x NR panel of b (reused by every row
- * block, small enough for L1) and an MR x KC slab of a, both converted to
- * float (FP16/BF16 operands are exact in float) and zero-padded, so edge
- * blocks and every dtype run through the same kernel.  Sums accumulate in
- * float, as the FP32 accumulator of the hardware does. */
+ * of A contributes a broadcast and NR/16 fused multiply-adds).  FP32
+ * operands are read where they are, a KC x NR panel of b and an MR x KC
+ * slab of a at their tiles' row strides (a copy would cost about a tenth
+ * of the product at 128 x 128 x 128, and the tile rows are in cache
+ * already); FP16/BF16 operands, and the edges (fewer than MR rows of a or
+ * NR columns of b), are packed first, converted to float (exact) and
+ * zero-padded, so that every block runs through the same kernel.  Each
+ * element of c is the same chain of fused multiply-adds over k in order
+ * whichever way it is read, so the bits do not depend on the path.  Sums
+ * accumulate in float, as the FP32 accumulator of the hardware does. */
 #include <string.h>
 
 #include "core/alloc.h"
@@ -58,24 +62,24 @@ PLD__ISA_INLINE float fmadd(const int isa, float a, float b, float c) {
 #endif
 }
 
-/* c[MR][NR] (row stride ldc) += ap[MR][KC] (first kc columns) @
+/* c[MR][NR] (row stride ldc) += ap[MR][kc] (row stride lda) @
  * bp[kc][NR].  The accumulators are a local array that gcc keeps in
  * vector registers: MR * NR / 16 = 16 of the 32 AVX-512 registers. */
 PLD__ISA_INLINE void micro_kernel(const int isa, size_t kc,
-                                  const float *restrict ap,
-                                  const float *restrict bp, float *restrict c,
-                                  size_t ldc) {
+                                  const float *restrict ap, size_t lda,
+                                  const float *restrict bp, size_t ldb,
+                                  float *restrict c, size_t ldc) {
   float acc[MR][NR];
   for (size_t r = 0; r < MR; r++)
     for (size_t j = 0; j < NR; j++)
       acc[r][j] = c[r * ldc + j];
   for (size_t k = 0; k < kc; k++) {
-    const float *restrict bk = bp + k * NR;
+    const float *restrict bk = bp + k * ldb;
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 8
 #endif
     for (size_t r = 0; r < MR; r++) {
-      const float ar = ap[r * KC + k];
+      const float ar = ap[r * lda + k];
       for (size_t j = 0; j < NR; j++)
         acc[r][j] = fmadd(isa, ar, bk[j], acc[r][j]);
     }
@@ -99,38 +103,55 @@ PLD__ISA_FUNCTION(static, gemm,
   const size_t m = (size_t)a->rows, kk = (size_t)a->cols, n = (size_t)b->cols;
   const size_t ldc = c->row_bytes / sizeof(float);
   float *cd = (float *)c->data;
+  const int fp32 = a->dtype == PLD_FP32; /* b's dtype is a's */
+  const size_t a_stride = a->row_bytes / sizeof(float);
+  const size_t b_stride = b->row_bytes / sizeof(float);
   float ap[MR * KC], bp[KC * NR], cb[MR * NR];
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     const size_t nr = n - j0 < NR ? n - j0 : NR;
     for (size_t k0 = 0; k0 < kk; k0 += KC) {
       const size_t kc = kk - k0 < KC ? kk - k0 : KC;
-      for (size_t k = 0; k < kc; k++) {
-        pld__load_f32_at(isa, b->dtype, bp + k * NR, mat_at(b, k0 + k, j0), nr);
-        memset(bp + k * NR + nr, 0, (NR - nr) * sizeof(float));
-      }
+      const float *bs = bp;
+      size_t ldb = NR;
+      if (fp32 && nr == NR) { /* b read in place */
+        bs = (const float *)(const void *)mat_at(b, k0, j0);
+        ldb = b_stride;
+      } else
+        for (size_t k = 0; k < kc; k++) {
+          pld__load_f32_at(isa, b->dtype, bp + k * NR, mat_at(b, k0 + k, j0),
+                           nr);
+          memset(bp + k * NR + nr, 0, (NR - nr) * sizeof(float));
+        }
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const size_t mr = m - i0 < MR ? m - i0 : MR;
-        for (size_t r = 0; r < MR; r++) {
-          if (r < mr)
-            pld__load_f32_at(isa, a->dtype, ap + r * KC, mat_at(a, i0 + r, k0),
-                             kc);
-          else
-            memset(ap + r * KC, 0, kc * sizeof(float));
-        }
+        /* A whole slab of an FP32 a is read in place (row stride lda). */
+        const float *as = ap;
+        size_t lda = KC;
+        if (fp32 && mr == MR) {
+          as = (const float *)(const void *)mat_at(a, i0, k0);
+          lda = a_stride;
+        } else
+          for (size_t r = 0; r < MR; r++) {
+            if (r < mr)
+              pld__load_f32_at(isa, a->dtype, ap + r * KC,
+                               mat_at(a, i0 + r, k0), kc);
+            else
+              memset(ap + r * KC, 0, kc * sizeof(float));
+          }
         const int load = accumulate || k0 > 0;
         float *cblk = cd + i0 * ldc + j0;
         if (mr == MR && nr == NR) {
           if (!load)
             for (size_t r = 0; r < MR; r++)
               memset(cblk + r * ldc, 0, NR * sizeof(float));
-          micro_kernel(isa, kc, ap, bp, cblk, ldc);
+          micro_kernel(isa, kc, as, lda, bs, ldb, cblk, ldc);
           continue;
         }
         /* An edge block: computed whole in cb, its valid part copied. */
         memset(cb, 0, sizeof cb);
         for (size_t r = 0; r < mr && load; r++)
           memcpy(cb + r * NR, cblk + r * ldc, nr * sizeof(float));
-        micro_kernel(isa, kc, ap, bp, cb, NR);
+        micro_kernel(isa, kc, as, lda, bs, ldb, cb, NR);
         for (size_t r = 0; r < mr; r++)
           memcpy(cblk + r * ldc, cb + r * NR, nr * sizeof(float));
       }
@@ -148,6 +169,36 @@ static int check_l0(struct pld__core *c, const char *fn, const char *what,
   return pld__kfail(c, PLD_ERR_TILE_MEMORY, fn,
                     "%s (%s, %zu bytes) does not fit %s: %zu bytes", what, st,
                     t->bytes, name, limit);
+}
+
+/* The failure of a matmul whose operands do not go together (the
+ * strings are composed here only: a matmul that runs formats nothing). */
+static int matmul_arg_fail(struct pld__core *c, const char *fn,
+                           const pld_tile *cc, const pld_tile *a,
+                           const pld_tile *b) {
+  char sc[64], sa[64], sb[64];
+  pld__tile_str(sc, sizeof sc, cc);
+  pld__tile_str(sa, sizeof sa, a);
+  pld__tile_str(sb, sizeof sb, b);
+  if (cc->dtype != PLD_FP32)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "c is %s: matmul accumulates into an FP32 c", sc);
+  if (!pld__is_float_dtype(a->dtype))
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "a is %s: matmul takes FP32, FP16 or BF16 operands", sa);
+  if (a->dtype != b->dtype)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "a is %s, b is %s: dtypes must match (pld_cast "
+                      "converts)",
+                      sa, sb);
+  if (a->cols != b->rows)
+    return pld__kfail(c, PLD_ERR_ARG, fn,
+                      "a is %s, b is %s: a's columns (%d) must equal b's "
+                      "rows (%d)",
+                      sa, sb, (int)a->cols, (int)b->rows);
+  return pld__kfail(c, PLD_ERR_ARG, fn,
+                    "c is %s: expected [%d, %d] for a %s @ b %s", sc,
+                    (int)a->rows, (int)b->cols, sa, sb);
 }
 
 static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
@@ -169,30 +220,10 @@ static int check_matmul(struct pld__core *c, const char *fn, const pld_tile *cc,
       pld__tile_compute_check(c, fn, "a", a) ||
       pld__tile_compute_check(c, fn, "b", b))
     return c->status;
-  char sc[64], sa[64], sb[64];
-  pld__tile_str(sc, sizeof sc, cc);
-  pld__tile_str(sa, sizeof sa, a);
-  pld__tile_str(sb, sizeof sb, b);
-  if (cc->dtype != PLD_FP32)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "c is %s: matmul accumulates into an FP32 c", sc);
-  if (!pld__is_float_dtype(a->dtype))
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "a is %s: matmul takes FP32, FP16 or BF16 operands", sa);
-  if (a->dtype != b->dtype)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "a is %s, b is %s: dtypes must match (pld_cast "
-                      "converts)",
-                      sa, sb);
-  if (a->cols != b->rows)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "a is %s, b is %s: a's columns (%d) must equal b's "
-                      "rows (%d)",
-                      sa, sb, (int)a->cols, (int)b->rows);
-  if (cc->rows != a->rows || cc->cols != b->cols)
-    return pld__kfail(c, PLD_ERR_ARG, fn,
-                      "c is %s: expected [%d, %d] for a %s @ b %s", sc,
-                      (int)a->rows, (int)b->cols, sa, sb);
+  if (cc->dtype != PLD_FP32 || !pld__is_float_dtype(a->dtype) ||
+      a->dtype != b->dtype || a->cols != b->rows || cc->rows != a->rows ||
+      cc->cols != b->cols)
+    return matmul_arg_fail(c, fn, cc, a, b);
   if (check_l0(c, fn, "a", a, "L0A", c->spec.l0a) ||
       check_l0(c, fn, "b", b, "L0B", c->spec.l0b) ||
       check_l0(c, fn, "c", cc, "L0C", c->spec.l0c))

@@ -33,6 +33,17 @@ static void reference(pld_tensor a, pld_tensor b, pld_tensor c0, size_t m,
     }
 }
 
+/* The bits every level must produce: c[i][j] = fmaf(a[i][k], b[k][j],
+ * ...) over k in order, from c0 (or 0), in float (FP16 and BF16 operands
+ * are exact in float). */
+static float chain(pld_tensor a, pld_tensor b, pld_tensor c0, size_t kk,
+                   size_t n, size_t i, size_t j) {
+  float s = c0.p ? (float)tt_get(c0, i * n + j) : 0.0f;
+  for (size_t k = 0; k < kk; k++)
+    s = fmaf((float)tt_get(a, i * kk + k), (float)tt_get(b, k * n + j), s);
+  return s;
+}
+
 static void check_matmul(pld_dtype dt, size_t m, size_t kk, size_t n,
                          int accumulate, int exact) {
   uint64_t seed = m * 131 + kk * 17 + n;
@@ -66,6 +77,14 @@ static void check_matmul(pld_dtype dt, size_t m, size_t kk, size_t n,
                "want %.9g (bound %.3g)",
                accumulate ? "_acc" : "", pld_dtype_name(dt), m, kk, kk, n,
                i / n, i % n, got, want[i], bound[i]);
+    const float bits =
+        chain(a, b, accumulate ? c0 : (pld_tensor){NULL}, kk, n, i / n, i % n);
+    const float gotf = (float)got;
+    if (memcmp(&gotf, &bits, sizeof bits))
+      fail_msg("matmul%s %s [%zu, %zu] @ [%zu, %zu]: c[%zu, %zu] = %a, the "
+               "fmaf chain over k gives %a (bitwise)",
+               accumulate ? "_acc" : "", pld_dtype_name(dt), m, kk, kk, n,
+               i / n, i % n, (double)gotf, (double)bits);
   }
   test_free(want);
   test_free(bound);
@@ -77,10 +96,12 @@ static void check_matmul(pld_dtype dt, size_t m, size_t kk, size_t n,
 }
 
 /* Full blocks, edges in every direction, K across several packed chunks,
- * single rows and columns. */
+ * single rows and columns; tiles whose rows are read in place (FP32 a,
+ * whole slabs of rows) and converted ones. */
 static const size_t mm_shapes[][3] = {
-    {1, 1, 1},       {3, 5, 7},    {8, 128, 32}, {16, 16, 16}, {17, 33, 65},
-    {128, 128, 128}, {9, 300, 40}, {1, 64, 100}, {100, 64, 1}, {64, 256, 48}};
+    {1, 1, 1},    {3, 5, 7},       {8, 128, 32},   {16, 16, 16},
+    {17, 33, 65}, {128, 128, 128}, {9, 300, 40},   {1, 64, 100},
+    {100, 64, 1}, {64, 256, 48},   {128, 64, 256}, {20, 129, 33}};
 
 static void all_shapes(pld_dtype dt, int accumulate) {
   for (size_t s = 0; s < sizeof mm_shapes / sizeof *mm_shapes; s++)
