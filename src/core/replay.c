@@ -266,7 +266,8 @@ static void start_call(struct sim *s, int32_t rank, int64_t t) {
   int64_t aicpu = t + M(s, HOST_DISPATCH_NS) * 1000;
   for (int32_t i = 0; i < c->ntasks; i++) {
     struct task *k = &r->tasks[i];
-    aicpu += M(s, LAUNCH_NS) * 1000;
+    if (!c->tasks[i].with_previous)
+      aicpu += M(s, LAUNCH_NS) * 1000;
     *k = (struct task){
         .launch = aicpu, .ready = -1, .deps_left = c->tasks[i].ndeps};
     if (!k->deps_left)
@@ -509,7 +510,9 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
       int64_t on_core =
           pld__tl_cycles_ps(ceil_div(r->a, M(s, MOVE_BYTES)),
                             a->cube ? M(s, AIC_MHZ) : M(s, AIV_MHZ));
-      a->t = max64(a->t + on_core, start + on_hbm) + M(s, MOVE_NS) * 1000;
+      /* Each of the record's moves (b, at least one) pays the latency. */
+      a->t = max64(a->t + on_core, start + on_hbm) +
+             M(s, MOVE_NS) * 1000 * (r->b > 1 ? r->b : 1);
       busy(s, a, PLD__TB_MOVE, a->t - t0);
       break;
     }

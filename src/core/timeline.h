@@ -36,7 +36,8 @@ enum pld__tl_kind {
    * operands for vector classes, multiply-adds for cube ones), b the
    * operations (each pays the class's fixed cycles). */
   PLD__TL_COMPUTE = 1,
-  /* A move between global and tile memory: a bytes. */
+  /* Moves between global and tile memory: a bytes in b moves (at least
+   * one), each paying the latency. */
   PLD__TL_MOVE,
   /* A transfer with peer (a rank): sub PLD__TL_PUT or PLD__TL_GET, with
    * PLD__TL_LATER when it completes only at the next flush or notify of
@@ -84,8 +85,10 @@ struct pld__tl_block {
 };
 
 struct pld__tl_task {
-  const char *name; /* the kernel's */
-  int cube;         /* runs on cube cores (else vector) */
+  const char *name;  /* the kernel's */
+  int cube;          /* runs on cube cores (else vector) */
+  int with_previous; /* launched with the task before it (the parts of a
+                        mixed kernel): no launch of its own */
   int32_t nblocks;
   const struct pld__tl_block *blocks;
   int32_t ndeps;

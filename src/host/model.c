@@ -480,6 +480,7 @@ static int assemble(const struct pld_program *p, const struct brank *b,
         tasks[t->tlg + part] =
             (struct pld__tl_task){.name = t->name,
                                   .cube = t->nvec ? !part : t->cube,
+                                  .with_previous = part > 0,
                                   .nblocks = nb,
                                   .blocks = blocks + t->block0 + first,
                                   .ndeps = t->ndeps,
