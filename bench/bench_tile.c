@@ -52,6 +52,7 @@
 
 #include "bench_util.h" /* first: bench_tile reports no pld failures */
 #include "core/kctx.h"
+#include "core/trace.h"
 #include "pld.h"
 #include "tile/isa.h"
 
@@ -626,7 +627,30 @@ static void start(struct pld__core *c, pld_core *k,
   k->p = c;
 }
 
+/* With PLD_MODEL=on, the tile calls record for the timing model as a
+ * program's cores do (their work, counted per class; the cores made here
+ * run no block, so nothing is ever stored): what the model costs a tile
+ * operation, `bench/run.sh model` compares with it off. */
+static void model_recording(void) {
+  const char *m = getenv("PLD_MODEL");
+  if (!m || strcmp(m, "on"))
+    return;
+  static union {
+    struct pld__trace_area a;
+    unsigned char bytes[4096];
+  } area;
+  if (pld__trace_area_bytes(1, 16) > sizeof area) {
+    fprintf(stderr, "bench_tile: a trace area of one buffer is larger "
+                    "than expected\n");
+    exit(1);
+  }
+  pld__trace_area_init(&area.a, 1, 16, 0, 1);
+  pld__observe_as(0, 0, "bench", pld__trace_tbuf(&area.a, 0));
+  fprintf(stderr, "bench_tile: the timing model records (PLD_MODEL=on)\n");
+}
+
 static void setup(void) {
+  model_recording();
   /* Tile memory for every operand at once (the Unified Buffer's 192 KiB
    * would hold the FP32 and FP16 ones only). */
   const struct pld__core_spec vspec = {

@@ -23,7 +23,8 @@
 #                            medians and ratios (bench/versus.py)
 #   bench/run.sh model [N]   bench_model (the timing model's figures: one
 #                            run, modeled times are exact), then what the
-#                            model costs: bench_dispatch, bench_comm
+#                            model costs: bench_tile (--versus itself
+#                            with PLD_MODEL=on), bench_dispatch, bench_comm
 #                            (quick) and bench_workloads' fused GEMMs
 #                            (quick, 2 ranks) with PLD_MODEL=off and
 #                            PLD_MODEL=on, alternately, N times each (3),
@@ -70,7 +71,7 @@ fi
 
 if [ "${1:-}" = model ]; then
   cmake --build "$build" -j "$(nproc)" --target bench_model bench_dispatch \
-    bench_comm bench_workloads mpi_ref
+    bench_comm bench_workloads bench_tile mpi_ref
   st=0
   "$build/bench/bench_model" || st=1
   # The same binaries with the model off and on: versus.py runs the
@@ -82,6 +83,15 @@ if [ "${1:-}" = model ]; then
       >"$build/bench/model-$m"
     chmod +x "$build/bench/model-$m"
   done
+  # bench_tile compares itself with a program, row by row: itself with
+  # the model on.
+  printf '#!/bin/sh\nPLD_MODEL=on exec "%s" "$@"\n' "$build/bench/bench_tile" \
+    >"$build/bench/bench_tile-model-on"
+  chmod +x "$build/bench/bench_tile-model-on"
+  echo
+  echo "bench_tile with the model off (pld) against on (reference):"
+  PLD_MODEL=off "$build/bench/bench_tile" --versus \
+    "$build/bench/bench_tile-model-on" "${2:-3}" || st=1
   for args in "bench_dispatch 20 2000" "bench_comm quick" \
     "bench_workloads quick fused -n 2"; do
     echo

@@ -609,8 +609,10 @@ static int rma_transfer(pld_core k, const char *fn, int put, pld_tensor loc,
  * common case, with every check of rma_transfer made and nothing else: the
  * region is at most one staging tile and contiguous on both sides (so it
  * moves in one fabric call), its staging tile fits the core's empty tile
- * memory, neither the race detector nor any observer is on.  Returns 1
- * with *st set when it did the transfer, 0 when the case is not the
+ * memory, neither the race detector nor the trace nor the debug log is
+ * on (the timing model's records, through the wrapped fabric, are those
+ * rma_transfer makes: one transfer, then its flush).  Returns 1 with *st
+ * set when it did the transfer, 0 when the case is not the
  * common one or a check fails: rma_transfer then does it, or composes the
  * failure.  (rma_transfer alone makes a 4 KiB put cost as much again as its
  * copy: about 500 instructions of general cases, calls and spills.) */
@@ -625,7 +627,7 @@ static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
       !l->data || (l->flags & PLD__T_INVALID) ||
       (!put && l->dir == PLD_DIR_IN) || o->atomic != PLD_ATOMIC_NONE ||
       w->dtype != l->dtype || o->chunk_rows || o->chunk_cols ||
-      pld__race_on() || pld__observed(PLD__TEV_RMA) || pld__obs.model ||
+      pld__race_on() || pld__observed(PLD__TEV_RMA) ||
       (!opt && !same_layout(l, w)))
     return 0;
   const struct pld__tensor *src = put ? l : w;
@@ -655,10 +657,12 @@ static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
     *st = c->status;
     return 1;
   }
+  pld__obs_group_begin(); /* the timing model's records: rma_transfer's */
   int r = put ? f->ops->write_later(f, w->win_buf, world, off, at, len)
               : f->ops->read_later(f, w->win_buf, world, off, at, len);
   if (!r)
     r = f->ops->flush(f, world);
+  pld__obs.group = 0;
   *st = r ? fabric_failed(c, fn, r) : PLD_OK;
   return 1;
 }

@@ -152,7 +152,7 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
   int32_t value;
   if (pld__obs.model)
     pld__obs_model(PLD__TL_DEFER, cmp, f->rank,
-                   pld__cell_id(sig.p->win_buf, off), expected, sig.p->name);
+                   pld__cell_id(sig.p->win_buf, off), expected, NULL);
   if (pld__cell_satisfied(f, sig.p->win_buf, off, expected, cmp, &value, NULL))
     return PLD_OK;
   if (c->ndeferred == PLD_MAX_DEFERRED_WAITS)
@@ -187,7 +187,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
   int32_t value;
   if (pld__obs.model) /* every wait: in modeled time it may block */
     pld__obs_model(PLD__TL_WAIT, cmp, f->rank, pld__cell_id(buf, off), expected,
-                   sig->name);
+                   NULL);
   if (pld__cell_satisfied(f, buf, off, expected, cmp, &value, NULL))
     return PLD_OK;
   /* A wait about to be satisfied (a neighbour's hand-over, a ping-pong) is

@@ -41,6 +41,7 @@ struct actor {
   int32_t rank, task, block, core;
   int cube;
   int32_t rec;        /* next record */
+  int64_t rep;        /* repetitions of it done (PLD__TL_FLUSHED) */
   int64_t start;      /* when it started on its core */
   int64_t t;          /* its clock */
   int64_t later_end;  /* its transfers issued later complete by then */
@@ -484,7 +485,7 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
       &call_of(s, a->rank)->tasks[a->task].blocks[a->block];
   while (a->rec < b->nrec && !s->nomem) {
     const struct pld__tl_rec *r = &b->rec[a->rec];
-    if (b->t0_ps)
+    if (b->t0_ps && !a->rep)
       b->t0_ps[a->rec] = b->t1_ps[a->rec] = a->t;
     if (r->kind == PLD__TL_COMPUTE) {
       int64_t dt = compute_ps(s, a, r);
@@ -522,6 +523,15 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
                         : transfer(s, a->rank, r->peer, r->a, a->t);
       if (r->sub & PLD__TL_LATER) {
         a->later_end = max64(a->later_end, end);
+        /* Each repetition, and its flush, is a step of its own: the
+         * next one touches the link at its own time. */
+        if (r->sub & PLD__TL_FLUSHED) {
+          settle(s, a);
+          if (++a->rep < r->b)
+            a->rec--;
+          else
+            a->rep = 0;
+        }
       } else {
         a->t = end;
         busy(s, a, PLD__TB_COMM, a->t - t0);
@@ -556,7 +566,7 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
       break;
     }
     if (b->t1_ps) /* (a wait that blocks ends in land) */
-      b->t1_ps[a->rec - 1] = a->t;
+      b->t1_ps[a->rep ? a->rec : a->rec - 1] = a->t;
   }
   if (s->nomem)
     return;
@@ -651,10 +661,13 @@ static int check_rec(const struct pld__timeline *tl, int cube, int nv, int nc,
               tl->nranks);
     return PLD_ERR_ARG;
   }
-  int sub_max[] = {0, PLD__TC_CLASSES - 1, 0, 3, 0, 1, 5, 5};
+  int sub_max[] = {0, PLD__TC_CLASSES - 1, 0, 7, 0, 1, 5, 5};
+  const int flushed = PLD__TL_LATER | PLD__TL_FLUSHED;
   if (r->kind < PLD__TL_COMPUTE || r->kind > PLD__TL_DEFER ||
       r->sub > sub_max[r->kind] ||
-      (r->kind <= PLD__TL_XFER && (r->a < 0 || r->b < 0))) {
+      (r->kind <= PLD__TL_XFER && (r->a < 0 || r->b < 0)) ||
+      (r->kind == PLD__TL_XFER && (r->sub & PLD__TL_FLUSHED) &&
+       ((r->sub & flushed) != flushed || r->b < 1))) {
     pld__catf(msg, cap, "a record of kind %d, sub %d, amounts %lld, %lld",
               r->kind, r->sub, (long long)r->a, (long long)r->b);
     return PLD_ERR_ARG;

@@ -41,7 +41,9 @@ enum pld__tl_kind {
   PLD__TL_MOVE,
   /* A transfer with peer (a rank): sub PLD__TL_PUT or PLD__TL_GET, with
    * PLD__TL_LATER when it completes only at the next flush or notify of
-   * the block (the core goes on meanwhile); a bytes. */
+   * the block (the core goes on meanwhile); a bytes.  With PLD__TL_LATER
+   * and PLD__TL_FLUSHED: b times (at least one), one after the other,
+   * the transfer and then a flush (what a loop of plain puts records). */
   PLD__TL_XFER,
   /* The block's transfers issued later complete. */
   PLD__TL_FLUSH,
@@ -69,6 +71,7 @@ enum pld__tl_class {
 #define PLD__TL_PUT 0
 #define PLD__TL_GET 1
 #define PLD__TL_LATER 2
+#define PLD__TL_FLUSHED 4
 
 struct pld__tl_rec {
   uint8_t kind, sub;

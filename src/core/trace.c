@@ -114,21 +114,78 @@ size_t pld__tev_cell_str(char *buf, size_t cap, const struct pld__tev *e) {
 
 static void store(const struct pld__tev *e);
 
+/* ---- the timing model's records ----------------------------------------- */
+
+/* The pack event p, if it may take records (a span's beginning closes
+ * it: flag 1, so that the span's records follow in later events). */
+static int open_pack(const struct pld__tev *p) {
+  return p->kind == PLD__TEV_PACK && !p->flag;
+}
+
+/* The thread's last record, in the open pack its buffer ends with (NULL:
+ * none, or an event came after it); *prev: the one before, if in an open
+ * pack too. */
+static struct pld__mrec *last_rec(struct pld__mrec **prev) {
+  struct pld__tbuf *b = pld__obs.buf;
+  *prev = NULL;
+  if (!b->n || !open_pack(&b->ev[b->n - 1]))
+    return NULL;
+  struct pld__tev *p = &b->ev[b->n - 1];
+  if (p->sub > 1)
+    *prev = &p->rec[p->sub - 2];
+  else if (b->n > 1 && open_pack(&b->ev[b->n - 2]))
+    *prev = &b->ev[b->n - 2].rec[b->ev[b->n - 2].sub - 1];
+  return &p->rec[p->sub - 1];
+}
+
+/* Room for one more record: in the open pack the buffer ends with, or a
+ * new one (NULL when the buffer is full: counted as lost). */
+static struct pld__mrec *new_rec(void) {
+  struct pld__tbuf *b = pld__obs.buf;
+  b->used = 1;
+  struct pld__tev *p = b->n ? &b->ev[b->n - 1] : NULL;
+  if (p && open_pack(p) && p->sub < PLD__PACK_RECS)
+    return &p->rec[p->sub++];
+  if (b->n >= b->cap) {
+    b->lost++;
+    return NULL;
+  }
+  p = &b->ev[b->n++];
+  p->t0 = p->t1 = 0;
+  p->kind = PLD__TEV_PACK;
+  p->flag = 0;
+  p->sub = 1;
+  return &p->rec[0];
+}
+
+/* Takes the thread's last record back (folded into the one before). */
+static void drop_last_rec(void) {
+  struct pld__tbuf *b = pld__obs.buf;
+  if (!--b->ev[b->n - 1].sub)
+    b->n--;
+}
+
+static void add_rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
+  struct pld__mrec *r = new_rec();
+  if (r)
+    *r = (struct pld__mrec){.kind = (uint8_t)kind,
+                            .sub = (uint8_t)sub,
+                            .peer = peer,
+                            .a = a,
+                            .b = b};
+  pld__obs.last_group = pld__obs.group;
+}
+
 /* The thread's work of kind k (a class, or PLD__WORK_MOVE) since its last
  * record, as one record of the model, if any. */
 static void work_record(int k) {
   struct pld__work *w = &pld__obs.work;
   if (!w->ops[k])
     return;
-  struct pld__tev e;
-  pld__tev_init(&e, PLD__TEV_MODEL,
-                k == PLD__WORK_MOVE ? PLD__TL_MOVE : PLD__TL_COMPUTE, NULL);
-  e.flag = (uint8_t)(k == PLD__WORK_MOVE ? 0 : k);
-  e.x = w->amount[k];
-  e.b = w->ops[k];
+  add_rec(k == PLD__WORK_MOVE ? PLD__TL_MOVE : PLD__TL_COMPUTE,
+          k == PLD__WORK_MOVE ? 0 : k, 0, w->amount[k], w->ops[k]);
   w->amount[k] = 0;
   w->ops[k] = 0;
-  store(&e);
 }
 
 /* The work the thread did since its last record: its moves, then its
@@ -140,20 +197,48 @@ static void work_flush(void) {
     work_record(k);
 }
 
+static int is_xfer(const struct pld__mrec *r, int sub, int32_t peer) {
+  return r && r->kind == PLD__TL_XFER && r->sub == sub && r->peer == peer;
+}
+
+/* A flush of peer's transfers right after the thread's last record, a
+ * transfer issued later with peer, makes it one of PLD__TL_FLUSHED: a
+ * repetition of the record before it when that one is the same transfer,
+ * flushed (a loop of plain puts is one record).  Returns whether it
+ * did. */
+static int flush_folded(int32_t peer) {
+  struct pld__mrec *prev, *last = last_rec(&prev);
+  if (!last || (last->sub & ~PLD__TL_GET) != PLD__TL_LATER ||
+      !is_xfer(last, last->sub, peer))
+    return 0;
+  if (is_xfer(prev, last->sub | PLD__TL_FLUSHED, peer) && prev->a == last->a &&
+      prev->b < INT32_MAX) {
+    prev->b++;
+    drop_last_rec();
+  } else {
+    last->sub |= PLD__TL_FLUSHED;
+    last->b = 1;
+  }
+  return 1;
+}
+
 void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
                     const char *name) {
-  struct pld__tbuf *buf = pld__obs.buf;
   if (!pld__obs.model)
     return;
   if (pld__obs.work.pending)
     work_flush();
-  if (kind == PLD__TL_XFER && pld__obs.group && buf->n) {
-    struct pld__tev *last = &buf->ev[buf->n - 1];
-    if (last->kind == PLD__TEV_MODEL && last->sub == PLD__TL_XFER &&
-        last->flag == sub && last->e == peer && last->f == pld__obs.group) {
-      last->x += a;
-      return;
-    }
+  struct pld__mrec *prev, *last = last_rec(&prev);
+  if (kind == PLD__TL_XFER && pld__obs.group && is_xfer(last, sub, peer) &&
+      pld__obs.last_group == pld__obs.group) {
+    last->a += a;
+    return;
+  }
+  if (kind == PLD__TL_FLUSH && flush_folded(peer))
+    return;
+  if (!name) {
+    add_rec(kind, sub, peer, a, b);
+    return;
   }
   struct pld__tev e;
   pld__tev_init(&e, PLD__TEV_MODEL, kind, name);
@@ -161,7 +246,6 @@ void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
   e.e = peer;
   e.x = a;
   e.b = b;
-  e.f = pld__obs.group;
   store(&e);
 }
 
@@ -372,8 +456,14 @@ void pld__obs_begin(struct pld__tev *e) {
   e->t0 = e->t1 = pld__now_ns();
   /* A transfer's or collective's span: where its records begin, for a
    * trace in modeled time (host/model.c). */
-  if (pld__obs.model && (e->kind == PLD__TEV_RMA || e->kind == PLD__TEV_COLL))
-    e->idx[0] = (int32_t)pld__obs.buf->n;
+  if (pld__obs.model && (e->kind == PLD__TEV_RMA || e->kind == PLD__TEV_COLL)) {
+    struct pld__tbuf *b = pld__obs.buf;
+    if (pld__obs.work.pending) /* the work before it goes before it */
+      work_flush();
+    if (b->n && b->ev[b->n - 1].kind == PLD__TEV_PACK)
+      b->ev[b->n - 1].flag = 1;
+    e->idx[0] = (int32_t)b->n;
+  }
   if (pld__debug_mask)
     log_event(e, 1);
 }

@@ -41,6 +41,8 @@ enum {
   PLD__TEV_MODEL,    /* the timing model only (PLD_MODEL): one record of
                         core/timeline.h, or what the AICPU launched; sub:
                         PLD__TL_* or PLD__TM_*, below */
+  PLD__TEV_PACK,     /* the timing model only: sub records of it, packed
+                        (rec, struct pld__mrec); flag 1 once closed */
   PLD__TEV_KINDS
 };
 
@@ -88,18 +90,36 @@ const char *pld__tev_rma_name(int sub);
 
 #define PLD__TEV_NAME 40
 
+/* A record of the timing model without a name (all but a launch's), as a
+ * PLD__TEV_PACK event holds them: kind a PLD__TL_* or PLD__TM_*, its sub,
+ * peer, a and b, as the fields of a PLD__TEV_MODEL event (below).  A
+ * loop's records take a quarter of the buffer its events would. */
+struct pld__mrec {
+  uint8_t kind, sub;
+  int32_t peer;
+  int64_t a;
+  int32_t b;
+};
+#define PLD__PACK_RECS 4
+
 struct pld__tev {
   int64_t t0, t1; /* CLOCK_MONOTONIC ns; t1 == t0 for an instant */
   uint8_t kind, sub, flag;
   uint8_t ndim; /* a wait's or notify's cell: the dimensions of idx */
-  int32_t a, b, c, d, e, f, g;
-  int64_t x;
-  char name[PLD__TEV_NAME]; /* kernel, function or window */
-  /* A wait's or notify's cell: its index in the window view, one number
-   * per dimension, as reports name cells ("cell [4, 1]").  A transfer's
-   * or collective's span, with the timing model on: idx[0] is where the
-   * thread's buffer stood at its beginning. */
-  int32_t idx[PLD_MAX_DIMS];
+  int32_t a;
+  union {
+    struct {
+      int32_t b, c, d, e, f, g;
+      int64_t x;
+      char name[PLD__TEV_NAME]; /* kernel, function or window */
+      /* A wait's or notify's cell: its index in the window view, one
+       * number per dimension, as reports name cells ("cell [4, 1]").  A
+       * transfer's or collective's span, with the timing model on:
+       * idx[0] is where the thread's buffer stood at its beginning. */
+      int32_t idx[PLD_MAX_DIMS];
+    };
+    struct pld__mrec rec[PLD__PACK_RECS]; /* PLD__TEV_PACK: sub of them */
+  };
 };
 _Static_assert(sizeof(struct pld__tev) == 128,
                "PLD_TRACE_EVENTS' help gives an event's size");
@@ -182,6 +202,7 @@ struct pld__observer {
   int model;                  /* buf records the timing model's events
                                  (and the dispatches, which end calls) */
   int32_t group, groups;      /* transfers of one call (PLD__TEV_MODEL) */
+  int32_t last_group;         /* the group of the last record packed */
   struct pld__work work;
 };
 extern _Thread_local struct pld__observer pld__obs;
@@ -221,11 +242,14 @@ static inline void pld__obs_group_begin(void) {
     pld__obs.group = ++pld__obs.groups;
 }
 
-/* A record of the timing model (PLD__TEV_MODEL; the thread's work so far
- * goes first): kind a PLD__TL_* or PLD__TM_*, its sub, peer, a and b.  A
- * transfer of the group in course (pld__obs.group, nonzero) with the
- * same peer and sub as the thread's last record is added to it: one
- * call's rows are one transfer. */
+/* A record of the timing model (the thread's work so far goes first):
+ * kind a PLD__TL_* or PLD__TM_*, its sub, peer, a and b; with a name (a
+ * launch), an event of its own (PLD__TEV_MODEL), else packed
+ * (PLD__TEV_PACK).  A transfer of the group in course (pld__obs.group,
+ * nonzero) with the same peer and sub as the thread's last record is
+ * added to it: one call's rows are one transfer.  A flush right after a
+ * transfer issued later makes it PLD__TL_FLUSHED, one more repetition of
+ * the record before it if that is the same. */
 void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
                     const char *name);
 /* Adds every count of b into a. */

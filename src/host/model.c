@@ -182,6 +182,45 @@ static int stamp(struct brank *b, struct pld__tev *e, size_t r0, size_t r1,
   return PLD_OK;
 }
 
+/* The records of the model event e holds: its pack's, or the one it is
+ * (PLD__TEV_MODEL, copied into *one); *r points to them.  Returns how
+ * many (0 for any other event). */
+static int recs_of(const struct pld__tev *e, struct pld__mrec *one,
+                   const struct pld__mrec **r) {
+  if (e->kind == PLD__TEV_PACK) {
+    *r = e->rec;
+    return e->sub;
+  }
+  if (e->kind != PLD__TEV_MODEL)
+    return 0;
+  *one = (struct pld__mrec){
+      .kind = e->sub, .sub = e->flag, .peer = e->e, .a = e->x, .b = e->b};
+  *r = one;
+  return 1;
+}
+
+/* Record d (PLD__TM_DEP) of rank r's AICPU: task d->peer of the dispatch
+ * whose tasks begin at call_task0 goes after task d->a.  Returns
+ * PLD_OK, or fails. */
+static int depends(struct brank *b, int r, size_t call_task0,
+                   const struct pld__mrec *d) {
+  int32_t k = task_of(b, d->peer), before = task_of(b, (int32_t)d->a);
+  if (k < 0 || before < (int32_t)call_task0 || before >= k)
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "timing model: rank %d ordered a task after one "
+                         "not earlier in its dispatch",
+                         r);
+  for (int32_t q = 0; q < parts_of(&b->tasks[before]); q++) {
+    int32_t *dep = more(&b->deps, b->ndeps, &b->capdeps, sizeof *b->deps);
+    if (!dep)
+      return nomem();
+    *dep = b->tasks[before].tl + q;
+    b->ndeps++;
+    b->tasks[k].ndeps++;
+  }
+  return PLD_OK;
+}
+
 /* The AICPU's buffer: calls, their launches and orders (and, with clock,
  * its dispatches and launches to stamp). */
 static int read_aicpu(struct brank *b, int r, struct pld__tbuf *buf,
@@ -234,21 +273,15 @@ static int read_aicpu(struct brank *b, int r, struct pld__tbuf *buf,
       tl += parts_of(t);
       tlg += parts_of(t);
       b->ntasks++;
-    } else if (e->kind == PLD__TEV_MODEL && e->sub == PLD__TM_DEP) {
-      int32_t k = task_of(b, e->e), before = task_of(b, (int32_t)e->x);
-      if (k < 0 || before < (int32_t)call_task0 || before >= k)
-        return pld__fail_api(PLD_ERR_UNSUPPORTED,
-                             "timing model: rank %d ordered a task after one "
-                             "not earlier in its dispatch",
-                             r);
-      for (int32_t q = 0; q < parts_of(&b->tasks[before]); q++) {
-        int32_t *d = more(&b->deps, b->ndeps, &b->capdeps, sizeof *b->deps);
-        if (!d)
-          return nomem();
-        *d = b->tasks[before].tl + q;
-        b->ndeps++;
-        b->tasks[k].ndeps++;
-      }
+    } else {
+      struct pld__mrec one;
+      const struct pld__mrec *rec;
+      int st = PLD_OK;
+      for (int j = recs_of(e, &one, &rec); j > 0 && !st; j--, rec++)
+        if (rec->kind == PLD__TM_DEP)
+          st = depends(b, r, call_task0, rec);
+      if (st)
+        return st;
     }
   }
   if (call_task0 != b->ntasks)
@@ -302,8 +335,8 @@ static int stamp_core(struct brank *b, struct pld__tev *e, const uint32_t *at,
  * since *rec0 are its own; the block's span, stored just before, is
  * stamped with its times. */
 static int block_ends(struct brank *b, int r, const struct pld__tbuf *buf,
-                      const struct pld__tev *e, size_t *rec0) {
-  int32_t k = task_of(b, e->e);
+                      const struct pld__mrec *e, size_t *rec0) {
+  int32_t k = task_of(b, e->peer);
   if (k < 0)
     return pld__fail_api(PLD_ERR_UNSUPPORTED,
                          "timing model: rank %d's %s ran a block of a task "
@@ -312,12 +345,12 @@ static int block_ends(struct brank *b, int r, const struct pld__tbuf *buf,
   struct btask *t = &b->tasks[k];
   /* A mixed block's part p (flag 1 + p): the cube's (0) or vector part
    * p - 1. */
-  const int mixed = e->flag != 0, p = mixed ? e->flag - 1 : 0, j = (int)e->x;
+  const int mixed = e->sub != 0, p = mixed ? e->sub - 1 : 0, j = (int)e->a;
   if (j < 0 || j >= t->launched || mixed != (t->nvec > 0) || p > t->nvec)
     return pld__fail_api(PLD_ERR_UNSUPPORTED,
                          "timing model: rank %d: kernel %s block %d (part "
                          "%d) was never launched as such",
-                         r, t->name, j, e->flag);
+                         r, t->name, j, e->sub);
   const int32_t in = p ? t->launched + j * t->nvec + (p - 1) : j;
   struct bblock *bl = &b->blocks[t->block0 + in];
   if (bl->seen)
@@ -353,20 +386,30 @@ static int read_core(struct brank *b, int r, struct pld__tbuf *buf, int clock) {
     struct pld__tev *e = &buf->ev[i];
     if (at)
       at[i] = (uint32_t)b->nrecs;
-    if (e->kind != PLD__TEV_MODEL) {
-      st = at ? stamp_core(b, e, at, i) : PLD_OK;
-    } else if (e->sub >= PLD__TL_COMPUTE && e->sub <= PLD__TL_DEFER) {
+    struct pld__mrec one;
+    const struct pld__mrec *m;
+    int nm = recs_of(e, &one, &m);
+    if (!nm && at)
+      st = stamp_core(b, e, at, i);
+    for (; nm > 0 && !st; nm--, m++) {
+      if (m->kind == PLD__TM_BLOCK) {
+        st = block_ends(b, r, buf, m, &rec0);
+        continue;
+      }
+      if (m->kind < PLD__TL_COMPUTE || m->kind > PLD__TL_DEFER)
+        continue;
       struct pld__tl_rec *rec =
           more(&b->recs, b->nrecs, &b->caprecs, sizeof *b->recs);
       if (!rec) {
         st = nomem();
         break;
       }
-      *rec = (struct pld__tl_rec){
-          .kind = e->sub, .sub = e->flag, .peer = e->e, .a = e->x, .b = e->b};
+      *rec = (struct pld__tl_rec){.kind = m->kind,
+                                  .sub = m->sub,
+                                  .peer = m->peer,
+                                  .a = m->a,
+                                  .b = m->b};
       b->nrecs++;
-    } else if (e->sub == PLD__TM_BLOCK) {
-      st = block_ends(b, r, buf, e, &rec0);
     }
   }
   pld__free(at);

@@ -458,7 +458,7 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
     const struct lane *ln = &lanes[l];
     for (uint32_t i = 0; i < ln->b->n; i++) {
       const struct pld__tev *e = &ln->b->ev[i];
-      if (e->kind == PLD__TEV_MODEL) /* the timing model's alone */
+      if (e->kind >= PLD__TEV_MODEL) /* the timing model's alone */
         continue;
       uint64_t in = 0;
       if (e->kind == PLD__TEV_WAIT)
@@ -478,7 +478,10 @@ static void put_lanes(const struct lane *lanes, int nlanes, int run) {
       }
     }
     if (ln->b->lost) {
-      int64_t t = ln->b->n ? ln->b->ev[ln->b->n - 1].t1 + ln->offset : w.epoch;
+      int64_t t = w.epoch; /* after the last event with a time */
+      for (uint32_t i = ln->b->n; i-- > 0 && t == w.epoch;)
+        if (ln->b->ev[i].kind < PLD__TEV_MODEL)
+          t = ln->b->ev[i].t1 + ln->offset;
       struct line sl;
       event_head(&sl, "i", ln->pid, ln->tid, t);
       put_raw(&sl, ",\"s\":\"t\",\"cat\":\"pld\",\"name\":\"events lost\","

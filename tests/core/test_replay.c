@@ -3,7 +3,8 @@
  * run, a matmul at the cube's peak, a put at latency + bytes / bandwidth,
  * a notify and a wait, a ring allreduce at 2(P-1)(alpha + n/(P beta)) on
  * 2 to 4 ranks), scheduling on a platform's cores, dependencies, deferred
- * waits, transfers completing at a flush, contention for device memory
+ * waits, transfers completing at a flush (and repeated with their flush
+ * in one record), contention for device memory
  * and links, servers, calls waiting for other ranks' calls, monotonicity,
  * determinism, and the refusals.  Every expected time is computed here
  * from the machine's figures. */
@@ -399,6 +400,54 @@ static void test_deterministic(void **state) {
   pld__tl_report_free(&a);
 }
 
+/* A transfer flushed b times (PLD__TL_FLUSHED, what a loop of plain puts
+ * records) is the same as b transfers each followed by a flush, each one
+ * a step of its own: here sharing rank 1's port with rank 2's puts.
+ * Alone, each pays latency + bytes / bandwidth. */
+static void test_flushed_repeats(void **state) {
+  (void)state;
+  struct ranks w;
+  struct pld__tl_report a, b;
+  const int64_t n = 1 << 20;
+  enum { K = 5 };
+  m.v[PLD__M_PORT_GBPS] = V(LINK_GBPS); /* a port takes one link's bytes */
+  const struct pld__tl_rec folded[] = {
+      {PLD__TL_XFER, PLD__TL_PUT | PLD__TL_LATER | PLD__TL_FLUSHED, 1, n, K}};
+  struct pld__tl_rec unfolded[2 * K];
+  for (int i = 0; i < K; i++) {
+    unfolded[2 * i] = (struct pld__tl_rec){
+        PLD__TL_XFER, PLD__TL_PUT | PLD__TL_LATER, 1, n, 0};
+    unfolded[2 * i + 1] = (struct pld__tl_rec){PLD__TL_FLUSH, 0, 1, 0, 0};
+  }
+  const struct pld__tl_rec other[] = {{PLD__TL_XFER, PLD__TL_PUT, 1, n / 2, 0},
+                                      {PLD__TL_XFER, PLD__TL_PUT, 1, 3 * n, 0},
+                                      {PLD__TL_XFER, PLD__TL_PUT, 1, n, 0}};
+  const struct pld__tl_rec *rec[] = {folded, NULL, other};
+  int nrec[] = {1, 0, 3};
+  assert_ok(replay(one_block_each(&w, 3, rec, nrec, NULL), 48, 24, &a));
+  rec[0] = unfolded;
+  nrec[0] = 2 * K;
+  assert_ok(replay(one_block_each(&w, 3, rec, nrec, NULL), 48, 24, &b));
+  assert_int_equal(a.total_ps, b.total_ps);
+  for (int q = 0; q < 3; q++) {
+    assert_int_equal(a.rank_ps[q], b.rank_ps[q]);
+    assert_int_equal(a.spans[q].end_ps, b.spans[q].end_ps);
+  }
+  /* Rank 2's puts took rank 1's port in turn with rank 0's. */
+  const int64_t alone = K * (PS(LINK_NS) + bw(n, V(LINK_GBPS)));
+  assert_true(a.spans[0].end_ps - a.spans[0].start_ps > alone);
+  pld__tl_report_free(&a);
+  pld__tl_report_free(&b);
+
+  rec[2] = NULL;
+  nrec[2] = 0;
+  rec[0] = folded;
+  nrec[0] = 1;
+  assert_ok(replay(one_block_each(&w, 3, rec, nrec, NULL), 48, 24, &a));
+  assert_int_equal(a.spans[0].end_ps - a.spans[0].start_ps, alone);
+  pld__tl_report_free(&a);
+}
+
 static void test_refusals(void **state) {
   (void)state;
   struct ranks w;
@@ -424,6 +473,19 @@ static void test_refusals(void **state) {
   assert_string_equal(msg, "the timeline: rank 0, call 0: task 0, block 0, "
                            "record 0: a block of a vector kernel, and the "
                            "device has none");
+  /* Flushed: issued later, and at least once. */
+  const struct pld__tl_rec flushed[][1] = {
+      {{PLD__TL_XFER, PLD__TL_PUT | PLD__TL_FLUSHED, 0, 8, 1}},
+      {{PLD__TL_XFER, PLD__TL_PUT | PLD__TL_LATER | PLD__TL_FLUSHED, 0, 8, 0}}};
+  const char *const why[] = {"a record of kind 3, sub 4, amounts 8, 1",
+                             "a record of kind 3, sub 6, amounts 8, 0"};
+  for (int i = 0; i < 2; i++) {
+    rec[0] = flushed[i];
+    assert_int_equal(replay(one_block_each(&w, 1, rec, nrec, NULL), 4, 1, &r),
+                     PLD_ERR_ARG);
+    assert_non_null(strstr(msg, why[i]));
+  }
+  rec[0] = ok;
   one_block_each(&w, 1, rec, nrec, NULL);
   const int32_t self[] = {0};
   w.task[0].ndeps = 1;
@@ -438,6 +500,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_put, setup),
     cmocka_unit_test_setup(test_notify_wait, setup),
     cmocka_unit_test_setup(test_ring, setup),
+    cmocka_unit_test_setup(test_flushed_repeats, setup),
     cmocka_unit_test_setup(test_cores, setup),
     cmocka_unit_test_setup(test_tasks, setup),
     cmocka_unit_test_setup(test_sharing, setup),

@@ -134,48 +134,57 @@ static void test_out_unwritable(void **state) {
 
 /* A block that notifies its own cell once and waits on it 40 times: 41
  * records of the model on its core. */
-PLD_KERNEL(k_waits, k, PLD_WINDOW(sig, INT32, 1)) {
+/* A block that records n[0] + 2 records of the model: a notify, n[0]
+ * waits (none blocks) and its end. */
+PLD_KERNEL(k_waits, k, PLD_IN(n, INT32, 1), PLD_WINDOW(sig, INT32, 1)) {
   int32_t me = pld_rank(k, pld_window_comm(sig));
   pld_notify(k, sig, me, PLD_AT(0), 1, PLD_NOTIFY_SET);
-  for (int i = 0; i < 40; i++)
+  for (int i = 0; i < (int)pld_read(k, n, PLD_AT(0)); i++)
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
 }
 
-PLD_DEVICE(d_waits, a, PLD_WINDOW(sig, INT32, 1)) {
-  pld_launch(a, k_waits, 1, sig);
+PLD_DEVICE(d_waits, a, PLD_IN(n, INT32, 1), PLD_WINDOW(sig, INT32, 1)) {
+  pld_launch(a, k_waits, 1, n, sig);
 }
 
-/* (x only gives the host a parameter, and a rank count.) */
-PLD_HOST(h_waits, h, PLD_IN(x, FP32, NR, TR, TC)) {
-  (void)x;
+PLD_HOST(h_waits, h, PLD_IN(n, INT32, NR, 1)) {
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
   for (int r = 0; r < pld_world_size(h); r++)
-    pld_dispatch(h, d_waits, r,
+    pld_dispatch(h, d_waits, r, pld_slice(h, n, r),
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(1)));
 }
 
-/* 16 events a buffer (the least PLD_TRACE_EVENTS takes) hold less than
- * that block records: the modeled run fails naming the variable, rather
- * than model a part of the run; without the model the run is fine.  The
- * tunables are read once a process: this case comes first. */
+/* 16 events a buffer (the least PLD_TRACE_EVENTS takes) hold 16 packs of
+ * PLD__PACK_RECS (4) records: a block of exactly 64 records is modeled,
+ * one of 65 fails its run naming the variable, rather than model a part
+ * of the run; without the model the run is fine.  The tunables are read
+ * once a process: this case comes first. */
 static void test_trace_events_too_few(void **state) {
   (void)state;
   clear_env();
   assert_int_equal(setenv("PLD_TRACE_EVENTS", "16", 1), 0);
   int ids[2];
   pld_config cfg = test_config(ids, 2, 0, 1);
-  const int64_t shape[] = {2, TR, TC};
-  pld_tensor x = pld_test_tensor(3, shape, 1, 0);
-  assert_ok(pld_run(h_waits, &cfg, PLD_ARGS(x)));
+  const int64_t shape[] = {2, 1};
+  pld_tensor n;
+  assert_ok(pld_tensor_create(PLD_INT32, 2, shape, &n));
+  int32_t *nv = pld_tensor_data(n);
+  nv[0] = nv[1] = 63; /* 65 records */
+  assert_ok(pld_run(h_waits, &cfg, PLD_ARGS(n)));
   cfg.model = "on";
   pld_program *p;
-  assert_ok(pld_compile(h_waits, &cfg, PLD_ARGS(x), &p));
-  assert_fails_with(pld_program_run(p, PLD_ARGS(x)), PLD_ERR_CONFIG,
+  assert_ok(pld_compile(h_waits, &cfg, PLD_ARGS(n), &p));
+  assert_fails_with(pld_program_run(p, PLD_ARGS(n)), PLD_ERR_CONFIG,
                     "timing model: rank ",
                     "events more than its buffer "
                     "holds (PLD_TRACE_EVENTS=16): raise PLD_TRACE_EVENTS");
+  nv[0] = nv[1] = 62; /* 64 records */
+  assert_ok(pld_program_run(p, PLD_ARGS(n)));
+  pld_model_report r;
+  assert_ok(pld_program_model(p, &r));
+  assert_true(r.total_ns > 0);
   pld_program_destroy(p);
-  pld_tensor_destroy(x);
+  pld_tensor_destroy(n);
   assert_int_equal(unsetenv("PLD_TRACE_EVENTS"), 0);
 }
 
