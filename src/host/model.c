@@ -26,16 +26,16 @@ static int word_on(const char *field, const char *fname, int id,
     return PLD_OK;
   char why[1024];
   if (pld__setting_refused(id, v, why, sizeof why))
-    return pld__fail_api(PLD_ERR_CONFIG, "timing model: %s%s",
-                         field ? fname : "", why);
+    return pld__fail_api(PLD_ERR_CONFIG, "%s%s",
+                         field ? fname : "environment: ", why);
   *on = strcmp(v, yes) == 0;
   return PLD_OK;
 }
 
 int pld__model_config(struct pld_program *p, const pld_config *cfg) {
   int on, clock;
-  int st = word_on(cfg->model, "pld_config.model, read as ", PLD__SET_MODEL,
-                   "on", &on);
+  int st = word_on(cfg->model, "timing model: pld_config.model, read as ",
+                   PLD__SET_MODEL, "on", &on);
   if (!st)
     st = word_on(NULL, "", PLD__SET_TRACE_CLOCK, "model", &clock);
   if (st)

@@ -103,7 +103,7 @@ static void test_bogus_word(void **state) {
   assert_int_equal(setenv("PLD_MODEL", "bogus", 1), 0);
   pld_config cfg = PLD_CONFIG_INIT;
   assert_fails_with(compile_h_scale(cfg), PLD_ERR_CONFIG,
-                    "pld_compile: timing model: PLD_MODEL='bogus': expected "
+                    "pld_compile: environment: PLD_MODEL='bogus': expected "
                     "on or off");
   clear_env();
   cfg.model = "yes";
