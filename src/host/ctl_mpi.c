@@ -254,9 +254,7 @@ static int mpi_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
     const struct pld__devplan *pl = &p->plan.plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
-      if (buf->host_arg >= p->plan.nargs ||
-          (argv[buf->host_arg].v.t->flags & PLD__T_RESIDENT) ||
-          !(buf->dirs & (in ? PLD_DIR_IN : PLD_DIR_OUT)))
+      if (!pld__slice_copied(p, argv, buf, in))
         continue;
       unsigned char *host =
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;

@@ -444,15 +444,14 @@ static void shm_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
     const struct pld__devplan *pl = &p->plan.plans[r];
     for (int b = 0; b < pl->nbufs; b++) {
       const struct pld__devbuf *buf = &pl->bufs[b];
-      if (buf->host_arg >= p->plan.nargs || /* intermediates are never copied */
-          (argv[buf->host_arg].v.t->flags & PLD__T_RESIDENT)) /* nor these */
+      if (!pld__slice_copied(p, argv, buf, in))
         continue;
       unsigned char *host =
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
       unsigned char *dev = pld__run_data(p, r, slot) + buf->offset;
-      if (in && (buf->dirs & PLD_DIR_IN))
+      if (in)
         memcpy(dev, host, buf->nbytes);
-      else if (!in && (buf->dirs & PLD_DIR_OUT))
+      else
         memcpy(host, dev, buf->nbytes);
     }
   }

@@ -300,6 +300,18 @@ void pld__inters_release(struct pld_program *p);
 unsigned char *pld__host_data(const struct pld_program *p, const pld_arg *argv,
                               int i);
 
+/* Whether a run copies device buffer buf of a rank's plan in (in 1:
+ * from the host argument it is a slice of, before the run) or out (in 0:
+ * into it, after): a slice of an argument (intermediates stay on the
+ * devices) that is not resident, passed in that direction. */
+static inline int pld__slice_copied(const struct pld_program *p,
+                                    const pld_arg *argv,
+                                    const struct pld__devbuf *buf, int in) {
+  return buf->host_arg < p->plan.nargs &&
+         !(argv[buf->host_arg].v.t->flags & PLD__T_RESIDENT) &&
+         (buf->dirs & (in ? PLD_DIR_IN : PLD_DIR_OUT));
+}
+
 /* Runs host task k: its copies in, its function, its copies out.  Returns
  * PLD_OK or its failure (message set). */
 int pld__task_run(struct pld_program *p, const pld_arg *argv, int k);
