@@ -117,6 +117,33 @@ static void store_acc(pld_dtype dt, void *out, const void *acc, size_t n) {
   }
 }
 
+/* ---- what the timing model sees of a reduction ------------------------- */
+
+/* Combines of a reduction not charged to the timing model yet.  They are
+ * charged after the reads that fed them, not between those reads: a
+ * record between two reads of a transfer group would end its transfer
+ * (core/trace.h), and the block's records take their modeled times one
+ * after another either way. */
+struct combines {
+  int64_t ops, bytes;
+};
+
+/* n more combines of len elements of es bytes each: an elementwise
+ * operation through its two operands and its result, as pld_add on tiles
+ * of the data's dtype is charged. */
+static void combines_add(struct combines *w, int64_t n, size_t len, size_t es) {
+  w->ops += n;
+  w->bytes += n * 3 * (int64_t)(len * es);
+}
+
+/* The core's vector work (pld__obs_work): one operation a combine, their
+ * bytes in all; then none is pending. */
+static void combines_charge(struct combines *w) {
+  for (int64_t i = 1; pld__obs.model && i <= w->ops; i++)
+    pld__obs_work(PLD__TC_VECTOR, i == w->ops ? w->bytes : 0);
+  *w = (struct combines){0, 0};
+}
+
 /* acc[0, len) = op over ranks 0, 1, ..., P-1 in that order of their
  * elements [e, e + len) of window w. */
 static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
@@ -142,15 +169,27 @@ static int reduce_ranks_into(struct coll *cc, const struct pld__tensor *w,
   /* Without a barrier, pieces small enough that the accumulator stays in
    * the host CPU's first-level cache: every rank's data is read once. */
   const size_t step = sync || cc->group < PIECE ? cc->group : PIECE;
+  struct combines red = {0, 0};
   int st = PLD_OK;
+  /* Without a barrier, the pieces read from a peer are one transfer for
+   * the timing model (the pieces are the host's cache's, not the chip's)
+   * where no other peer's come between them: on two ranks.  On more they
+   * alternate, and core/trace.h merges consecutive transfers only. */
+  if (!sync)
+    pld__obs_group_begin();
   for (int64_t g = e0; g < e1 && !st; g += (int64_t)step) {
     size_t len = (size_t)(e1 - g) < step ? (size_t)(e1 - g) : step;
     st = reduce_ranks(cc, w, g, len, op);
-    if (!st && sync)
+    combines_add(&red, cc->n - 1, len, es);
+    if (!st && sync) {
+      combines_charge(&red);
       st = pld__coll_round(cc);
+    }
     if (!st)
       store_acc(w->dtype, out + (size_t)(g - e0) * es, cc->acc->data, len);
   }
+  pld__obs.group = 0;
+  combines_charge(&red);
   return st;
 }
 
@@ -209,6 +248,10 @@ static int ring_allreduce(struct coll *cc, const struct pld__tensor *w,
                          : ((me - (t - (n - 1))) % n + n) % n;
     int64_t c0, c1;
     ring_piece(cc, count, k, &c0, &c1);
+    /* The stage's groups are one read from the left for the timing
+     * model: one stream on the link, whatever the staging tile holds. */
+    struct combines red = {0, 0};
+    pld__obs_group_begin();
     for (int64_t g = c0; g < c1 && !st; g += (int64_t)cc->group) {
       size_t len = (size_t)(c1 - g) < cc->group ? (size_t)(c1 - g) : cc->group;
       unsigned char *mine = (unsigned char *)w->data + (size_t)g * es;
@@ -225,7 +268,10 @@ static int ring_allreduce(struct coll *cc, const struct pld__tensor *w,
       accumulate(w->dtype, op, 1, cc->acc->data, in, len);
       accumulate(w->dtype, op, 0, cc->acc->data, mine, len);
       store_acc(w->dtype, mine, cc->acc->data, len);
+      combines_add(&red, 1, len, es);
     }
+    pld__obs.group = 0;
+    combines_charge(&red);
     if (!st && t < 2 * (n - 1))
       st = pld__coll_credit(cc, right);
   }

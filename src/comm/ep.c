@@ -314,7 +314,11 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
         at += counts_of(&cc, s)[d * l + e];
       }
     }
+    /* What goes to d is one transfer for the timing model, as the rows
+     * of one pld_remote_store_rows are (core/trace.h). */
+    pld__obs_group_begin();
     st = dispatch_to(&cc, d, base, cnt + d * l, &rt, x.p, rx, meta, rw, l);
+    pld__obs.group = 0;
   }
   if (!st) /* every row has landed */
     st = pld__coll_round(&cc);
@@ -445,6 +449,11 @@ static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
         if (rows[j] < 0)
           continue;
         const float wj = w[t * kk + j];
+        /* For the timing model, a multiply-add of the row into the
+         * accumulator (Ascend C's Axpy): one elementwise operation
+         * through the row and the accumulator, read and written. */
+        pld__obs_work(PLD__TC_VECTOR,
+                      (int64_t)(len * (es + 2 * sizeof(float))));
         const unsigned char *y = (const unsigned char *)stage->data +
                                  ((size_t)rows[j] * (size_t)h + (size_t)g) * es;
         for (size_t i = 0; i < len; i += PLD__CHUNK) {
@@ -528,6 +537,7 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
       int64_t to = 0; /* s's rows for the experts before g */
       for (int32_t g2 = 0; g2 < g; g2++)
         to += counts_of(&cc, s)[g2];
+      pld__obs_group_begin(); /* the rows to s: one transfer, as above */
       if (part == row)
         st = pld__coll_write(&cc, sw, s, (size_t)to * row,
                              src + (size_t)r * row, (size_t)rs * row);
@@ -535,6 +545,7 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
         st = pld__coll_write(&cc, sw, s,
                              (size_t)(to + i) * row + (size_t)h0 * es,
                              src + (size_t)(r + i) * row, part);
+      pld__obs.group = 0;
       r += rs;
     }
   if (!st) /* every row has landed */
