@@ -173,7 +173,30 @@ static void add_rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
                             .peer = peer,
                             .a = a,
                             .b = b};
-  pld__obs.last_group = pld__obs.group;
+  /* The group's transfers so far, while it has nothing else. */
+  struct pld__observer *o = &pld__obs;
+  if (!r || kind != PLD__TL_XFER || !o->group) {
+    o->nx = 0;
+    return;
+  }
+  if (o->xgroup != o->group) {
+    o->xgroup = o->group;
+    o->nx = 0;
+  }
+  if (o->nx < PLD__GROUP_PEERS)
+    o->xfer[o->nx++] = r;
+}
+
+/* The transfer of the group in course with peer and sub its records may
+ * take more bytes into, or NULL. */
+static struct pld__mrec *group_xfer(int sub, int32_t peer) {
+  const struct pld__observer *o = &pld__obs;
+  if (!o->group || o->xgroup != o->group)
+    return NULL;
+  for (int i = 0; i < o->nx; i++)
+    if (o->xfer[i]->sub == sub && o->xfer[i]->peer == peer)
+      return o->xfer[i];
+  return NULL;
 }
 
 /* The thread's work of kind k (a class, or PLD__WORK_MOVE) since its last
@@ -211,6 +234,7 @@ static int flush_folded(int32_t peer) {
   if (!last || (last->sub & ~PLD__TL_GET) != PLD__TL_LATER ||
       !is_xfer(last, last->sub, peer))
     return 0;
+  pld__obs.nx = 0; /* the group's records change */
   if (is_xfer(prev, last->sub | PLD__TL_FLUSHED, peer) && prev->a == last->a &&
       prev->b < INT32_MAX) {
     prev->b++;
@@ -228,10 +252,9 @@ void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
     return;
   if (pld__obs.work.pending)
     work_flush();
-  struct pld__mrec *prev, *last = last_rec(&prev);
-  if (kind == PLD__TL_XFER && pld__obs.group && is_xfer(last, sub, peer) &&
-      pld__obs.last_group == pld__obs.group) {
-    last->a += a;
+  struct pld__mrec *x = kind == PLD__TL_XFER ? group_xfer(sub, peer) : NULL;
+  if (x) {
+    x->a += a;
     return;
   }
   if (kind == PLD__TL_FLUSH && flush_folded(peer))

@@ -192,6 +192,10 @@ struct pld__work {
   int pending;
 };
 
+/* The peers of one call's transfers merged per peer (beyond them, a
+ * transfer to one more peer is a record of its own). */
+#define PLD__GROUP_PEERS 16
+
 /* Who this thread is, for the debug log's prefix and the trace. */
 struct pld__observer {
   struct pld__tbuf *buf;      /* NULL: not tracing */
@@ -202,7 +206,10 @@ struct pld__observer {
   int model;                  /* buf records the timing model's events
                                  (and the dispatches, which end calls) */
   int32_t group, groups;      /* transfers of one call (PLD__TEV_MODEL) */
-  int32_t last_group;         /* the group of the last record packed */
+  /* The transfers of group xgroup, one per peer and sub, while every
+   * record since the group began is one of them (else nx is 0). */
+  struct pld__mrec *xfer[PLD__GROUP_PEERS];
+  int32_t nx, xgroup;
   struct pld__work work;
 };
 extern _Thread_local struct pld__observer pld__obs;
@@ -246,8 +253,10 @@ static inline void pld__obs_group_begin(void) {
  * kind a PLD__TL_* or PLD__TM_*, its sub, peer, a and b; with a name (a
  * launch), an event of its own (PLD__TEV_MODEL), else packed
  * (PLD__TEV_PACK).  A transfer of the group in course (pld__obs.group,
- * nonzero) with the same peer and sub as the thread's last record is
- * added to it: one call's rows are one transfer.  A flush right after a
+ * nonzero) is added to the group's earlier one with the same peer and
+ * sub while the group's records are all transfers: one call's rows, or
+ * a collective step's pieces from alternating peers, are one transfer
+ * per peer.  A flush right after a
  * transfer issued later makes it PLD__TL_FLUSHED, one more repetition of
  * the record before it if that is the same. */
 void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
