@@ -473,8 +473,21 @@ static int32_t after_refs(const struct pld_program *p, int r, int c,
   return n;
 }
 
-static int assemble(const struct pld_program *p, const struct brank *b,
-                    int clock, struct tlmem *mem, struct pld__timeline *tl) {
+/* The bytes a run of arguments argv copies to rank r's device (in 1) or
+ * from it (in 0). */
+static int64_t copied(const struct pld_program *p, const pld_arg *argv, int r,
+                      int in) {
+  const struct pld__devplan *pl = &p->plan.plans[r];
+  int64_t n = 0;
+  for (int b = 0; b < pl->nbufs; b++)
+    if (pld__slice_copied(p, argv, &pl->bufs[b], in))
+      n += (int64_t)pl->bufs[b].nbytes;
+  return n;
+}
+
+static int assemble(const struct pld_program *p, const pld_arg *argv,
+                    const struct brank *b, int clock, struct tlmem *mem,
+                    struct pld__timeline *tl) {
   const int n = p->plan.nranks;
   mem->ranks = pld__calloc((size_t)n, sizeof *mem->ranks);
   mem->calls = pld__calloc((size_t)n, sizeof *mem->calls);
@@ -547,6 +560,8 @@ static int assemble(const struct pld_program *p, const struct brank *b,
       calls[c].nafter = after_refs(p, r, (int)c, after + c * (size_t)n);
     }
     mem->ranks[r] = (struct pld__tl_rank){.device = p->plan.device_ids[r],
+                                          .bytes_in = copied(p, argv, r, 1),
+                                          .bytes_out = copied(p, argv, r, 0),
                                           .ncalls = (int32_t)q->ncalls,
                                           .calls = calls};
   }
@@ -638,7 +653,7 @@ static void stamp_run(const struct pld_program *p, const struct brank *b,
 /* ---- a run's end ------------------------------------------------------------
  */
 
-int pld__model_run_end(struct pld_program *p,
+int pld__model_run_end(struct pld_program *p, const pld_arg *argv,
                        struct pld__tbuf *const *const *bufs, const int *nbufs) {
   struct pld__model *m = p->rs.model;
   if (!m)
@@ -664,7 +679,7 @@ int pld__model_run_end(struct pld_program *p,
   struct tlmem mem = {0};
   struct pld__timeline tl;
   if (!st)
-    st = assemble(p, b, m->clock, &mem, &tl);
+    st = assemble(p, argv, b, m->clock, &mem, &tl);
   if (!st) {
     char msg[1024];
     const pld_platform_info *plat = p->plan.plat;

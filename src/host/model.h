@@ -39,7 +39,7 @@ int pld__model_config(struct pld_program *p, const pld_config *cfg);
  * status with the message set: PLD_ERR_CONFIG when buffers were too
  * small for the run's events (PLD_TRACE_EVENTS), PLD_ERR_UNSUPPORTED for
  * what the model does not cover, PLD_ERR_DEADLOCK / _NOMEM / _SYSTEM. */
-int pld__model_run_end(struct pld_program *p,
+int pld__model_run_end(struct pld_program *p, const pld_arg *argv,
                        struct pld__tbuf *const *const *bufs, const int *nbufs);
 
 /* host/model_report.c: m's public report (m->pub and the arrays it

@@ -258,7 +258,7 @@ int pld__program_run_now(struct pld_program *p, int argc, const pld_arg *argv,
      * succeeded fails if its model does. */
     static _Thread_local char keep[PLD__MSG_MAX];
     memcpy(keep, pld_last_error(), sizeof keep);
-    int model_st = pld__trace_run_end(p);
+    int model_st = pld__trace_run_end(p, argv);
     if (st)
       pld__fail_msg(st, keep);
     else

@@ -755,10 +755,10 @@ static void gather(struct pld_program *p, unsigned char **packed) {
   pld__trace_area_clear(p->rs.trace.area[me]);
 }
 
-/* After a run (ran) or before a program goes: the events recorded since
- * the last drain to the timing model and into the file.  Returns the
- * model's status. */
-static int trace_drain(struct pld_program *p, int ran) {
+/* After a run (ran: its arguments) or before a program goes: the events
+ * recorded since the last drain to the timing model and into the file.  Returns
+ * the model's status. */
+static int trace_drain(struct pld_program *p, const pld_arg *ran) {
   if (!p->plan.tracing && !p->plan.modeling)
     return PLD_OK;
   const int n = p->plan.nranks;
@@ -782,7 +782,7 @@ static int trace_drain(struct pld_program *p, int ran) {
     nbufs[r] = rank_bufs(p, packed, r, bufs + (size_t)r * LANES);
   }
   if (!st && ran && p->plan.modeling)
-    st = pld__model_run_end(p, rows, nbufs);
+    st = pld__model_run_end(p, ran, rows, nbufs);
   pthread_mutex_lock(&mu);
   p->rs.trace.runs += ran && p->plan.tracing;
   w.runs += ran && p->plan.tracing;
@@ -809,14 +809,16 @@ static int trace_drain(struct pld_program *p, int ran) {
   return st;
 }
 
-int pld__trace_run_end(struct pld_program *p) { return trace_drain(p, 1); }
+int pld__trace_run_end(struct pld_program *p, const pld_arg *argv) {
+  return trace_drain(p, argv);
+}
 
 void pld__trace_release(struct pld_program *p) {
   pld__model_release(p);
   if (p->plan.tracing) {
     /* Host events since the last run (a compile that never ran). */
     if (w.host && w.host->n && !(p->be.cp->caps & PLD__CTL_OWN_RANK))
-      trace_drain(p, 0);
+      trace_drain(p, NULL);
     pthread_mutex_lock(&mu);
     if (--w.programs == 0 && w.f)
       footer();

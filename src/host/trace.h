@@ -32,10 +32,10 @@ int pld__htrace_begin(struct pld_program *p, struct pld__tev *e, int sub,
                       const char *name);
 void pld__htrace_end(struct pld_program *p, struct pld__tev *e, int64_t bytes);
 
-/* After each run, on every process: the run's events to the timing model
- * (host/model.h) and into the file.  Returns the model's status (its
- * message set). */
-int pld__trace_run_end(struct pld_program *p);
+/* After each run (of arguments argv), on every process: the run's events
+ * to the timing model (host/model.h) and into the file.  Returns the
+ * model's status (its message set). */
+int pld__trace_run_end(struct pld_program *p, const pld_arg *argv);
 /* At destroy: closes the file after the last traced program (and
  * releases the timing model's report). */
 void pld__trace_release(struct pld_program *p);
