@@ -680,41 +680,45 @@ static int check_rec(const struct pld__timeline *tl, int cube, int nv, int nc,
   return PLD_OK;
 }
 
+/* The timeline's first fault, into msg with where it is (formatted only
+ * then: a long run has millions of records). */
 static int check(const struct pld__timeline *tl, int nv, int nc, char *msg,
                  size_t cap) {
+  char why[512];
   for (int32_t q = 0; q < tl->nranks; q++) {
     const struct pld__tl_rank *rk = &tl->ranks[q];
     for (int32_t c = 0; c < rk->ncalls; c++) {
       const struct pld__tl_call *call = &rk->calls[c];
-      size_t n = pld__catf(msg, cap, "the timeline: rank %d, call %d: ", q, c);
       for (int32_t i = 0; i < call->nafter; i++)
         if (call->after[i].rank < 0 || call->after[i].rank >= tl->nranks ||
             call->after[i].call < 0 ||
             call->after[i].call >= tl->ranks[call->after[i].rank].ncalls) {
-          pld__catf(msg + n, cap - n,
-                    "waits for call %d of rank %d, which "
-                    "is none",
-                    call->after[i].call, call->after[i].rank);
+          pld__catf(msg, cap,
+                    "the timeline: rank %d, call %d: waits for call %d of "
+                    "rank %d, which is none",
+                    q, c, call->after[i].call, call->after[i].rank);
           return PLD_ERR_ARG;
         }
       for (int32_t k = 0; k < call->ntasks; k++) {
         const struct pld__tl_task *t = &call->tasks[k];
         for (int32_t d = 0; d < t->ndeps; d++)
           if (t->deps[d] < 0 || t->deps[d] >= k) {
-            pld__catf(msg + n, cap - n,
-                      "task %d waits for task %d, expected an earlier one", k,
-                      t->deps[d]);
+            pld__catf(msg, cap,
+                      "the timeline: rank %d, call %d: task %d waits for "
+                      "task %d, expected an earlier one",
+                      q, c, k, t->deps[d]);
             return PLD_ERR_ARG;
           }
         for (int32_t b = 0; b < t->nblocks; b++)
-          for (int32_t i = 0; i < t->blocks[b].nrec; i++) {
-            size_t m = n + pld__catf(msg + n, cap - n,
-                                     "task %d, block %d, record %d: ", k, b, i);
-            int st = check_rec(tl, t->cube, nv, nc, &t->blocks[b].rec[i],
-                               msg + m, cap - m);
-            if (st)
-              return st;
-          }
+          for (int32_t i = 0; i < t->blocks[b].nrec; i++)
+            if (check_rec(tl, t->cube, nv, nc, &t->blocks[b].rec[i], why,
+                          sizeof why)) {
+              pld__catf(msg, cap,
+                        "the timeline: rank %d, call %d: task %d, block %d, "
+                        "record %d: %s",
+                        q, c, k, b, i, why);
+              return PLD_ERR_ARG;
+            }
       }
     }
   }

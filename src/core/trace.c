@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -114,6 +115,31 @@ size_t pld__tev_cell_str(char *buf, size_t cap, const struct pld__tev *e) {
 
 static void store(const struct pld__tev *e);
 
+/* Events a buffer's pages are made present for at once, ahead of them. */
+enum { AHEAD = 512 };
+
+/* The next free event of b (NULL when b is full: counted as lost).  A
+ * buffer's pages are shared memory, present only once written: a fault
+ * each costs microseconds, so a long run's loop would pay one every 32
+ * events; instead the pages of the next AHEAD events are made present by
+ * one call as the buffer reaches them (where the kernel can). */
+static struct pld__tev *next_event(struct pld__tbuf *b) {
+  b->used = 1;
+  if (b->n >= b->cap) {
+    b->lost++;
+    return NULL;
+  }
+#ifdef MADV_POPULATE_WRITE
+  if (b->n % AHEAD == 0) {
+    uintptr_t from = (uintptr_t)&b->ev[b->n] & ~(uintptr_t)4095;
+    uint32_t to = b->cap - b->n < AHEAD ? b->cap : b->n + AHEAD;
+    (void)madvise((void *)from, (uintptr_t)&b->ev[to] - from,
+                  MADV_POPULATE_WRITE);
+  }
+#endif
+  return &b->ev[b->n++];
+}
+
 /* ---- the timing model's records ----------------------------------------- */
 
 /* The pack event p, if it may take records (a span's beginning closes
@@ -146,11 +172,8 @@ static struct pld__mrec *new_rec(void) {
   struct pld__tev *p = b->n ? &b->ev[b->n - 1] : NULL;
   if (p && open_pack(p) && p->sub < PLD__PACK_RECS)
     return &p->rec[p->sub++];
-  if (b->n >= b->cap) {
-    b->lost++;
+  if (!(p = next_event(b)))
     return NULL;
-  }
-  p = &b->ev[b->n++];
   p->t0 = p->t1 = 0;
   p->kind = PLD__TEV_PACK;
   p->flag = 0;
@@ -278,12 +301,9 @@ static void store(const struct pld__tev *e) {
     return;
   if (pld__obs.work.pending)
     work_flush();
-  b->used = 1;
-  if (b->n >= b->cap) {
-    b->lost++;
-    return;
-  }
-  b->ev[b->n++] = *e;
+  struct pld__tev *at = next_event(b);
+  if (at)
+    *at = *e;
 }
 
 /* ---- the debug log ------------------------------------------------------- */
