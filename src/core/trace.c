@@ -122,7 +122,7 @@ enum { AHEAD = 512 };
  * buffer's pages are shared memory, present only once written: a fault
  * each costs microseconds, so a long run's loop would pay one every 32
  * events; instead the pages of the next AHEAD events are made present by
- * one call as the buffer reaches them (where the kernel can). */
+ * one call as the buffer first reaches them (where the kernel can). */
 static struct pld__tev *next_event(struct pld__tbuf *b) {
   b->used = 1;
   if (b->n >= b->cap) {
@@ -130,10 +130,10 @@ static struct pld__tev *next_event(struct pld__tbuf *b) {
     return NULL;
   }
 #ifdef MADV_POPULATE_WRITE
-  if (b->n % AHEAD == 0) {
+  if (b->n >= b->present) {
     uintptr_t from = (uintptr_t)&b->ev[b->n] & ~(uintptr_t)4095;
-    uint32_t to = b->cap - b->n < AHEAD ? b->cap : b->n + AHEAD;
-    (void)madvise((void *)from, (uintptr_t)&b->ev[to] - from,
+    b->present = b->cap - b->n < AHEAD ? b->cap : b->n + AHEAD;
+    (void)madvise((void *)from, (uintptr_t)&b->ev[b->present] - from,
                   MADV_POPULATE_WRITE);
   }
 #endif

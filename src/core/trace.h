@@ -127,11 +127,12 @@ _Static_assert(sizeof(struct pld__tev) == 128,
 /* One thread's events of the current run. */
 struct pld__tbuf {
   uint32_t n, cap;
-  uint64_t lost; /* events dropped since the last drain */
-  int32_t used;  /* recorded anything since the trace began */
-  int16_t trace; /* records the trace's events (PLD_TRACE) */
-  int16_t model; /* records the timing model's events (PLD_MODEL) */
-  char name[24]; /* "AICPU", "AIV core 3" */
+  uint64_t lost;    /* events dropped since the last drain */
+  int32_t used;     /* recorded anything since the trace began */
+  uint32_t present; /* the pages of events [0, present) are present */
+  int16_t trace;    /* records the trace's events (PLD_TRACE) */
+  int16_t model;    /* records the timing model's events (PLD_MODEL) */
+  char name[24];    /* "AICPU", "AIV core 3" */
   struct pld__tev ev[];
 };
 
