@@ -68,8 +68,10 @@ struct pld__tbuf *pld__trace_tbuf(const struct pld__trace_area *a, int i) {
 void pld__trace_area_clear(struct pld__trace_area *a) {
   for (uint32_t i = 0; i < a->nthreads; i++) {
     struct pld__tbuf *b = pld__trace_tbuf(a, (int)i);
-    b->n = 0;
-    b->lost = 0;
+    if (b->n || b->lost) { /* (an idle core's line stays clean) */
+      b->n = 0;
+      b->lost = 0;
+    }
   }
 }
 
