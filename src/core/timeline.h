@@ -172,6 +172,13 @@ int pld__tl_replay(const struct pld__timeline *tl, const struct pld__machine *m,
                    struct pld__tl_report *out, char *msg, size_t cap);
 void pld__tl_report_free(struct pld__tl_report *r);
 
+/* Whether tl is a timeline the replay takes on a device of nv vector and
+ * nc cube cores: PLD_OK, or PLD_ERR_ARG with its first fault in msg
+ * (where it is, formatted only then: a long run has millions of
+ * records). */
+int pld__tl_check(const struct pld__timeline *tl, int nv, int nc, char *msg,
+                  size_t cap);
+
 /* Modeled time of amounts (the model's arithmetic, shared with tests):
  * cycles at mhz, and bytes at gbps, in picoseconds, rounded up. */
 int64_t pld__tl_cycles_ps(int64_t cycles, int64_t mhz);
