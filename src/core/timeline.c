@@ -41,7 +41,7 @@ static int check_rec(const struct pld__timeline *tl, int cube, int nv, int nc,
 }
 
 int pld__tl_check(const struct pld__timeline *tl, int nv, int nc, char *msg,
-                 size_t cap) {
+                  size_t cap) {
   char why[512];
   for (int32_t q = 0; q < tl->nranks; q++) {
     const struct pld__tl_rank *rk = &tl->ranks[q];
@@ -83,4 +83,3 @@ int pld__tl_check(const struct pld__timeline *tl, int nv, int nc, char *msg,
   msg[0] = '\0';
   return PLD_OK;
 }
-

@@ -213,13 +213,14 @@ enum { DO_PUT, DO_PING, DO_BARRIER, DO_ALLREDUCE };
       PLD_WINDOW(ping, INT32, 2), PLD_SCALAR(what, INT32),                     \
       PLD_SCALAR(arg, INT32)
 
-/* One block: rank 0 puts x into rank 1's window (DO_PUT); ranks 0 and 1
+/* One block: rank 0 puts x into rank 1's window (DO_PUT), `arg` times
+ * one after the other (at least once); ranks 0 and 1
  * hand a signal back and forth `arg` times (DO_PING); every rank meets
  * in a barrier (DO_BARRIER) or allreduces its window in mode `arg`
  * (DO_ALLREDUCE). */
 PLD_KERNEL(k_comm, k, COMM_PARAMS) {
   int32_t me = pld_rank(k, pld_window_comm(data));
-  if (what == DO_PUT && me == 0)
+  for (int32_t i = 0; what == DO_PUT && me == 0 && i < (arg > 1 ? arg : 1); i++)
     pld_put(k, data, 1, x, NULL);
   for (int32_t i = 0; what == DO_PING && me < 2 && i < arg; i++) {
     if (me == 1)
@@ -297,6 +298,12 @@ static void run_put(int n) {
     last = c.span[0];
     last_total = c.total;
   }
+  /* A loop of 50 puts of 4 KiB (one record with its count): 50 of them,
+   * one after the other. */
+  struct comm_run l = run_comm(n, 1024, DO_PUT, 50);
+  assert_within_2pct(
+      "50 puts of 4 KiB", l.span[0],
+      50 * (FIG(m, LINK_NS) + model_bytes_ns(4096, FIG(m, LINK_GBPS))));
   /* The difference of two puts isolates the bandwidths: the link's, and
    * the host's copying each rank's slice of x in first (each rank's own
    * link to the host, at once; x is In, nothing is copied out). */
