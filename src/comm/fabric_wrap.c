@@ -153,7 +153,9 @@ static int l_put_signal(struct pld__fabric *f, int buf, int peer, size_t off,
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("put_signal", buf, peer, off, n);
-  model_xfer(PLD__TL_PUT, peer, n);
+  /* The data, then its signal behind it: the core issues both and goes
+   * on (a DMA's order, not a wait of the core's). */
+  model_xfer(PLD__TL_PUT | PLD__TL_LATER, peer, n);
   model_notify(sig_buf, peer, sig_off, value, op);
   int st = release_begin(f, sig_buf, peer, sig_off, op);
   return release_end(f, sig_buf, peer, sig_off,

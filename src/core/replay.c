@@ -534,10 +534,12 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
       settle(s, a);
       break;
     case PLD__TL_NOTIFY:
-      settle(s, a);
+      /* The core issues it; it goes behind the block's transfers issued
+       * later (their order, not a wait of the core's). */
       a->t += M(s, NOTIFY_NS) * 1000;
       busy(s, a, PLD__TB_COMM, M(s, NOTIFY_NS) * 1000);
-      push(s, (struct event){.t = a->t + latency_ps(s, a->rank, r->peer),
+      push(s, (struct event){.t = max64(a->t, a->later_end) +
+                                  latency_ps(s, a->rank, r->peer),
                              .kind = EV_LAND,
                              .cell_rank = r->peer,
                              .cell = r->a,

@@ -18,7 +18,8 @@
  * dependencies' end; its blocks, by (ready time, launch, block index), on
  * the free core of their type with the smallest clock (then the lowest
  * number), as the platform's cores allow; a notify's contribution landing
- * at its issue plus the link's latency; a wait going on once the cell's
+ * at its issue (behind the block's transfers issued later) plus the
+ * link's latency; a wait going on once the cell's
  * contributions landed so far satisfy it (core/watch.h's definition);
  * local moves queued on the device's memory, transfers on their link and
  * on both devices' ports, first come first served. */
@@ -49,7 +50,8 @@ enum pld__tl_kind {
   PLD__TL_FLUSH,
   /* A notify: peer the rank whose cell it hits, a the cell (an id the
    * recorder gives each cell of a rank), sub PLD_NOTIFY_ADD or _SET, b
-   * the value.  It lands after the block's earlier transfers. */
+   * the value.  It lands after the block's earlier transfers (the core
+   * does not wait for them: their order, as a DMA queue keeps it). */
   PLD__TL_NOTIFY,
   /* A wait on cell a of rank peer: sub a pld_wait_cmp, b the expected
    * value.  PLD__TL_DEFER: the same, deferred to the block's task. */

@@ -171,6 +171,34 @@ static void test_notify_wait(void **state) {
   assert_null(r.spans);
 }
 
+/* A put issued later, then a notify (a put with its signal): the signal
+ * lands behind the data, the core goes on after issuing both (its
+ * compute starts at once), and its block ends once the data is through. */
+static void test_signal_behind_data(void **state) {
+  (void)state;
+  struct ranks w;
+  struct pld__tl_report r;
+  const int64_t n = 1 << 20;
+  const struct pld__tl_rec r0[] = {
+      {PLD__TL_XFER, PLD__TL_PUT | PLD__TL_LATER, 1, n, 0},
+      {PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 7, 1},
+      {PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 256, 1}};
+  const struct pld__tl_rec r1[] = {{PLD__TL_WAIT, PLD_WAIT_GE, 1, 7, 1}};
+  const struct pld__tl_rec *rec[] = {r0, r1};
+  const int nrec[] = {3, 1};
+  assert_ok(replay(one_block_each(&w, 2, rec, nrec, NULL), 48, 24, &r));
+  const int64_t data = BEFORE + PS(LINK_NS) + bw(n, V(LINK_GBPS));
+  /* The waiter goes on once the signal lands behind the data. */
+  assert_int_equal(r.spans[1].end_ps, data + PS(LINK_NS) + PS(WAIT_NS));
+  /* The sender computed meanwhile: all its time but the notify's issue
+   * and the compute is the wait for its data at the block's end. */
+  const int64_t work = cyc(V(VEC_OP_CYCLES) + 256 / V(VEC_BYTES), V(AIV_MHZ));
+  assert_true(BEFORE + PS(NOTIFY_NS) + work < data);
+  assert_int_equal(r.spans[0].end_ps, data);
+  assert_int_equal(r.cores[0].busy_ps[PLD__TB_COMPUTE], work);
+  pld__tl_report_free(&r);
+}
+
 /* The ring: 2(P-1) steps, each a put of n/P to the next rank, a notify
  * of its step cell and a wait on its own: 2(P-1)(alpha + n/(P beta)),
  * alpha = 2 LINK_NS + NOTIFY_NS + WAIT_NS (the data, then the signal). */
@@ -499,6 +527,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_compute_and_matmul, setup),
     cmocka_unit_test_setup(test_put, setup),
     cmocka_unit_test_setup(test_notify_wait, setup),
+    cmocka_unit_test_setup(test_signal_behind_data, setup),
     cmocka_unit_test_setup(test_ring, setup),
     cmocka_unit_test_setup(test_flushed_repeats, setup),
     cmocka_unit_test_setup(test_cores, setup),
