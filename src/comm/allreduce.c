@@ -136,11 +136,11 @@ static void combines_add(struct combines *w, int64_t n, size_t len, size_t es) {
   w->bytes += n * 3 * (int64_t)(len * es);
 }
 
-/* The core's vector work (pld__obs_work): one operation a combine, their
- * bytes in all; then none is pending. */
+/* The core's vector work: one operation a combine, their bytes in all;
+ * then none is pending. */
 static void combines_charge(struct combines *w) {
-  for (int64_t i = 1; pld__obs.model && i <= w->ops; i++)
-    pld__obs_work(PLD__TC_VECTOR, i == w->ops ? w->bytes : 0);
+  if (w->ops)
+    pld__obs_work_ops(PLD__TC_VECTOR, w->bytes, (int32_t)w->ops);
   *w = (struct combines){0, 0};
 }
 
@@ -172,9 +172,8 @@ static int reduce_ranks_into(struct coll *cc, const struct pld__tensor *w,
   struct combines red = {0, 0};
   int st = PLD_OK;
   /* Without a barrier, the pieces read from a peer are one transfer for
-   * the timing model (the pieces are the host's cache's, not the chip's)
-   * where no other peer's come between them: on two ranks.  On more they
-   * alternate, and core/trace.h merges consecutive transfers only. */
+   * the timing model (the pieces are the host's cache's, not the chip's):
+   * core/trace.h merges a group's transfers per peer. */
   if (!sync)
     pld__obs_group_begin();
   for (int64_t g = e0; g < e1 && !st; g += (int64_t)step) {
@@ -188,7 +187,7 @@ static int reduce_ranks_into(struct coll *cc, const struct pld__tensor *w,
     if (!st)
       store_acc(w->dtype, out + (size_t)(g - e0) * es, cc->acc->data, len);
   }
-  pld__obs.group = 0;
+  pld__obs_group_end();
   combines_charge(&red);
   return st;
 }
@@ -270,7 +269,7 @@ static int ring_allreduce(struct coll *cc, const struct pld__tensor *w,
       store_acc(w->dtype, mine, cc->acc->data, len);
       combines_add(&red, 1, len, es);
     }
-    pld__obs.group = 0;
+    pld__obs_group_end();
     combines_charge(&red);
     if (!st && t < 2 * (n - 1))
       st = pld__coll_credit(cc, right);

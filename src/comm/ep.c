@@ -318,7 +318,7 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
      * of one pld_remote_store_rows are (core/trace.h). */
     pld__obs_group_begin();
     st = dispatch_to(&cc, d, base, cnt + d * l, &rt, x.p, rx, meta, rw, l);
-    pld__obs.group = 0;
+    pld__obs_group_end();
   }
   if (!st) /* every row has landed */
     st = pld__coll_round(&cc);
@@ -545,7 +545,7 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
         st = pld__coll_write(&cc, sw, s,
                              (size_t)(to + i) * row + (size_t)h0 * es,
                              src + (size_t)(r + i) * row, part);
-      pld__obs.group = 0;
+      pld__obs_group_end();
       r += rs;
     }
   if (!st) /* every row has landed */

@@ -138,7 +138,7 @@ static int rma_begin(struct pld__tev *e, int sub, const struct pld__tensor *w,
 /* The transfer ends (its span, if observed): its rows were one transfer
  * for the timing model. */
 static void rma_end(struct pld__tev *e, int observed) {
-  pld__obs.group = 0;
+  pld__obs_group_end();
   if (observed)
     pld__obs_end(e);
 }
@@ -662,7 +662,7 @@ static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
               : f->ops->read_later(f, w->win_buf, world, off, at, len);
   if (!r)
     r = f->ops->flush(f, world);
-  pld__obs.group = 0;
+  pld__obs_group_end();
   *st = r ? fabric_failed(c, fn, r) : PLD_OK;
   return 1;
 }

@@ -226,13 +226,18 @@ static inline int pld__observed(int kind) {
 }
 
 /* The core computed: amount (operand bytes, or multiply-adds for the
- * cube's classes) of class cls (enum pld__tl_class), in one operation. */
-static inline void pld__obs_work(int cls, int64_t amount) {
+ * cube's classes) of class cls (enum pld__tl_class), in ops operations
+ * (pld__obs_work: in one). */
+static inline void pld__obs_work_ops(int cls, int64_t amount, int32_t ops) {
   if (pld__obs.model) {
     pld__obs.work.amount[cls] += amount;
-    pld__obs.work.ops[cls]++;
+    pld__obs.work.ops[cls] += ops;
     pld__obs.work.pending = 1;
   }
+}
+
+static inline void pld__obs_work(int cls, int64_t amount) {
+  pld__obs_work_ops(cls, amount, 1);
 }
 
 /* A tile moved bytes from (store 0) or to (store 1) global memory. */
@@ -243,12 +248,14 @@ static inline void pld__obs_gm(int store, size_t bytes) {
   pld__obs_work(PLD__WORK_MOVE, (int64_t)bytes);
 }
 
-/* The transfers the thread makes until pld__obs.group is 0 again are one
+/* The transfers the thread makes until pld__obs_group_end are one
  * call's: one transfer per peer for the timing model. */
 static inline void pld__obs_group_begin(void) {
   if (pld__obs.model)
     pld__obs.group = ++pld__obs.groups;
 }
+
+static inline void pld__obs_group_end(void) { pld__obs.group = 0; }
 
 /* A record of the timing model (the thread's work so far goes first):
  * kind a PLD__TL_* or PLD__TM_*, its sub, peer, a and b; with a name (a
@@ -257,9 +264,9 @@ static inline void pld__obs_group_begin(void) {
  * nonzero) is added to the group's earlier one with the same peer and
  * sub while the group's records are all transfers: one call's rows, or
  * a collective step's pieces from alternating peers, are one transfer
- * per peer.  A flush right after a
- * transfer issued later makes it PLD__TL_FLUSHED, one more repetition of
- * the record before it if that is the same. */
+ * per peer.  A flush right after a transfer issued later makes it
+ * PLD__TL_FLUSHED, one more repetition of the record before it if that
+ * is the same. */
 void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
                     const char *name);
 /* Adds every count of b into a. */

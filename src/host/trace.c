@@ -755,10 +755,10 @@ static void gather(struct pld_program *p, unsigned char **packed) {
   pld__trace_area_clear(p->rs.trace.area[me]);
 }
 
-/* After a run (ran: its arguments) or before a program goes: the events
- * recorded since the last drain to the timing model and into the file.  Returns
- * the model's status. */
-static int trace_drain(struct pld_program *p, const pld_arg *ran) {
+/* After a run (ran, of arguments argv) or before a program goes: the
+ * events recorded since the last drain to the timing model and into the
+ * file.  Returns the model's status. */
+static int trace_drain(struct pld_program *p, int ran, const pld_arg *argv) {
   if (!p->plan.tracing && !p->plan.modeling)
     return PLD_OK;
   const int n = p->plan.nranks;
@@ -782,7 +782,7 @@ static int trace_drain(struct pld_program *p, const pld_arg *ran) {
     nbufs[r] = rank_bufs(p, packed, r, bufs + (size_t)r * LANES);
   }
   if (!st && ran && p->plan.modeling)
-    st = pld__model_run_end(p, ran, rows, nbufs);
+    st = pld__model_run_end(p, argv, rows, nbufs);
   pthread_mutex_lock(&mu);
   p->rs.trace.runs += ran && p->plan.tracing;
   w.runs += ran && p->plan.tracing;
@@ -810,7 +810,7 @@ static int trace_drain(struct pld_program *p, const pld_arg *ran) {
 }
 
 int pld__trace_run_end(struct pld_program *p, const pld_arg *argv) {
-  return trace_drain(p, argv);
+  return trace_drain(p, 1, argv);
 }
 
 void pld__trace_release(struct pld_program *p) {
@@ -818,7 +818,7 @@ void pld__trace_release(struct pld_program *p) {
   if (p->plan.tracing) {
     /* Host events since the last run (a compile that never ran). */
     if (w.host && w.host->n && !(p->be.cp->caps & PLD__CTL_OWN_RANK))
-      trace_drain(p, NULL);
+      trace_drain(p, 0, NULL);
     pthread_mutex_lock(&mu);
     if (--w.programs == 0 && w.f)
       footer();

@@ -59,6 +59,31 @@ static void test_null_arguments(void **state) {
   pld_program_destroy(p);
 }
 
+/* A program without parameters, run with no arguments at all (argv
+ * NULL): modeled like any other. */
+PLD_KERNEL(k_none, k) { (void)k; }
+PLD_DEVICE(d_none, a) { pld_launch(a, k_none, 1); }
+PLD_HOST(h_none, h) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_none, r);
+}
+
+static void test_no_arguments(void **state) {
+  (void)state;
+  clear_env();
+  int ids[2];
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  cfg.model = "on";
+  pld_program *p;
+  assert_ok(pld_compile(h_none, &cfg, 0, NULL, &p));
+  assert_ok(pld_program_run(p, 0, NULL));
+  pld_model_report r;
+  assert_ok(pld_program_model(p, &r));
+  assert_int_equal(r.nranks, 2);
+  assert_true(r.total_ns > 0);
+  pld_program_destroy(p);
+}
+
 static void test_model_off(void **state) {
   (void)state;
   clear_env();
@@ -264,6 +289,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_trace_events_too_few),
     cmocka_unit_test(test_null_arguments),
     cmocka_unit_test(test_model_off),
+    cmocka_unit_test(test_no_arguments),
     cmocka_unit_test(test_before_any_run),
     cmocka_unit_test(test_bogus_word),
     cmocka_unit_test(test_out_unwritable),
