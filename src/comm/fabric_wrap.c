@@ -56,10 +56,16 @@ static void model_xfer(int sub, int peer, size_t n) {
   pld__obs_model(PLD__TL_XFER, sub, peer, (int64_t)n, 0, NULL);
 }
 
-static void model_notify(int buf, int peer, size_t off, int32_t value,
-                         pld_notify_op op) {
-  pld__obs_model(PLD__TL_NOTIFY, (int)op, peer, pld__cell_id(buf, off), value,
-                 NULL);
+/* A signal that went (st PLD_OK) is recorded after it, not before: the
+ * record is off the path from the signal to the wait it releases (a
+ * ping-pong, a barrier's round), and the thread's records keep their
+ * order.  Returns st. */
+static int modeled_notify(int st, int buf, int peer, size_t off, int32_t value,
+                          pld_notify_op op) {
+  if (!st)
+    pld__obs_model(PLD__TL_NOTIFY, (int)op, peer, pld__cell_id(buf, off), value,
+                   NULL);
+  return st;
 }
 
 static void *l_local(struct pld__fabric *f, int buf) {
@@ -119,10 +125,10 @@ static int l_signal(struct pld__fabric *f, int buf, int peer, size_t off,
   if (logs(f))
     pld__obs_fabric(op == PLD_NOTIFY_SET ? "signal set" : "signal add", buf,
                     peer, off, sizeof(int32_t));
-  model_notify(buf, peer, off, value, op);
   int st = release_begin(f, buf, peer, off, op);
-  return release_end(f, buf, peer, off,
-                     st ? st : g->ops->signal(g, buf, peer, off, value, op));
+  st = release_end(f, buf, peer, off,
+                   st ? st : g->ops->signal(g, buf, peer, off, value, op));
+  return modeled_notify(st, buf, peer, off, value, op);
 }
 
 static int l_signal_later(struct pld__fabric *f, int buf, int peer, size_t off,
@@ -132,19 +138,21 @@ static int l_signal_later(struct pld__fabric *f, int buf, int peer, size_t off,
     pld__obs_fabric(op == PLD_NOTIFY_SET ? "signal_later set"
                                          : "signal_later add",
                     buf, peer, off, sizeof(int32_t));
-  model_notify(buf, peer, off, value, op);
   int st = release_begin(f, buf, peer, off, op);
-  return release_end(f, buf, peer, off,
-                     st ? st
-                        : g->ops->signal_later(g, buf, peer, off, value, op));
+  st =
+      release_end(f, buf, peer, off,
+                  st ? st : g->ops->signal_later(g, buf, peer, off, value, op));
+  return modeled_notify(st, buf, peer, off, value, op);
 }
 
 static int l_flush(struct pld__fabric *f, int peer) {
   struct pld__fabric *g = inner(f);
   if (logs(f))
     pld__obs_fabric("flush", -1, peer, 0, 0);
-  pld__obs_model(PLD__TL_FLUSH, 0, peer, 0, 0, NULL);
-  return g->ops->flush(g, peer);
+  int st = g->ops->flush(g, peer);
+  if (!st) /* after the flush: see modeled_notify */
+    pld__obs_model(PLD__TL_FLUSH, 0, peer, 0, 0, NULL);
+  return st;
 }
 
 static int l_put_signal(struct pld__fabric *f, int buf, int peer, size_t off,
@@ -155,13 +163,14 @@ static int l_put_signal(struct pld__fabric *f, int buf, int peer, size_t off,
     pld__obs_fabric("put_signal", buf, peer, off, n);
   /* The data, then its signal behind it: the core issues both and goes
    * on (a DMA's order, not a wait of the core's). */
-  model_xfer(PLD__TL_PUT | PLD__TL_LATER, peer, n);
-  model_notify(sig_buf, peer, sig_off, value, op);
   int st = release_begin(f, sig_buf, peer, sig_off, op);
-  return release_end(f, sig_buf, peer, sig_off,
-                     st ? st
-                        : g->ops->put_signal(g, buf, peer, off, src, n, sig_buf,
-                                             sig_off, value, op));
+  st = release_end(f, sig_buf, peer, sig_off,
+                   st ? st
+                      : g->ops->put_signal(g, buf, peer, off, src, n, sig_buf,
+                                           sig_off, value, op));
+  if (!st)
+    model_xfer(PLD__TL_PUT | PLD__TL_LATER, peer, n);
+  return modeled_notify(st, sig_buf, peer, sig_off, value, op);
 }
 
 static const void *l_view(struct pld__fabric *f, int buf, int peer, size_t off,
