@@ -75,11 +75,9 @@ if [ "${1:-}" = model ]; then
   st=0
   "$build/bench/bench_model" || st=1
   # The same binaries with the model off and on: versus.py runs the
-  # benchmark through these, alternately.  bench_comm's kernels record
-  # more events than a core's buffer holds by default (the run would
-  # fail): 512 Ki events each, on both sides.
+  # benchmark through these, alternately.
   for m in off on; do
-    printf '#!/bin/sh\nPLD_MODEL=%s PLD_TRACE_EVENTS=524288 exec "$@"\n' $m \
+    printf '#!/bin/sh\nPLD_MODEL=%s exec "$@"\n' $m \
       >"$build/bench/model-$m"
     chmod +x "$build/bench/model-$m"
   done

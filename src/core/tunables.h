@@ -39,6 +39,12 @@
     "is written (PLD_TRACE): a thread's buffer takes about 128 bytes an "      \
     "event, committed only as it fills; events beyond it are dropped and "     \
     "counted in the trace.")                                                   \
+  X(PLD_MODEL_RECORDS, int64_t, 16777216, 64, 268435456, "records",            \
+    "Records of the timing model (PLD_MODEL) each thread (AICPU or AI core) "  \
+    "keeps per run: one a notify, a wait, a launch, a transfer or a stretch "  \
+    "of work, four to a trace event (32 bytes a record, committed only as "    \
+    "they fill); a run that records more fails with PLD_ERR_CONFIG naming "    \
+    "this variable, rather than model a part of the run.")                     \
   X(PLD_DEVICE_HEAP_MB, int64_t, 1024, 0, 1048576, "MiB",                      \
     "MiB of each device's memory that device-resident tensors "                \
     "(pld_device_tensor_create) may take, within the platform's device "       \

@@ -653,6 +653,26 @@ static void stamp_run(const struct pld_program *p, const struct brank *b,
 /* ---- a run's end ------------------------------------------------------------
  */
 
+/* Rank r's buffer b could not hold the run's records: the variable that
+ * sets its size (the trace's, where it gives more). */
+static int too_many(const struct pld_program *p, int r,
+                    const struct pld__tbuf *b) {
+  const struct pld__tunables *t = pld__tunables();
+  if (p->plan.tracing && (int64_t)b->cap == t->PLD_TRACE_EVENTS)
+    return pld__fail_api(PLD_ERR_CONFIG,
+                         "timing model: rank %d's %s recorded more than its "
+                         "buffer holds (PLD_TRACE_EVENTS=%u with the trace "
+                         "on, short by %llu events): raise PLD_TRACE_EVENTS",
+                         r, b->name, b->cap, (unsigned long long)b->lost);
+  return pld__fail_api(
+      PLD_ERR_CONFIG,
+      "timing model: rank %d's %s recorded more than its buffer holds "
+      "(PLD_MODEL_RECORDS=%lld: %u events of %d records, short by %llu "
+      "events): raise PLD_MODEL_RECORDS",
+      r, b->name, (long long)t->PLD_MODEL_RECORDS, b->cap, PLD__PACK_RECS,
+      (unsigned long long)b->lost);
+}
+
 int pld__model_run_end(struct pld_program *p, const pld_arg *argv,
                        struct pld__tbuf *const *const *bufs, const int *nbufs) {
   struct pld__model *m = p->rs.model;
@@ -663,12 +683,7 @@ int pld__model_run_end(struct pld_program *p, const pld_arg *argv,
   for (int r = 0; r < n; r++)
     for (int i = 0; i < nbufs[r]; i++)
       if (bufs[r][i]->lost)
-        return pld__fail_api(
-            PLD_ERR_CONFIG,
-            "timing model: rank %d's %s had %llu events more than its "
-            "buffer holds (PLD_TRACE_EVENTS=%u): raise PLD_TRACE_EVENTS",
-            r, bufs[r][i]->name, (unsigned long long)bufs[r][i]->lost,
-            bufs[r][i]->cap);
+        return too_many(p, r, bufs[r][i]);
   struct brank *b = pld__calloc((size_t)n, sizeof *b);
   if (!b)
     return nomem();

@@ -543,8 +543,17 @@ int pld__trace_config(struct pld_program *p, const pld_config *cfg) {
   /* The timing model records in the trace's buffers. */
   if (!st)
     st = pld__model_config(p, cfg);
-  p->rs.trace.cap = (uint32_t)pld__tunables()->PLD_TRACE_EVENTS;
+  p->rs.trace.cap = pld__trace_cap(p);
   return st;
+}
+
+uint32_t pld__trace_cap(const struct pld_program *p) {
+  const struct pld__tunables *t = pld__tunables();
+  int64_t cap = p->plan.tracing ? t->PLD_TRACE_EVENTS : 0;
+  int64_t model = (t->PLD_MODEL_RECORDS + PLD__PACK_RECS - 1) / PLD__PACK_RECS;
+  if (p->plan.modeling && model > cap)
+    cap = model;
+  return (uint32_t)cap;
 }
 
 /* The host's lane records e (under the writer's lock). */

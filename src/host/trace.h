@@ -12,6 +12,10 @@
  * PLD_ERR_CONFIG / PLD_ERR_SYSTEM (message set). */
 int pld__trace_config(struct pld_program *p, const pld_config *cfg);
 
+/* The events each thread's buffer holds: PLD_TRACE_EVENTS for a trace,
+ * at least PLD_MODEL_RECORDS' worth of packs for the timing model. */
+uint32_t pld__trace_cap(const struct pld_program *p);
+
 /* Before the devices start: the trace areas of the ranks this process
  * runs. */
 int pld__trace_prepare(struct pld_program *p);

@@ -1,8 +1,8 @@
 /* The timing model's report API and its refusals on real programs: NULL
  * arguments, a program with the model off, a report asked for before any
  * run, PLD_MODEL with a word it does not take, PLD_MODEL_OUT naming a
- * file that cannot be written, trace buffers too small for a modeled run
- * (PLD_TRACE_EVENTS); and a mixed kernel, which the model now takes as
+ * file that cannot be written, buffers too small for a modeled run
+ * (PLD_MODEL_RECORDS); and a mixed kernel, which the model now takes as
  * two tasks. */
 #include "pld_test.h"
 
@@ -179,15 +179,15 @@ PLD_HOST(h_waits, h, PLD_IN(n, INT32, NR, 1)) {
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(1)));
 }
 
-/* 16 events a buffer (the least PLD_TRACE_EVENTS takes) hold 16 packs of
- * PLD__PACK_RECS (4) records: a block of exactly 64 records is modeled,
- * one of 65 fails its run naming the variable, rather than model a part
- * of the run; without the model the run is fine.  The tunables are read
- * once a process: this case comes first. */
-static void test_trace_events_too_few(void **state) {
+/* PLD_MODEL_RECORDS=64 (the least it takes) is 16 events a buffer, 16
+ * packs of PLD__PACK_RECS (4) records: a block of exactly 64 records is
+ * modeled, one of 65 fails its run naming the variable, rather than model
+ * a part of the run; without the model the run is fine.  The tunables are
+ * read once a process: this case comes first. */
+static void test_model_records_too_few(void **state) {
   (void)state;
   clear_env();
-  assert_int_equal(setenv("PLD_TRACE_EVENTS", "16", 1), 0);
+  assert_int_equal(setenv("PLD_MODEL_RECORDS", "64", 1), 0);
   int ids[2];
   pld_config cfg = test_config(ids, 2, 0, 1);
   const int64_t shape[] = {2, 1};
@@ -201,8 +201,9 @@ static void test_trace_events_too_few(void **state) {
   assert_ok(pld_compile(h_waits, &cfg, PLD_ARGS(n), &p));
   assert_fails_with(pld_program_run(p, PLD_ARGS(n)), PLD_ERR_CONFIG,
                     "timing model: rank ",
-                    "events more than its buffer "
-                    "holds (PLD_TRACE_EVENTS=16): raise PLD_TRACE_EVENTS");
+                    "recorded more than its buffer holds "
+                    "(PLD_MODEL_RECORDS=64: 16 events of 4 records, short "
+                    "by 1 events): raise PLD_MODEL_RECORDS");
   nv[0] = nv[1] = 62; /* 64 records */
   assert_ok(pld_program_run(p, PLD_ARGS(n)));
   pld_model_report r;
@@ -210,7 +211,7 @@ static void test_trace_events_too_few(void **state) {
   assert_true(r.total_ns > 0);
   pld_program_destroy(p);
   pld_tensor_destroy(n);
-  assert_int_equal(unsetenv("PLD_TRACE_EVENTS"), 0);
+  assert_int_equal(unsetenv("PLD_MODEL_RECORDS"), 0);
 }
 
 /* A mixed kernel: its cube part and vector parts in one block. */
@@ -286,7 +287,7 @@ static void test_mixed_parts_at_once(void **state) {
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_trace_events_too_few),
+    cmocka_unit_test(test_model_records_too_few),
     cmocka_unit_test(test_null_arguments),
     cmocka_unit_test(test_model_off),
     cmocka_unit_test(test_no_arguments),
