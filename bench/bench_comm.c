@@ -451,7 +451,11 @@ static double ratio_of(double a, double b) {
 
 static void bench_barrier(int reps, int ncpu) {
   static const int worlds[] = {2, 4, 8};
-  double worst13 = -1; /* issue 13: pld <= 1.0x MPI at every count */
+  /* The worst pld/MPI (issue 13 on shm: <= 1.0x; issue 28 under mpirun:
+   * <= 1.5x) and, on mpi-shm, the worst against the shm fabric (issue 28:
+   * within 20%). */
+  const double most = fabric->setting ? 1.5 : 1.0;
+  double worst = -1, worst_shm = -1;
   printf("\n(1) barrier latency: pld_barrier in a kernel loop vs MPI_Barrier, "
          "us per barrier\n");
   printf("    median of %d repetitions, each the slowest rank's loop time / "
@@ -462,9 +466,11 @@ static void bench_barrier(int reps, int ncpu) {
   char e[96] = "";
   if (w)
     snprintf(e, sizeof e, " %10s %8s   %s", "shm us", "mpi/shm",
-             "target pld <= 1.1x shm");
+             "target pld <= 1.2x shm");
+  char head[32];
+  snprintf(head, sizeof head, "target pld <= %.1fx MPI", most);
   printf("  %5s %-19s %10s %10s %8s   %-*s%s\n", "ranks", "CPUs", "pld us",
-         "MPI us", "pld/MPI", w, "target pld <= 2x MPI", e);
+         "MPI us", "pld/MPI", w, head, e);
   for (size_t i = 0; i < sizeof worlds / sizeof worlds[0]; i++) {
     const int n = worlds[i];
     double tp[MAX_FIGS], ts[MAX_FIGS], tm = -1;
@@ -482,17 +488,23 @@ static void bench_barrier(int reps, int ncpu) {
     const double ratio = ratio_of(tp[0], tm), rs = ratio_of(tp[0], ts[0]);
     if (w)
       snprintf(e, sizeof e, " %10s %8s   %s", fmt(a, sizeof a, 3, "", ts[0]),
-               fmt(b, sizeof b, 2, "x", rs), verdict(rs < 0 ? -1 : rs <= 1.1));
+               fmt(b, sizeof b, 2, "x", rs), verdict(rs < 0 ? -1 : rs <= 1.2));
     printf("  %5d %-19s %10s %10s %8s   %-*s%s\n", n, cpus,
            fmt(a, sizeof a, 3, "", tp[0]), fmt(b, sizeof b, 3, "", tm),
            fmt(c, sizeof c, 2, "x", ratio), w,
-           verdict(ratio < 0 ? -1 : ratio <= 2), e);
-    worst13 = ratio > worst13 ? ratio : worst13;
+           verdict(ratio < 0 ? -1 : ratio <= most), e);
+    worst = ratio > worst ? ratio : worst;
+    worst_shm = rs > worst_shm ? rs : worst_shm;
   }
-  printf("  issue 13 target 5, pld <= 1.0x MPI_Barrier at 2, 4 and 8 ranks: "
-         "%s (worst %.2fx; one run: a rank whose CPU another program takes "
-         "for a time slice costs a whole slice, compare several runs)\n",
-         verdict(worst13 < 0 ? -1 : worst13 <= 1.0), worst13);
+  printf("  %s, pld <= %.1fx MPI_Barrier at 2, 4 and 8 ranks: %s (worst "
+         "%.2fx; one run: a rank whose CPU another program takes for a time "
+         "slice costs a whole slice, compare several runs)\n",
+         fabric->setting ? "issue 28 target 2" : "issue 13 target 5", most,
+         verdict(worst < 0 ? -1 : worst <= most), worst);
+  if (vs_shm())
+    printf("  issue 28 target 4, barrier within 20%% of the shared-memory "
+           "fabric's at 2, 4 and 8 ranks: %s (worst %.2fx)\n",
+           verdict(worst_shm < 0 ? -1 : worst_shm <= 1.2), worst_shm);
 }
 
 /* ---- (2) ------------------------------------------------------------------
@@ -535,15 +547,22 @@ static void bench_pingpong(int reps) {
            fmt(b, sizeof b, 3, "", ts[0]),
            fmt(d, sizeof d, 2, "x", ratio_of(tp[0], ts[0])));
   const double rm = ratio_of(tp[0], tm[0]), rs = ratio_of(tp[0], ts[0]);
-  if (fabric->rma)
-    printf("  target pld <= 2x the MPI_Fetch_and_op ping-pong: %s\n",
-           verdict(rm < 0 ? -1 : rm <= 2));
-  else
+  const double ra = ratio_of(tp[0], tm[1]);
+  if (fabric->setting)
+    printf("  issue 28 target 3, pld <= 1.2x the MPI_Fetch_and_op + flush "
+           "ping-pong: %s (%.2fx)\n",
+           verdict(rm < 0 ? -1 : rm <= 1.2), rm);
+  else {
     printf("  target pld <= 1 us: %s\n",
            verdict(tp[0] < 0 ? -1 : tp[0] <= 1.0));
+    printf("  issue 29 target 4, pld <= 0.5x MPI_Fetch_and_op + atomic "
+           "poll: %s (%.2fx)\n",
+           verdict(ra < 0 ? -1 : ra <= 0.5), ra);
+  }
   if (vs_shm())
-    printf("  target pld <= 1.1x the shared-memory fabric's: %s\n",
-           verdict(rs < 0 ? -1 : rs <= 1.1));
+    printf("  issue 28 target 4, within 20%% of the shared-memory fabric's: "
+           "%s (%.2fx)\n",
+           verdict(rs < 0 ? -1 : rs <= 1.2), rs);
 }
 
 /* ---- (3) ------------------------------------------------------------------
@@ -622,7 +641,8 @@ static void bench_bandwidth(int reps) {
            "picks (osc rdma over vader\n"
            "    with Open MPI 4.1 on one node) and with osc sm forced\n");
   /* Targets from 1 MiB: memcpy's share through shared memory, MPI's
-   * through RMA; and mpi-shm within 10% of the shm fabric. */
+   * through RMA (issue 28: 0.9x); and mpi-shm within 20% of the shm
+   * fabric at every size (issue 28). */
   int ok_mc = -1, ok_mpi = -1, ok_shm = -1;
   /* Issue 13's target 4: at least MPI's rate at every size, and 80% of
    * memcpy from 16 KiB (the lowest ratio of each, and where; -1: none). */
@@ -682,10 +702,10 @@ static void bench_bandwidth(int reps) {
         if (ratio >= 0)
           ok_mc = judged(ok_mc, ratio >= 0.8);
         if (rm >= 0)
-          ok_mpi = judged(ok_mpi, rm >= 0.8);
-        if (rs >= 0)
-          ok_shm = judged(ok_shm, rs >= 0.9);
+          ok_mpi = judged(ok_mpi, rm >= 0.9);
       }
+      if (rs >= 0)
+        ok_shm = judged(ok_shm, rs >= 0.8);
       if (fabric->setting) {
         if (vs_shm())
           snprintf(g, sizeof g, " %9s %8s", fmt(e, sizeof e, 2, "", ps),
@@ -703,18 +723,22 @@ static void bench_bandwidth(int reps) {
     }
   }
   if (fabric->rma)
-    printf("  target pld put/get >= 80%% of MPI_Put/MPI_Get from 1 MiB: %s\n",
+    printf("  issue 28 target 3, pld put/get >= 0.9x MPI_Put/MPI_Get from "
+           "1 MiB: %s\n",
            verdict(ok_mpi));
   else
     printf("  target pld put/get >= 80%% of memcpy from 1 MiB: %s\n",
            verdict(ok_mc));
   if (vs_shm())
-    printf("  target pld put/get >= 90%% of the shared-memory fabric's from "
-           "1 MiB: %s\n",
+    printf("  issue 28 target 4, pld put/get within 20%% of the "
+           "shared-memory fabric's at every size: %s\n",
            verdict(ok_shm));
-  printf("  issue 13 target 4, put/get >= MPI's rate at every size: %s "
+  printf("  %s, put/get >= MPI's rate at every size from 4 KiB to 64 MiB: "
+         "%s "
          "(lowest %.2fx, at %zu KiB, where pld copies at %.0f%% of memcpy "
          "and MPI at %.0f%%%s)\n",
+         fabric->setting ? "issue 13 target 4"
+                         : "issue 29 target 2 (issue 13's target 4)",
          verdict(low4_mpi < 0 ? -1 : low4_mpi >= 1.0), low4_mpi, at4_mpi >> 10,
          100 * low4_pld_mc, 100 * low4_mpi_mc,
          low4_mpi < 1.0 && low4_pld_mc >= 0.9
