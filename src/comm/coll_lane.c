@@ -120,7 +120,15 @@ static int coll_give_back(struct coll *cc) {
   int st = cc->f->ops->accumulate(
       cc->f, cc->sig->win_buf, cc->comm->members[cc->me],
       pld__coll_cell_off(cc, CREDIT(0)), back, (size_t)cc->n, PLD_INT32);
-  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+  if (st)
+    return pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error());
+  for (int32_t q = 0; q < cc->n && pld__obs.model; q++)
+    if (back[q])
+      pld__obs_model(
+          PLD__TL_TAKE, 0, cc->f->rank,
+          pld__cell_id(cc->sig->win_buf, pld__coll_cell_off(cc, CREDIT(q))),
+          -back[q], NULL);
+  return PLD_OK;
 }
 
 static uint64_t desc_u64(const int32_t *d, int lo) {

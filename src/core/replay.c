@@ -468,6 +468,7 @@ static int wait_on(struct sim *s, int32_t actor, int32_t rank, int32_t task,
 }
 
 static void block_end(struct sim *s, int32_t id);
+static void land(struct sim *s, const struct event *e);
 
 /* Runs actor id from its clock, which is now, up to the next record that
  * must wait for its time or a cell. */
@@ -553,6 +554,14 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
       }
       a->t += M(s, WAIT_NS) * 1000;
       busy(s, a, PLD__TB_WAIT, M(s, WAIT_NS) * 1000);
+      break;
+    case PLD__TL_TAKE: /* at once: the core's next wait sees it */
+      land(s, &(struct event){.t = a->t,
+                              .kind = EV_LAND,
+                              .cell_rank = r->peer,
+                              .cell = r->a,
+                              .op = PLD_NOTIFY_ADD,
+                              .value = -r->b});
       break;
     case PLD__TL_DEFER:
       if (!wait_on(s, -1, a->rank, a->task, r))

@@ -21,9 +21,9 @@ static int check_rec(const struct pld__timeline *tl, int cube, int nv, int nc,
               tl->nranks);
     return PLD_ERR_ARG;
   }
-  int sub_max[] = {0, PLD__TC_CLASSES - 1, 0, 7, 0, 1, 5, 5};
+  int sub_max[] = {0, PLD__TC_CLASSES - 1, 0, 7, 0, 1, 5, 5, 0};
   const int flushed = PLD__TL_LATER | PLD__TL_FLUSHED;
-  if (r->kind < PLD__TL_COMPUTE || r->kind > PLD__TL_DEFER ||
+  if (r->kind < PLD__TL_COMPUTE || r->kind > PLD__TL_TAKE ||
       r->sub > sub_max[r->kind] ||
       (r->kind <= PLD__TL_XFER && (r->a < 0 || r->b < 0)) ||
       (r->kind == PLD__TL_XFER && (r->sub & PLD__TL_FLUSHED) &&

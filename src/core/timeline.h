@@ -56,7 +56,11 @@ enum pld__tl_kind {
   /* A wait on cell a of rank peer: sub a pld_wait_cmp, b the expected
    * value.  PLD__TL_DEFER: the same, deferred to the block's task. */
   PLD__TL_WAIT,
-  PLD__TL_DEFER
+  PLD__TL_DEFER,
+  /* Credits taken back: cell a of rank peer (the recording core's own)
+   * goes down by b at once, at no cost (a collective's epilogue, which
+   * makes its lane zero for the next call; comm/coll_lane.c). */
+  PLD__TL_TAKE
 };
 
 enum pld__tl_class {

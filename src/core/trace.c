@@ -75,6 +75,8 @@ void pld__trace_area_clear(struct pld__trace_area *a) {
   }
 }
 
+static void fold_reset(struct pld__fold *f);
+
 void pld__observe_as(int rank, int device, const char *lane,
                      struct pld__tbuf *buf) {
   pld__obs.rank = rank;
@@ -84,6 +86,7 @@ void pld__observe_as(int rank, int device, const char *lane,
   pld__obs.traced = buf && buf->trace;
   pld__obs.model = buf && buf->model;
   memset(&pld__obs.work, 0, sizeof pld__obs.work);
+  fold_reset(&pld__obs.fold);
 }
 
 void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name) {
@@ -190,16 +193,166 @@ static void drop_last_rec(void) {
     b->n--;
 }
 
-static void add_rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
+/* ---- folding loops ---------------------------------------------------------
+ *
+ * A kernel's loop records the same records turn after turn (a barrier's
+ * credits and waits, a ping-pong's notify and wait, a tile loop's work),
+ * but for values that step by the same amount each turn (the round a
+ * wait expects).  Once three turns of k records (at most PLD__FOLD_TURN)
+ * follow each other with the same steps, the third is taken back and one
+ * PLD__TM_LOOP record stands for it and for every later turn that keeps
+ * the steps: a turn costs the core a comparison per record instead of
+ * memory, and the host unfolds them (host/model.c).  Only records that
+ * nothing changes once stored fold: not a transfer that a later flush
+ * or the rest of its group may change, nor a launch's or block's. */
+
+static int foldable(int kind, int sub) {
+  if (kind == PLD__TL_XFER)
+    return !(sub & PLD__TL_LATER) && !pld__obs.group;
+  return kind >= PLD__TL_COMPUTE && kind <= PLD__TL_TAKE;
+}
+
+static int same_kind(const struct pld__mrec *x, const struct pld__mrec *y) {
+  return x->kind == y->kind && x->sub == y->sub && x->peer == y->peer;
+}
+
+/* Whether x is turn n of a loop whose recorded turns had v (earlier) and
+ * w (later). */
+static int turn_of(const struct pld__mrec *x, const struct pld__mrec *v,
+                   const struct pld__mrec *w, int64_t n) {
+  return same_kind(x, w) && same_kind(v, w) &&
+         x->a == pld__fold_value(v->a, w->a, n) &&
+         x->b == pld__fold_value(v->b, w->b, n);
+}
+
+static struct pld__mrec *hist(struct pld__fold *f, uint64_t i) {
+  return &f->hist[i & (PLD__FOLD_HIST - 1)];
+}
+
+/* The folder forgets what it saw: the next records start afresh. */
+static void fold_reset(struct pld__fold *f) {
+  f->lk = f->pos = f->k = f->run = 0;
+  f->base = f->seq;
+}
+
+static struct pld__mrec *rec_add(const struct pld__mrec *m) {
   struct pld__mrec *r = new_rec();
   if (r)
-    *r = (struct pld__mrec){.kind = (uint8_t)kind,
-                            .sub = (uint8_t)sub,
-                            .peer = peer,
-                            .a = a,
-                            .b = b};
-  /* The group's transfers so far, while it has nothing else. */
+    *r = *m;
+  return r;
+}
+
+/* Ends the loop being folded, if any: the records of its unfinished turn
+ * are stored as they were. */
+static void fold_break(struct pld__fold *f) {
+  if (f->lk && pld__obs.buf->n == f->lev + 1)
+    for (int32_t j = 0; j < f->pos; j++) {
+      struct pld__mrec m = f->turn[j];
+      m.a = pld__fold_value(f->prev[j].a, f->turn[j].a, f->turns + 1);
+      m.b = (int32_t)pld__fold_value(f->prev[j].b, f->turn[j].b, f->turns + 1);
+      rec_add(&m);
+    }
+  fold_reset(f);
+}
+
+/* Whether m is the next record of the loop being folded (then counted,
+ * not stored). */
+static int fold_next(struct pld__fold *f, const struct pld__mrec *m) {
+  if (pld__obs.buf->n != f->lev + 1) { /* the buffer was emptied */
+    fold_reset(f);
+    return 0;
+  }
+  if (!turn_of(m, &f->prev[f->pos], &f->turn[f->pos], f->turns + 1))
+    return 0;
+  if (++f->pos == f->lk) {
+    f->pos = 0;
+    f->loop->a = ++f->turns;
+  }
+  return 1;
+}
+
+/* The last 3 k records stored are three turns: the third is taken back
+ * for a loop record. */
+static void fold_begin(struct pld__fold *f) {
+  struct pld__tbuf *b = pld__obs.buf;
+  const int32_t k = f->k;
+  if (b->lost) { /* some were not stored */
+    fold_reset(f);
+    return;
+  }
+  for (int32_t j = 0; j < k; j++)
+    drop_last_rec();
+  struct pld__mrec *r = new_rec();
+  if (!r)
+    return;
+  *r = (struct pld__mrec){.kind = PLD__TM_LOOP, .peer = k, .a = 1};
+  const uint64_t first = f->seq - 3 * (uint64_t)k;
+  for (int32_t j = 0; j < k; j++) {
+    f->prev[j] = *hist(f, first + (uint64_t)j);
+    f->turn[j] = *hist(f, first + (uint64_t)(k + j));
+  }
+  f->lk = k;
+  f->pos = 0;
+  f->turns = 1;
+  f->loop = r;
+  f->lev = b->n - 1;
+}
+
+static uint32_t fold_hash(const struct pld__mrec *m) {
+  uint64_t h = ((uint64_t)m->a ^ (uint64_t)(uint32_t)m->peer << 24 ^
+                (uint64_t)m->kind << 56 ^ (uint64_t)m->sub << 48) *
+               0x9e3779b97f4a7c15ull;
+  return (uint32_t)(h >> 58);
+}
+
+/* The folder sees m, just stored: the turn it may repeat, and a loop
+ * once three turns are recorded. */
+static void fold_see(struct pld__fold *f, const struct pld__mrec *m) {
+  const uint64_t i = f->seq++;
+  *hist(f, i) = *m;
+  uint64_t *last = &f->last[fold_hash(m)];
+  const uint64_t before = *last;
+  *last = i + 1;
+  int32_t k = f->k;
+  if (k && i >= f->base + 2 * (uint64_t)k &&
+      turn_of(m, hist(f, i - 2 * (uint64_t)k), hist(f, i - (uint64_t)k), 1))
+    f->run++;
+  else {
+    /* The last record like this one (but for b) gives the turn. */
+    const struct pld__mrec *y = before > f->base ? hist(f, before - 1) : NULL;
+    k = y && same_kind(m, y) && m->a == y->a &&
+                i - (before - 1) <= PLD__FOLD_TURN
+            ? (int32_t)(i - (before - 1))
+            : 0;
+    f->k = k;
+    f->run =
+        k && i >= f->base + 2 * (uint64_t)k &&
+        turn_of(m, hist(f, i - 2 * (uint64_t)k), hist(f, i - (uint64_t)k), 1);
+  }
+  if (k && f->run >= k && f->seq - f->base >= 3 * (uint64_t)k)
+    fold_begin(f);
+}
+
+static void add_rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
   struct pld__observer *o = &pld__obs;
+  struct pld__fold *f = &o->fold;
+  const struct pld__mrec m = {
+      .kind = (uint8_t)kind, .sub = (uint8_t)sub, .peer = peer, .a = a, .b = b};
+  if (!foldable(kind, sub))
+    fold_break(f);
+  else if (f->lk && fold_next(f, &m)) {
+    o->nx = 0;
+    return;
+  } else if (f->lk)
+    fold_break(f);
+  struct pld__mrec *r = rec_add(&m);
+  if (foldable(kind, sub)) {
+    if (r)
+      fold_see(f, &m);
+    else
+      fold_reset(f);
+  }
+  /* The group's transfers so far, while it has nothing else. */
   if (!r || kind != PLD__TL_XFER || !o->group) {
     o->nx = 0;
     return;
@@ -303,6 +456,7 @@ static void store(const struct pld__tev *e) {
     return;
   if (pld__obs.work.pending)
     work_flush();
+  fold_break(&pld__obs.fold); /* its records before the event */
   struct pld__tev *at = next_event(b);
   if (at)
     *at = *e;
@@ -505,6 +659,7 @@ void pld__obs_begin(struct pld__tev *e) {
     struct pld__tbuf *b = pld__obs.buf;
     if (pld__obs.work.pending) /* the work before it goes before it */
       work_flush();
+    fold_break(&pld__obs.fold);
     if (b->n && b->ev[b->n - 1].kind == PLD__TEV_PACK)
       b->ev[b->n - 1].flag = 1;
     e->idx[0] = (int32_t)b->n;

@@ -78,10 +78,23 @@ enum {
                         on vector cores, 1 on cube cores, 2 + n a mixed
                         kernel's of n vector parts, name the kernel */
   PLD__TM_DEP,       /* task e goes after task x of the dispatch */
-  PLD__TM_BLOCK      /* on a core: block x of task e returned, the
+  PLD__TM_BLOCK,     /* on a core: block x of task e returned, the
                         records since the core's last one its own; flag
                         0, or 1 + its part of a mixed kernel's block */
+  PLD__TM_LOOP       /* on a core, a folded loop: the e records before it
+                        and the e before those are two turns of a loop,
+                        and x more turns follow, turn n the later of the
+                        two with each a and b advanced by n times its
+                        step from the earlier (pld__fold_value); kinds,
+                        subs and peers the same */
 };
+
+/* Field value v of turn n of a folded loop (PLD__TM_LOOP) whose two
+ * recorded turns had v1, then v2: v2 + n (v2 - v1), wrapping as unsigned
+ * arithmetic does, on the recording core and on the host alike. */
+static inline int64_t pld__fold_value(int64_t v1, int64_t v2, int64_t n) {
+  return (int64_t)((uint64_t)v2 + (uint64_t)n * ((uint64_t)v2 - (uint64_t)v1));
+}
 
 /* Names of host spans and transfers (PLD__TH_*, PLD__TR_*; "?" for
  * others), for the log and the trace file. */
@@ -197,6 +210,30 @@ struct pld__work {
  * transfer to one more peer is a record of its own). */
 #define PLD__GROUP_PEERS 16
 
+/* The longest turn of a loop that the records fold (PLD__TM_LOOP), and
+ * the records the folder remembers (a power of 2, at least 3 turns). */
+#define PLD__FOLD_TURN 24
+#define PLD__FOLD_HIST 128
+
+/* A core's folder of loops: its last records (hist, by their number),
+ * the turn they seem to repeat, and the loop it folds. */
+struct pld__fold {
+  struct pld__mrec hist[PLD__FOLD_HIST];
+  uint64_t seq, base; /* records seen; the first the folder may use */
+  uint64_t last[64];  /* by a hash of kind, sub, peer and a: the number
+                         + 1 of the last such record */
+  int32_t k, run;     /* a candidate turn of k records, and how many in
+                         a row repeat the record k before them */
+  /* The loop being folded (lk records a turn, 0: none): its two
+   * recorded turns, its record and the event holding it, the turns it
+   * holds and where the next one stands. */
+  int32_t lk, pos;
+  int64_t turns;
+  uint32_t lev;
+  struct pld__mrec *loop;
+  struct pld__mrec prev[PLD__FOLD_TURN], turn[PLD__FOLD_TURN];
+};
+
 /* Who this thread is, for the debug log's prefix and the trace. */
 struct pld__observer {
   struct pld__tbuf *buf;      /* NULL: not tracing */
@@ -212,6 +249,7 @@ struct pld__observer {
   struct pld__mrec *xfer[PLD__GROUP_PEERS];
   int32_t nx, xgroup;
   struct pld__work work;
+  struct pld__fold fold;
 };
 extern _Thread_local struct pld__observer pld__obs;
 extern unsigned pld__debug_mask;

@@ -376,6 +376,33 @@ static int block_ends(struct brank *b, int r, const struct pld__tbuf *buf,
   return PLD_OK;
 }
 
+/* A folded loop (l, PLD__TM_LOOP) of rank r's core: its turns after the
+ * two its block's records (since rec0) end with. */
+static int unfold(struct brank *b, int r, const struct pld__tbuf *buf,
+                  const struct pld__mrec *l, size_t rec0) {
+  const size_t k = (size_t)l->peer;
+  if (l->peer < 1 || l->peer > PLD__FOLD_TURN || l->a < 1 ||
+      b->nrecs - rec0 < 2 * k)
+    return pld__fail_api(PLD_ERR_UNSUPPORTED,
+                         "timing model: rank %d's %s folded a loop of %d "
+                         "records a turn without two turns before it",
+                         r, buf->name, l->peer);
+  for (int64_t n = 1; n <= l->a; n++)
+    for (size_t j = 0; j < k; j++) {
+      struct pld__tl_rec *x =
+          more(&b->recs, b->nrecs, &b->caprecs, sizeof *b->recs);
+      if (!x)
+        return nomem();
+      /* The two recorded turns end where the unfolded ones begin. */
+      const size_t w = b->nrecs - (size_t)(n - 1) * k - k, v = w - k;
+      *x = b->recs[w];
+      x->a = pld__fold_value(b->recs[v].a, b->recs[w].a, n);
+      x->b = pld__fold_value(b->recs[v].b, b->recs[w].b, n);
+      b->nrecs++;
+    }
+  return PLD_OK;
+}
+
 /* A core's buffer: its records, each block's closed by its end (and, with
  * clock, its events to stamp). */
 static int read_core(struct brank *b, int r, struct pld__tbuf *buf, int clock) {
@@ -396,7 +423,11 @@ static int read_core(struct brank *b, int r, struct pld__tbuf *buf, int clock) {
         st = block_ends(b, r, buf, m, &rec0);
         continue;
       }
-      if (m->kind < PLD__TL_COMPUTE || m->kind > PLD__TL_DEFER)
+      if (m->kind == PLD__TM_LOOP) {
+        st = unfold(b, r, buf, m, rec0);
+        continue;
+      }
+      if (m->kind < PLD__TL_COMPUTE || m->kind > PLD__TL_TAKE)
         continue;
       struct pld__tl_rec *rec =
           more(&b->recs, b->nrecs, &b->caprecs, sizeof *b->recs);

@@ -216,8 +216,8 @@ enum { DO_PUT, DO_PING, DO_BARRIER, DO_ALLREDUCE };
 /* One block: rank 0 puts x into rank 1's window (DO_PUT), `arg` times
  * one after the other (at least once); ranks 0 and 1
  * hand a signal back and forth `arg` times (DO_PING); every rank meets
- * in a barrier (DO_BARRIER) or allreduces its window in mode `arg`
- * (DO_ALLREDUCE). */
+ * in a barrier, `arg` times (at least once; DO_BARRIER) or allreduces its
+ * window in mode `arg` (DO_ALLREDUCE). */
 PLD_KERNEL(k_comm, k, COMM_PARAMS) {
   int32_t me = pld_rank(k, pld_window_comm(data));
   for (int32_t i = 0; what == DO_PUT && me == 0 && i < (arg > 1 ? arg : 1); i++)
@@ -229,7 +229,7 @@ PLD_KERNEL(k_comm, k, COMM_PARAMS) {
     if (me == 0)
       pld_wait(k, ping, PLD_AT(1), i + 1, PLD_WAIT_GE);
   }
-  if (what == DO_BARRIER)
+  for (int32_t i = 0; what == DO_BARRIER && i < (arg > 1 ? arg : 1); i++)
     pld_barrier(k, sig);
   if (what == DO_ALLREDUCE)
     pld_allreduce(k, data, sig, PLD_REDUCE_SUM, (pld_allreduce_mode)arg);
@@ -354,6 +354,30 @@ static void run_barrier(int n) {
   double want =
       FIG(m, LINK_NS) + (n - 1) * (FIG(m, NOTIFY_NS) + FIG(m, WAIT_NS));
   assert_within_2pct("a barrier", c.most, want);
+  /* A loop of them (its turns one folded record, each call taking its
+   * credits back): rank r leaves barrier k at e[r]; in the next it
+   * credits the others in rank order, then waits for each in rank order,
+   * rank q's credit landing LINK_NS after q issued it. */
+  enum { LOOPS = 40 };
+  double e[4] = {0}, next[4];
+  for (int k = 0; k < LOOPS; k++) {
+    for (int r = 0; r < n; r++) {
+      double t = e[r] + (n - 1) * FIG(m, NOTIFY_NS);
+      for (int q = 0; q < n; q++)
+        if (q != r) {
+          double lands =
+              e[q] + (r < q ? r + 1 : r) * FIG(m, NOTIFY_NS) + FIG(m, LINK_NS);
+          t = (t > lands ? t : lands) + FIG(m, WAIT_NS);
+        }
+      next[r] = t;
+    }
+    memcpy(e, next, sizeof e);
+  }
+  double last = 0;
+  for (int r = 0; r < n; r++)
+    last = e[r] > last ? e[r] : last;
+  struct comm_run l = run_comm(n, 8, DO_BARRIER, LOOPS);
+  assert_within_2pct("40 barriers", l.most, last);
 }
 
 static void test_barrier(void **state) {

@@ -6,6 +6,8 @@
  * two tasks. */
 #include "pld_test.h"
 
+#include <math.h>
+
 #include "../host/programs.h"
 #include "pld/mix.h"
 
@@ -157,15 +159,27 @@ static void test_out_unwritable(void **state) {
   clear_env();
 }
 
-/* A block that notifies its own cell once and waits on it 40 times: 41
- * records of the model on its core. */
 /* A block that records n[0] + 2 records of the model: a notify, n[0]
- * waits (none blocks) and its end. */
+ * waits (none blocks) and its end.  The waits expect -i^2, which steps
+ * by no constant from one to the next: the recorder folds none of them
+ * into a loop.  With n[0] < 0, -n[0] waits expecting 1: a loop it folds
+ * into a few records. */
 PLD_KERNEL(k_waits, k, PLD_IN(n, INT32, 1), PLD_WINDOW(sig, INT32, 1)) {
   int32_t me = pld_rank(k, pld_window_comm(sig));
+  const int32_t waits = (int32_t)pld_read(k, n, PLD_AT(0));
   pld_notify(k, sig, me, PLD_AT(0), 1, PLD_NOTIFY_SET);
-  for (int i = 0; i < (int)pld_read(k, n, PLD_AT(0)); i++)
-    pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
+  for (int32_t i = 0; i < (waits < 0 ? -waits : waits); i++)
+    pld_wait(k, sig, PLD_AT(0), waits < 0 ? 1 : -i * i, PLD_WAIT_GE);
+}
+
+/* The modeled total of p's run with n[0] = n[1] = waits. */
+static double waits_total(pld_program *p, pld_tensor n, int32_t waits) {
+  int32_t *nv = pld_tensor_data(n);
+  nv[0] = nv[1] = waits;
+  assert_ok(pld_program_run(p, PLD_ARGS(n)));
+  pld_model_report r;
+  assert_ok(pld_program_model(p, &r));
+  return r.total_ns;
 }
 
 PLD_DEVICE(d_waits, a, PLD_IN(n, INT32, 1), PLD_WINDOW(sig, INT32, 1)) {
@@ -182,7 +196,8 @@ PLD_HOST(h_waits, h, PLD_IN(n, INT32, NR, 1)) {
 /* PLD_MODEL_RECORDS=64 (the least it takes) is 16 events a buffer, 16
  * packs of PLD__PACK_RECS (4) records: a block of exactly 64 records is
  * modeled, one of 65 fails its run naming the variable, rather than model
- * a part of the run; without the model the run is fine.  The tunables are
+ * a part of the run; without the model the run is fine; a loop of 100000
+ * waits fits, folded.  The tunables are
  * read once a process: this case comes first. */
 static void test_model_records_too_few(void **state) {
   (void)state;
@@ -204,11 +219,17 @@ static void test_model_records_too_few(void **state) {
                     "recorded more than its buffer holds "
                     "(PLD_MODEL_RECORDS=64: 16 events of 4 records, short "
                     "by 1 events): raise PLD_MODEL_RECORDS");
-  nv[0] = nv[1] = 62; /* 64 records */
-  assert_ok(pld_program_run(p, PLD_ARGS(n)));
-  pld_model_report r;
-  assert_ok(pld_program_model(p, &r));
-  assert_true(r.total_ns > 0);
+  /* 64 records; and each wait costs the same, folded or not: 50000
+   * more waits in a folded loop take 50000/31 times what 31 more take
+   * unfolded. */
+  const double t62 = waits_total(p, n, 62), t31 = waits_total(p, n, 31);
+  const double f100k = waits_total(p, n, -100000);
+  const double f50k = waits_total(p, n, -50000);
+  assert_true(t62 > t31 && t31 > 0);
+  const double want = (t62 - t31) * 50000.0 / 31.0;
+  if (fabs(f100k - f50k - want) > want * 1e-6)
+    fail_msg("50000 folded waits: %.3f ns, 31 unfolded ones' share %.3f ns",
+             f100k - f50k, want);
   pld_program_destroy(p);
   pld_tensor_destroy(n);
   assert_int_equal(unsetenv("PLD_MODEL_RECORDS"), 0);

@@ -1,0 +1,316 @@
+/* The timing model's recorder folding loops (core/trace.c,
+ * PLD__TM_LOOP): a core's records, read back from its buffer and unfolded
+ * by a reference written here, are exactly the records it was given, in
+ * order: loops of 1 to PLD__FOLD_TURN records a turn (and one more, which
+ * is not folded), values stepping each turn (a wait's round, near
+ * INT32_MAX too), a turn left unfinished by another record, a block's end
+ * or a trace event, records that never fold (a transfer completing at a
+ * flush), and random streams; and a folded loop takes a handful of
+ * records whatever its turns. */
+#include "pld_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/timeline.h"
+#include "core/trace.h"
+
+enum { CAP = 1 << 16, MAXREC = 1 << 20 };
+
+static struct pld__tbuf *buf;
+/* The records given, and those read back unfolded. */
+static struct pld__mrec given[MAXREC], got[MAXREC];
+static size_t ngiven, ngot;
+
+static int setup(void **state) {
+  (void)state;
+  buf = calloc(1, sizeof *buf + (size_t)CAP * sizeof buf->ev[0]);
+  return buf ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  pld__observe_as(-1, -1, "host", NULL);
+  free(buf);
+  return 0;
+}
+
+/* An empty buffer, recorded by this thread as a core's. */
+static void begin(void) {
+  memset(buf, 0, sizeof *buf);
+  buf->cap = CAP;
+  buf->model = 1;
+  pld__observe_as(0, 0, "AIV0", buf);
+  ngiven = 0;
+}
+
+static void rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
+  assert_true(ngiven < MAXREC);
+  given[ngiven++] = (struct pld__mrec){
+      .kind = (uint8_t)kind, .sub = (uint8_t)sub, .peer = peer, .a = a, .b = b};
+  pld__obs_model(kind, sub, peer, a, b, NULL);
+}
+
+static void block_end(void) { rec(PLD__TM_BLOCK, 0, 1, 0, 0); }
+
+/* The buffer's records, every folded loop unfolded: turn n of a loop of k
+ * records is the later recorded turn with each a and b moved on by n
+ * times its difference from the earlier. */
+static void read_back(void) {
+  size_t block0 = 0;
+  ngot = 0;
+  for (uint32_t i = 0; i < buf->n; i++) {
+    const struct pld__tev *e = &buf->ev[i];
+    if (e->kind != PLD__TEV_PACK)
+      continue;
+    for (int j = 0; j < e->sub; j++) {
+      const struct pld__mrec *m = &e->rec[j];
+      if (m->kind != PLD__TM_LOOP) {
+        assert_true(ngot < MAXREC);
+        got[ngot++] = *m;
+        if (m->kind == PLD__TM_BLOCK)
+          block0 = ngot;
+        continue;
+      }
+      const size_t k = (size_t)m->peer;
+      assert_true(k >= 1 && ngot - block0 >= 2 * k);
+      const size_t w0 = ngot - k, v0 = ngot - 2 * k;
+      for (int64_t n = 1; n <= m->a; n++)
+        for (size_t q = 0; q < k; q++) {
+          const struct pld__mrec *v = &got[v0 + q], *w = &got[w0 + q];
+          struct pld__mrec x = *w;
+          x.a = (int64_t)((uint64_t)w->a +
+                          (uint64_t)n * ((uint64_t)w->a - (uint64_t)v->a));
+          x.b = (int32_t)(w->b + n * ((int64_t)w->b - v->b));
+          assert_true(ngot < MAXREC);
+          got[ngot++] = x;
+        }
+    }
+  }
+}
+
+/* Records stored in the buffer (a folded loop's turns not counted). */
+static size_t stored(void) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < buf->n; i++)
+    if (buf->ev[i].kind == PLD__TEV_PACK)
+      n += buf->ev[i].sub;
+  return n;
+}
+
+static void assert_same(void) {
+  read_back();
+  assert_int_equal(buf->lost, 0);
+  assert_int_equal(ngot, ngiven);
+  for (size_t i = 0; i < ngiven; i++) {
+    if (got[i].kind == given[i].kind && got[i].sub == given[i].sub &&
+        got[i].peer == given[i].peer && got[i].a == given[i].a &&
+        got[i].b == given[i].b)
+      continue;
+    fail_msg("record %zu of %zu: got kind %d sub %d peer %d a %lld b %d, "
+             "expected kind %d sub %d peer %d a %lld b %d",
+             i, ngiven, got[i].kind, got[i].sub, got[i].peer,
+             (long long)got[i].a, got[i].b, given[i].kind, given[i].sub,
+             given[i].peer, (long long)given[i].a, given[i].b);
+  }
+}
+
+/* A barrier's turn on 2 ranks: a credit, the flush, the wait, the credit
+ * taken back. */
+static void barrier_turn(void) {
+  rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  rec(PLD__TL_FLUSH, 0, -1, 0, 0);
+  rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 6, 1);
+  rec(PLD__TL_XFER, PLD__TL_PUT, 0, 8, 0);
+}
+
+static void test_barrier_loop(void **state) {
+  (void)state;
+  begin();
+  for (int t = 0; t < 100000; t++)
+    barrier_turn();
+  block_end();
+  assert_same();
+  /* Two turns, the loop, the block's end. */
+  assert_int_equal(stored(), 2 * 4 + 1 + 1);
+}
+
+/* Two turns are not a loop; the third makes one. */
+static void test_three_turns(void **state) {
+  (void)state;
+  begin();
+  barrier_turn();
+  barrier_turn();
+  block_end();
+  assert_same();
+  assert_int_equal(stored(), 9);
+  begin();
+  for (int t = 0; t < 3; t++)
+    barrier_turn();
+  block_end();
+  assert_same();
+  assert_int_equal(stored(), 10);
+}
+
+/* A ping-pong's turn: the wait expects the next round each time; the
+ * loop ends where the step changes, and a new one begins. */
+static void test_stepping_values(void **state) {
+  (void)state;
+  begin();
+  int32_t round = 0;
+  for (int t = 0; t < 5000; t++) {
+    round += t < 3000 ? 1 : 3;
+    rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 2, 1);
+    rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 2, round);
+  }
+  block_end();
+  assert_same();
+  assert_true(stored() < 16);
+}
+
+/* A wait's round stepping past INT32_MAX wraps: the folded loop must not
+ * carry it on in 64 bits. */
+static void test_step_past_int32(void **state) {
+  (void)state;
+  begin();
+  uint32_t round = (uint32_t)INT32_MAX - 40;
+  for (int t = 0; t < 100; t++) {
+    round += 1;
+    rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 2, 1);
+    rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 2, (int32_t)round);
+  }
+  block_end();
+  assert_same();
+}
+
+/* A turn of k distinct records: folded up to PLD__FOLD_TURN, not one
+ * beyond. */
+static void loop_of(int32_t k, int turns) {
+  begin();
+  for (int t = 0; t < turns; t++)
+    for (int32_t j = 0; j < k; j++)
+      rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 100 + j, t);
+  block_end();
+  assert_same();
+}
+
+static void test_longest_turn(void **state) {
+  (void)state;
+  loop_of(1, 50);
+  assert_int_equal(stored(), 2 + 1 + 1);
+  loop_of(PLD__FOLD_TURN, 50);
+  assert_int_equal(stored(), 2 * PLD__FOLD_TURN + 1 + 1);
+  loop_of(PLD__FOLD_TURN + 1, 50);
+  assert_int_equal(stored(), 50 * (PLD__FOLD_TURN + 1) + 1);
+}
+
+/* Whatever ends a loop in the middle of a turn, the turn's records so far
+ * are stored, in order: another record, a block's end, an event. */
+static void test_unfinished_turn(void **state) {
+  (void)state;
+  begin();
+  for (int t = 0; t < 10; t++)
+    barrier_turn();
+  rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  rec(PLD__TL_FLUSH, 0, -1, 0, 0);
+  rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 9, 1); /* another cell */
+  for (int t = 0; t < 10; t++)
+    barrier_turn();
+  rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  block_end();
+  for (int t = 0; t < 10; t++)
+    barrier_turn();
+  rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  rec(PLD__TL_FLUSH, 0, -1, 0, 0);
+  /* A trace event (a notify's instant) ends the loop too. */
+  struct pld__tev e;
+  pld__tev_init(&e, PLD__TEV_NOTIFY, PLD_NOTIFY_ADD, "sig");
+  pld__obs_instant(&e);
+  for (int t = 0; t < 10; t++)
+    barrier_turn();
+  /* Turns with stepping values, left after their first record. */
+  for (int t = 0; t <= 10; t++) {
+    rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 1, 7 * t);
+    if (t < 10)
+      rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 2, 7 * t + 1);
+  }
+  rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  for (int t = 0; t <= 10; t++) {
+    rec(PLD__TL_XFER, PLD__TL_PUT, 1, 64 + 8 * t, 0);
+    if (t < 10)
+      rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 2, 1);
+  }
+  block_end();
+  assert_same();
+}
+
+/* A transfer that completes at a flush may still change: never folded,
+ * and it ends a loop. */
+static void test_later_transfer_not_folded(void **state) {
+  (void)state;
+  begin();
+  for (int t = 0; t < 20; t++) {
+    rec(PLD__TL_XFER, PLD__TL_PUT | PLD__TL_LATER, 1, 64, 0);
+    rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+    rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 6, t + 1);
+  }
+  block_end();
+  assert_same();
+  assert_int_equal(stored(), 20 * 3 + 1);
+}
+
+/* Random streams: loops of random turns, lengths and steps, between
+ * random records, blocks' ends and records that do not fold. */
+static void test_random_streams(void **state) {
+  (void)state;
+  unsigned seed = 12345;
+  for (int trial = 0; trial < 300; trial++) {
+    begin();
+    for (int seg = 0; seg < 40; seg++) {
+      const int what = rand_r(&seed) % 10;
+      if (what < 6) { /* a loop */
+        const int k = 1 + rand_r(&seed) % (PLD__FOLD_TURN + 2);
+        const int turns = rand_r(&seed) % 12;
+        struct pld__mrec body[PLD__FOLD_TURN + 2];
+        int32_t step[PLD__FOLD_TURN + 2];
+        for (int j = 0; j < k; j++) {
+          const int kind = PLD__TL_COMPUTE + rand_r(&seed) % 7;
+          body[j] = (struct pld__mrec){
+              .kind = (uint8_t)(kind == PLD__TL_XFER ? PLD__TL_NOTIFY : kind),
+              .sub = (uint8_t)(rand_r(&seed) % 3),
+              .peer = rand_r(&seed) % 3,
+              .a = rand_r(&seed) % 4,
+              .b = rand_r(&seed) % 5};
+          step[j] = rand_r(&seed) % 3 == 0 ? rand_r(&seed) % 3 : 0;
+        }
+        for (int t = 0; t < turns; t++)
+          for (int j = 0; j < k; j++)
+            rec(body[j].kind, body[j].sub, body[j].peer, body[j].a,
+                body[j].b + t * step[j]);
+      } else if (what < 8) {
+        rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, rand_r(&seed) % 4, rand_r(&seed) % 5);
+      } else if (what < 9) {
+        /* (a flush right after it would fold into it: a wait instead) */
+        rec(PLD__TL_XFER, PLD__TL_GET | PLD__TL_LATER, 1, 8, 0);
+        rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 1, 1);
+      } else
+        block_end();
+    }
+    block_end();
+    assert_same();
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_barrier_loop),
+      cmocka_unit_test(test_three_turns),
+      cmocka_unit_test(test_stepping_values),
+      cmocka_unit_test(test_step_past_int32),
+      cmocka_unit_test(test_longest_turn),
+      cmocka_unit_test(test_unfinished_turn),
+      cmocka_unit_test(test_later_transfer_not_folded),
+      cmocka_unit_test(test_random_streams),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
