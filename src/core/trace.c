@@ -246,29 +246,13 @@ static struct pld__mrec *rec_add(const struct pld__mrec *m) {
  * are stored as they were. */
 static void fold_break(struct pld__fold *f) {
   if (f->lk && pld__obs.buf->n == f->lev + 1)
-    for (int32_t j = 0; j < f->pos; j++) {
-      struct pld__mrec m = f->turn[j];
-      m.a = pld__fold_value(f->prev[j].a, f->turn[j].a, f->turns + 1);
-      m.b = (int32_t)pld__fold_value(f->prev[j].b, f->turn[j].b, f->turns + 1);
+    for (int32_t j = 0; j < f->pos; j++) { /* (next moved on past them) */
+      struct pld__mrec m = f->next[j];
+      m.a = (int64_t)((uint64_t)m.a - (uint64_t)f->da[j]);
+      m.b = (int32_t)(f->nb[j] - f->db[j]);
       rec_add(&m);
     }
   fold_reset(f);
-}
-
-/* Whether m is the next record of the loop being folded (then counted,
- * not stored). */
-static int fold_next(struct pld__fold *f, const struct pld__mrec *m) {
-  if (pld__obs.buf->n != f->lev + 1) { /* the buffer was emptied */
-    fold_reset(f);
-    return 0;
-  }
-  if (!turn_of(m, &f->prev[f->pos], &f->turn[f->pos], f->turns + 1))
-    return 0;
-  if (++f->pos == f->lk) {
-    f->pos = 0;
-    f->loop->a = ++f->turns;
-  }
-  return 1;
 }
 
 /* The last 3 k records stored are three turns: the third is taken back
@@ -286,10 +270,17 @@ static void fold_begin(struct pld__fold *f) {
   if (!r)
     return;
   *r = (struct pld__mrec){.kind = PLD__TM_LOOP, .peer = k, .a = 1};
+  /* The turn after the third: each value stepped once more. */
   const uint64_t first = f->seq - 3 * (uint64_t)k;
   for (int32_t j = 0; j < k; j++) {
-    f->prev[j] = *hist(f, first + (uint64_t)j);
-    f->turn[j] = *hist(f, first + (uint64_t)(k + j));
+    const struct pld__mrec *v = hist(f, first + (uint64_t)j);
+    const struct pld__mrec *w = hist(f, first + (uint64_t)(2 * k + j));
+    f->da[j] = (int64_t)((uint64_t)hist(f, first + (uint64_t)(k + j))->a -
+                         (uint64_t)v->a);
+    f->db[j] = (int64_t)hist(f, first + (uint64_t)(k + j))->b - v->b;
+    f->next[j] = *w;
+    f->next[j].a = (int64_t)((uint64_t)w->a + (uint64_t)f->da[j]);
+    f->nb[j] = (int64_t)w->b + f->db[j];
   }
   f->lk = k;
   f->pos = 0;
@@ -338,12 +329,9 @@ static void add_rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
   struct pld__fold *f = &o->fold;
   const struct pld__mrec m = {
       .kind = (uint8_t)kind, .sub = (uint8_t)sub, .peer = peer, .a = a, .b = b};
-  if (!foldable(kind, sub))
-    fold_break(f);
-  else if (f->lk && fold_next(f, &m)) {
-    o->nx = 0;
+  if (foldable(kind, sub) && pld__fold_next(kind, sub, peer, a, b))
     return;
-  } else if (f->lk)
+  if (!foldable(kind, sub) || f->lk) /* (and if the buffer was emptied) */
     fold_break(f);
   struct pld__mrec *r = rec_add(&m);
   if (foldable(kind, sub)) {
@@ -424,8 +412,8 @@ static int flush_folded(int32_t peer) {
   return 1;
 }
 
-void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
-                    const char *name) {
+void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
+                     const char *name) {
   if (!pld__obs.model)
     return;
   if (pld__obs.work.pending)

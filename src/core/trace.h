@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/timeline.h"
 #include "pld/types.h"
 
 /* Event kinds. */
@@ -224,14 +225,15 @@ struct pld__fold {
                          + 1 of the last such record */
   int32_t k, run;     /* a candidate turn of k records, and how many in
                          a row repeat the record k before them */
-  /* The loop being folded (lk records a turn, 0: none): its two
-   * recorded turns, its record and the event holding it, the turns it
-   * holds and where the next one stands. */
+  /* The loop being folded (lk records a turn, 0: none): its record and
+   * the event holding it, the turns it holds, where the next turn
+   * stands, that turn's records (b in nb) and their steps. */
   int32_t lk, pos;
   int64_t turns;
   uint32_t lev;
   struct pld__mrec *loop;
-  struct pld__mrec prev[PLD__FOLD_TURN], turn[PLD__FOLD_TURN];
+  struct pld__mrec next[PLD__FOLD_TURN];
+  int64_t nb[PLD__FOLD_TURN], da[PLD__FOLD_TURN], db[PLD__FOLD_TURN];
 };
 
 /* Who this thread is, for the debug log's prefix and the trace. */
@@ -305,8 +307,35 @@ static inline void pld__obs_group_end(void) { pld__obs.group = 0; }
  * per peer.  A flush right after a transfer issued later makes it
  * PLD__TL_FLUSHED, one more repetition of the record before it if that
  * is the same. */
-void pld__obs_model(int kind, int sub, int32_t peer, int64_t a, int32_t b,
-                    const char *name);
+void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
+                     const char *name);
+
+/* Whether the record is the next of the loop the thread's records fold
+ * (then counted, not stored; core/trace.c): the recorder's fast path. */
+static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
+                                 int32_t b) {
+  struct pld__fold *f = &pld__obs.fold;
+  struct pld__mrec *x = &f->next[f->pos];
+  if (!f->lk || x->kind != kind || x->sub != sub || x->peer != peer ||
+      x->a != a || f->nb[f->pos] != b || pld__obs.buf->n != f->lev + 1 ||
+      (kind == PLD__TL_XFER && pld__obs.group))
+    return 0;
+  x->a = (int64_t)((uint64_t)x->a + (uint64_t)f->da[f->pos]);
+  f->nb[f->pos] += f->db[f->pos];
+  if (++f->pos == f->lk) {
+    f->pos = 0;
+    f->loop->a = ++f->turns;
+  }
+  pld__obs.nx = 0; /* (the group has more than transfers) */
+  return 1;
+}
+
+static inline void pld__obs_model(int kind, int sub, int32_t peer, int64_t a,
+                                  int32_t b, const char *name) {
+  if (!name && !pld__obs.work.pending && pld__fold_next(kind, sub, peer, a, b))
+    return;
+  pld__obs_record(kind, sub, peer, a, b, name);
+}
 /* Adds every count of b into a. */
 void pld__counts_add(struct pld__counts *a, const struct pld__counts *b);
 
