@@ -39,7 +39,7 @@
     "is written (PLD_TRACE): a thread's buffer takes about 128 bytes an "      \
     "event, committed only as it fills; events beyond it are dropped and "     \
     "counted in the trace.")                                                   \
-  X(PLD_MODEL_RECORDS, int64_t, 1048576, 64, 268435456, "records",            \
+  X(PLD_MODEL_RECORDS, int64_t, 1048576, 64, 268435456, "records",             \
     "Records of the timing model (PLD_MODEL) each thread (AICPU or AI core) "  \
     "keeps per run: one a notify, a wait, a launch, a transfer or a stretch "  \
     "of work, four to a trace event (32 bytes a record, committed only as "    \
