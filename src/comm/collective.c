@@ -50,6 +50,12 @@ static int exchange(pld_core k, const char *fn, int kind, pld_tensor local,
   return pld__coll_finish(&cc, st);
 }
 
+/* The most bytes of a lane's part that the root of an in-place broadcast
+ * writes into every peer's copy itself; a larger part is read by every
+ * peer from the root's copy, so that the peers copy at once (at 2 ranks
+ * the two move the same bytes). */
+#define PUSH_BYTES ((size_t)64 << 10)
+
 /* pld_broadcast, and pld_broadcast_to (dst: where every rank's copy goes,
  * a tensor of the rank, the root's too; in place, dst.p is NULL). */
 static int broadcast(pld_core k, const char *fn, pld_window data,
@@ -85,10 +91,31 @@ static int broadcast(pld_core k, const char *fn, pld_window data,
       memcpy(out, cc.me == root ? mine : pld__coll_sent(&cc, root), part);
     return pld__coll_finish(&cc, PLD_OK);
   }
+  cc.c->coll_round++; /* the data's round */
+  if (!dst.p && part <= PUSH_BYTES) {
+    /* In place, little data: every peer's copy is the call's since its
+     * entry, so the root writes its part there with a credit behind it;
+     * a peer waits for that credit alone, the root for nobody. */
+    for (int32_t i = 1; i < cc.n && !st && cc.me == root; i++) {
+      const int32_t q = (root + i) % cc.n;
+      st = pld__coll_write(&cc, w, q, (size_t)lo * es, mine, part);
+      if (!st)
+        st = pld__coll_credit(&cc, q);
+    }
+    if (cc.me != root)
+      st = pld__coll_await(&cc, root);
+    return pld__coll_finish(&cc, st);
+  }
+  /* Every rank reads the root's part, and tells the root it has: the
+   * root stays until everyone has read it, the others need not wait for
+   * each other. */
   if (copy)
     st = pld__coll_read(&cc, w, root, (size_t)lo * es, out, part);
-  if (!st) /* the root stays until everyone has read it */
-    st = pld__coll_round(&cc);
+  for (int32_t q = 0; q < cc.n && !st && cc.me == root; q++)
+    if (q != root)
+      st = pld__coll_await(&cc, q);
+  if (!st && cc.me != root)
+    st = pld__coll_credit(&cc, root);
   return pld__coll_finish(&cc, st);
 }
 
