@@ -180,6 +180,11 @@ int pld__coll_read(struct coll *cc, const struct pld__tensor *w, int32_t q,
                    size_t off, void *dst, size_t bytes);
 int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
                     size_t off, const void *src, size_t bytes);
+/* src (bytes) into every other rank's copy of w at off, each with a
+ * credit to that rank behind it, all issued before the core waits once
+ * for them (a root's push: its transfers share its port at once). */
+int pld__coll_push(struct coll *cc, const struct pld__tensor *w, size_t off,
+                   const void *src, size_t bytes);
 const void *pld__coll_rank_bytes(struct coll *cc, const struct pld__tensor *w,
                                  int32_t q, size_t off, void *stage,
                                  size_t bytes);

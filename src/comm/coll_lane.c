@@ -467,6 +467,22 @@ int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
   return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
 }
 
+int pld__coll_push(struct coll *cc, const struct pld__tensor *w, size_t off,
+                   const void *src, size_t bytes) {
+  int st = PLD_OK;
+  for (int32_t i = 1; i < cc->n && !st; i++) {
+    const int32_t q = (cc->me + i) % cc->n;
+    if (coll_race(cc, PLD__RACE_WRITE, w, q, off, bytes))
+      return cc->c->status;
+    if (bytes &&
+        (st = cc->f->ops->write_later(cc->f, w->win_buf, cc->comm->members[q],
+                                      w->win_offset + off, src, bytes)))
+      return pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error());
+    st = credit_later(cc, q);
+  }
+  return st ? st : send_credits(cc);
+}
+
 int pld_barrier(pld_core k, pld_window sig) {
   struct coll cc;
   struct pld__coll_args a = {.kind = PLD__COLL_BARRIER};

@@ -96,13 +96,9 @@ static int broadcast(pld_core k, const char *fn, pld_window data,
     /* In place, little data: every peer's copy is the call's since its
      * entry, so the root writes its part there with a credit behind it;
      * a peer waits for that credit alone, the root for nobody. */
-    for (int32_t i = 1; i < cc.n && !st && cc.me == root; i++) {
-      const int32_t q = (root + i) % cc.n;
-      st = pld__coll_write(&cc, w, q, (size_t)lo * es, mine, part);
-      if (!st)
-        st = pld__coll_credit(&cc, q);
-    }
-    if (cc.me != root)
+    if (cc.me == root)
+      st = pld__coll_push(&cc, w, (size_t)lo * es, mine, part);
+    else
       st = pld__coll_await(&cc, root);
     return pld__coll_finish(&cc, st);
   }
