@@ -24,11 +24,12 @@
 #   bench/run.sh model [N]   bench_model (the timing model's figures: one
 #                            run, modeled times are exact), then what the
 #                            model costs: bench_tile (--versus itself
-#                            with PLD_MODEL=on), bench_dispatch, bench_comm
-#                            (quick) and bench_workloads' fused GEMMs
-#                            (quick, 2 ranks) with PLD_MODEL=off and
-#                            PLD_MODEL=on, alternately, N times each (3),
-#                            one table per benchmark (bench/versus.py)
+#                            with PLD_MODEL=on), bench_comm (quick,
+#                            bench/model_cost.py), bench_dispatch and
+#                            bench_workloads' fused GEMMs (quick, 2 ranks)
+#                            with PLD_MODEL=off and PLD_MODEL=on,
+#                            alternately, N times each (3), one table per
+#                            benchmark (bench/versus.py)
 #
 # The build goes to build-bench, or to $PLD_BENCH_BUILD; extra CMake
 # options (-DPLD_NATIVE=ON, ...) can come in $PLD_BENCH_CMAKE.
@@ -90,8 +91,9 @@ if [ "${1:-}" = model ]; then
   echo "bench_tile with the model off (pld) against on (reference):"
   PLD_MODEL=off "$build/bench/bench_tile" --versus \
     "$build/bench/bench_tile-model-on" "${2:-3}" || st=1
-  for args in "bench_dispatch 20 2000" "bench_comm quick" \
-    "bench_workloads quick fused -n 2"; do
+  echo
+  python3 bench/model_cost.py "${2:-3}" "$build/bench/bench_comm" || st=1
+  for args in "bench_dispatch 20 2000" "bench_workloads quick fused -n 2"; do
     echo
     # $args unquoted: the benchmark, then its arguments
     python3 bench/versus.py "${2:-3}" "$build/bench/model-off" \
