@@ -216,17 +216,20 @@ static int same_kind(const struct pld__mrec *x, const struct pld__mrec *y) {
   return x->kind == y->kind && x->sub == y->sub && x->peer == y->peer;
 }
 
-/* Whether x is turn n of a loop whose recorded turns had v (earlier) and
- * w (later). */
-static int turn_of(const struct pld__mrec *x, const struct pld__mrec *v,
-                   const struct pld__mrec *w, int64_t n) {
-  return same_kind(x, w) && same_kind(v, w) &&
-         x->a == pld__fold_value(v->a, w->a, n) &&
-         x->b == pld__fold_value(v->b, w->b, n);
-}
-
 static struct pld__mrec *hist(struct pld__fold *f, uint64_t i) {
   return &f->hist[i & (PLD__FOLD_HIST - 1)];
+}
+
+/* Whether record i repeats the two k and 2 k before it, each value
+ * stepping alike (the third of three turns of k records). */
+static int repeats(struct pld__fold *f, uint64_t i, int32_t k) {
+  if (!k || i < f->base + 2 * (uint64_t)k)
+    return 0;
+  const struct pld__mrec *x = hist(f, i), *w = hist(f, i - (uint64_t)k),
+                         *v = hist(f, i - 2 * (uint64_t)k);
+  return same_kind(x, w) && same_kind(v, w) &&
+         x->a == pld__fold_value(v->a, w->a, 1) &&
+         x->b == pld__fold_value(v->b, w->b, 1);
 }
 
 /* The folder forgets what it saw: the next records start afresh. */
@@ -305,21 +308,18 @@ static void fold_see(struct pld__fold *f, const struct pld__mrec *m) {
   const uint64_t before = *last;
   *last = i + 1;
   int32_t k = f->k;
-  if (k && i >= f->base + 2 * (uint64_t)k &&
-      turn_of(m, hist(f, i - 2 * (uint64_t)k), hist(f, i - (uint64_t)k), 1))
-    f->run++;
-  else {
-    /* The last record like this one (but for b) gives the turn. */
+  int ok = repeats(f, i, k);
+  if (!ok) { /* the last record like this one (but for b) gives the turn */
     const struct pld__mrec *y = before > f->base ? hist(f, before - 1) : NULL;
     k = y && same_kind(m, y) && m->a == y->a &&
                 i - (before - 1) <= PLD__FOLD_TURN
             ? (int32_t)(i - (before - 1))
             : 0;
     f->k = k;
-    f->run =
-        k && i >= f->base + 2 * (uint64_t)k &&
-        turn_of(m, hist(f, i - 2 * (uint64_t)k), hist(f, i - (uint64_t)k), 1);
+    f->run = 0;
+    ok = repeats(f, i, k);
   }
+  f->run += ok;
   if (k && f->run >= k && f->seq - f->base >= 3 * (uint64_t)k)
     fold_begin(f);
 }
