@@ -17,21 +17,29 @@
  * C)) of the R rows of each rank's row block (below) and talks only to
  * lane b of the other ranks.
  *
- * Tiles.  The products run on the cube core in tiles of at most
- * PLD_FUSED_TILE rows and columns of C and PLD_FUSED_TILE elements of K:
- * an operand tile of FP32 takes 64 KiB (a2a3's L0A and L0B hold exactly
- * that), the FP32 C tile 64 KiB of L0C; M, N and K need not be multiples
- * of the tile: the last tile of each is cut (ragged), and one row works.
- * Each element of a product is the FP32 fused multiply-add chain over k =
- * 0, 1, ..., K-1 in that order, starting from +0 (pld_matmul's
- * accumulator, whatever the tiling), so a C loop doing c = fmaf(a[i][k],
- * b[k][j], c) gives the same bits.  FP16 and BF16 operands are converted
- * to FP32 exactly first; C is always FP32.  Tile memory needed on top of
- * what the kernel already holds: cube core, an A, a B and a C tile (192
- * KiB with FP32 operands) and, for pld_allgather_matmul, pld_put's staging
- * chunk (64 KiB); vector core (the sum), two FP32 [PLD_FUSED_TILE,
- * PLD_FUSED_TILE] tiles (128 KiB).  Less free tile memory fails the call
- * with PLD_ERR_TILE_MEMORY.
+ * Tiles.  The products run on the cube core in C tiles of at most
+ * PLD_FUSED_TILE (128) rows and 256 columns, and step over K by 128
+ * elements when a B tile [128, C tile's columns] takes at most 64 KiB
+ * (a2a3's L0B), else by 64: FP32 C tiles up to 128 columns and FP16 or
+ * BF16 ones up to 256 step by 128.  Two C tiles of consecutive rows stay
+ * in tile memory over the whole K loop and share each B tile, which is
+ * loaded once for both (B, often the weights, is read once per 256 rows,
+ * not once per row tile).  With FP32 operands an A tile takes at most 64
+ * KiB (L0A), a B tile 64 KiB and a C tile [128, 256] 128 KiB (a2a3's
+ * L0C).  M, N and K need not be multiples of the tiles: the last tile of
+ * each is cut (ragged), and one row works.  Each element of a product is
+ * the FP32 fused multiply-add chain over k = 0, 1, ..., K-1 in that
+ * order, starting from +0 (pld_matmul's accumulator, whatever the
+ * tiling), so a C loop doing c = fmaf(a[i][k], b[k][j], c) gives the same
+ * bits.  FP16 and BF16 operands are converted to FP32 exactly first; C is
+ * always FP32.  Tile memory needed on top of what the kernel already
+ * holds: cube core, an A and a B tile and the C tiles of a group (one
+ * when the rows of a row block, M for pld_allgather_matmul and M/P for
+ * pld_matmul_reduce_scatter, are at most PLD_FUSED_TILE, else two): up to
+ * 384 KiB with FP32 operands (pld_allgather_matmul's pld_put stages its
+ * chunk, 64 KiB, while the product holds no tile); vector core (the
+ * sum), two FP32 [PLD_FUSED_TILE, PLD_FUSED_TILE] tiles (128 KiB).  Less
+ * free tile memory fails the call with PLD_ERR_TILE_MEMORY.
  *
  * Signals.  `sig` is a 1-D INT32 window of at least
  * PLD_FUSED_SIGNAL_CELLS(P, C) cells, zero when first used, used by
@@ -160,7 +168,8 @@
 #include "pld/rma.h"
 #include "pld/signal.h"
 
-/* The most rows, columns and inner elements of one product tile. */
+/* The most rows of a product's C tile, and rows and columns of the
+ * sum's tiles (Tiles, above). */
 #define PLD_FUSED_TILE 128
 
 /* INT32 cells of the signal window of a fused call over nranks ranks on

@@ -12,7 +12,13 @@
 #include "pld/fused.h"
 #include "tile/tile.h"
 
+/* The products' tiles (pld/fused.h): C tiles of TILE x TILE_N, stepped
+ * over K by k_step's, ROW_TILES of them sharing each B tile, which holds
+ * at most B_TILE_BYTES (a2a3's L0B). */
 #define TILE PLD_FUSED_TILE
+#define TILE_N 256
+#define ROW_TILES 2
+#define B_TILE_BYTES (64 * 1024)
 
 /* The most ranks of a domain: the platforms' device ids (comm/coll.h's
  * MAX_RANKS). */
@@ -143,10 +149,11 @@ static int overlaps(const struct pld__tensor *t, const struct pld__tensor *w) {
 /* The call's tiles fit the free tile memory: reserved once at their
  * largest (failures named fn's), then freed, so that the loops' tiles,
  * never larger, find room at the same places. */
+#define MOST_TILES (2 + ROW_TILES)
 static int reserve(struct pld__core *c, const char *fn, int n,
                    const pld_dtype *dt, const int32_t *rows,
                    const int32_t *cols) {
-  pld_tile *t[3] = {NULL, NULL, NULL};
+  pld_tile *t[MOST_TILES] = {NULL};
   for (int i = 0; i < n && !c->status; i++)
     t[i] = pld__tile_alloc(c, fn, dt[i], rows[i], cols[i]);
   pld_core k = {c};
@@ -157,11 +164,44 @@ static int reserve(struct pld__core *c, const char *fn, int n,
 
 static int32_t min32(int64_t a, int64_t b) { return (int32_t)(a < b ? a : b); }
 
+/* The elements of K a product takes per step for C tiles of nr columns
+ * and operands of es bytes: TILE when a B tile [TILE, nr] stays within
+ * B_TILE_BYTES, else half as many. */
+static int64_t k_step(size_t es, int64_t nr) {
+  return (size_t)nr * es * TILE <= B_TILE_BYTES ? TILE : TILE / 2;
+}
+
+/* The tiles of a product of m rows (the most of one call) by k by n with
+ * operands of dtype dt (product_rows'), at their largest: an A tile (its
+ * K step the largest of the C tiles' widths: the first, and a ragged
+ * last), a B tile and the C tiles of a group. */
+static int reserve_product(struct pld__core *c, const char *fn, pld_dtype dt,
+                           int64_t m, int64_t k, int64_t n) {
+  const size_t es = pld_dtype_size(dt);
+  const int32_t mr = min32(m, TILE), nr = min32(n, TILE_N);
+  int64_t ks = k_step(es, nr);
+  if (n > TILE_N && n % TILE_N && k_step(es, n % TILE_N) > ks)
+    ks = k_step(es, n % TILE_N);
+  const int ctiles = (int)((min32(m, ROW_TILES * TILE) + TILE - 1) / TILE);
+  pld_dtype dts[MOST_TILES] = {dt, dt};
+  int32_t rows[MOST_TILES] = {mr, min32(k, k_step(es, nr))};
+  int32_t cols[MOST_TILES] = {min32(k, ks), nr};
+  for (int i = 2; i < 2 + ctiles; i++) {
+    dts[i] = PLD_FP32;
+    rows[i] = mr;
+    cols[i] = nr;
+  }
+  return reserve(c, fn, 2 + ctiles, dts, rows, cols);
+}
+
 /* ---- the pieces ---- */
 
-/* c rows [crow, crow + rows) = a rows [arow, arow + rows) @ b, tile by
- * tile; after each finished tile, done(tile, at, ctx) if given, else the
- * tile is stored into c at its place. */
+/* c rows [crow, crow + rows) = a rows [arow, arow + rows) @ b, by
+ * groups of up to ROW_TILES row tiles: for each group and each TILE_N
+ * columns, the group's C tiles stay in tile memory over the whole k loop
+ * and each B tile (k_step x TILE_N) is loaded once for all of them; after
+ * the k loop, done(tile, row, col, ctx) for each finished C tile in row
+ * order if given, else the tile is stored into c at its place. */
 struct product {
   pld_tensor a, b, c;
   int64_t k, n;
@@ -171,26 +211,49 @@ struct product {
   void *ctx;
 };
 
+/* The C tiles of the group at row g0 of rows (up to ROW_TILES), into ct
+ * and their rows into mr: how many. */
+static int group_tiles(pld_core k, int64_t g0, int64_t rows, int32_t nr,
+                       pld_tile **ct, int32_t *mr) {
+  int n = 0;
+  for (; n < ROW_TILES && g0 + (int64_t)n * TILE < rows; n++) {
+    mr[n] = min32(rows - g0 - (int64_t)n * TILE, TILE);
+    ct[n] = pld_tile_new(k, PLD_FP32, mr[n], nr);
+  }
+  return n;
+}
+
 static int product_rows(pld_core k, const struct product *p, int64_t arow,
                         int64_t crow, int64_t rows) {
-  for (int64_t r0 = 0; r0 < rows && !k.p->status; r0 += TILE)
-    for (int64_t n0 = 0; n0 < p->n && !k.p->status; n0 += TILE) {
-      const int32_t mr = min32(rows - r0, TILE), nr = min32(p->n - n0, TILE);
-      pld_tile *ct = pld_tile_new(k, PLD_FP32, mr, nr);
-      for (int64_t k0 = 0; k0 < p->k; k0 += TILE) {
-        const int32_t kr = min32(p->k - k0, TILE);
-        pld_tile *at = pld_load(k, p->a, arow + r0, k0, mr, kr);
+  for (int64_t g0 = 0; g0 < rows && !k.p->status; g0 += ROW_TILES * TILE)
+    for (int64_t n0 = 0; n0 < p->n && !k.p->status; n0 += TILE_N) {
+      const int32_t nr = min32(p->n - n0, TILE_N);
+      pld_tile *ct[ROW_TILES];
+      int32_t mr[ROW_TILES];
+      const int tiles = group_tiles(k, g0, rows, nr, ct, mr);
+      const int64_t ks = k_step(pld_dtype_size(p->b.p->dtype), nr);
+      for (int64_t k0 = 0; k0 < p->k && !k.p->status; k0 += ks) {
+        const int32_t kr = min32(p->k - k0, ks);
         pld_tile *bt = pld_load(k, p->b, k0, n0, kr, nr);
-        if (k0 == 0)
-          pld_matmul(k, ct, at, bt);
-        else
-          pld_matmul_acc(k, ct, at, bt);
+        for (int i = 0; i < tiles; i++) {
+          pld_tile *at =
+              pld_load(k, p->a, arow + g0 + (int64_t)i * TILE, k0, mr[i], kr);
+          if (k0 == 0)
+            pld_matmul(k, ct[i], at, bt);
+          else
+            pld_matmul_acc(k, ct[i], at, bt);
+          pld_tile_free(k, at);
+        }
         pld_tile_free(k, bt);
-        pld_tile_free(k, at);
       }
-      int st = p->done ? p->done(k, ct, r0, n0, p->ctx)
-                       : pld_store(k, ct, p->c, crow + r0, n0);
-      pld_tile_free(k, ct);
+      int st = k.p->status;
+      for (int i = 0; i < tiles; i++) {
+        const int64_t row = g0 + (int64_t)i * TILE;
+        if (!st)
+          st = p->done ? p->done(k, ct[i], row, n0, p->ctx)
+                       : pld_store(k, ct[i], p->c, crow + row, n0);
+        pld_tile_free(k, ct[i]);
+      }
       if (st)
         return st;
     }
@@ -282,11 +345,7 @@ int pld_allgather_matmul(pld_core k, pld_tensor a, pld_window gathered,
                       "a: expected a tensor apart from window gathered, got "
                       "a view that overlaps it (the chunks of the other "
                       "ranks land there)");
-  const pld_dtype dt = a.p->dtype;
-  if (reserve(
-          core, fn, 3, (const pld_dtype[]){dt, dt, PLD_FP32},
-          (const int32_t[]){min32(m, TILE), min32(kk, TILE), min32(m, TILE)},
-          (const int32_t[]){min32(kk, TILE), min32(n, TILE), min32(n, TILE)}))
+  if (reserve_product(core, fn, a.p->dtype, m, kk, n))
     return core->status;
   const int32_t lane = core->block_idx, lanes = core->block_num;
   const int64_t lo = m * lane / lanes, hi = m * (lane + 1) / lanes;
@@ -392,12 +451,8 @@ int pld_matmul_reduce_scatter(pld_core k, pld_tensor a, pld_tensor b,
                       "sig's domain: row block d of the product goes to rank "
                       "d), got %lld",
                       (int)p, (long long)m);
-  const pld_dtype dt = a.p->dtype;
   const int64_t mb = m / p;
-  if (reserve(
-          core, fn, 3, (const pld_dtype[]){dt, dt, PLD_FP32},
-          (const int32_t[]){min32(mb, TILE), min32(kk, TILE), min32(mb, TILE)},
-          (const int32_t[]){min32(kk, TILE), min32(n, TILE), min32(n, TILE)}))
+  if (reserve_product(core, fn, a.p->dtype, mb, kk, n))
     return core->status;
   const int32_t lane = core->block_idx, lanes = core->block_num;
   const int64_t lo = mb * lane / lanes, hi = mb * (lane + 1) / lanes;
@@ -467,6 +522,22 @@ static int check_announce(pld_core k, const char *fn, pld_window sig, int32_t p,
   return PLD_OK;
 }
 
+/* c rows [r0, r0 + mr) cols [c0, c0 + nr) = slot 0 + slot 1 + ... +
+ * slot p-1 of those rows (slot s: the rows of rank s's products, from s
+ * mb on), added in rank order. */
+static void sum_piece(pld_core k, pld_tensor slots, pld_tensor c, int32_t p,
+                      int64_t mb, int64_t r0, int64_t c0, int32_t mr,
+                      int32_t nr) {
+  pld_tile *acc = pld_load(k, slots, r0, c0, mr, nr);
+  for (int32_t s = 1; s < p; s++) {
+    pld_tile *t = pld_load(k, slots, s * mb + r0, c0, mr, nr);
+    pld_add(k, acc, acc, t);
+    pld_tile_free(k, t);
+  }
+  pld_store(k, acc, c, r0, c0);
+  pld_tile_free(k, acc);
+}
+
 int pld_matmul_reduce_scatter_sum(pld_core k, pld_window stage, pld_tensor c,
                                   pld_window sig) {
   struct pld__core *core = k.p;
@@ -500,26 +571,19 @@ int pld_matmul_reduce_scatter_sum(pld_core k, pld_window stage, pld_tensor c,
   for (int32_t s = 0; s < p && !core->status; s++)
     check_announce(k, fn, sig, p, lane, s, mb, n, ann[s]);
   int32_t tiles = 0;
-  /* The tiles in the order the senders send them (product_rows'). */
-  for (int64_t r0 = lo; r0 < hi && !core->status; r0 += TILE)
-    for (int64_t n0 = 0; n0 < n && !core->status; n0 += TILE) {
-      const int32_t mr = min32(hi - r0, TILE), nr = min32(n - n0, TILE);
-      tiles++;
-      pld_tile *acc = NULL;
-      for (int32_t s = 0; s < p; s++) {
-        pld_wait(k, sig, PLD_AT(cell(p, lane, CELL_COUNT(p, s))), tiles,
-                 PLD_WAIT_GE);
-        pld_tile *t = pld_load(k, slots, s * mb + r0, n0, mr, nr);
-        if (!acc) {
-          acc = t;
-          continue;
-        }
-        pld_add(k, acc, acc, t);
-        pld_tile_free(k, t);
+  /* The products' C tiles in the order the senders send them
+   * (product_rows'), each summed in pieces of TILE x TILE. */
+  for (int64_t g0 = lo; g0 < hi && !core->status; g0 += ROW_TILES * TILE)
+    for (int64_t n0 = 0; n0 < n && !core->status; n0 += TILE_N)
+      for (int64_t r0 = g0; r0 < hi && r0 < g0 + ROW_TILES * TILE; r0 += TILE) {
+        tiles++;
+        for (int32_t s = 0; s < p; s++)
+          pld_wait(k, sig, PLD_AT(cell(p, lane, CELL_COUNT(p, s))), tiles,
+                   PLD_WAIT_GE);
+        for (int64_t c0 = n0; c0 < n && c0 < n0 + TILE_N; c0 += TILE)
+          sum_piece(k, slots, c, p, mb, r0, c0, min32(hi - r0, TILE),
+                    min32(n - c0, TILE));
       }
-      pld_store(k, acc, c, r0, n0);
-      pld_tile_free(k, acc);
-    }
   if (core->status)
     return core->status;
   int32_t got[PLD_FUSED_MAX_RANKS];

@@ -282,10 +282,15 @@ static void run_shape(int kind, pld_dtype dt, int n, int64_t m, int64_t kk,
   pld_tensor_destroy(sigout);
 }
 
-/* Shapes around the tile (PLD_FUSED_TILE = 128): one element, ragged in
- * every dimension, more than one tile in each. */
+/* Shapes (M, K, N) around the tiles (pld/fused.h: C tiles of 128 rows
+ * and 256 columns, two a group; K in steps of 128, or of 64 for FP32 C
+ * tiles wider than 128 columns): one element, ragged in every dimension,
+ * more than one tile in each, and more than one group of row tiles (one
+ * block: 257 rows) with a last C tile narrow enough for steps of 128.
+ * The races.* entries of ctest run them with the race check on, which
+ * fails a sum that reads a slot before the signal of its tile. */
 static const int64_t shapes[][3] = {
-    {1, 1, 1}, {3, 130, 131}, {129, 5, 7}, {2, 257, 3}};
+    {1, 1, 1}, {3, 130, 131}, {129, 5, 7}, {2, 257, 3}, {257, 65, 257}};
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 static void ag_fp32(int n) {
