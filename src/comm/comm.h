@@ -108,6 +108,11 @@ struct pld__fabric {
 /* Everything a device's cores need for communication. */
 struct pld__comm_env {
   struct pld__fabric *fabric;
+  /* What waits poll (events, wait_events, satisfied): the device's own
+   * fabric, but for the wrapper (comm/fabric_wrap.c) under the race
+   * detector, whose satisfied is an acquire; the log and the model add
+   * nothing to a poll. */
+  struct pld__fabric *poll;
   _Atomic uint32_t *abort;  /* the run is being stopped (world) */
   struct pld__watch *watch; /* what the device publishes for the host */
   struct pld__spin spin;

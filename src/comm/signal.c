@@ -148,7 +148,7 @@ int pld_wait_deferred(pld_core k, pld_window sig, int n, const int64_t *idx,
                        idx);
   if (st)
     return st;
-  struct pld__fabric *f = c->env->fabric;
+  struct pld__fabric *f = c->env->poll;
   int32_t value;
   if (pld__obs.model)
     pld__obs_model(PLD__TL_DEFER, cmp, f->rank,
@@ -182,7 +182,7 @@ int pld__wait_cell(struct pld__core *c, const char *fn,
                    const struct pld__tensor *sig, size_t off, int n,
                    const int64_t *idx, int32_t expected, int cmp) {
   const struct pld__comm_env *env = c->env;
-  struct pld__fabric *f = env->fabric;
+  struct pld__fabric *f = env->poll;
   int buf = sig->win_buf;
   int32_t value;
   if (pld__obs.model) /* every wait: in modeled time it may block */

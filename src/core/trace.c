@@ -87,6 +87,8 @@ void pld__observe_as(int rank, int device, const char *lane,
   pld__obs.model = buf && buf->model;
   memset(&pld__obs.work, 0, sizeof pld__obs.work);
   fold_reset(&pld__obs.fold);
+  pld__obs.rep = NULL;
+  pld__obs.again = 0;
 }
 
 void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name) {
@@ -174,6 +176,7 @@ static struct pld__mrec *last_rec(struct pld__mrec **prev) {
 static struct pld__mrec *new_rec(void) {
   struct pld__tbuf *b = pld__obs.buf;
   b->used = 1;
+  pld__obs.rep = NULL; /* (no longer the last) */
   struct pld__tev *p = b->n ? &b->ev[b->n - 1] : NULL;
   if (p && open_pack(p) && p->sub < PLD__PACK_RECS)
     return &p->rec[p->sub++];
@@ -189,6 +192,7 @@ static struct pld__mrec *new_rec(void) {
 /* Takes the thread's last record back (folded into the one before). */
 static void drop_last_rec(void) {
   struct pld__tbuf *b = pld__obs.buf;
+  pld__obs.rep = NULL;
   if (!--b->ev[b->n - 1].sub)
     b->n--;
 }
@@ -405,17 +409,31 @@ static int flush_folded(int32_t peer) {
       prev->b < INT32_MAX) {
     prev->b++;
     drop_last_rec();
+    last = prev;
   } else {
     last->sub |= PLD__TL_FLUSHED;
     last->b = 1;
   }
+  pld__obs.rep = last; /* the next repetition: pld__obs_repeat */
   return 1;
+}
+
+/* The transfer held back by pld__obs_repeat, if any, stored as it came
+ * (something other than its flush follows it). */
+static void again_store(void) {
+  struct pld__observer *o = &pld__obs;
+  if (!o->again)
+    return;
+  const struct pld__mrec m = *o->rep;
+  o->again = 0;
+  add_rec(m.kind, m.sub & ~PLD__TL_FLUSHED, m.peer, m.a, 0);
 }
 
 void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
                      const char *name) {
   if (!pld__obs.model)
     return;
+  again_store();
   if (pld__obs.work.pending)
     work_flush();
   struct pld__mrec *x = kind == PLD__TL_XFER ? group_xfer(sub, peer) : NULL;
@@ -442,6 +460,8 @@ static void store(const struct pld__tev *e) {
   struct pld__tbuf *b = pld__obs.buf;
   if (!b)
     return;
+  again_store();
+  pld__obs.rep = NULL; /* (an event follows it) */
   if (pld__obs.work.pending)
     work_flush();
   fold_break(&pld__obs.fold); /* its records before the event */
@@ -645,7 +665,9 @@ void pld__obs_begin(struct pld__tev *e) {
    * trace in modeled time (host/model.c). */
   if (pld__obs.model && (e->kind == PLD__TEV_RMA || e->kind == PLD__TEV_COLL)) {
     struct pld__tbuf *b = pld__obs.buf;
-    if (pld__obs.work.pending) /* the work before it goes before it */
+    again_store();       /* what came before it goes before it */
+    pld__obs.rep = NULL; /* (the pack closes) */
+    if (pld__obs.work.pending)
       work_flush();
     fold_break(&pld__obs.fold);
     if (b->n && b->ev[b->n - 1].kind == PLD__TEV_PACK)

@@ -252,6 +252,12 @@ struct pld__observer {
   int32_t nx, xgroup;
   struct pld__work work;
   struct pld__fold fold;
+  /* The thread's last record when it is a transfer of PLD__TL_FLUSHED
+   * (a loop of plain puts), else NULL; again: the same transfer issued
+   * once more since, not stored, which its flush makes one more
+   * repetition of rep (pld__obs_repeat). */
+  struct pld__mrec *rep;
+  int again;
 };
 extern _Thread_local struct pld__observer pld__obs;
 extern unsigned pld__debug_mask;
@@ -330,9 +336,34 @@ static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
   return 1;
 }
 
+/* Whether the record is the next step of a loop of plain puts or gets
+ * (then counted, not stored): the transfer that rep, the thread's last
+ * record, repeats (held back in again), or the flush after it, which
+ * makes it one more repetition of rep.  Called with no work pending. */
+static inline int pld__obs_repeat(int kind, int sub, int32_t peer, int64_t a) {
+  struct pld__observer *o = &pld__obs;
+  struct pld__mrec *r = o->rep;
+  if (!r || peer != r->peer)
+    return 0;
+  if (!o->again) {
+    if (kind != PLD__TL_XFER || (sub | PLD__TL_FLUSHED) != r->sub ||
+        (sub & PLD__TL_FLUSHED) || a != r->a || r->b >= INT32_MAX)
+      return 0;
+    o->again = 1;
+    return 1;
+  }
+  if (kind != PLD__TL_FLUSH)
+    return 0;
+  r->b++;
+  o->again = 0;
+  return 1;
+}
+
 static inline void pld__obs_model(int kind, int sub, int32_t peer, int64_t a,
                                   int32_t b, const char *name) {
-  if (!name && !pld__obs.work.pending && pld__fold_next(kind, sub, peer, a, b))
+  if (!name && !pld__obs.work.pending &&
+      (pld__fold_next(kind, sub, peer, a, b) ||
+       pld__obs_repeat(kind, sub, peer, a)))
     return;
   pld__obs_record(kind, sub, peer, a, b, name);
 }

@@ -400,18 +400,21 @@ void pld__device_loop(struct pld__devrun *d) {
                       : PLD_OK;
   /* The timing model records where the trace does (core/trace.h). */
   const int model = d->trace && pld__trace_tbuf(d->trace, 0)->model;
+  struct pld__fabric *wrapped =
+      pld__fabric_wrapped(&wrap, d->fabric, d->race != NULL, model);
   struct pld__comm_env env = {
-      pld__fabric_wrapped(&wrap, d->fabric, d->race != NULL, model),
-      &d->world->abort,
-      &ctl->st.watch,
-      d->spin,
-      d->trace,
-      d->race,
-      &ctl->uses,
-      diag,
-      model,
-      {[PLD_CORE_VECTOR] = plan->plat->vector_cores,
-       [PLD_CORE_CUBE] = plan->plat->cube_cores}};
+      .fabric = wrapped,
+      .poll = d->race ? wrapped : d->fabric,
+      .abort = &d->world->abort,
+      .watch = &ctl->st.watch,
+      .spin = d->spin,
+      .trace = d->trace,
+      .race = d->race,
+      .uses = &ctl->uses,
+      .diag = diag,
+      .model = model,
+      .cores = {[PLD_CORE_VECTOR] = plan->plat->vector_cores,
+                [PLD_CORE_CUBE] = plan->plat->cube_cores}};
   pld__race_attach(d->race, plan->rank, 0);
   struct pld__tbuf *tbuf = d->trace ? pld__trace_tbuf(d->trace, 0) : NULL;
   if (tbuf)

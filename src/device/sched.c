@@ -783,7 +783,7 @@ int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap) {
        * signals this device receives (and, while blocks run, often, for
        * their ends).  Asleep there, it is not the thread ready blocks
        * count on. */
-      struct pld__fabric *f = s->env->fabric;
+      struct pld__fabric *f = s->env->poll;
       uint32_t seen = f->ops->events(f);
       if (deferred_poll(s) && s->unfinished > 0 && !has_work(s, -1)) {
         int running = s->types[0].busy + s->types[1].busy;

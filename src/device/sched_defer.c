@@ -49,7 +49,7 @@ int pld__sched_defer_take(struct pld__sched *s, struct task *t,
 
 int pld__sched_defer_poll(struct pld__sched *s, struct task **done,
                           int *ndone) {
-  struct pld__fabric *f = s->env ? s->env->fabric : NULL;
+  struct pld__fabric *f = s->env ? s->env->poll : NULL;
   *ndone = 0;
   for (int i = 0; s->ndeferred && i < PLD__MAX_DEFERRED; i++) {
     struct task *t = s->deferred[i];

@@ -6,7 +6,8 @@
  * INT32_MAX too), a turn left unfinished by another record, a block's end
  * or a trace event, records that never fold (a transfer completing at a
  * flush), and random streams; and a folded loop takes a handful of
- * records whatever its turns. */
+ * records whatever its turns.  Plain puts and gets in a row are one
+ * record with their count. */
 #include "pld_test.h"
 
 #include <stdlib.h>
@@ -259,6 +260,80 @@ static void test_later_transfer_not_folded(void **state) {
   assert_int_equal(stored(), 20 * 3 + 1);
 }
 
+/* A record the recorder is expected to store, given nothing: the
+ * records a loop of plain puts stores are not the ones it is given. */
+static void expect(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
+  assert_true(ngiven < MAXREC);
+  given[ngiven++] = (struct pld__mrec){
+      .kind = (uint8_t)kind, .sub = (uint8_t)sub, .peer = peer, .a = a, .b = b};
+}
+
+/* A plain put or get: a transfer issued later and its flush. */
+static void plain(int sub, int32_t peer, int64_t bytes) {
+  pld__obs_model(PLD__TL_XFER, sub | PLD__TL_LATER, peer, bytes, 0, NULL);
+  pld__obs_model(PLD__TL_FLUSH, 0, peer, 0, 0, NULL);
+}
+
+/* Plain puts and gets in a row, the same transfer each time, are one
+ * record of PLD__TL_FLUSHED with their count; a transfer followed by
+ * anything but its flush (another record, work, a trace event, a flush of
+ * another peer, the block's end) is stored as it came, before it. */
+static void test_plain_transfers(void **state) {
+  (void)state;
+  enum { PUT = PLD__TL_PUT | PLD__TL_LATER, GET = PLD__TL_GET | PLD__TL_LATER };
+  begin();
+  for (int i = 0; i < 5; i++)
+    plain(PLD__TL_PUT, 1, 4096);
+  expect(PLD__TL_XFER, PUT | PLD__TL_FLUSHED, 1, 4096, 5);
+  /* Another record after the transfer, then its flush. */
+  pld__obs_model(PLD__TL_XFER, PUT, 1, 4096, 0, NULL);
+  pld__obs_model(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1, NULL);
+  pld__obs_model(PLD__TL_FLUSH, 0, 1, 0, 0, NULL);
+  expect(PLD__TL_XFER, PUT, 1, 4096, 0);
+  expect(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  expect(PLD__TL_FLUSH, 0, 1, 0, 0);
+  for (int i = 0; i < 3; i++)
+    plain(PLD__TL_GET, 2, 64);
+  expect(PLD__TL_XFER, GET | PLD__TL_FLUSHED, 2, 64, 3);
+  /* Work between the transfer and its flush. */
+  pld__obs_model(PLD__TL_XFER, GET, 2, 64, 0, NULL);
+  pld__obs_work(PLD__TC_VECTOR, 100);
+  pld__obs_model(PLD__TL_FLUSH, 0, 2, 0, 0, NULL);
+  expect(PLD__TL_XFER, GET, 2, 64, 0);
+  expect(PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 100, 1);
+  expect(PLD__TL_FLUSH, 0, 2, 0, 0);
+  /* A trace event after the transfer. */
+  plain(PLD__TL_PUT, 1, 4096);
+  plain(PLD__TL_PUT, 1, 4096);
+  expect(PLD__TL_XFER, PUT | PLD__TL_FLUSHED, 1, 4096, 2);
+  pld__obs_model(PLD__TL_XFER, PUT, 1, 4096, 0, NULL);
+  struct pld__tev e;
+  pld__tev_init(&e, PLD__TEV_NOTIFY, PLD_NOTIFY_ADD, "sig");
+  pld__obs_instant(&e);
+  pld__obs_model(PLD__TL_FLUSH, 0, 1, 0, 0, NULL);
+  expect(PLD__TL_XFER, PUT, 1, 4096, 0);
+  expect(PLD__TL_FLUSH, 0, 1, 0, 0);
+  /* The flush of another peer; another size. */
+  plain(PLD__TL_PUT, 1, 4096);
+  plain(PLD__TL_PUT, 1, 4096);
+  pld__obs_model(PLD__TL_XFER, PUT, 1, 4096, 0, NULL);
+  pld__obs_model(PLD__TL_FLUSH, 0, 3, 0, 0, NULL);
+  expect(PLD__TL_XFER, PUT | PLD__TL_FLUSHED, 1, 4096, 2);
+  expect(PLD__TL_XFER, PUT, 1, 4096, 0);
+  expect(PLD__TL_FLUSH, 0, 3, 0, 0);
+  plain(PLD__TL_PUT, 1, 4096);
+  plain(PLD__TL_PUT, 1, 4096);
+  plain(PLD__TL_PUT, 1, 8192);
+  expect(PLD__TL_XFER, PUT | PLD__TL_FLUSHED, 1, 4096, 2);
+  expect(PLD__TL_XFER, PUT | PLD__TL_FLUSHED, 1, 8192, 1);
+  /* The block's end after the transfer. */
+  pld__obs_model(PLD__TL_XFER, PUT, 1, 8192, 0, NULL);
+  pld__obs_model(PLD__TM_BLOCK, 0, 1, 0, 0, NULL);
+  expect(PLD__TL_XFER, PUT, 1, 8192, 0);
+  expect(PLD__TM_BLOCK, 0, 1, 0, 0);
+  assert_same();
+}
+
 /* Random streams: loops of random turns, lengths and steps, between
  * random records, blocks' ends and records that do not fold. */
 static void test_random_streams(void **state) {
@@ -310,6 +385,7 @@ int main(void) {
       cmocka_unit_test(test_longest_turn),
       cmocka_unit_test(test_unfinished_turn),
       cmocka_unit_test(test_later_transfer_not_folded),
+      cmocka_unit_test(test_plain_transfers),
       cmocka_unit_test(test_random_streams),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
