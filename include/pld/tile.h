@@ -120,8 +120,10 @@ int pld_store(pld_core k, const pld_tile *t, pld_tensor dst, int64_t row,
  * pld_tile_free) fails with PLD_ERR_ARG, as does a wait with no prefetch
  * in flight and a block that returns with one.  Between the two the
  * kernel computes on other tiles: on the chip, the copy of the next tile
- * overlaps the compute on this one.  src's region must not change before
- * the wait (the simulator copies at the prefetch). */
+ * overlaps the compute on this one, and so it does in the timing model
+ * (pld/model.h: the copy goes on the core's move engine, the wait takes
+ * what is left of it).  src's region must not change before the wait
+ * (the simulator copies at the prefetch). */
 int pld_prefetch(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
                  int64_t col);
 int pld_prefetch_wait(pld_core k, pld_tile *dst);

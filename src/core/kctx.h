@@ -29,8 +29,10 @@ struct pld_tile {
    * is live while this equals the core's, so starting a block kills every
    * tile of the last one without touching them. */
   uint64_t block_seq;
-  /* A prefetch into it is in flight (pld_prefetch, until its wait). */
+  /* A prefetch into it is in flight (pld_prefetch, until its wait), and
+   * its number among the block's prefetches (the timing model's). */
   int in_flight;
+  int32_t prefetch;
   /* A live tile's neighbours in the core's offset order; a free
    * descriptor's next is the next free one. */
   struct pld_tile *prev, *next;
@@ -79,8 +81,10 @@ struct pld__core {
    * none), its call number and round: waits publish them. */
   int32_t coll_kind, coll_call, coll_round;
 
-  /* The block's tiles with a prefetch in flight (pld_prefetch). */
+  /* The block's tiles with a prefetch in flight (pld_prefetch), and the
+   * prefetches it started. */
   int prefetching;
+  int32_t prefetches;
 
   /* The block's deferred waits (pld_wait_deferred), handed to its launch
    * when it ends. */

@@ -39,6 +39,9 @@ struct actor {
   int64_t later_end;  /* its transfers issued later complete by then */
   int64_t wait_since; /* blocked in a wait since then (-1: not) */
   int ndefer;         /* deferred waits still unsatisfied */
+  int64_t move_free;  /* its core's move engine is free from then */
+  int64_t *moved;     /* [nmoved]: when each move it started completes */
+  size_t nmoved, capmoved;
 };
 
 /* One task of the call a rank runs. */
@@ -494,22 +497,42 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
       return;
     }
     a->rec++;
-    int64_t t0 = a->t;
+    int64_t t0 = a->t, t1 = -1; /* t1: a record's end other than a->t */
     switch (r->kind) {
     case PLD__TL_MOVE: {
+      /* On the core's move engine after the moves started before it, and
+       * on the device's memory. */
       struct rankstate *rs = &s->rs[a->rank];
-      int64_t start = max64(a->t, rs->hbm_free);
+      int64_t go = max64(a->t, a->move_free);
+      int64_t start = max64(go, rs->hbm_free);
       int64_t on_hbm = pld__tl_bytes_ps(r->a, M(s, HBM_GBPS));
       rs->hbm_free = start + on_hbm;
       int64_t on_core =
           pld__tl_cycles_ps(ceil_div(r->a, M(s, MOVE_BYTES)),
                             a->cube ? M(s, AIC_MHZ) : M(s, AIV_MHZ));
+      int64_t through = max64(go + on_core, start + on_hbm);
+      if (r->sub & PLD__TL_ASYNC) { /* the core goes on */
+        int64_t *m = room(s, a->moved, &a->capmoved, a->nmoved, sizeof *m);
+        if (!m)
+          break;
+        a->moved = m;
+        a->moved[a->nmoved++] = through + M(s, MOVE_NS) * 1000;
+        a->move_free = through;
+        if (b->t1_ps)
+          t1 = a->moved[a->nmoved - 1];
+        break;
+      }
       /* Each of the record's moves (b, at least one) pays the latency. */
-      a->t = max64(a->t + on_core, start + on_hbm) +
-             M(s, MOVE_NS) * 1000 * (r->b > 1 ? r->b : 1);
+      a->t = through + M(s, MOVE_NS) * 1000 * (r->b > 1 ? r->b : 1);
       busy(s, a, PLD__TB_MOVE, a->t - t0);
       break;
     }
+    case PLD__TL_MOVED: /* (pld__tl_check: a move it started) */
+      if (a->moved[r->a] > a->t) {
+        busy(s, a, PLD__TB_MOVE, a->moved[r->a] - a->t);
+        a->t = a->moved[r->a];
+      }
+      break;
     case PLD__TL_XFER: {
       int get = r->sub & PLD__TL_GET;
       int64_t end = get ? transfer(s, r->peer, a->rank, r->a, a->t)
@@ -569,7 +592,7 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
       break;
     }
     if (b->t1_ps) /* (a wait that blocks ends in land) */
-      b->t1_ps[a->rep ? a->rec : a->rec - 1] = a->t;
+      b->t1_ps[a->rep ? a->rec : a->rec - 1] = t1 >= 0 ? t1 : a->t;
   }
   if (s->nomem)
     return;
@@ -583,6 +606,9 @@ static void run_actor(struct sim *s, int32_t id, int64_t now) {
 
 static void block_end(struct sim *s, int32_t id) {
   struct actor *a = &s->actors[id];
+  pld__free(a->moved); /* (its moves were waited for) */
+  a->moved = NULL;
+  a->nmoved = a->capmoved = 0;
   struct rankstate *r = &s->rs[a->rank];
   const struct pld__tl_call *c = call_of(s, a->rank);
   struct pld__tl_core *cr = core_report(s, a->rank, a->cube, a->core);
@@ -721,6 +747,8 @@ static void sim_free(struct sim *s) {
   pld__free(s->rs);
   pld__free(s->links);
   pld__free(s->heap);
+  for (size_t i = 0; i < s->nactors; i++)
+    pld__free(s->actors[i].moved);
   pld__free(s->actors);
 }
 

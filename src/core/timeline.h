@@ -38,7 +38,10 @@ enum pld__tl_kind {
    * operations (each pays the class's fixed cycles). */
   PLD__TL_COMPUTE = 1,
   /* Moves between global and tile memory: a bytes in b moves (at least
-   * one), each paying the latency. */
+   * one), each paying the latency.  With sub PLD__TL_ASYNC, one move the
+   * core starts and does not wait for (pld_prefetch), b its number in
+   * the block (0, 1, ... in the order started): it goes on the core's
+   * move engine after the moves before it, while the core goes on. */
   PLD__TL_MOVE,
   /* A transfer with peer (a rank): sub PLD__TL_PUT or PLD__TL_GET, with
    * PLD__TL_LATER when it completes only at the next flush or notify of
@@ -60,8 +63,12 @@ enum pld__tl_kind {
   /* Credits taken back: cell a of rank peer (the recording core's own)
    * goes down by b at once, at no cost (a collective's epilogue, which
    * makes its lane zero for the next call; comm/coll_lane.c). */
-  PLD__TL_TAKE
+  PLD__TL_TAKE,
+  /* The core waits for its move number a of PLD__TL_ASYNC to complete
+   * (pld_prefetch_wait). */
+  PLD__TL_MOVED
 };
+#define PLD__TL_LAST PLD__TL_MOVED
 
 enum pld__tl_class {
   PLD__TC_VECTOR,  /* elementwise */
@@ -73,6 +80,8 @@ enum pld__tl_class {
   PLD__TC_INT8,
   PLD__TC_CLASSES
 };
+
+#define PLD__TL_ASYNC 1 /* a PLD__TL_MOVE's */
 
 #define PLD__TL_PUT 0
 #define PLD__TL_GET 1

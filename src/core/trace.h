@@ -367,6 +367,23 @@ static inline void pld__obs_model(int kind, int sub, int32_t peer, int64_t a,
     return;
   pld__obs_record(kind, sub, peer, a, b, name);
 }
+
+/* A tile's load of bytes from global memory that the core starts and
+ * waits for later (pld_prefetch), its number n among the block's; then
+ * pld__obs_moved(n) where the core waits for it. */
+static inline void pld__obs_gm_async(size_t bytes, int32_t n) {
+  struct pld__counts *c = pld__obs.counts;
+  if (c)
+    c->gm_load += (int64_t)bytes;
+  if (pld__obs.model)
+    pld__obs_model(PLD__TL_MOVE, PLD__TL_ASYNC, 0, (int64_t)bytes, n, NULL);
+}
+
+static inline void pld__obs_moved(int32_t n) {
+  if (pld__obs.model)
+    pld__obs_model(PLD__TL_MOVED, 0, 0, n, 0, NULL);
+}
+
 /* Adds every count of b into a. */
 void pld__counts_add(struct pld__counts *a, const struct pld__counts *b);
 

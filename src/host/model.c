@@ -427,7 +427,7 @@ static int read_core(struct brank *b, int r, struct pld__tbuf *buf, int clock) {
         st = unfold(b, r, buf, m, rec0);
         continue;
       }
-      if (m->kind < PLD__TL_COMPUTE || m->kind > PLD__TL_TAKE)
+      if (m->kind < PLD__TL_COMPUTE || m->kind > PLD__TL_LAST)
         continue;
       struct pld__tl_rec *rec =
           more(&b->recs, b->nrecs, &b->caprecs, sizeof *b->recs);

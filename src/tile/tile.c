@@ -466,10 +466,16 @@ int pld__tensor_race_check(struct pld__core *c, const char *fn, int kind,
   return st ? pld__kfail(c, st, fn, "%s", pld_last_error()) : PLD_OK;
 }
 
-static void load_block(pld_tile *dst, const struct pld__tensor *src,
-                       int64_t row, int64_t col) {
+/* A load into dst; with c, a prefetch of c's (the core waits for it
+ * later). */
+static void load_block(struct pld__core *c, pld_tile *dst,
+                       const struct pld__tensor *src, int64_t row,
+                       int64_t col) {
   const size_t len = (size_t)dst->cols * pld_dtype_size(dst->dtype);
-  pld__obs_gm(0, len * (size_t)dst->rows);
+  if (c)
+    pld__obs_gm_async(len * (size_t)dst->rows, dst->prefetch = c->prefetches++);
+  else
+    pld__obs_gm(0, len * (size_t)dst->rows);
   copy_rows(dst->data, dst->row_bytes,
             (const unsigned char *)src->data +
                 pld__tensor_offset(src, row, col),
@@ -492,13 +498,13 @@ pld_tile *pld_load(pld_core k, pld_tensor src, int64_t row, int64_t col,
     return NULL;
   }
   if (t)
-    load_block(t, src.p, row, col);
+    load_block(NULL, t, src.p, row, col);
   return t;
 }
 
-/* pld_load_into for fn. */
+/* pld_load_into for fn (a prefetch: `prefetch`). */
 static int load_into(struct pld__core *c, const char *fn, pld_tile *dst,
-                     pld_tensor src, int64_t row, int64_t col) {
+                     pld_tensor src, int64_t row, int64_t col, int prefetch) {
   if (pld__tile_check(c, fn, "dst", dst) || pld__tensor_check(c, fn, src, 0) ||
       pld__tensor_dtype_match(c, fn, "dst", dst, src.p) ||
       region_check(c, fn, src.p, row, col, dst->rows, dst->cols) ||
@@ -506,19 +512,19 @@ static int load_into(struct pld__core *c, const char *fn, pld_tile *dst,
                        (size_t)dst->cols * pld_dtype_size(dst->dtype),
                        (size_t)dst->rows))
     return c->status;
-  load_block(dst, src.p, row, col);
+  load_block(prefetch ? c : NULL, dst, src.p, row, col);
   return PLD_OK;
 }
 
 int pld_load_into(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
                   int64_t col) {
-  return load_into(k.p, "pld_load_into", dst, src, row, col);
+  return load_into(k.p, "pld_load_into", dst, src, row, col, 0);
 }
 
 int pld_prefetch(pld_core k, pld_tile *dst, pld_tensor src, int64_t row,
                  int64_t col) {
   struct pld__core *c = k.p;
-  if (load_into(c, "pld_prefetch", dst, src, row, col))
+  if (load_into(c, "pld_prefetch", dst, src, row, col, 1))
     return c->status;
   dst->in_flight = 1;
   c->prefetching++;
@@ -539,6 +545,7 @@ int pld_prefetch_wait(pld_core k, pld_tile *dst) {
                       "pld_prefetch, one wait)");
   dst->in_flight = 0;
   c->prefetching--;
+  pld__obs_moved(dst->prefetch);
   return PLD_OK;
 }
 

@@ -260,6 +260,25 @@ static void test_later_transfer_not_folded(void **state) {
   assert_int_equal(stored(), 20 * 3 + 1);
 }
 
+/* A double-buffered loop (pld_prefetch): each turn starts the next
+ * tile's move, computes and waits for that move, the moves' numbers
+ * stepping by one: folded, and read back exactly. */
+static void test_prefetch_loop(void **state) {
+  (void)state;
+  begin();
+  rec(PLD__TL_MOVE, PLD__TL_ASYNC, 0, 4096, 0);
+  rec(PLD__TL_MOVED, 0, 0, 0, 0);
+  for (int t = 0; t < 50; t++) {
+    rec(PLD__TL_MOVE, PLD__TL_ASYNC, 0, 4096, t + 1);
+    rec(PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 100, 1);
+    rec(PLD__TL_MOVED, 0, 0, t + 1, 0);
+  }
+  rec(PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 100, 1);
+  block_end();
+  assert_same();
+  assert_true(stored() < 20);
+}
+
 /* A record the recorder is expected to store, given nothing: the
  * records a loop of plain puts stores are not the ones it is given. */
 static void expect(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
@@ -386,6 +405,7 @@ int main(void) {
       cmocka_unit_test(test_unfinished_turn),
       cmocka_unit_test(test_later_transfer_not_folded),
       cmocka_unit_test(test_plain_transfers),
+      cmocka_unit_test(test_prefetch_loop),
       cmocka_unit_test(test_random_streams),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -382,6 +382,78 @@ static void test_sharing(void **state) {
   pld__tl_report_free(&r);
 }
 
+/* A loop of n tiles double-buffered (pld_prefetch): the next tile's load
+ * starts before the current tile's compute and is waited for after it:
+ * bytes a tile, amount of vector work on each, records into rec (4 n). */
+static int prefetch_loop(struct pld__tl_rec *rec, int n, int64_t bytes,
+                         int64_t amount) {
+  int k = 0;
+  rec[k++] = (struct pld__tl_rec){PLD__TL_MOVE, PLD__TL_ASYNC, 0, bytes, 0};
+  rec[k++] = (struct pld__tl_rec){PLD__TL_MOVED, 0, 0, 0, 0};
+  for (int i = 0; i < n; i++) {
+    if (i + 1 < n)
+      rec[k++] =
+          (struct pld__tl_rec){PLD__TL_MOVE, PLD__TL_ASYNC, 0, bytes, i + 1};
+    rec[k++] =
+        (struct pld__tl_rec){PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, amount, 1};
+    if (i + 1 < n)
+      rec[k++] = (struct pld__tl_rec){PLD__TL_MOVED, 0, 0, i + 1, 0};
+  }
+  return k;
+}
+
+/* Moves the core does not wait for (pld_prefetch): a double-buffered loop
+ * of n tiles takes m + L + n c when each tile's compute c outlasts a
+ * move (m through the engine, L its latency), and n (m + L) + c when the
+ * moves bind, against n (m + L + c) loaded one after the other; a move
+ * waits on the core's move engine behind the moves started before it. */
+static void test_prefetch(void **state) {
+  (void)state;
+  struct ranks w;
+  struct pld__tl_report r;
+  enum { N = 6 };
+  const int64_t bytes = 64 << 10;
+  const int64_t mv = cyc((bytes + V(MOVE_BYTES) - 1) / V(MOVE_BYTES),
+                         V(AIV_MHZ)); /* the core's engine binds */
+  assert_true(mv > bw(bytes, V(HBM_GBPS)));
+  const int64_t L = PS(MOVE_NS);
+  struct pld__tl_rec loop[4 * N], plain[2 * N];
+  const struct pld__tl_rec *rec[] = {loop};
+  int nrec[] = {0};
+  for (int bound = 0; bound < 2; bound++) { /* 0: compute, 1: moves */
+    const int64_t amount = bound ? 64 : 16 * bytes;
+    const int64_t c =
+        cyc(V(VEC_OP_CYCLES) + (amount + V(VEC_BYTES) - 1) / V(VEC_BYTES),
+            V(AIV_MHZ));
+    assert_true(bound ? c < mv + L : c > mv + L);
+    nrec[0] = prefetch_loop(loop, N, bytes, amount);
+    rec[0] = loop;
+    assert_ok(replay(one_block_each(&w, 1, rec, nrec, NULL), 48, 24, &r));
+    assert_int_equal(r.spans[0].end_ps - r.spans[0].start_ps,
+                     bound ? N * (mv + L) + c : mv + L + N * c);
+    pld__tl_report_free(&r);
+    for (int i = 0; i < N; i++) {
+      plain[2 * i] = (struct pld__tl_rec){PLD__TL_MOVE, 0, 0, bytes, 1};
+      plain[2 * i + 1] = loop[nrec[0] - 1];
+    }
+    rec[0] = plain;
+    nrec[0] = 2 * N;
+    assert_ok(replay(one_block_each(&w, 1, rec, nrec, NULL), 48, 24, &r));
+    assert_int_equal(r.spans[0].end_ps - r.spans[0].start_ps, N * (mv + L + c));
+    pld__tl_report_free(&r);
+  }
+  /* A move the core waits for, behind one it did not wait for. */
+  const struct pld__tl_rec behind[] = {
+      {PLD__TL_MOVE, PLD__TL_ASYNC, 0, bytes, 0},
+      {PLD__TL_MOVE, 0, 0, bytes, 1},
+      {PLD__TL_MOVED, 0, 0, 0, 0}};
+  rec[0] = behind;
+  nrec[0] = 3;
+  assert_ok(replay(one_block_each(&w, 1, rec, nrec, NULL), 48, 24, &r));
+  assert_int_equal(r.spans[0].end_ps - r.spans[0].start_ps, 2 * mv + L);
+  pld__tl_report_free(&r);
+}
+
 /* The same timeline gives the same report, every time. */
 static void test_deterministic(void **state) {
   (void)state;
@@ -501,6 +573,24 @@ static void test_refusals(void **state) {
   assert_string_equal(msg, "the timeline: rank 0, call 0: task 0, block 0, "
                            "record 0: a block of a vector kernel, and the "
                            "device has none");
+  /* Moves the core did not wait for: numbered in order, each waited for
+   * after it started. */
+  const struct pld__tl_rec moves[][2] = {
+      {{PLD__TL_MOVE, PLD__TL_ASYNC, 0, 8, 1}, {PLD__TL_MOVED, 0, 0, 0, 0}},
+      {{PLD__TL_MOVED, 0, 0, 0, 0}, {PLD__TL_MOVE, PLD__TL_ASYNC, 0, 8, 0}},
+      {{PLD__TL_MOVE, PLD__TL_ASYNC, 0, 8, 0}, {PLD__TL_MOVED, 0, 0, 1, 0}}};
+  const char *const why_moves[] = {
+      "record 0: move number 1 started, expected 0 (the moves the block "
+      "started before it)",
+      "record 0: a wait for move number 0, and the block started 0",
+      "record 1: a wait for move number 1, and the block started 1"};
+  const int two[] = {2};
+  for (int i = 0; i < 3; i++) {
+    rec[0] = moves[i];
+    assert_int_equal(replay(one_block_each(&w, 1, rec, two, NULL), 4, 1, &r),
+                     PLD_ERR_ARG);
+    assert_non_null(strstr(msg, why_moves[i]));
+  }
   /* Flushed: issued later, and at least once. */
   const struct pld__tl_rec flushed[][1] = {
       {{PLD__TL_XFER, PLD__TL_PUT | PLD__TL_FLUSHED, 0, 8, 1}},
@@ -530,6 +620,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_signal_behind_data, setup),
     cmocka_unit_test_setup(test_ring, setup),
     cmocka_unit_test_setup(test_flushed_repeats, setup),
+    cmocka_unit_test_setup(test_prefetch, setup),
     cmocka_unit_test_setup(test_cores, setup),
     cmocka_unit_test_setup(test_tasks, setup),
     cmocka_unit_test_setup(test_sharing, setup),

@@ -46,6 +46,43 @@ PLD_HOST(h_vec, h, PLD_IN(x, FP32, NR, NBR, EC), PLD_OUT(y, FP32, NR, NBR, EC),
                  reps, store, blocks);
 }
 
+/* One block through x's tiles of ER rows, `reps` adds on each: with
+ * `pref`, double-buffered (the next tile's pld_prefetch before the adds,
+ * its wait after), else each loaded after the adds of the one before. */
+#define PREF_PARAMS                                                            \
+  PLD_IN(x, FP32, NBR, EC), PLD_SCALAR(reps, INT32), PLD_SCALAR(pref, INT32)
+
+PLD_KERNEL(k_pref, k, PREF_PARAMS) {
+  const int64_t n = pld_tensor_dim(x, 0) / ER;
+  pld_tile *t[2] = {pld_tile_new(k, PLD_FP32, ER, EC),
+                    pld_tile_new(k, PLD_FP32, ER, EC)};
+  if (pref) {
+    pld_prefetch(k, t[0], x, 0, 0);
+    pld_prefetch_wait(k, t[0]);
+  } else {
+    pld_load_into(k, t[0], x, 0, 0);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    pld_tile *cur = t[i % 2], *next = t[(i + 1) % 2];
+    if (pref && i + 1 < n)
+      pld_prefetch(k, next, x, (i + 1) * ER, 0);
+    for (int32_t r = 0; r < reps; r++)
+      pld_add(k, cur, cur, cur);
+    if (i + 1 < n && pref)
+      pld_prefetch_wait(k, next);
+    else if (i + 1 < n)
+      pld_load_into(k, next, x, (i + 1) * ER, 0);
+  }
+}
+
+PLD_DEVICE(d_pref, a, PREF_PARAMS) { pld_launch(a, k_pref, 1, x, reps, pref); }
+
+PLD_HOST(h_pref, h, PLD_IN(x, FP32, NR, NBR, EC), PLD_SCALAR(reps, INT32),
+         PLD_SCALAR(pref, INT32)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_pref, r, pld_slice(h, x, r), reps, pref);
+}
+
 /* `reps` FP16 matmuls of full L0 operands into one FP32 tile. */
 PLD_CUBE_KERNEL(k_mm, k, PLD_IN(a, FP16, MM, KK), PLD_IN(b, FP16, KK, NN),
                 PLD_OUT(c, FP32, MM, NN), PLD_SCALAR(reps, INT32)) {
@@ -165,6 +202,39 @@ static void test_moves_latency(void **state) {
       loads * (FIG(m, MOVE_NS) +
                model_cycles_ns(tile / FIG(m, MOVE_BYTES), FIG(m, AIV_MHZ)));
   assert_within_2pct("8 loads of 32 KiB", move, want);
+}
+
+/* A tile's pld_prefetch goes on the core's move engine while the core
+ * computes: n tiles double-buffered, each tile's adds (c) outlasting a
+ * move (m at MOVE_BYTES a cycle, then MOVE_NS), take m + MOVE_NS + n c;
+ * loaded one after the other, n (m + MOVE_NS + c). */
+static void test_prefetch_overlaps(void **state) {
+  (void)state;
+  pld_config cfg = model_config(2);
+  struct pld__machine m = model_figures(&cfg);
+  enum { TILES = 8, REPS = 8 };
+  const double tile = (double)ER * EC * sizeof(float);
+  const double mv = model_cycles_ns(tile / FIG(m, MOVE_BYTES), FIG(m, AIV_MHZ));
+  const double c = model_cycles_ns(
+      REPS * (FIG(m, VEC_OP_CYCLES) + 3 * tile / FIG(m, VEC_BYTES)),
+      FIG(m, AIV_MHZ));
+  assert_true(c > mv + FIG(m, MOVE_NS)); /* the premise: compute binds */
+  const int64_t shape[] = {2, TILES * ER, EC};
+  pld_tensor x = pld_test_tensor(3, shape, 0, 1);
+  double span[2];
+  for (int pref = 0; pref < 2; pref++) {
+    pld_program *p;
+    assert_ok(pld_compile(h_pref, &cfg, PLD_ARGS(x, REPS, pref), &p));
+    assert_ok(pld_program_run(p, PLD_ARGS(x, REPS, pref)));
+    pld_model_report r = model_report(p);
+    span[pref] = model_max_span(&r);
+    pld_program_destroy(p);
+  }
+  pld_tensor_destroy(x);
+  assert_within_2pct("8 tiles loaded one after the other", span[0],
+                     TILES * (mv + FIG(m, MOVE_NS) + c));
+  assert_within_2pct("8 tiles double-buffered", span[1],
+                     mv + FIG(m, MOVE_NS) + TILES * c);
 }
 
 /* The cube core's compute: each matmul MM x NN x KK multiply-adds at
@@ -563,6 +633,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_elementwise),
     cmocka_unit_test(test_elementwise_memory_bound),
     cmocka_unit_test(test_moves_latency),
+    cmocka_unit_test(test_prefetch_overlaps),
     cmocka_unit_test(test_matmul_peak),
     cmocka_unit_test(test_put),
     cmocka_unit_test(test_notify_wait),
