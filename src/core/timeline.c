@@ -36,15 +36,14 @@ static int check_rec(const struct pld__timeline *tl, int cube, int nv, int nc,
               r->kind, r->sub, (long long)r->a, (long long)r->b);
     return PLD_ERR_ARG;
   }
-  if (r->kind == PLD__TL_MOVE && (r->sub & PLD__TL_ASYNC) && r->b != *moves) {
+  if (r->kind == PLD__TL_MOVE && (r->sub & PLD__TL_ASYNC) &&
+      r->b != (*moves)++) {
     pld__catf(msg, cap,
               "move number %lld started, expected %lld (the moves "
               "the block started before it)",
-              (long long)r->b, (long long)*moves);
+              (long long)r->b, (long long)*moves - 1);
     return PLD_ERR_ARG;
   }
-  if (r->kind == PLD__TL_MOVE && (r->sub & PLD__TL_ASYNC))
-    ++*moves;
   if (r->kind == PLD__TL_MOVED && (r->a < 0 || r->a >= *moves)) {
     pld__catf(msg, cap,
               "a wait for move number %lld, and the block started "

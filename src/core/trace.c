@@ -156,18 +156,12 @@ static int open_pack(const struct pld__tev *p) {
 }
 
 /* The thread's last record, in the open pack its buffer ends with (NULL:
- * none, or an event came after it); *prev: the one before, if in an open
- * pack too. */
-static struct pld__mrec *last_rec(struct pld__mrec **prev) {
+ * none, or an event came after it). */
+static struct pld__mrec *last_rec(void) {
   struct pld__tbuf *b = pld__obs.buf;
-  *prev = NULL;
   if (!b->n || !open_pack(&b->ev[b->n - 1]))
     return NULL;
   struct pld__tev *p = &b->ev[b->n - 1];
-  if (p->sub > 1)
-    *prev = &p->rec[p->sub - 2];
-  else if (b->n > 1 && open_pack(&b->ev[b->n - 2]))
-    *prev = &b->ev[b->n - 2].rec[b->ev[b->n - 2].sub - 1];
   return &p->rec[p->sub - 1];
 }
 
@@ -189,7 +183,7 @@ static struct pld__mrec *new_rec(void) {
   return &p->rec[0];
 }
 
-/* Takes the thread's last record back (folded into the one before). */
+/* Takes the thread's last record back (a turn a folded loop stands for). */
 static void drop_last_rec(void) {
   struct pld__tbuf *b = pld__obs.buf;
   pld__obs.rep = NULL;
@@ -395,26 +389,19 @@ static int is_xfer(const struct pld__mrec *r, int sub, int32_t peer) {
 }
 
 /* A flush of peer's transfers right after the thread's last record, a
- * transfer issued later with peer, makes it one of PLD__TL_FLUSHED: a
- * repetition of the record before it when that one is the same transfer,
- * flushed (a loop of plain puts is one record).  Returns whether it
+ * transfer issued later with peer, makes it one of PLD__TL_FLUSHED, done
+ * once; its repetitions, each flushed before the next (a loop of plain
+ * puts), add to its count inline (pld__obs_repeat).  Returns whether it
  * did. */
 static int flush_folded(int32_t peer) {
-  struct pld__mrec *prev, *last = last_rec(&prev);
+  struct pld__mrec *last = last_rec();
   if (!last || (last->sub & ~PLD__TL_GET) != PLD__TL_LATER ||
       !is_xfer(last, last->sub, peer))
     return 0;
   pld__obs.nx = 0; /* the group's records change */
-  if (is_xfer(prev, last->sub | PLD__TL_FLUSHED, peer) && prev->a == last->a &&
-      prev->b < INT32_MAX) {
-    prev->b++;
-    drop_last_rec();
-    last = prev;
-  } else {
-    last->sub |= PLD__TL_FLUSHED;
-    last->b = 1;
-  }
-  pld__obs.rep = last; /* the next repetition: pld__obs_repeat */
+  last->sub |= PLD__TL_FLUSHED;
+  last->b = 1;
+  pld__obs.rep = last;
   return 1;
 }
 
