@@ -207,7 +207,9 @@ static void add_elem(unsigned char *p, const unsigned char *v, pld_dtype dt) {
   double add = pld__elem_get(dt, v);
   uint32_t old = __atomic_load_n(word, __ATOMIC_RELAXED), nw;
   do {
-    unsigned char bytes[4];
+    /* (8 bytes: the compiler sees pld__elem_wrap's 64-bit cases; the
+     * dtypes that add atomically are 4 bytes at most, tile.c) */
+    unsigned char bytes[8] = {0};
     memcpy(bytes, &old, 4);
     unsigned char *e = bytes + shift;
     if (dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16)
