@@ -245,11 +245,13 @@ int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,
 int pld__signal_cell(struct pld__core *c, const char *fn,
                      const struct pld__tensor *w, int32_t peer, size_t off,
                      int32_t value, pld_notify_op op);
-/* The same through the fabric's signal_later (a flush of every peer
- * completes it). */
-int pld__signal_cell_later(struct pld__core *c, const char *fn,
-                           const struct pld__tensor *w, int32_t peer,
-                           size_t off, int32_t value, pld_notify_op op);
+/* The same through fabric f's signal_later (a flush of every peer
+ * completes it): the device's fabric, or its own under the wrapper
+ * (comm/fabric_wrap.c) where nothing the wrapper adds is wanted. */
+int pld__signal_cell_later(struct pld__core *c, struct pld__fabric *f,
+                           const char *fn, const struct pld__tensor *w,
+                           int32_t peer, size_t off, int32_t value,
+                           pld_notify_op op);
 /* Whether this rank's INT32 cell off of buffer buf satisfies a wait (its
  * value in *value).  Under the race detector a satisfied wait acquires
  * what was released to the cell, into `into` (a task's clock) or (NULL)

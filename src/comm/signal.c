@@ -47,11 +47,11 @@ int pld__cell_offset(struct pld__core *c, const char *fn, pld_window sig,
   return PLD_OK;
 }
 
-static int signal_cell(struct pld__core *c, const char *fn,
-                       const struct pld__tensor *w, int32_t peer, size_t off,
-                       int32_t value, pld_notify_op op, int later) {
+static int signal_cell(struct pld__core *c, struct pld__fabric *f,
+                       const char *fn, const struct pld__tensor *w,
+                       int32_t peer, size_t off, int32_t value,
+                       pld_notify_op op, int later) {
   const struct pld__comm_env *env = c->env;
-  struct pld__fabric *f = env->fabric;
   if (pld__observed(PLD__TEV_NOTIFY)) {
     /* Before the signal: the wait it releases ends after it. */
     struct pld__tev e;
@@ -78,13 +78,14 @@ static int signal_cell(struct pld__core *c, const char *fn,
 int pld__signal_cell(struct pld__core *c, const char *fn,
                      const struct pld__tensor *w, int32_t peer, size_t off,
                      int32_t value, pld_notify_op op) {
-  return signal_cell(c, fn, w, peer, off, value, op, 0);
+  return signal_cell(c, c->env->fabric, fn, w, peer, off, value, op, 0);
 }
 
-int pld__signal_cell_later(struct pld__core *c, const char *fn,
-                           const struct pld__tensor *w, int32_t peer,
-                           size_t off, int32_t value, pld_notify_op op) {
-  return signal_cell(c, fn, w, peer, off, value, op, 1);
+int pld__signal_cell_later(struct pld__core *c, struct pld__fabric *f,
+                           const char *fn, const struct pld__tensor *w,
+                           int32_t peer, size_t off, int32_t value,
+                           pld_notify_op op) {
+  return signal_cell(c, f, fn, w, peer, off, value, op, 1);
 }
 
 int pld__notify_check(struct pld__core *c, const char *fn, pld_window sig,

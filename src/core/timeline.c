@@ -2,7 +2,10 @@
  * timeline before its replay (core/timeline.h). */
 #include "core/timeline.h"
 
+#include "core/alloc.h"
 #include "core/error.h"
+#include "core/trace.h"
+#include "pld/signal.h"
 #include "pld/status.h"
 
 int64_t pld__tl_cycles_ps(int64_t cycles, int64_t mhz) {
@@ -11,6 +14,84 @@ int64_t pld__tl_cycles_ps(int64_t cycles, int64_t mhz) {
 
 int64_t pld__tl_bytes_ps(int64_t bytes, int64_t gbps) {
   return (bytes * 1000 + gbps - 1) / gbps;
+}
+
+/* Record k of the 3 (n - 1) + 2 that a barrier over n ranks on rank r
+ * makes by its steps (comm/coll_lane.c), its lane's credits from cell
+ * `cell` on: a notify to each peer's credit for r, the flush, a wait on
+ * each peer's credit, the credits given back (a put of the lane's n
+ * credits to itself) and taken. */
+static struct pld__tl_rec barrier_step(int32_t n, int32_t r, int64_t cell,
+                                       int32_t k) {
+  const int32_t p = n - 1;
+  if (k == p)
+    return (struct pld__tl_rec){.kind = PLD__TL_FLUSH, .peer = -1};
+  if (k == 2 * p + 1)
+    return (struct pld__tl_rec){
+        .kind = PLD__TL_XFER, .sub = PLD__TL_PUT, .peer = r, .a = 4 * n};
+  const int32_t i = k < p ? k : k < 2 * p + 1 ? k - p - 1 : k - 2 * p - 2;
+  const int32_t q = i < r ? i : i + 1; /* the i-th peer */
+  const int64_t credit = cell + 4 * (int64_t)q;
+  if (k < p)
+    return (struct pld__tl_rec){.kind = PLD__TL_NOTIFY,
+                                .sub = PLD_NOTIFY_ADD,
+                                .peer = q,
+                                .a = cell + 4 * (int64_t)r,
+                                .b = 1};
+  if (k < 2 * p + 1)
+    return (struct pld__tl_rec){.kind = PLD__TL_WAIT,
+                                .sub = PLD_WAIT_GE,
+                                .peer = r,
+                                .a = credit,
+                                .b = 1};
+  return (struct pld__tl_rec){
+      .kind = PLD__TL_TAKE, .peer = r, .a = credit, .b = 1};
+}
+
+int pld__tl_expand_barriers(struct pld__tl_rec **recs, size_t *n, size_t *cap,
+                            size_t from, int32_t rank, int32_t nranks,
+                            char *msg, size_t mcap) {
+  size_t more = 0;
+  for (size_t i = from; i < *n; i++) {
+    const struct pld__tl_rec *x = &(*recs)[i];
+    if (x->kind != PLD__TM_BARRIER)
+      continue;
+    if (x->peer < 2 || x->peer > nranks || rank < 0 || rank >= x->peer) {
+      pld__catf(msg, mcap,
+                "rank %d recorded a barrier over ranks 0 to %d, expected "
+                "2 to %d ranks with it among them",
+                rank, x->peer - 1, nranks);
+      return PLD_ERR_UNSUPPORTED;
+    }
+    more += 3 * (size_t)(x->peer - 1) + 1;
+  }
+  if (!more)
+    return PLD_OK;
+  if (*n + more > *cap) {
+    struct pld__tl_rec *w = pld__realloc(*recs, (*n + more) * sizeof *w);
+    if (!w) {
+      pld__catf(msg, mcap, "out of memory");
+      return PLD_ERR_NOMEM;
+    }
+    *recs = w;
+    *cap = *n + more;
+  }
+  /* From the end back, each record to its place, a barrier's last step
+   * first. */
+  struct pld__tl_rec *v = *recs;
+  size_t to = *n + more;
+  for (size_t i = *n; i-- > from;) {
+    if (v[i].kind != PLD__TM_BARRIER) {
+      v[--to] = v[i];
+      continue;
+    }
+    const int32_t ranks = v[i].peer;
+    const int64_t cell = v[i].a;
+    for (int32_t k = 3 * (ranks - 1) + 2; k-- > 0;)
+      v[--to] = barrier_step(ranks, rank, cell, k);
+  }
+  *n += more;
+  return PLD_OK;
 }
 
 /* Record r of a block that started *moves moves of PLD__TL_ASYNC before

@@ -194,6 +194,15 @@ void pld__tl_report_free(struct pld__tl_report *r);
 int pld__tl_check(const struct pld__timeline *tl, int nv, int nc, char *msg,
                   size_t cap);
 
+/* Puts the records of its steps in the place of each barrier recorded
+ * as one record (PLD__TM_BARRIER, core/trace.h) among (*recs)[from, *n)
+ * (*cap allocated), which rank of a program of nranks made.  Fails
+ * (PLD_ERR_UNSUPPORTED, the reason in msg) on a barrier that rank cannot
+ * have made, or out of memory. */
+int pld__tl_expand_barriers(struct pld__tl_rec **recs, size_t *n, size_t *cap,
+                            size_t from, int32_t rank, int32_t nranks,
+                            char *msg, size_t mcap);
+
 /* Modeled time of amounts (the model's arithmetic, shared with tests):
  * cycles at mhz, and bytes at gbps, in picoseconds, rounded up. */
 int64_t pld__tl_cycles_ps(int64_t cycles, int64_t mhz);

@@ -207,7 +207,8 @@ static void drop_last_rec(void) {
 static int foldable(int kind, int sub) {
   if (kind == PLD__TL_XFER)
     return !(sub & PLD__TL_LATER) && !pld__obs.group;
-  return kind >= PLD__TL_COMPUTE && kind <= PLD__TL_LAST;
+  return (kind >= PLD__TL_COMPUTE && kind <= PLD__TL_LAST) ||
+         kind == PLD__TM_BARRIER;
 }
 
 static int same_kind(const struct pld__mrec *x, const struct pld__mrec *y) {

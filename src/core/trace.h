@@ -82,12 +82,17 @@ enum {
   PLD__TM_BLOCK,     /* on a core: block x of task e returned, the
                         records since the core's last one its own; flag
                         0, or 1 + its part of a mixed kernel's block */
-  PLD__TM_LOOP       /* on a core, a folded loop: the e records before it
+  PLD__TM_LOOP,      /* on a core, a folded loop: the e records before it
                         and the e before those are two turns of a loop,
                         and x more turns follow, turn n the later of the
                         two with each a and b advanced by n times its
                         step from the earlier (pld__fold_value); kinds,
                         subs and peers the same */
+  PLD__TM_BARRIER    /* on a core, a pld_barrier over ranks 0 to e - 1 of
+                        the program, x the cell of its lane's first
+                        credit: one record for the records of its steps,
+                        which the host puts in its place
+                        (pld__tl_expand_barriers) */
 };
 
 /* Field value v of turn n of a folded loop (PLD__TM_LOOP) whose two
@@ -361,6 +366,8 @@ static inline int pld__obs_repeat(int kind, int sub, int32_t peer, int64_t a) {
 
 static inline void pld__obs_model(int kind, int sub, int32_t peer, int64_t a,
                                   int32_t b, const char *name) {
+  if (!pld__obs.model)
+    return;
   if (!name && !pld__obs.work.pending &&
       (pld__fold_next(kind, sub, peer, a, b) ||
        pld__obs_repeat(kind, sub, peer, a)))

@@ -126,6 +126,7 @@ struct brank {
   struct bstamp *stamps;
   size_t ncalls, ntasks, ndeps, nblocks, nrecs, nstamps;
   size_t capcalls, captasks, capdeps, capblocks, caprecs, capstamps;
+  int32_t nranks; /* the program's */
 };
 
 /* Room for one more of *v (n of them, *cap allocated): its address, or
@@ -358,6 +359,11 @@ static int block_ends(struct brank *b, int r, const struct pld__tbuf *buf,
                          "timing model: rank %d: kernel %s block %d ended "
                          "twice",
                          r, t->name, j);
+  char msg[256];
+  const int xs = pld__tl_expand_barriers(&b->recs, &b->nrecs, &b->caprecs,
+                                         *rec0, r, b->nranks, msg, sizeof msg);
+  if (xs)
+    return pld__fail_api(xs, "timing model: %s", msg);
   *bl = (struct bblock){(int32_t)*rec0, (int32_t)(b->nrecs - *rec0), 1};
   /* A mixed block's paths are cells of its own (device/mix.h). */
   for (size_t q = *rec0; q < b->nrecs; q++)
@@ -427,7 +433,8 @@ static int read_core(struct brank *b, int r, struct pld__tbuf *buf, int clock) {
         st = unfold(b, r, buf, m, rec0);
         continue;
       }
-      if (m->kind < PLD__TL_COMPUTE || m->kind > PLD__TL_LAST)
+      if (m->kind < PLD__TL_COMPUTE ||
+          (m->kind > PLD__TL_LAST && m->kind != PLD__TM_BARRIER))
         continue;
       struct pld__tl_rec *rec =
           more(&b->recs, b->nrecs, &b->caprecs, sizeof *b->recs);
@@ -720,8 +727,10 @@ int pld__model_run_end(struct pld_program *p, const pld_arg *argv,
     return nomem();
   int st = PLD_OK;
   for (int r = 0; r < n && !st; r++)
-    for (int i = 0; i < nbufs[r] && !st; i++)
+    for (int i = 0; i < nbufs[r] && !st; i++) {
+      b[r].nranks = n;
       st = (i ? read_core : read_aicpu)(&b[r], r, bufs[r][i], m->clock);
+    }
   struct tlmem mem = {0};
   struct pld__timeline tl;
   if (!st)

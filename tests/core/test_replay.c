@@ -10,8 +10,11 @@
  * from the machine's figures. */
 #include "pld_test.h"
 
+#include "core/alloc.h"
 #include "core/model.h"
 #include "core/timeline.h"
+#include "core/trace.h"
+#include "pld/signal.h"
 
 static char msg[1024];
 static struct pld__machine m;
@@ -548,6 +551,79 @@ static void test_flushed_repeats(void **state) {
   pld__tl_report_free(&a);
 }
 
+/* A barrier recorded as one record (PLD__TM_BARRIER) becomes, in its
+ * place, the records its steps make (comm/coll_lane.c): a notify of each
+ * peer's credit for the rank, the flush, a wait on each peer's credit,
+ * the credits given back (a put of the lane's n cells to the rank itself)
+ * and taken; the records around it stay.  Refused: fewer than 2 ranks,
+ * more than the program's, or the rank outside them. */
+static void test_barrier_records(void **state) {
+  (void)state;
+  const int64_t cell = ((int64_t)3 << 40) | 64;
+  for (int32_t n = 2; n <= 4; n++)
+    for (int32_t r = 0; r < n; r++) {
+      size_t cap = 3, nr = 3;
+      struct pld__tl_rec *v = pld__malloc(cap * sizeof *v);
+      assert_non_null(v);
+      v[0] = (struct pld__tl_rec){PLD__TL_MOVE, 0, 0, 8, 1};
+      v[1] = (struct pld__tl_rec){PLD__TM_BARRIER, 0, n, cell, 0};
+      v[2] = (struct pld__tl_rec){PLD__TL_MOVE, 0, 0, 16, 1};
+      assert_ok(
+          pld__tl_expand_barriers(&v, &nr, &cap, 1, r, 4, msg, sizeof msg));
+      const size_t steps = 3 * (size_t)(n - 1) + 2;
+      assert_int_equal(nr, 2 + steps);
+      assert_true(v[0].a == 8 && v[nr - 1].a == 16);
+      const struct pld__tl_rec *x = &v[1];
+      for (int32_t q = 0; q < n; q++) /* the notifies */
+        if (q != r) {
+          assert_true(x->kind == PLD__TL_NOTIFY && x->peer == q &&
+                      x->a == cell + 4 * r && x->b == 1);
+          x++;
+        }
+      assert_true(x->kind == PLD__TL_FLUSH && x->peer == -1);
+      x++;
+      for (int32_t q = 0; q < n; q++) /* the waits */
+        if (q != r) {
+          assert_true(x->kind == PLD__TL_WAIT && x->sub == PLD_WAIT_GE &&
+                      x->peer == r && x->a == cell + 4 * q && x->b == 1);
+          x++;
+        }
+      assert_true(x->kind == PLD__TL_XFER && x->sub == PLD__TL_PUT &&
+                  x->peer == r && x->a == 4 * n);
+      x++;
+      for (int32_t q = 0; q < n; q++) /* the credits taken */
+        if (q != r) {
+          assert_true(x->kind == PLD__TL_TAKE && x->peer == r &&
+                      x->a == cell + 4 * q && x->b == 1);
+          x++;
+        }
+      assert_ptr_equal(x, &v[nr - 1]);
+      pld__free(v);
+    }
+  /* ranks, rank, the program's ranks */
+  const int32_t bad[][3] = {{1, 0, 4}, {5, 0, 4}, {3, 3, 4}, {2, -1, 4}};
+  const char *const why[] = {
+      "rank 0 recorded a barrier over ranks 0 to 0, expected 2 to 4 ranks "
+      "with it among them",
+      "rank 0 recorded a barrier over ranks 0 to 4, expected 2 to 4 ranks "
+      "with it among them",
+      "rank 3 recorded a barrier over ranks 0 to 2, expected 2 to 4 ranks "
+      "with it among them",
+      "rank -1 recorded a barrier over ranks 0 to 1, expected 2 to 4 ranks "
+      "with it among them"};
+  for (int i = 0; i < 4; i++) {
+    struct pld__tl_rec one = {PLD__TM_BARRIER, 0, bad[i][0], cell, 0};
+    struct pld__tl_rec *v = &one;
+    size_t nr = 1, cap = 1;
+    msg[0] = '\0';
+    assert_int_equal(pld__tl_expand_barriers(&v, &nr, &cap, 0, bad[i][1],
+                                             bad[i][2], msg, sizeof msg),
+                     PLD_ERR_UNSUPPORTED);
+    assert_string_equal(msg, why[i]);
+    assert_true(nr == 1 && v == &one);
+  }
+}
+
 static void test_refusals(void **state) {
   (void)state;
   struct ranks w;
@@ -626,6 +702,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_sharing, setup),
     cmocka_unit_test_setup(test_deterministic, setup),
     cmocka_unit_test_setup(test_refusals, setup),
+    cmocka_unit_test(test_barrier_records),
 };
 
 PLD_TEST_MAIN("core_replay", tests)

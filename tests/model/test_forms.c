@@ -332,8 +332,12 @@ struct comm_run {
 };
 
 /* h_comm on n ranks with `elems` elements each, doing what with arg. */
+/* A trace file for run_comm's programs (NULL: none). */
+static const char *comm_trace;
+
 static struct comm_run run_comm(int n, int64_t elems, int what, int arg) {
   pld_config cfg = model_config(n);
+  cfg.trace = comm_trace;
   const int64_t shape[] = {n, elems};
   pld_tensor x = pld_test_tensor(2, shape, 0, 1);
   pld_program *p;
@@ -453,6 +457,31 @@ static void run_barrier(int n) {
 static void test_barrier(void **state) {
   (void)state;
   comm_over_rank_counts(run_barrier);
+}
+
+/* With the model alone observing, a barrier is one record that the host
+ * replaces by its steps' records (pld__tl_expand_barriers); with a trace
+ * on, its steps record themselves (the trace's events stand between
+ * them).  Both give the same modeled times, bit for bit: one barrier and
+ * a folded loop of 40. */
+static void run_barrier_whole(int n) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/pld-test-forms-%d.json", (int)getpid());
+  for (int loops = 1; loops <= 40; loops += 39) {
+    const struct comm_run whole = run_comm(n, 8, DO_BARRIER, loops);
+    comm_trace = path;
+    const struct comm_run steps = run_comm(n, 8, DO_BARRIER, loops);
+    comm_trace = NULL;
+    unlink(path);
+    assert_true(whole.total == steps.total && whole.most == steps.most);
+    for (int q = 0; q < n; q++)
+      assert_true(whole.span[q] == steps.span[q]);
+  }
+}
+
+static void test_barrier_whole(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_barrier_whole);
 }
 
 /* The entry of a collective: each rank writes its call's description and
@@ -638,6 +667,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_put),
     cmocka_unit_test(test_notify_wait),
     cmocka_unit_test(test_barrier),
+    cmocka_unit_test(test_barrier_whole),
     cmocka_unit_test(test_mesh_allreduce),
     cmocka_unit_test(test_ring_allreduce),
     cmocka_unit_test(test_allreduce_monotone),
