@@ -44,6 +44,8 @@
  * mpirun (popen) and whose printed numbers it reads, so one run prints both
  * columns.  Without Open MPI they print as n/a.
  *
+ *   bench_comm model-cost [ROUNDS]: what the timing model costs a barrier
+ *       loop, the model off and on in one process (model_cost, below).
  *   bench_comm [quick] [barrier] [pingpong] [bandwidth] [--fabric F]
  *       quick: 5 repetitions instead of 21, for a smoke test; naming parts
  *       runs only those (all by default); F: shm (the default), mpi-shm,
@@ -261,12 +263,14 @@ struct prog {
 };
 
 static int prog_init(struct prog *g, pld_host_fn host, int nranks,
-                     int times_ndim, const int64_t *times_shape) {
+                     int times_ndim, const int64_t *times_shape,
+                     const char *model) {
   static const int ids[MAX_RANKS] = {0, 1, 2, 3, 4, 5, 6, 7};
   memset(g, 0, sizeof *g);
   pld_config cfg = PLD_CONFIG_INIT;
   cfg.device_ids = ids;
   cfg.ndevices = nranks;
+  cfg.model = model; /* NULL: PLD_MODEL's */
   int64_t shape[PLD_MAX_DIMS] = {nranks, NPARAMS};
   int st = pld_tensor_create(PLD_INT64, 2, shape, &g->params);
   if (st)
@@ -321,7 +325,7 @@ static double slowest_median(const struct prog *g, int nranks, int reps) {
 static void barrier_figs(int n, int reps, double *fig) {
   struct prog g;
   const int64_t tshape[] = {MAX_REPS};
-  if (prog_init(&g, barrier_host, n, 1, tshape) == PLD_OK &&
+  if (prog_init(&g, barrier_host, n, 1, tshape, NULL) == PLD_OK &&
       prog_run(&g, 20, 3) == PLD_OK) {
     /* Calibrated: about 20 ms per repetition. */
     const int64_t iters = iters_for(slowest_median(&g, n, 3), 0.02, 50, 200000);
@@ -342,7 +346,7 @@ enum { PINGPONG_ITERS = 5000 };
 static void pingpong_figs(int n, int reps, double *fig) {
   struct prog g;
   const int64_t tshape[] = {MAX_REPS};
-  if (prog_init(&g, pingpong_host, n, 1, tshape) == PLD_OK &&
+  if (prog_init(&g, pingpong_host, n, 1, tshape, NULL) == PLD_OK &&
       prog_run(&g, 20, 3) == PLD_OK) {
     const double *tv = pld_tensor_data(g.t); /* rank 0's first */
     double v[MAX_REPS];
@@ -362,7 +366,7 @@ static void pingpong_figs(int n, int reps, double *fig) {
 static void bandwidth_figs(int n, int reps, double *fig) {
   struct prog g;
   const int64_t tshape[] = {3, NSIZES, MAX_REPS};
-  if (prog_init(&g, bandwidth_host, n, 3, tshape) == PLD_OK &&
+  if (prog_init(&g, bandwidth_host, n, 3, tshape, NULL) == PLD_OK &&
       prog_run(&g, 1, reps) == PLD_OK) {
     const double *tv = pld_tensor_data(g.t); /* rank 0's */
     for (int op = 0; op < 3; op++)
@@ -752,16 +756,72 @@ static void bench_bandwidth(int reps) {
          at4_mc >> 10);
 }
 
+/* ---- model-cost -----------------------------------------------------------
+ * What the timing model's recording costs the shortest call it records,
+ * a barrier, in one process: barrier_host twice, prepared, with
+ * pld_config.model "off" and "on", run alternately `rounds` times, so
+ * that a machine that gets busier or quieter weighs on both alike
+ * (bench/model_cost.py compares separate processes, whose ranks land on
+ * the CPUs differently from one to the next).  Each run's figure is
+ * slowest_median's of 5 timings; printed: the medians over the rounds and
+ * the median of the rounds' on/off ratios, next to issue 26's target 6.
+ * Returns 1 if a pld call failed. */
+static int model_cost(int rounds) {
+  static const char *const model[2] = {"off", "on"};
+  enum { TIMINGS = 5 };
+  printf("model-cost: a loop of pld_barrier with the timing model off and "
+         "on, two programs\n  run alternately in this process, %d rounds, "
+         "ns per barrier (medians)\n",
+         rounds);
+  print_busy("figures");
+  printf("  ranks                          off           on   on/off   "
+         "issue 26 target 6: on/off <= 1.10x\n");
+  int bad = 0;
+  for (int n = 2; n <= 4; n += 2) {
+    struct prog g[2];
+    const int64_t tshape[] = {MAX_REPS};
+    const int64_t iters = n == 2 ? 20000 : 500;
+    double fig[2][MAX_REPS], ratio[MAX_REPS];
+    int st = 0;
+    for (int m = 0; m < 2; m++)
+      st |= prog_init(&g[m], barrier_host, n, 1, tshape, model[m]);
+    for (int i = 0; i < rounds && !st; i++) {
+      for (int m = 0; m < 2 && !st; m++)
+        if (!(st = prog_run(&g[m], iters, TIMINGS)))
+          fig[m][i] = slowest_median(&g[m], n, TIMINGS);
+      ratio[i] = st ? 0 : fig[1][i] / fig[0][i];
+    }
+    if (!st) {
+      const double r = median(ratio, rounds);
+      printf("  %d ranks%s %12.1f %12.1f %8.2fx   %s\n", n,
+             n > 2 ? " (oversubscribed)" : "                 ",
+             median(fig[0], rounds) * 1e9, median(fig[1], rounds) * 1e9, r,
+             r <= 1.10 ? "met" : "MISSED");
+    }
+    bad |= st != 0;
+    for (int m = 0; m < 2; m++)
+      prog_release(&g[m]);
+  }
+  return bad;
+}
+
 static int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [quick] [barrier] [pingpong] [bandwidth] "
-          "[--fabric shm|mpi-shm|mpi-tcp|mpi-ucx]\n",
-          argv0);
+          "[--fabric shm|mpi-shm|mpi-tcp|mpi-ucx]\n"
+          "       %s model-cost [ROUNDS]\n",
+          argv0, argv0);
   return 2;
 }
 
 int main(int argc, char **argv) {
   int quick = 0, only = 0; /* only: bit p for parts[p] */
+  if (argc > 1 && strcmp(argv[1], "model-cost") == 0) {
+    const int rounds = argc > 2 ? atoi(argv[2]) : 31;
+    if (argc > 3 || rounds < 1 || rounds > MAX_REPS)
+      return usage(argv[0]);
+    return model_cost(rounds) || failed;
+  }
   for (int i = 1; i < argc; i++) {
     int known = strcmp(argv[i], "quick") == 0;
     quick |= known;

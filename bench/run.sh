@@ -24,8 +24,11 @@
 #   bench/run.sh model [N]   bench_model (the timing model's figures: one
 #                            run, modeled times are exact), then what the
 #                            model costs: bench_tile (--versus itself
-#                            with PLD_MODEL=on), bench_comm (quick,
-#                            bench/model_cost.py), bench_dispatch and
+#                            with PLD_MODEL=on), bench_comm model-cost
+#                            (a barrier loop, off and on in one
+#                            process), bench_comm (quick,
+#                            bench/model_cost.py),
+#                            bench_dispatch and
 #                            bench_workloads' fused GEMMs (quick, 2 ranks)
 #                            with PLD_MODEL=off and PLD_MODEL=on,
 #                            alternately, N times each (3), one table per
@@ -92,6 +95,8 @@ if [ "${1:-}" = model ]; then
   PLD_MODEL=off "$build/bench/bench_tile" --versus \
     "$build/bench/bench_tile-model-on" "${2:-3}" || st=1
   echo
+  echo
+  "$build/bench/bench_comm" model-cost || st=1
   python3 bench/model_cost.py "${2:-3}" "$build/bench/bench_comm" || st=1
   for args in "bench_dispatch 20 2000" "bench_workloads quick fused -n 2"; do
     echo
