@@ -44,8 +44,9 @@
  * mpirun (popen) and whose printed numbers it reads, so one run prints both
  * columns.  Without Open MPI they print as n/a.
  *
- *   bench_comm model-cost [ROUNDS]: what the timing model costs a barrier
- *       loop, the model off and on in one process (model_cost, below).
+ *   bench_comm model-cost [ROUNDS]: what the timing model costs a loop of
+ *       barriers and of allreduces, the model off and on in one process
+ *       (model_cost, below).
  *   bench_comm [quick] [barrier] [pingpong] [bandwidth] [--fabric F]
  *       quick: 5 repetitions instead of 21, for a smoke test; naming parts
  *       runs only those (all by default); F: shm (the default), mpi-shm,
@@ -77,6 +78,8 @@ enum {
 #define MAX_BYTES ((size_t)MAX_ROWS * COLS * sizeof(float))
 
 PLD_DYNAMIC(NR);
+PLD_DYNAMIC(NE); /* model-cost's allreduce: its elements, */
+PLD_DYNAMIC(NS); /* and its signal cells */
 
 /* Parameters of a run, an In tensor of each rank (a tensor rather than
  * scalars, whose values a compiled program fixes, so that a calibration
@@ -112,6 +115,43 @@ PLD_HOST(barrier_host, h, PLD_IN(params, INT64, NR, NPARAMS),
   for (int r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, barrier_device, r, pld_slice(h, params, r),
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(MAX_RANKS)),
+                 pld_slice(h, t, r));
+}
+
+/* For model-cost: an allreduce (auto, FP32 SUM) of a window of
+ * allreduce_elems elements in a kernel loop, timed as barrier_loop is. */
+static int64_t allreduce_elems = 1024;
+
+PLD_KERNEL(allreduce_loop, k, PLD_IN(params, INT64, NPARAMS),
+           PLD_WINDOW(data, FP32, NE), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(t, FP64, MAX_REPS)) {
+  const int64_t iters = (int64_t)pld_read(k, params, PLD_AT(P_ITERS));
+  const int64_t reps = (int64_t)pld_read(k, params, PLD_AT(P_REPS));
+  for (int64_t r = 0; r < reps; r++) {
+    pld_barrier(k, sig);
+    const double t0 = now_s();
+    for (int64_t i = 0; i < iters; i++)
+      pld_allreduce(k, data, sig, PLD_REDUCE_SUM, PLD_ALLREDUCE_AUTO);
+    pld_write(k, t, PLD_AT(r), (now_s() - t0) / (double)iters);
+  }
+}
+
+PLD_DEVICE(allreduce_device, a, PLD_IN(params, INT64, NPARAMS),
+           PLD_WINDOW(data, FP32, NE), PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(t, FP64, MAX_REPS)) {
+  pld_launch(a, allreduce_loop, 1, params, data, sig, t);
+}
+
+PLD_HOST(allreduce_host, h, PLD_IN(params, INT64, NR, NPARAMS),
+         PLD_OUT(t, FP64, NR, MAX_REPS)) {
+  const int64_t ns = PLD_SIGNAL_CELLS(pld_world_size(h), 1);
+  pld_window_buf data =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(allreduce_elems));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, allreduce_device, r, pld_slice(h, params, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(allreduce_elems)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)),
                  pld_slice(h, t, r));
 }
 
@@ -757,9 +797,10 @@ static void bench_bandwidth(int reps) {
 }
 
 /* ---- model-cost -----------------------------------------------------------
- * What the timing model's recording costs the shortest call it records,
- * a barrier, in one process: barrier_host twice, prepared, with
- * pld_config.model "off" and "on", run alternately `rounds` times, so
+ * What the timing model's recording costs the shortest calls it
+ * records, a barrier and a small allreduce, in one process: each host
+ * twice, prepared, with pld_config.model "off" and "on", run alternately
+ * `rounds` times, so
  * that a machine that gets busier or quieter weighs on both alike
  * (bench/model_cost.py compares separate processes, whose ranks land on
  * the CPUs differently from one to the next).  Each run's figure is
@@ -768,33 +809,49 @@ static void bench_bandwidth(int reps) {
  * Returns 1 if a pld call failed. */
 static int model_cost(int rounds) {
   static const char *const model[2] = {"off", "on"};
+  static const struct {
+    pld_host_fn host;
+    int n;
+    int64_t iters, elems; /* elems: the allreduce's */
+  } rows[] = {{barrier_host, 2, 20000, 0},
+              {barrier_host, 4, 500, 0},
+              {allreduce_host, 2, 3000, 1024},
+              {allreduce_host, 2, 3000, 4096},
+              {allreduce_host, 2, 1000, 16384}};
   enum { TIMINGS = 5 };
-  printf("model-cost: a loop of pld_barrier with the timing model off and "
-         "on, two programs\n  run alternately in this process, %d rounds, "
-         "ns per barrier (medians)\n",
+  printf("model-cost: loops of pld_barrier and pld_allreduce (auto, FP32) "
+         "with the timing\n  model off and on, two programs run alternately "
+         "in this process, %d rounds, ns per call (medians)\n",
          rounds);
   print_busy("figures");
-  printf("  ranks                          off           on   on/off   "
-         "issue 26 target 6: on/off <= 1.10x\n");
+  printf("  call                                    off           on   on/off"
+         "   issue 26 target 6: on/off <= 1.10x\n");
   int bad = 0;
-  for (int n = 2; n <= 4; n += 2) {
+  for (size_t w = 0; w < sizeof rows / sizeof rows[0]; w++) {
+    const int n = rows[w].n;
     struct prog g[2];
     const int64_t tshape[] = {MAX_REPS};
-    const int64_t iters = n == 2 ? 20000 : 500;
     double fig[2][MAX_REPS], ratio[MAX_REPS];
     int st = 0;
+    allreduce_elems = rows[w].elems;
     for (int m = 0; m < 2; m++)
-      st |= prog_init(&g[m], barrier_host, n, 1, tshape, model[m]);
+      st |= prog_init(&g[m], rows[w].host, n, 1, tshape, model[m]);
     for (int i = 0; i < rounds && !st; i++) {
       for (int m = 0; m < 2 && !st; m++)
-        if (!(st = prog_run(&g[m], iters, TIMINGS)))
+        if (!(st = prog_run(&g[m], rows[w].iters, TIMINGS)))
           fig[m][i] = slowest_median(&g[m], n, TIMINGS);
       ratio[i] = st ? 0 : fig[1][i] / fig[0][i];
     }
     if (!st) {
+      char what[64];
+      if (rows[w].elems)
+        snprintf(what, sizeof what, "allreduce %lld KiB, %d ranks",
+                 (long long)(rows[w].elems * 4 >> 10), n);
+      else
+        snprintf(what, sizeof what, "barrier, %d ranks%s", n,
+                 n > 2 ? " (oversubscribed)" : "");
       const double r = median(ratio, rounds);
-      printf("  %d ranks%s %12.1f %12.1f %8.2fx   %s\n", n,
-             n > 2 ? " (oversubscribed)" : "                 ",
+      printf("  %-34s %12.1f %12.1f %8.2fx   %s\n", what,
              median(fig[0], rounds) * 1e9, median(fig[1], rounds) * 1e9, r,
              r <= 1.10 ? "met" : "MISSED");
     }
