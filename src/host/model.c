@@ -726,11 +726,11 @@ int pld__model_run_end(struct pld_program *p, const pld_arg *argv,
   if (!b)
     return nomem();
   int st = PLD_OK;
-  for (int r = 0; r < n && !st; r++)
-    for (int i = 0; i < nbufs[r] && !st; i++) {
-      b[r].nranks = n;
+  for (int r = 0; r < n && !st; r++) {
+    b[r].nranks = n;
+    for (int i = 0; i < nbufs[r] && !st; i++)
       st = (i ? read_core : read_aicpu)(&b[r], r, bufs[r][i], m->clock);
-    }
+  }
   struct tlmem mem = {0};
   struct pld__timeline tl;
   if (!st)
