@@ -86,6 +86,7 @@ void pld__observe_as(int rank, int device, const char *lane,
   pld__obs.traced = buf && buf->trace;
   pld__obs.model = buf && buf->model;
   memset(&pld__obs.work, 0, sizeof pld__obs.work);
+  pld__obs.group = pld__obs.npend = 0;
   fold_reset(&pld__obs.fold);
   pld__obs.rep = NULL;
   pld__obs.again = 0;
@@ -202,11 +203,11 @@ static void drop_last_rec(void) {
  * the steps: a turn costs the core a comparison per record instead of
  * memory, and the host unfolds them (host/model.c).  Only records that
  * nothing changes once stored fold: not a transfer that a later flush
- * or the rest of its group may change, nor a launch's or block's. */
+ * may change, nor a launch's or block's. */
 
 static int foldable(int kind, int sub) {
-  if (kind == PLD__TL_XFER)
-    return !(sub & PLD__TL_LATER) && !pld__obs.group;
+  if (kind == PLD__TL_XFER) /* (a group's is stored whole) */
+    return !(sub & PLD__TL_LATER);
   return (kind >= PLD__TL_COMPUTE && kind <= PLD__TL_LAST) ||
          kind == PLD__TM_BARRIER;
 }
@@ -339,29 +340,33 @@ static void add_rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
     else
       fold_reset(f);
   }
-  /* The group's transfers so far, while it has nothing else. */
-  if (!r || kind != PLD__TL_XFER || !o->group) {
-    o->nx = 0;
-    return;
-  }
-  if (o->xgroup != o->group) {
-    o->xgroup = o->group;
-    o->nx = 0;
-  }
-  if (o->nx < PLD__GROUP_PEERS)
-    o->xfer[o->nx++] = r;
 }
 
-/* The transfer of the group in course with peer and sub its records may
- * take more bytes into, or NULL. */
-static struct pld__mrec *group_xfer(int sub, int32_t peer) {
-  const struct pld__observer *o = &pld__obs;
-  if (!o->group || o->xgroup != o->group)
-    return NULL;
-  for (int i = 0; i < o->nx; i++)
-    if (o->xfer[i]->sub == sub && o->xfer[i]->peer == peer)
-      return o->xfer[i];
-  return NULL;
+void pld__obs_group_store(void) {
+  struct pld__observer *o = &pld__obs;
+  const int32_t n = o->npend;
+  o->npend = 0;
+  for (int32_t i = 0; i < n; i++)
+    add_rec(o->pend[i].kind, o->pend[i].sub, o->pend[i].peer, o->pend[i].a,
+            o->pend[i].b);
+}
+
+/* A transfer of the group in course: its bytes added to the one held
+ * back with its peer and sub, else held back as one more. */
+static void group_xfer(int sub, int32_t peer, int64_t a, int32_t b) {
+  struct pld__observer *o = &pld__obs;
+  if (o->pgroup != o->group) /* (an earlier group's, not ended) */
+    pld__obs_group_store();
+  o->pgroup = o->group;
+  for (int32_t i = 0; i < o->npend; i++)
+    if (o->pend[i].sub == sub && o->pend[i].peer == peer) {
+      o->pend[i].a += a;
+      return;
+    }
+  if (o->npend == PLD__GROUP_PEERS)
+    pld__obs_group_store();
+  o->pend[o->npend++] = (struct pld__mrec){
+      .kind = PLD__TL_XFER, .sub = (uint8_t)sub, .peer = peer, .a = a, .b = b};
 }
 
 /* The thread's work of kind k (a class, or PLD__WORK_MOVE) since its last
@@ -399,7 +404,6 @@ static int flush_folded(int32_t peer) {
   if (!last || (last->sub & ~PLD__TL_GET) != PLD__TL_LATER ||
       !is_xfer(last, last->sub, peer))
     return 0;
-  pld__obs.nx = 0; /* the group's records change */
   last->sub |= PLD__TL_FLUSHED;
   last->b = 1;
   pld__obs.rep = last;
@@ -414,7 +418,10 @@ static void again_store(void) {
     return;
   const struct pld__mrec m = *o->rep;
   o->again = 0;
-  add_rec(m.kind, m.sub & ~PLD__TL_FLUSHED, m.peer, m.a, 0);
+  if (o->group)
+    group_xfer(m.sub & ~PLD__TL_FLUSHED, m.peer, m.a, 0);
+  else
+    add_rec(m.kind, m.sub & ~PLD__TL_FLUSHED, m.peer, m.a, 0);
 }
 
 void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
@@ -422,13 +429,17 @@ void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
   if (!pld__obs.model)
     return;
   again_store();
-  if (pld__obs.work.pending)
-    work_flush();
-  struct pld__mrec *x = kind == PLD__TL_XFER ? group_xfer(sub, peer) : NULL;
-  if (x) {
-    x->a += a;
+  if (kind == PLD__TL_XFER && pld__obs.group && !name) {
+    if (pld__obs.work.pending) { /* (the work came before it) */
+      pld__obs_group_store();
+      work_flush();
+    }
+    group_xfer(sub, peer, a, b);
     return;
   }
+  pld__obs_group_store();
+  if (pld__obs.work.pending)
+    work_flush();
   if (kind == PLD__TL_FLUSH && flush_folded(peer))
     return;
   if (!name) {
@@ -450,8 +461,10 @@ static void store(const struct pld__tev *e) {
     return;
   again_store();
   pld__obs.rep = NULL; /* (an event follows it) */
-  if (pld__obs.work.pending)
+  if (pld__obs.work.pending) {
+    pld__obs_group_store(); /* (the work came after them) */
     work_flush();
+  }
   fold_break(&pld__obs.fold); /* its records before the event */
   struct pld__tev *at = next_event(b);
   if (at)

@@ -212,8 +212,8 @@ struct pld__work {
   int pending;
 };
 
-/* The peers of one call's transfers merged per peer (beyond them, a
- * transfer to one more peer is a record of its own). */
+/* The peers of one call's transfers merged per peer (a transfer to one
+ * more peer stores those merged so far and begins anew). */
 #define PLD__GROUP_PEERS 16
 
 /* The longest turn of a loop that the records fold (PLD__TM_LOOP), and
@@ -251,10 +251,12 @@ struct pld__observer {
   int model;                  /* buf records the timing model's events
                                  (and the dispatches, which end calls) */
   int32_t group, groups;      /* transfers of one call (PLD__TEV_MODEL) */
-  /* The transfers of group xgroup, one per peer and sub, while every
-   * record since the group began is one of them (else nx is 0). */
-  struct pld__mrec *xfer[PLD__GROUP_PEERS];
-  int32_t nx, xgroup;
+  /* The transfers of group pgroup not stored yet, one per peer and sub,
+   * merged while nothing else is recorded: stored as they came before
+   * any other record, at the group's end, or when one more peer finds
+   * no room.  Stored whole, they fold as any other record. */
+  struct pld__mrec pend[PLD__GROUP_PEERS];
+  int32_t npend, pgroup;
   struct pld__work work;
   struct pld__fold fold;
   /* The thread's last record when it is a transfer of PLD__TL_FLUSHED
@@ -306,18 +308,25 @@ static inline void pld__obs_group_begin(void) {
     pld__obs.group = ++pld__obs.groups;
 }
 
-static inline void pld__obs_group_end(void) { pld__obs.group = 0; }
+/* Stores the group's transfers held back (pld__obs.pend). */
+void pld__obs_group_store(void);
+
+static inline void pld__obs_group_end(void) {
+  pld__obs.group = 0;
+  if (pld__obs.npend)
+    pld__obs_group_store();
+}
 
 /* A record of the timing model (the thread's work so far goes first):
  * kind a PLD__TL_* or PLD__TM_*, its sub, peer, a and b; with a name (a
  * launch), an event of its own (PLD__TEV_MODEL), else packed
  * (PLD__TEV_PACK).  A transfer of the group in course (pld__obs.group,
- * nonzero) is added to the group's earlier one with the same peer and
- * sub while the group's records are all transfers: one call's rows, or
- * a collective step's pieces from alternating peers, are one transfer
- * per peer.  A flush right after a transfer issued later makes it
- * PLD__TL_FLUSHED, one more repetition of the record before it if that
- * is the same. */
+ * nonzero) is held back and added to the group's earlier one with the
+ * same peer and sub while the group's records are all transfers: one
+ * call's rows, or a collective step's pieces from alternating peers, are
+ * one transfer per peer.  A flush right after a transfer issued later
+ * makes it PLD__TL_FLUSHED, one more repetition of the record before it
+ * if that is the same. */
 void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
                      const char *name);
 
@@ -328,8 +337,7 @@ static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
   struct pld__fold *f = &pld__obs.fold;
   struct pld__mrec *x = &f->next[f->pos];
   if (!f->lk || x->kind != kind || x->sub != sub || x->peer != peer ||
-      x->a != a || f->nb[f->pos] != b || pld__obs.buf->n != f->lev + 1 ||
-      (kind == PLD__TL_XFER && pld__obs.group))
+      x->a != a || f->nb[f->pos] != b || pld__obs.buf->n != f->lev + 1)
     return 0;
   x->a = (int64_t)((uint64_t)x->a + (uint64_t)f->da[f->pos]);
   f->nb[f->pos] += f->db[f->pos];
@@ -337,7 +345,6 @@ static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
     f->pos = 0;
     f->loop->a = ++f->turns;
   }
-  pld__obs.nx = 0; /* (the group has more than transfers) */
   return 1;
 }
 
@@ -368,8 +375,9 @@ static inline void pld__obs_model(int kind, int sub, int32_t peer, int64_t a,
                                   int32_t b, const char *name) {
   if (!pld__obs.model)
     return;
-  if (!name && !pld__obs.work.pending &&
-      (pld__fold_next(kind, sub, peer, a, b) ||
+  if (!name && !pld__obs.work.pending && !pld__obs.npend &&
+      ((!(kind == PLD__TL_XFER && pld__obs.group) &&
+        pld__fold_next(kind, sub, peer, a, b)) ||
        pld__obs_repeat(kind, sub, peer, a)))
     return;
   pld__obs_record(kind, sub, peer, a, b, name);

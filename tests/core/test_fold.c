@@ -7,7 +7,8 @@
  * or a trace event, records that never fold (a transfer completing at a
  * flush), and random streams; and a folded loop takes a handful of
  * records whatever its turns.  Plain puts and gets in a row are one
- * record with their count. */
+ * record with their count; a call's transfers (a group) are one record
+ * per peer, stored whole, and fold. */
 #include "pld_test.h"
 
 #include <stdlib.h>
@@ -353,6 +354,102 @@ static void test_plain_transfers(void **state) {
   assert_same();
 }
 
+/* A piece of a group's transfer, given to the recorder only. */
+static void piece(int sub, int32_t peer, int64_t bytes) {
+  pld__obs_model(PLD__TL_XFER, sub, peer, bytes, 0, NULL);
+}
+
+/* A call's transfers (pld__obs_group_begin to _end) are one record per
+ * peer and sub, stored whole: a loop of calls folds like any other
+ * (one collective's reads from alternating peers, its sums, its
+ * signals).  Work or another record ends the merging, a trace event
+ * does not; one peer more than PLD__GROUP_PEERS stores the merged ones
+ * and begins anew; a group not ended is stored when the next begins. */
+static void test_group_transfers(void **state) {
+  (void)state;
+  enum { GET = PLD__TL_GET, PUT = PLD__TL_PUT };
+  begin();
+  for (int t = 0; t < 40; t++) {
+    pld__obs_group_begin();
+    for (int i = 0; i < 4; i++) {
+      piece(GET, 1, 1024);
+      piece(GET, 2, 1024);
+      piece(PUT, 1, 8);
+    }
+    expect(PLD__TL_XFER, GET, 1, 4096, 0);
+    expect(PLD__TL_XFER, GET, 2, 4096, 0);
+    expect(PLD__TL_XFER, PUT, 1, 32, 0);
+    rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1); /* (in the group) */
+    piece(GET, 2, 512);
+    pld__obs_group_end();
+    expect(PLD__TL_XFER, GET, 2, 512, 0);
+    rec(PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 3 * 4096, 2);
+    rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 6, t + 1);
+  }
+  const size_t looped = stored();
+  /* A loop of one-piece groups, then a group of two pieces: merged, not
+   * the loop's next turn and one more; a folded notify after a piece. */
+  for (int t = 0; t < 6; t++) {
+    pld__obs_group_begin();
+    piece(GET, 1, 4096);
+    pld__obs_group_end();
+    expect(PLD__TL_XFER, GET, 1, 4096, 0);
+    rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  }
+  for (int pieces = 2; pieces >= 1; pieces--) {
+    pld__obs_group_begin();
+    for (int i = 0; i < pieces; i++)
+      piece(GET, 1, 4096);
+    pld__obs_model(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1, NULL);
+    pld__obs_group_end();
+    expect(PLD__TL_XFER, GET, 1, 4096 * pieces, 0);
+    expect(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+    for (int t = 0; t < 6; t++) /* (a loop of notifies, then a piece) */
+      rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  }
+  /* Work between pieces; a trace event between pieces. */
+  pld__obs_group_begin();
+  piece(GET, 1, 100);
+  pld__obs_work(PLD__TC_VECTOR, 10);
+  piece(GET, 1, 100);
+  struct pld__tev e;
+  pld__tev_init(&e, PLD__TEV_NOTIFY, PLD_NOTIFY_ADD, "sig");
+  pld__obs_instant(&e);
+  piece(GET, 1, 50);
+  pld__obs_model(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1, NULL);
+  piece(GET, 1, 7);
+  pld__obs_group_end();
+  expect(PLD__TL_XFER, GET, 1, 100, 0);
+  expect(PLD__TL_COMPUTE, PLD__TC_VECTOR, 0, 10, 1);
+  expect(PLD__TL_XFER, GET, 1, 150, 0);
+  expect(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+  expect(PLD__TL_XFER, GET, 1, 7, 0);
+  /* More peers than the group merges, twice each. */
+  pld__obs_group_begin();
+  for (int i = 0; i < 2; i++)
+    for (int32_t q = 0; q <= PLD__GROUP_PEERS; q++)
+      piece(PUT, q, 1 + q);
+  pld__obs_group_end();
+  for (int32_t q = 0; q < PLD__GROUP_PEERS; q++)
+    expect(PLD__TL_XFER, PUT, q, 1 + q, 0);
+  expect(PLD__TL_XFER, PUT, PLD__GROUP_PEERS, 1 + PLD__GROUP_PEERS, 0);
+  for (int32_t q = 0; q < PLD__GROUP_PEERS - 1; q++)
+    expect(PLD__TL_XFER, PUT, q, 1 + q, 0);
+  expect(PLD__TL_XFER, PUT, PLD__GROUP_PEERS - 1, PLD__GROUP_PEERS, 0);
+  expect(PLD__TL_XFER, PUT, PLD__GROUP_PEERS, 1 + PLD__GROUP_PEERS, 0);
+  /* A group not ended, then another. */
+  pld__obs_group_begin();
+  piece(GET, 3, 64);
+  pld__obs_group_begin();
+  piece(GET, 3, 64);
+  pld__obs_group_end();
+  expect(PLD__TL_XFER, GET, 3, 64, 0);
+  expect(PLD__TL_XFER, GET, 3, 64, 0);
+  block_end();
+  assert_same();
+  assert_true(looped < 40);
+}
+
 /* Random streams: loops of random turns, lengths and steps, between
  * random records, blocks' ends and records that do not fold. */
 static void test_random_streams(void **state) {
@@ -405,6 +502,7 @@ int main(void) {
       cmocka_unit_test(test_unfinished_turn),
       cmocka_unit_test(test_later_transfer_not_folded),
       cmocka_unit_test(test_plain_transfers),
+      cmocka_unit_test(test_group_transfers),
       cmocka_unit_test(test_prefetch_loop),
       cmocka_unit_test(test_random_streams),
   };
