@@ -88,8 +88,7 @@ void pld__observe_as(int rank, int device, const char *lane,
   memset(&pld__obs.work, 0, sizeof pld__obs.work);
   pld__obs.group = pld__obs.npend = 0;
   fold_reset(&pld__obs.fold);
-  pld__obs.rep = NULL;
-  pld__obs.again = 0;
+  pld__obs.hold = pld__obs.again = 0;
 }
 
 void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name) {
@@ -156,22 +155,11 @@ static int open_pack(const struct pld__tev *p) {
   return p->kind == PLD__TEV_PACK && !p->flag;
 }
 
-/* The thread's last record, in the open pack its buffer ends with (NULL:
- * none, or an event came after it). */
-static struct pld__mrec *last_rec(void) {
-  struct pld__tbuf *b = pld__obs.buf;
-  if (!b->n || !open_pack(&b->ev[b->n - 1]))
-    return NULL;
-  struct pld__tev *p = &b->ev[b->n - 1];
-  return &p->rec[p->sub - 1];
-}
-
 /* Room for one more record: in the open pack the buffer ends with, or a
  * new one (NULL when the buffer is full: counted as lost). */
 static struct pld__mrec *new_rec(void) {
   struct pld__tbuf *b = pld__obs.buf;
   b->used = 1;
-  pld__obs.rep = NULL; /* (no longer the last) */
   struct pld__tev *p = b->n ? &b->ev[b->n - 1] : NULL;
   if (p && open_pack(p) && p->sub < PLD__PACK_RECS)
     return &p->rec[p->sub++];
@@ -187,7 +175,6 @@ static struct pld__mrec *new_rec(void) {
 /* Takes the thread's last record back (a turn a folded loop stands for). */
 static void drop_last_rec(void) {
   struct pld__tbuf *b = pld__obs.buf;
-  pld__obs.rep = NULL;
   if (!--b->ev[b->n - 1].sub)
     b->n--;
 }
@@ -202,12 +189,10 @@ static void drop_last_rec(void) {
  * PLD__TM_LOOP record stands for it and for every later turn that keeps
  * the steps: a turn costs the core a comparison per record instead of
  * memory, and the host unfolds them (host/model.c).  Only records that
- * nothing changes once stored fold: not a transfer that a later flush
- * may change, nor a launch's or block's. */
+ * nothing changes once stored fold (transfers are stored once whole:
+ * a group's, one issued later), not a launch's or block's. */
 
-static int foldable(int kind, int sub) {
-  if (kind == PLD__TL_XFER) /* (a group's is stored whole) */
-    return !(sub & PLD__TL_LATER);
+static int foldable(int kind) {
   return (kind >= PLD__TL_COMPUTE && kind <= PLD__TL_LAST) ||
          kind == PLD__TM_BARRIER;
 }
@@ -324,17 +309,21 @@ static void fold_see(struct pld__fold *f, const struct pld__mrec *m) {
     fold_begin(f);
 }
 
+static void held_store(void);
+
+/* Stores a record (the held one first): folded, or in the buffer. */
 static void add_rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
   struct pld__observer *o = &pld__obs;
   struct pld__fold *f = &o->fold;
+  held_store();
   const struct pld__mrec m = {
       .kind = (uint8_t)kind, .sub = (uint8_t)sub, .peer = peer, .a = a, .b = b};
-  if (foldable(kind, sub) && pld__fold_next(kind, sub, peer, a, b))
+  if (foldable(kind) && pld__fold_next(kind, sub, peer, a, b))
     return;
-  if (!foldable(kind, sub) || f->lk) /* (and if the buffer was emptied) */
+  if (!foldable(kind) || f->lk) /* (and if the buffer was emptied) */
     fold_break(f);
   struct pld__mrec *r = rec_add(&m);
-  if (foldable(kind, sub)) {
+  if (foldable(kind)) {
     if (r)
       fold_see(f, &m);
     else
@@ -342,13 +331,37 @@ static void add_rec(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
   }
 }
 
+/* The held record stored, if any. */
+static void held_store(void) {
+  struct pld__observer *o = &pld__obs;
+  if (!o->hold)
+    return;
+  o->hold = 0;
+  add_rec(o->held.kind, o->held.sub, o->held.peer, o->held.a, o->held.b);
+}
+
+/* Stores a record, or holds it back if it is a transfer issued later
+ * (a flush right after it may still change it). */
+static void emit(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
+  struct pld__observer *o = &pld__obs;
+  if (kind != PLD__TL_XFER ||
+      (sub & (PLD__TL_LATER | PLD__TL_FLUSHED)) != PLD__TL_LATER) {
+    add_rec(kind, sub, peer, a, b);
+    return;
+  }
+  held_store();
+  o->held = (struct pld__mrec){
+      .kind = (uint8_t)kind, .sub = (uint8_t)sub, .peer = peer, .a = a, .b = b};
+  o->hold = 1;
+}
+
 void pld__obs_group_store(void) {
   struct pld__observer *o = &pld__obs;
   const int32_t n = o->npend;
   o->npend = 0;
   for (int32_t i = 0; i < n; i++)
-    add_rec(o->pend[i].kind, o->pend[i].sub, o->pend[i].peer, o->pend[i].a,
-            o->pend[i].b);
+    emit(o->pend[i].kind, o->pend[i].sub, o->pend[i].peer, o->pend[i].a,
+         o->pend[i].b);
 }
 
 /* A transfer of the group in course: its bytes added to the one held
@@ -390,23 +403,18 @@ static void work_flush(void) {
     work_record(k);
 }
 
-static int is_xfer(const struct pld__mrec *r, int sub, int32_t peer) {
-  return r && r->kind == PLD__TL_XFER && r->sub == sub && r->peer == peer;
-}
-
 /* A flush of peer's transfers right after the thread's last record, a
- * transfer issued later with peer, makes it one of PLD__TL_FLUSHED, done
- * once; its repetitions, each flushed before the next (a loop of plain
- * puts), add to its count inline (pld__obs_repeat).  Returns whether it
- * did. */
+ * transfer issued later with peer (held), makes it one of
+ * PLD__TL_FLUSHED, done once; its repetitions, each flushed before the
+ * next (a loop of plain puts), add to its count inline
+ * (pld__obs_repeat).  Returns whether it did. */
 static int flush_folded(int32_t peer) {
-  struct pld__mrec *last = last_rec();
-  if (!last || (last->sub & ~PLD__TL_GET) != PLD__TL_LATER ||
-      !is_xfer(last, last->sub, peer))
+  struct pld__mrec *h = &pld__obs.held;
+  if (!pld__obs.hold || (h->sub & ~PLD__TL_GET) != PLD__TL_LATER ||
+      h->peer != peer)
     return 0;
-  last->sub |= PLD__TL_FLUSHED;
-  last->b = 1;
-  pld__obs.rep = last;
+  h->sub |= PLD__TL_FLUSHED;
+  h->b = 1;
   return 1;
 }
 
@@ -416,12 +424,12 @@ static void again_store(void) {
   struct pld__observer *o = &pld__obs;
   if (!o->again)
     return;
-  const struct pld__mrec m = *o->rep;
+  const struct pld__mrec m = o->held;
   o->again = 0;
   if (o->group)
     group_xfer(m.sub & ~PLD__TL_FLUSHED, m.peer, m.a, 0);
   else
-    add_rec(m.kind, m.sub & ~PLD__TL_FLUSHED, m.peer, m.a, 0);
+    emit(m.kind, m.sub & ~PLD__TL_FLUSHED, m.peer, m.a, 0);
 }
 
 void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
@@ -443,7 +451,7 @@ void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
   if (kind == PLD__TL_FLUSH && flush_folded(peer))
     return;
   if (!name) {
-    add_rec(kind, sub, peer, a, b);
+    emit(kind, sub, peer, a, b);
     return;
   }
   struct pld__tev e;
@@ -460,7 +468,7 @@ static void store(const struct pld__tev *e) {
   if (!b)
     return;
   again_store();
-  pld__obs.rep = NULL; /* (an event follows it) */
+  held_store(); /* (an event follows it) */
   if (pld__obs.work.pending) {
     pld__obs_group_store(); /* (the work came after them) */
     work_flush();
@@ -666,8 +674,9 @@ void pld__obs_begin(struct pld__tev *e) {
    * trace in modeled time (host/model.c). */
   if (pld__obs.model && (e->kind == PLD__TEV_RMA || e->kind == PLD__TEV_COLL)) {
     struct pld__tbuf *b = pld__obs.buf;
-    again_store();       /* what came before it goes before it */
-    pld__obs.rep = NULL; /* (the pack closes) */
+    again_store(); /* what came before it goes before it */
+    pld__obs_group_store();
+    held_store();
     if (pld__obs.work.pending)
       work_flush();
     fold_break(&pld__obs.fold);

@@ -259,12 +259,14 @@ struct pld__observer {
   int32_t npend, pgroup;
   struct pld__work work;
   struct pld__fold fold;
-  /* The thread's last record when it is a transfer of PLD__TL_FLUSHED
-   * (a loop of plain puts), else NULL; again: the same transfer issued
-   * once more since, not stored, which its flush makes one more
-   * repetition of rep (pld__obs_repeat). */
-  struct pld__mrec *rep;
-  int again;
+  /* The thread's last record if it is a transfer issued later (hold):
+   * held back, since a flush right after it makes it PLD__TL_FLUSHED,
+   * and the same transfer repeated and flushed adds to its count; stored
+   * whole before the next other record or event.  again: the same
+   * transfer issued once more since, not stored, which its flush makes
+   * one more repetition of held (pld__obs_repeat). */
+  struct pld__mrec held;
+  int hold, again;
 };
 extern _Thread_local struct pld__observer pld__obs;
 extern unsigned pld__debug_mask;
@@ -349,13 +351,14 @@ static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
 }
 
 /* Whether the record is the next step of a loop of plain puts or gets
- * (then counted, not stored): the transfer that rep, the thread's last
- * record, repeats (held back in again), or the flush after it, which
- * makes it one more repetition of rep.  Called with no work pending. */
+ * (then counted, not stored): the transfer that the held one (of
+ * PLD__TL_FLUSHED) repeats (held back in again), or the flush after it,
+ * which makes it one more repetition of it.  Called with no work
+ * pending. */
 static inline int pld__obs_repeat(int kind, int sub, int32_t peer, int64_t a) {
   struct pld__observer *o = &pld__obs;
-  struct pld__mrec *r = o->rep;
-  if (!r || peer != r->peer)
+  struct pld__mrec *r = &o->held;
+  if (!o->hold || peer != r->peer)
     return 0;
   if (!o->again) {
     if (kind != PLD__TL_XFER || (sub | PLD__TL_FLUSHED) != r->sub ||
@@ -375,8 +378,10 @@ static inline void pld__obs_model(int kind, int sub, int32_t peer, int64_t a,
                                   int32_t b, const char *name) {
   if (!pld__obs.model)
     return;
+  /* (A transfer of a group, or one issued later, is held back first.) */
   if (!name && !pld__obs.work.pending && !pld__obs.npend &&
-      ((!(kind == PLD__TL_XFER && pld__obs.group) &&
+      ((!pld__obs.hold &&
+        !(kind == PLD__TL_XFER && (pld__obs.group || sub & PLD__TL_LATER)) &&
         pld__fold_next(kind, sub, peer, a, b)) ||
        pld__obs_repeat(kind, sub, peer, a)))
     return;
