@@ -105,6 +105,11 @@
  *     quick: 5 timings of 20 ms, sizes up to 1 MiB, for a smoke test;
  *     F: shm (the default), mpi-shm, mpi-tcp, mpi-ucx.
  *
+ *   bench_coll model-cost [-b -e -f -n -c] [-r ROUNDS] [-t MS]
+ *     what the timing model's recording costs each collective, on the shm
+ *     fabric (model_cost, below): sizes 64 B to 1 MiB by 16, 2 and 4
+ *     ranks, 11 rounds, runs of about 10 ms, unless given.
+ *
  * Nothing here fails on a slow result: figures are printed next to their
  * targets.  The exit status is 1 only if a pld call failed or a result
  * was wrong, 2 on bad usage. */
@@ -443,8 +448,10 @@ static int tensor(pld_dtype dt, int ndim, const int64_t *shape,
 }
 
 /* The timing program (check = 0) or the check program of shape sh over
- * nranks ranks, compiled and prepared. */
-static int prog_init(struct prog *g, int nranks, struct shape sh, int check) {
+ * nranks ranks, compiled and prepared, with pld_config.model `model`
+ * (NULL: PLD_MODEL's). */
+static int prog_init(struct prog *g, int nranks, struct shape sh, int check,
+                     const char *model) {
   static const int ids[MAX_RANKS] = {0, 1, 2, 3, 4, 5, 6, 7};
   memset(g, 0, sizeof *g);
   g->nranks = nranks;
@@ -455,6 +462,7 @@ static int prog_init(struct prog *g, int nranks, struct shape sh, int check) {
   /* The timing runs keep their windows: the calibration run touches every
    * page, and the signal window is zero again after every call. */
   cfg.keep_windows = !check;
+  cfg.model = model;
   int st = tensor(PLD_INT64, PLD_SHAPE(nranks, NPARAMS), &g->params);
   if (!st && check)
     st = tensor(PLD_FP32, PLD_SHAPE(nranks, sh.xr, sh.xc), &g->x);
@@ -546,24 +554,21 @@ static double fastest3(const double *tv, int c) {
   return v[2] < m ? v[2] : m;
 }
 
-/* Times the n collectives cs in the timing program, taking turns: f[j]
- * gets cs[j]'s time per call and memcpy's GB/s (medians over the
- * timings); they stay -1 if a run fails. */
-static void measure(struct prog *g, const int *cs, int n, const struct opts *o,
-                    struct fig **f) {
+/* est[c]: about how long a call of each of the n collectives cs takes in
+ * the timing program: three single calls of each after one (which
+ * touches the windows' pages); those under a millisecond again, three
+ * times about a millisecond of calls.  The fastest timing: a moment of
+ * other load on the machine must not make every timing too short.
+ * Returns nonzero if a run failed. */
+static int calibrate(struct prog *g, const int *cs, int n, double *est) {
   int64_t pv[NPARAMS] = {[P_REPS] = 3};
   const double *tv = pld_tensor_data(g->t); /* rank 0's first */
-  double est[NCOLLS];
-  /* Calibration: three single calls of each after one (which touches the
-   * windows' pages); those under a millisecond again, three times about a
-   * millisecond of calls.  The fastest timing: a moment of other load on
-   * the machine must not make every timing too short. */
   for (int j = 0; j < n; j++) {
     pv[P_MASK] |= (int64_t)1 << cs[j];
     pv[P_WARM + cs[j]] = pv[P_ITERS + cs[j]] = 1;
   }
   if (prog_run(g, pv))
-    return;
+    return 1;
   pv[P_MASK] = 0;
   for (int j = 0; j < n; j++) {
     const int c = cs[j];
@@ -575,13 +580,26 @@ static void measure(struct prog *g, const int *cs, int n, const struct opts *o,
     }
   }
   if (pv[P_MASK] && prog_run(g, pv))
+    return 1;
+  for (int j = 0; j < n; j++)
+    if (pv[P_MASK] >> cs[j] & 1)
+      est[cs[j]] = fastest3(tv, cs[j]);
+  return 0;
+}
+
+/* Times the n collectives cs in the timing program, taking turns: f[j]
+ * gets cs[j]'s time per call and memcpy's GB/s (medians over the
+ * timings); they stay -1 if a run fails. */
+static void measure(struct prog *g, const int *cs, int n, const struct opts *o,
+                    struct fig **f) {
+  int64_t pv[NPARAMS] = {0};
+  const double *tv = pld_tensor_data(g->t); /* rank 0's first */
+  double est[NCOLLS];
+  if (calibrate(g, cs, n, est))
     return;
-  pv[P_MASK] = 0;
   int nreps = o->reps;
   for (int j = 0; j < n; j++) {
     const int c = cs[j];
-    if (est[c] < 1e-3)
-      est[c] = fastest3(tv, c);
     pv[P_MASK] |= (int64_t)1 << c;
     int r;
     bench_plan(est[c], o->budget, o->reps, &pv[P_ITERS + c], &r);
@@ -920,11 +938,11 @@ static void group_figs(struct run *R, int w, const int *cs, int n, int here) {
       continue;
     if (here) {
       struct prog g;
-      if (prog_init(&g, p, sh, 1) == PLD_OK)
+      if (prog_init(&g, p, sh, 1, NULL) == PLD_OK)
         for (int j = 0; j < n; j++)
           f[j]->wrong = check(&g, cs[j]);
       prog_release(&g);
-      if (prog_init(&g, p, sh, 0) == PLD_OK)
+      if (prog_init(&g, p, sh, 0, NULL) == PLD_OK)
         measure(&g, cs, n, &R->o, f);
       prog_release(&g);
     }
@@ -1313,6 +1331,80 @@ static void print_targets(const struct run *R) {
 
 /* ---- main ---------------------------------------------------------------- */
 
+/* ---- the timing model's cost --------------------------------------------
+ * model-cost: what recording for the timing model costs each collective
+ * (issue 26, target 6: at most 10% more wall time with it on).  For each
+ * rank count, collective and size, the timing program twice, prepared
+ * with pld_config.model "off" and "on", run alternately R->o.reps rounds
+ * in this process, so that a machine that gets busier or quieter weighs
+ * on both alike.  A run is MC_TIMINGS timings of about run_s seconds in
+ * all (calls per timing planned from the "off" program's calibration);
+ * its figure rank 0's median.  Printed: the medians over the rounds and
+ * the median of the rounds' on/off ratios, with the target's verdict.
+ * Returns 1 if a pld call failed. */
+enum { MC_TIMINGS = 5 };
+
+static int model_cost(const struct run *R, double run_s) {
+  static const char *const model[2] = {"off", "on"};
+  int rows = 0, met = 0, bad = 0;
+  double worst = 0;
+  printf("bench_coll model-cost: each collective (FP32 SUM) with the timing "
+         "model off and on,\n  two prepared programs run alternately, %d "
+         "rounds of %d timings of about %.0f ms in all each,\n  us per call "
+         "(medians); on/off: the median of the rounds' ratios\n",
+         R->o.reps, MC_TIMINGS, run_s * 1e3);
+  print_busy("figures");
+  printf("%5s  %-15s %9s %11s %11s %7s   issue 26 target 6: on/off <= "
+         "1.10x\n",
+         "ranks", "collective", "size", "off", "on", "on/off");
+  for (int w = 0; w < R->nworlds; w++)
+    for (int c = 0; c < NCOLLS; c++)
+      for (int i = 0; i < R->nsizes && R->want[c]; i++) {
+        const int p = R->worlds[w];
+        const struct shape sh = shape_of(c, p, R->sizes[i]);
+        struct prog g[2];
+        double fig[2][MAX_REPS], ratio[MAX_REPS], est[NCOLLS];
+        int64_t pv[NPARAMS] = {
+            [P_MASK] = (int64_t)1 << c, [P_REPS] = MC_TIMINGS};
+        int st = 0, nr;
+        for (int m = 0; m < 2; m++)
+          st |= prog_init(&g[m], p, sh, 0, model[m]);
+        if (!st && !(st = calibrate(&g[0], &c, 1, est))) {
+          bench_plan(est[c], run_s, MC_TIMINGS, &pv[P_ITERS + c], &nr);
+          pv[P_WARM + c] = est[c] < 1e-3 ? pv[P_ITERS + c] : 0;
+        }
+        for (int r = 0; r < R->o.reps && !st; r++) {
+          for (int m = 0; m < 2 && !st; m++) {
+            if ((st = prog_run(&g[m], pv)))
+              break;
+            double v[MC_TIMINGS];
+            memcpy(v, (const double *)pld_tensor_data(g[m].t) + c * MAX_REPS,
+                   sizeof v);
+            fig[m][r] = median(v, MC_TIMINGS);
+          }
+          ratio[r] = st ? 0 : fig[1][r] / fig[0][r];
+        }
+        for (int m = 0; m < 2; m++)
+          prog_release(&g[m]);
+        if (st) {
+          bad = 1;
+          continue;
+        }
+        char size[32];
+        const double q = median(ratio, R->o.reps);
+        printf("%5d  %-15s %9s %11.2f %11.2f %6.2fx   %s\n", p, colls[c].name,
+               size_str(size, sizeof size, R->sizes[i]),
+               median(fig[0], R->o.reps) * 1e6, median(fig[1], R->o.reps) * 1e6,
+               q, q <= 1.10 ? "met" : "MISSED");
+        rows++;
+        met += q <= 1.10;
+        worst = q > worst ? q : worst;
+      }
+  printf("model-cost: on/off <= 1.10x at %d of %d rows, the largest %.2fx\n",
+         met, rows, worst);
+  return bad;
+}
+
 static double cpu_seconds(const struct rusage *u) {
   return (double)u->ru_utime.tv_sec + (double)u->ru_utime.tv_usec * 1e-6 +
          (double)u->ru_stime.tv_sec + (double)u->ru_stime.tv_usec * 1e-6;
@@ -1382,7 +1474,8 @@ static int select_worlds(struct run *R, char *list) {
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [-b BYTES] [-e BYTES] [-f FACTOR] [-n RANKS,...] "
-          "[-c COLL,...] [-r REPS] [-t MS] [quick] [--fabric F]\n"
+          "[-c COLL,...] [-r REPS] [-t MS] [quick | model-cost] "
+          "[--fabric F]\n"
           "  sizes: -b and -e (K, M, G) and every power of -f between "
           "(8, 64M, 4)\n"
           "  -n: rank counts 2 to 8 (2,4,8); -r timings per figure, 3 to 63 "
@@ -1390,6 +1483,10 @@ static void usage(const char *argv0) {
           "  -c: allreduce, mesh, two-phase, ring, auto, broadcast, "
           "allgather, reduce_scatter, all_to_all (all)\n"
           "  quick: 5 timings of 20 ms, sizes up to 1 MiB\n"
+          "  model-cost: each collective with the timing model off and on, "
+          "alternately:\n"
+          "    -r rounds (11), -t ms a run (10), sizes 64 B to 1 MiB by 16, "
+          "2 and 4 ranks\n"
           "  --fabric: shm (pld's shared-memory fabric, the default), "
           "mpi-shm, mpi-tcp, mpi-ucx\n"
           "    (pld's MPI fabric and Open MPI under tools/mpirun.sh shm, tcp, "
@@ -1400,7 +1497,8 @@ static void usage(const char *argv0) {
 int main(int argc, char **argv) {
   static struct run R; /* large: not on the stack */
   int64_t b = 8, e = -1, f = 4;
-  int reps = 0, opt, quick = 0, any = 0, in_job = 0;
+  int reps = 0, opt, quick = 0, any = 0, in_job = 0, cost = 0, sized = 0;
+  int worlds_given = 0;
   double ms = 0;
   char worlds[] = "2,4,8";
   select_worlds(&R, worlds);
@@ -1421,15 +1519,19 @@ int main(int argc, char **argv) {
       break;
     case 'b': /* at least an element */
       bad = (b = parse_bytes(optarg)) < 4;
+      sized = 1;
       break;
     case 'e':
       bad = (e = parse_bytes(optarg)) < 0;
+      sized = 1;
       break;
     case 'f':
       bad = (f = atoi(optarg)) < 2;
+      sized = 1;
       break;
     case 'n':
       bad = select_worlds(&R, optarg) < 0;
+      worlds_given = 1;
       break;
     case 'c':
       bad = select_colls(&R, optarg) < 0;
@@ -1450,11 +1552,25 @@ int main(int argc, char **argv) {
     }
   }
   for (int i = optind; i < argc; i++) {
-    if (strcmp(argv[i], "quick") != 0) {
+    quick |= strcmp(argv[i], "quick") == 0;
+    cost |= strcmp(argv[i], "model-cost") == 0;
+    if (quick + cost != i - optind + 1 || (quick && cost) ||
+        (cost && (fabric->setting || in_job))) {
       usage(argv[0]);
       return 2;
     }
-    quick = 1;
+  }
+  if (cost) {
+    char two_four[] = "2,4";
+    if (!worlds_given)
+      select_worlds(&R, two_four);
+    if (!sized)
+      b = 64, e = 1 << 20, f = 16;
+    make_sizes(&R, b, e < 0 ? 1 << 20 : e, f);
+    R.o.reps = reps ? reps : 11;
+    for (int c = 0; c < NCOLLS && !any; c++)
+      R.want[c] = 1;
+    return model_cost(&R, (ms > 0 ? ms : 10) * 1e-3) || failed;
   }
   if (e < 0)
     e = quick ? 1 << 20 : 64 << 20;

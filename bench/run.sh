@@ -26,7 +26,8 @@
 #                            model costs: bench_tile (--versus itself
 #                            with PLD_MODEL=on), bench_comm model-cost
 #                            (a barrier loop, off and on in one
-#                            process), bench_comm (quick,
+#                            process), bench_coll model-cost (every
+#                            collective, likewise), bench_comm (quick,
 #                            bench/model_cost.py),
 #                            bench_dispatch and
 #                            bench_workloads' fused GEMMs (quick, 2 ranks)
@@ -75,7 +76,7 @@ fi
 
 if [ "${1:-}" = model ]; then
   cmake --build "$build" -j "$(nproc)" --target bench_model bench_dispatch \
-    bench_comm bench_workloads bench_tile mpi_ref
+    bench_comm bench_coll bench_workloads bench_tile mpi_ref
   st=0
   "$build/bench/bench_model" || st=1
   # The same binaries with the model off and on: versus.py runs the
@@ -97,6 +98,8 @@ if [ "${1:-}" = model ]; then
   echo
   echo
   "$build/bench/bench_comm" model-cost || st=1
+  echo
+  "$build/bench/bench_coll" model-cost || st=1
   python3 bench/model_cost.py "${2:-3}" "$build/bench/bench_comm" || st=1
   for args in "bench_dispatch 20 2000" "bench_workloads quick fused -n 2"; do
     echo
