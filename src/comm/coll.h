@@ -100,6 +100,9 @@ struct coll {
   /* Its span in the trace (core/trace.h), when observed. */
   struct pld__tev ev;
   int observed;
+  /* For the timing model: 1 if pld__obs_call_begin was asked, 2 if the
+   * call repeats the last and records nothing (coll_repeats). */
+  int repeat;
   /* Credits from each rank this call waited for: the first n used, and
    * zeroed (last in the struct, so that a call of a few ranks does not
    * clear all MAX_RANKS of them: a barrier of 2 ranks takes about 0.4 us,

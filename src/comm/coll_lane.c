@@ -353,6 +353,33 @@ int pld__coll_reserve(struct coll *cc, size_t es, int reduce, int64_t most) {
   return c->status;
 }
 
+/* For the timing model, a call that repeats the last one (the same
+ * collective on the same windows, sizes and choices: its descriptor but
+ * the call's number, the function, the eager path and the lane) records
+ * nothing once the last one was a whole turn of the loop the records
+ * fold (core/trace.h): its records would be that turn's.  Not the
+ * all-to-all-v's nor the EP builtins', whose transfers follow counts in
+ * the data.  The steps then go to the device's own fabric (the wrapper
+ * where the race detector needs it, as for the waits). */
+static void coll_repeats(struct coll *cc) {
+  if (!pld__obs.model ||
+      (cc->kind != PLD__COLL_ALLREDUCE && cc->kind != PLD__COLL_BROADCAST &&
+       cc->kind != PLD__COLL_ALLGATHER &&
+       cc->kind != PLD__COLL_REDUCE_SCATTER &&
+       cc->kind != PLD__COLL_ALL_TO_ALL))
+    return;
+  int32_t w[D_CALL + 4];
+  const uint64_t fn = (uint64_t)(uintptr_t)cc->fn;
+  memcpy(w, cc->desc, D_CALL * sizeof *w);
+  w[D_CALL] = (int32_t)(uint32_t)fn;
+  w[D_CALL + 1] = (int32_t)(uint32_t)(fn >> 32);
+  w[D_CALL + 2] = cc->eager;
+  w[D_CALL + 3] = cc->lane;
+  cc->repeat = 1 + pld__obs_call_begin(w, D_CALL + 4);
+  if (cc->repeat == 2)
+    cc->f = cc->c->env->poll;
+}
+
 /* Counts the call on window w (the window of its data or target); then
  * the entry (sending ep) and the comparison of every rank's call. */
 int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
@@ -379,6 +406,7 @@ int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
   cc->c->coll_kind = cc->kind;
   cc->c->coll_call = call + 1;
   cc->c->coll_round = 0;
+  coll_repeats(cc);
   coll_span_begin(cc, call + 1, count * (int64_t)pld_dtype_size(dt));
   int st = coll_enter(cc, ep);
   return st ? st : coll_compare(cc);
@@ -397,6 +425,8 @@ int pld__coll_finish(struct coll *cc, int st) {
     cc->ev.b = c->coll_round;
     pld__obs_end(&cc->ev);
   }
+  if (cc->repeat)
+    pld__obs_call_end(cc->repeat == 2, st);
   c->coll_kind = c->coll_call = c->coll_round = 0;
   return c->status ? c->status : st;
 }

@@ -89,6 +89,7 @@ void pld__observe_as(int rank, int device, const char *lane,
   pld__obs.group = pld__obs.npend = 0;
   fold_reset(&pld__obs.fold);
   pld__obs.hold = pld__obs.again = 0;
+  memset(&pld__obs.call, 0, sizeof pld__obs.call);
 }
 
 void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name) {
@@ -353,6 +354,60 @@ static void emit(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
   o->held = (struct pld__mrec){
       .kind = (uint8_t)kind, .sub = (uint8_t)sub, .peer = peer, .a = a, .b = b};
   o->hold = 1;
+}
+
+/* ---- calls that repeat the last ---------------------------------------- */
+
+/* Whether the folder stands at the start of a turn of its loop with
+ * nothing pending or held back. */
+static int turn_start(void) {
+  const struct pld__observer *o = &pld__obs;
+  const struct pld__fold *f = &o->fold;
+  return f->lk && !f->pos && o->buf->n == f->lev + 1 && !o->work.pending &&
+         !o->npend && !o->hold && !o->again && !o->group;
+}
+
+int pld__obs_call_begin(const int32_t *w, int nw) {
+  struct pld__observer *o = &pld__obs;
+  struct pld__call_memo *m = &o->call;
+  const struct pld__fold *f = &o->fold;
+  if (!o->model || o->traced || o->counts || pld__debug_mask ||
+      nw > PLD__CALL_WORDS) {
+    m->turn = 0;
+    m->loop = NULL;
+    return 0;
+  }
+  const int start = turn_start();
+  if (start && m->turn && m->loop == f->loop && m->turns == f->turns &&
+      m->nw == nw && !memcmp(m->w, w, (size_t)nw * sizeof *w)) {
+    o->model = 0;
+    return 1;
+  }
+  memcpy(m->w, w, (size_t)nw * sizeof *w);
+  m->nw = nw;
+  m->turn = 0;
+  m->loop = start ? f->loop : NULL;
+  m->turns = f->turns;
+  return 0;
+}
+
+void pld__obs_call_end(int skipped, int st) {
+  struct pld__observer *o = &pld__obs;
+  struct pld__call_memo *m = &o->call;
+  struct pld__fold *f = &o->fold;
+  if (skipped) { /* one more turn, each value stepped as fold_next does */
+    o->model = 1;
+    for (int32_t j = 0; j < f->lk; j++) {
+      f->next[j].a = (int64_t)((uint64_t)f->next[j].a + (uint64_t)f->da[j]);
+      f->nb[j] += f->db[j];
+    }
+    f->loop->a = ++f->turns;
+  } else {
+    m->turn = m->loop && turn_start() && f->loop == m->loop &&
+              f->turns == m->turns + 1;
+  }
+  m->turn &= !st;
+  m->turns = f->turns;
 }
 
 void pld__obs_group_store(void) {

@@ -221,6 +221,18 @@ struct pld__work {
 #define PLD__FOLD_TURN 24
 #define PLD__FOLD_HIST 128
 
+/* A call whose records repeat the last call's (pld__obs_call_begin): the
+ * last call's words, whether it was one whole turn of the loop being
+ * folded, and where the folder stood when it began (then ended). */
+#define PLD__CALL_WORDS 16
+struct pld__call_memo {
+  int32_t w[PLD__CALL_WORDS];
+  int32_t nw;
+  int turn; /* the last call was one turn of loop, ending at turns */
+  const struct pld__mrec *loop;
+  int64_t turns;
+};
+
 /* A core's folder of loops: its last records (hist, by their number),
  * the turn they seem to repeat, and the loop it folds. */
 struct pld__fold {
@@ -259,6 +271,7 @@ struct pld__observer {
   int32_t npend, pgroup;
   struct pld__work work;
   struct pld__fold fold;
+  struct pld__call_memo call;
   /* The thread's last record if it is a transfer issued later (hold):
    * held back, since a flush right after it makes it PLD__TL_FLUSHED,
    * and the same transfer repeated and flushed adds to its count; stored
@@ -309,6 +322,18 @@ static inline void pld__obs_group_begin(void) {
   if (pld__obs.model)
     pld__obs.group = ++pld__obs.groups;
 }
+
+/* A call the caller knows by its nw words w (every argument its records
+ * depend on) begins: returns 1 if the last call had the same words and
+ * its records were exactly one turn of the loop the records fold, which
+ * this call's records repeat, stepped alike; then the call records
+ * nothing (the model is muted until pld__obs_call_end), and its end
+ * counts one more turn.  Only where nothing but the model observes the
+ * thread. */
+int pld__obs_call_begin(const int32_t *w, int nw);
+/* The call that began ends (st: its status; skipped: what
+ * pld__obs_call_begin returned). */
+void pld__obs_call_end(int skipped, int st);
 
 /* Stores the group's transfers held back (pld__obs.pend). */
 void pld__obs_group_store(void);

@@ -467,6 +467,66 @@ static void test_group_transfers(void **state) {
   assert_true(looped < 40);
 }
 
+/* One call of the words w: its records (a credit, the wait for the
+ * round t, the credit taken back; `twice`: all of it twice) unless
+ * pld__obs_call_begin says they repeat the last call's, then only
+ * expected.  Returns whether it skipped them. */
+static int call(const int32_t *w, int nw, int t, int twice, int st) {
+  const int skip = pld__obs_call_begin(w, nw);
+  for (int i = 0; i <= twice; i++) {
+    void (*r)(int, int, int32_t, int64_t, int32_t) = skip ? expect : rec;
+    r(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
+    r(PLD__TL_WAIT, PLD_WAIT_GE, 0, 6, t + 1);
+    r(PLD__TL_TAKE, 0, 0, 6, 1);
+  }
+  assert_int_equal(pld__obs.model, !skip);
+  pld__obs_call_end(skip, st);
+  assert_int_equal(pld__obs.model, 1);
+  return skip;
+}
+
+/* A call that repeats the last one, whose records were one turn of the
+ * loop being folded, records nothing and counts one more turn, its
+ * values stepped: read back, the same records.  Not after a call of
+ * other words, a record between calls, a call that failed, nor when a
+ * call is two turns. */
+static void test_repeated_calls(void **state) {
+  (void)state;
+  const int32_t w[3] = {7, 8, 9}, v[3] = {7, 8, 10};
+  begin();
+  int skipped = 0, t = 0;
+  for (int i = 0; i < 20; i++)
+    skipped += call(w, 3, t++, 0, 0);
+  assert_true(skipped >= 14);
+  const size_t first = stored();
+  assert_int_equal(call(v, 3, t++, 0, 0), 0); /* other words */
+  assert_int_equal(call(w, 3, t++, 0, 0), 0);
+  for (int i = 0; i < 8; i++)
+    call(w, 3, t++, 0, 0);
+  assert_int_equal(call(w, 3, t++, 0, 0), 1);
+  rec(PLD__TL_FLUSH, 0, -1, 0, 0); /* a record between calls */
+  assert_int_equal(call(w, 3, t++, 0, 0), 0);
+  for (int i = 0; i < 8; i++)
+    call(w, 3, t++, 0, 0);
+  rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1); /* the turn's first */
+  assert_int_equal(call(w, 3, t++, 0, 0), 0);
+  for (int i = 0; i < 8; i++)
+    call(w, 3, t++, 0, 0);
+  assert_int_equal(call(w, 3, t++, 0, 1), 1); /* fails */
+  assert_int_equal(call(w, 3, t++, 0, 0), 0);
+  block_end();
+  assert_same();
+  assert_true(first < 12);
+  /* Calls of two turns each (their records repeat within the call). */
+  begin();
+  skipped = 0;
+  for (int i = 0; i < 20; i++)
+    skipped += call(w, 3, 0, 1, 0);
+  block_end();
+  assert_same();
+  assert_int_equal(skipped, 0);
+}
+
 /* Random streams: loops of random turns, lengths and steps, between
  * random records, blocks' ends and records that do not fold. */
 static void test_random_streams(void **state) {
@@ -520,6 +580,7 @@ int main(void) {
       cmocka_unit_test(test_later_transfer_folded),
       cmocka_unit_test(test_plain_transfers),
       cmocka_unit_test(test_group_transfers),
+      cmocka_unit_test(test_repeated_calls),
       cmocka_unit_test(test_prefetch_loop),
       cmocka_unit_test(test_random_streams),
   };

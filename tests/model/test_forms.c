@@ -276,7 +276,7 @@ static void test_matmul_peak(void **state) {
 PLD_DYNAMIC(PN); /* elements of the data */
 PLD_DYNAMIC(SC); /* cells of the collectives' signal window */
 
-enum { DO_PUT, DO_PING, DO_BARRIER, DO_ALLREDUCE };
+enum { DO_PUT, DO_PING, DO_BARRIER, DO_ALLREDUCE, DO_COLLS };
 
 #define COMM_PARAMS                                                            \
   PLD_IN(x, FP32, PN), PLD_WINDOW(data, FP32, PN), PLD_WINDOW(sig, INT32, SC), \
@@ -287,7 +287,9 @@ enum { DO_PUT, DO_PING, DO_BARRIER, DO_ALLREDUCE };
  * one after the other (at least once); ranks 0 and 1
  * hand a signal back and forth `arg` times (DO_PING); every rank meets
  * in a barrier, `arg` times (at least once; DO_BARRIER) or allreduces its
- * window in mode `arg` (DO_ALLREDUCE). */
+ * window in mode `arg` (DO_ALLREDUCE); or allreduces in each mode, then
+ * broadcasts from rank 0 and from rank 1, `arg` times each in a row
+ * (DO_COLLS). */
 PLD_KERNEL(k_comm, k, COMM_PARAMS) {
   int32_t me = pld_rank(k, pld_window_comm(data));
   for (int32_t i = 0; what == DO_PUT && me == 0 && i < (arg > 1 ? arg : 1); i++)
@@ -303,6 +305,14 @@ PLD_KERNEL(k_comm, k, COMM_PARAMS) {
     pld_barrier(k, sig);
   if (what == DO_ALLREDUCE)
     pld_allreduce(k, data, sig, PLD_REDUCE_SUM, (pld_allreduce_mode)arg);
+  for (int c = 0; what == DO_COLLS && c < 5; c++)
+    for (int32_t i = 0; i < arg; i++) {
+      if (c < 3)
+        pld_allreduce(k, data, sig, PLD_REDUCE_SUM,
+                      (pld_allreduce_mode)(PLD_ALLREDUCE_MESH + c));
+      else
+        pld_broadcast(k, data, sig, c - 3);
+    }
 }
 
 PLD_DEVICE(d_comm, a, COMM_PARAMS) {
@@ -482,6 +492,37 @@ static void run_barrier_whole(int n) {
 static void test_barrier_whole(void **state) {
   (void)state;
   comm_over_rank_counts(run_barrier_whole);
+}
+
+/* With the model alone observing, a collective call that repeats the
+ * last one, whose records were one turn of the loop the records fold,
+ * records nothing and counts one more turn (pld__obs_call_begin); with a
+ * trace on, every call records its steps.  Both give the same modeled
+ * times, bit for bit: loops of 1, 5 and 12 calls of each mode of
+ * allreduce and of broadcast from rank 0 and from rank 1, small (eager)
+ * and large. */
+static void run_repeated_calls(int n) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/pld-test-forms-%d.json", (int)getpid());
+  for (int64_t elems = 12; elems <= 12 << 10; elems <<= 10)
+    for (int loops = 1; loops <= 12; loops += loops == 1 ? 4 : 7) {
+      const struct comm_run whole = run_comm(n, elems, DO_COLLS, loops);
+      comm_trace = path;
+      const struct comm_run steps = run_comm(n, elems, DO_COLLS, loops);
+      comm_trace = NULL;
+      unlink(path);
+      if (whole.total != steps.total || whole.most != steps.most)
+        fail_msg("%d ranks, %lld elements, %d calls each: %.3f ns without a "
+                 "trace, %.3f with",
+                 n, (long long)elems, loops, whole.total, steps.total);
+      for (int q = 0; q < n; q++)
+        assert_true(whole.span[q] == steps.span[q]);
+    }
+}
+
+static void test_repeated_calls(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_repeated_calls);
 }
 
 /* The entry of a collective: each rank writes its call's description and
@@ -668,6 +709,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_notify_wait),
     cmocka_unit_test(test_barrier),
     cmocka_unit_test(test_barrier_whole),
+    cmocka_unit_test(test_repeated_calls),
     cmocka_unit_test(test_mesh_allreduce),
     cmocka_unit_test(test_ring_allreduce),
     cmocka_unit_test(test_allreduce_monotone),
