@@ -521,8 +521,7 @@ int pld__coll_push(struct coll *cc, const struct pld__tensor *w, size_t off,
  * observing the steps (a trace's events, stamped between the steps'
  * records, need those). */
 static int barrier_whole(const struct coll *cc) {
-  if (!pld__obs.model || pld__obs.traced || pld__obs.counts ||
-      pld__debug_mask || cc->n < 2 || cc->c->env->poll->rank != cc->me)
+  if (!pld__obs_model_alone() || cc->n < 2 || cc->c->env->poll->rank != cc->me)
     return 0;
   for (int32_t q = 0; q < cc->n; q++)
     if (cc->comm->members[q] != q)

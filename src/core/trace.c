@@ -371,8 +371,7 @@ int pld__obs_call_begin(const int32_t *w, int nw) {
   struct pld__observer *o = &pld__obs;
   struct pld__call_memo *m = &o->call;
   const struct pld__fold *f = &o->fold;
-  if (!o->model || o->traced || o->counts || pld__debug_mask ||
-      nw > PLD__CALL_WORDS) {
+  if (!pld__obs_model_alone() || nw > PLD__CALL_WORDS) {
     m->turn = 0;
     m->loop = NULL;
     return 0;

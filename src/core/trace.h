@@ -293,6 +293,14 @@ static inline int pld__observed(int kind) {
          (pld__obs.model && kind == PLD__TEV_DISPATCH);
 }
 
+/* Whether the timing model alone observes the thread (no trace, counts
+ * or debug log, whose events stand between a call's records): then a
+ * call may record less than its steps (a barrier, a repeated call). */
+static inline int pld__obs_model_alone(void) {
+  return pld__obs.model && !pld__obs.traced && !pld__obs.counts &&
+         !pld__debug_mask;
+}
+
 /* The core computed: amount (operand bytes, or multiply-adds for the
  * cube's classes) of class cls (enum pld__tl_class), in ops operations
  * (pld__obs_work: in one). */

@@ -469,20 +469,28 @@ static void test_barrier(void **state) {
   comm_over_rank_counts(run_barrier);
 }
 
-/* With the model alone observing, a barrier is one record that the host
- * replaces by its steps' records (pld__tl_expand_barriers); with a trace
- * on, its steps record themselves (the trace's events stand between
- * them).  Both give the same modeled times, bit for bit: one barrier and
- * a folded loop of 40. */
-static void run_barrier_whole(int n) {
+/* run_comm twice: with the model alone observing (*whole), and with a
+ * trace on (*steps), whose events stand between a call's records, so
+ * that every call records its steps. */
+static void run_comm_traced(int n, int64_t elems, int what, int arg,
+                            struct comm_run *whole, struct comm_run *steps) {
   char path[64];
   snprintf(path, sizeof path, "/tmp/pld-test-forms-%d.json", (int)getpid());
+  *whole = run_comm(n, elems, what, arg);
+  comm_trace = path;
+  *steps = run_comm(n, elems, what, arg);
+  comm_trace = NULL;
+  unlink(path);
+}
+
+/* With the model alone observing, a barrier is one record that the host
+ * replaces by its steps' records (pld__tl_expand_barriers); with a trace
+ * on, its steps record themselves.  Both give the same modeled times,
+ * bit for bit: one barrier and a folded loop of 40. */
+static void run_barrier_whole(int n) {
   for (int loops = 1; loops <= 40; loops += 39) {
-    const struct comm_run whole = run_comm(n, 8, DO_BARRIER, loops);
-    comm_trace = path;
-    const struct comm_run steps = run_comm(n, 8, DO_BARRIER, loops);
-    comm_trace = NULL;
-    unlink(path);
+    struct comm_run whole, steps;
+    run_comm_traced(n, 8, DO_BARRIER, loops, &whole, &steps);
     assert_true(whole.total == steps.total && whole.most == steps.most);
     for (int q = 0; q < n; q++)
       assert_true(whole.span[q] == steps.span[q]);
@@ -502,15 +510,10 @@ static void test_barrier_whole(void **state) {
  * allreduce and of broadcast from rank 0 and from rank 1, small (eager)
  * and large. */
 static void run_repeated_calls(int n) {
-  char path[64];
-  snprintf(path, sizeof path, "/tmp/pld-test-forms-%d.json", (int)getpid());
   for (int64_t elems = 12; elems <= 12 << 10; elems <<= 10)
     for (int loops = 1; loops <= 12; loops += loops == 1 ? 4 : 7) {
-      const struct comm_run whole = run_comm(n, elems, DO_COLLS, loops);
-      comm_trace = path;
-      const struct comm_run steps = run_comm(n, elems, DO_COLLS, loops);
-      comm_trace = NULL;
-      unlink(path);
+      struct comm_run whole, steps;
+      run_comm_traced(n, elems, DO_COLLS, loops, &whole, &steps);
       if (whole.total != steps.total || whole.most != steps.most)
         fail_msg("%d ranks, %lld elements, %d calls each: %.3f ns without a "
                  "trace, %.3f with",
