@@ -368,14 +368,15 @@ static void coll_repeats(struct coll *cc) {
        cc->kind != PLD__COLL_REDUCE_SCATTER &&
        cc->kind != PLD__COLL_ALL_TO_ALL))
     return;
-  int32_t w[D_CALL + 4];
+  int32_t w[PLD__CALL_WORDS] = {0};
+  _Static_assert(D_CALL + 4 <= PLD__CALL_WORDS, "a call's words fit");
   const uint64_t fn = (uint64_t)(uintptr_t)cc->fn;
   memcpy(w, cc->desc, D_CALL * sizeof *w);
   w[D_CALL] = (int32_t)(uint32_t)fn;
   w[D_CALL + 1] = (int32_t)(uint32_t)(fn >> 32);
   w[D_CALL + 2] = cc->eager;
   w[D_CALL + 3] = cc->lane;
-  cc->repeat = 1 + pld__obs_call_begin(w, D_CALL + 4);
+  cc->repeat = 1 + pld__obs_call_begin(w);
   if (cc->repeat == 2)
     cc->f = cc->c->env->poll;
 }

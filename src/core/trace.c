@@ -235,10 +235,10 @@ static struct pld__mrec *rec_add(const struct pld__mrec *m) {
  * are stored as they were. */
 static void fold_break(struct pld__fold *f) {
   if (f->lk && pld__obs.buf->n == f->lev + 1)
-    for (int32_t j = 0; j < f->pos; j++) { /* (next moved on past them) */
-      struct pld__mrec m = f->next[j];
-      m.a = (int64_t)((uint64_t)m.a - (uint64_t)f->da[j]);
-      m.b = (int32_t)(f->nb[j] - f->db[j]);
+    for (int32_t j = 0; j < f->pos; j++) {
+      struct pld__mrec m = f->turn0[j];
+      m.a = pld__fold_at(m.a, f->da[j], f->turns);
+      m.b = (int32_t)pld__fold_at(f->b0[j], f->db[j], f->turns);
       rec_add(&m);
     }
   fold_reset(f);
@@ -259,7 +259,8 @@ static void fold_begin(struct pld__fold *f) {
   if (!r)
     return;
   *r = (struct pld__mrec){.kind = PLD__TM_LOOP, .peer = k, .a = 1};
-  /* The turn after the third: each value stepped once more. */
+  /* Turn 0 the third (the loop's one turn so far), stepping as the
+   * second did from the first. */
   const uint64_t first = f->seq - 3 * (uint64_t)k;
   for (int32_t j = 0; j < k; j++) {
     const struct pld__mrec *v = hist(f, first + (uint64_t)j);
@@ -267,9 +268,8 @@ static void fold_begin(struct pld__fold *f) {
     f->da[j] = (int64_t)((uint64_t)hist(f, first + (uint64_t)(k + j))->a -
                          (uint64_t)v->a);
     f->db[j] = (int64_t)hist(f, first + (uint64_t)(k + j))->b - v->b;
-    f->next[j] = *w;
-    f->next[j].a = (int64_t)((uint64_t)w->a + (uint64_t)f->da[j]);
-    f->nb[j] = (int64_t)w->b + f->db[j];
+    f->turn0[j] = *w;
+    f->b0[j] = w->b;
   }
   f->lk = k;
   f->pos = 0;
@@ -358,54 +358,26 @@ static void emit(int kind, int sub, int32_t peer, int64_t a, int32_t b) {
 
 /* ---- calls that repeat the last ---------------------------------------- */
 
-/* Whether the folder stands at the start of a turn of its loop with
- * nothing pending or held back. */
-static int turn_start(void) {
-  const struct pld__observer *o = &pld__obs;
-  const struct pld__fold *f = &o->fold;
-  return f->lk && !f->pos && o->buf->n == f->lev + 1 && !o->work.pending &&
-         !o->npend && !o->hold && !o->again && !o->group;
-}
-
-int pld__obs_call_begin(const int32_t *w, int nw) {
+void pld__obs_call_new(const int32_t *w) {
   struct pld__observer *o = &pld__obs;
   struct pld__call_memo *m = &o->call;
   const struct pld__fold *f = &o->fold;
-  if (!pld__obs_model_alone() || nw > PLD__CALL_WORDS) {
-    m->turn = 0;
-    m->loop = NULL;
-    return 0;
-  }
-  const int start = turn_start();
-  if (start && m->turn && m->loop == f->loop && m->turns == f->turns &&
-      m->nw == nw && !memcmp(m->w, w, (size_t)nw * sizeof *w)) {
-    o->model = 0;
-    return 1;
-  }
-  memcpy(m->w, w, (size_t)nw * sizeof *w);
-  m->nw = nw;
   m->turn = 0;
-  m->loop = start ? f->loop : NULL;
+  if (!pld__obs_model_alone()) {
+    m->loop = NULL;
+    return;
+  }
+  memcpy(m->w, w, sizeof m->w);
+  m->loop = pld__obs_in_loop() ? f->loop : NULL;
   m->turns = f->turns;
-  return 0;
+  m->pos = f->pos;
 }
 
-void pld__obs_call_end(int skipped, int st) {
-  struct pld__observer *o = &pld__obs;
-  struct pld__call_memo *m = &o->call;
-  struct pld__fold *f = &o->fold;
-  if (skipped) { /* one more turn, each value stepped as fold_next does */
-    o->model = 1;
-    for (int32_t j = 0; j < f->lk; j++) {
-      f->next[j].a = (int64_t)((uint64_t)f->next[j].a + (uint64_t)f->da[j]);
-      f->nb[j] += f->db[j];
-    }
-    f->loop->a = ++f->turns;
-  } else {
-    m->turn = m->loop && turn_start() && f->loop == m->loop &&
-              f->turns == m->turns + 1;
-  }
-  m->turn &= !st;
+void pld__obs_call_ended(int st) {
+  struct pld__call_memo *m = &pld__obs.call;
+  const struct pld__fold *f = &pld__obs.fold;
+  m->turn = !st && m->loop && pld__obs_in_loop() && f->loop == m->loop &&
+            f->turns == m->turns + 1;
   m->turns = f->turns;
 }
 

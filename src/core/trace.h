@@ -222,15 +222,17 @@ struct pld__work {
 #define PLD__FOLD_HIST 128
 
 /* A call whose records repeat the last call's (pld__obs_call_begin): the
- * last call's words, whether it was one whole turn of the loop being
- * folded, and where the folder stood when it began (then ended). */
+ * last call's words (PLD__CALL_WORDS, those the call leaves unused 0), whether
+ * it was one whole turn of the loop being folded, and where the folder stood
+ * when it began (then ended). */
 #define PLD__CALL_WORDS 16
 struct pld__call_memo {
   int32_t w[PLD__CALL_WORDS];
-  int32_t nw;
   int turn; /* the last call was one turn of loop, ending at turns */
   const struct pld__mrec *loop;
   int64_t turns;
+  int32_t pos; /* of the turn's records, the one the last call began at
+                * (a call of one turn ends there too) */
 };
 
 /* A core's folder of loops: its last records (hist, by their number),
@@ -243,15 +245,24 @@ struct pld__fold {
   int32_t k, run;     /* a candidate turn of k records, and how many in
                          a row repeat the record k before them */
   /* The loop being folded (lk records a turn, 0: none): its record and
-   * the event holding it, the turns it holds, where the next turn
-   * stands, that turn's records (b in nb) and their steps. */
+   * the event holding it, the turns it holds (whole ones), where the
+   * turn under way stands, and the turn's records as of turn 0 (b in b0)
+   * with their steps: record j of turn n is turn0[j] with a and b moved
+   * on by n steps (pld__fold_at), so that one more turn is one more to
+   * turns. */
   int32_t lk, pos;
   int64_t turns;
   uint32_t lev;
   struct pld__mrec *loop;
-  struct pld__mrec next[PLD__FOLD_TURN];
-  int64_t nb[PLD__FOLD_TURN], da[PLD__FOLD_TURN], db[PLD__FOLD_TURN];
+  struct pld__mrec turn0[PLD__FOLD_TURN];
+  int64_t b0[PLD__FOLD_TURN], da[PLD__FOLD_TURN], db[PLD__FOLD_TURN];
 };
+
+/* Value v0 of turn 0 moved on by n steps of d, wrapping as unsigned
+ * arithmetic does. */
+static inline int64_t pld__fold_at(int64_t v0, int64_t d, int64_t n) {
+  return (int64_t)((uint64_t)v0 + (uint64_t)n * (uint64_t)d);
+}
 
 /* Who this thread is, for the debug log's prefix and the trace. */
 struct pld__observer {
@@ -331,17 +342,63 @@ static inline void pld__obs_group_begin(void) {
     pld__obs.group = ++pld__obs.groups;
 }
 
-/* A call the caller knows by its nw words w (every argument its records
- * depend on) begins: returns 1 if the last call had the same words and
- * its records were exactly one turn of the loop the records fold, which
- * this call's records repeat, stepped alike; then the call records
- * nothing (the model is muted until pld__obs_call_end), and its end
- * counts one more turn.  Only where nothing but the model observes the
- * thread. */
-int pld__obs_call_begin(const int32_t *w, int nw);
+/* Whether the thread's folder is in a loop with nothing pending or held
+ * back (at any record of its turn: where a loop's turn begins depends on
+ * where its repetition was first seen, not on where a call begins). */
+static inline int pld__obs_in_loop(void) {
+  const struct pld__observer *o = &pld__obs;
+  const struct pld__fold *f = &o->fold;
+  return f->lk && o->buf->n == f->lev + 1 && !o->work.pending && !o->npend &&
+         !o->hold && !o->again && !o->group;
+}
+
+/* The call that begins does not repeat the last: its words are
+ * remembered, and where the folder stands (core/trace.c). */
+void pld__obs_call_new(const int32_t *w);
+/* The call that did not repeat the last ends (st: its status). */
+void pld__obs_call_ended(int st);
+
+/* A call the caller knows by the words w (every argument its records
+ * depend on; PLD__CALL_WORDS of them, those it needs not 0) begins: returns 1
+ * if the last call had the same words and its records were exactly one turn of
+ * the loop the records fold (from whichever of the turn's records it began at),
+ * which this call's records repeat, stepped alike; then the call records
+ * nothing (the model is muted until pld__obs_call_end), and its end counts one
+ * more turn.  Only where nothing but the model observes the thread.  Inline: a
+ * loop of short collectives asks at every call. */
+static inline int pld__obs_call_begin(const int32_t w[PLD__CALL_WORDS]) {
+  struct pld__observer *o = &pld__obs;
+  const struct pld__call_memo *m = &o->call;
+  const struct pld__fold *f = &o->fold;
+  int same = m->turn && m->loop == f->loop && m->turns == f->turns &&
+             m->pos == f->pos && pld__obs_model_alone() && pld__obs_in_loop();
+  if (same) { /* (all the words, without a branch for each) */
+    uint32_t d = 0;
+    for (int i = 0; i < PLD__CALL_WORDS; i++)
+      d |= (uint32_t)(m->w[i] ^ w[i]);
+    same = !d;
+  }
+  if (same)
+    o->model = 0;
+  else
+    pld__obs_call_new(w);
+  return same;
+}
+
 /* The call that began ends (st: its status; skipped: what
  * pld__obs_call_begin returned). */
-void pld__obs_call_end(int skipped, int st);
+static inline void pld__obs_call_end(int skipped, int st) {
+  struct pld__observer *o = &pld__obs;
+  struct pld__fold *f = &o->fold;
+  if (!skipped) {
+    pld__obs_call_ended(st);
+    return;
+  }
+  o->model = 1; /* one more turn */
+  f->loop->a = ++f->turns;
+  o->call.turn = !st;
+  o->call.turns = f->turns;
+}
 
 /* Stores the group's transfers held back (pld__obs.pend). */
 void pld__obs_group_store(void);
@@ -370,12 +427,13 @@ void pld__obs_record(int kind, int sub, int32_t peer, int64_t a, int32_t b,
 static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
                                  int32_t b) {
   struct pld__fold *f = &pld__obs.fold;
-  struct pld__mrec *x = &f->next[f->pos];
+  const int32_t j = f->pos;
+  const struct pld__mrec *x = &f->turn0[j];
   if (!f->lk || x->kind != kind || x->sub != sub || x->peer != peer ||
-      x->a != a || f->nb[f->pos] != b || pld__obs.buf->n != f->lev + 1)
+      pld__fold_at(x->a, f->da[j], f->turns) != a ||
+      pld__fold_at(f->b0[j], f->db[j], f->turns) != b ||
+      pld__obs.buf->n != f->lev + 1)
     return 0;
-  x->a = (int64_t)((uint64_t)x->a + (uint64_t)f->da[f->pos]);
-  f->nb[f->pos] += f->db[f->pos];
   if (++f->pos == f->lk) {
     f->pos = 0;
     f->loop->a = ++f->turns;

@@ -471,8 +471,8 @@ static void test_group_transfers(void **state) {
  * round t, the credit taken back; `twice`: all of it twice) unless
  * pld__obs_call_begin says they repeat the last call's, then only
  * expected.  Returns whether it skipped them. */
-static int call(const int32_t *w, int nw, int t, int twice, int st) {
-  const int skip = pld__obs_call_begin(w, nw);
+static int call(const int32_t *w, int t, int twice, int st) {
+  const int skip = pld__obs_call_begin(w);
   for (int i = 0; i <= twice; i++) {
     void (*r)(int, int, int32_t, int64_t, int32_t) = skip ? expect : rec;
     r(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1);
@@ -492,36 +492,52 @@ static int call(const int32_t *w, int nw, int t, int twice, int st) {
  * call is two turns. */
 static void test_repeated_calls(void **state) {
   (void)state;
-  const int32_t w[3] = {7, 8, 9}, v[3] = {7, 8, 10};
+  const int32_t w[PLD__CALL_WORDS] = {7, 8, 9}, v[PLD__CALL_WORDS] = {7, 8, 10};
   begin();
   int skipped = 0, t = 0;
   for (int i = 0; i < 20; i++)
-    skipped += call(w, 3, t++, 0, 0);
+    skipped += call(w, t++, 0, 0);
   assert_true(skipped >= 14);
   const size_t first = stored();
-  assert_int_equal(call(v, 3, t++, 0, 0), 0); /* other words */
-  assert_int_equal(call(w, 3, t++, 0, 0), 0);
+  assert_int_equal(call(v, t++, 0, 0), 0); /* other words */
+  assert_int_equal(call(w, t++, 0, 0), 0);
   for (int i = 0; i < 8; i++)
-    call(w, 3, t++, 0, 0);
-  assert_int_equal(call(w, 3, t++, 0, 0), 1);
+    call(w, t++, 0, 0);
+  assert_int_equal(call(w, t++, 0, 0), 1);
   rec(PLD__TL_FLUSH, 0, -1, 0, 0); /* a record between calls */
-  assert_int_equal(call(w, 3, t++, 0, 0), 0);
+  assert_int_equal(call(w, t++, 0, 0), 0);
   for (int i = 0; i < 8; i++)
-    call(w, 3, t++, 0, 0);
+    call(w, t++, 0, 0);
   rec(PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, 5, 1); /* the turn's first */
-  assert_int_equal(call(w, 3, t++, 0, 0), 0);
+  assert_int_equal(call(w, t++, 0, 0), 0);
   for (int i = 0; i < 8; i++)
-    call(w, 3, t++, 0, 0);
-  assert_int_equal(call(w, 3, t++, 0, 1), 1); /* fails */
-  assert_int_equal(call(w, 3, t++, 0, 0), 0);
+    call(w, t++, 0, 0);
+  assert_int_equal(call(w, t++, 0, 1), 1); /* fails */
+  assert_int_equal(call(w, t++, 0, 0), 0);
   block_end();
   assert_same();
   assert_true(first < 12);
+  /* A loop whose turn the folder finds beginning inside a call (the
+   * records before the first call are a call's last two): calls repeat
+   * from that record of the turn as well. */
+  begin();
+  skipped = 0;
+  rec(PLD__TL_WAIT, PLD_WAIT_GE, 0, 6, 1);
+  rec(PLD__TL_TAKE, 0, 0, 6, 1);
+  int mid = 0;
+  for (int i = 1; i < 20; i++) {
+    mid |= pld__obs.fold.lk && pld__obs.fold.pos;
+    skipped += call(w, i, 0, 0);
+  }
+  block_end();
+  assert_same();
+  assert_true(mid);
+  assert_true(skipped >= 12);
   /* Calls of two turns each (their records repeat within the call). */
   begin();
   skipped = 0;
   for (int i = 0; i < 20; i++)
-    skipped += call(w, 3, 0, 1, 0);
+    skipped += call(w, 0, 1, 0);
   block_end();
   assert_same();
   assert_int_equal(skipped, 0);
