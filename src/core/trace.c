@@ -90,6 +90,7 @@ void pld__observe_as(int rank, int device, const char *lane,
   fold_reset(&pld__obs.fold);
   pld__obs.hold = pld__obs.again = 0;
   memset(&pld__obs.call, 0, sizeof pld__obs.call);
+  pld__obs.in_call = 0;
 }
 
 void pld__tev_init(struct pld__tev *e, int kind, int sub, const char *name) {
@@ -282,11 +283,19 @@ static uint32_t fold_hash(const struct pld__mrec *m) {
   uint64_t h = ((uint64_t)m->a ^ (uint64_t)(uint32_t)m->peer << 24 ^
                 (uint64_t)m->kind << 56 ^ (uint64_t)m->sub << 48) *
                0x9e3779b97f4a7c15ull;
-  return (uint32_t)(h >> 58);
+  return (uint32_t)(h >> (64 - PLD__FOLD_HASH_BITS));
+}
+
+/* A loop begins, if none is being folded and the last records stored
+ * are three turns of one. */
+static void fold_ready(struct pld__fold *f) {
+  if (!f->lk && f->k && f->run >= f->k &&
+      f->seq - f->base >= 3 * (uint64_t)f->k)
+    fold_begin(f);
 }
 
 /* The folder sees m, just stored: the turn it may repeat, and a loop
- * once three turns are recorded. */
+ * once three turns are recorded (not inside a call: pld__obs.in_call). */
 static void fold_see(struct pld__fold *f, const struct pld__mrec *m) {
   const uint64_t i = f->seq++;
   *hist(f, i) = *m;
@@ -306,8 +315,8 @@ static void fold_see(struct pld__fold *f, const struct pld__mrec *m) {
     ok = repeats(f, i, k);
   }
   f->run += ok;
-  if (k && f->run >= k && f->seq - f->base >= 3 * (uint64_t)k)
-    fold_begin(f);
+  if (!pld__obs.in_call)
+    fold_ready(f);
 }
 
 static void held_store(void);
@@ -363,6 +372,7 @@ void pld__obs_call_new(const int32_t *w) {
   struct pld__call_memo *m = &o->call;
   const struct pld__fold *f = &o->fold;
   m->turn = 0;
+  o->in_call = 1;
   if (!pld__obs_model_alone()) {
     m->loop = NULL;
     return;
@@ -375,9 +385,11 @@ void pld__obs_call_new(const int32_t *w) {
 
 void pld__obs_call_ended(int st) {
   struct pld__call_memo *m = &pld__obs.call;
-  const struct pld__fold *f = &pld__obs.fold;
+  struct pld__fold *f = &pld__obs.fold;
+  pld__obs.in_call = 0;
+  fold_ready(f);
   m->turn = !st && m->loop && pld__obs_in_loop() && f->loop == m->loop &&
-            f->turns == m->turns + 1;
+            f->turns == m->turns + 1 && f->pos == m->pos;
   m->turns = f->turns;
 }
 

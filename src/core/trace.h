@@ -216,10 +216,13 @@ struct pld__work {
  * more peer stores those merged so far and begins anew). */
 #define PLD__GROUP_PEERS 16
 
-/* The longest turn of a loop that the records fold (PLD__TM_LOOP), and
- * the records the folder remembers (a power of 2, at least 3 turns). */
-#define PLD__FOLD_TURN 24
-#define PLD__FOLD_HIST 128
+/* The longest turn of a loop that the records fold (PLD__TM_LOOP: a
+ * two-phase allreduce or a ring step over 8 ranks is about 100 records a
+ * call), the records the folder remembers (a power of 2, at least 3
+ * turns), and the bits of the hash that finds a record's last like it. */
+#define PLD__FOLD_TURN 128
+#define PLD__FOLD_HIST 512
+#define PLD__FOLD_HASH_BITS 8
 
 /* A call whose records repeat the last call's (pld__obs_call_begin): the
  * last call's words (PLD__CALL_WORDS, those the call leaves unused 0), whether
@@ -232,7 +235,9 @@ struct pld__call_memo {
   const struct pld__mrec *loop;
   int64_t turns;
   int32_t pos; /* of the turn's records, the one the last call began at
-                * (a call of one turn ends there too) */
+                * (a call of one turn ends there too: one that ends one
+                * turn later at another is not one turn, though records
+                * between calls may bring the next call's begin there) */
 };
 
 /* A core's folder of loops: its last records (hist, by their number),
@@ -240,10 +245,11 @@ struct pld__call_memo {
 struct pld__fold {
   struct pld__mrec hist[PLD__FOLD_HIST];
   uint64_t seq, base; /* records seen; the first the folder may use */
-  uint64_t last[64];  /* by a hash of kind, sub, peer and a: the number
-                         + 1 of the last such record */
-  int32_t k, run;     /* a candidate turn of k records, and how many in
-                         a row repeat the record k before them */
+  /* By a hash of kind, sub, peer and a: the number + 1 of the last such
+   * record. */
+  uint64_t last[1 << PLD__FOLD_HASH_BITS];
+  int32_t k, run; /* a candidate turn of k records, and how many in
+                     a row repeat the record k before them */
   /* The loop being folded (lk records a turn, 0: none): its record and
    * the event holding it, the turns it holds (whole ones), where the
    * turn under way stands, and the turn's records as of turn 0 (b in b0)
@@ -291,6 +297,11 @@ struct pld__observer {
    * one more repetition of held (pld__obs_repeat). */
   struct pld__mrec held;
   int hold, again;
+  /* A call that may repeat records its steps (pld__obs_call_new): no loop
+   * begins inside it, where a loop of its own steps (a ring's) would end
+   * within the call and take the folder from the loop of calls; one may
+   * begin at its end. */
+  int in_call;
 };
 extern _Thread_local struct pld__observer pld__obs;
 extern unsigned pld__debug_mask;
