@@ -1336,12 +1336,13 @@ static void print_targets(const struct run *R) {
  * (issue 26, target 6: at most 10% more wall time with it on).  For each
  * rank count, collective and size, the timing program twice, prepared
  * with pld_config.model "off" and "on", run alternately R->o.reps rounds
- * in this process, so that a machine that gets busier or quieter weighs
- * on both alike.  A run is MC_TIMINGS timings of about run_s seconds in
- * all (calls per timing planned from the "off" program's calibration);
- * its figure rank 0's median.  Printed: the medians over the rounds and
- * the median of the rounds' on/off ratios, with the target's verdict.
- * Returns 1 if a pld call failed. */
+ * in this process, each first in every other round, so that a machine
+ * that gets busier or quieter, and the threads of the program that ran
+ * just before (still polling for work), weigh on both alike.  A run is
+ * MC_TIMINGS timings of about run_s seconds in all (calls per timing planned
+ * from the "off" program's calibration); its figure rank 0's median.  Printed:
+ * the medians over the rounds and the median of the rounds' on/off ratios, with
+ * the target's verdict. Returns 1 if a pld call failed. */
 enum { MC_TIMINGS = 5 };
 
 static int model_cost(const struct run *R, double run_s) {
@@ -1374,7 +1375,8 @@ static int model_cost(const struct run *R, double run_s) {
           pv[P_WARM + c] = est[c] < 1e-3 ? pv[P_ITERS + c] : 0;
         }
         for (int r = 0; r < R->o.reps && !st; r++) {
-          for (int m = 0; m < 2 && !st; m++) {
+          for (int k = 0; k < 2 && !st; k++) {
+            const int m = k ^ (r & 1); /* (off first every other round) */
             if ((st = prog_run(&g[m], pv)))
               break;
             double v[MC_TIMINGS];

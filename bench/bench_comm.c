@@ -800,8 +800,9 @@ static void bench_bandwidth(int reps) {
  * What the timing model's recording costs the shortest calls it
  * records, a barrier and a small allreduce, in one process: each host
  * twice, prepared, with pld_config.model "off" and "on", run alternately
- * `rounds` times, so
- * that a machine that gets busier or quieter weighs on both alike
+ * `rounds` times, each first in every other round, so that a machine that
+ * gets busier or quieter, and the threads of the program that ran just
+ * before (still polling for work), weigh on both alike
  * (bench/model_cost.py compares separate processes, whose ranks land on
  * the CPUs differently from one to the next).  Each run's figure is
  * slowest_median's of 5 timings; printed: the medians over the rounds and
@@ -837,9 +838,11 @@ static int model_cost(int rounds) {
     for (int m = 0; m < 2; m++)
       st |= prog_init(&g[m], rows[w].host, n, 1, tshape, model[m]);
     for (int i = 0; i < rounds && !st; i++) {
-      for (int m = 0; m < 2 && !st; m++)
+      for (int k = 0; k < 2 && !st; k++) {
+        const int m = k ^ (i & 1); /* (off first every other round) */
         if (!(st = prog_run(&g[m], rows[w].iters, TIMINGS)))
           fig[m][i] = slowest_median(&g[m], n, TIMINGS);
+      }
       ratio[i] = st ? 0 : fig[1][i] / fig[0][i];
     }
     if (!st) {
