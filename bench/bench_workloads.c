@@ -74,7 +74,8 @@
  * the unfused result and a plain C reference of sampled rows; TP: up to 32 rows
  * in all; the MoE's route program: out = x, its weights summing to 1).  Then N
  * repetitions (5; `quick`: 3), each one timed run of each pld program of the
- * row (the layer, then the split's programs; ag and rs: fused and unfused,
+ * row right after an untimed one (warm, as the native side's timed run;
+ * the layer, then the split's programs; ag and rs: fused and unfused,
  * which goes first alternating), then, but for ag and rs, one mpirun of
  * mpi_workloads that runs the layer once untimed and once timed (the
  * first of them also checks its result).  The figures are medians over
@@ -702,6 +703,16 @@ static double run(pld_program *prog, int argc, const pld_arg *argv,
   return t;
 }
 
+/* A timed run of prog right after an untimed one, as mpi_workloads
+ * times the layer right after its warm-up: both sides warm (a prepared
+ * program's first run after the machine ran something else for a while
+ * finds its device threads asleep and their caches cold, 0.3 ms of the
+ * small TP-MLP's 0.7). */
+static double warm_run(pld_program *prog, int argc, const pld_arg *argv,
+                       const char *what) {
+  return run(prog, argc, argv, what) < 0 ? -1 : run(prog, argc, argv, what);
+}
+
 /* One job of mpi_workloads `args` on p ranks, one timed repetition:
  * its seconds, or -1 (no MPI, or the job failed: reported).  With check,
  * its result was checked; a wrong one fails this run. */
@@ -749,7 +760,7 @@ static void alternate(struct row *w, pld_program *const prog[3],
   for (int i = 0; i < reps; i++) {
     for (int32_t m = 0; m < 3; m++) {
       a[argc - 1].v.i = m;
-      v[m][i] = run(prog[m], argc, a, names[m]);
+      v[m][i] = warm_run(prog[m], argc, a, names[m]);
     }
     nv[i] = native(p, args, i == 0);
   }
@@ -1132,7 +1143,7 @@ static void fused_times(struct row *w, pld_program *const prog[2],
   for (int i = 0; i < reps; i++)
     for (int j = 0; j < 2; j++) {
       const int m = (i + j) % 2;
-      v[m][i] = run(prog[m], argc, argv[m], what);
+      v[m][i] = warm_run(prog[m], argc, argv[m], what);
     }
   w->pld = med(v[0], reps);
   w->native = med(v[1], reps);
