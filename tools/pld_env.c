@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/model.h"
+#include "core/copy.h"
 #include "core/tunables.h"
 #include "tile/isa.h"
 
@@ -126,6 +127,14 @@ int main(void) {
     if (pld__isa_runs(l))
       printf(" %s", pld__isa_name(l));
   printf(")\n");
+  /* The copy size PLD_STREAM_COPY_KB leaves in force here. */
+  const char *why;
+  const size_t stream = pld__copy_stream_bytes(&why);
+  if (stream == SIZE_MAX)
+    printf("Streaming copies in force: %s\n", why);
+  else
+    printf("Streaming copies in force: from %zu KiB (%s)\n", stream / 1024,
+           why);
   show_model();
   fflush(stdout);
   pld__tunables_each(report);

@@ -30,19 +30,23 @@ static size_t last_level_cache(void) {
   for (int i = 0; i < 16; i++) {
     char path[96], text[32];
     int level = 0;
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    snprintf(path, sizeof path,
+             "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
     FILE *f = fopen(path, "r");
     if (!f)
       break;
     const int got = fscanf(f, "%d", &level);
     fclose(f);
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    snprintf(path, sizeof path,
+             "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
     if (got != 1 || level <= best_level || !(f = fopen(path, "r")))
       continue;
     unsigned long long n = 0;
     char unit = 0;
     if (fgets(text, sizeof text, f) && sscanf(text, "%llu%c", &n, &unit) >= 1) {
-      best = (size_t)n * (unit == 'K' ? 1024u : unit == 'M' ? 1024u * 1024u : 1u);
+      best = (size_t)n * (unit == 'K'   ? 1024u
+                          : unit == 'M' ? 1024u * 1024u
+                                        : 1u);
       best_level = level;
     }
     fclose(f);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/copy.h"
 #include "core/error.h"
 #include "core/futex.h"
 #include "fabric/mpi_int.h"
@@ -387,9 +388,9 @@ static int move(struct pld__fabric *f, void (*fn)(void *), int buf, int peer,
   unsigned char *p = m->bufs[buf].shm[peer];
   if (p) {
     if (dst)
-      memcpy(dst, p + off, n);
+      pld__copy(dst, p + off, n);
     else if (src)
-      memcpy(p + off, src, n);
+      pld__copy(p + off, src, n);
     return PLD_OK;
   }
   struct op o = {.m = m,
@@ -468,13 +469,13 @@ static int fab_put_signal(struct pld__fabric *f, int buf, int peer, size_t off,
     if (st)
       return st;
     if (n)
-      memcpy(m->bufs[buf].shm[peer] + off, src, n);
+      pld__copy(m->bufs[buf].shm[peer] + off, src, n);
     pld__shm_signal_at(cell + sig_off, value, op,
                        peer == m->me ? m->bell : m->bells[peer]);
     return PLD_OK;
   }
   if (n && m->bufs[buf].shm[peer]) {
-    memcpy(m->bufs[buf].shm[peer] + off, src, n);
+    pld__copy(m->bufs[buf].shm[peer] + off, src, n);
     n = 0;
   }
   struct op o = {.m = m,

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "core/alloc.h"
+#include "core/copy.h"
 #include "core/futex.h"
 #include "tile/convert.h"
 
@@ -71,13 +72,13 @@ static void *shm_local(struct pld__fabric *fb, int buf) {
 
 static int shm_write(struct pld__fabric *fb, int buf, int peer, size_t off,
                      const void *src, size_t n) {
-  memcpy(copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, src, n);
+  pld__copy(copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, src, n);
   return PLD_OK;
 }
 
 static int shm_read(struct pld__fabric *fb, int buf, int peer, size_t off,
                     void *dst, size_t n) {
-  memcpy(dst, copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, n);
+  pld__copy(dst, copy_of((struct pld__shm_fabric *)fb, buf, peer) + off, n);
   return PLD_OK;
 }
 

@@ -38,10 +38,20 @@ static void copy_once(size_t n, size_t so, size_t doff) {
 /* Every size around the threshold at and 64-byte lines, at alignments
  * that leave a head, a tail, both or neither. */
 static void copy_every_way(size_t at) {
-  const size_t sizes[] = {0,          1,          63,          64,
-                          65,         at - 1,     at,          at + 1,
-                          at + 63,    at + 64,    at + 65,     2 * at + 17,
-                          MAX_COPY - 64 - GUARD,  MAX_COPY - GUARD};
+  const size_t sizes[] = {0,
+                          1,
+                          63,
+                          64,
+                          65,
+                          at - 1,
+                          at,
+                          at + 1,
+                          at + 63,
+                          at + 64,
+                          at + 65,
+                          2 * at + 17,
+                          MAX_COPY - 64 - GUARD,
+                          MAX_COPY - GUARD};
   const size_t offsets[] = {0, 1, 15, 16, 33, 63};
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     for (size_t a = 0; a < 6; a++)
@@ -91,15 +101,16 @@ static void test_auto(void **state) {
   int top = 0;
   for (int i = 0;; i++) {
     char path[128];
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d", i);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d",
+             i);
     char lp[160], sp[160];
     snprintf(lp, sizeof lp, "%s/level", path);
     snprintf(sp, sizeof sp, "%s/size", path);
     FILE *l = fopen(lp, "r"), *s = fopen(sp, "r");
     int level = 0;
     unsigned long kib = 0;
-    const int ok = l && s && fscanf(l, "%d", &level) == 1 &&
-                   fscanf(s, "%luK", &kib) == 1;
+    const int ok =
+        l && s && fscanf(l, "%d", &level) == 1 && fscanf(s, "%luK", &kib) == 1;
     if (l)
       fclose(l);
     if (s)
