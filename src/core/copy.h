@@ -1,5 +1,7 @@
-/* core/copy.h: the copies of the data plane (a put, a get, a collective's
- * transfer between a tensor and a window on one node).
+/* core/copy.h: the bulk copies within one node: the data plane's (a put,
+ * a get, a collective's transfer between a tensor and a window) and the
+ * host's of tensors to and from device memory (a run's slices, resident
+ * tensors).
  *
  * A copy of at least pld__copy_stream_bytes() bytes writes its
  * destination with non-temporal stores on x86-64: past the last-level

@@ -94,11 +94,11 @@
     "Under mpirun: milliseconds between the snapshots a running device "       \
     "sends to the watching process (and at once when it finishes).")           \
   X(PLD_STREAM_COPY_KB, int64_t, -1, -1, 1073741824, "KiB",                    \
-    "KiB from which a copy of the data plane (a put, a get, a collective's "   \
-    "transfer, between memory of one node) writes with streaming stores "      \
-    "that bypass the caches (x86-64): faster past the last-level cache, "      \
-    "slower within it. -1: a quarter of the last-level cache (8192 where "     \
-    "its size is unknown); 0: never.")                                         \
+    "KiB from which a copy within one node (a put, a get, a collective's "     \
+    "transfer, a tensor between host and device memory) writes with "          \
+    "streaming stores that bypass the caches (x86-64): faster past the "       \
+    "last-level cache, slower within it. -1: a quarter of the last-level "     \
+    "cache (8192 where its size is unknown); 0: never.")                       \
   X(PLD_MPI_BUSY_US, int64_t, 2000, 0, 1000000, "microseconds",                \
     "Under mpirun: microseconds the RMA proxy keeps polling after its last "   \
     "work while a run with RMA peers is in progress.")                         \

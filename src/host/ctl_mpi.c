@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "core/alloc.h"
+#include "core/copy.h"
 #include "core/futex.h"
 #include "core/tunables.h"
 #include "fabric/mpi.h"
@@ -233,7 +234,7 @@ static int mpi_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
                      size_t len) {
   struct mpi_state *s = mpi_of(p);
   if (r == s->me)
-    memcpy(host, pld__run_data(p, r, p->rs.slot) + dev_off, len);
+    pld__copy(host, pld__run_data(p, r, p->rs.slot) + dev_off, len);
   int st = pld__mpi_msg_bcast(s->msg, host, len, r);
   return st ? pld__fail_api(st,
                             "copying %zu bytes from rank %d's "
@@ -260,7 +261,7 @@ static int mpi_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
       int st = PLD_OK;
       if (in)
-        memcpy(pld__run_data(p, r, slot) + buf->offset, host, buf->nbytes);
+        pld__copy(pld__run_data(p, r, slot) + buf->offset, host, buf->nbytes);
       else
         st = mpi_fetch(p, r, buf->offset, host, buf->nbytes);
       if (st)
@@ -430,7 +431,7 @@ static void mpi_store(struct pld_program *p, int r, size_t dev_off,
                       const void *host, size_t len) {
   struct mpi_state *s = mpi_of(p);
   if (r == s->me)
-    memcpy(pld__run_data(p, r, p->rs.slot) + dev_off, host, len);
+    pld__copy(pld__run_data(p, r, p->rs.slot) + dev_off, host, len);
 }
 
 /* A process that does not watch runs the host tasks process 0 said it

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/copy.h"
 #include "core/futex.h"
 #include "core/tunables.h"
 #include "fabric/shm.h"
@@ -450,9 +451,9 @@ static void shm_copy_slices(struct pld_program *p, const pld_arg *argv, int in,
           (unsigned char *)argv[buf->host_arg].v.t->data + buf->host_offset;
       unsigned char *dev = pld__run_data(p, r, slot) + buf->offset;
       if (in)
-        memcpy(dev, host, buf->nbytes);
+        pld__copy(dev, host, buf->nbytes);
       else
-        memcpy(host, dev, buf->nbytes);
+        pld__copy(host, dev, buf->nbytes);
     }
   }
 }
@@ -572,13 +573,13 @@ static void shm_task_begin(struct pld_program *p, int k) {
 
 static int shm_fetch(struct pld_program *p, int r, size_t dev_off, void *host,
                      size_t len) {
-  memcpy(host, pld__run_data(p, r, p->rs.slot) + dev_off, len);
+  pld__copy(host, pld__run_data(p, r, p->rs.slot) + dev_off, len);
   return PLD_OK;
 }
 
 static void shm_store(struct pld_program *p, int r, size_t dev_off,
                       const void *host, size_t len) {
-  memcpy(pld__run_data(p, r, p->rs.slot) + dev_off, host, len);
+  pld__copy(pld__run_data(p, r, p->rs.slot) + dev_off, host, len);
 }
 
 const struct pld__ctl_ops pld__ctl_shm = {
