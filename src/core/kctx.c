@@ -60,7 +60,8 @@ void pld__core_begin(struct pld__core *c, const char *kernel, int rank,
   c->block_num = block_num;
   c->coll_kind = c->coll_call = c->coll_round = 0;
   c->ndeferred = 0;
-  c->prefetching = c->prefetches = 0;
+  c->prefetching = 0;
+  c->prefetches = 0;
   c->mix = NULL;
   c->mix_part = 0;
   c->status = PLD_OK;

@@ -82,9 +82,10 @@ struct pld__core {
   int32_t coll_kind, coll_call, coll_round;
 
   /* The block's tiles with a prefetch in flight (pld_prefetch), and the
-   * prefetches it started. */
+   * prefetches it started (counted modulo 2^32: a prefetch's number is
+   * its count's low 31 bits, which no two in flight share). */
   int prefetching;
-  int32_t prefetches;
+  uint32_t prefetches;
 
   /* The block's deferred waits (pld_wait_deferred), handed to its launch
    * when it ends. */

@@ -473,7 +473,8 @@ static void load_block(struct pld__core *c, pld_tile *dst,
                        int64_t col) {
   const size_t len = (size_t)dst->cols * pld_dtype_size(dst->dtype);
   if (c)
-    pld__obs_gm_async(len * (size_t)dst->rows, dst->prefetch = c->prefetches++);
+    pld__obs_gm_async(len * (size_t)dst->rows,
+                      dst->prefetch = (int32_t)(c->prefetches++ & INT32_MAX));
   else
     pld__obs_gm(0, len * (size_t)dst->rows);
   copy_rows(dst->data, dst->row_bytes,
