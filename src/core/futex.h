@@ -71,7 +71,10 @@ static inline struct timespec pld__realtime_after(int64_t ns) {
  * leaves the count only while it sleeps (pld__event_wait and the
  * condition waits of the device layer do that through pld__asleep /
  * pld__awake).  own, if not NULL, counts this process's share, so that the
- * share of a killed process can be taken back.
+ * share of a killed process can be taken back; it is also crowded when
+ * more of this process's threads are awake than own_cpus, the CPUs this
+ * process may run on (mpirun binds each process of a node to CPUs of its
+ * own, while awake counts the node's threads against all of theirs).
  *
  * The polling time adapts, per thread: a thread that slept and was woken
  * soon after would have done better polling on, so it polls longer next
@@ -88,7 +91,27 @@ struct pld__spin {
   /* Looks between yields while every awake thread can have a CPU, minus
    * one (a power of two minus one; 0: 255). */
   uint32_t yield_mask;
+  uint32_t own_cpus; /* with own */
 };
+
+/* Whether more threads are awake than can have a CPU (see above). */
+static inline int pld__spin_crowded(const struct pld__spin *spin) {
+  return atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus ||
+         (spin->own && atomic_load_explicit(spin->own, memory_order_relaxed) >
+                           spin->own_cpus);
+}
+
+/* The CPUs the awake threads of a node's processes share, from each
+ * process's (own: this one's count; all: the count of their union; sum
+ * and least: the sum and the least of their counts): all of them where
+ * the processes' sets are disjoint (mpirun binding each to its own) or
+ * the same, else own, as if every other process could be on this one's
+ * (partly overlapping sets: two processes bound to one CPU must not poll
+ * while the other waits for it). */
+static inline uint32_t pld__node_cpus(uint32_t own, uint32_t all, uint32_t sum,
+                                      uint32_t least) {
+  return sum == all || least == all ? all : own;
+}
 
 #define PLD__SPIN_GROWTH 16
 
@@ -119,9 +142,7 @@ static inline void pld__asleep(const struct pld__spin *spin) {
 static inline int pld__spin_step(int i, int64_t deadline,
                                  const struct pld__spin *spin) {
   uint32_t mask = spin->yield_mask ? spin->yield_mask : 255;
-  int yield =
-      ((uint32_t)i & mask) == mask ||
-      atomic_load_explicit(spin->awake, memory_order_relaxed) > spin->cpus;
+  int yield = ((uint32_t)i & mask) == mask || pld__spin_crowded(spin);
   if ((yield || (i & 63) == 63) && pld__now_ns() > deadline)
     return 0;
   if (yield)

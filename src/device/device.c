@@ -110,9 +110,16 @@ void pld__devices_unmap(struct pld__device *devs, int n, size_t windows_bytes,
 
 struct pld__spin pld__world_spin(struct pld__worldctl *world,
                                  _Atomic uint32_t *own) {
+  /* Under the MPI fabric awake_at counts the node's threads, and
+   * world->awake, unused there, this process's (its host thread's and its
+   * device's): the CPUs mpirun binds this process to are theirs. */
+  const uint32_t mine = pld__cpus();
   struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000,
-                        world->awake_at ? world->awake_at : &world->awake, own,
-                        pld__cpus(), 0};
+                        world->awake_at ? world->awake_at : &world->awake,
+                        world->awake_at ? &world->awake : own,
+                        world->awake_at ? world->awake_cpus : mine,
+                        0,
+                        mine};
   return s;
 }
 

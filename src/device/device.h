@@ -128,6 +128,7 @@ struct pld__worldctl {
   _Atomic uint32_t awake;      /* threads awake, in all processes */
   _Atomic uint32_t *awake_at;  /* the count to use instead (the MPI fabric:
                                   the node's, shared), or NULL */
+  uint32_t awake_cpus;         /* with awake_at: the CPUs its threads share */
   _Atomic uint32_t tasks_done; /* host: host tasks of this run done (and
                                   bumped by a stop: devices then read the
                                   abort word) */
@@ -161,8 +162,9 @@ struct pld__device {
 };
 
 /* How the threads of a program poll: PLD_SPIN_US, the world's count of
- * awake threads (and this process's share of it, or NULL on the host), the
- * CPUs. */
+ * awake threads (and this process's share of it, or NULL on the host; under
+ * the MPI fabric, the node's count, and this process's, its host thread
+ * included), the CPUs they share and this process's. */
 struct pld__spin pld__world_spin(struct pld__worldctl *world,
                                  _Atomic uint32_t *own);
 

@@ -63,6 +63,10 @@ void pld__mpi_set_spin(struct pld__mpi_prog *m, const struct pld__spin *spin);
  * share memory (PLD_MPI_SAME_NODE=rma). */
 _Atomic uint32_t *pld__mpi_awake(struct pld__mpi_prog *m);
 
+/* The CPUs the threads that count pld__mpi_awake share
+ * (pld__node_cpus). */
+uint32_t pld__mpi_node_cpus(struct pld__mpi_prog *m);
+
 /* Zeroes this process's copies of every buffer; of bytes [off, off + n)
  * of buffer buf (if it has a copy). */
 void pld__mpi_zero(struct pld__mpi_prog *m);

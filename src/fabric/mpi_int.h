@@ -36,6 +36,7 @@ struct pld__mpi_prog {
   struct pld__mpi_buf *bufs;
   struct pld__bell *bell;   /* this rank's doorbell */
   _Atomic uint32_t *awake;  /* the node's count of awake threads, or NULL */
+  uint32_t node_cpus;       /* the CPUs they share (pld__node_cpus) */
   struct pld__bell **bells; /* [world rank]: in shared memory, or NULL */
   MPI_Win bellwin;
   unsigned char *private_bell;

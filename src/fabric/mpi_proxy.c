@@ -42,8 +42,12 @@ static _Thread_local int on_proxy;
 static _Atomic uint32_t host_awake; /* the awake count of host threads */
 
 static struct pld__spin default_spin(void) {
-  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000, &host_awake, NULL,
-                        pld__cpus(), 0};
+  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000,
+                        &host_awake,
+                        NULL,
+                        pld__cpus(),
+                        0,
+                        0};
   return s;
 }
 

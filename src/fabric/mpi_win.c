@@ -3,6 +3,7 @@
  * destroyed by every process alike, and the messages on its communicator:
  * sent without waiting, received in every round of the proxy (the
  * doorbells here, the rest by the program's listener). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,23 @@ static int make_bells(struct pld__mpi_prog *m) {
   int fdu;
   MPI_Win_shared_query(m->bellwin, 0, &fsz, &fdu, &first);
   m->awake = (_Atomic uint32_t *)(first + 64);
+  /* The CPUs they share: the union of the processes' (each may be bound
+   * to CPUs of its own). */
+  cpu_set_t own, cpus;
+  CPU_ZERO(&own);
+  if (sched_getaffinity(0, sizeof own, &own) != 0 || CPU_COUNT(&own) < 1)
+    CPU_SET(0, &own);
+  cpus = own;
+  int counts[2] = {CPU_COUNT(&own), CPU_COUNT(&own)}, sum = counts[0];
+  if ((rc = MPI_Allreduce(MPI_IN_PLACE, &cpus, (int)sizeof cpus, MPI_BYTE,
+                          MPI_BOR, m->node)) != MPI_SUCCESS ||
+      (rc = MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_INT, MPI_SUM, m->node)) !=
+          MPI_SUCCESS ||
+      (rc = MPI_Allreduce(MPI_IN_PLACE, &counts[1], 1, MPI_INT, MPI_MIN,
+                          m->node)) != MPI_SUCCESS)
+    return pld__mpi_failed(rc, "MPI_Allreduce of the node's CPUs");
+  m->node_cpus = pld__node_cpus((uint32_t)counts[0], (uint32_t)CPU_COUNT(&cpus),
+                                (uint32_t)sum, (uint32_t)counts[1]);
   int nsize;
   MPI_Comm_size(m->node, &nsize);
   MPI_Group ng, all;
@@ -327,6 +345,8 @@ void pld__mpi_win_destroy(struct pld__mpi_prog *m, int abandon) {
 }
 
 _Atomic uint32_t *pld__mpi_awake(struct pld__mpi_prog *m) { return m->awake; }
+
+uint32_t pld__mpi_node_cpus(struct pld__mpi_prog *m) { return m->node_cpus; }
 
 void pld__mpi_zero(struct pld__mpi_prog *m) {
   for (int b = 0; b < m->set.nbufs; b++)

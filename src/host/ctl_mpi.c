@@ -190,6 +190,7 @@ static int mpi_start(struct pld_program *p) {
   /* Processes of a node share its CPUs: they count their awake threads
    * together. */
   p->rs.world->awake_at = pld__mpi_awake(s->m);
+  p->rs.world->awake_cpus = pld__mpi_node_cpus(s->m);
   s->run = (struct pld__devrun){plan,
                                 s->live,
                                 p->rs.world,

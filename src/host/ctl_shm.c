@@ -287,7 +287,11 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
     _Atomic uint32_t uncounted = 1;
     struct pld__spin yield_always = {PLD__SPIN_GROWTH *
                                          pld__tunables()->PLD_SPIN_US * 1000,
-                                     &uncounted, NULL, 0, 0};
+                                     &uncounted,
+                                     NULL,
+                                     0,
+                                     0,
+                                     0};
     pld__event_wait(&p->rs.world->event, ev, &p->rs.world->event_sleepers,
                     &yield_always, PLD__MS(PLD_LIVENESS_MS), 1);
   }

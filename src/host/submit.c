@@ -187,8 +187,8 @@ static void announce(void) {
 static _Atomic uint32_t pollers;
 
 static struct pld__spin poll_spin(void) {
-  struct pld__spin s = {pld__tunables()->PLD_SPIN_US * 1000, &pollers, NULL,
-                        pld__cpus(), 0};
+  struct pld__spin s = {
+      pld__tunables()->PLD_SPIN_US * 1000, &pollers, NULL, pld__cpus(), 0, 0};
   return s;
 }
 
