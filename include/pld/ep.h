@@ -135,12 +135,14 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
  * outputs (R and R' at least the sum).  topk_idx (INT32[T, K]) and topk_w
  * (FP32[T, K]) are this rank's, those of the dispatch; E = L P.  The
  * entry carries every rank's count of routes per expert (as in the
- * dispatch), so each rank sends, per local expert and source rank, its
- * rows of expert_out back in one write: into the source's stage, a window
- * [S, H] of expert_out's dtype with S >= T K on every rank (the same view
- * on every rank), where they land grouped by expert, each expert's in the
- * source's (token, slot) order.  Then each rank computes, for its tokens
- * t = 0 .. T-1 in order:
+ * dispatch), so each rank sends, per local expert and other source rank,
+ * its rows of expert_out back in one write: into the source's stage, a
+ * window [S, H] of expert_out's dtype with S >= T K on every rank (the
+ * same view on every rank), where they land grouped by expert, each
+ * expert's in the source's (token, slot) order; the rows of a rank's own
+ * experts for its own tokens are read where they are, in expert_out (their
+ * rows of the stage are left as they were).  Then each rank computes, for
+ * its tokens t = 0 .. T-1 in order:
  *   acc = 0 (FP32); for j = 0 .. K-1 with topk_idx[t, j] >= 0:
  *     acc = acc + topk_w[t, j] * y(t, j)   (FP32 product, then FP32 sum)
  *   out[t] = acc, rounded once to out's dtype (nearest even);

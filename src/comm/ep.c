@@ -418,16 +418,25 @@ static int combine_agrees(struct coll *cc, const struct pld__tensor *rc,
   return PLD_OK;
 }
 
+/* Where a combine reads expert g's rows for this rank's routes to it, in
+ * (token, slot) order: from row at[g] of `stage`, or of expert_out (y)
+ * for this rank's own experts, whose rows for its own routes are never
+ * copied into its stage. */
+struct combine_rows {
+  const struct pld__tensor *stage, *y;
+  int32_t own_lo, own_hi; /* this rank's experts: [own_lo, own_hi) */
+  int64_t at[PLD_EP_MAX_EXPERTS];
+};
+
 /* out[t], columns [h0, h1), for every token t: the FP32 weighted sum over
- * its slots in order, from the rows of this rank's stage (rows[K] of
- * scratch: the stage row of each slot of a token); group columns at a
- * time in the accumulator tile.  The stage holds expert g's rows for this
- * rank's routes to it from row first[g] on, in (token, slot) order. */
+ * its slots in order, from the rows cr names (from[K] of scratch: the row
+ * of each slot of a token); group columns at a time in the accumulator
+ * tile. */
 static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
                            const struct pld__tensor *wt,
-                           const struct pld__tensor *stage,
-                           const struct pld__tensor *out, const int64_t *first,
-                           int64_t *rows, int64_t h0, int64_t h1) {
+                           const struct combine_rows *cr,
+                           const struct pld__tensor *out,
+                           const unsigned char **from, int64_t h0, int64_t h1) {
   const int64_t t_rows = idx->shape[0], kk = idx->shape[1];
   const int64_t h = pld__tensor_cols(out);
   const pld_dtype dt = out->dtype;
@@ -439,14 +448,18 @@ static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
   for (int64_t t = 0; t < t_rows; t++) {
     for (int64_t j = 0; j < kk; j++) {
       const int32_t g = e[t * kk + j];
-      rows[j] = g < 0 ? -1 : first[g] + cur[g]++;
+      const struct pld__tensor *src =
+          g >= cr->own_lo && g < cr->own_hi ? cr->y : cr->stage;
+      from[j] = g < 0 ? NULL
+                      : (const unsigned char *)src->data +
+                            (size_t)(cr->at[g] + cur[g]++) * (size_t)h * es;
     }
     for (int64_t g = h0; g < h1; g += (int64_t)cc->group) {
       const size_t len =
           (size_t)(h1 - g) < cc->group ? (size_t)(h1 - g) : cc->group;
       memset(acc, 0, len * sizeof(float));
       for (int64_t j = 0; j < kk; j++) {
-        if (rows[j] < 0)
+        if (!from[j])
           continue;
         const float wj = w[t * kk + j];
         /* For the timing model, a multiply-add of the row into the
@@ -454,8 +467,7 @@ static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
          * through the row and the accumulator, read and written. */
         pld__obs_work(PLD__TC_VECTOR,
                       (int64_t)(len * (es + 2 * sizeof(float))));
-        const unsigned char *y = (const unsigned char *)stage->data +
-                                 ((size_t)rows[j] * (size_t)h + (size_t)g) * es;
+        const unsigned char *y = from[j] + (size_t)g * es;
         for (size_t i = 0; i < len; i += PLD__CHUNK) {
           const size_t m = len - i < PLD__CHUNK ? len - i : PLD__CHUNK;
           float wide[PLD__CHUNK];
@@ -508,8 +520,8 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
   int64_t h0, h1;
   pld__coll_lane_part(&cc, h, &h0, &h1);
   /* The scratch before the entry (a rank short of memory fails alone). */
-  int64_t *rows = pld__malloc((size_t)kk * sizeof *rows);
-  if (!rows) {
+  const unsigned char **from = pld__malloc((size_t)kk * sizeof *from);
+  if (!from) {
     st = pld__kfail(c, PLD_ERR_NOMEM, fn, "no memory for %lld slots",
                     (long long)kk);
     goto finish;
@@ -524,16 +536,23 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
       (st = pld__coll_start(&cc, sw, 0, 0, l * n, count, &ep)) ||
       (st = combine_agrees(&cc, recv_counts.p, recv_meta.p, l)))
     goto free_rows;
-  /* This lane's columns of the rows of each local expert e from each rank
-   * s (rows of expert_out in dispatch order: experts, then ranks) go to
-   * s's stage after its rows for the experts before: one write each when
-   * the lane has whole rows. */
+  /* This lane's columns of the rows of each local expert e from each other
+   * rank s (rows of expert_out in dispatch order: experts, then ranks) go
+   * to s's stage after its rows for the experts before: one write each
+   * when the lane has whole rows.  This rank's own rows stay where they
+   * are (cr.at of its experts). */
+  struct combine_rows cr = {sw, y, me * l, me * l + l, {0}};
   const size_t row = (size_t)h * es, part = (size_t)(h1 - h0) * es;
   const unsigned char *src = (const unsigned char *)y->data + (size_t)h0 * es;
   int64_t r = 0;
   for (int32_t e = 0; e < l && !st; e++)
     for (int32_t s = 0; s < n && !st; s++) {
       const int32_t g = me * l + e, rs = counts_of(&cc, s)[g];
+      if (s == me) {
+        cr.at[g] = r;
+        r += rs;
+        continue;
+      }
       int64_t to = 0; /* s's rows for the experts before g */
       for (int32_t g2 = 0; g2 < g; g2++)
         to += counts_of(&cc, s)[g2];
@@ -551,15 +570,16 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
   if (!st) /* every row has landed */
     st = pld__coll_round(&cc);
   if (!st) {
-    int64_t first[PLD_EP_MAX_EXPERTS], at = 0;
+    int64_t at = 0;
     for (int32_t g = 0; g < l * n; g++) {
-      first[g] = at;
+      if (g < cr.own_lo || g >= cr.own_hi)
+        cr.at[g] = at;
       at += counts_of(&cc, me)[g];
     }
-    combine_reduce(&cc, idx, topk_w.p, sw, out.p, first, rows, h0, h1);
+    combine_reduce(&cc, idx, topk_w.p, &cr, out.p, from, h0, h1);
   }
 free_rows:
-  pld__free(rows);
+  pld__free(from);
 finish:
   return pld__coll_finish(&cc, st);
 }
