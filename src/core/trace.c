@@ -239,7 +239,7 @@ static void fold_break(struct pld__fold *f) {
     for (int32_t j = 0; j < f->pos; j++) {
       struct pld__mrec m = f->turn0[j];
       m.a = pld__fold_at(m.a, f->da[j], f->turns);
-      m.b = (int32_t)pld__fold_at(f->b0[j], f->db[j], f->turns);
+      m.b = (int32_t)pld__fold_at(m.b, f->db[j], f->turns);
       rec_add(&m);
     }
   fold_reset(f);
@@ -270,7 +270,6 @@ static void fold_begin(struct pld__fold *f) {
                          (uint64_t)v->a);
     f->db[j] = (int64_t)hist(f, first + (uint64_t)(k + j))->b - v->b;
     f->turn0[j] = *w;
-    f->b0[j] = w->b;
   }
   f->lk = k;
   f->pos = 0;

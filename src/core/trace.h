@@ -252,7 +252,7 @@ struct pld__fold {
                      a row repeat the record k before them */
   /* The loop being folded (lk records a turn, 0: none): its record and
    * the event holding it, the turns it holds (whole ones), where the
-   * turn under way stands, and the turn's records as of turn 0 (b in b0)
+   * turn under way stands, and the turn's records as of turn 0
    * with their steps: record j of turn n is turn0[j] with a and b moved
    * on by n steps (pld__fold_at), so that one more turn is one more to
    * turns. */
@@ -261,7 +261,7 @@ struct pld__fold {
   uint32_t lev;
   struct pld__mrec *loop;
   struct pld__mrec turn0[PLD__FOLD_TURN];
-  int64_t b0[PLD__FOLD_TURN], da[PLD__FOLD_TURN], db[PLD__FOLD_TURN];
+  int64_t da[PLD__FOLD_TURN], db[PLD__FOLD_TURN];
 };
 
 /* Value v0 of turn 0 moved on by n steps of d, wrapping as unsigned
@@ -442,7 +442,7 @@ static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
   const struct pld__mrec *x = &f->turn0[j];
   if (!f->lk || x->kind != kind || x->sub != sub || x->peer != peer ||
       pld__fold_at(x->a, f->da[j], f->turns) != a ||
-      pld__fold_at(f->b0[j], f->db[j], f->turns) != b ||
+      pld__fold_at(x->b, f->db[j], f->turns) != b ||
       pld__obs.buf->n != f->lev + 1)
     return 0;
   if (++f->pos == f->lk) {

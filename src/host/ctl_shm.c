@@ -285,13 +285,9 @@ static int await_ready(struct pld_program *p, const unsigned char *start,
      * as long as a start takes (a few hundred microseconds); a sleep
      * would add a wake-up to every start. */
     _Atomic uint32_t uncounted = 1;
-    struct pld__spin yield_always = {PLD__SPIN_GROWTH *
-                                         pld__tunables()->PLD_SPIN_US * 1000,
-                                     &uncounted,
-                                     NULL,
-                                     0,
-                                     0,
-                                     0};
+    struct pld__spin yield_always = {.ns = PLD__SPIN_GROWTH *
+                                           pld__tunables()->PLD_SPIN_US * 1000,
+                                     .awake = &uncounted};
     pld__event_wait(&p->rs.world->event, ev, &p->rs.world->event_sleepers,
                     &yield_always, PLD__MS(PLD_LIVENESS_MS), 1);
   }
