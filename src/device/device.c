@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -20,6 +21,7 @@
 #include "device/aicpu.h"
 #include "device/diag.h"
 #include "device/sched.h"
+#include "pld/collective.h"
 
 #define PAGE ((size_t)4096)
 
@@ -132,6 +134,9 @@ static struct pld__devrun *self;
 static int crash_prints; /* the MPI fabric: the handler prints the report */
 static _Thread_local const char *aicpu_running_fn;
 static _Thread_local const struct pld__devrun *aicpu_of;
+/* Under the MPI fabric: the scheduler of the device running (the cores
+ * a process stopped from outside tells about). */
+static struct pld__sched *running_sched;
 
 /* Records in the control block what this thread was running as the
  * process dies (kind PLD__CRASH_*); the first dying thread wins.  Async-
@@ -159,15 +164,130 @@ static void record_death(int kind, int sig, uintptr_t addr) {
   pld__futex_wake(&self->world->event, 1);
 }
 
+/* "rank 1's process is gone" or "the processes of ranks 1 and 3 are
+ * gone": the ranks on this node whose processes ended without saying
+ * why (as a process stopped from outside does); nothing if none did (or
+ * d cannot tell). */
+static size_t say_gone(char *buf, size_t cap, const struct pld__devrun *d) {
+  enum { LISTED = 8 };
+  int gone[LISTED], k = 0, all = 0;
+  for (int r = 0; d->peer_gone && r < d->plan->nranks; r++)
+    if (d->peer_gone(r) && all++ < LISTED)
+      gone[k++] = r;
+  if (all == 1)
+    return pld__catf(buf, cap, "rank %d's process is gone", gone[0]);
+  size_t n = 0;
+  for (int i = 0; i < k; i++)
+    n += pld__catf(buf + n, cap - n, "%s%d",
+                   i == 0         ? "the processes of ranks "
+                   : i == all - 1 ? " and "
+                                  : ", ",
+                   gone[i]);
+  if (all > k)
+    n += pld__catf(buf + n, cap - n, " and %d more", all - k);
+  if (all)
+    n += pld__catf(buf + n, cap - n, " are gone");
+  return n;
+}
+
+/* The world rank that sends the credits of collective cell s waits on,
+ * or -1 if it is not a credit (comm/coll.h: a lane's first cells). */
+static int credit_sender(const struct pld__devplan *pl,
+                         const struct pld__coreslot *s) {
+  if (s->buf < 0 || s->buf >= pl->nwinbufs || s->ndim != 1)
+    return -1;
+  const struct pld__comm *cm =
+      &pl->comms[(size_t)s->buf * (size_t)pl->nranks + (size_t)pl->rank];
+  if (cm->nranks <= 0 || !cm->members)
+    return -1;
+  int64_t cell = s->idx[0] % PLD_SIGNAL_LANE_CELLS(cm->nranks);
+  return cell >= 0 && cell < cm->nranks ? cm->members[cell] : -1;
+}
+
+/* The first of d's cores that holds a block, preferring one waiting in
+ * a collective, then one in a collective, then one waiting (NULL if none
+ * holds a block): its slot's state in *state, and in *holding how many
+ * cores hold a block. */
+static const struct pld__core *telling_core(const struct pld__devrun *d,
+                                            int *state, int *holding) {
+  const struct pld__core *best = NULL;
+  int best_score = -1;
+  *state = PLD__CORE_IDLE;
+  *holding = 0;
+  for (int i = 0; running_sched && i < PLD__MAX_CORES; i++) {
+    const struct pld__core *c = pld__sched_slot_core(running_sched, i);
+    int st = atomic_load_explicit(&d->ctl->st.watch.slots[i].state,
+                                  memory_order_relaxed);
+    if (!c || (st != PLD__CORE_RUNNING && st != PLD__CORE_WAITING))
+      continue;
+    ++*holding;
+    int in_coll = c->coll_kind != PLD__COLL_NONE;
+    int score = in_coll ? (st == PLD__CORE_WAITING ? 3 : 2)
+                        : (st == PLD__CORE_WAITING ? 1 : 0);
+    if (score > best_score) {
+      best = c;
+      best_score = score;
+      *state = st;
+    }
+  }
+  return best;
+}
+
+/* " while kernel k on AIV core 0 (block 0 of 1) waited in pld_allreduce
+ * call 3, round 1 for rank 1": what one of d's cores holding a block did
+ * (telling_core), the wait from the watch's slot as it is (a kernel may
+ * have scribbled on it: every field used is checked); nothing if no core
+ * holds a block. */
+static size_t say_cores(char *buf, size_t cap, const struct pld__devrun *d) {
+  int state, holding;
+  const struct pld__core *c = telling_core(d, &state, &holding);
+  if (!c)
+    return 0;
+  const struct pld__coreslot *w = &d->ctl->st.watch.slots[c->slot];
+  size_t n = pld__catf(
+      buf, cap, " while kernel %s on %s core %d (block %d of %d) %s", c->kernel,
+      pld__core_type_name(c->spec.type), c->spec.index, c->block_idx,
+      c->block_num, state == PLD__CORE_WAITING ? "waited" : "ran");
+  const char *coll = pld__coll_name(c->coll_kind);
+  if (state == PLD__CORE_WAITING && w->buf == PLD__WAIT_PIPE) {
+    char fn[PLD__NAME_MAX];
+    pld__name_copy(fn, sizeof fn, w->window);
+    n += pld__catf(buf + n, cap - n, " in %s", fn);
+  } else if (coll && *coll) {
+    n += pld__catf(buf + n, cap - n, " in %s call %d, round %d", coll,
+                   c->coll_call, c->coll_round);
+  } else if (state == PLD__CORE_WAITING) {
+    char window[PLD__NAME_MAX];
+    pld__name_copy(window, sizeof window, w->window);
+    n += pld__catf(buf + n, cap - n, " on window '%s'", window);
+  }
+  int from = state == PLD__CORE_WAITING && coll && *coll
+                 ? credit_sender(d->plan, w)
+                 : -1;
+  if (from >= 0)
+    n += pld__catf(buf + n, cap - n, " for rank %d", from);
+  if (holding > 1)
+    n += pld__catf(buf + n, cap - n, " (and %d more block%s)", holding - 1,
+                   holding == 2 ? "" : "s");
+  return n;
+}
+
 /* Under the MPI fabric no host outlives the process to read the record:
  * the dying process says it on stderr, one line, before it dies.  A
  * signal that stops it from outside (mpirun ending the job after another
- * process failed) is said so. */
-static void print_death(int kind, int sig, uintptr_t addr) {
+ * process failed), or a cause `ended` outside the device (non-NULL: its
+ * words), is said so, with the ranks on this node whose processes are
+ * gone and what the device's cores did. */
+static void print_death(int kind, int sig, uintptr_t addr, const char *ended) {
   static char line[1024];
-  static _Atomic int printed;
-  if (atomic_exchange(&printed, 1))
+  static _Atomic int printed; /* 1 while a thread writes the line, then 2 */
+  int was = 0;
+  if (!atomic_compare_exchange_strong(&printed, &was, 1)) {
+    /* Another thread writes it: this one must not end the process first. */
+    for (int ms = 0; ms < 100 && atomic_load(&printed) != 2; ms++)
+      nanosleep(&(struct timespec){0, 1000000}, NULL);
     return;
+  }
   const struct pld__core *core = pld__running_core;
   const struct pld__devrun *d = core ? NULL : aicpu_of;
   int rank = core ? core->rank : d ? d->plan->rank : self->plan->rank;
@@ -176,40 +296,62 @@ static void print_death(int kind, int sig, uintptr_t addr) {
                  : self->plan->device_id;
   size_t n =
       pld__catf(line, sizeof line, "pld: rank %d (device %d) ", rank, dev);
-  int outside = sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
-  if (kind == PLD__CRASH_EXIT)
+  int outside = ended || sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
+  size_t cores_said = 0;
+  if (kind == PLD__CRASH_EXIT) {
     n += pld__catf(line + n, sizeof line - n, "called exit()");
-  else if (outside)
-    n += pld__catf(line + n, sizeof line - n,
-                   "was stopped by signal SIG%s from outside (the job is "
-                   "ending: another process failed or was killed)",
-                   sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
-  else
+  } else if (outside) {
+    if (self->ending)
+      self->ending(0);
+    if (ended)
+      n += pld__catf(line + n, sizeof line - n, "%s", ended);
+    else
+      n += pld__catf(line + n, sizeof line - n,
+                     "was stopped by signal SIG%s from outside",
+                     sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+    n += pld__catf(line + n, sizeof line - n, " (the job is ending: ");
+    size_t gone = say_gone(line + n, sizeof line - n, self);
+    n += gone;
+    if (!gone)
+      n += pld__catf(line + n, sizeof line - n,
+                     "another process failed or was killed");
+    n += pld__catf(line + n, sizeof line - n, ")");
+    n += cores_said = say_cores(line + n, sizeof line - n, self);
+  } else {
     n += pld__catf(line + n, sizeof line - n, "crashed with signal SIG%s (%s)",
                    sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", strsignal(sig));
+  }
   if (!outside && (sig == SIGSEGV || sig == SIGBUS))
     n += pld__catf(line + n, sizeof line - n, " at address %#llx",
                    (unsigned long long)addr);
-  if (core)
+  if (core && !cores_said)
     n += pld__catf(line + n, sizeof line - n,
                    " in kernel %s on %s core %d (block %d of %d)", core->kernel,
                    pld__core_type_name(core->spec.type), core->spec.index,
                    core->block_idx, core->block_num);
-  else if (aicpu_running_fn)
+  else if (aicpu_running_fn && !cores_said)
     n += pld__catf(line + n, sizeof line - n,
                    " in device function %s on the AICPU", aicpu_running_fn);
   n += pld__catf(line + n, sizeof line - n, "\n");
   ssize_t w = write(2, line, n);
   (void)w;
+  atomic_store(&printed, 2);
+  if (outside && self->ending)
+    self->ending(1);
 }
 
 static void on_death(int kind, int sig, uintptr_t addr) {
   if (!self)
     return;
   if (crash_prints)
-    print_death(kind, sig, addr);
+    print_death(kind, sig, addr, NULL);
   else
     record_death(kind, sig, addr);
+}
+
+void pld__device_say_end(const char *why) {
+  if (self && crash_prints)
+    print_death(PLD__CRASH_SIGNAL, 0, 0, why);
 }
 
 /* SA_RESETHAND restored the default action; raising the signal again
@@ -445,6 +587,7 @@ void pld__device_loop(struct pld__devrun *d) {
   a.mem_bytes = plan->mem_bytes;
   a.dims = &dims;
   a.sched = sched;
+  running_sched = sched;
   a.watch = &ctl->st.watch;
   atomic_store_explicit(&ctl->ready, 1, memory_order_release);
   report_done(d, 0);
@@ -484,6 +627,8 @@ void pld__device_loop(struct pld__devrun *d) {
   }
   if (!d->exits) { /* else the process's end frees it all, and sooner */
     pld__aicpu_release(&a);
+    if (running_sched == sched)
+      running_sched = NULL;
     pld__sched_destroy(sched);
     pld__diag_destroy(diag);
   }

@@ -198,6 +198,14 @@ struct pld__devrun {
    * run's gate (NULL where runs are not queued: under mpi). */
   void (*zero_windows)(struct pld__fabric *f, int rank);
   int exits; /* the loop's process ends with it (nothing need be freed) */
+  /* Under the MPI fabric, for the line of a process stopped from outside
+   * (async-signal-safe, pld__mpi_peer_gone and pld__mpi_ending of
+   * fabric/mpi_proxy.h): whether world rank r's process is gone (on this
+   * node, without saying why), and this process ending, before its line
+   * (written 0) and after it (1).  NULL where a host outlives the device
+   * and reports its end. */
+  int (*peer_gone)(int r);
+  void (*ending)(int written);
 };
 
 /* The AICPU's loop: reports ready, runs every run command, returns at a
@@ -215,5 +223,11 @@ _Noreturn void pld__device_process(struct pld__devrun *d);
  * thread (its fabric set).  A crash of any of its threads prints its
  * report on stderr before the process dies. */
 int pld__device_thread(struct pld__devrun *d, pthread_t *thread);
+
+/* Under the MPI fabric: the process ends for a cause outside its device
+ * (why: its words, "ended: an MPI call failed: ..."): prints its line as
+ * for a signal from outside, the peers gone and what the cores did.
+ * Async-signal-safe; nothing where no device thread runs. */
+void pld__device_say_end(const char *why);
 
 #endif

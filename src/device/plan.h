@@ -68,8 +68,10 @@ struct pld__devplan {
   /* Device global memory its tensor slices and window copies take (device
    * allocations must fit the rest). */
   uint64_t mem_bytes;
-  /* Window buffers: this rank's comm context in each (comms[win_buf *
-   * nranks + rank]); where their copies are is the fabric's. */
+  /* Window buffers: each rank's comm context in each of the nwinbufs
+   * (comms[win_buf * nranks + rank]); where their copies are is the
+   * fabric's. */
+  int nwinbufs;
   const struct pld__comm *comms;
   /* The program's collective signal window (win_buf -1: none), which
    * kernels' PLD_COLL_SIG parameters receive. */

@@ -64,6 +64,12 @@ int32_t pld__sched_submitted(struct pld__sched *s);
  * message is copied into msg (unless it is NULL). */
 int pld__sched_drain(struct pld__sched *s, char *msg, size_t cap);
 
+/* The core whose wait slot is `slot` (vector cores first, then cube
+ * cores), or NULL if it is not set up: for the report of a process
+ * stopped from outside, read as it is (async-signal-safe). */
+const struct pld__core *pld__sched_slot_core(const struct pld__sched *s,
+                                             int slot);
+
 /* The kernel block the calling thread runs now, for the crash report. */
 extern _Thread_local const struct pld__core *pld__running_core;
 

@@ -74,3 +74,14 @@ int pld__sched_core_setup(struct pld__sched *s, struct coretype *ct,
   ct->free_core = ct->ncores++;
   return PLD_OK;
 }
+
+const struct pld__core *pld__sched_slot_core(const struct pld__sched *s,
+                                             int slot) {
+  const struct coretype *ct = &s->types[PLD_CORE_VECTOR];
+  if (slot >= ct->max) {
+    slot -= ct->max;
+    ct = &s->types[PLD_CORE_CUBE];
+  }
+  return slot >= 0 && slot < ct->ncores && ct->cores ? &ct->cores[slot].core
+                                                     : NULL;
+}

@@ -3,9 +3,16 @@
  * threads wait on, and the rounds of the pollers its users add. */
 #include "fabric/mpi_proxy.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/futex.h"
@@ -27,6 +34,16 @@ static struct {
   int own_mpi; /* pld initialised MPI (and finalises it) */
   int size, rank;
   int *node, *local; /* [proc]: node index and rank on the node */
+  int *pid;          /* [proc]: its process id if on this node, else 0 */
+  /* Memory the node's processes share: a word per process (by its rank on
+   * the node), ENDING once it is ending for a cause it says (stopped from
+   * outside, a failed MPI call), WRITTEN once its line is out; NULL if it
+   * could not be made. */
+  _Atomic int32_t *ending;
+  /* The errors of MPI calls on the world's communicators and the
+   * fabric's windows: failed_mpi. */
+  MPI_Errhandler comm_errors, win_errors;
+  void (*say_end)(const char *why); /* pld__mpi_on_failure */
   MPI_Comm world;
   pthread_mutex_t mu;
   struct call *head, **tail;
@@ -114,6 +131,105 @@ static void finalize(void) {
   MPI_Finalize();
 }
 
+/* px.ending: the node's first process (local rank 0, process id leader)
+ * makes the memory, the others map it, then its name is removed, so that
+ * nothing is left behind however the job ends.  Not an MPI window: where
+ * peers reach each other over TCP, MPI has no shared memory to give. */
+static void share_flags(MPI_Comm node, int local, int leader) {
+  int nsize;
+  MPI_Comm_size(node, &nsize);
+  size_t bytes = (size_t)nsize * sizeof *px.ending;
+  char name[64];
+  pld__catf(name, sizeof name, "/pld-ending-%d", leader);
+  int fd = -1;
+  if (local == 0) {
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  MPI_Barrier(node);
+  if (local != 0)
+    fd = shm_open(name, O_RDWR, 0600);
+  if (fd >= 0) {
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    px.ending = mem == MAP_FAILED ? NULL : mem;
+  }
+  MPI_Barrier(node);
+  if (local == 0)
+    shm_unlink(name);
+}
+
+/* How long a process whose MPI call failed waits for the peer that is
+ * the cause to be seen gone, then for mpirun to stop it; how long an
+ * ending process waits for the others of its node to write their lines
+ * (pld__mpi_ending); in ms. */
+#define FAILED_PEER_MS 500
+#define FAILED_END_MS 2000
+#define WRITTEN_WAIT_MS 300
+
+enum { ENDING = 1, WRITTEN = 2 };
+
+static int any_peer_gone(void) {
+  for (int q = 0; q < px.size; q++)
+    if (pld__mpi_peer_gone(q))
+      return 1;
+  return 0;
+}
+
+/* An MPI call failed.  Outside a run the call returns the error, which
+ * its caller reports.  In a run a peer's process is gone, most likely,
+ * and MPI would abort the job in its own words: the process says why it
+ * ends (what its device was doing: px.say_end), marks itself as having
+ * said it, and ends when mpirun stops it (or after FAILED_END_MS). */
+static void failed_mpi(int code) {
+  if (!atomic_load(&px.running))
+    return;
+  char err[MPI_MAX_ERROR_STRING], why[MPI_MAX_ERROR_STRING + 64];
+  int len = 0;
+  err[0] = '\0';
+  MPI_Error_string(code, err, &len);
+  pld__catf(why, sizeof why, "ended: an MPI call failed: %s", err);
+  pld__mpi_ending(0);
+  /* The peer whose end failed the call may still be ending (its sockets
+   * close before it is gone): a moment for it to be seen gone. */
+  for (int ms = 0; ms < FAILED_PEER_MS && !any_peer_gone(); ms++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  if (px.say_end) {
+    px.say_end(why);
+  } else {
+    char line[sizeof why + 32];
+    size_t n =
+        pld__catf(line, sizeof line, "pld: process %d %s\n", px.rank, why);
+    ssize_t w = write(2, line, n);
+    (void)w;
+    pld__mpi_ending(1);
+  }
+  /* mpirun, seeing the peer's end, stops this process too: ending first
+   * would make it name this process as the job's first failure. */
+  struct timespec left = {FAILED_END_MS / 1000,
+                          (FAILED_END_MS % 1000) * 1000000L};
+  while (nanosleep(&left, &left) != 0)
+    ;
+  _exit(1);
+}
+static void failed_comm(MPI_Comm *comm, int *code, ...) {
+  (void)comm;
+  failed_mpi(*code);
+}
+static void failed_win(MPI_Win *win, int *code, ...) {
+  (void)win;
+  failed_mpi(*code);
+}
+
+void pld__mpi_errors(MPI_Win win) {
+  MPI_Win_set_errhandler(win, px.win_errors);
+}
+
+void pld__mpi_on_failure(void (*say)(const char *why)) { px.say_end = say; }
+
 static int init_mpi(void) {
   int inited = 0, provided = 0;
   MPI_Initialized(&inited);
@@ -136,28 +252,34 @@ static int init_mpi(void) {
     px.own_mpi = 1;
   }
   MPI_Comm_dup(MPI_COMM_WORLD, &px.world);
+  /* The communicators made from it inherit the handler. */
+  MPI_Comm_create_errhandler(failed_comm, &px.comm_errors);
+  MPI_Win_create_errhandler(failed_win, &px.win_errors);
+  MPI_Comm_set_errhandler(px.world, px.comm_errors);
   MPI_Comm_size(px.world, &px.size);
   MPI_Comm_rank(px.world, &px.rank);
   /* Node index of every process: the lowest world rank on each node,
-   * numbered in order. */
+   * numbered in order; and the process ids of this node's processes. */
   MPI_Comm node;
   MPI_Comm_split_type(px.world, MPI_COMM_TYPE_SHARED, px.rank, MPI_INFO_NULL,
                       &node);
-  int mine[2] = {0, px.rank}, *all = malloc(2 * sizeof(int) * (size_t)px.size);
+  int mine[3] = {0, px.rank, (int)getpid()};
+  int *all = malloc(3 * sizeof(int) * (size_t)px.size);
   MPI_Comm_rank(node, &mine[0]);
-  int leader = px.rank;
-  MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
-  mine[1] = leader;
-  MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, px.world);
+  MPI_Allreduce(MPI_IN_PLACE, &mine[1], 1, MPI_INT, MPI_MIN, node);
+  MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, px.world);
+  share_flags(node, mine[0], all[3 * mine[1] + 2]);
   MPI_Comm_free(&node);
   px.node = calloc((size_t)px.size, sizeof *px.node);
   px.local = calloc((size_t)px.size, sizeof *px.local);
+  px.pid = calloc((size_t)px.size, sizeof *px.pid);
   for (int q = 0; q < px.size; q++) {
-    px.local[q] = all[2 * q];
+    px.local[q] = all[3 * q];
     int idx = 0;
     for (int s = 0; s < px.size; s++) /* distinct leaders below q's */
-      idx += all[2 * s + 1] == s && s < all[2 * q + 1];
+      idx += all[3 * s + 1] == s && s < all[3 * q + 1];
     px.node[q] = idx;
+    px.pid[q] = all[3 * q + 1] == mine[1] ? all[3 * q + 2] : 0;
   }
   free(all);
   return 1;
@@ -240,6 +362,58 @@ int pld__mpi_size(void) { return px.size; }
 int pld__mpi_rank(void) { return px.rank; }
 int pld__mpi_default_device(int proc, int server_devices) {
   return px.node[proc] * server_devices + px.local[proc];
+}
+
+/* Whether process pid has ended: gone, or dead and not yet reaped (a
+ * zombie).  Async-signal-safe; errno is left as it was. */
+static int process_ended(int pid) {
+  int saved = errno, ended = 0;
+  if (kill(pid, 0) != 0) {
+    ended = errno == ESRCH;
+  } else {
+    char path[32], stat[256];
+    pld__catf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, stat, sizeof stat - 1) : -1;
+    if (fd >= 0)
+      close(fd);
+    if (n > 0) { /* "pid (name) S ...": the state after the name */
+      stat[n] = '\0';
+      const char *name_end = strrchr(stat, ')');
+      ended = name_end && name_end[1] == ' ' &&
+              (name_end[2] == 'Z' || name_end[2] == 'X');
+    }
+  }
+  errno = saved;
+  return ended;
+}
+
+int pld__mpi_peer_gone(int proc) {
+  if (!px.ok || proc < 0 || proc >= px.size || proc == px.rank || !px.pid[proc])
+    return 0;
+  /* Ended first: a process sets its word before it ends, so a word read
+   * after its end is the one it left. */
+  return px.ending && process_ended(px.pid[proc]) &&
+         !atomic_load(&px.ending[px.local[proc]]);
+}
+
+/* Whether every other process of the node has written its line or is
+ * gone. */
+static int node_written(void) {
+  for (int q = 0; q < px.size; q++)
+    if (q != px.rank && px.pid[q] &&
+        atomic_load(&px.ending[px.local[q]]) != WRITTEN &&
+        !process_ended(px.pid[q]))
+      return 0;
+  return 1;
+}
+
+void pld__mpi_ending(int written) {
+  if (!px.ok || !px.ending)
+    return;
+  atomic_store(&px.ending[px.local[px.rank]], written ? WRITTEN : ENDING);
+  for (int ms = 0; written && ms < WRITTEN_WAIT_MS && !node_written(); ms++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
 }
 
 MPI_Comm pld__mpi_world(void) { return px.world; }

@@ -29,6 +29,30 @@ int pld__mpi_init(const char *fn);
 int pld__mpi_size(void);
 int pld__mpi_rank(void);
 int pld__mpi_default_device(int proc, int server_devices);
+/* For the line of a process stopped from outside (mpirun ending the job)
+ * or ended by a failed MPI call, which names the processes that are the
+ * cause; both async-signal-safe.  pld__mpi_peer_gone: 1 if process
+ * `proc` runs on this node and has ended without saying why, else 0
+ * (processes on other nodes cannot be told).  pld__mpi_ending: this
+ * process ends and says why: before its line (written 0), and once its
+ * line is out (written 1), when it waits (300 ms at most) until every
+ * other process of the node has written its own or is gone: the first
+ * process to end makes mpirun kill the others at once, which may be
+ * writing theirs. */
+int pld__mpi_peer_gone(int proc);
+void pld__mpi_ending(int written);
+
+/* A failed MPI call on the world's communicators (and those made from
+ * them) or on a window given to pld__mpi_errors returns its error outside
+ * a run (pld__mpi_proxy_running).  In a run it ends the process: say(why)
+ * prints its line (why: "ended: an MPI call failed: MPI's words"; NULL:
+ * a plain line naming the process; pld__mpi_ending either way), and the
+ * process ends when mpirun, seeing the peer's end, stops it (or with
+ * status 1 two seconds on).  Without this MPI would abort the job in its
+ * own words, naming no rank or kernel.  pld__mpi_errors: on the proxy
+ * thread. */
+void pld__mpi_errors(MPI_Win win);
+void pld__mpi_on_failure(void (*say)(const char *why));
 
 /* Every process's communicator (MPI_COMM_WORLD duplicated), for the calls
  * made on the proxy thread. */

@@ -99,7 +99,10 @@ static int make_buf(struct pld__mpi_prog *m, int b) {
   MPI_Group_free(&all);
   if (rc != MPI_SUCCESS)
     return pld__mpi_failed(rc, "creating a window");
+  if (mb->shwin != MPI_WIN_NULL)
+    pld__mpi_errors(mb->shwin);
   if (mb->win != MPI_WIN_NULL) {
+    pld__mpi_errors(mb->win);
     int *model = NULL, flag = 0;
     MPI_Win_get_attr(mb->win, MPI_WIN_MODEL, &model, &flag);
     if (!flag || *model != MPI_WIN_UNIFIED)
@@ -136,6 +139,7 @@ static int make_bells(struct pld__mpi_prog *m) {
                                    &m->bellwin);
   if (rc != MPI_SUCCESS)
     return pld__mpi_failed(rc, "MPI_Win_allocate_shared of the doorbells");
+  pld__mpi_errors(m->bellwin);
   memset(mine, 0, 128);
   m->bell = (struct pld__bell *)mine;
   MPI_Aint fsz;

@@ -140,6 +140,7 @@ static int plan_rank(struct pld_program *p, const struct pld__host *h,
   pl->plat = p->plan.plat;
   pl->dims = &p->plan.dims;
   pl->comms = p->plan.comms;
+  pl->nwinbufs = p->plan.nwinbufs;
   pl->coll_sig.buf = pl->coll_sig.win_buf = -1;
   if (h->coll_sig.p)
     call_arg_of(&pl->coll_sig, h->coll_sig.p);

@@ -191,17 +191,17 @@ static int mpi_start(struct pld_program *p) {
    * together. */
   p->rs.world->awake_at = pld__mpi_awake(s->m);
   p->rs.world->awake_cpus = pld__mpi_node_cpus(s->m);
-  s->run = (struct pld__devrun){plan,
-                                s->live,
-                                p->rs.world,
-                                s->data,
-                                pld__mpi_fabric(s->m),
-                                {0},
-                                pld__trace_area_of(p, s->me, NULL),
-                                NULL, /* no race detector under mpi */
-                                NULL, /* nor queued runs */
-                                0};
+  /* No race detector under mpi, nor queued runs. */
+  s->run = (struct pld__devrun){.plan = plan,
+                                .ctl = s->live,
+                                .world = p->rs.world,
+                                .data = s->data,
+                                .fabric = pld__mpi_fabric(s->m),
+                                .trace = pld__trace_area_of(p, s->me, NULL),
+                                .peer_gone = pld__mpi_peer_gone,
+                                .ending = pld__mpi_ending};
   pld__mpi_set_spin(s->m, &s->run.spin);
+  pld__mpi_on_failure(pld__device_say_end);
   if ((st = pld__device_thread(&s->run, &s->thread))) {
     pld__mpi_msg_destroy(s->msg, 0);
     pld__mpi_prog_destroy(s->m, 0);

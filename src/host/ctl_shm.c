@@ -421,11 +421,14 @@ static int shm_start(struct pld_program *p) {
     p->rs.devs[r].trace = pld__trace_area_of(p, r, &p->rs.devs[r].trace_bytes);
     /* Each device's side of the fabric, which its process inherits. */
     pld__shm_fabric_init(&s->devfab[r], s->region, &s->lay, r);
-    s->runs[r] = (struct pld__devrun){&p->plan.plans[r],   p->rs.devs[r].ctl,
-                                      p->rs.world,         p->rs.devs[r].data,
-                                      &s->devfab[r].base,  {0},
-                                      p->rs.devs[r].trace, p->rs.race,
-                                      shm_zero_windows,    0};
+    s->runs[r] = (struct pld__devrun){.plan = &p->plan.plans[r],
+                                      .ctl = p->rs.devs[r].ctl,
+                                      .world = p->rs.world,
+                                      .data = p->rs.devs[r].data,
+                                      .fabric = &s->devfab[r].base,
+                                      .trace = p->rs.devs[r].trace,
+                                      .race = p->rs.race,
+                                      .zero_windows = shm_zero_windows};
   }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);

@@ -8,7 +8,14 @@
  *   crash     rank 1's kernel writes through a NULL pointer: its process
  *             prints the crash report and dies; mpirun ends the others
  *   kill      rank 1's process is killed (SIGKILL, no handler runs) while
- *             the others wait for it: mpirun ends the job
+ *             the others wait for it: mpirun ends the job, and every
+ *             other process says, as mpirun stops it, that rank 1's
+ *             process is gone and what it waited on
+ *   kill-coll every rank calls pld_allreduce in a loop; rank 1's process
+ *             is killed by a thread of its own 100 ms into its kernel,
+ *             which says when on stderr first: every other process
+ *             reports, as mpirun stops it, that rank 1's process is gone
+ *             and that it waited in pld_allreduce for rank 1
  *   ok        a run that succeeds, then the program is destroyed
  *   stale     no deadlock, though it looks like one in old snapshots:
  *             rank 1 waits for rank 0, which runs 250 ms first; then
@@ -47,6 +54,7 @@
  *             entries fail)
  *   slowdown  prints how much slower than an idle one the machine runs
  *             now (tests/load.h), not under mpirun */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +66,7 @@
 #include "pld.h"
 
 PLD_DYNAMIC(NR);
+PLD_DYNAMIC(NS);
 
 /* The wait limit of stale-limit, in ms. */
 enum { STALE_LIMIT_MS = 2000 };
@@ -126,6 +135,55 @@ PLD_HOST(h_fault, h, PLD_SCALAR(what, INT32)) {
   for (int r = 0; r < n; r++)
     pld_dispatch(h, d_fault, r,
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)), what);
+}
+
+/* ---- kill-coll ----------------------------------------------------------- */
+
+/* 100 ms on, says when (CLOCK_REALTIME, ns) and kills its process. */
+static void *killer(void *arg) {
+  (void)arg;
+  struct timespec nap = {0, 100 * 1000 * 1000};
+  nanosleep(&nap, NULL);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char line[64];
+  int n = snprintf(line, sizeof line, "killed at %lld ns\n",
+                   (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+  ssize_t w = write(2, line, (size_t)n);
+  (void)w;
+  kill(getpid(), SIGKILL);
+  return NULL;
+}
+
+/* Allreduces for up to 20 s: rank 1 is killed long before. */
+PLD_KERNEL(k_kill_coll, k, PLD_WINDOW(data, FP32, 64),
+           PLD_WINDOW(sig, INT32, NS)) {
+  pthread_t t;
+  if (pld_rank(k, pld_window_comm(sig)) == 1 &&
+      pthread_create(&t, NULL, killer, NULL) != 0)
+    return;
+  double until = now_ms() + 20000;
+  while (now_ms() < until)
+    for (int i = 0; i < 1000; i++)
+      if (pld_allreduce(k, data, sig, PLD_REDUCE_SUM, PLD_ALLREDUCE_AUTO))
+        return;
+}
+
+PLD_DEVICE(d_kill_coll, a, PLD_WINDOW(data, FP32, 64),
+           PLD_WINDOW(sig, INT32, NS)) {
+  pld_launch(a, k_kill_coll, 1, data, sig);
+}
+
+PLD_HOST(h_kill_coll, h, PLD_SCALAR(what, INT32)) {
+  (void)what;
+  int n = pld_world_size(h);
+  int64_t cells = PLD_SIGNAL_CELLS(n, 1);
+  pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(64));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(cells));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_kill_coll, r,
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(64)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(cells)));
 }
 
 /* ---- rerun ---------------------------------------------------------------
@@ -247,6 +305,7 @@ int main(int argc, char **argv) {
                  : !strcmp(mode, "stale")       ? 4
                  : !strcmp(mode, "stale-limit") ? 5
                  : !strcmp(mode, "rerun")       ? 6
+                 : !strcmp(mode, "kill-coll")   ? 7
                                                 : 0;
   /* Before the library reads its tunables. */
   if (what == 4) {
@@ -270,6 +329,15 @@ int main(int argc, char **argv) {
   double slowdown = pld_test_slowdown();
   pld_config cfg = PLD_CONFIG_INIT;
   pld_program *p;
+  if (what == 7) {
+    int st = pld_compile(h_kill_coll, &cfg, PLD_ARGS(what), &p);
+    if (!st)
+      st = pld_program_run(p, PLD_ARGS(what));
+    /* Not reached: the job ends while the run is in progress. */
+    fprintf(stderr, "process %d: the run ended: %s\n", pld_process_index(),
+            st ? pld_last_error() : "PLD_OK");
+    return 1;
+  }
   int st = pld_compile(h_fault, &cfg, PLD_ARGS(what), &p);
   if (st) {
     fprintf(stderr, "pld_compile: %s\n", pld_last_error());

@@ -27,7 +27,8 @@ slow=$("$prog" slowdown)
 start=$(date +%s%N)
 sh "$here/../../tools/mpirun.sh" "$fabric" "$n" "$prog" "$case" >"$out" 2>&1
 rc=$?
-took=$(( ($(date +%s%N) - start) / 1000000 ))
+end=$(date +%s%N)
+took=$(( (end - start) / 1000000 ))
 slow=$(echo "$slow $("$prog" slowdown)" | awk '{print ($1 > $2 ? $1 : $2)}')
 # ms: an idle machine's allowance times the slowdown.
 allow() { echo "$1 $slow" | awk '{printf "%d", $1 * $2}'; }
@@ -39,6 +40,7 @@ fail() {
   exit 1
 }
 count() { grep -c -F -- "$1" "$out"; }
+count_re() { grep -c -E -- "$1" "$out"; }
 case $case in
 deadlock)
   [ $rc -eq 0 ] || fail "exit status $rc, expected 0 (PLD_ERR_DEADLOCK within 2 s on process 0)"
@@ -58,6 +60,40 @@ kill)
   [ $rc -ne 0 ] || fail "exit status 0, expected the job to fail"
   [ "$(count 'exited on signal 9 (Killed)')" -eq 1 ] ||
     fail "expected mpirun to say rank 1 was killed"
+  [ "$(count 'crashed with')" -eq 0 ] || fail "no process crashed"
+  # Every other rank waits on its cell [0] (or, over TCP, may end as an
+  # MPI call fails).
+  how="was stopped by signal SIGTERM from outside"
+  [ "$fabric" = shm ] || how="($how|ended: an MPI call failed: [^(]*)"
+  for r in $(seq 0 $((n - 1))); do
+    [ "$r" -eq 1 ] && continue
+    [ "$(count_re "^pld: rank $r \\(device $r\\) $how \\(the job is ending: rank 1's process is gone\\) while kernel k_fault on AIV core 0 \\(block 0 of 1\\) waited on window 'sig'\$")" -eq 1 ] ||
+      fail "expected rank $r to say once that rank 1's process is gone and that it waited on window 'sig'"
+  done
+  ;;
+kill-coll)
+  [ $rc -ne 0 ] || fail "exit status 0, expected the job to fail"
+  [ "$(count 'exited on signal 9 (Killed)')" -eq 1 ] ||
+    fail "expected mpirun to say rank 1 was killed"
+  killed=$(sed -n 's/^killed at \([0-9]*\) ns$/\1/p' "$out")
+  [ -n "$killed" ] || fail "rank 1 did not say when it was killed"
+  after=$(( (end - killed) / 1000000 ))
+  [ $after -lt "$(allow 2000)" ] ||
+    fail "the job ended $after ms after rank 1 was killed, expected within $(allow 2000) ms (2 s on an idle machine)"
+  # Over shared memory every other rank waits for rank 1's credit.  Over
+  # TCP a rank may be in an MPI call to rank 1 instead (its core runs),
+  # or wait for a rank that is, or end as that call fails.
+  how="was stopped by signal SIGTERM from outside"
+  did="waited in pld_allreduce call [0-9]+, round [0-9]+ for rank 1"
+  if [ "$fabric" != shm ]; then
+    how="($how|ended: an MPI call failed: [^(]*)"
+    did="(waited in pld_allreduce call [0-9]+, round [0-9]+ for rank [0-9]+|ran in pld_allreduce call [0-9]+, round [0-9]+)"
+  fi
+  for r in $(seq 0 $((n - 1))); do
+    [ "$r" -eq 1 ] && continue
+    [ "$(count_re "^pld: rank $r \\(device $r\\) $how \\(the job is ending: rank 1's process is gone\\) while kernel k_kill_coll on AIV core 0 \\(block 0 of 1\\) $did\$")" -eq 1 ] ||
+      fail "expected rank $r to say once that rank 1's process is gone and what it did in pld_allreduce"
+  done
   [ "$(count 'crashed with')" -eq 0 ] || fail "no process crashed"
   ;;
 ok | stale | stale-limit | rerun)
