@@ -99,6 +99,13 @@
     "streaming stores that bypass the caches (x86-64): faster past the "       \
     "last-level cache, slower within it. -1: a quarter of the last-level "     \
     "cache (8192 where its size is unknown); 0: never.")                       \
+  X(PLD_PIN_DEVICES, int64_t, 1, 0, 2, "mode",                                 \
+    "Where the threads of a program's devices run (one process's devices: "    \
+    "the shared-memory fabric; under mpirun each process keeps mpirun's "      \
+    "binding). 1: rank r of P on the r-th of P equal parts of the CPUs the "   \
+    "program may use, when each rank can have CPUs of its own, else where "    \
+    "the OS places them; 2: also when ranks outnumber CPUs (rank r on CPU "    \
+    "r mod the CPUs); 0: always where the OS places them.")                    \
   X(PLD_MPI_BUSY_US, int64_t, 2000, 0, 1000000, "microseconds",                \
     "Under mpirun: microseconds the RMA proxy keeps polling after its last "   \
     "work while a run with RMA peers is in progress.")                         \

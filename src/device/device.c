@@ -4,6 +4,7 @@
 #include "device/device.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -536,11 +537,45 @@ static int gate(const struct pld__devrun *d, const struct pld__cmd *k,
   return await_count(d, &w->q_zeroed, need);
 }
 
+/* Runs this thread, and the core threads it starts, on d's share of the
+ * CPUs it may use (PLD_PIN_DEVICES): the cpu_part-th of cpu_parts equal
+ * parts, or CPU cpu_part mod their count where parts outnumber them (mode
+ * 2 only).  Without it the OS may keep two devices' threads on one CPU
+ * for a whole run while another idles: it places a woken thread near its
+ * waker.  Returns the CPUs of the share, 0 where nothing is pinned. */
+static uint32_t pin_device(const struct pld__devrun *d) {
+  const int64_t mode = pld__tunables()->PLD_PIN_DEVICES;
+  cpu_set_t may, share;
+  if (!mode || d->cpu_parts < 2 || sched_getaffinity(0, sizeof may, &may) != 0)
+    return 0;
+  size_t cpus[CPU_SETSIZE], n = 0;
+  for (size_t c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &may))
+      cpus[n++] = c;
+  const size_t parts = (size_t)d->cpu_parts, part = (size_t)d->cpu_part;
+  if (n < 2 || (parts > n && mode < 2))
+    return 0;
+  CPU_ZERO(&share);
+  if (parts >= n)
+    CPU_SET(cpus[part % n], &share);
+  else
+    for (size_t i = part * n / parts; i < (part + 1) * n / parts; i++)
+      CPU_SET(cpus[i], &share);
+  if (sched_setaffinity(0, sizeof share, &share) != 0)
+    return 0;
+  return (uint32_t)CPU_COUNT(&share);
+}
+
 void pld__device_loop(struct pld__devrun *d) {
   const struct pld__devplan *plan = d->plan;
   struct pld__devctl *ctl = d->ctl;
   aicpu_of = d;
+  /* The program's threads share every CPU it may use; the device's own,
+   * its share. */
   d->spin = pld__world_spin(d->world, &ctl->awake);
+  const uint32_t pinned = pin_device(d);
+  if (pinned)
+    d->spin.own_cpus = pinned;
   pld__awake(&d->spin);         /* the AICPU thread */
   struct pld__fabric_wrap wrap; /* the log's and race detector's */
   struct pld__diag *diag = NULL;

@@ -206,6 +206,10 @@ struct pld__devrun {
    * and reports its end. */
   int (*peer_gone)(int r);
   void (*ending)(int written);
+  /* The devices sharing the CPUs this one may use, and this one's number
+   * among them: its threads run on its share (PLD_PIN_DEVICES); fewer
+   * than 2 devices: anywhere. */
+  int cpu_parts, cpu_part;
 };
 
 /* The AICPU's loop: reports ready, runs every run command, returns at a

@@ -428,7 +428,9 @@ static int shm_start(struct pld_program *p) {
                                       .fabric = &s->devfab[r].base,
                                       .trace = p->rs.devs[r].trace,
                                       .race = p->rs.race,
-                                      .zero_windows = shm_zero_windows};
+                                      .zero_windows = shm_zero_windows,
+                                      .cpu_parts = p->plan.nranks,
+                                      .cpu_part = r};
   }
   if ((st = spawn(p, NULL))) {
     shm_stop(p, 1);
