@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pld/collective.h"
 #include "pld/signal.h"
 
 /* The most cores a device has (a5: 36 AIC + 72 AIV). */
@@ -172,6 +173,16 @@ static inline void pld__slot_set_wait(struct pld__coreslot *s, int32_t buf,
   s->call = call;
   s->round = round;
   pld__name_copy(s->window, sizeof s->window, window);
+}
+
+/* The rank of a domain of `size` ranks whose credit waiting slot s waits
+ * for, or -1 if its cell is no credit: the collectives' credits are the
+ * first `size` cells of each lane of the signal window (comm/coll.h). */
+static inline int32_t pld__slot_credit_from(const struct pld__coreslot *s,
+                                            int32_t size) {
+  int64_t cell =
+      s->ndim == 1 && size > 0 ? s->idx[0] % PLD_SIGNAL_LANE_CELLS(size) : -1;
+  return cell >= 0 && cell < size ? (int32_t)cell : -1;
 }
 
 /* The window buffer of a waiting slot that waits in the path between the

@@ -22,7 +22,6 @@
 #include "device/aicpu.h"
 #include "device/diag.h"
 #include "device/sched.h"
-#include "pld/collective.h"
 
 #define PAGE ((size_t)4096)
 
@@ -191,18 +190,16 @@ static size_t say_gone(char *buf, size_t cap, const struct pld__devrun *d) {
   return n;
 }
 
-/* The world rank that sends the credits of collective cell s waits on,
- * or -1 if it is not a credit (comm/coll.h: a lane's first cells). */
+/* The world rank whose credit waiting slot s waits for, or -1 if its
+ * cell is no credit (pld__slot_credit_from). */
 static int credit_sender(const struct pld__devplan *pl,
                          const struct pld__coreslot *s) {
-  if (s->buf < 0 || s->buf >= pl->nwinbufs || s->ndim != 1)
+  if (s->buf < 0 || s->buf >= pl->nwinbufs)
     return -1;
   const struct pld__comm *cm =
       &pl->comms[(size_t)s->buf * (size_t)pl->nranks + (size_t)pl->rank];
-  if (cm->nranks <= 0 || !cm->members)
-    return -1;
-  int64_t cell = s->idx[0] % PLD_SIGNAL_LANE_CELLS(cm->nranks);
-  return cell >= 0 && cell < cm->nranks ? cm->members[cell] : -1;
+  const int32_t from = cm->members ? pld__slot_credit_from(s, cm->nranks) : -1;
+  return from >= 0 ? cm->members[from] : -1;
 }
 
 /* The first of d's cores that holds a block, preferring one waiting in
@@ -249,12 +246,13 @@ static size_t say_cores(char *buf, size_t cap, const struct pld__devrun *d) {
       buf, cap, " while kernel %s on %s core %d (block %d of %d) %s", c->kernel,
       pld__core_type_name(c->spec.type), c->spec.index, c->block_idx,
       c->block_num, state == PLD__CORE_WAITING ? "waited" : "ran");
-  const char *coll = pld__coll_name(c->coll_kind);
+  const char *coll =
+      c->coll_kind != PLD__COLL_NONE ? pld__coll_name(c->coll_kind) : NULL;
   if (state == PLD__CORE_WAITING && w->buf == PLD__WAIT_PIPE) {
     char fn[PLD__NAME_MAX];
     pld__name_copy(fn, sizeof fn, w->window);
     n += pld__catf(buf + n, cap - n, " in %s", fn);
-  } else if (coll && *coll) {
+  } else if (coll) {
     n += pld__catf(buf + n, cap - n, " in %s call %d, round %d", coll,
                    c->coll_call, c->coll_round);
   } else if (state == PLD__CORE_WAITING) {
@@ -262,9 +260,8 @@ static size_t say_cores(char *buf, size_t cap, const struct pld__devrun *d) {
     pld__name_copy(window, sizeof window, w->window);
     n += pld__catf(buf + n, cap - n, " on window '%s'", window);
   }
-  int from = state == PLD__CORE_WAITING && coll && *coll
-                 ? credit_sender(d->plan, w)
-                 : -1;
+  int from =
+      state == PLD__CORE_WAITING && coll ? credit_sender(d->plan, w) : -1;
   if (from >= 0)
     n += pld__catf(buf + n, cap - n, " for rank %d", from);
   if (holding > 1)

@@ -139,8 +139,7 @@ static int32_t credit_from(const struct pld_program *p,
   int32_t size = 0;
   for (int r = 0; r < p->plan.nranks; r++)
     size += p->plan.winbufs[s->buf]->member[r] != 0;
-  int64_t cell = s->ndim == 1 ? s->idx[0] % PLD_SIGNAL_LANE_CELLS(size) : -1;
-  return cell >= 0 && cell < size ? (int32_t)cell : -1;
+  return pld__slot_credit_from(s, size);
 }
 
 /* Slots a and b show blocks of one kernel doing the same: running, or

@@ -41,6 +41,19 @@ fail() {
 }
 count() { grep -c -F -- "$1" "$out"; }
 count_re() { grep -c -E -- "$1" "$out"; }
+# others_say KERNEL DID: every rank but 1 printed once, as mpirun stopped
+# it (over TCP: or as an MPI call to rank 1 failed), that rank 1's process
+# is gone and that its kernel KERNEL on AIV core 0 DID (an extended
+# regular expression).
+others_say() {
+  how="was stopped by signal SIGTERM from outside"
+  [ "$fabric" = shm ] || how="($how|ended: an MPI call failed: [^(]*)"
+  for r in $(seq 0 $((n - 1))); do
+    [ "$r" -eq 1 ] && continue
+    [ "$(count_re "^pld: rank $r \\(device $r\\) $how \\(the job is ending: rank 1's process is gone\\) while kernel $1 on AIV core 0 \\(block 0 of 1\\) $2\$")" -eq 1 ] ||
+      fail "expected rank $r to say once that rank 1's process is gone and that its kernel $1 $2"
+  done
+}
 case $case in
 deadlock)
   [ $rc -eq 0 ] || fail "exit status $rc, expected 0 (PLD_ERR_DEADLOCK within 2 s on process 0)"
@@ -61,15 +74,8 @@ kill)
   [ "$(count 'exited on signal 9 (Killed)')" -eq 1 ] ||
     fail "expected mpirun to say rank 1 was killed"
   [ "$(count 'crashed with')" -eq 0 ] || fail "no process crashed"
-  # Every other rank waits on its cell [0] (or, over TCP, may end as an
-  # MPI call fails).
-  how="was stopped by signal SIGTERM from outside"
-  [ "$fabric" = shm ] || how="($how|ended: an MPI call failed: [^(]*)"
-  for r in $(seq 0 $((n - 1))); do
-    [ "$r" -eq 1 ] && continue
-    [ "$(count_re "^pld: rank $r \\(device $r\\) $how \\(the job is ending: rank 1's process is gone\\) while kernel k_fault on AIV core 0 \\(block 0 of 1\\) waited on window 'sig'\$")" -eq 1 ] ||
-      fail "expected rank $r to say once that rank 1's process is gone and that it waited on window 'sig'"
-  done
+  # Every other rank waits on its cell [0].
+  others_say k_fault "waited on window 'sig'"
   ;;
 kill-coll)
   [ $rc -ne 0 ] || fail "exit status 0, expected the job to fail"
@@ -83,17 +89,10 @@ kill-coll)
   # Over shared memory every other rank waits for rank 1's credit.  Over
   # TCP a rank may be in an MPI call to rank 1 instead (its core runs),
   # or wait for a rank that is, or end as that call fails.
-  how="was stopped by signal SIGTERM from outside"
   did="waited in pld_allreduce call [0-9]+, round [0-9]+ for rank 1"
-  if [ "$fabric" != shm ]; then
-    how="($how|ended: an MPI call failed: [^(]*)"
+  [ "$fabric" = shm ] ||
     did="(waited in pld_allreduce call [0-9]+, round [0-9]+ for rank [0-9]+|ran in pld_allreduce call [0-9]+, round [0-9]+)"
-  fi
-  for r in $(seq 0 $((n - 1))); do
-    [ "$r" -eq 1 ] && continue
-    [ "$(count_re "^pld: rank $r \\(device $r\\) $how \\(the job is ending: rank 1's process is gone\\) while kernel k_kill_coll on AIV core 0 \\(block 0 of 1\\) $did\$")" -eq 1 ] ||
-      fail "expected rank $r to say once that rank 1's process is gone and what it did in pld_allreduce"
-  done
+  others_say k_kill_coll "$did"
   [ "$(count 'crashed with')" -eq 0 ] || fail "no process crashed"
   ;;
 ok | stale | stale-limit | rerun)
