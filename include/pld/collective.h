@@ -41,6 +41,23 @@
  * description, in the slots above: one synchronisation instead of two.
  * The result is the same bits either way.
  *
+ * Small broadcasts.  The root of a broadcast whose part per block is at
+ * most PLD_COLL_EAGER_BYTES does not wait for the other ranks, as MPI's
+ * does not: it returns once its part and its call's description are
+ * sent (the other ranks wait for every rank's, as in any call).  The rest
+ * of the root's call - every rank's description compared, the credits
+ * taken back - is settled when its core's next collective or pld_barrier
+ * starts (on any signal window), or when its block ends, whichever comes
+ * first: there the root waits for the ranks that have not reached the
+ * call yet (a deadlock report names the broadcast's call), and a
+ * mismatch fails that next call, or the block, with PLD_ERR_MISMATCH, the
+ * call itself having returned PLD_OK.  So the root is at most one call
+ * ahead still, and what the promises below say of "each call" holds for
+ * the root's once it is settled: its credits are taken back by then (its
+ * signal window read within the block right after the call still holds
+ * them).  Unlike other calls, such a broadcast does not order what the
+ * other ranks did before it before what the root does after it.
+ *
  * Exactness.  Every rank ends with the bitwise-same result, and the same
  * inputs give the same bits on every run, whatever the timing, the block
  * count, the platform, the fabric and the instruction level.  Each
@@ -64,7 +81,8 @@
  * it with different calls (another collective, op, dtype, element count,
  * root, mode or block count, all-to-all-v's rows, or another data or
  * target window: window buffer or view offset; or another signal view)
- * all fail with PLD_ERR_MISMATCH and a message naming each rank's call,
+ * all fail with PLD_ERR_MISMATCH (a small broadcast's root once its call
+ * is settled, see above) and a message naming each rank's call,
  * window buffer and bytes.  The cells of a signal view that a collective
  * of the program used are the collectives' alone, on each rank, for the
  * program's life: a pld_notify, pld_wait or pld_wait_deferred on one of

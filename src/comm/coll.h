@@ -26,7 +26,17 @@
  * only be one call ahead (it needs everyone's credits to finish a call,
  * and they are sent when a rank has done with its previous call), so its
  * credits for the next call wait in the cells for that call, and what it
- * sends for the next call goes in the other slot. */
+ * sends for the next call goes in the other slot.
+ *
+ * A deferred call (the root's of a small broadcast, struct coll's
+ * `defer`) sends its entry and goes on without waiting for anyone's: the
+ * rest of its entry (every rank's credit, every descriptor compared, the
+ * credits taken back) is settled before the rank's next collective or
+ * barrier starts its entry, or at the end of its block
+ * (pld__coll_block_end).  The other ranks wait for every entry as in any
+ * call.  A rank settles its call n before it sends anything for call
+ * n + 1, so no rank is more than one call ahead of another still: the two
+ * slots hold. */
 #ifndef PLD_COMM_COLL_H
 #define PLD_COMM_COLL_H
 
@@ -103,6 +113,10 @@ struct coll {
   /* For the timing model: 1 if pld__obs_call_begin was asked, 2 if the
    * call repeats the last and records nothing (coll_repeats). */
   int repeat;
+  /* The call goes on without waiting for any rank's entry, which its
+   * rank's next collective or barrier, or the end of its block, waits for
+   * (a small broadcast's root: see the top of this file). */
+  int defer;
   /* Credits from each rank this call waited for: the first n used, and
    * zeroed (last in the struct, so that a call of a few ranks does not
    * clear all MAX_RANKS of them: a barrier of 2 ranks takes about 0.4 us,

@@ -98,7 +98,7 @@ static int coll_enter(struct coll *cc, const struct eager *ep) {
   }
   if (!st)
     st = send_credits(cc);
-  return st ? st : await_all(cc);
+  return st || cc->defer ? st : await_all(cc);
 }
 
 /* Takes back the credits this call waited for: the lane is zero again
@@ -228,6 +228,53 @@ static int coll_compare(struct coll *cc) {
   }
   msg[m ? m - 1 : 0] = '\0';
   return pld__kfail(cc->c, PLD_ERR_MISMATCH, cc->fn, "%s", msg);
+}
+
+/* The call this thread's block left to settle (a deferred call that
+ * returned PLD_OK): its first fields.  A block runs on one thread from
+ * its start to its end. */
+static _Thread_local struct coll pending;
+static _Thread_local int has_pending;
+
+static void coll_leave_pending(const struct coll *cc) {
+  memcpy(&pending, cc, offsetof(struct coll, exp));
+  has_pending = 1;
+}
+
+/* Settles the call left to settle, if any, on fabric f (the settling
+ * step's, which the timing model may have muted): the rest of its entry
+ * (every rank's credit, every rank's call compared) and its credits
+ * back.  While it waits, the core's waits name that call. */
+static int coll_settle(struct pld__fabric *f) {
+  if (!has_pending)
+    return PLD_OK;
+  has_pending = 0;
+  struct coll *cc = &pending;
+  struct pld__core *c = cc->c;
+  if (c->status)
+    return c->status;
+  const int32_t kind = c->coll_kind, call = c->coll_call, round = c->coll_round;
+  c->coll_kind = cc->kind;
+  c->coll_call = cc->desc[D_CALL];
+  c->coll_round = 1;
+  cc->f = f;
+  memset(cc->exp, 0, (size_t)cc->n * sizeof cc->exp[0]);
+  int st = await_all(cc);
+  if (!st)
+    st = coll_compare(cc);
+  if (!st)
+    st = coll_give_back(cc);
+  c->coll_kind = kind;
+  c->coll_call = call;
+  c->coll_round = round;
+  return st;
+}
+
+int pld__coll_block_end(struct pld__core *c) {
+  if (has_pending && pending.c == c)
+    coll_settle(c->env->fabric);
+  has_pending = 0;
+  return c->status;
 }
 
 /* Checks a kernel's call: the windows usable from core c, local tensors
@@ -409,15 +456,19 @@ int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
   cc->c->coll_round = 0;
   coll_repeats(cc);
   coll_span_begin(cc, call + 1, count * (int64_t)pld_dtype_size(dt));
-  int st = coll_enter(cc, ep);
-  return st ? st : coll_compare(cc);
+  int st = coll_settle(cc->f);
+  if (!st)
+    st = coll_enter(cc, ep);
+  return st || cc->defer ? st : coll_compare(cc);
 }
 
 /* The end of every call, however it went: the credits back, the tiles
  * freed.  Returns st, or a failure of the epilogue. */
 int pld__coll_finish(struct coll *cc, int st) {
   struct pld__core *c = cc->c;
-  if (!st && cc->sig)
+  if (!st && cc->sig && cc->defer)
+    coll_leave_pending(cc);
+  else if (!st && cc->sig)
     st = coll_give_back(cc);
   pld_core k = {c};
   pld_tile_free(k, cc->acc);
@@ -536,6 +587,8 @@ int pld_barrier(pld_core k, pld_window sig) {
   int st =
       pld__coll_begin(&cc, k.p, "pld_barrier", &a, sig, NULL, 0, NULL, NULL, 0);
   int whole = 0;
+  if (!st)
+    st = coll_settle(cc.f);
   if (!st) {
     k.p->coll_kind = PLD__COLL_BARRIER;
     coll_span_begin(&cc, 0, 0);

@@ -295,6 +295,12 @@ struct pld__coll_args {
  * the message (no function prefix) in msg. */
 int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap);
 
+/* The end of core c's block, on the thread that ran it: a collective call
+ * of the block that left part of its entry to settle (comm/coll.h: a
+ * small broadcast) is settled, unless the block failed.  Returns c's
+ * status (a failure recorded in c as that call's). */
+int pld__coll_block_end(struct pld__core *c);
+
 /* a and b share bytes: views of one window buffer whose byte ranges
  * overlap (known while tracing too), or tensors whose memory does. */
 int pld__coll_overlap(const struct pld__tensor *a, const struct pld__tensor *b);

@@ -416,6 +416,7 @@ static void run_block(struct pld__sched *s, struct coretype *ct,
   }
   pld__running_core = c;
   t->kernel.entry(k, t->argv);
+  pld__coll_block_end(c);
   pld__running_core = NULL;
   if (c->prefetching && !c->status)
     pld__kfail(c, PLD_ERR_ARG, t->kernel.sig->name,

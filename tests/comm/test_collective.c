@@ -218,8 +218,14 @@ static void run_plan(pld_core k, const struct prog *g) {
     comm_block_sync(k, g->bsig, me, &gen);
     unstage(k, g, f);
   }
-  comm_block_sync(k, g->bsig, me, &gen);
-  copy_rows(k, pld_local(g->sig), 0, g->sigout, 0, 1);
+}
+
+/* The signal window's cells once every block of the plan's kernel has
+ * ended (a small broadcast settles its call at its block's end at the
+ * latest: pld/collective.h); launched after it, whose sigout it writes. */
+PLD_KERNEL(k_sigout, k, PLD_WINDOW(sig, INT32, NS),
+           PLD_OUT(sigout, INT32, NS)) {
+  copy_rows(k, pld_local(sig), 0, sigout, 0, 1);
 }
 
 /* Parameters of the kernel and the device function, per dtype. */
@@ -266,6 +272,7 @@ static void run_plan(pld_core k, const struct prog *g) {
     pld_tensor rcnt = pld_device_alloc(cpu, PLD_INT32, PLD_SHAPE(nr));         \
     pld_launch(cpu, k_run_##DT, blocks, xa, xm, xv, counts, plan, a, s, w, t,  \
                tv, sig, bsig, p, ps, pv, sc, rcnt, ya, ym, yv, rc, sigout);    \
+    pld_launch(cpu, k_sigout, 1, sig, sigout);                                 \
   }                                                                            \
   PLD_HOST(h_run_##DT, h, PLD_IN(xa, DT, NR, NX, LA),                          \
            PLD_IN(xm, DT, NR, NX, ND, L), PLD_IN(xv, DT, NR, NX, NV, CV),      \
