@@ -7,10 +7,11 @@
  * checked against the root's inputs, call by call, on 2, 3 and 4 ranks,
  * one and two blocks, the root first and last.  What the settling keeps:
  * ranks that all name themselves the root fail with PLD_ERR_MISMATCH
- * naming every rank's call, although each call returned PLD_OK; a rank
- * that never calls leaves the root deadlocked in the settling, reported
- * with the broadcast, its call and the rank it waits for; and the signal
- * window is zero again once the blocks ended. */
+ * naming every rank's call, found when the block's end settles the
+ * calls, in which no rank waited; a rank that never calls leaves the root
+ * deadlocked in the settling, reported with the broadcast, its call and
+ * the rank it waits for; and the signal window is zero again once the
+ * blocks ended. */
 #include "comm_test.h"
 
 PLD_DYNAMIC(L);  /* elements of a block's part of the data */
@@ -197,21 +198,23 @@ static void test_root_goes_ahead(void **state) {
 }
 
 /* Every rank names itself the root: no rank waits for another in the
- * call, which returns PLD_OK on every rank; the end of the block settles
- * it, and the run fails with PLD_ERR_MISMATCH naming each rank's call. */
+ * call; the end of the block settles it, and the run fails with
+ * PLD_ERR_MISMATCH naming each rank's call. */
 static void run_self_roots(int n) {
   struct ahead a;
   ahead_init(&a, n, 1, 4, 1);
   double seconds;
   int st = ahead_run(&a, 0, SELF_ROOT, &seconds);
-  char parts[4][160];
-  const char *subs[6] = {"pld_broadcast", "with different calls"};
-  for (int r = 0; r < n && r < 4; r++) {
+  enum { MOST = 4 }; /* ranks (comm_rank_counts) */
+  char parts[MOST][160];
+  const char *subs[2 + MOST + 1] = {"pld_broadcast", "with different calls"};
+  assert_true(n <= MOST);
+  for (int r = 0; r < n; r++) {
     snprintf(parts[r], sizeof parts[r],
              "pld_broadcast(FP32, 4 elements, root %d, 1 block)", r);
     subs[2 + r] = parts[r];
   }
-  subs[2 + (n < 4 ? n : 4)] = NULL;
+  subs[2 + n] = NULL;
   pld_test_assert_fails(st, PLD_ERR_MISMATCH, __FILE__, __LINE__, subs);
   ahead_free(&a);
 }
