@@ -76,9 +76,9 @@ int pld__coll_round(struct coll *cc) {
   return st ? st : await_all(cc);
 }
 
-/* The entry round: every rank gets this call's descriptor and its part of
- * the data (ep) in its slot of this lane, and a credit behind them; then
- * a credit from every rank. */
+/* The entry round's sending: every rank gets this call's descriptor and
+ * its part of the data (ep) in its slot of this lane, and a credit behind
+ * them (coll_entered waits for every rank's). */
 static int coll_enter(struct coll *cc, const struct eager *ep) {
   int32_t msg[SLOT_CELLS];
   const size_t at = pld__coll_cell_off(cc, SLOT(cc->n, cc->me, cc->parity)) -
@@ -96,9 +96,7 @@ static int coll_enter(struct coll *cc, const struct eager *ep) {
     if (!st && q != cc->me)
       st = credit_later(cc, q);
   }
-  if (!st)
-    st = send_credits(cc);
-  return st || cc->defer ? st : await_all(cc);
+  return st ? st : send_credits(cc);
 }
 
 /* Takes back the credits this call waited for: the lane is zero again
@@ -230,6 +228,13 @@ static int coll_compare(struct coll *cc) {
   return pld__kfail(cc->c, PLD_ERR_MISMATCH, cc->fn, "%s", msg);
 }
 
+/* The entry round's end: a credit from every rank, then every rank's call
+ * compared with this one. */
+static int coll_entered(struct coll *cc) {
+  int st = await_all(cc);
+  return st ? st : coll_compare(cc);
+}
+
 /* The call this thread's block left to settle (a deferred call that
  * returned PLD_OK): its first fields.  A block runs on one thread from
  * its start to its end. */
@@ -259,9 +264,7 @@ static int coll_settle(struct pld__fabric *f) {
   c->coll_round = 1;
   cc->f = f;
   memset(cc->exp, 0, (size_t)cc->n * sizeof cc->exp[0]);
-  int st = await_all(cc);
-  if (!st)
-    st = coll_compare(cc);
+  int st = coll_entered(cc);
   if (!st)
     st = coll_give_back(cc);
   c->coll_kind = kind;
@@ -270,11 +273,10 @@ static int coll_settle(struct pld__fabric *f) {
   return st;
 }
 
-int pld__coll_block_end(struct pld__core *c) {
+void pld__coll_block_end(struct pld__core *c) {
   if (has_pending && pending.c == c)
     coll_settle(c->env->fabric);
   has_pending = 0;
-  return c->status;
 }
 
 /* Checks a kernel's call: the windows usable from core c, local tensors
@@ -459,17 +461,19 @@ int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
   int st = coll_settle(cc->f);
   if (!st)
     st = coll_enter(cc, ep);
-  return st || cc->defer ? st : coll_compare(cc);
+  return st || cc->defer ? st : coll_entered(cc);
 }
 
 /* The end of every call, however it went: the credits back, the tiles
  * freed.  Returns st, or a failure of the epilogue. */
 int pld__coll_finish(struct coll *cc, int st) {
   struct pld__core *c = cc->c;
-  if (!st && cc->sig && cc->defer)
-    coll_leave_pending(cc);
-  else if (!st && cc->sig)
-    st = coll_give_back(cc);
+  if (!st && cc->sig) {
+    if (cc->defer)
+      coll_leave_pending(cc);
+    else
+      st = coll_give_back(cc);
+  }
   pld_core k = {c};
   pld_tile_free(k, cc->acc);
   pld_tile_free(k, cc->stage);

@@ -297,9 +297,9 @@ int pld__coll_check(const struct pld__coll_args *a, char *msg, size_t cap);
 
 /* The end of core c's block, on the thread that ran it: a collective call
  * of the block that left part of its entry to settle (comm/coll.h: a
- * small broadcast) is settled, unless the block failed.  Returns c's
- * status (a failure recorded in c as that call's). */
-int pld__coll_block_end(struct pld__core *c);
+ * small broadcast) is settled, unless the block failed; a failure is
+ * recorded in c as that call's. */
+void pld__coll_block_end(struct pld__core *c);
 
 /* a and b share bytes: views of one window buffer whose byte ranges
  * overlap (known while tracing too), or tensors whose memory does. */

@@ -58,7 +58,7 @@ struct prog {
   pld_tensor xa, xm, xv, counts, plan;
   pld_window a, s, w, t, tv, sig, bsig;
   pld_tensor p, ps, pv, sc, rcnt;
-  pld_tensor ya, ym, yv, rc, sigout;
+  pld_tensor ya, ym, yv, rc;
 };
 
 /* A tensor as a matrix: rows (all dimensions but the last) and columns. */
@@ -222,7 +222,8 @@ static void run_plan(pld_core k, const struct prog *g) {
 
 /* The signal window's cells once every block of the plan's kernel has
  * ended (a small broadcast settles its call at its block's end at the
- * latest: pld/collective.h); launched after it, whose sigout it writes. */
+ * latest: pld/collective.h): launched after it, which passes the same
+ * window. */
 PLD_KERNEL(k_sigout, k, PLD_WINDOW(sig, INT32, NS),
            PLD_OUT(sigout, INT32, NS)) {
   copy_rows(k, pld_local(sig), 0, sigout, 0, 1);
@@ -239,8 +240,7 @@ PLD_KERNEL(k_sigout, k, PLD_WINDOW(sig, INT32, NS),
       PLD_WINDOW(sig, INT32, NS), PLD_WINDOW(bsig, INT32, 1)
 #define OUT_PARAMS(DT)                                                         \
   PLD_OUT(ya, DT, NYA, LA), PLD_OUT(ym, DT, NYM, ND, L),                       \
-      PLD_OUT(yv, DT, NYV, NV, CV), PLD_OUT(rc, INT32, NYV, ND),               \
-      PLD_OUT(sigout, INT32, NS)
+      PLD_OUT(yv, DT, NYV, NV, CV), PLD_OUT(rc, INT32, NYV, ND)
 #define HOST_OUT_PARAMS(DT)                                                    \
   PLD_OUT(ya, DT, NR, NYA, LA), PLD_OUT(ym, DT, NR, NYM, ND, L),               \
       PLD_OUT(yv, DT, NR, NYV, NV, CV), PLD_OUT(rc, INT32, NR, NYV, ND),       \
@@ -254,13 +254,14 @@ PLD_KERNEL(k_sigout, k, PLD_WINDOW(sig, INT32, NS),
              PLD_INOUT(p, DT, ND, L), PLD_INOUT(ps, DT, L),                    \
              PLD_INOUT(pv, DT, NV, CV), PLD_INOUT(sc, INT32, ND),              \
              PLD_INOUT(rcnt, INT32, ND), OUT_PARAMS(DT)) {                     \
-    const struct prog g = {xa,   xm, xv,  counts, plan, a,     s,  w,          \
-                           t,    tv, sig, bsig,   p,    ps,    pv, sc,         \
-                           rcnt, ya, ym,  yv,     rc,   sigout};               \
+    const struct prog g = {xa, xm, xv,   counts, plan, a,  s,                  \
+                           w,  t,  tv,   sig,    bsig, p,  ps,                 \
+                           pv, sc, rcnt, ya,     ym,   yv, rc};                \
     run_plan(k, &g);                                                           \
   }                                                                            \
   PLD_DEVICE(d_run_##DT, cpu, IN_PARAMS(DT), WINDOW_PARAMS(DT),                \
-             OUT_PARAMS(DT), PLD_SCALAR(blocks, INT32)) {                      \
+             OUT_PARAMS(DT), PLD_OUT(sigout, INT32, NS),                       \
+             PLD_SCALAR(blocks, INT32)) {                                      \
     const int64_t nr = pld_tensor_dim(pld_local(w), 0);                        \
     const int64_t l = pld_tensor_dim(pld_local(w), 1);                         \
     const int64_t nv = pld_tensor_dim(pld_local(tv), 0);                       \
@@ -271,7 +272,7 @@ PLD_KERNEL(k_sigout, k, PLD_WINDOW(sig, INT32, NS),
     pld_tensor sc = pld_device_alloc(cpu, PLD_INT32, PLD_SHAPE(nr));           \
     pld_tensor rcnt = pld_device_alloc(cpu, PLD_INT32, PLD_SHAPE(nr));         \
     pld_launch(cpu, k_run_##DT, blocks, xa, xm, xv, counts, plan, a, s, w, t,  \
-               tv, sig, bsig, p, ps, pv, sc, rcnt, ya, ym, yv, rc, sigout);    \
+               tv, sig, bsig, p, ps, pv, sc, rcnt, ya, ym, yv, rc);            \
     pld_launch(cpu, k_sigout, 1, sig, sigout);                                 \
   }                                                                            \
   PLD_HOST(h_run_##DT, h, PLD_IN(xa, DT, NR, NX, LA),                          \
