@@ -18,9 +18,10 @@
  * reported with the call and its round.  Each call makes two
  * synchronisations: the entry, in which every rank sends every rank its
  * counts (in the signal window's slots), and one round after the rows
- * have been written.  Every result is a function of the inputs alone:
- * bitwise the same on every run, whatever the timing, fabric or block
- * count.
+ * have been written (with the ranks that read its rows in place
+ * instead, after they have been read: see pld_ep_combine).  Every result is a
+ * function of the inputs alone: bitwise the same on every run, whatever the
+ * timing, fabric or block count.
  *
  * Several blocks.  pld_all_to_all_packed and pld_ep_dispatch split their
  * work by destination: block b sends to the ranks d with d % C == b, and
@@ -141,8 +142,19 @@ int pld_ep_dispatch(pld_core k, pld_tensor x, pld_tensor topk_idx,
  * same view on every rank), where they land grouped by expert, each
  * expert's in the source's (token, slot) order; the rows of a rank's own
  * experts for its own tokens are read where they are, in expert_out (their
- * rows of the stage are left as they were).  Then each rank computes, for
- * its tokens t = 0 .. T-1 in order:
+ * rows of the stage are left as they were).  Where two ranks both pass
+ * pld_local of the same window view of the signal's domain as expert_out
+ * (e.g. the dispatch's recv_x, the experts writing their outputs over
+ * their inputs) and the fabric lets each read the other's copy in place
+ * (the shared-memory fabric; under MPI, ranks on one node), each reads
+ * its rows in the other's expert_out instead, and writes none into the
+ * other's stage: each row moves once rather than twice (written, then
+ * read), and such a rank returns only when those peers have read its
+ * rows, so that it may write expert_out again at once.  (With E at most
+ * PLD_EP_MAX_EXPERTS - 5, where the entry has room to say where
+ * expert_out lies; with more experts rows are always written.)  The bits
+ * are the same either way.  Then each rank computes, for its tokens
+ * t = 0 .. T-1 in order:
  *   acc = 0 (FP32); for j = 0 .. K-1 with topk_idx[t, j] >= 0:
  *     acc = acc + topk_w[t, j] * y(t, j)   (FP32 product, then FP32 sum)
  *   out[t] = acc, rounded once to out's dtype (nearest even);

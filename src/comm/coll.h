@@ -42,6 +42,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "comm/comm.h"
 #include "pld/collective.h"
@@ -143,6 +144,15 @@ static inline const unsigned char *pld__coll_sent(const struct coll *cc,
       ->cells[SLOT(cc->n, q, cc->parity) + D_WORDS];
 }
 
+/* Windows of domains a and b have copies on the same ranks, numbered
+ * alike. */
+static inline int pld__coll_same_domain(const struct pld__comm *a,
+                                        const struct pld__comm *b) {
+  return a->nranks == b->nranks &&
+         !memcmp(a->members, b->members,
+                 (size_t)a->nranks * sizeof a->members[0]);
+}
+
 /* This lane's part of n elements: [*lo, *hi). */
 static inline void pld__coll_lane_part(const struct coll *cc, int64_t n,
                                        int64_t *lo, int64_t *hi) {
@@ -180,8 +190,11 @@ int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
 int pld__coll_finish(struct coll *cc, int st);
 
 /* Every rank credits every other rank and waits for every other rank's
- * credit: one round of the call. */
+ * credit: one round of the call.  _with: with the ranks q for which
+ * with[q] is set only (NULL: every rank), who must make the same round
+ * with this rank. */
 int pld__coll_round(struct coll *cc);
+int pld__coll_round_with(struct coll *cc, const unsigned char *with);
 /* Adds 1 to my credit cell on rank `to`; waits for one more credit from
  * rank `from` than this call waited for so far. */
 int pld__coll_credit(struct coll *cc, int32_t to);
@@ -202,6 +215,13 @@ int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
  * for them (a root's push: its transfers share its port at once). */
 int pld__coll_push(struct coll *cc, const struct pld__tensor *w, size_t off,
                    const void *src, size_t bytes);
+/* Rank q's `bytes` bytes at byte `off` of window w where this rank can
+ * read them in place (its own, or a peer's the fabric shows), checked by
+ * the race detector; NULL where the fabric cannot show them, or on a race
+ * (recorded in the core).  With bytes 0 it only says whether it can:
+ * nothing is checked, and the timing model records no transfer. */
+const void *pld__coll_view(struct coll *cc, const struct pld__tensor *w,
+                           int32_t q, size_t off, size_t bytes);
 const void *pld__coll_rank_bytes(struct coll *cc, const struct pld__tensor *w,
                                  int32_t q, size_t off, void *stage,
                                  size_t bytes);

@@ -53,28 +53,30 @@ int pld__coll_await(struct coll *cc, int32_t from) {
                         ++cc->exp[from], PLD_WAIT_GE);
 }
 
-/* Waits for a credit from every other rank (a rank needs none from
- * itself to know it arrived). */
-static int await_all(struct coll *cc) {
+/* Waits for a credit from every other rank q with with[q] set (NULL:
+ * every other rank; a rank needs none from itself to know it arrived). */
+static int await_with(struct coll *cc, const unsigned char *with) {
   int st = PLD_OK;
   for (int32_t q = 0; q < cc->n && !st; q++)
-    if (q != cc->me)
+    if (q != cc->me && (!with || with[q]))
       st = pld__coll_await(cc, q);
   return st;
 }
 
-/* Every rank credits every other rank and waits for every other rank's
- * credit: one round of the call. */
-int pld__coll_round(struct coll *cc) {
+static int await_all(struct coll *cc) { return await_with(cc, NULL); }
+
+int pld__coll_round_with(struct coll *cc, const unsigned char *with) {
   int st = PLD_OK;
   cc->c->coll_round++;
   for (int32_t q = 0; q < cc->n && !st; q++)
-    if (q != cc->me)
+    if (q != cc->me && (!with || with[q]))
       st = credit_later(cc, q);
   if (!st)
     st = send_credits(cc);
-  return st ? st : await_all(cc);
+  return st ? st : await_with(cc, with);
 }
+
+int pld__coll_round(struct coll *cc) { return pld__coll_round_with(cc, NULL); }
 
 /* The entry round's sending: every rank gets this call's descriptor and
  * its part of the data (ep) in its slot of this lane, and a credit behind
@@ -302,9 +304,7 @@ int pld__coll_begin(struct coll *cc, struct pld__core *c, const char *fn,
    * some of its ranks. */
   for (int i = 0; i < nwindows; i++) {
     const struct pld__comm *d = windows[i].p->comm;
-    if (d->nranks == w->comm->nranks &&
-        !memcmp(d->members, w->comm->members,
-                (size_t)d->nranks * sizeof d->members[0]))
+    if (pld__coll_same_domain(d, w->comm))
       continue;
     char ds[160], ss[160];
     pld__describe(ds, sizeof ds, windows[i].p, PLD__NO_PEER, NULL);
@@ -519,6 +519,16 @@ int pld__coll_read(struct coll *cc, const struct pld__tensor *w, int32_t q,
   return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
 }
 
+const void *pld__coll_view(struct coll *cc, const struct pld__tensor *w,
+                           int32_t q, size_t off, size_t bytes) {
+  const void *in =
+      q == cc->me ? (const unsigned char *)w->data + off
+                  : cc->f->ops->view(cc->f, w->win_buf, cc->comm->members[q],
+                                     w->win_offset + off, bytes);
+  return in && bytes && coll_race(cc, PLD__RACE_READ, w, q, off, bytes) ? NULL
+                                                                        : in;
+}
+
 /* Rank q's `bytes` bytes at byte `off` of window w, where they lie (this
  * rank's, or a peer's the fabric can show in place), or read into stage.
  * NULL on a failure (recorded). */
@@ -527,13 +537,8 @@ const void *pld__coll_rank_bytes(struct coll *cc, const struct pld__tensor *w,
                                  size_t bytes) {
   if (cc->eager && q != cc->me)
     return pld__coll_sent(cc, q) + (off - cc->eager_off);
-  if (coll_race(cc, PLD__RACE_READ, w, q, off, bytes))
-    return NULL;
-  if (q == cc->me)
-    return (const unsigned char *)w->data + off;
-  const void *in = cc->f->ops->view(cc->f, w->win_buf, cc->comm->members[q],
-                                    w->win_offset + off, bytes);
-  if (in)
+  const void *in = pld__coll_view(cc, w, q, off, bytes);
+  if (in || cc->c->status)
     return in;
   return pld__coll_read(cc, w, q, off, stage, bytes) ? NULL : stage;
 }

@@ -80,7 +80,10 @@ struct pld__fabric_ops {
   /* Peer's copy of n bytes at off, readable in place for the rest of the
    * caller's call, or NULL where the fabric cannot give one (the caller
    * then reads): a reduction then combines a peer's data where it lies
-   * instead of copying it first. */
+   * instead of copying it first.  Whether it can depends on the buffer
+   * and the peer alone, and is the same seen from the peer
+   * (pld_ep_combine's ranks decide by it on both sides who moves rows);
+   * n 0 asks only that. */
   const void *(*view)(struct pld__fabric *f, int buf, int peer, size_t off,
                       size_t n);
   /* Waiting.  This rank's INT32 cell, with acquire semantics; the count of

@@ -419,14 +419,85 @@ static int combine_agrees(struct coll *cc, const struct pld__tensor *rc,
 }
 
 /* Where a combine reads expert g's rows for this rank's routes to it, in
- * (token, slot) order: from row at[g] of `stage`, or of expert_out (y)
- * for this rank's own experts, whose rows for its own routes are never
- * copied into its stage. */
+ * (token, slot) order: at[g], the first of them, in this rank's stage, in
+ * its own expert_out (its own experts: rows for its own routes are never
+ * copied), or in the owner's expert_out read in place (a pulling owner:
+ * see pulls). */
 struct combine_rows {
-  const struct pld__tensor *stage, *y;
-  int32_t own_lo, own_hi; /* this rank's experts: [own_lo, own_hi) */
-  int64_t at[PLD_EP_MAX_EXPERTS];
+  const unsigned char *at[PLD_EP_MAX_EXPERTS];
 };
+
+/* What a combine's entry carries after the counts per expert, when they
+ * leave room for it (E + VIEW_WORDS <= PLD_EP_MAX_EXPERTS): the rank's
+ * expert_out as a window view of the call's domain (buffer, view offset,
+ * rows), or a buffer of -1. */
+enum { V_BUF, V_OFF_LO, V_OFF_HI, V_ROWS_LO, V_ROWS_HI, VIEW_WORDS };
+
+static int64_t word_pair(const int32_t *w, int lo) {
+  return (int64_t)((uint64_t)(uint32_t)w[lo] | (uint64_t)(uint32_t)w[lo + 1]
+                                                   << 32);
+}
+
+static void view_words(int32_t *w, const struct coll *cc,
+                       const struct pld__tensor *y) {
+  const int window = (y->flags & PLD__T_WINDOW) && !y->seg &&
+                     pld__coll_same_domain(y->comm, cc->comm);
+  const uint64_t off = window ? y->win_offset : 0;
+  const uint64_t rows = (uint64_t)pld__tensor_rows(y);
+  w[V_BUF] = window ? y->win_buf : -1;
+  w[V_OFF_LO] = (int32_t)(uint32_t)off;
+  w[V_OFF_HI] = (int32_t)(uint32_t)(off >> 32);
+  w[V_ROWS_LO] = (int32_t)(uint32_t)rows;
+  w[V_ROWS_HI] = (int32_t)(uint32_t)(rows >> 32);
+}
+
+/* Whether rank q (not this rank) and this rank read each other's rows of
+ * expert_out in place rather than write them into each other's stage:
+ * both pass the same window view of the call's domain as expert_out,
+ * large enough on each for every row routed to its experts, and the
+ * fabric shows each one's copy to the other (comm.h: the same seen from
+ * either side).  Both ranks reach the same answer from what the entry
+ * carried.  Reading in place moves each row once, where writing it into
+ * the stage moves it twice (written there, then read). */
+static int pulls(struct coll *cc, const struct pld__tensor *y, int32_t q,
+                 int32_t experts, int32_t l) {
+  if (experts + VIEW_WORDS > PLD_EP_MAX_EXPERTS)
+    return 0;
+  const int32_t *a = counts_of(cc, cc->me) + experts,
+                *b = counts_of(cc, q) + experts;
+  if (a[V_BUF] < 0 || memcmp(a, b, V_ROWS_LO * sizeof *a))
+    return 0;
+  const int32_t who[2] = {cc->me, q};
+  for (int i = 0; i < 2; i++) {
+    int64_t routed = 0; /* rows routed to who[i]'s experts */
+    for (int32_t s = 0; s < cc->n; s++)
+      for (int32_t g = who[i] * l; g < who[i] * l + l; g++)
+        routed += counts_of(cc, s)[g];
+    if (routed > word_pair(i ? b : a, V_ROWS_LO))
+      return 0;
+  }
+  return pld__coll_view(cc, y, q, 0, 0) != NULL;
+}
+
+/* Rank o's rows [base, base + rows) of expert_out y (the same view on o
+ * as here: pulls), read in place: *at the first of them.  The lane's
+ * columns [h0, h1) of them are checked by the race detector and recorded
+ * as one transfer for the timing model, as written rows are. */
+static int pull_rows(struct coll *cc, const struct pld__tensor *y, int32_t o,
+                     int64_t base, int32_t rows, int64_t h0, int64_t h1,
+                     const unsigned char **at) {
+  const size_t es = pld_dtype_size(y->dtype);
+  const size_t row = (size_t)pld__tensor_cols(y) * es;
+  const size_t part = (size_t)(h1 - h0) * es;
+  *at = pld__coll_view(cc, y, o, (size_t)base * row, 0);
+  pld__obs_group_begin();
+  if (part == row)
+    pld__coll_view(cc, y, o, (size_t)base * row, (size_t)rows * row);
+  for (int32_t i = 0; i < rows && part && part < row && !cc->c->status; i++)
+    pld__coll_view(cc, y, o, (size_t)(base + i) * row + (size_t)h0 * es, part);
+  pld__obs_group_end();
+  return cc->c->status;
+}
 
 /* out[t], columns [h0, h1), for every token t: the FP32 weighted sum over
  * its slots in order, from the rows cr names (from[K] of scratch: the row
@@ -448,11 +519,7 @@ static void combine_reduce(struct coll *cc, const struct pld__tensor *idx,
   for (int64_t t = 0; t < t_rows; t++) {
     for (int64_t j = 0; j < kk; j++) {
       const int32_t g = e[t * kk + j];
-      const struct pld__tensor *src =
-          g >= cr->own_lo && g < cr->own_hi ? cr->y : cr->stage;
-      from[j] = g < 0 ? NULL
-                      : (const unsigned char *)src->data +
-                            (size_t)(cr->at[g] + cur[g]++) * (size_t)h * es;
+      from[j] = g < 0 ? NULL : cr->at[g] + (size_t)cur[g]++ * (size_t)h * es;
     }
     for (int64_t g = h0; g < h1; g += (int64_t)cc->group) {
       const size_t len =
@@ -526,30 +593,49 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
                     (long long)kk);
     goto finish;
   }
+  /* The entry: the counts per expert, then (where they leave room) where
+   * expert_out lies (pulls). */
+  const int32_t experts = l * n;
+  int32_t words = experts;
+  if (experts + VIEW_WORDS <= PLD_EP_MAX_EXPERTS) {
+    view_words(cnt + experts, &cc, y);
+    words += VIEW_WORDS;
+  }
   const struct eager ep = {(const unsigned char *)cnt,
-                           (size_t)(l * n) * sizeof(int32_t), 0};
+                           (size_t)words * sizeof(int32_t), 0};
   /* Ranks compare K (in D_ROWS) and E (as the root): both shape the
    * stage. */
   cc.rows = (int32_t)kk;
   const int64_t count = pld__tensor_rows(sw) * pld__tensor_cols(sw);
   if ((st = pld__coll_reserve(&cc, es, 1, h1 - h0)) ||
-      (st = pld__coll_start(&cc, sw, 0, 0, l * n, count, &ep)) ||
+      (st = pld__coll_start(&cc, sw, 0, 0, experts, count, &ep)) ||
       (st = combine_agrees(&cc, recv_counts.p, recv_meta.p, l)))
     goto free_rows;
-  /* This lane's columns of the rows of each local expert e from each other
-   * rank s (rows of expert_out in dispatch order: experts, then ranks) go
-   * to s's stage after its rows for the experts before: one write each
-   * when the lane has whole rows.  This rank's own rows stay where they
-   * are (cr.at of its experts). */
-  struct combine_rows cr = {sw, y, me * l, me * l + l, {0}};
+  /* The ranks that read this rank's rows in place and whose rows this rank
+   * reads in place (pull[q]); the others (push[q]) get them written. */
+  unsigned char pull[MAX_RANKS], push[MAX_RANKS];
+  int any_push = 0, any_pull = 0;
+  for (int32_t q = 0; q < n; q++) {
+    pull[q] = q != me && pulls(&cc, y, q, experts, l);
+    push[q] = q != me && !pull[q];
+    any_pull |= pull[q];
+    any_push |= push[q];
+  }
+  /* This lane's columns of the rows of each local expert e for each
+   * pushed rank s (rows of expert_out in dispatch order: experts, then
+   * ranks) go to s's stage after its rows for the experts before: one
+   * write each when the lane has whole rows.  This rank's own rows stay
+   * where they are (cr.at of its experts). */
+  struct combine_rows cr;
   const size_t row = (size_t)h * es, part = (size_t)(h1 - h0) * es;
   const unsigned char *src = (const unsigned char *)y->data + (size_t)h0 * es;
   int64_t r = 0;
   for (int32_t e = 0; e < l && !st; e++)
     for (int32_t s = 0; s < n && !st; s++) {
       const int32_t g = me * l + e, rs = counts_of(&cc, s)[g];
-      if (s == me) {
-        cr.at[g] = r;
+      if (s == me)
+        cr.at[g] = (const unsigned char *)y->data + (size_t)r * row;
+      if (!push[s]) {
         r += rs;
         continue;
       }
@@ -567,17 +653,32 @@ int pld_ep_combine(pld_core k, pld_tensor expert_out, pld_tensor recv_meta,
       pld__obs_group_end();
       r += rs;
     }
-  if (!st) /* every row has landed */
-    st = pld__coll_round(&cc);
-  if (!st) {
-    int64_t at = 0;
-    for (int32_t g = 0; g < l * n; g++) {
-      if (g < cr.own_lo || g >= cr.own_hi)
-        cr.at[g] = at;
-      at += counts_of(&cc, me)[g];
+  if (!st && any_push) /* every pushed row has landed */
+    st = pld__coll_round_with(&cc, push);
+  /* Where this rank's rows are for the others' experts: in its stage, or
+   * in the pulled owner's expert_out, after the rows of the owner's
+   * experts before g and of the ranks before this one for g. */
+  int64_t at = 0;
+  for (int32_t g = 0; g < experts && !st; g++) {
+    const int32_t o = g / l, mine = counts_of(&cc, me)[g];
+    if (o != me && !pull[o])
+      cr.at[g] = (const unsigned char *)sw->data + (size_t)at * row;
+    at += mine;
+    if (o == me || !pull[o] || !mine)
+      continue;
+    int64_t base = 0;
+    for (int32_t s = 0; s < n; s++) {
+      for (int32_t g2 = o * l; g2 < g; g2++)
+        base += counts_of(&cc, s)[g2];
+      if (s < me)
+        base += counts_of(&cc, s)[g];
     }
-    combine_reduce(&cc, idx, topk_w.p, &cr, out.p, from, h0, h1);
+    st = pull_rows(&cc, y, o, base, mine, h0, h1, &cr.at[g]);
   }
+  if (!st)
+    combine_reduce(&cc, idx, topk_w.p, &cr, out.p, from, h0, h1);
+  if (!st && any_pull) /* the pulling ranks have read this rank's rows */
+    st = pld__coll_round_with(&cc, pull);
 free_rows:
   pld__free(from);
 finish:

@@ -179,7 +179,7 @@ static const void *l_view(struct pld__fabric *f, int buf, int peer, size_t off,
   if (logs(f))
     pld__obs_fabric("view", buf, peer, off, n);
   const void *v = g->ops->view(g, buf, peer, off, n);
-  if (v) /* read in place: a get (else the caller reads) */
+  if (v && n) /* read in place: a get (else the caller reads) */
     model_xfer(PLD__TL_GET, peer, n);
   return v;
 }

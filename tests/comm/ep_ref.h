@@ -11,13 +11,19 @@
 
 /* What the kernel calls: MODE_MIX has rank 1 call pld_all_to_all_packed
  * where the others call pld_ep_dispatch; MODE_CUBE launches a cube kernel
- * that calls pld_ep_combine. */
+ * that calls pld_ep_combine.  MODE_IN_PLACE: the experts write their
+ * outputs over the received rows and the combine reads them there
+ * (expert_out the window recv_x, the same view on every rank); with
+ * MODE_ASKEW, rank 1 writes them into a device allocation and rank 2 into
+ * the window of the packed all-to-all-v's target instead. */
 enum {
   MODE_PACKED = 1,
   MODE_EP = 2,
   MODE_MIX = 4,
   MODE_CUBE = 8,
-  MODE_MISCOUNT = 16 /* rank 1 adds 1 to recv_counts[0] before combine */
+  MODE_MISCOUNT = 16, /* rank 1 adds 1 to recv_counts[0] before combine */
+  MODE_IN_PLACE = 32,
+  MODE_ASKEW = 64
 };
 
 /* What targets hold before a call, so that rows past the total are seen to

@@ -46,6 +46,15 @@ PLD_DYNAMIC(NS);  /* signal cells */
 #define SCALARS                                                                \
   PLD_SCALAR(experts, INT32), PLD_SCALAR(mode, INT32), PLD_SCALAR(reps, INT32)
 
+/* Where rank me's experts write their outputs for the combine (MODE_IN_PLACE
+ * and MODE_ASKEW in ep_ref.h). */
+static pld_tensor expert_out(int32_t mode, int32_t me, pld_tensor ebuf,
+                             pld_window rx, pld_window tgt) {
+  if (!(mode & MODE_IN_PLACE) || ((mode & MODE_ASKEW) && me == 1))
+    return ebuf;
+  return (mode & MODE_ASKEW) && me == 2 ? pld_local(tgt) : pld_local(rx);
+}
+
 #define DEFINE_PROGRAM(DT)                                                     \
   PLD_KERNEL(k_ep_##DT, k, KERNEL_PARAMS(DT), PLD_INOUT(ebuf, DT, CAP, H),     \
              OUT_PARAMS(DT), SCALARS) {                                        \
@@ -76,18 +85,20 @@ PLD_DYNAMIC(NS);  /* signal cells */
                                 sig))                                          \
         return;                                                                \
       comm_block_sync(k, bsig, me, &gen);                                      \
-      if (lead)                                                                \
-        experts_compute(k, pld_local(rx), o_rc, ebuf, me);                     \
+      const pld_tensor eout = expert_out(mode, me, ebuf, rx, tgt);             \
+      if (lead) {                                                              \
+        copy_all(k, pld_local(rx), o_rx, 0);                                   \
+        experts_compute(k, pld_local(rx), o_rc, eout, me);                     \
+      }                                                                        \
       if (lead && (mode & MODE_MISCOUNT) && me == 1)                           \
         pld_write(k, o_rc, PLD_AT(0), pld_read(k, o_rc, PLD_AT(0)) + 1);       \
       comm_block_sync(k, bsig, me, &gen);                                      \
-      if (pld_ep_combine(k, ebuf, pld_local(meta), o_rc, idx, wt, stage,       \
+      if (pld_ep_combine(k, eout, pld_local(meta), o_rc, idx, wt, stage,       \
                          o_out, sig))                                          \
         return;                                                                \
       comm_block_sync(k, bsig, me, &gen);                                      \
     }                                                                          \
     if (lead && (mode & MODE_EP)) {                                            \
-      copy_all(k, pld_local(rx), o_rx, 0);                                     \
       copy_all(k, pld_local(meta), o_meta, 0);                                 \
       copy_all(k, pld_local(rw), o_rw, 0);                                     \
     }                                                                          \
@@ -330,7 +341,7 @@ static void case_fails(const struct ep_case *c, int status, const char *a,
 
 /* ---- the cases ----------------------------------------------------------- */
 
-static void random_cases(pld_dtype dt, int blocks) {
+static void random_cases_mode(pld_dtype dt, int blocks, int mode) {
   for (int p = 2; p <= 4; p++) {
     if (!comm_world_fits(p))
       continue;
@@ -338,9 +349,14 @@ static void random_cases(pld_dtype dt, int blocks) {
     rng_state = (uint64_t)(p * 100 + blocks);
     case_random_both(&c, dt, p);
     c.blocks = blocks;
+    c.mode |= mode;
     case_run(&c);
     case_free(&c);
   }
+}
+
+static void random_cases(pld_dtype dt, int blocks) {
+  random_cases_mode(dt, blocks, 0);
 }
 
 static void test_dispatch_combine_fp32(void **state) {
@@ -357,6 +373,31 @@ static void test_dispatch_combine_two_blocks(void **state) {
   (void)state;
   random_cases(PLD_FP32, 2);
   random_cases(PLD_BF16, 2);
+}
+
+/* The experts' outputs in a window, the same view on every rank: the
+ * ranks read each other's in place (pld/ep.h); and the same where ranks 1
+ * and 2 pass other tensors, so that pairs of ranks read in place and
+ * others write into the stage in one call. */
+static void test_combine_in_place(void **state) {
+  (void)state;
+  for (int blocks = 1; blocks <= 2; blocks++) {
+    random_cases_mode(PLD_FP32, blocks, MODE_IN_PLACE);
+    random_cases_mode(PLD_BF16, blocks, MODE_IN_PLACE | MODE_ASKEW);
+  }
+  /* 250 experts leave the entry room to say where expert_out lies, 252
+   * do not (the ranks write into the stage), 256 is the most there are. */
+  static const int most[] = {250, 252, PLD_EP_MAX_EXPERTS};
+  for (size_t i = 0; i < sizeof most / sizeof most[0]; i++) {
+    struct ep_case c;
+    rng_state = (uint64_t)most[i];
+    case_init(&c, PLD_FP32, 2, most[i], 40, 8, 4);
+    case_random(&c);
+    c.cap = ref_max_total(&c);
+    c.mode = MODE_EP | MODE_IN_PLACE;
+    case_run(&c);
+    case_free(&c);
+  }
 }
 
 /* Rank 0 sends nothing (every slot masked) and rank P-1 receives nothing
@@ -524,12 +565,63 @@ static void test_refusals(void **state) {
   case_free(&c);
 }
 
-/* Each token travels once to each rank holding any of its experts: with
- * the fabric's debug log on (PLD_DEBUG=fabric), the rows of x written
- * into recv_x (buffer #0: the host allocates it first) of each rank are
- * the (source rank, token) pairs with an expert there, from other ranks
- * (a rank's rows for itself are copied, not sent), though tokens choose
- * two experts of one rank and one expert in two slots. */
+/* Rows a fabric operation moved, counted in its debug log: those that
+ * each `what` ("write", "view") of buffer #buf of rank d moved, into
+ * got[d] (runs of rows of `row` bytes: one line each). */
+struct logged {
+  const char *what;
+  int buf, row;
+  int *got;
+};
+
+/* The debug log's file: PLD_DEBUG_FILE is opened once per process, so
+ * the tests share one, each reading what its run added. */
+static char debug_log[] = "/tmp/pld_test_ep_XXXXXX";
+
+static void debug_log_remove(void) { unlink(debug_log); }
+
+/* Runs case c once with the fabric's debug log on (PLD_DEBUG=fabric) and
+ * counts n kinds of rows in what the run logged. */
+static void rows_logged(const struct ep_case *c, struct logged *q, int n) {
+  if (!getenv("PLD_DEBUG_FILE")) {
+    int fd = mkstemp(debug_log);
+    assert_true(fd >= 0);
+    close(fd);
+    atexit(debug_log_remove);
+    setenv("PLD_DEBUG_FILE", debug_log, 1);
+  }
+  FILE *f = fopen(getenv("PLD_DEBUG_FILE"), "r");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  setenv("PLD_DEBUG", "fabric", 1);
+  struct ep_run r;
+  run_build(&r, c);
+  assert_ok(run_exec(&r, c));
+  unsetenv("PLD_DEBUG");
+  char line[512];
+  while (fgets(line, sizeof line, f))
+    for (int i = 0; i < n; i++) {
+      char want[64];
+      snprintf(want, sizeof want, "fabric: %s buffer #%d of rank ", q[i].what,
+               q[i].buf);
+      const char *at = strstr(line, want);
+      int d;
+      size_t off, bytes;
+      if (at &&
+          sscanf(at + strlen(want), "%d at %zu: %zu", &d, &off, &bytes) == 3 &&
+          bytes % (size_t)q[i].row == 0 && d >= 0 && d < c->p)
+        q[i].got[d] += (int)(bytes / (size_t)q[i].row);
+    }
+  fclose(f);
+  run_free(&r);
+}
+
+/* Each token travels once to each rank holding any of its experts: the
+ * rows of x written into recv_x (buffer #0: the host allocates it first)
+ * of each rank are the (source rank, token) pairs with an expert there,
+ * from other ranks (a rank's rows for itself are copied, not sent),
+ * though tokens choose two experts of one rank and one expert in two
+ * slots. */
 static void test_token_travels_once(void **state) {
   (void)state;
   const int p = 3;
@@ -542,7 +634,7 @@ static void test_token_travels_once(void **state) {
   add_doubles(&c);
   c.cap = ref_max_total(&c);
   c.reps = 1;
-  const int l = 4, row = c.h * 4;
+  const int l = 4;
   int want[3] = {0, 0, 0}, doubled = 0;
   for (int s = 0; s < p; s++)
     for (int t = 0; t < c.t; t++)
@@ -556,36 +648,52 @@ static void test_token_travels_once(void **state) {
         doubled += slots > 1 && s != d;
       }
   assert_true(doubled > 0 && want[0] > 0 && want[1] > 0 && want[2] > 0);
-  char log[] = "/tmp/pld_test_ep_XXXXXX";
-  int fd = mkstemp(log);
-  assert_true(fd >= 0);
-  close(fd);
-  setenv("PLD_DEBUG", "fabric", 1);
-  setenv("PLD_DEBUG_FILE", log, 1);
-  struct ep_run r;
-  run_build(&r, &c);
-  assert_ok(run_exec(&r, &c));
-  unsetenv("PLD_DEBUG");
-  unsetenv("PLD_DEBUG_FILE");
   int got[3] = {0, 0, 0};
-  FILE *f = fopen(log, "r");
-  assert_non_null(f);
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    const char *at = strstr(line, "fabric: write buffer #0 of rank ");
-    int d;
-    size_t off, n;
-    if (at &&
-        sscanf(at, "fabric: write buffer #0 of rank %d at %zu: %zu", &d, &off,
-               &n) == 3 &&
-        n % (size_t)row == 0 && d >= 0 && d < p)
-      got[d] += (int)(n / (size_t)row); /* runs of rows: one write */
-  }
-  fclose(f);
-  unlink(log);
+  rows_logged(&c, &(struct logged){"write", 0, c.h * 4, got}, 1);
   for (int d = 0; d < p; d++)
     expect_int("rows of x written into recv_x", d, 0, got[d], want[d]);
-  run_free(&r);
+  case_free(&c);
+}
+
+/* Who moves the experts' rows in a combine: at 4 ranks, ranks 0 and 3
+ * pass recv_x (buffer #0) as expert_out and read each other's rows there
+ * in place; rank 1 passes a device allocation and rank 2 another window,
+ * so every pair with rank 1 or 2 has the rows written into its stage
+ * (buffer #3).  Rows counted in the fabric's log: written into each
+ * rank's stage, and read in place from each rank's recv_x. */
+static void test_combine_who_moves_rows(void **state) {
+  (void)state;
+  const int p = 4, l = 2;
+  if (pld_process_count() > 1 || !comm_world_fits(p))
+    skip(); /* one log per process: the in-process fabric counts here */
+  struct ep_case c;
+  case_init(&c, PLD_FP32, p, l * p, 8, 24, 3);
+  rng_state = 23;
+  case_random(&c);
+  add_doubles(&c);
+  c.cap = ref_max_total(&c);
+  c.reps = 1;
+  c.mode = MODE_EP | MODE_IN_PLACE | MODE_ASKEW;
+  int written[4] = {0}, viewed[4] = {0}, got_w[4] = {0}, got_v[4] = {0};
+  for (int s = 0; s < p; s++) /* the rows of s's routes to o's experts */
+    for (int t = 0; t < c.t; t++)
+      for (int j = 0; j < c.k; j++) {
+        const int32_t e = c.idx[(s * c.t + t) * c.k + j], o = e / l;
+        if (e < 0 || o == s)
+          continue;
+        if (o == 1 || o == 2 || s == 1 || s == 2)
+          written[s]++;
+        else
+          viewed[o]++;
+      }
+  assert_true(viewed[0] > 0 && viewed[3] > 0 && written[1] > 0);
+  struct logged q[2] = {{"write", 3, c.h * 4, got_w},
+                        {"view", 0, c.h * 4, got_v}};
+  rows_logged(&c, q, 2);
+  for (int d = 0; d < p; d++) {
+    expect_int("rows written into the stage", d, 0, got_w[d], written[d]);
+    expect_int("rows of recv_x read in place", d, 0, got_v[d], viewed[d]);
+  }
   case_free(&c);
 }
 
@@ -593,6 +701,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dispatch_combine_fp32),
     cmocka_unit_test(test_dispatch_combine_bf16),
     cmocka_unit_test(test_dispatch_combine_two_blocks),
+    cmocka_unit_test(test_combine_in_place),
     cmocka_unit_test(test_zero_counts_and_one_expert),
     cmocka_unit_test(test_capacity),
     cmocka_unit_test(test_bad_expert),
@@ -600,6 +709,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mismatch),
     cmocka_unit_test(test_refusals),
     cmocka_unit_test(test_token_travels_once),
+    cmocka_unit_test(test_combine_who_moves_rows),
 };
 
 PLD_TEST_MAIN("comm_ep", tests)
