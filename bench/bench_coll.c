@@ -682,10 +682,7 @@ static void *xc_thread(void *arg) {
   struct xcopy *x = a->x;
   const int me = a->me, writes = x->both || me == 0,
             copies = x->both || me == 1;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET((size_t)x->cpu[me], &set);
-  x->pin_err[me] = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  x->pin_err[me] = pin_self(x->cpu[me]);
   while (!atomic_load(&x->go))
     sched_yield();
   if (atomic_load(&x->go) < 0) /* the other thread did not start */
@@ -772,22 +769,6 @@ static void measure_xcopy(int64_t bytes, const int cpu[2], const struct opts *o,
     free(x.dst[j]);
   }
   free(x.round_s);
-}
-
-/* The first two CPUs this process may run on, in cpu[0, 2): how many it
- * may run on (the reference needs 2). */
-static int xc_cpus(int cpu[2]) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set))
-    return 0;
-  int n = 0;
-  for (int c = 0; c < CPU_SETSIZE; c++)
-    if (CPU_ISSET((size_t)c, &set)) {
-      if (n < 2)
-        cpu[n] = c;
-      n++;
-    }
-  return n;
 }
 
 /* ---- results ------------------------------------------------------------- */
@@ -1602,7 +1583,7 @@ int main(int argc, char **argv) {
     print_job_figs(&R, 0);
     return job_done();
   }
-  R.xc_ncpu = xc_cpus(R.xc_cpu);
+  R.xc_ncpu = first_cpus(R.xc_cpu);
   /* The options of an MPI job (--job -n P before them) measuring what
    * this run measures. */
   char job[512];

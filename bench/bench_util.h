@@ -9,6 +9,8 @@
 #define PLD_BENCH_UTIL_H
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,31 @@ static inline double now_s(void) {
 static inline int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* The first two CPUs this process may run on, in cpu[0, 2): how many it
+ * may run on (a reference between two CPUs needs 2). */
+static inline int first_cpus(int cpu[2]) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set))
+    return 0;
+  int n = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET((size_t)c, &set)) {
+      if (n < 2)
+        cpu[n] = c;
+      n++;
+    }
+  return n;
+}
+
+/* Pins the calling thread to CPU cpu: 0, or pthread_setaffinity_np's
+ * error. */
+static inline int pin_self(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET((size_t)cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
 /* The median of v[0, n); sorts v. */
