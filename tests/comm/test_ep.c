@@ -6,7 +6,10 @@
  * first row there and is copied: the `first row` column says so) and one
  * expert in two slots; a rank that sends nothing and one that receives
  * nothing; every token to one expert; the rows of x the fabric carries
- * (its debug log): one per token and receiving rank; capacity exactly at
+ * (its debug log): one per token and receiving rank; a combine whose
+ * experts wrote into a window every rank passes (the ranks read each
+ * other's rows in place, which the log shows, and write where a rank
+ * passes another tensor), with 250, 252 and 256 experts; capacity exactly at
  * the limit and one row past it (every rank fails, naming the receiver);
  * an expert index out of range; mismatched calls; the packed
  * all-to-all-v alone on random counts with zeros and a total of exactly
