@@ -38,6 +38,21 @@ struct pld__deps_of {
 /* Each call's stamp in its task ids: unique in the process (0: none). */
 static _Atomic uint32_t call_stamps;
 
+/* Room for one more element of size `size` in the array *v of *n elements
+ * and *cap places, doubling it from `first`.  Returns 0, or -1 when out of
+ * memory (the array unchanged). */
+static int room(void *v, int32_t n, int32_t *cap, int32_t first, size_t size) {
+  if (n < *cap)
+    return 0;
+  int32_t c = *cap ? 2 * *cap : first;
+  void *g = pld__realloc(*(void **)v, (size_t)c * size);
+  if (!g)
+    return -1;
+  *(void **)v = g;
+  *cap = c;
+  return 0;
+}
+
 static void log_append(struct pld__aicpu *a, const char *text) {
   size_t n = strlen(text);
   if (a->loglen + n + 1 > a->logcap) {
@@ -423,15 +438,9 @@ int pld__launch_checked(pld_aicpu ctx, pld_kernel_fn kernel, int32_t blocks,
 /* Trace mode: kernel is the name of launch number a->nlaunched.  Returns
  * PLD_OK or the failure recorded. */
 static int note_launched(struct pld__aicpu *a, const char *kernel) {
-  if (a->nlaunched == a->caplaunched) {
-    int32_t cap = a->caplaunched ? 2 * a->caplaunched : 16;
-    const char **l =
-        pld__realloc(a->launched, (size_t)cap * sizeof *a->launched);
-    if (!l)
-      return afail(a, PLD_ERR_NOMEM, "pld_launch", "out of memory");
-    a->launched = l;
-    a->caplaunched = cap;
-  }
+  if (room(&a->launched, a->nlaunched, &a->caplaunched, 16,
+           sizeof *a->launched))
+    return afail(a, PLD_ERR_NOMEM, "pld_launch", "out of memory");
   a->launched[a->nlaunched] = kernel;
   return PLD_OK;
 }
@@ -509,15 +518,9 @@ static struct pld__tensor *segment(struct pld__aicpu *a, const char *what,
           (long long)t->shape[0], s, (long long)max_rows);
     return NULL;
   }
-  if (a->nviews == a->capviews) {
-    int cap = a->capviews ? 2 * a->capviews : 8;
-    void **v = pld__realloc(a->views, (size_t)cap * sizeof *a->views);
-    if (!v) {
-      afail(a, PLD_ERR_NOMEM, what, "out of memory");
-      return NULL;
-    }
-    a->views = v;
-    a->capviews = cap;
+  if (room(&a->views, a->nviews, &a->capviews, 8, sizeof *a->views)) {
+    afail(a, PLD_ERR_NOMEM, what, "out of memory");
+    return NULL;
   }
   struct view {
     struct pld__tensor t;
@@ -554,6 +557,46 @@ pld_window pld_segment_window(pld_aicpu ctx, pld_window w, pld_tensor counts,
   return (pld_window){v ? v : &pld__invalid_tensor};
 }
 
+/* A block for t's bytes: the smallest spare one that holds them and is at
+ * most twice their size, else a new one (data NULL when out of memory). */
+static struct pld__dblock take_spare(struct pld__aicpu *a,
+                                     struct pld__tensor *t) {
+  const size_t need = t->nbytes ? t->nbytes : 1;
+  int best = -1;
+  for (int i = 0; i < a->nspare; i++)
+    if (a->spare[i].bytes >= need && a->spare[i].bytes / 2 <= need &&
+        (best < 0 || a->spare[i].bytes < a->spare[best].bytes))
+      best = i;
+  if (best < 0)
+    return (struct pld__dblock){t, pld__aligned_alloc(need), need};
+  struct pld__dblock b = a->spare[best];
+  a->spare[best] = a->spare[--a->nspare];
+  b.t = t;
+  return b;
+}
+
+/* The end of a call: its blocks become the spare ones, and the spare
+ * blocks it did not take are freed. */
+static void keep_blocks(struct pld__aicpu *a) {
+  for (int i = 0; i < a->nspare; i++)
+    pld__free(a->spare[i].data);
+  a->nspare = 0;
+  for (int i = 0; i < a->nallocs; i++) {
+    struct pld__dblock b = a->allocs[i];
+    pld__free(b.t);
+    if (!b.data)
+      continue;
+    if (room(&a->spare, a->nspare, &a->capspare, 8, sizeof *a->spare)) {
+      pld__free(b.data);
+      continue;
+    }
+    b.t = NULL;
+    a->spare[a->nspare++] = b;
+  }
+  a->nallocs = 0;
+  a->alloc_bytes = 0;
+}
+
 pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
                             const int64_t *shape) {
   struct pld__aicpu *a = ctx.p;
@@ -577,29 +620,20 @@ pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
           (unsigned long long)a->plat->global_bytes);
     return bad;
   }
-  if (a->nallocs == a->capallocs) {
-    int cap = a->capallocs ? 2 * a->capallocs : 8;
-    struct pld__tensor **v =
-        pld__realloc(a->allocs, (size_t)cap * sizeof *a->allocs);
-    if (!v) {
-      afail(a, PLD_ERR_NOMEM, "pld_device_alloc", "out of memory");
-      return bad;
-    }
-    a->allocs = v;
-    a->capallocs = cap;
-  }
-  struct pld__tensor *t = pld__malloc(sizeof *t);
-  if (!t) {
+  struct pld__tensor *t = NULL;
+  if (room(&a->allocs, a->nallocs, &a->capallocs, 8, sizeof *a->allocs) ||
+      !(t = pld__malloc(sizeof *t))) {
     afail(a, PLD_ERR_NOMEM, "pld_device_alloc", "out of memory");
     return bad;
   }
   *t = tmp;
+  struct pld__dblock b = {t, NULL, 0};
   if (a->trace) {
     t->flags = PLD__T_TRACE;
   } else {
     t->flags = PLD__T_DEVICE | PLD__T_OWNED;
-    t->data = pld__aligned_alloc(t->nbytes);
-    if (!t->data) {
+    b = take_spare(a, t);
+    if (!b.data) {
       pld__free(t);
       char s[128];
       pld__tensor_str(s, sizeof s, &tmp);
@@ -607,8 +641,9 @@ pld_tensor pld_device_alloc(pld_aicpu ctx, pld_dtype dtype, int ndim,
             "out of device memory for %s (%zu bytes)", s, tmp.nbytes);
       return bad;
     }
+    t->data = b.data;
   }
-  a->allocs[a->nallocs++] = t;
+  a->allocs[a->nallocs++] = b;
   a->alloc_bytes += t->nbytes;
   if (a->trace) {
     char line[256];
@@ -655,12 +690,7 @@ int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
     if (st && first)
       a->status = st;
   }
-  for (int i = 0; i < a->nallocs; i++) {
-    pld__free(a->allocs[i]->data);
-    pld__free(a->allocs[i]);
-  }
-  a->nallocs = 0;
-  a->alloc_bytes = 0;
+  keep_blocks(a);
   for (int i = 0; i < a->nviews; i++)
     pld__free(a->views[i]);
   a->nviews = 0;
@@ -668,6 +698,11 @@ int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
 }
 
 void pld__aicpu_release(struct pld__aicpu *a) {
+  for (int i = 0; i < a->nspare; i++)
+    pld__free(a->spare[i].data);
+  pld__free(a->spare);
+  a->spare = NULL;
+  a->nspare = a->capspare = 0;
   pld__free(a->allocs);
   a->allocs = NULL;
   a->capallocs = 0;

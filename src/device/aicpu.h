@@ -27,14 +27,23 @@ struct pld__aicpu {
   struct pld__watch *watch; /* real mode: busy except while draining */
 
   /* Tensors from pld_device_alloc, freed at the end of the call, and the
-   * device global memory they take beside the plan's (mem_bytes). */
-  struct pld__tensor **allocs;
-  int nallocs, capallocs;
+   * device global memory they take beside the plan's (mem_bytes).  Their
+   * blocks of memory outlive the call (spare): the next call's
+   * allocations take them again, as a device's global memory stays from
+   * one run to the next, where memory fresh from the host's allocator
+   * costs a page fault per page touched, on every run.  Only the last
+   * call's blocks are kept. */
+  struct pld__dblock {
+    struct pld__tensor *t; /* in allocs; NULL in spare */
+    void *data;
+    size_t bytes; /* the block's size: t's nbytes or more */
+  } * allocs, *spare;
+  int32_t nallocs, capallocs, nspare, capspare;
   uint64_t mem_bytes, alloc_bytes;
   /* Views made by pld_segment (each a tensor and its struct pld__segment
    * in one allocation), freed at the end of the call. */
   void **views;
-  int nviews, capviews;
+  int32_t nviews, capviews;
 
   /* Task ids (pld_task_id): this call's stamp (unique in the process),
    * the launches so far, and the manual scope open (its number, 0 for
@@ -73,7 +82,8 @@ int pld__launch_checked(pld_aicpu a, pld_kernel_fn kernel, int32_t blocks,
  * time limit from now. */
 void pld__aicpu_busy(struct pld__aicpu *a, int busy);
 
-/* Frees what the context owns (not the log, which the caller takes). */
+/* Frees what the context owns, its spare blocks included (not the log,
+ * which the caller takes). */
 void pld__aicpu_release(struct pld__aicpu *a);
 
 #endif

@@ -152,6 +152,82 @@ static void test_blocks_and_order(void **state) {
   pld_tensor_destroy(z);
 }
 
+/* Device allocations from one call to the next.  Each call allocates two
+ * tensors of R rows that live at once, writes x * 2 and x + 1 into them
+ * and sums them (3 x + 1): two allocations given the same memory would
+ * show.  Each rank's two calls per run have 8 and 12 rows, so a call
+ * finds the last one's blocks smaller than it needs (12 after 8: they
+ * must not be taken) or larger (8 after 12, up to twice: taken), and the
+ * runs repeat it with the blocks kept from the run before. */
+enum { AR1 = 8, AR2 = 12 };
+PLD_DYNAMIC(R);
+PLD_KERNEL(k_lin, k, PLD_IN(x, FP32, R, BC), PLD_OUT(y, FP32, R, BC),
+           PLD_SCALAR(mul, FP32), PLD_SCALAR(add, FP32)) {
+  const int32_t rows = (int32_t)pld_tensor_dim(x, 0);
+  pld_tile *t = pld_load(k, x, 0, 0, rows, BC);
+  pld_muls(k, t, t, mul);
+  pld_adds(k, t, t, add);
+  pld_store(k, t, y, 0, 0);
+}
+PLD_KERNEL(k_sum2, k, PLD_IN(a, FP32, R, BC), PLD_IN(b, FP32, R, BC),
+           PLD_OUT(y, FP32, R, BC)) {
+  const int32_t rows = (int32_t)pld_tensor_dim(a, 0);
+  pld_tile *ta = pld_load(k, a, 0, 0, rows, BC);
+  pld_tile *tb = pld_load(k, b, 0, 0, rows, BC);
+  pld_add(k, ta, ta, tb);
+  pld_store(k, ta, y, 0, 0);
+}
+PLD_DEVICE(d_allocs, a, PLD_IN(x, FP32, R, BC), PLD_OUT(y, FP32, R, BC)) {
+  const int64_t rows = pld_tensor_dim(x, 0);
+  pld_tensor t1 = pld_device_alloc(a, PLD_FP32, PLD_SHAPE(rows, BC));
+  pld_tensor t2 = pld_device_alloc(a, PLD_FP32, PLD_SHAPE(rows, BC));
+  pld_launch(a, k_lin, 1, x, t1, 2.0f, 0.0f);
+  pld_launch(a, k_lin, 1, x, t2, 1.0f, 1.0f);
+  pld_launch(a, k_sum2, 1, t1, t2, y);
+}
+PLD_HOST(h_allocs, h, PLD_IN(x1, FP32, NR, AR1, BC),
+         PLD_OUT(y1, FP32, NR, AR1, BC), PLD_IN(x2, FP32, NR, AR2, BC),
+         PLD_OUT(y2, FP32, NR, AR2, BC)) {
+  for (int r = 0; r < pld_world_size(h); r++) {
+    pld_dispatch(h, d_allocs, r, pld_slice(h, x1, r), pld_slice(h, y1, r));
+    pld_dispatch(h, d_allocs, r, pld_slice(h, x2, r), pld_slice(h, y2, r));
+  }
+}
+
+static void test_allocations_across_calls(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 3, 0, 1);
+  pld_tensor x1 = pld_test_tensor(3, (int64_t[]){3, AR1, BC}, 0.5f, 1);
+  pld_tensor x2 = pld_test_tensor(3, (int64_t[]){3, AR2, BC}, -0.25f, 3);
+  pld_tensor y1 = pld_test_tensor(3, (int64_t[]){3, AR1, BC}, 0, 0);
+  pld_tensor y2 = pld_test_tensor(3, (int64_t[]){3, AR2, BC}, 0, 0);
+  pld_program *p;
+  assert_ok(pld_compile(h_allocs, &cfg, PLD_ARGS(x1, y1, x2, y2), &p));
+  for (int run = 0; run < 4; run++) {
+    float *x = pld_tensor_data(run % 2 ? x2 : x1);
+    x[0] = (float)run; /* each run's inputs differ */
+    memset(pld_tensor_data(y1), 0, (size_t)pld_tensor_numel(y1) * 4);
+    memset(pld_tensor_data(y2), 0, (size_t)pld_tensor_numel(y2) * 4);
+    assert_ok(pld_program_run(p, PLD_ARGS(x1, y1, x2, y2)));
+    const pld_tensor xs[] = {x1, x2}, ys[] = {y1, y2};
+    for (int c = 0; c < 2; c++) {
+      const float *xv = pld_tensor_data(xs[c]), *yv = pld_tensor_data(ys[c]);
+      for (int64_t i = 0; i < pld_tensor_numel(xs[c]); i++)
+        if (yv[i] != (xv[i] * 2.0f + 0.0f) + (xv[i] * 1.0f + 1.0f)) {
+          print_error("run %d, call %d, element %lld: got %g, expected %g\n",
+                      run, c, (long long)i, (double)yv[i],
+                      (double)(xv[i] * 2.0f + (xv[i] + 1.0f)));
+          fail();
+        }
+    }
+  }
+  pld_program_destroy(p);
+  pld_tensor_destroy(x1);
+  pld_tensor_destroy(x2);
+  pld_tensor_destroy(y1);
+  pld_tensor_destroy(y2);
+}
+
 /* Many independent single-block tasks, more than the device has cores. */
 enum { MANY = 100 };
 PLD_KERNEL(k_one_row, k, PLD_IN(x, FP32, MANY, BC),
@@ -647,6 +723,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_replay_keeps_devices),
     cmocka_unit_test(test_devices_isolated_between_programs),
     cmocka_unit_test(test_blocks_and_order),
+    cmocka_unit_test(test_allocations_across_calls),
     cmocka_unit_test(test_many_tasks),
     cmocka_unit_test(test_cube_matmul),
     cmocka_unit_test(test_load_outside_tensor),
