@@ -575,12 +575,17 @@ static struct pld__dblock take_spare(struct pld__aicpu *a,
   return b;
 }
 
-/* The end of a call: its blocks become the spare ones, and the spare
- * blocks it did not take are freed. */
-static void keep_blocks(struct pld__aicpu *a) {
+/* Frees the spare blocks (their array stays). */
+static void drop_spare(struct pld__aicpu *a) {
   for (int i = 0; i < a->nspare; i++)
     pld__free(a->spare[i].data);
   a->nspare = 0;
+}
+
+/* The end of a call: its blocks become the spare ones, and the spare
+ * blocks it did not take are freed. */
+static void keep_blocks(struct pld__aicpu *a) {
+  drop_spare(a);
   for (int i = 0; i < a->nallocs; i++) {
     struct pld__dblock b = a->allocs[i];
     pld__free(b.t);
@@ -698,11 +703,10 @@ int pld__aicpu_call(struct pld__aicpu *a, pld_device_fn fn,
 }
 
 void pld__aicpu_release(struct pld__aicpu *a) {
-  for (int i = 0; i < a->nspare; i++)
-    pld__free(a->spare[i].data);
+  drop_spare(a);
   pld__free(a->spare);
   a->spare = NULL;
-  a->nspare = a->capspare = 0;
+  a->capspare = 0;
   pld__free(a->allocs);
   a->allocs = NULL;
   a->capallocs = 0;

@@ -212,13 +212,14 @@ static void test_allocations_across_calls(void **state) {
     const pld_tensor xs[] = {x1, x2}, ys[] = {y1, y2};
     for (int c = 0; c < 2; c++) {
       const float *xv = pld_tensor_data(xs[c]), *yv = pld_tensor_data(ys[c]);
-      for (int64_t i = 0; i < pld_tensor_numel(xs[c]); i++)
-        if (yv[i] != (xv[i] * 2.0f + 0.0f) + (xv[i] * 1.0f + 1.0f)) {
+      for (int64_t i = 0; i < pld_tensor_numel(xs[c]); i++) {
+        const float want = xv[i] * 2.0f + (xv[i] + 1.0f);
+        if (yv[i] != want) {
           print_error("run %d, call %d, element %lld: got %g, expected %g\n",
-                      run, c, (long long)i, (double)yv[i],
-                      (double)(xv[i] * 2.0f + (xv[i] + 1.0f)));
+                      run, c, (long long)i, (double)yv[i], (double)want);
           fail();
         }
+      }
     }
   }
   pld_program_destroy(p);
