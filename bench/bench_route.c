@@ -45,9 +45,13 @@ static pld_core kv;
 static pld_tile *ta, *tb, *td, *ia, *ib, *id, *tm, *tq, *tmd, *targ, *tv2, *ti2,
     *tv8, *ti8;
 
-static _Alignas(64) float g_fa[N], g_fb[N], g_fd[N];
-static _Alignas(64) int32_t g_xa[N], g_xb[N], g_xd[N];
-static _Alignas(64) uint8_t g_ma[N], g_mq[N], g_md[N];
+/* The tiles' data, which the plain loops read and write too: both sides
+ * work on the same memory (placement alone moved a ratio by 0.15 from run
+ * to run, the tiles and the loops' arrays sharing the caches
+ * differently). */
+static float *g_fa, *g_fb, *g_fd;
+static int32_t *g_xa, *g_xb, *g_xd;
+static uint8_t *g_ma, *g_mq, *g_md;
 static _Alignas(64) int32_t arg[ROWS], ki[ROWS * K8];
 static _Alignas(64) float kf[ROWS * K8];
 static volatile float vs = 0.25f; /* scalars the compiler cannot see */
@@ -320,17 +324,6 @@ static void setup(void) {
   }
   pld__core_begin(&vcore, "bench_route", 0, 0, 0, 1);
   kv = (pld_core){&vcore};
-  uint64_t z = 12345;
-  for (int i = 0; i < N; i++) {
-    z = z * 6364136223846793005u + 1442695040888963407u;
-    g_fa[i] = (float)((int64_t)(z >> 40) - (1 << 23)) / (float)(1 << 23);
-    g_fb[i] =
-        (float)((int64_t)((z >> 16) & 0xFFFFFF) - (1 << 23)) / (float)(1 << 23);
-    g_xa[i] = (int32_t)(z >> 33);
-    g_xb[i] = (int32_t)((z >> 20) & 0xFFF) + 1;
-    g_ma[i] = (uint8_t)((z >> 60) & 1);
-    g_mq[i] = (uint8_t)((z >> 59) & 1);
-  }
   ta = pld_tile_new(kv, PLD_FP32, ROWS, COLS);
   tb = pld_tile_new(kv, PLD_FP32, ROWS, COLS);
   td = pld_tile_new(kv, PLD_FP32, ROWS, COLS);
@@ -349,14 +342,28 @@ static void setup(void) {
     fprintf(stderr, "bench_route: %s\n", vcore.msg);
     exit(1);
   }
-  /* The tiles hold the loops' data (64 x 128 FP32 and INT32 rows are
-   * unpadded; BOOL rows of 128 bytes too). */
-  memcpy(ta->data, g_fa, sizeof g_fa);
-  memcpy(tb->data, g_fb, sizeof g_fb);
-  memcpy(ia->data, g_xa, sizeof g_xa);
-  memcpy(ib->data, g_xb, sizeof g_xb);
-  memcpy(tm->data, g_ma, sizeof g_ma);
-  memcpy(tq->data, g_mq, sizeof g_mq);
+  /* 64 x 128 FP32 and INT32 rows are unpadded, BOOL rows of 128 bytes
+   * too: each tile is one array of N elements. */
+  g_fa = (float *)(void *)ta->data;
+  g_fb = (float *)(void *)tb->data;
+  g_fd = (float *)(void *)td->data;
+  g_xa = (int32_t *)(void *)ia->data;
+  g_xb = (int32_t *)(void *)ib->data;
+  g_xd = (int32_t *)(void *)id->data;
+  g_ma = tm->data;
+  g_mq = tq->data;
+  g_md = tmd->data;
+  uint64_t z = 12345;
+  for (int i = 0; i < N; i++) {
+    z = z * 6364136223846793005u + 1442695040888963407u;
+    g_fa[i] = (float)((int64_t)(z >> 40) - (1 << 23)) / (float)(1 << 23);
+    g_fb[i] =
+        (float)((int64_t)((z >> 16) & 0xFFFFFF) - (1 << 23)) / (float)(1 << 23);
+    g_xa[i] = (int32_t)(z >> 33);
+    g_xb[i] = (int32_t)((z >> 20) & 0xFFF) + 1;
+    g_ma[i] = (uint8_t)((z >> 60) & 1);
+    g_mq[i] = (uint8_t)((z >> 59) & 1);
+  }
 }
 
 int main(int argc, char **argv) {

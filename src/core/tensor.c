@@ -21,17 +21,7 @@ const char *pld_dtype_name(pld_dtype dtype) {
 
 struct pld__tensor pld__invalid_tensor = {.flags = PLD__T_INVALID};
 
-size_t pld_dtype_size(pld_dtype dtype) {
-  switch (dtype) {
-#define PLD__DTYPE_SIZE(name, value, bytes)                                    \
-  case PLD_##name:                                                             \
-    return bytes;
-    PLD_DTYPE_MAP(PLD__DTYPE_SIZE)
-#undef PLD__DTYPE_SIZE
-  default:
-    return 0;
-  }
-}
+size_t pld_dtype_size(pld_dtype dtype) { return pld__dtype_size(dtype); }
 
 int pld__tensor_init(struct pld__tensor *t, const char *fn, pld_dtype dtype,
                      int ndim, const int64_t *shape) {

@@ -21,6 +21,19 @@ enum {
 struct pld__comm;
 struct pld__tensor;
 
+/* pld_dtype_size, inline for the paths every tile operation takes. */
+static inline size_t pld__dtype_size(pld_dtype dtype) {
+  switch (dtype) {
+#define PLD__DTYPE_SIZE(name, value, bytes)                                    \
+  case PLD_##name:                                                             \
+    return bytes;
+    PLD_DTYPE_MAP(PLD__DTYPE_SIZE)
+#undef PLD__DTYPE_SIZE
+  default:
+    return 0;
+  }
+}
+
 /* What a failed call returns where a tensor (or window view) goes: every
  * later use rejects it (PLD__T_INVALID). */
 extern struct pld__tensor pld__invalid_tensor;

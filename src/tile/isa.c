@@ -13,7 +13,7 @@ int pld__isa_level = -1;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int best;
-static char refusal[256]; /* empty when PLD_ISA is accepted */
+char pld__isa_refusal_text[256]; /* empty when PLD_ISA is accepted */
 
 static const char *const names[PLD__ISA_LEVELS] = {"generic", "avx2", "avx512"};
 
@@ -78,22 +78,23 @@ static int from_environment(void) {
   int want = pld__isa_parse(v);
   if (want >= 0 && runnable(want))
     return want;
-  size_t n = pld__catf(refusal, sizeof refusal, "environment: PLD_ISA=");
-  n += isa_quote(refusal + n, sizeof refusal - n, v);
+  char *const r = pld__isa_refusal_text;
+  const size_t cap = sizeof pld__isa_refusal_text;
+  size_t n = pld__catf(r, cap, "environment: PLD_ISA=");
+  n += isa_quote(r + n, cap - n, v);
   if (want < 0)
-    pld__catf(refusal + n, sizeof refusal - n,
+    pld__catf(r + n, cap - n,
               ": expected generic, avx2, avx512 or auto (unset: the best "
               "this CPU has, here %s)",
               names[best]);
   else if (want < PLD__ISA_BASE)
-    pld__catf(refusal + n, sizeof refusal - n,
+    pld__catf(r + n, cap - n,
               ": this build's compiler flags (-march=native: PLD_NATIVE=ON) "
               "already use %s; build without them to run %s",
               names[PLD__ISA_BASE], names[want]);
   else
-    pld__catf(refusal + n, sizeof refusal - n,
-              ": this CPU lacks %s (%s); the best it has is %s", names[want],
-              needs[want], names[best]);
+    pld__catf(r + n, cap - n, ": this CPU lacks %s (%s); the best it has is %s",
+              names[want], needs[want], names[best]);
   return best;
 }
 
@@ -118,12 +119,6 @@ int pld__isa_best(void) {
 int pld__isa_runs(int level) {
   pld__isa_choose();
   return runnable(level);
-}
-
-const char *pld__isa_refusal(void) {
-  if (__atomic_load_n(&pld__isa_level, __ATOMIC_ACQUIRE) < 0)
-    pld__isa_choose();
-  return refusal[0] ? refusal : NULL;
 }
 
 int pld__isa_check(const char *fn) {

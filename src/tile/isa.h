@@ -49,6 +49,8 @@
 #ifndef PLD_TILE_ISA_H
 #define PLD_TILE_ISA_H
 
+#include <stddef.h>
+
 /* The levels, in order (macros: the preprocessor compares them). */
 #define PLD__ISA_GENERIC 0
 #define PLD__ISA_AVX2 1
@@ -108,8 +110,14 @@ int pld__isa_best(void);
  * when this says so, and the tile tests run each level where it does. */
 int pld__isa_runs(int level);
 /* Why PLD_ISA is refused ("environment: PLD_ISA='...': ..."), or NULL
- * when it is accepted (or unset).  The level in force is then the best. */
-const char *pld__isa_refusal(void);
+ * when it is accepted (or unset).  The level in force is then the best.
+ * Inline: every tile operation asks. */
+extern char pld__isa_refusal_text[256];
+static inline const char *pld__isa_refusal(void) {
+  if (__atomic_load_n(&pld__isa_level, __ATOMIC_ACQUIRE) < 0)
+    pld__isa_choose();
+  return pld__isa_refusal_text[0] ? pld__isa_refusal_text : NULL;
+}
 /* PLD_OK, or PLD_ERR_CONFIG with the calling thread's message set to
  * "<fn>: <refusal>": for the checks of a program's environment
  * (pld_compile, as pld__tunables_check). */

@@ -20,6 +20,8 @@
  * are found in blocks of LANES (vectorized), and top-k keeps its best
  * keys sorted, inserting only the keys above the k-th best, which a mask
  * of each block of LANES keys points at. */
+#include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "tile/convert.h"
@@ -221,42 +223,90 @@ static inline double iota_sat(double v, double lo, double hi) {
   return r > hi ? hi : r;
 }
 
-/* The rows of columns [j0, j0 + n), dtype chosen outside them: BODY
- * stores o[j] from the row's base (double) or b0 (int32, exact_int). */
+/* The rows of columns [j0, j0 + n): BODY stores o[j] from the row's base
+ * and jd[j] = (j0 + j) * col_step, in double. */
 #define IOTA_ROWS(T, BODY)                                                     \
-  for (size_t r = 0; r < (size_t)dst->rows; r++) {                             \
-    T *o = (T *)(void *)(pld__run_ptr(dst, r) + j0 * es);                      \
+  for (size_t r = 0; r < rows; r++) {                                          \
+    T *o = (T *)(void *)(data + r * row_bytes + j0 * es);                      \
     const double base = start + (double)r * row_step;                          \
-    const int32_t b0 = exact_int ? (int32_t)start + (int32_t)r * ri : 0;       \
-    (void)base, (void)b0;                                                      \
-    if (exact_int)                                                             \
-      PLD__VLOOP(int32_t, j, n, BODY);                                         \
-    else                                                                       \
-      PLD__VLOOP(double, j, n, BODY);                                          \
+    PLD__VLOOP_UNROLLED(double, j, n, BODY);                                   \
+  }
+
+/* The exact path: x = the row's first multiple + j * s0 in int32
+ * arithmetic (wrapping in uint32: every value it gives is in range),
+ * stored as CONV(x).  A block's lanes add lane * s0 (jl, loop-invariant:
+ * the compiler keeps it in registers) to the block's first value, so an
+ * element costs an add and a store, as a loop with the sizes known does
+ * it. */
+#define IOTA_EXACT_ROWS(T, CONV)                                               \
+  for (size_t r = 0; r < rows; r++) {                                          \
+    T *o = (T *)(void *)(data + r * row_bytes);                                \
+    const uint32_t b0 = (uint32_t)(int32_t)start + (uint32_t)r * ri;           \
+    size_t b = 0;                                                              \
+    PLD__UNROLL4                                                               \
+    for (; b + PLD__VBLOCK(int32_t) <= n; b += PLD__VBLOCK(int32_t)) {         \
+      const uint32_t t = b0 + (uint32_t)b * s0;                                \
+      PLD__IVDEP                                                               \
+      for (size_t l = 0; l < PLD__VBLOCK(int32_t); l++) {                      \
+        const int32_t x = (int32_t)(t + jl[l]);                                \
+        o[b + l] = CONV;                                                       \
+      }                                                                        \
+    }                                                                          \
+    for (; b < n; b++) {                                                       \
+      const int32_t x = (int32_t)(b0 + (uint32_t)b * s0);                      \
+      o[b] = CONV;                                                             \
+    }                                                                          \
   }
 
 /* The tile: start + i * row_step + j * col_step in double, converted to
  * dt.  j * col_step is computed once per chunk of columns (jd) and added
- * to each row's base.  exact_int: the operands are integers and every
- * value fits dt, so int32 arithmetic gives the values of the double one
- * (ji: j * col_step as int32s, once per chunk; a multiply per element,
- * even as gcc's vector induction, took three times as long). */
+ * to each row's base.  unit > 0 asks for the exact path (pld_iota says
+ * when it holds): the operands are integers, multiples of unit, and so
+ * is every value, so int32 arithmetic on them gives the double one's
+ * values. */
 PLD__ISA_FUNCTION(static, iota_tile,
                   (pld_tile * dst, double start, double row_step,
-                   double col_step, int exact_int),
-                  (dst, start, row_step, col_step, exact_int)) {
+                   double col_step, double unit),
+                  (dst, start, row_step, col_step, unit)) {
   const pld_dtype dt = dst->dtype;
   const size_t es = pld_dtype_size(dt), cols = (size_t)dst->cols;
+  /* Locals: the stores may alias *dst as far as the compiler knows. */
+  unsigned char *const data = dst->data;
+  size_t rows = (size_t)dst->rows;
+  const size_t row_bytes = dst->row_bytes;
+  if (unit > 0) {
+    size_t n = cols;
+    /* Rows without padding that continue each other (row_step = cols *
+     * col_step, as the tile's linear indices) are one run. */
+    if (row_bytes == cols * es && row_step == (double)cols * col_step) {
+      n = rows * cols;
+      rows = 1;
+    }
+    const uint32_t ri = (uint32_t)(int32_t)row_step;
+    const uint32_t s0 = (uint32_t)(int32_t)col_step;
+    const float u = (float)unit;
+    uint32_t jl[PLD__VBLOCK(int32_t)];
+    for (size_t l = 0; l < PLD__VBLOCK(int32_t); l++)
+      jl[l] = (uint32_t)l * s0;
+    switch (dt) {
+    case PLD_FP32:
+      IOTA_EXACT_ROWS(float, (float)x *u);
+      break;
+#define IOTA_INT_CASE(name, T, lo, hi)                                         \
+  case PLD_##name:                                                             \
+    IOTA_EXACT_ROWS(T, (T)x);                                                  \
+    break;
+      PLD__INT_DTYPES(IOTA_INT_CASE)
+#undef IOTA_INT_CASE
+    default:
+      break;
+    }
+    return;
+  }
   double jd[PLD__CHUNK];
-  int32_t ji[PLD__CHUNK];
-  const int32_t ri = exact_int ? (int32_t)row_step : 0;
-  const int32_t s0 = exact_int ? (int32_t)col_step : 0;
   for (size_t j0 = 0; j0 < cols; j0 += PLD__CHUNK) {
     const size_t n = cols - j0 < PLD__CHUNK ? cols - j0 : PLD__CHUNK;
-    if (exact_int)
-      PLD__VLOOP(int32_t, j, n, ji[j] = (int32_t)(j0 + j) * s0;);
-    else
-      PLD__VLOOP(double, j, n, jd[j] = (double)(int32_t)(j0 + j) * col_step;);
+    PLD__VLOOP(double, j, n, jd[j] = (double)(int32_t)(j0 + j) * col_step;);
     switch (dt) {
     case PLD_FP32:
       IOTA_ROWS(float, o[j] = (float)(base + jd[j]););
@@ -271,11 +321,7 @@ PLD__ISA_FUNCTION(static, iota_tile,
       break;
 #define IOTA_INT_CASE(name, T, lo, hi)                                         \
   case PLD_##name:                                                             \
-    if (exact_int) {                                                           \
-      IOTA_ROWS(T, o[j] = (T)(b0 + ji[j]););                                   \
-    } else {                                                                   \
-      IOTA_ROWS(T, o[j] = (T)(int32_t)iota_sat(base + jd[j], lo, hi););        \
-    }                                                                          \
+    IOTA_ROWS(T, o[j] = (T)(int32_t)iota_sat(base + jd[j], lo, hi););          \
     break;
       PLD__INT_DTYPES(IOTA_INT_CASE)
 #undef IOTA_INT_CASE
@@ -285,20 +331,42 @@ PLD__ISA_FUNCTION(static, iota_tile,
   }
 }
 
-/* Whether v is an integer in [lo, hi]. */
+/* Whether v is an integer in [lo, hi] (within int32's range: the cast is
+ * exact there, and cheaper than trunc, a libm call below SSE4.1). */
 static int int_in(double v, double lo, double hi) {
-  return v >= lo && v <= hi && v == __builtin_trunc(v);
+  return v >= lo && v <= hi && v == (double)(int32_t)v;
 }
 
-int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
-             double col_step) {
-  struct pld__core *c = k.p;
-  if (pld__vector_only(c, "pld_iota") ||
-      pld__tile_compute_check(c, "pld_iota", "dst", dst))
-    return c->status;
-  const double last_row = (double)(dst->rows - 1);
-  const double last_col = (double)(dst->cols - 1);
-  double lo = INT32_MIN, hi = INT32_MAX;
+/* The binary digits after the point that finite v needs: 0 for an
+ * integer, k for an odd multiple of 2^-k; INT_MAX for inf and NaN. */
+static int frac_bits(double v) {
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  const int ex = (int)(u >> 52 & 0x7ff);
+  uint64_t man = u & ((UINT64_C(1) << 52) - 1);
+  if (ex == 0x7ff)
+    return INT_MAX;
+  if (ex)
+    man |= UINT64_C(1) << 52;
+  if (!man)
+    return 0;
+  /* v = man * 2^(e - 1075), e = 1 for subnormals. */
+  const int k = 1075 - (ex ? ex : 1) - __builtin_ctzll(man);
+  return k > 0 ? k : 0;
+}
+
+/* Whether pld_iota's exact path holds: the operands are multiples of unit
+ * = 2^-bits and every value's multiple is in [lo, hi]: an integer dtype's
+ * range, with no fraction (bits 0); for FP32, int32's with up to 30 bits.
+ * The double path's values are then exact before the conversion to FP32
+ * too, and rounding int32 x to float then scaling it by unit rounds
+ * x * unit the same way (a power of two, no subnormal).  FP16 and BF16
+ * take the double path.  Returns unit, with the operands scaled to
+ * multiples, or 0. */
+static double iota_exact(const pld_tile *dst, double *start, double *row_step,
+                         double *col_step) {
+  double lo = 0, hi = -1;
+  int max_bits = 0;
   switch (dst->dtype) {
 #define IOTA_RANGE(name, T, l, h)                                              \
   case PLD_##name:                                                             \
@@ -307,23 +375,59 @@ int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
     break;
     PLD__INT_DTYPES(IOTA_RANGE)
 #undef IOTA_RANGE
-  default:
+  case PLD_FP32:
+    lo = INT32_MIN;
+    hi = INT32_MAX;
+    max_bits = 30;
     break;
+  default:
+    return 0;
   }
-  /* The integer path: integer operands whose every value and row base
-   * fits dt (the extremes are at the corners) and whose j * col_step fits
-   * an int32. */
-  int exact_int = !pld__is_float_dtype(dst->dtype) && int_in(start, lo, hi) &&
-                  int_in(row_step, lo, hi) && int_in(col_step, lo, hi) &&
-                  int_in(last_col * col_step, INT32_MIN, INT32_MAX);
-  for (int corner = 0; corner < 4 && exact_int; corner++) {
-    const double v = start + (corner & 1 ? last_row * row_step : 0) +
-                     (corner & 2 ? last_col * col_step : 0);
-    exact_int = int_in(v, lo, hi) &&
-                int_in(start + (corner & 1 ? last_row * row_step : 0), lo, hi);
+  /* A start of -0.0 makes element (0, 0) -0.0 in double, 0 in int32. */
+  if (*start == 0 && signbit(*start))
+    return 0;
+  double s = *start, rs = *row_step, cs = *col_step, unit = 1;
+  if (!int_in(s, INT32_MIN, INT32_MAX) || !int_in(rs, INT32_MIN, INT32_MAX) ||
+      !int_in(cs, INT32_MIN, INT32_MAX)) {
+    const int bits =
+        PLD__IMAX(PLD__IMAX(frac_bits(s), frac_bits(rs)), frac_bits(cs));
+    if (bits > max_bits)
+      return 0;
+    const double scale = (double)(UINT32_C(1) << bits);
+    s *= scale;
+    rs *= scale;
+    cs *= scale;
+    unit = 1 / scale;
+    /* The steps may be beyond [lo, hi], not beyond int32. */
+    if (!int_in(rs, INT32_MIN, INT32_MAX) || !int_in(cs, INT32_MIN, INT32_MAX))
+      return 0;
   }
+  /* Every value is in [lo, hi] when the extremes are: the extreme row base
+   * plus the extreme column term (linear in i and j), and then every row
+   * base is too (the column term spans 0). */
+  const double rows_end = s + (double)(dst->rows - 1) * rs;
+  const double cols_end = (double)(dst->cols - 1) * cs;
+  const double least =
+      (rows_end < s ? rows_end : s) + (cols_end < 0 ? cols_end : 0);
+  const double most =
+      (rows_end > s ? rows_end : s) + (cols_end > 0 ? cols_end : 0);
+  if (least < lo || most > hi)
+    return 0;
+  *start = s;
+  *row_step = rs;
+  *col_step = cs;
+  return unit;
+}
+
+int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
+             double col_step) {
+  struct pld__core *c = k.p;
+  if (pld__vector_only(c, "pld_iota") ||
+      pld__tile_compute_check(c, "pld_iota", "dst", dst))
+    return c->status;
+  const double unit = iota_exact(dst, &start, &row_step, &col_step);
   pld__tile_work(PLD__TC_VECTOR, 1, dst);
-  iota_tile(dst, start, row_step, col_step, exact_int);
+  iota_tile(dst, start, row_step, col_step, unit);
   return PLD_OK;
 }
 
@@ -731,6 +835,51 @@ cumsum_col_block(const int isa, const int excl, pld_tile *dst,
   }
 }
 
+/* Columns in strips of W, summed down every row with the strip's sums in
+ * a local array the compiler keeps in registers (as a loop that knows the
+ * tile's width does): sums kept in memory cost a load and a store more
+ * per vector.  W is what the level's registers hold (for integers, 16
+ * SSE registers 64 sums, 16 AVX2 ones 128).  Returns the columns done. */
+#define CUM_COLS_STRIPS(ACC, T, W, CONV)                                       \
+  do {                                                                         \
+    for (; j0 + (W) <= cols; j0 += (W)) {                                      \
+      ACC s[W] = {0};                                                          \
+      for (size_t r = 0; r < rows; r++) {                                      \
+        const T *x = (const T *)(const void *)(ad + r * arb) + j0;             \
+        T *o = (T *)(void *)(dd + r * drb) + j0;                               \
+        PLD__IVDEP                                                             \
+        for (size_t l = 0; l < (W); l++)                                       \
+          CUM_STEP(ACC, s[l], (ACC)x[l], o[l], CONV);                          \
+      }                                                                        \
+    }                                                                          \
+  } while (0)
+
+PLD__ISA_INLINE size_t cumsum_col_strips(const int isa, const int excl,
+                                         pld_tile *dst, const pld_tile *a) {
+  const size_t rows = (size_t)a->rows, cols = (size_t)a->cols;
+  const unsigned char *const ad = a->data;
+  unsigned char *const dd = dst->data;
+  const size_t arb = a->row_bytes, drb = dst->row_bytes;
+  size_t j0 = 0;
+  switch (a->dtype) {
+  case PLD_FP32:
+    CUM_COLS_STRIPS(double, float, 2 * PLD__VBLOCK(double), TO_F32);
+    break;
+#define CUMSUM_STRIPS_INT(name, T, lo, hi)                                     \
+  case PLD_##name:                                                             \
+    if (isa >= PLD__ISA_AVX2)                                                  \
+      CUM_COLS_STRIPS(uint32_t, T, 4 * PLD__VBLOCK(uint32_t), (T));            \
+    else                                                                       \
+      CUM_COLS_STRIPS(uint32_t, T, 2 * PLD__VBLOCK(uint32_t), (T));            \
+    break;
+    PLD__INT_DTYPES(CUMSUM_STRIPS_INT)
+#undef CUMSUM_STRIPS_INT
+  default:
+    break;
+  }
+  return j0;
+}
+
 PLD__ISA_FUNCTION(static, cumsum_cols,
                   (int exclusive, pld_tile *dst, const pld_tile *a),
                   (exclusive, dst, a)) {
@@ -738,7 +887,9 @@ PLD__ISA_FUNCTION(static, cumsum_cols,
   double accf[COL_BLOCK];
   uint32_t acci[COL_BLOCK];
   float tmp[COL_BLOCK];
-  for (size_t j0 = 0; j0 < cols; j0 += COL_BLOCK) {
+  size_t j0 = exclusive ? cumsum_col_strips(isa, 1, dst, a)
+                        : cumsum_col_strips(isa, 0, dst, a);
+  for (; j0 < cols; j0 += COL_BLOCK) {
     const size_t n = cols - j0 < COL_BLOCK ? cols - j0 : COL_BLOCK;
     memset(accf, 0, n * sizeof *accf);
     memset(acci, 0, n * sizeof *acci);

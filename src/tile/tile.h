@@ -14,6 +14,7 @@
 #include "core/tensor.h"
 #include "core/timeline.h"
 #include "core/trace.h"
+#include "tile/isa.h"
 
 /* ---- vectorizable loops ------------------------------------------------ */
 
@@ -41,10 +42,21 @@
 #endif
 
 /* PLD__VLOOP(T, i, n, body...): runs body for every size_t i in [0, n),
- * in blocks of PLD__VBLOCK(T). */
-#define PLD__VLOOP(T, i, n, ...)                                               \
+ * in blocks of PLD__VBLOCK(T).  PLD__VLOOP_UNROLLED unrolls the loop over
+ * the blocks four times (gcc): for bodies too short to hide the loop's
+ * own instructions, such as a store of a value computed in registers. */
+#define PLD__VLOOP(T, i, n, ...) PLD__VLOOP_WITH(T, i, n, , __VA_ARGS__)
+#if defined(__GNUC__) && !defined(__clang__)
+#define PLD__UNROLL4 _Pragma("GCC unroll 4")
+#else
+#define PLD__UNROLL4
+#endif
+#define PLD__VLOOP_UNROLLED(T, i, n, ...)                                      \
+  PLD__VLOOP_WITH(T, i, n, PLD__UNROLL4, __VA_ARGS__)
+#define PLD__VLOOP_WITH(T, i, n, UNROLL, ...)                                  \
   do {                                                                         \
     size_t i##_blk = 0;                                                        \
+    UNROLL                                                                     \
     for (; i##_blk + PLD__VBLOCK(T) <= (n); i##_blk += PLD__VBLOCK(T)) {       \
       PLD__IVDEP                                                               \
       for (size_t i##_lane = 0; i##_lane < PLD__VBLOCK(T); i##_lane++) {       \
@@ -131,7 +143,14 @@ static inline int pld__is_float_dtype(pld_dtype dt) {
  * (they do matmul and data movement).  Every elementwise, tile-scalar,
  * unary, cast, reduction and expand operation starts with it.  Returns the
  * kernel's status. */
-int pld__vector_only(struct pld__core *c, const char *fn);
+int pld__vector_only_fail(struct pld__core *c, const char *fn);
+static inline int pld__vector_only(struct pld__core *c, const char *fn) {
+  /* The checks that pass inline (every operation pays them per call);
+   * the function out of line finds the failure and says it. */
+  if (!c->status && c->spec.type != PLD_CORE_CUBE && !pld__isa_refusal())
+    return PLD_OK;
+  return pld__vector_only_fail(c, fn);
+}
 
 /* Fails the kernel with PLD_ERR_CONFIG if PLD_ISA is refused (tile/isa.h):
  * every operation that computes checks it (pld__vector_only, matmul), so
@@ -142,15 +161,38 @@ int pld__isa_kcheck(struct pld__core *c, const char *fn);
 /* "FP32[8, 16]" into buf. */
 size_t pld__tile_str(char *buf, size_t cap, const pld_tile *t);
 
+/* Whether t (not NULL) points at one of core c's tile descriptors,
+ * compared as integers: t may point anywhere. */
+static inline int pld__tile_of(const struct pld__core *c, const pld_tile *t) {
+  const uintptr_t p = (uintptr_t)t, first = (uintptr_t)c->tiles;
+  return p >= first && p < (uintptr_t)(c->tiles + c->tiles_max) &&
+         (p - first) % sizeof *t == 0;
+}
+
 /* t is a live tile of this core; `what` names the argument in the message.
- * Returns the kernel's status. */
-int pld__tile_check(struct pld__core *c, const char *fn, const char *what,
-                    const pld_tile *t);
+ * Returns the kernel's status.  As the checks below: a check that passes
+ * is inline, the _fail function finds and says what failed. */
+int pld__tile_check_fail(struct pld__core *c, const char *fn, const char *what,
+                         const pld_tile *t);
+static inline int pld__tile_check(struct pld__core *c, const char *fn,
+                                  const char *what, const pld_tile *t) {
+  if (!c->status && t && pld__tile_of(c, t) && t->block_seq == c->block_seq &&
+      !t->in_flight)
+    return PLD_OK;
+  return pld__tile_check_fail(c, fn, what, t);
+}
 /* t is a live tile of a dtype tiles compute on (PLD_ERR_UNSUPPORTED for
  * the others, which only move data).  Every operation that computes
  * starts with it. */
-int pld__tile_compute_check(struct pld__core *c, const char *fn,
-                            const char *what, const pld_tile *t);
+int pld__tile_compute_fail(struct pld__core *c, const char *fn,
+                           const char *what, const pld_tile *t);
+static inline int pld__tile_compute_check(struct pld__core *c, const char *fn,
+                                          const char *what, const pld_tile *t) {
+  if (pld__tile_check(c, fn, what, t))
+    return c->status;
+  return pld__is_tile_dtype(t->dtype) ? PLD_OK
+                                      : pld__tile_compute_fail(c, fn, what, t);
+}
 /* Both tiles valid for computing, of equal shape and (if same_dtype)
  * equal dtype. */
 int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
@@ -158,9 +200,17 @@ int pld__tile_check2(struct pld__core *c, const char *fn, const char *wa,
                      int same_dtype);
 /* The same for two live tiles of any dtype (checked already): the shape
  * and dtype part of pld__tile_check2, with its messages. */
-int pld__tile_match(struct pld__core *c, const char *fn, const char *wa,
-                    const pld_tile *a, const char *wb, const pld_tile *b,
-                    int same_dtype);
+int pld__tile_match_fail(struct pld__core *c, const char *fn, const char *wa,
+                         const pld_tile *a, const char *wb, const pld_tile *b);
+static inline int pld__tile_match(struct pld__core *c, const char *fn,
+                                  const char *wa, const pld_tile *a,
+                                  const char *wb, const pld_tile *b,
+                                  int same_dtype) {
+  if (a->rows == b->rows && a->cols == b->cols &&
+      (!same_dtype || a->dtype == b->dtype))
+    return PLD_OK;
+  return pld__tile_match_fail(c, fn, wa, a, wb, b);
+}
 /* The dtype of a mask (BOOL) and t's shape: mask is a live tile.  `wt`
  * names t.  Returns the kernel's status. */
 int pld__mask_check(struct pld__core *c, const char *fn, const pld_tile *mask,
@@ -289,7 +339,20 @@ union pld__scalar pld__scalar_of(pld_dtype dt, double s);
 struct pld__runs {
   size_t count, len;
 };
-struct pld__runs pld__tile_runs(const pld_tile *a, const pld_tile *b);
+static inline struct pld__runs pld__tile_runs(const pld_tile *a,
+                                              const pld_tile *b) {
+  struct pld__runs r;
+  const size_t cols = (size_t)a->cols, rows = (size_t)a->rows;
+  if (a->row_bytes == cols * pld__dtype_size(a->dtype) &&
+      b->row_bytes == cols * pld__dtype_size(b->dtype)) {
+    r.count = 1;
+    r.len = rows * cols;
+  } else {
+    r.count = rows;
+    r.len = cols;
+  }
+  return r;
+}
 
 static inline unsigned char *pld__run_ptr(const pld_tile *t, size_t r) {
   return t->data + r * t->row_bytes;

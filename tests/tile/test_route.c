@@ -12,8 +12,8 @@
 #include "tile_test.h"
 #include "tile_tests.h"
 
-static const int32_t shapes[][2] = {
-    {1, 1}, {3, 7}, {2, 33}, {4, 300}, {2, 1100}};
+static const int32_t shapes[][2] = {{1, 1},   {3, 7},    {2, 33},
+                                    {4, 300}, {2, 1100}, {3, 64}};
 #define NSHAPES (sizeof shapes / sizeof *shapes)
 
 /* Inputs: random over the dtype (mode 0), or small integers - many ties -
@@ -497,8 +497,11 @@ void test_ranking_errors(void **state) {
 
 static void check_cumsum(int by_row) {
   uint64_t seed = 81 + (uint64_t)by_row;
-  static const int32_t cshapes[][2] = {{1, 1},   {3, 7},   {33, 2},
-                                       {4, 300}, {300, 3}, {2, 1100}};
+  /* Column sums go in strips of 32 (FP32), 64 or 128 (integers, by
+   * level) columns: widths at and just below a strip. */
+  static const int32_t cshapes[][2] = {{1, 1},   {3, 7},    {33, 2},  {4, 300},
+                                       {300, 3}, {2, 1100}, {5, 128}, {3, 127},
+                                       {2, 64},  {2, 63},   {4, 32},  {2, 31}};
   for (int d = 0; d < 7; d++) {
     const pld_dtype dt = tt_tile_dtypes[d];
     for (size_t s = 0; s < sizeof cshapes / sizeof *cshapes; s++)
@@ -730,8 +733,30 @@ void test_bitwise_and_shifts(void **state) {
 void test_iota_all_dtypes(void **state) {
   (void)state;
   static const double params[][3] = {
-      {0, 0, 1},      {0, 8, 1},     {5, -3, 2}, {0.5, 0.25, -1.5},
-      {-200, 100, 3}, {1e9, 1e9, 7}, {0, 1, 1e6}};
+      {0, 0, 1},
+      {0, 8, 1},
+      {5, -3, 2},
+      {0.5, 0.25, -1.5},
+      {-200, 100, 3},
+      {1e9, 1e9, 7},
+      {0, 1, 1e6},
+      /* the sign of a zero start; integers past FP32's 2^24 (rounded);
+       * fractions of 2^-30 and 2^-31; multiples of 2^-30 below and past
+       * int32's bound; no binary fraction */
+      {-0.0, -1, -2},
+      {16777214, 0, 1},
+      {16777215, 1, 1},
+      {0x1p-30, 0x1p-30, -0x1p-30},
+      {0x1p-31, 0, 0x1p-31},
+      {1.5, 0, 0x1p-30},
+      {2.5, 0, 0x1p-30},
+      {0.1, 0.2, 0.3},
+      /* int32's extremes two rows apart: a row step past int32 */
+      {-2147483648.0, 4294967295.0, 0},
+      /* rows that continue each other in a 3 x 64 tile (one run) */
+      {0, 64, 1},
+      {5, -128, -2},
+      {0.5, 16, 0.25}};
   for (int d = 0; d < 7; d++) {
     const pld_dtype dt = tt_tile_dtypes[d];
     for (size_t s = 0; s < NSHAPES; s++)
@@ -749,7 +774,9 @@ void test_iota_all_dtypes(void **state) {
             const double want =
                 tt_cast(dt, params[p][0] + i * params[p][1] + j * params[p][2]);
             const double got = tt_get(z, (size_t)i * (size_t)cols + (size_t)j);
-            if (got != want)
+            const int is_float =
+                dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16;
+            if (got != want || (is_float && signbit(got) != signbit(want)))
               fail_msg("pld_iota %s (%g, %g, %g) [%d, %d]: got %.9g, want "
                        "%.9g",
                        pld_dtype_name(dt), params[p][0], params[p][1],
