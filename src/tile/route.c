@@ -763,7 +763,7 @@ PLD__ISA_INLINE void cumsum_row(const int isa, const int excl, pld_dtype dt,
   case PLD_##name: {                                                           \
     const T *v = (const T *)(const void *)x;                                   \
     T *o = (T *)(void *)d;                                                     \
-    int64_t s = 0; /* exact; the low bits are the wrapping sum */              \
+    uint32_t s = 0; /* the wrapping sum */                                     \
     for (size_t j = 0; j < n; j++)                                             \
       CUM_STEP(uint32_t, s, (uint32_t)v[j], o[j], (T));                        \
     break;                                                                     \
