@@ -731,6 +731,38 @@ int pld_row_topk(pld_core k, pld_tile *vals, pld_tile *idx, const pld_tile *a,
 #define TO_F32(s) ((float)(s))
 #define TO_F32_ODD(s) pld__f64_to_f32_odd(s)
 
+/* A row of 32-bit integers four at a time, the first n - n % 4: in each
+ * block the lanes' own prefix sums (two shifted adds, off the chain from
+ * block to block), then the sum so far (a vector of it: the chain is an
+ * add and a broadcast per block, where a scalar sum is an add per
+ * element).  Wrapping sums are the same in any order.  *s is the sum of
+ * the elements done; returns their count. */
+typedef uint32_t cum_u32x4 __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define CUM_LANES(x, y, a, b, c, d) __builtin_shufflevector(x, y, a, b, c, d)
+#else
+#define CUM_LANES(x, y, a, b, c, d)                                            \
+  __builtin_shuffle(x, y, (cum_u32x4){a, b, c, d})
+#endif
+PLD__ISA_INLINE size_t cumsum_int32_lanes(const int excl, unsigned char *d,
+                                          const unsigned char *x, size_t n,
+                                          uint32_t *s) {
+  const cum_u32x4 zero = {0, 0, 0, 0};
+  cum_u32x4 carry = zero;
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    cum_u32x4 v, p;
+    memcpy(&v, x + j * 4, sizeof v);
+    p = v + CUM_LANES(v, zero, 4, 0, 1, 2);
+    p = p + CUM_LANES(p, zero, 4, 4, 0, 1) + carry;
+    carry = CUM_LANES(p, p, 3, 3, 3, 3);
+    const cum_u32x4 out = excl ? p - v : p;
+    memcpy(d + j * 4, &out, sizeof out);
+  }
+  *s = carry[0];
+  return j;
+}
+
 /* Row r of a into dst, summing along it (excl a constant where this is
  * inlined, so that each case is two loops). */
 PLD__ISA_INLINE void cumsum_row(const int isa, const int excl, pld_dtype dt,
@@ -764,7 +796,8 @@ PLD__ISA_INLINE void cumsum_row(const int isa, const int excl, pld_dtype dt,
     const T *v = (const T *)(const void *)x;                                   \
     T *o = (T *)(void *)d;                                                     \
     uint32_t s = 0; /* the wrapping sum */                                     \
-    for (size_t j = 0; j < n; j++)                                             \
+    size_t j = sizeof(T) == 4 ? cumsum_int32_lanes(excl, d, x, n, &s) : 0;     \
+    for (; j < n; j++)                                                         \
       CUM_STEP(uint32_t, s, (uint32_t)v[j], o[j], (T));                        \
     break;                                                                     \
   }
