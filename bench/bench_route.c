@@ -46,9 +46,9 @@ static pld_tile *ta, *tb, *td, *ia, *ib, *id, *tm, *tq, *tmd, *targ, *tv2, *ti2,
     *tv8, *ti8;
 
 /* The tiles' data, which the plain loops read and write too: both sides
- * work on the same memory (placement alone moved a ratio by 0.15 from run
- * to run, the tiles and the loops' arrays sharing the caches
- * differently). */
+ * work on the same memory (with arrays of their own, the loops' placement
+ * against the tiles moved single ratios by up to 2x from process to
+ * process). */
 static float *g_fa, *g_fb, *g_fd;
 static int32_t *g_xa, *g_xb, *g_xd;
 static uint8_t *g_ma, *g_mq, *g_md;
