@@ -36,10 +36,11 @@ typedef void ew_kernel(pld_dtype dt, void *d, const void *a, const void *b,
     const T *a_ = (A), *b_ = (B);                                              \
     if (SCALAR) {                                                              \
       const T y = *b_;                                                         \
-      PLD__VLOOP(T, i, (N), const T x = a_[i]; (void)y; d_[i] = (T)(EXPR););   \
+      PLD__VLOOP_VECTOR(T, i, (N), const T x = a_[i]; (void)y;                 \
+                        d_[i] = (T)(EXPR););                                   \
     } else {                                                                   \
-      PLD__VLOOP(T, i, (N), const T x = a_[i]; const T y = b_[i]; (void)y;     \
-                 d_[i] = (T)(EXPR););                                          \
+      PLD__VLOOP_VECTOR(T, i, (N), const T x = a_[i]; const T y = b_[i];       \
+                        (void)y; d_[i] = (T)(EXPR););                          \
     }                                                                          \
   } while (0)
 
