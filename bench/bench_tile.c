@@ -102,8 +102,8 @@ static pld_tile *ma, *mb, *mc, *mha, *mhb, *mba, *mbb;
 
 /* The plain loops' data: the tiles' own (set up with them), so that both
  * sides work on the same memory.  With arrays of their own, where the
- * loops' data lay against the tiles' moved single ratios by 10 to 30%
- * from build to build (bench_route measured up to 2x). */
+ * loops' data lay against the tiles' moved single ratios from process to
+ * process (pld_maxs: 107% and 80% of its loop in two runs of a binary). */
 __extension__ typedef _Float16 half; /* gcc's half type */
 static float *fa, *fb, *fp, *fd;
 static half *ga, *gb, *gd;

@@ -245,7 +245,7 @@ static inline double iota_sat(double v, double lo, double hi) {
     const uint32_t b0 = (uint32_t)(int32_t)start + (uint32_t)r * ri;           \
     uint32_t v[PLD__VBLOCK(int32_t)];                                          \
     for (size_t l = 0; l < PLD__VBLOCK(int32_t); l++)                          \
-      v[l] = b0 + jl[l];                                                       \
+      v[l] = b0 + (uint32_t)l * s0;                                            \
     size_t b = 0;                                                              \
     PLD__UNROLL(16)                                                            \
     for (; b + PLD__VBLOCK(int32_t) <= n; b += PLD__VBLOCK(int32_t)) {         \
@@ -287,9 +287,6 @@ PLD__ISA_FUNCTION(static, iota_exact_tile,
   const uint32_t s0 = (uint32_t)(int32_t)col_step;
   const float u = (float)unit;
   const uint32_t vstep = (uint32_t)PLD__VBLOCK(int32_t) * s0;
-  uint32_t jl[PLD__VBLOCK(int32_t)];
-  for (size_t l = 0; l < PLD__VBLOCK(int32_t); l++)
-    jl[l] = (uint32_t)l * s0;
   switch (dt) {
   case PLD_FP32:
     IOTA_EXACT_ROWS(float, (float)x *u);
@@ -668,10 +665,10 @@ PLD__ISA_INLINE void topk_by_insertion(const int isa, pld_dtype dt,
 /* out[t] = the element of es bytes at column col[t] of row, t < n: typed
  * copies (a memcpy of a size known only at run time is a library call
  * per element). */
-static inline void rows_gather_elems(unsigned char *restrict out,
-                                     const unsigned char *restrict row,
-                                     const int32_t *restrict col, size_t n,
-                                     size_t es) {
+static inline void gather_elems(unsigned char *restrict out,
+                                const unsigned char *restrict row,
+                                const int32_t *restrict col, size_t n,
+                                size_t es) {
 #define GATHER_ELEMS(T)                                                        \
   do {                                                                         \
     for (size_t t = 0; t < n; t++)                                             \
@@ -704,7 +701,7 @@ PLD__ISA_FUNCTION(static, topk_rows,
     /* The elements are gathered before idx or vals is written: either
      * may be a. */
     if (vals)
-      rows_gather_elems(bv, row, bc, topk, es);
+      gather_elems(bv, row, bc, topk, es);
     int32_t *out = (int32_t *)(void *)pld__run_ptr(idx, r);
     for (size_t t = 0; t < topk; t++)
       out[t] = bc[t];
