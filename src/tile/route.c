@@ -237,28 +237,30 @@ static inline double iota_sat(double v, double lo, double hi) {
  * stored as CONV(x).  The lanes of a block (v, which the compiler keeps
  * in a register) start at the row's first value + lane * s0 and step by
  * a block's worth, so an element costs an add and a store, as a loop
- * with the sizes known does it; unrolled as far as such a loop over a
- * row of 128 (measured: 0.89 of it at avx2, 0.87 unrolled 4 times). */
+ * with the sizes known does it; the last, partial block takes the lanes'
+ * next values.  The stores go through a pointer that moves a block at a
+ * time (fixed offsets, no index arithmetic per vector), unrolled as far
+ * as such a loop over a row of 128. */
 #define IOTA_EXACT_ROWS(T, CONV)                                               \
   for (size_t r = 0; r < rows; r++) {                                          \
     T *o = (T *)(void *)(data + r * row_bytes);                                \
-    const uint32_t b0 = (uint32_t)(int32_t)start + (uint32_t)r * ri;           \
+    const uint32_t b0 = start + (uint32_t)r * ri;                              \
     uint32_t v[PLD__VBLOCK(int32_t)];                                          \
     for (size_t l = 0; l < PLD__VBLOCK(int32_t); l++)                          \
       v[l] = b0 + (uint32_t)l * s0;                                            \
-    size_t b = 0;                                                              \
+    T *const whole = o + (n - n % PLD__VBLOCK(int32_t));                       \
     PLD__UNROLL(16)                                                            \
-    for (; b + PLD__VBLOCK(int32_t) <= n; b += PLD__VBLOCK(int32_t)) {         \
+    for (; o < whole; o += PLD__VBLOCK(int32_t)) {                             \
       PLD__IVDEP                                                               \
       for (size_t l = 0; l < PLD__VBLOCK(int32_t); l++) {                      \
         const int32_t x = (int32_t)v[l];                                       \
-        o[b + l] = CONV;                                                       \
+        o[l] = CONV;                                                           \
         v[l] += vstep;                                                         \
       }                                                                        \
     }                                                                          \
-    for (; b < n; b++) {                                                       \
-      const int32_t x = (int32_t)(b0 + (uint32_t)b * s0);                      \
-      o[b] = CONV;                                                             \
+    for (size_t l = 0; l < n % PLD__VBLOCK(int32_t); l++) {                    \
+      const int32_t x = (int32_t)v[l];                                         \
+      o[l] = CONV;                                                             \
     }                                                                          \
   }
 
@@ -268,9 +270,9 @@ static inline double iota_sat(double v, double lo, double hi) {
  * one's values.  (A function of its own: the double path's scratch would
  * make every call pay for its frame.) */
 PLD__ISA_FUNCTION(static, iota_exact_tile,
-                  (pld_tile * dst, double start, double row_step,
-                   double col_step, double unit),
-                  (dst, start, row_step, col_step, unit)) {
+                  (pld_tile * dst, uint32_t start, uint32_t ri, uint32_t s0,
+                   float u),
+                  (dst, start, ri, s0, u)) {
   const pld_dtype dt = dst->dtype;
   const size_t es = pld__dtype_size(dt), cols = (size_t)dst->cols;
   /* Locals: the stores may alias *dst as far as the compiler knows. */
@@ -278,14 +280,12 @@ PLD__ISA_FUNCTION(static, iota_exact_tile,
   size_t rows = (size_t)dst->rows, n = cols;
   const size_t row_bytes = dst->row_bytes;
   /* Rows without padding that continue each other (row_step = cols *
-   * col_step, as the tile's linear indices) are one run. */
-  if (row_bytes == cols * es && row_step == (double)cols * col_step) {
+   * col_step, as the tile's linear indices) are one run.  (Equal modulo
+   * 2^32 is enough: the values are computed modulo 2^32.) */
+  if (row_bytes == cols * es && ri == (uint32_t)cols * s0) {
     n = rows * cols;
     rows = 1;
   }
-  const uint32_t ri = (uint32_t)(int32_t)row_step;
-  const uint32_t s0 = (uint32_t)(int32_t)col_step;
-  const float u = (float)unit;
   const uint32_t vstep = (uint32_t)PLD__VBLOCK(int32_t) * s0;
   switch (dt) {
   case PLD_FP32:
@@ -342,10 +342,20 @@ PLD__ISA_FUNCTION(static, iota_tile,
   }
 }
 
-/* Whether v is an integer in [lo, hi] (within int32's range: the cast is
- * exact there, and cheaper than trunc, a libm call below SSE4.1). */
-static int int_in(double v, double lo, double hi) {
-  return v >= lo && v <= hi && v == (double)(int32_t)v;
+/* v as an int32 in *out, when it is one (NaN and values beyond int32
+ * are not): converted back, it equals v.  x86's conversion gives INT32_MIN
+ * for NaN and out of range, where C's cast is undefined; elsewhere v is
+ * first clamped to int32's range (NaN to its least).  Both are cheaper
+ * than trunc, a libm call below SSE4.1. */
+static inline int int32_of(double v, int32_t *out) {
+#if PLD__ISA_X86
+  *out = _mm_cvttsd_si32(_mm_set_sd(v));
+#else
+  double c = v > INT32_MIN ? v : INT32_MIN;
+  c = c < INT32_MAX ? c : INT32_MAX;
+  *out = (int32_t)c;
+#endif
+  return (double)*out == v;
 }
 
 /* The binary digits after the point that finite v needs: 0 for an
@@ -366,17 +376,25 @@ static int frac_bits(double v) {
   return k > 0 ? k : 0;
 }
 
+/* The three operands as int32 multiples in m[3], when each is one. */
+static inline int int32_ops(double start, double row_step, double col_step,
+                            int32_t m[3]) {
+  /* &, not &&: three independent tests, one branch. */
+  return int32_of(start, &m[0]) & int32_of(row_step, &m[1]) &
+         int32_of(col_step, &m[2]);
+}
+
 /* Whether pld_iota's exact path holds: the operands are multiples of unit
  * = 2^-bits and every value's multiple is in [lo, hi]: an integer dtype's
  * range, with no fraction (bits 0); for FP32, int32's with up to 30 bits.
  * The double path's values are then exact before the conversion to FP32
  * too, and rounding int32 x to float then scaling it by unit rounds
  * x * unit the same way (a power of two, no subnormal).  FP16 and BF16
- * take the double path.  Returns unit, with the operands scaled to
- * multiples, or 0. */
-static double iota_exact(const pld_tile *dst, double *start, double *row_step,
-                         double *col_step) {
-  double lo = 0, hi = -1;
+ * take the double path.  Returns unit, with the operands' multiples in
+ * m (start, row step, column step), or 0. */
+static double iota_exact(const pld_tile *dst, double start, double row_step,
+                         double col_step, int32_t m[3]) {
+  int64_t lo = 0, hi = -1;
   int max_bits = 0;
   switch (dst->dtype) {
 #define IOTA_RANGE(name, T, l, h)                                              \
@@ -387,6 +405,10 @@ static double iota_exact(const pld_tile *dst, double *start, double *row_step,
     PLD__INT_DTYPES(IOTA_RANGE)
 #undef IOTA_RANGE
   case PLD_FP32:
+    /* A start of -0.0 makes element (0, 0) -0.0 in double, 0 in int32
+     * (the same 0 for the integer dtypes). */
+    if (start == 0 && signbit(start))
+      return 0;
     lo = INT32_MIN;
     hi = INT32_MAX;
     max_bits = 30;
@@ -394,40 +416,30 @@ static double iota_exact(const pld_tile *dst, double *start, double *row_step,
   default:
     return 0;
   }
-  /* A start of -0.0 makes element (0, 0) -0.0 in double, 0 in int32. */
-  if (*start == 0 && signbit(*start))
-    return 0;
-  double s = *start, rs = *row_step, cs = *col_step, unit = 1;
-  if (!int_in(s, INT32_MIN, INT32_MAX) || !int_in(rs, INT32_MIN, INT32_MAX) ||
-      !int_in(cs, INT32_MIN, INT32_MAX)) {
-    const int bits =
-        PLD__IMAX(PLD__IMAX(frac_bits(s), frac_bits(rs)), frac_bits(cs));
+  double unit = 1;
+  if (!int32_ops(start, row_step, col_step, m)) {
+    const int bits = PLD__IMAX(PLD__IMAX(frac_bits(start), frac_bits(row_step)),
+                               frac_bits(col_step));
     if (bits > max_bits)
       return 0;
+    /* Exact (a power of two), or beyond int32 and refused. */
     const double scale = (double)(UINT32_C(1) << bits);
-    s *= scale;
-    rs *= scale;
-    cs *= scale;
-    unit = 1 / scale;
-    /* The steps may be beyond [lo, hi], not beyond int32. */
-    if (!int_in(rs, INT32_MIN, INT32_MAX) || !int_in(cs, INT32_MIN, INT32_MAX))
+    if (!int32_ops(start * scale, row_step * scale, col_step * scale, m))
       return 0;
+    unit = 1 / scale;
   }
   /* Every value is in [lo, hi] when the extremes are: the extreme row base
    * plus the extreme column term (linear in i and j), and then every row
-   * base is too (the column term spans 0). */
-  const double rows_end = s + (double)(dst->rows - 1) * rs;
-  const double cols_end = (double)(dst->cols - 1) * cs;
-  const double least =
+   * base is too (the column term spans 0).  In int64: no term exceeds
+   * 2^62. */
+  const int64_t s = m[0];
+  const int64_t rows_end = s + (int64_t)(dst->rows - 1) * m[1];
+  const int64_t cols_end = (int64_t)(dst->cols - 1) * m[2];
+  const int64_t least =
       (rows_end < s ? rows_end : s) + (cols_end < 0 ? cols_end : 0);
-  const double most =
+  const int64_t most =
       (rows_end > s ? rows_end : s) + (cols_end > 0 ? cols_end : 0);
-  if (least < lo || most > hi)
-    return 0;
-  *start = s;
-  *row_step = rs;
-  *col_step = cs;
-  return unit;
+  return least < lo || most > hi ? 0 : unit;
 }
 
 int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
@@ -436,10 +448,12 @@ int pld_iota(pld_core k, pld_tile *dst, double start, double row_step,
   if (pld__vector_only(c, "pld_iota") ||
       pld__tile_compute_check(c, "pld_iota", "dst", dst))
     return c->status;
-  const double unit = iota_exact(dst, &start, &row_step, &col_step);
+  int32_t m[3] = {0, 0, 0};
+  const double unit = iota_exact(dst, start, row_step, col_step, m);
   pld__tile_work(PLD__TC_VECTOR, 1, dst);
   if (unit > 0)
-    iota_exact_tile(dst, start, row_step, col_step, unit);
+    iota_exact_tile(dst, (uint32_t)m[0], (uint32_t)m[1], (uint32_t)m[2],
+                    (float)unit);
   else
     iota_tile(dst, start, row_step, col_step);
   return PLD_OK;

@@ -742,7 +742,8 @@ void test_iota_all_dtypes(void **state) {
       {0, 1, 1e6},
       /* the sign of a zero start; integers past FP32's 2^24 (rounded);
        * fractions of 2^-30 and 2^-31; multiples of 2^-30 below and past
-       * int32's bound; no binary fraction */
+       * int32's bound; no binary fraction; a fraction in the start
+       * alone */
       {-0.0, -1, -2},
       {16777214, 0, 1},
       {16777215, 1, 1},
@@ -751,14 +752,21 @@ void test_iota_all_dtypes(void **state) {
       {1.5, 0, 0x1p-30},
       {2.5, 0, 0x1p-30},
       {0.1, 0.2, 0.3},
+      {0.5, 2, 3},
       /* not finite: NaN, infinities (and 0 x inf, NaN) */
       {NAN, 1, 1},
       {INFINITY, 0, 1},
       {0, 1, -INFINITY},
       /* int32's extremes two rows apart: a row step past int32 */
       {-2147483648.0, 4294967295.0, 0},
-      /* rows that continue each other in a 3 x 64 tile (one run) */
+      /* a start at int32's bound, one past it, and far past it */
+      {2147483647.0, -1, 0},
+      {2147483648.0, -1, 0},
+      {-3e9, 0, 1},
+      /* rows that continue each other in a 3 x 64 tile (one run), and
+       * rows 64 apart that do not (columns 2 apart) */
       {0, 64, 1},
+      {1, 64, 2},
       {5, -128, -2},
       {0.5, 16, 0.25}};
   for (int d = 0; d < 7; d++) {
