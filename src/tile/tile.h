@@ -73,13 +73,14 @@
                        : PLD__VBLOCK(T),                                       \
                    i, n, , __VA_ARGS__)
 /* (The block size in a local: gcc ignores the ivdep of a loop whose
- * bound is a conditional expression.) */
+ * bound is a conditional expression.  The whole blocks' end in one too:
+ * against it, gcc counts the loop in the register that indexes it.) */
 #define PLD__VLOOP_BLOCK(BLK, i, n, UNROLL, ...)                               \
   do {                                                                         \
-    const size_t i##_bs = (BLK);                                               \
+    const size_t i##_bs = (BLK), i##_whole = (n) - (n) % i##_bs;               \
     size_t i##_blk = 0;                                                        \
     UNROLL                                                                     \
-    for (; i##_blk + i##_bs <= (n); i##_blk += i##_bs) {                       \
+    for (; i##_blk < i##_whole; i##_blk += i##_bs) {                           \
       PLD__IVDEP                                                               \
       for (size_t i##_lane = 0; i##_lane < i##_bs; i##_lane++) {               \
         const size_t i = i##_blk + i##_lane;                                   \
