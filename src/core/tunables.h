@@ -108,7 +108,8 @@
     "r mod the CPUs); 0: always where the OS places them.")                    \
   X(PLD_MPI_BUSY_US, int64_t, 2000, 0, 1000000, "microseconds",                \
     "Under mpirun: microseconds the RMA proxy keeps polling after its last "   \
-    "work while a run with RMA peers is in progress.")                         \
+    "work while a run with RMA peers is in progress (it also keeps polling "   \
+    "while a device thread sleeps until a signal lands).")                     \
   X(PLD_MPI_NAP_RMA_US, int64_t, 5, 1, 1000000, "microseconds",                \
     "Under mpirun: microseconds the RMA proxy naps between looks after "       \
     "that, while the run has RMA peers.")                                      \

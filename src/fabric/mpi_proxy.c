@@ -121,6 +121,13 @@ static int poll_all(void) {
   return any;
 }
 
+static int any_waits(void) {
+  for (struct pld__mpi_poller *pl = px.pollers; pl; pl = pl->next)
+    if (pl->waits(pl->arg))
+      return 1;
+  return 0;
+}
+
 /* Every process reaches the end before any leaves: UCX over TCP reports
  * an endpoint timeout when a peer has gone while it still disconnects. */
 static void finalize(void) {
@@ -308,8 +315,11 @@ static void *proxy_main(void *arg) {
       last = now;
       continue;
     }
+    /* With RMA peers, a transfer landing here progresses only while the
+     * proxy calls into MPI: it keeps calling a while after its last work,
+     * and as long as a thread here sleeps until a signal lands. */
     int rma = atomic_load(&px.running_rma);
-    if (rma && now - last < PLD__US(PLD_MPI_BUSY_US)) {
+    if (rma && (now - last < PLD__US(PLD_MPI_BUSY_US) || any_waits())) {
       sched_yield();
       continue;
     }

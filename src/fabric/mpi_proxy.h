@@ -68,10 +68,13 @@ void pld__mpi_call(void (*fn)(void *), void *arg, const struct pld__spin *spin);
 int pld__mpi_failed(int rc, const char *what);
 
 /* Work the proxy does in every round while it has any: poll(arg) returns
- * whether it did something.  Added and removed on the proxy thread only
- * (in a function given to pld__mpi_call). */
+ * whether it did something; waits(arg), whether a thread waits for what
+ * only the proxy's calls into MPI bring (RMA landing here needs them),
+ * which keeps the proxy calling without naps.  Added and removed on the
+ * proxy thread only (in a function given to pld__mpi_call). */
 struct pld__mpi_poller {
   int (*poll)(void *arg);
+  int (*waits)(void *arg);
   void *arg;
   struct pld__mpi_poller *next;
 };

@@ -275,6 +275,15 @@ static int poll_prog(void *arg) {
   }
 }
 
+/* Whether a device thread of program m sleeps on its doorbell while
+ * peers reach it through RMA: what it waits for lands only while the
+ * proxy calls into MPI. */
+static int prog_waits(void *arg) {
+  const struct pld__mpi_prog *m = arg;
+  return m->rma &&
+         atomic_load_explicit(&m->bell->sleepers, memory_order_relaxed) > 0;
+}
+
 static void do_create(void *arg) {
   struct create_args *a = arg;
   struct pld__mpi_prog *m = a->m;
@@ -297,7 +306,7 @@ static void do_create(void *arg) {
   if (st)
     pld__catf(a->msg, sizeof a->msg, "%s", pld_last_error());
   else {
-    m->poller = (struct pld__mpi_poller){poll_prog, m, NULL};
+    m->poller = (struct pld__mpi_poller){poll_prog, prog_waits, m, NULL};
     pld__mpi_poller_add(&m->poller);
   }
 }
