@@ -459,6 +459,9 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
     if (observed)
       pld__obs_end(&e);
     aicpu_running_fn = NULL;
+    if (!st && (st = d->fabric->ops->flush(d->fabric, -1)) != PLD_OK)
+      pld__catf(a->msg, sizeof a->msg, "%s: completing its transfers: %s",
+                sig->name, pld_last_error());
     if (st) {
       pld__catf(msg, cap, "%s", a->msg);
       if (diag)

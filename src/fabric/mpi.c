@@ -29,7 +29,8 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
   m->dirty_list =
       calloc((size_t)(s->nbufs ? s->nbufs : 1) * (size_t)m->n, sizeof(int));
   m->late = calloc((size_t)m->n * 2, sizeof *m->late);
-  if (!m->bufs || !m->dirty || !m->dirty_list || !m->late) {
+  m->unacked = calloc((size_t)m->n, sizeof *m->unacked);
+  if (!m->bufs || !m->dirty || !m->dirty_list || !m->late || !m->unacked) {
     pld__mpi_prog_destroy(m, 1);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
@@ -57,6 +58,7 @@ void pld__mpi_prog_destroy(struct pld__mpi_prog *m, int abandon) {
   free(m->dirty);
   free(m->dirty_list);
   free(m->late);
+  free(m->unacked);
   free(m);
 }
 
@@ -112,7 +114,8 @@ static int flush_dirty(struct pld__mpi_prog *m, int peer) {
     m->dirty[i] = 0;
   }
   m->ndirty = keep;
-  atomic_store_explicit(&m->any_dirty, keep > 0, memory_order_relaxed);
+  atomic_store_explicit(&m->any_dirty, keep > 0 || m->nlate || m->nunacked,
+                        memory_order_relaxed);
   return rc;
 }
 
@@ -279,10 +282,27 @@ static int ring_peer(struct pld__mpi_prog *m, int peer, int buf) {
   return pld__mpi_send(m, peer, PLD__MPI_TAG_BELL, &buf, sizeof buf);
 }
 
-/* Completes every write since the last flush and every signal sent later,
- * then rings those signals' doorbells (their accumulates, issued
- * together, complete together). */
-static int complete_all(struct pld__mpi_prog *m) {
+/* Whether a signal to world rank peer goes as a message (its doorbell is
+ * not in shared memory: the fabric reaches it through RMA only). */
+static int by_message(const struct pld__mpi_prog *m, int peer) {
+  return !m->bells[peer] && peer != m->me;
+}
+
+/* Every signal message to a rank other than except (-1: any) applied. */
+static int acked(struct op *o, int except) {
+  int gone = -1, rc = pld__mpi_sig_acked(o->m, except, &gone);
+  if (rc != MPI_SUCCESS && gone >= 0) {
+    o->what = "waiting for a signal's acknowledgement: the rank has ended";
+    o->peer = gone;
+  }
+  return rc;
+}
+
+/* Completes every write since the last flush and every signal sent later
+ * or as a message, then rings the doorbells of those sent later (their
+ * accumulates, issued together, complete together). */
+static int complete_all(struct op *o) {
+  struct pld__mpi_prog *m = o->m;
   int rc = issue_pending(m);
   if (rc == MPI_SUCCESS)
     rc = flush_dirty(m, -1);
@@ -293,6 +313,10 @@ static int complete_all(struct pld__mpi_prog *m) {
   for (int i = 0; i < m->nlate && rc == MPI_SUCCESS; i++)
     rc = ring_peer(m, m->late[2 * i], m->late[2 * i + 1]);
   m->nlate = 0;
+  if (rc == MPI_SUCCESS)
+    rc = acked(o, -1);
+  if (rc == MPI_SUCCESS)
+    atomic_store_explicit(&m->any_dirty, 0, memory_order_relaxed);
   return rc;
 }
 
@@ -305,15 +329,30 @@ static int accumulate_cell(struct op *o) {
       MPI_INT32_T, o->nop == PLD_NOTIFY_SET ? MPI_REPLACE : MPI_SUM, mb->win);
 }
 
-/* The signal after every RMA write before it: everything completed, the
- * cell updated atomically, completed, and the target's doorbell rung. */
+/* The signal after every RMA write before it: everything completed (the
+ * signals sent to other ranks applied there: a signal releases them too),
+ * then a message the target's proxy applies, or the cell updated
+ * atomically, completed, and the target's doorbell rung. */
 static void do_signal(void *arg) {
   struct op *o = arg;
   struct pld__mpi_prog *m = o->m;
   struct pld__mpi_buf *mb = &m->bufs[o->sig_buf];
+  int msg = by_message(m, o->peer);
   o->what = "MPI_Win_flush";
-  if ((o->rc = complete_all(m)) != MPI_SUCCESS)
+  if (m->nlate || !msg) {
+    if ((o->rc = complete_all(o)) != MPI_SUCCESS)
+      return;
+  } else if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
+             (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS ||
+             (o->rc = acked(o, o->peer)) != MPI_SUCCESS) {
     return;
+  }
+  if (msg) {
+    o->what = "MPI_Isend";
+    o->rc =
+        pld__mpi_sig_send(m, o->peer, o->sig_buf, o->sig_off, o->value, o->nop);
+    return;
+  }
   o->what = "MPI_Accumulate";
   if ((o->rc = accumulate_cell(o)) != MPI_SUCCESS ||
       (o->rc = MPI_Win_flush(mb->drank[o->peer], mb->win)) != MPI_SUCCESS)
@@ -322,18 +361,24 @@ static void do_signal(void *arg) {
   o->rc = ring_peer(m, o->peer, o->sig_buf);
 }
 
-/* A signal of a round: every write before it completed, its accumulate
- * left in flight with the round's other signals, completed and its
- * doorbell rung by the next flush or signal. */
+/* A signal of a round: every write before it completed, then its message
+ * sent, or its accumulate left in flight with the round's other signals,
+ * completed and its doorbell rung by the next flush or signal. */
 static void do_signal_later(void *arg) {
   struct op *o = arg;
   struct pld__mpi_prog *m = o->m;
   o->what = "MPI_Win_flush";
-  if (m->nlate == m->n && (o->rc = complete_all(m)) != MPI_SUCCESS)
+  if (m->nlate == m->n && (o->rc = complete_all(o)) != MPI_SUCCESS)
     return;
   if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
       (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS)
     return;
+  if (by_message(m, o->peer)) {
+    o->what = "MPI_Isend";
+    o->rc =
+        pld__mpi_sig_send(m, o->peer, o->sig_buf, o->sig_off, o->value, o->nop);
+    return;
+  }
   o->what = "MPI_Accumulate";
   if ((o->rc = accumulate_cell(o)) != MPI_SUCCESS)
     return;
@@ -355,8 +400,8 @@ static void do_put_signal(void *arg) {
 static void do_flush(void *arg) {
   struct op *o = arg;
   o->what = "MPI_Win_flush";
-  if (o->m->nlate || o->peer < 0)
-    o->rc = complete_all(o->m);
+  if (o->m->nlate || o->m->nunacked || o->peer < 0)
+    o->rc = complete_all(o);
   else if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS)
     o->rc = flush_dirty(o->m, o->peer);
 }
@@ -527,20 +572,28 @@ static uint32_t fab_events(struct pld__fabric *f) {
   return atomic_load_explicit(&prog_of(f)->bell->count, memory_order_acquire);
 }
 
-/* A signal through RMA lands in the cell before its doorbell (sent
- * without waiting) rings: a waiter polling the cell too sees it a message
- * earlier.  Polling as spin says, then asleep on the doorbell. */
+/* A signal lands in the cell before its doorbell rings: a waiter polling
+ * the cell too sees it at once.  Polling as spin says, then asleep on the
+ * doorbell.  With peers reached through RMA the poller takes the signals
+ * that arrive itself, when no other thread is in MPI: waking it from the
+ * proxy would cost more than the message. */
 static void fab_wait_events(struct pld__fabric *f, uint32_t seen, int buf,
                             size_t off, const struct pld__spin *spin,
                             int64_t timeout_ns) {
-  struct pld__bell *b = prog_of(f)->bell;
+  struct pld__mpi_prog *m = prog_of(f);
+  struct pld__bell *b = m->bell;
   if (buf >= 0 && spin->ns > 0) {
     int32_t was = fab_cell(f, buf, off);
     int64_t deadline = pld__spin_deadline(spin);
-    for (int i = 0; pld__spin_step(i, deadline, spin); i++)
+    for (int i = 0; pld__spin_step(i, deadline, spin); i++) {
+      if (m->rma && pld__mpi_try_enter()) {
+        pld__mpi_take_own(m);
+        pld__mpi_leave();
+      }
       if (atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
           fab_cell(f, buf, off) != was)
         return;
+    }
   }
   pld__event_wait(&b->count, seen, &b->sleepers, spin, timeout_ns, 1);
 }

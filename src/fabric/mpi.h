@@ -1,8 +1,8 @@
 /* fabric/mpi.h: the MPI-3 RMA fabric, for programs started by mpirun.
  *
  * MPI process r is rank r and runs rank r's device in itself (threads, no
- * fork).  Every MPI call goes through the process's proxy thread
- * (fabric/mpi_proxy.h).
+ * fork).  MPI calls go through the process's proxy thread, or are made
+ * by a device thread when no other thread is in MPI (fabric/mpi_proxy.h).
  *
  * Every window buffer is one MPI window on a communicator of its domain,
  * locked for the program's life (MPI_Win_lock_all, MPI_MODE_NOCHECK).
@@ -11,16 +11,20 @@
  * PLD_MPI_SAME_NODE=rma sends every peer through RMA.  Through RMA a write
  * is MPI_Put (flush_local), a read MPI_Get, an add MPI_Accumulate (FP16
  * and BF16: compare-and-swap on the enclosing word), and a signal flushes
- * every peer written to since the last signal, then MPI_Accumulate
- * (MPI_SUM or MPI_REPLACE) on the cell, a flush, and a doorbell message to
- * the target's proxy, which wakes the cores waiting there.
+ * every peer written to since the last signal, waits until the signal
+ * messages sent to other peers are acknowledged, then sends one message
+ * (PLD__MPI_TAG_SIG) that the target applies with MPI_Accumulate on its
+ * own copy, rings its doorbell and acknowledges.  To a peer sharing the
+ * node's memory a signal is MPI_Accumulate (MPI_SUM or MPI_REPLACE) on the
+ * cell, a flush, and a ring of the peer's doorbell in shared memory.
  *
  * fabric/mpi.c holds the fabric's table (comm/comm.h) and a program's
  * life; fabric/mpi_win.c a program's communicator, windows and doorbells,
  * and the messages on that communicator.  The host's control plane
  * (host/ctl_mpi.c) sends its messages on the same communicator
  * (host/ctl_mpi_msg.c): the fabric hands it, as its listener, every
- * message but the doorbells.  Built only where MPI is found. */
+ * message but the signals, their acknowledgements and the doorbells.
+ * Built only where MPI is found. */
 #ifndef PLD_FABRIC_MPI_H
 #define PLD_FABRIC_MPI_H
 
@@ -31,9 +35,14 @@
 
 #include "comm/comm.h"
 
-/* The tags of a program's communicator: the fabric's doorbells; from
- * PLD__MPI_TAG_FREE on, its listener's. */
-enum { PLD__MPI_TAG_BELL = 1, PLD__MPI_TAG_FREE = 2 };
+/* The tags of a program's communicator: the fabric's signals and
+ * doorbells; from PLD__MPI_TAG_FREE on, its listener's. */
+enum {
+  PLD__MPI_TAG_BELL = 1, /* a signal landed: ring the doorbell */
+  PLD__MPI_TAG_SIG = 2,  /* a signal to apply here, then acknowledge */
+  PLD__MPI_TAG_ACK = 3,  /* a signal sent from here was applied */
+  PLD__MPI_TAG_FREE = 4
+};
 
 struct pld__mpi_setup {
   int nranks, nbufs;

@@ -49,6 +49,9 @@ struct pld__mpi_prog {
   /* Signals sent later whose doorbells wait for the next flush: (world
    * rank, buffer) pairs, at most one per rank. */
   int *late, nlate;
+  /* Signals sent as messages (PLD__MPI_TAG_SIG) not acknowledged yet:
+   * per world rank, and in all. */
+  int *unacked, nunacked;
   /* A transfer's pieces not issued yet (write_later, read_later): the
    * next piece continuing it on both sides joins it, so that a transfer in
    * chunks is one MPI_Put or MPI_Get. */
@@ -71,5 +74,23 @@ struct pld__mpi_prog {
  * failure, message set, naming pld_program_prepare). */
 int pld__mpi_win_create(struct pld__mpi_prog *m);
 void pld__mpi_win_destroy(struct pld__mpi_prog *m, int abandon);
+
+/* In MPI (on the proxy thread, or pld__mpi_try_enter).  A signal to
+ * world rank peer, whose copies the
+ * fabric reaches only through RMA, as one message its proxy applies
+ * (MPI_Accumulate on its own window, then a ring of its doorbell) and
+ * acknowledges: the value lands one message after the call, without a
+ * flush's round trip.  Returns the MPI status. */
+int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
+                      int32_t value, pld_notify_op op);
+/* In MPI: until every signal message sent to a rank other
+ * than `except` (-1: to any rank) is acknowledged, applying the signals
+ * that arrive meanwhile.  Returns the MPI status; MPI_ERR_OTHER, with
+ * *gone the rank, if a rank waited for has ended. */
+int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except, int *gone);
+/* In MPI (the proxy, or pld__mpi_try_enter): takes the fabric's own
+ * messages that arrived (signals, acknowledgements, doorbells).  Returns
+ * whether there were any. */
+int pld__mpi_take_own(struct pld__mpi_prog *m);
 
 #endif

@@ -46,6 +46,9 @@ static struct {
   void (*say_end)(const char *why); /* pld__mpi_on_failure */
   MPI_Comm world;
   pthread_mutex_t mu;
+  /* Held by the thread in MPI: the proxy in each round, or a device
+   * thread calling it itself (pld__mpi_call, pld__mpi_try_enter). */
+  pthread_mutex_t in_mpi;
   struct call *head, **tail;
   _Atomic uint32_t queued; /* bumped on every request: the proxy sleeps on it */
   _Atomic uint32_t queue_sleepers;
@@ -53,9 +56,11 @@ static struct {
   _Atomic int stop;
   _Atomic uint32_t init_done;
   struct pld__mpi_poller *pollers; /* touched by the proxy thread only */
-} px = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
+} px = {.once = PTHREAD_ONCE_INIT,
+        .mu = PTHREAD_MUTEX_INITIALIZER,
+        .in_mpi = PTHREAD_MUTEX_INITIALIZER};
 
-static _Thread_local int on_proxy;
+static _Thread_local int on_proxy;  /* the proxy, or a thread in MPI */
 static _Atomic uint32_t host_awake; /* the awake count of host threads */
 
 static struct pld__spin default_spin(void) {
@@ -73,6 +78,13 @@ void pld__mpi_call(void (*fn)(void *), void *arg,
                    const struct pld__spin *spin) {
   if (on_proxy) {
     fn(arg);
+    return;
+  }
+  /* A device thread calls MPI itself when no other thread is in it: a
+   * hand-off to the proxy costs more than most calls. */
+  if (spin && pld__mpi_try_enter()) {
+    fn(arg);
+    pld__mpi_leave();
     return;
   }
   /* The request lives as long as its thread, not on the stack: the proxy
@@ -94,6 +106,18 @@ void pld__mpi_call(void (*fn)(void *), void *arg,
   }
   while (!atomic_load_explicit(&c.done, memory_order_acquire))
     pld__event_wait(&c.done, 0, &c.sleepers, spin, -1, 0);
+}
+
+int pld__mpi_try_enter(void) {
+  if (pthread_mutex_trylock(&px.in_mpi) != 0)
+    return 0;
+  on_proxy = 1;
+  return 1;
+}
+
+void pld__mpi_leave(void) {
+  on_proxy = 0;
+  pthread_mutex_unlock(&px.in_mpi);
 }
 
 static int serve_queue(void) {
@@ -251,9 +275,12 @@ static int init_mpi(void) {
       return 0;
     }
   } else {
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) !=
-        MPI_SUCCESS) {
-      pld__catf(px.why, sizeof px.why, "MPI_Init_thread failed");
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) !=
+            MPI_SUCCESS ||
+        provided < MPI_THREAD_SERIALIZED) {
+      pld__catf(px.why, sizeof px.why,
+                "MPI_Init_thread failed or gave less than "
+                "MPI_THREAD_SERIALIZED");
       return 0;
     }
     px.own_mpi = 1;
@@ -305,9 +332,11 @@ static void *proxy_main(void *arg) {
   int64_t last = pld__now_ns();
   for (;;) {
     uint32_t seen = atomic_load(&px.queued);
+    pthread_mutex_lock(&px.in_mpi);
     int did = serve_queue();
     if (atomic_load(&px.running) || px.pollers)
       did |= poll_all();
+    pthread_mutex_unlock(&px.in_mpi);
     if (atomic_load(&px.stop) && !did)
       break;
     int64_t now = pld__now_ns();

@@ -1,12 +1,14 @@
 /* fabric/mpi_proxy.h: the MPI proxy thread (fabric/mpi_proxy.c).
  *
- * One proxy thread per process owns every MPI call: it initialises MPI
- * (MPI_THREAD_FUNNELED is enough), serves the requests of the core, AICPU
- * and host threads from a queue, and keeps calling into MPI while a run is
- * in progress, so that passive-target progress never depends on a kernel
- * entering MPI.  Its users are the MPI fabric (fabric/mpi.c,
- * fabric/mpi_win.c) and the MPI control plane's messages
- * (host/ctl_mpi_msg.c).  Built only where MPI is found. */
+ * One proxy thread per process initialises MPI (MPI_THREAD_SERIALIZED),
+ * serves the requests of the core, AICPU and host threads from a queue,
+ * and keeps calling into MPI while a run is in progress, so that
+ * passive-target progress never depends on a kernel entering MPI.  One
+ * thread at a time is in MPI: a device thread whose request finds no
+ * other there makes the call itself, and a waiting one takes the
+ * fabric's messages itself while it polls (pld__mpi_try_enter).  Its users are
+ * the MPI fabric (fabric/mpi.c, fabric/mpi_win.c) and the MPI control plane's
+ * messages (host/ctl_mpi_msg.c).  Built only where MPI is found. */
 #ifndef PLD_FABRIC_MPI_PROXY_H
 #define PLD_FABRIC_MPI_PROXY_H
 
@@ -59,8 +61,16 @@ void pld__mpi_on_failure(void (*say)(const char *why));
 MPI_Comm pld__mpi_world(void);
 
 /* Runs fn(arg) on the proxy thread and waits for it, as spin says (NULL:
- * the host threads' spin); on the proxy thread itself, runs it at once. */
+ * the host threads' spin); on the proxy thread itself, runs it at once.
+ * A device thread (spin given) runs it itself if no other thread is in
+ * MPI: never a host thread, whose calls may wait long for other
+ * processes while this one's fabric messages must still be taken. */
 void pld__mpi_call(void (*fn)(void *), void *arg, const struct pld__spin *spin);
+
+/* Whether the calling thread may call MPI now (1: it does, as the proxy
+ * would, until pld__mpi_leave), or another thread is in MPI (0). */
+int pld__mpi_try_enter(void);
+void pld__mpi_leave(void);
 
 /* The failure of an MPI call made by the proxy, composed there: the
  * message "the MPI fabric: what: MPI's error string" set, PLD_ERR_SYSTEM

@@ -231,6 +231,120 @@ static int reap_sent(struct pld__mpi_prog *m, int wait) {
   return any;
 }
 
+/* A signal as a message (PLD__MPI_TAG_SIG). */
+struct sigmsg {
+  int32_t buf, op, value, pad;
+  uint64_t off;
+};
+
+int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
+                      int32_t value, pld_notify_op op) {
+  struct sigmsg g = {buf, (int32_t)op, value, 0, off};
+  int rc = pld__mpi_send(m, peer, PLD__MPI_TAG_SIG, &g, sizeof g);
+  if (rc == MPI_SUCCESS) {
+    m->unacked[peer]++;
+    m->nunacked++;
+    atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
+  }
+  return rc;
+}
+
+/* Applies the signal message s probed: atomically among MPI's
+ * accumulates (other ranks' adds may reach the same cell), its doorbell
+ * rung, its sender acknowledged.  Returns the MPI status. */
+static int take_sig(struct pld__mpi_prog *m, const MPI_Status *s) {
+  struct sigmsg g;
+  int rc = MPI_Recv(&g, (int)sizeof g, MPI_BYTE, s->MPI_SOURCE,
+                    PLD__MPI_TAG_SIG, m->comm, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS)
+    return rc;
+  struct pld__mpi_buf *mb = &m->bufs[g.buf];
+  int me = mb->drank[m->me];
+  rc = MPI_Accumulate(&g.value, 1, MPI_INT32_T, me, (MPI_Aint)g.off, 1,
+                      MPI_INT32_T,
+                      g.op == PLD_NOTIFY_SET ? MPI_REPLACE : MPI_SUM, mb->win);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Win_flush(me, mb->win);
+  if (rc == MPI_SUCCESS)
+    MPI_Win_sync(mb->win);
+  pld__event_signal(&m->bell->count, &m->bell->sleepers, 1);
+  int rc2 = pld__mpi_send(m, s->MPI_SOURCE, PLD__MPI_TAG_ACK, &g, 0);
+  return rc != MPI_SUCCESS ? rc : rc2;
+}
+
+static int take_ack(struct pld__mpi_prog *m, const MPI_Status *s) {
+  m->unacked[s->MPI_SOURCE]--;
+  m->nunacked--;
+  return MPI_Recv(NULL, 0, MPI_BYTE, s->MPI_SOURCE, PLD__MPI_TAG_ACK, m->comm,
+                  MPI_STATUS_IGNORE);
+}
+
+/* Takes a message of the fabric's own (a signal, an acknowledgement or a
+ * doorbell) that s probed.  Returns whether it was one, with *rc the MPI
+ * status. */
+static int take_own(struct pld__mpi_prog *m, const MPI_Status *s, int *rc) {
+  switch (s->MPI_TAG) {
+  case PLD__MPI_TAG_SIG:
+    *rc = take_sig(m, s);
+    return 1;
+  case PLD__MPI_TAG_ACK:
+    *rc = take_ack(m, s);
+    return 1;
+  case PLD__MPI_TAG_BELL: {
+    int buf = -1;
+    *rc = MPI_Recv(&buf, (int)sizeof buf, MPI_BYTE, s->MPI_SOURCE,
+                   PLD__MPI_TAG_BELL, m->comm, MPI_STATUS_IGNORE);
+    if (buf >= 0 && buf < m->set.nbufs && m->bufs[buf].win != MPI_WIN_NULL)
+      MPI_Win_sync(m->bufs[buf].win);
+    pld__event_signal(&m->bell->count, &m->bell->sleepers, 1);
+    return 1;
+  }
+  default:
+    return 0;
+  }
+}
+
+int pld__mpi_take_own(struct pld__mpi_prog *m) {
+  int did = 0;
+  for (int tag = PLD__MPI_TAG_BELL; tag <= PLD__MPI_TAG_ACK; tag++) {
+    int flag = 0, rc = MPI_SUCCESS;
+    MPI_Status s;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, tag, m->comm, &flag, &s) == MPI_SUCCESS &&
+        flag)
+      did |= take_own(m, &s, &rc);
+  }
+  return did;
+}
+
+/* How often a wait for acknowledgements looks whether a rank it waits
+ * for has ended (ns). */
+#define GONE_EVERY_NS 10000000
+
+int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except, int *gone) {
+  int64_t look = pld__now_ns() + GONE_EVERY_NS;
+  while (m->nunacked > (except >= 0 ? m->unacked[except] : 0)) {
+    int did = 0, rc = MPI_SUCCESS;
+    for (int tag = PLD__MPI_TAG_SIG; tag <= PLD__MPI_TAG_ACK; tag++) {
+      int flag = 0;
+      MPI_Status s;
+      rc = MPI_Iprobe(MPI_ANY_SOURCE, tag, m->comm, &flag, &s);
+      if (rc == MPI_SUCCESS && flag && take_own(m, &s, &rc))
+        did = 1;
+      if (rc != MPI_SUCCESS)
+        return rc;
+    }
+    if (did || pld__now_ns() < look)
+      continue;
+    look = pld__now_ns() + GONE_EVERY_NS;
+    for (int q = 0; q < m->n; q++)
+      if (q != except && m->unacked[q] && pld__mpi_peer_gone(q)) {
+        *gone = q;
+        return MPI_ERR_OTHER;
+      }
+  }
+  return MPI_SUCCESS;
+}
+
 /* A message nobody takes: only a control message that comes after the
  * listener left (nothing else is sent on a program's communicator). */
 static void drop_message(struct pld__mpi_prog *m, const MPI_Status *s) {
@@ -261,17 +375,11 @@ static int poll_prog(void *arg) {
     if (!flag)
       return any;
     any = 1;
-    if (s.MPI_TAG == PLD__MPI_TAG_BELL) {
-      int buf = -1;
-      MPI_Recv(&buf, (int)sizeof buf, MPI_BYTE, s.MPI_SOURCE, PLD__MPI_TAG_BELL,
-               m->comm, MPI_STATUS_IGNORE);
-      if (buf >= 0 && buf < m->set.nbufs && m->bufs[buf].win != MPI_WIN_NULL)
-        MPI_Win_sync(m->bufs[buf].win);
-      pld__event_signal(&m->bell->count, &m->bell->sleepers, 1);
-    } else if (!m->listener.message ||
-               !m->listener.message(m->listener.arg, m->comm, &s)) {
+    int rc = MPI_SUCCESS;
+    if (!take_own(m, &s, &rc) &&
+        (!m->listener.message ||
+         !m->listener.message(m->listener.arg, m->comm, &s)))
       drop_message(m, &s);
-    }
   }
 }
 
