@@ -408,7 +408,7 @@ static void do_flush(void *arg) {
 
 static int run_op(struct op *o, void (*fn)(void *)) {
   o->rc = MPI_SUCCESS;
-  pld__mpi_call(fn, o, o->m->spin);
+  (o->dst ? pld__mpi_handoff : pld__mpi_call)(fn, o, o->m->spin);
   if (o->rc == MPI_SUCCESS)
     return PLD_OK;
   char what[96];

@@ -74,15 +74,15 @@ static struct pld__spin default_spin(void) {
 }
 
 /* Runs fn(arg) on the proxy thread and waits for it. */
-void pld__mpi_call(void (*fn)(void *), void *arg,
-                   const struct pld__spin *spin) {
+static void call(void (*fn)(void *), void *arg, const struct pld__spin *spin,
+                 int direct) {
   if (on_proxy) {
     fn(arg);
     return;
   }
   /* A device thread calls MPI itself when no other thread is in it: a
    * hand-off to the proxy costs more than most calls. */
-  if (spin && pld__mpi_try_enter()) {
+  if (direct && spin && pld__mpi_try_enter()) {
     fn(arg);
     pld__mpi_leave();
     return;
@@ -118,6 +118,16 @@ int pld__mpi_try_enter(void) {
 void pld__mpi_leave(void) {
   on_proxy = 0;
   pthread_mutex_unlock(&px.in_mpi);
+}
+
+void pld__mpi_call(void (*fn)(void *), void *arg,
+                   const struct pld__spin *spin) {
+  call(fn, arg, spin, 1);
+}
+
+void pld__mpi_handoff(void (*fn)(void *), void *arg,
+                      const struct pld__spin *spin) {
+  call(fn, arg, spin, 0);
 }
 
 static int serve_queue(void) {
