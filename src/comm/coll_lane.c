@@ -38,7 +38,7 @@ static int credit_later(struct coll *cc, int32_t to) {
 }
 
 static int send_credits(struct coll *cc) {
-  int st = cc->f->ops->flush(cc->f, -1);
+  int st = cc->f->ops->flush(cc->f, PLD__FLUSH_SENT);
   return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
 }
 

@@ -36,6 +36,9 @@ struct pld__diag;
  * shared memory (fabric/shm.c) and MPI-3 RMA (fabric/mpi.c). */
 #define PLD__FABRIC_OPS_VERSION 4
 
+/* The peer of a flush that only sends the signals sent later. */
+#define PLD__FLUSH_SENT (-2)
+
 struct pld__fabric_ops {
   int version; /* PLD__FABRIC_OPS_VERSION of the table's layout */
   const char *name;
@@ -69,7 +72,9 @@ struct pld__fabric_ops {
   int (*signal_later)(struct pld__fabric *f, int buf, int peer, size_t off,
                       int32_t value, pld_notify_op op);
   /* Every write of this rank to peer (-1: to every peer) is complete at
-   * its target. */
+   * its target.  PLD__FLUSH_SENT: every write complete, and the signals
+   * sent later on their way, landing soon but perhaps after the call
+   * returns (a round of credits, whose receivers wait for them). */
   int (*flush)(struct pld__fabric *f, int peer);
   /* A write followed by a signal to the same peer (its INT32 cell sig_off
    * in buffer sig_buf), in one operation: the fabric orders the data

@@ -147,11 +147,12 @@ static int l_signal_later(struct pld__fabric *f, int buf, int peer, size_t off,
 
 static int l_flush(struct pld__fabric *f, int peer) {
   struct pld__fabric *g = inner(f);
+  const int to = peer < 0 ? -1 : peer; /* PLD__FLUSH_SENT: every peer */
   if (logs(f))
-    pld__obs_fabric("flush", -1, peer, 0, 0);
+    pld__obs_fabric("flush", -1, to, 0, 0);
   int st = g->ops->flush(g, peer);
   if (!st) /* after the flush: see modeled_notify */
-    pld__obs_model(PLD__TL_FLUSH, 0, peer, 0, 0, NULL);
+    pld__obs_model(PLD__TL_FLUSH, 0, to, 0, 0, NULL);
   return st;
 }
 

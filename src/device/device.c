@@ -458,10 +458,11 @@ static int run_plan(const struct pld__devrun *d, struct pld__aicpu *a,
     st = pld__aicpu_call(a, call->fn, argv);
     if (observed)
       pld__obs_end(&e);
-    aicpu_running_fn = NULL;
+    /* Its transfers and signals land before the call counts as done. */
     if (!st && (st = d->fabric->ops->flush(d->fabric, -1)) != PLD_OK)
       pld__catf(a->msg, sizeof a->msg, "%s: completing its transfers: %s",
                 sig->name, pld_last_error());
+    aicpu_running_fn = NULL;
     if (st) {
       pld__catf(msg, cap, "%s", a->msg);
       if (diag)

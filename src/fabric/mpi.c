@@ -30,7 +30,9 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
       calloc((size_t)(s->nbufs ? s->nbufs : 1) * (size_t)m->n, sizeof(int));
   m->late = calloc((size_t)m->n * 2, sizeof *m->late);
   m->unacked = calloc((size_t)m->n, sizeof *m->unacked);
-  if (!m->bufs || !m->dirty || !m->dirty_list || !m->late || !m->unacked) {
+  m->owed = calloc((size_t)m->n, sizeof *m->owed);
+  if (!m->bufs || !m->dirty || !m->dirty_list || !m->late || !m->unacked ||
+      !m->owed) {
     pld__mpi_prog_destroy(m, 1);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
@@ -59,6 +61,7 @@ void pld__mpi_prog_destroy(struct pld__mpi_prog *m, int abandon) {
   free(m->dirty_list);
   free(m->late);
   free(m->unacked);
+  free(m->owed);
   free(m);
 }
 
@@ -288,20 +291,10 @@ static int by_message(const struct pld__mpi_prog *m, int peer) {
   return !m->bells[peer] && peer != m->me;
 }
 
-/* Every signal message to a rank other than except (-1: any) applied. */
-static int acked(struct op *o, int except) {
-  int gone = -1, rc = pld__mpi_sig_acked(o->m, except, &gone);
-  if (rc != MPI_SUCCESS && gone >= 0) {
-    o->what = "waiting for a signal's acknowledgement: the rank has ended";
-    o->peer = gone;
-  }
-  return rc;
-}
-
 /* Completes every write since the last flush and every signal sent later
- * or as a message, then rings the doorbells of those sent later (their
- * accumulates, issued together, complete together). */
-static int complete_all(struct op *o) {
+ * (their accumulates, issued together, complete together, then their
+ * doorbells ring), and with acks every signal sent as a message. */
+static int complete_all(struct op *o, int acks) {
   struct pld__mpi_prog *m = o->m;
   int rc = issue_pending(m);
   if (rc == MPI_SUCCESS)
@@ -313,10 +306,10 @@ static int complete_all(struct op *o) {
   for (int i = 0; i < m->nlate && rc == MPI_SUCCESS; i++)
     rc = ring_peer(m, m->late[2 * i], m->late[2 * i + 1]);
   m->nlate = 0;
+  if (rc == MPI_SUCCESS && acks)
+    rc = pld__mpi_sig_acked(m, -1);
   if (rc == MPI_SUCCESS)
-    rc = acked(o, -1);
-  if (rc == MPI_SUCCESS)
-    atomic_store_explicit(&m->any_dirty, 0, memory_order_relaxed);
+    atomic_store_explicit(&m->any_dirty, m->nunacked > 0, memory_order_relaxed);
   return rc;
 }
 
@@ -340,11 +333,11 @@ static void do_signal(void *arg) {
   int msg = by_message(m, o->peer);
   o->what = "MPI_Win_flush";
   if (m->nlate || !msg) {
-    if ((o->rc = complete_all(o)) != MPI_SUCCESS)
+    if ((o->rc = complete_all(o, 1)) != MPI_SUCCESS)
       return;
   } else if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
              (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS ||
-             (o->rc = acked(o, o->peer)) != MPI_SUCCESS) {
+             (o->rc = pld__mpi_sig_acked(m, o->peer)) != MPI_SUCCESS) {
     return;
   }
   if (msg) {
@@ -368,7 +361,7 @@ static void do_signal_later(void *arg) {
   struct op *o = arg;
   struct pld__mpi_prog *m = o->m;
   o->what = "MPI_Win_flush";
-  if (m->nlate == m->n && (o->rc = complete_all(o)) != MPI_SUCCESS)
+  if (m->nlate == m->n && (o->rc = complete_all(o, 1)) != MPI_SUCCESS)
     return;
   if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
       (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS)
@@ -400,15 +393,24 @@ static void do_put_signal(void *arg) {
 static void do_flush(void *arg) {
   struct op *o = arg;
   o->what = "MPI_Win_flush";
-  if (o->m->nlate || o->m->nunacked || o->peer < 0)
-    o->rc = complete_all(o);
+  if (o->m->nlate || o->peer < 0)
+    o->rc = complete_all(o, o->peer != PLD__FLUSH_SENT);
   else if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS)
     o->rc = flush_dirty(o->m, o->peer);
+  if (o->rc == MPI_SUCCESS && o->m->nowed)
+    o->rc = pld__mpi_acks_send(o->m);
 }
 
+/* The bytes from which a transfer is handed off to the proxy
+ * (pld__mpi_handoff says why); a smaller one, an add, a signal or a flush
+ * is made by the calling thread itself if no other is in MPI. */
+#define HANDOFF_MIN ((size_t)64 << 10)
+
+/* Runs op o by fn in MPI. */
 static int run_op(struct op *o, void (*fn)(void *)) {
   o->rc = MPI_SUCCESS;
-  (o->dst ? pld__mpi_handoff : pld__mpi_call)(fn, o, o->m->spin);
+  int big = fn != do_acc && o->n >= HANDOFF_MIN;
+  (big ? pld__mpi_handoff : pld__mpi_call)(fn, o, o->m->spin);
   if (o->rc == MPI_SUCCESS)
     return PLD_OK;
   char what[96];
@@ -588,7 +590,15 @@ static void fab_wait_events(struct pld__fabric *f, uint32_t seen, int buf,
     for (int i = 0; pld__spin_step(i, deadline, spin); i++) {
       if (m->rma && pld__mpi_try_enter()) {
         pld__mpi_take_own(m);
+        int moved =
+            atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
+            fab_cell(f, buf, off) != was;
+        /* What it waited for first, the acknowledgements after. */
+        if (!moved && m->nowed)
+          pld__mpi_acks_send(m);
         pld__mpi_leave();
+        if (moved)
+          return;
       }
       if (atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
           fab_cell(f, buf, off) != was)

@@ -52,6 +52,9 @@ struct pld__mpi_prog {
   /* Signals sent as messages (PLD__MPI_TAG_SIG) not acknowledged yet:
    * per world rank, and in all. */
   int *unacked, nunacked;
+  /* Acknowledgements owed for signals applied here: per world rank, and
+   * in all (pld__mpi_acks_send). */
+  int *owed, nowed;
   /* A transfer's pieces not issued yet (write_later, read_later): the
    * next piece continuing it on both sides joins it, so that a transfer in
    * chunks is one MPI_Put or MPI_Get. */
@@ -76,18 +79,25 @@ int pld__mpi_win_create(struct pld__mpi_prog *m);
 void pld__mpi_win_destroy(struct pld__mpi_prog *m, int abandon);
 
 /* In MPI (on the proxy thread, or pld__mpi_try_enter).  A signal to
- * world rank peer, whose copies the
- * fabric reaches only through RMA, as one message its proxy applies
- * (MPI_Accumulate on its own window, then a ring of its doorbell) and
- * acknowledges: the value lands one message after the call, without a
- * flush's round trip.  Returns the MPI status. */
+ * world rank peer, whose copies the fabric reaches only through RMA, as
+ * one message that the peer applies (MPI_Accumulate on its own window,
+ * then a ring of its doorbell) and acknowledges: the value lands one
+ * message after the call, without a flush's round trip.  The message
+ * carries the acknowledgements this rank owes the peer.  Returns the MPI
+ * status. */
 int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       int32_t value, pld_notify_op op);
-/* In MPI: until every signal message sent to a rank other
- * than `except` (-1: to any rank) is acknowledged, applying the signals
- * that arrive meanwhile.  Returns the MPI status; MPI_ERR_OTHER, with
- * *gone the rank, if a rank waited for has ended. */
-int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except, int *gone);
+/* In MPI: until every signal message sent to a rank other than `except`
+ * (-1: to any rank) is acknowledged, applying the signals that arrive
+ * meanwhile.  A rank that has ended fails this as any MPI call to it
+ * (pld__mpi_errors).  Returns the MPI status. */
+int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except);
+/* In MPI: sends the acknowledgements owed, one message per rank with
+ * their count.  A signal to the rank carries them where it goes first;
+ * else a thread that took signals sends them once it has seen what it
+ * waited for, the proxy in its round, and a thread that waits for
+ * acknowledgements itself.  Returns the MPI status. */
+int pld__mpi_acks_send(struct pld__mpi_prog *m);
 /* In MPI (the proxy, or pld__mpi_try_enter): takes the fabric's own
  * messages that arrived (signals, acknowledgements, doorbells).  Returns
  * whether there were any. */

@@ -233,15 +233,18 @@ static int reap_sent(struct pld__mpi_prog *m, int wait) {
 
 /* A signal as a message (PLD__MPI_TAG_SIG). */
 struct sigmsg {
-  int32_t buf, op, value, pad;
+  int32_t buf, op, value;
+  int32_t acks; /* acknowledgements of the target's signals, carried */
   uint64_t off;
 };
 
 int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       int32_t value, pld_notify_op op) {
-  struct sigmsg g = {buf, (int32_t)op, value, 0, off};
+  struct sigmsg g = {buf, (int32_t)op, value, m->owed[peer], off};
   int rc = pld__mpi_send(m, peer, PLD__MPI_TAG_SIG, &g, sizeof g);
   if (rc == MPI_SUCCESS) {
+    m->nowed -= m->owed[peer];
+    m->owed[peer] = 0;
     m->unacked[peer]++;
     m->nunacked++;
     atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
@@ -251,13 +254,16 @@ int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
 
 /* Applies the signal message s probed: atomically among MPI's
  * accumulates (other ranks' adds may reach the same cell), its doorbell
- * rung, its sender acknowledged.  Returns the MPI status. */
+ * rung, an acknowledgement owed to its sender (pld__mpi_acks_send).
+ * Returns the MPI status. */
 static int take_sig(struct pld__mpi_prog *m, const MPI_Status *s) {
   struct sigmsg g;
   int rc = MPI_Recv(&g, (int)sizeof g, MPI_BYTE, s->MPI_SOURCE,
                     PLD__MPI_TAG_SIG, m->comm, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS)
     return rc;
+  m->unacked[s->MPI_SOURCE] -= g.acks;
+  m->nunacked -= g.acks;
   struct pld__mpi_buf *mb = &m->bufs[g.buf];
   int me = mb->drank[m->me];
   rc = MPI_Accumulate(&g.value, 1, MPI_INT32_T, me, (MPI_Aint)g.off, 1,
@@ -268,15 +274,33 @@ static int take_sig(struct pld__mpi_prog *m, const MPI_Status *s) {
   if (rc == MPI_SUCCESS)
     MPI_Win_sync(mb->win);
   pld__event_signal(&m->bell->count, &m->bell->sleepers, 1);
-  int rc2 = pld__mpi_send(m, s->MPI_SOURCE, PLD__MPI_TAG_ACK, &g, 0);
-  return rc != MPI_SUCCESS ? rc : rc2;
+  m->owed[s->MPI_SOURCE]++;
+  m->nowed++;
+  return rc;
 }
 
+int pld__mpi_acks_send(struct pld__mpi_prog *m) {
+  int rc = MPI_SUCCESS;
+  for (int q = 0; q < m->n && m->nowed > 0; q++)
+    if (m->owed[q] > 0) {
+      int32_t count = m->owed[q];
+      m->nowed -= count;
+      m->owed[q] = 0;
+      int r = pld__mpi_send(m, q, PLD__MPI_TAG_ACK, &count, sizeof count);
+      if (r != MPI_SUCCESS)
+        rc = r;
+    }
+  return rc;
+}
+
+/* An acknowledgement of signals this rank sent (their count). */
 static int take_ack(struct pld__mpi_prog *m, const MPI_Status *s) {
-  m->unacked[s->MPI_SOURCE]--;
-  m->nunacked--;
-  return MPI_Recv(NULL, 0, MPI_BYTE, s->MPI_SOURCE, PLD__MPI_TAG_ACK, m->comm,
-                  MPI_STATUS_IGNORE);
+  int32_t count = 0;
+  int rc = MPI_Recv(&count, (int)sizeof count, MPI_BYTE, s->MPI_SOURCE,
+                    PLD__MPI_TAG_ACK, m->comm, MPI_STATUS_IGNORE);
+  m->unacked[s->MPI_SOURCE] -= count;
+  m->nunacked -= count;
+  return rc;
 }
 
 /* Takes a message of the fabric's own (a signal, an acknowledgement or a
@@ -316,31 +340,20 @@ int pld__mpi_take_own(struct pld__mpi_prog *m) {
   return did;
 }
 
-/* How often a wait for acknowledgements looks whether a rank it waits
- * for has ended (ns). */
-#define GONE_EVERY_NS 10000000
-
-int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except, int *gone) {
-  int64_t look = pld__now_ns() + GONE_EVERY_NS;
+int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except) {
   while (m->nunacked > (except >= 0 ? m->unacked[except] : 0)) {
-    int did = 0, rc = MPI_SUCCESS;
+    int rc = MPI_SUCCESS;
     for (int tag = PLD__MPI_TAG_SIG; tag <= PLD__MPI_TAG_ACK; tag++) {
       int flag = 0;
       MPI_Status s;
       rc = MPI_Iprobe(MPI_ANY_SOURCE, tag, m->comm, &flag, &s);
-      if (rc == MPI_SUCCESS && flag && take_own(m, &s, &rc))
-        did = 1;
+      if (rc == MPI_SUCCESS && flag)
+        take_own(m, &s, &rc);
       if (rc != MPI_SUCCESS)
         return rc;
     }
-    if (did || pld__now_ns() < look)
-      continue;
-    look = pld__now_ns() + GONE_EVERY_NS;
-    for (int q = 0; q < m->n; q++)
-      if (q != except && m->unacked[q] && pld__mpi_peer_gone(q)) {
-        *gone = q;
-        return MPI_ERR_OTHER;
-      }
+    if (m->nowed && (rc = pld__mpi_acks_send(m)) != MPI_SUCCESS)
+      return rc;
   }
   return MPI_SUCCESS;
 }
@@ -373,7 +386,7 @@ static int poll_prog(void *arg) {
     MPI_Status s;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, m->comm, &flag, &s);
     if (!flag)
-      return any;
+      break;
     any = 1;
     int rc = MPI_SUCCESS;
     if (!take_own(m, &s, &rc) &&
@@ -381,6 +394,9 @@ static int poll_prog(void *arg) {
          !m->listener.message(m->listener.arg, m->comm, &s)))
       drop_message(m, &s);
   }
+  if (m->nowed)
+    pld__mpi_acks_send(m);
+  return any;
 }
 
 /* Whether a device thread of program m sleeps on its doorbell while

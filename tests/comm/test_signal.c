@@ -1,7 +1,9 @@
 /* Signals: notify (Set, AtomicAdd with signed values, to self) and wait
  * (Eq, Ge); data published before a notify is seen after the wait; the
- * builtin barrier back to back; blocks of one kernel synchronising through
- * signals on their own device; cells of 2-D views at an offset. */
+ * builtin barrier back to back; a signal visible to a rank that learns of
+ * a later signal of its sender through a third rank; blocks of one kernel
+ * synchronising through signals on their own device; cells of 2-D views at an
+ * offset. */
 #include "comm_test.h"
 
 /* ---- notify and wait ---------------------------------------------------- */
@@ -258,6 +260,72 @@ static void test_barrier_back_to_back(void **state) {
   comm_over_rank_counts(run_barrier_back_to_back);
 }
 
+/* ---- a signal releases the signals before it ---------------------------- */
+
+enum { NRELAY = 300 };
+
+/* Rank 0 adds 1 to cell [0] of rank 1 (x), then to cell [1] of the last
+ * rank (y); the last rank waits for y and adds 1 to rank 1's cell [2]
+ * (z); rank 1 waits for z, then reads x, which the first signal set
+ * before the second: it must see it (a signal releases everything its
+ * rank did before, signals to other ranks included), and releases rank
+ * 0 through its cell [3].  late: the turns in which rank 1 found x
+ * behind (0), then the turns done. */
+#define RELAY_PARAMS PLD_WINDOW(sig, INT32, 4), PLD_OUT(late, INT32, 2)
+
+PLD_KERNEL(k_relay, k, RELAY_PARAMS) {
+  pld_comm comm = pld_window_comm(sig);
+  int32_t me = pld_rank(k, comm), last = pld_nranks(k, comm) - 1;
+  pld_tensor mine = pld_local(sig);
+  int32_t behind = 0, turns = 0;
+  for (int32_t i = 1; i <= NRELAY; i++) {
+    if (me == 0) {
+      pld_notify(k, sig, 1, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+      pld_notify(k, sig, last, PLD_AT(1), 1, PLD_NOTIFY_ADD);
+    }
+    if (me == last) {
+      pld_wait(k, sig, PLD_AT(1), i, PLD_WAIT_GE);
+      pld_notify(k, sig, 1, PLD_AT(2), 1, PLD_NOTIFY_ADD);
+    }
+    if (me == 1) {
+      pld_wait(k, sig, PLD_AT(2), i, PLD_WAIT_GE);
+      behind += pld_read(k, mine, PLD_AT(0)) < i;
+      turns++;
+      pld_notify(k, sig, 0, PLD_AT(3), 1, PLD_NOTIFY_ADD);
+    }
+    if (me == 0)
+      pld_wait(k, sig, PLD_AT(3), i, PLD_WAIT_GE);
+  }
+  pld_write(k, late, PLD_AT(0), behind);
+  pld_write(k, late, PLD_AT(1), turns);
+}
+
+PLD_DEVICE(d_relay, a, RELAY_PARAMS) { pld_launch(a, k_relay, 1, sig, late); }
+
+PLD_HOST(h_relay, h, PLD_OUT(late, INT32, NR, 2)) {
+  pld_window_buf buf = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(4));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_relay, r,
+                 pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(4)),
+                 pld_slice(h, late, r));
+}
+
+static void run_signal_releases_signals(int n) {
+  pld_config cfg = comm_config(n);
+  pld_tensor late = comm_int_tensor(-1, 2, (int64_t[]){n, 2});
+  assert_ok(pld_run(h_relay, &cfg, PLD_ARGS(late)));
+  int32_t want[4 * 2] = {0};
+  want[1 * 2 + 1] = NRELAY; /* rank 1's turns, none behind */
+  comm_expect_i32("late (x found behind, turns)", pld_tensor_data(late), want,
+                  n * 2);
+  pld_tensor_destroy(late);
+}
+
+static void test_signal_releases_signals(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_signal_releases_signals);
+}
+
 /* ---- blocks of one kernel ----------------------------------------------- */
 
 enum { CB = 8, CC = 16 };
@@ -497,6 +565,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_notify_and_wait),
     cmocka_unit_test(test_publish_before_notify),
     cmocka_unit_test(test_barrier_back_to_back),
+    cmocka_unit_test(test_signal_releases_signals),
     cmocka_unit_test(test_blocks_chain_through_signals),
     cmocka_unit_test(test_signals_in_view_at_offset),
     cmocka_unit_test(test_every_wait_comparison),
