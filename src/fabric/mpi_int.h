@@ -41,6 +41,9 @@ struct pld__mpi_prog {
   MPI_Win bellwin;
   unsigned char *private_bell;
   int rma; /* some peer is reached through RMA */
+  /* From here to `spin`: touched only by the thread in MPI (the proxy, or
+   * a device thread: pld__mpi_try_enter), but any_dirty, which a device
+   * thread reads first. */
   /* Buffers and domain ranks written through RMA since the last signal:
    * dirty[buf * n + rank], and the list of them. */
   unsigned char *dirty;
@@ -65,8 +68,8 @@ struct pld__mpi_prog {
   } pend;
   const struct pld__spin *spin;
   _Atomic int running;
-  /* Touched by the proxy thread only: the listener, the proxy's poller of
-   * the program, and the messages in flight. */
+  /* The listener and the proxy's poller of the program: touched by the
+   * proxy thread only; the messages in flight: by the thread in MPI. */
   struct pld__mpi_listener listener;
   struct pld__mpi_poller poller;
   struct pld__mpi_outmsg *out;

@@ -73,7 +73,8 @@ static struct pld__spin default_spin(void) {
   return s;
 }
 
-/* Runs fn(arg) on the proxy thread and waits for it. */
+/* Runs fn(arg) in MPI: at once where the thread is in MPI already, or
+ * (direct) where it can enter, else on the proxy thread, waiting. */
 static void call(void (*fn)(void *), void *arg, const struct pld__spin *spin,
                  int direct) {
   if (on_proxy) {
