@@ -294,8 +294,7 @@ static int by_message(const struct pld__mpi_prog *m, int peer) {
 /* Completes every write since the last flush and every signal sent later
  * (their accumulates, issued together, complete together, then their
  * doorbells ring), and with acks every signal sent as a message. */
-static int complete_all(struct op *o, int acks) {
-  struct pld__mpi_prog *m = o->m;
+static int complete_all(struct pld__mpi_prog *m, int acks) {
   int rc = issue_pending(m);
   if (rc == MPI_SUCCESS)
     rc = flush_dirty(m, -1);
@@ -333,7 +332,7 @@ static void do_signal(void *arg) {
   int msg = by_message(m, o->peer);
   o->what = "MPI_Win_flush";
   if (m->nlate || !msg) {
-    if ((o->rc = complete_all(o, 1)) != MPI_SUCCESS)
+    if ((o->rc = complete_all(m, 1)) != MPI_SUCCESS)
       return;
   } else if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
              (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS ||
@@ -361,7 +360,7 @@ static void do_signal_later(void *arg) {
   struct op *o = arg;
   struct pld__mpi_prog *m = o->m;
   o->what = "MPI_Win_flush";
-  if (m->nlate == m->n && (o->rc = complete_all(o, 1)) != MPI_SUCCESS)
+  if (m->nlate == m->n && (o->rc = complete_all(m, 1)) != MPI_SUCCESS)
     return;
   if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
       (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS)
@@ -394,7 +393,7 @@ static void do_flush(void *arg) {
   struct op *o = arg;
   o->what = "MPI_Win_flush";
   if (o->m->nlate || o->peer < 0)
-    o->rc = complete_all(o, o->peer != PLD__FLUSH_SENT);
+    o->rc = complete_all(o->m, o->peer != PLD__FLUSH_SENT);
   else if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS)
     o->rc = flush_dirty(o->m, o->peer);
   if (o->rc == MPI_SUCCESS && o->m->nowed)
@@ -588,20 +587,19 @@ static void fab_wait_events(struct pld__fabric *f, uint32_t seen, int buf,
     int32_t was = fab_cell(f, buf, off);
     int64_t deadline = pld__spin_deadline(spin);
     for (int i = 0; pld__spin_step(i, deadline, spin); i++) {
-      if (m->rma && pld__mpi_try_enter()) {
+      int in_mpi = m->rma && pld__mpi_try_enter();
+      if (in_mpi)
         pld__mpi_take_own(m);
-        int moved =
-            atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
-            fab_cell(f, buf, off) != was;
+      int moved =
+          atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
+          fab_cell(f, buf, off) != was;
+      if (in_mpi) {
         /* What it waited for first, the acknowledgements after. */
         if (!moved && m->nowed)
           pld__mpi_acks_send(m);
         pld__mpi_leave();
-        if (moved)
-          return;
       }
-      if (atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
-          fab_cell(f, buf, off) != was)
+      if (moved)
         return;
     }
   }

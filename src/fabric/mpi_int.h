@@ -103,7 +103,7 @@ int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except);
 int pld__mpi_acks_send(struct pld__mpi_prog *m);
 /* In MPI (the proxy, or pld__mpi_try_enter): takes the fabric's own
  * messages that arrived (signals, acknowledgements, doorbells).  Returns
- * whether there were any. */
+ * the MPI status. */
 int pld__mpi_take_own(struct pld__mpi_prog *m);
 
 #endif

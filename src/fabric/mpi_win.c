@@ -329,33 +329,24 @@ static int take_own(struct pld__mpi_prog *m, const MPI_Status *s, int *rc) {
 }
 
 int pld__mpi_take_own(struct pld__mpi_prog *m) {
-  int did = 0;
-  for (int tag = PLD__MPI_TAG_BELL; tag <= PLD__MPI_TAG_ACK; tag++) {
-    int flag = 0, rc = MPI_SUCCESS;
+  int rc = MPI_SUCCESS;
+  for (int tag = PLD__MPI_TAG_BELL; tag <= PLD__MPI_TAG_ACK && !rc; tag++) {
+    int flag = 0;
     MPI_Status s;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, tag, m->comm, &flag, &s) == MPI_SUCCESS &&
-        flag)
-      did |= take_own(m, &s, &rc);
+    rc = MPI_Iprobe(MPI_ANY_SOURCE, tag, m->comm, &flag, &s);
+    if (rc == MPI_SUCCESS && flag)
+      take_own(m, &s, &rc);
   }
-  return did;
+  return rc;
 }
 
 int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except) {
-  while (m->nunacked > (except >= 0 ? m->unacked[except] : 0)) {
-    int rc = MPI_SUCCESS;
-    for (int tag = PLD__MPI_TAG_SIG; tag <= PLD__MPI_TAG_ACK; tag++) {
-      int flag = 0;
-      MPI_Status s;
-      rc = MPI_Iprobe(MPI_ANY_SOURCE, tag, m->comm, &flag, &s);
-      if (rc == MPI_SUCCESS && flag)
-        take_own(m, &s, &rc);
-      if (rc != MPI_SUCCESS)
-        return rc;
-    }
-    if (m->nowed && (rc = pld__mpi_acks_send(m)) != MPI_SUCCESS)
-      return rc;
-  }
-  return MPI_SUCCESS;
+  int rc = MPI_SUCCESS;
+  while (rc == MPI_SUCCESS &&
+         m->nunacked > (except >= 0 ? m->unacked[except] : 0))
+    if ((rc = pld__mpi_take_own(m)) == MPI_SUCCESS && m->nowed)
+      rc = pld__mpi_acks_send(m);
+  return rc;
 }
 
 /* A message nobody takes: only a control message that comes after the
