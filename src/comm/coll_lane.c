@@ -105,9 +105,9 @@ static int coll_enter(struct coll *cc, const struct eager *ep) {
  * (but for credits a faster rank already sent for its next call).  The
  * cells are this rank's own and taking back satisfies no wait, so no
  * signal is needed: one atomic add of every credit cell on this rank's
- * copy, through the fabric, whose adds are atomic with the peers' (under
- * MPI RMA a plain atomic here could lose a peer's credit arriving at the
- * same time). */
+ * copy, through the fabric, whose adds are atomic with the peers' (a
+ * fabric may apply them otherwise than by this CPU's atomics: the add
+ * then stays atomic with a peer's credit arriving at the same time). */
 static int coll_give_back(struct coll *cc) {
   int32_t back[MAX_RANKS];
   int any = 0;

@@ -68,13 +68,16 @@ struct pld__fabric_ops {
                 int32_t value, pld_notify_op op);
   /* A signal that lands at the latest at this rank's next flush (of
    * every peer) or signal: the signals of one round then travel together
-   * where the fabric can overlap them. */
+   * where the fabric can overlap them.  It releases this rank's writes to
+   * its peer only (a round's credits each release their own peer's
+   * data); those to other peers land by the next flush or signal. */
   int (*signal_later)(struct pld__fabric *f, int buf, int peer, size_t off,
                       int32_t value, pld_notify_op op);
   /* Every write of this rank to peer (-1: to every peer) is complete at
-   * its target.  PLD__FLUSH_SENT: every write complete, and the signals
-   * sent later on their way, landing soon but perhaps after the call
-   * returns (a round of credits, whose receivers wait for them). */
+   * its target.  PLD__FLUSH_SENT: the signals sent later on their way
+   * with the writes they release, landing soon but perhaps after the
+   * call returns (a round of credits, whose receivers wait for them);
+   * every other write complete. */
   int (*flush)(struct pld__fabric *f, int peer);
   /* A write followed by a signal to the same peer (its INT32 cell sig_off
    * in buffer sig_buf), in one operation: the fabric orders the data

@@ -13,6 +13,11 @@
 
 static const struct pld__fabric_ops fab_ops;
 
+/* The most bytes of a write to a peer reached through RMA that the next
+ * signal to that peer carries in its message, instead of an MPI_Put and
+ * the flush's round trip before the signal. */
+#define EAGER_MAX ((size_t)16 << 10)
+
 int pld__mpi_prog_create(const struct pld__mpi_setup *s,
                          struct pld__mpi_prog **out) {
   struct pld__mpi_prog *m = calloc(1, sizeof *m);
@@ -28,11 +33,9 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
   m->dirty = calloc((size_t)(s->nbufs ? s->nbufs : 1) * (size_t)m->n, 1);
   m->dirty_list =
       calloc((size_t)(s->nbufs ? s->nbufs : 1) * (size_t)m->n, sizeof(int));
-  m->late = calloc((size_t)m->n * 2, sizeof *m->late);
-  m->unacked = calloc((size_t)m->n, sizeof *m->unacked);
-  m->owed = calloc((size_t)m->n, sizeof *m->owed);
-  if (!m->bufs || !m->dirty || !m->dirty_list || !m->late || !m->unacked ||
-      !m->owed) {
+  m->peers = calloc((size_t)m->n, sizeof *m->peers);
+  m->held = malloc(EAGER_MAX);
+  if (!m->bufs || !m->dirty || !m->dirty_list || !m->peers || !m->held) {
     pld__mpi_prog_destroy(m, 1);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
@@ -59,9 +62,8 @@ void pld__mpi_prog_destroy(struct pld__mpi_prog *m, int abandon) {
   free(m->private_bell);
   free(m->dirty);
   free(m->dirty_list);
-  free(m->late);
-  free(m->unacked);
-  free(m->owed);
+  free(m->peers);
+  free(m->held);
   free(m);
 }
 
@@ -117,7 +119,7 @@ static int flush_dirty(struct pld__mpi_prog *m, int peer) {
     m->dirty[i] = 0;
   }
   m->ndirty = keep;
-  atomic_store_explicit(&m->any_dirty, keep > 0 || m->nlate || m->nunacked,
+  atomic_store_explicit(&m->any_dirty, keep > 0 || m->nunacked,
                         memory_order_relaxed);
   return rc;
 }
@@ -128,7 +130,9 @@ static int flush_dirty(struct pld__mpi_prog *m, int peer) {
 static int rma_issue(struct pld__mpi_prog *m, int get, int buf, int peer,
                      size_t off, unsigned char *ptr, size_t n) {
   struct pld__mpi_buf *mb = &m->bufs[buf];
-  int d = mb->drank[peer], rc = MPI_SUCCESS;
+  /* After the bytes signals carried to the peer: RMA could overtake
+   * them. */
+  int d = mb->drank[peer], rc = pld__mpi_acked(m, peer, PLD__ACKED_WRITES_TO);
   for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_PIECE) {
     size_t len = n - at < PLD__MPI_PIECE ? n - at : PLD__MPI_PIECE;
     rc = get ? MPI_Get(ptr + at, (int)len, MPI_BYTE, d, (MPI_Aint)(off + at),
@@ -141,25 +145,53 @@ static int rma_issue(struct pld__mpi_prog *m, int get, int buf, int peer,
 }
 
 /* Issues the pieces held back (before any other operation: MPI orders
- * nothing, but this rank's operations go out in program order). */
+ * nothing, but this rank's operations go out in program order); a copy
+ * in m->held completes here, so that the next can take its place. */
 static int issue_pending(struct pld__mpi_prog *m) {
   if (!m->pend.active)
     return MPI_SUCCESS;
   m->pend.active = 0;
-  return rma_issue(m, m->pend.get, m->pend.buf, m->pend.peer, m->pend.off,
-                   m->pend.ptr, m->pend.n);
+  int rc = rma_issue(m, m->pend.get, m->pend.buf, m->pend.peer, m->pend.off,
+                     m->pend.ptr, m->pend.n);
+  if (rc == MPI_SUCCESS && m->pend.ptr == m->held) {
+    struct pld__mpi_buf *mb = &m->bufs[m->pend.buf];
+    rc = MPI_Win_flush_local(mb->drank[m->pend.peer], mb->win);
+  }
+  return rc;
+}
+
+/* Holds back o's piece (ptr: its bytes) until the next operation. */
+static void hold(struct op *o, int get, unsigned char *ptr) {
+  struct pld__mpi_prog *m = o->m;
+  m->pend.active = 1;
+  m->pend.get = get;
+  m->pend.buf = o->buf;
+  m->pend.peer = o->peer;
+  m->pend.off = o->off;
+  m->pend.n = o->n;
+  m->pend.ptr = ptr;
+  atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
 }
 
 /* A write (o->src) or read (o->dst) done now: issued, and complete here
- * (the source may change, the destination be read) when it returns. */
+ * (the source may change, the destination be read) when it returns; a
+ * small write copied and held back instead, which the next signal to the
+ * peer carries (else it goes out as any piece held back). */
 static void do_now(void *arg) {
   struct op *o = arg;
   int get = o->dst != NULL;
   o->what = get ? "MPI_Get" : "MPI_Put";
-  if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS ||
-      (o->rc = rma_issue(o->m, get, o->buf, o->peer, o->off,
+  if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS)
+    return;
+  if (!get && o->n <= EAGER_MAX) {
+    /* A copy held back, for the next signal to carry. */
+    memcpy(o->m->held, o->src, o->n);
+    hold(o, 0, o->m->held);
+    return;
+  }
+  if ((o->rc = rma_issue(o->m, get, o->buf, o->peer, o->off,
                          get ? o->dst : (unsigned char *)o->src, o->n)) !=
-          MPI_SUCCESS)
+      MPI_SUCCESS)
     return;
   o->rc = MPI_Win_flush_local(o->m->bufs[o->buf].drank[o->peer],
                               o->m->bufs[o->buf].win);
@@ -179,206 +211,61 @@ static void do_later(void *arg) {
     m->pend.n += o->n;
     return;
   }
-  if ((o->rc = issue_pending(m)) != MPI_SUCCESS)
-    return;
-  m->pend.active = 1;
-  m->pend.get = get;
-  m->pend.buf = o->buf;
-  m->pend.peer = o->peer;
-  m->pend.off = o->off;
-  m->pend.n = o->n;
-  m->pend.ptr = ptr;
-  atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
+  if ((o->rc = issue_pending(m)) == MPI_SUCCESS)
+    hold(o, get, ptr);
 }
 
-static MPI_Datatype mpi_type(pld_dtype dt) {
-  switch (dt) {
-  case PLD_INT8:
-    return MPI_INT8_T;
-  case PLD_UINT8:
-    return MPI_UINT8_T;
-  case PLD_INT16:
-    return MPI_INT16_T;
-  case PLD_INT32:
-    return MPI_INT32_T;
-  case PLD_FP32:
-    return MPI_FLOAT;
-  default:
-    return MPI_DATATYPE_NULL; /* FP16, BF16: no MPI type */
-  }
-}
-
-/* Adds one FP16 or BF16 element at byte off of d's copy: compare-and-swap
- * on the 32-bit word holding it, until no other add came in between. */
-static int add_half(struct pld__mpi_buf *mb, int d, size_t off, const void *v,
-                    pld_dtype dt) {
-  size_t woff = off & ~(size_t)3, shift = off & 3;
-  uint32_t old = 0, nw, seen;
-  int rc = MPI_Fetch_and_op(NULL, &old, MPI_UINT32_T, d, (MPI_Aint)woff,
-                            MPI_NO_OP, mb->win);
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Win_flush(d, mb->win);
-  double add = pld__elem_get(dt, v);
-  while (rc == MPI_SUCCESS) {
-    unsigned char bytes[4];
-    memcpy(bytes, &old, 4);
-    pld__elem_set(dt, bytes + shift, pld__elem_get(dt, bytes + shift) + add);
-    memcpy(&nw, bytes, 4);
-    rc = MPI_Compare_and_swap(&nw, &old, &seen, MPI_UINT32_T, d, (MPI_Aint)woff,
-                              mb->win);
-    if (rc == MPI_SUCCESS)
-      rc = MPI_Win_flush(d, mb->win);
-    if (seen == old)
-      break;
-    old = seen;
-  }
-  return rc;
-}
-
-static void do_acc(void *arg) {
+/* An add to a peer reached through RMA: a message it applies
+ * (pld__mpi_add_send). */
+static void do_add(void *arg) {
   struct op *o = arg;
-  struct pld__mpi_buf *mb = &o->m->bufs[o->buf];
-  int d = mb->drank[o->peer];
-  size_t es = pld_dtype_size(o->dtype);
-  MPI_Datatype t = mpi_type(o->dtype);
-  o->what = "MPI_Accumulate";
-  if ((o->rc = issue_pending(o->m)) != MPI_SUCCESS)
-    return;
-  if (t == MPI_DATATYPE_NULL) {
-    o->what = "MPI_Compare_and_swap";
-    for (size_t i = 0; i < o->n && o->rc == MPI_SUCCESS; i++)
-      o->rc = add_half(mb, d, o->off + i * es,
-                       (const unsigned char *)o->src + i * es, o->dtype);
-    return;
-  }
-  size_t most = PLD__MPI_PIECE / es;
-  for (size_t at = 0; at < o->n && o->rc == MPI_SUCCESS; at += most) {
-    size_t len = o->n - at < most ? o->n - at : most;
-    o->rc = MPI_Accumulate((const unsigned char *)o->src + at * es, (int)len, t,
-                           d, (MPI_Aint)(o->off + at * es), (int)len, t,
-                           MPI_SUM, mb->win);
-  }
-  if (o->rc == MPI_SUCCESS)
-    o->rc = MPI_Win_flush_local(d, mb->win);
-  mark_dirty(o->m, o->buf, d);
+  o->what = "MPI_Isend";
+  if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS)
+    o->rc = pld__mpi_add_send(o->m, o->peer, o->buf, o->off, o->src, o->n,
+                              o->dtype);
 }
 
-static void ring_bell(struct pld__bell *b) {
-  pld__event_signal(&b->count, &b->sleepers, 1);
-}
-
-/* Rings world rank peer's doorbell for a signal on buffer buf that is
- * complete at the peer: in shared memory, or by a message its proxy turns
- * into a ring.  Returns the MPI status. */
-static int ring_peer(struct pld__mpi_prog *m, int peer, int buf) {
-  if (m->bells[peer]) {
-    ring_bell(m->bells[peer]);
-    return MPI_SUCCESS;
-  }
-  if (peer == m->me) {
-    MPI_Win_sync(m->bufs[buf].win);
-    ring_bell(m->bell);
-    return MPI_SUCCESS;
-  }
-  /* Not waited for: the cell is updated already, and a waiter polls it
-   * (fab_wait_events); the ring only wakes one asleep. */
-  return pld__mpi_send(m, peer, PLD__MPI_TAG_BELL, &buf, sizeof buf);
-}
-
-/* Whether a signal to world rank peer goes as a message (its doorbell is
- * not in shared memory: the fabric reaches it through RMA only). */
-static int by_message(const struct pld__mpi_prog *m, int peer) {
-  return !m->bells[peer] && peer != m->me;
-}
-
-/* Completes every write since the last flush and every signal sent later
- * (their accumulates, issued together, complete together, then their
- * doorbells ring), and with acks every signal sent as a message. */
+/* Completes every write since the last flush, and waits until every
+ * message sent is acknowledged (acks), or every add (a signal's bytes
+ * travel with it). */
 static int complete_all(struct pld__mpi_prog *m, int acks) {
   int rc = issue_pending(m);
   if (rc == MPI_SUCCESS)
     rc = flush_dirty(m, -1);
-  for (int i = 0; i < m->nlate && rc == MPI_SUCCESS; i++) {
-    struct pld__mpi_buf *mb = &m->bufs[m->late[2 * i + 1]];
-    rc = MPI_Win_flush(mb->drank[m->late[2 * i]], mb->win);
-  }
-  for (int i = 0; i < m->nlate && rc == MPI_SUCCESS; i++)
-    rc = ring_peer(m, m->late[2 * i], m->late[2 * i + 1]);
-  m->nlate = 0;
-  if (rc == MPI_SUCCESS && acks)
-    rc = pld__mpi_sig_acked(m, -1);
+  if (rc == MPI_SUCCESS)
+    rc = pld__mpi_acked(m, -1, acks ? PLD__ACKED_OTHERS : PLD__ACKED_ADDS);
   if (rc == MPI_SUCCESS)
     atomic_store_explicit(&m->any_dirty, m->nunacked > 0, memory_order_relaxed);
   return rc;
 }
 
-/* The accumulate of a signal onto its cell (never a plain put: pollers
- * read it). */
-static int accumulate_cell(struct op *o) {
-  struct pld__mpi_buf *mb = &o->m->bufs[o->sig_buf];
-  return MPI_Accumulate(
-      &o->value, 1, MPI_INT32_T, mb->drank[o->peer], (MPI_Aint)o->sig_off, 1,
-      MPI_INT32_T, o->nop == PLD_NOTIFY_SET ? MPI_REPLACE : MPI_SUM, mb->win);
-}
-
-/* The signal after every RMA write before it: everything completed (the
- * signals sent to other ranks applied there: a signal releases them too),
- * then a message the target's proxy applies, or the cell updated
- * atomically, completed, and the target's doorbell rung. */
-static void do_signal(void *arg) {
-  struct op *o = arg;
+/* A signal to a peer reached through RMA: every write before it
+ * completed, the messages sent to other peers acknowledged (a signal
+ * releases them too; not for a signal sent later, which releases its
+ * peer's writes only), then its message. */
+static void signal_message(struct op *o, int later) {
   struct pld__mpi_prog *m = o->m;
-  struct pld__mpi_buf *mb = &m->bufs[o->sig_buf];
-  int msg = by_message(m, o->peer);
+  /* A small write to the peer held back travels in the message. */
+  int carry = m->pend.active && !m->pend.get && m->pend.peer == o->peer &&
+              m->pend.n <= EAGER_MAX;
+  m->pend.active &= !carry;
   o->what = "MPI_Win_flush";
-  if (m->nlate || !msg) {
-    if ((o->rc = complete_all(m, 1)) != MPI_SUCCESS)
-      return;
-  } else if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
-             (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS ||
-             (o->rc = pld__mpi_sig_acked(m, o->peer)) != MPI_SUCCESS) {
-    return;
-  }
-  if (msg) {
-    o->what = "MPI_Isend";
-    o->rc =
-        pld__mpi_sig_send(m, o->peer, o->sig_buf, o->sig_off, o->value, o->nop);
-    return;
-  }
-  o->what = "MPI_Accumulate";
-  if ((o->rc = accumulate_cell(o)) != MPI_SUCCESS ||
-      (o->rc = MPI_Win_flush(mb->drank[o->peer], mb->win)) != MPI_SUCCESS)
+  if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
+      (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS ||
+      (!later &&
+       (o->rc = pld__mpi_acked(m, o->peer, PLD__ACKED_OTHERS)) != MPI_SUCCESS))
     return;
   o->what = "MPI_Isend";
-  o->rc = ring_peer(m, o->peer, o->sig_buf);
+  o->rc = pld__mpi_sig_send(m, o->peer, o->sig_buf, o->sig_off, o->value,
+                            o->nop, m->pend.buf, m->pend.off,
+                            carry ? m->pend.ptr : NULL, carry ? m->pend.n : 0);
 }
 
-/* A signal of a round: every write before it completed, then its message
- * sent, or its accumulate left in flight with the round's other signals,
- * completed and its doorbell rung by the next flush or signal. */
-static void do_signal_later(void *arg) {
-  struct op *o = arg;
-  struct pld__mpi_prog *m = o->m;
-  o->what = "MPI_Win_flush";
-  if (m->nlate == m->n && (o->rc = complete_all(m, 1)) != MPI_SUCCESS)
-    return;
-  if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
-      (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS)
-    return;
-  if (by_message(m, o->peer)) {
-    o->what = "MPI_Isend";
-    o->rc =
-        pld__mpi_sig_send(m, o->peer, o->sig_buf, o->sig_off, o->value, o->nop);
-    return;
-  }
-  o->what = "MPI_Accumulate";
-  if ((o->rc = accumulate_cell(o)) != MPI_SUCCESS)
-    return;
-  m->late[2 * m->nlate] = o->peer;
-  m->late[2 * m->nlate + 1] = o->sig_buf;
-  m->nlate++;
-  atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
-}
+static void do_signal(void *arg) { signal_message(arg, 0); }
+
+/* A signal of a round: what was sent before it to other peers need not
+ * have landed (the round's receivers wait for each). */
+static void do_signal_later(void *arg) { signal_message(arg, 1); }
 
 /* The data joins the pieces held back (the signal flushes them all). */
 static void do_put_signal(void *arg) {
@@ -392,10 +279,11 @@ static void do_put_signal(void *arg) {
 static void do_flush(void *arg) {
   struct op *o = arg;
   o->what = "MPI_Win_flush";
-  if (o->m->nlate || o->peer < 0)
+  if (o->peer < 0)
     o->rc = complete_all(o->m, o->peer != PLD__FLUSH_SENT);
-  else if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS)
-    o->rc = flush_dirty(o->m, o->peer);
+  else if ((o->rc = issue_pending(o->m)) == MPI_SUCCESS &&
+           (o->rc = flush_dirty(o->m, o->peer)) == MPI_SUCCESS)
+    o->rc = pld__mpi_acked(o->m, o->peer, PLD__ACKED_WRITES_TO);
   if (o->rc == MPI_SUCCESS && o->m->nowed)
     o->rc = pld__mpi_acks_send(o->m);
 }
@@ -408,7 +296,7 @@ static void do_flush(void *arg) {
 /* Runs op o by fn in MPI. */
 static int run_op(struct op *o, void (*fn)(void *)) {
   o->rc = MPI_SUCCESS;
-  int big = fn != do_acc && o->n >= HANDOFF_MIN;
+  int big = fn != do_add && o->n >= HANDOFF_MIN;
   (big ? pld__mpi_handoff : pld__mpi_call)(fn, o, o->m->spin);
   if (o->rc == MPI_SUCCESS)
     return PLD_OK;
@@ -469,19 +357,13 @@ static int fab_read_later(struct pld__fabric *f, int buf, int peer, size_t off,
   return move(f, do_later, buf, peer, off, NULL, dst, n);
 }
 
-/* Where a buffer is an RMA window (some member of its domain is reached
- * through RMA), every atomic on it goes through MPI, on this rank's own
- * copy and same-node peers' too: MPI's accumulates are atomic only among
- * themselves.  Plain reads and writes still take shared memory. */
-static unsigned char *atomic_shm(struct pld__mpi_prog *m, int buf, int peer) {
-  struct pld__mpi_buf *mb = &m->bufs[buf];
-  return mb->win != MPI_WIN_NULL ? NULL : mb->shm[peer];
-}
-
+/* A peer's copy in shared memory (this rank's own included) takes every
+ * atomic directly; through RMA, the peer applies it (do_add, do_signal):
+ * never MPI's accumulates. */
 static int fab_accumulate(struct pld__fabric *f, int buf, int peer, size_t off,
                           const void *src, size_t count, pld_dtype dtype) {
   struct pld__mpi_prog *m = prog_of(f);
-  unsigned char *to = atomic_shm(m, buf, peer);
+  unsigned char *to = m->bufs[buf].shm[peer];
   if (to) {
     pld__elems_add_atomic(to + off, src, count, dtype);
     return PLD_OK;
@@ -493,7 +375,7 @@ static int fab_accumulate(struct pld__fabric *f, int buf, int peer, size_t off,
                  .src = src,
                  .n = count,
                  .dtype = dtype};
-  return run_op(&o, do_acc);
+  return run_op(&o, do_add);
 }
 
 static int fab_flush(struct pld__fabric *f, int peer) {
@@ -508,9 +390,11 @@ static int fab_put_signal(struct pld__fabric *f, int buf, int peer, size_t off,
                           const void *src, size_t n, int sig_buf,
                           size_t sig_off, int32_t value, pld_notify_op op) {
   struct pld__mpi_prog *m = prog_of(f);
-  unsigned char *cell = atomic_shm(m, sig_buf, peer);
-  if (cell && (m->bufs[buf].shm[peer] || !n)) {
-    /* Through shared memory: RMA writes to other peers complete first. */
+  unsigned char *cell = m->bufs[sig_buf].shm[peer];
+  if (cell) {
+    /* Through shared memory (a peer with the cell there has the data
+     * there too): RMA writes and messages to other peers complete
+     * first. */
     int st = fab_flush(f, -1);
     if (st)
       return st;
@@ -519,10 +403,6 @@ static int fab_put_signal(struct pld__fabric *f, int buf, int peer, size_t off,
     pld__shm_signal_at(cell + sig_off, value, op,
                        peer == m->me ? m->bell : m->bells[peer]);
     return PLD_OK;
-  }
-  if (n && m->bufs[buf].shm[peer]) {
-    pld__copy(m->bufs[buf].shm[peer] + off, src, n);
-    n = 0;
   }
   struct op o = {.m = m,
                  .buf = buf,
@@ -545,7 +425,7 @@ static int fab_signal(struct pld__fabric *f, int buf, int peer, size_t off,
 static int fab_signal_later(struct pld__fabric *f, int buf, int peer,
                             size_t off, int32_t value, pld_notify_op op) {
   struct pld__mpi_prog *m = prog_of(f);
-  if (atomic_shm(m, buf, peer)) /* lands at once */
+  if (m->bufs[buf].shm[peer]) /* lands at once */
     return fab_signal(f, buf, peer, off, value, op);
   struct op o = {.m = m,
                  .buf = buf,

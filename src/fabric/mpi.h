@@ -9,21 +9,23 @@
  * Peers on the same node reach each other's copies through shared memory
  * (MPI_Win_allocate_shared), as the shared-memory fabric does, unless
  * PLD_MPI_SAME_NODE=rma sends every peer through RMA.  Through RMA a write
- * is MPI_Put (flush_local), a read MPI_Get, an add MPI_Accumulate (FP16
- * and BF16: compare-and-swap on the enclosing word), and a signal flushes
- * every peer written to since the last signal, waits until the signal
- * messages sent to other peers are acknowledged, then sends one message
- * (PLD__MPI_TAG_SIG) that the target applies with MPI_Accumulate on its
- * own copy, rings its doorbell and acknowledges.  To a peer sharing the
- * node's memory a signal is MPI_Accumulate (MPI_SUM or MPI_REPLACE) on the
- * cell, a flush, and a ring of the peer's doorbell in shared memory.
+ * is MPI_Put (flush_local) and a read MPI_Get.  Atomics never go through
+ * MPI: a signal or an add to a peer reached through RMA is one message
+ * (PLD__MPI_TAG_OWN) that the peer applies on its own copy with the CPU's
+ * atomics, as a peer sharing the node's memory applies them directly,
+ * and acknowledges; so every atomic on a copy is a CPU's, atomic with
+ * the others (MPI's accumulates are atomic only among themselves, and
+ * cost a round trip even to this rank's own copy).  A signal flushes
+ * every peer written to since the last signal and waits until the
+ * messages sent to other peers are acknowledged (it releases them too);
+ * a signal's message rings the target's doorbell where it is applied.
  *
  * fabric/mpi.c holds the fabric's table (comm/comm.h) and a program's
  * life; fabric/mpi_win.c a program's communicator, windows and doorbells,
  * and the messages on that communicator.  The host's control plane
  * (host/ctl_mpi.c) sends its messages on the same communicator
  * (host/ctl_mpi_msg.c): the fabric hands it, as its listener, every
- * message but the signals, their acknowledgements and the doorbells.
+ * message but its own.
  * Built only where MPI is found. */
 #ifndef PLD_FABRIC_MPI_H
 #define PLD_FABRIC_MPI_H
@@ -35,13 +37,11 @@
 
 #include "comm/comm.h"
 
-/* The tags of a program's communicator: the fabric's signals and
- * doorbells; from PLD__MPI_TAG_FREE on, its listener's. */
+/* The tags of a program's communicator: the fabric's own messages, then
+ * from PLD__MPI_TAG_FREE on, its listener's. */
 enum {
-  PLD__MPI_TAG_BELL = 1, /* a signal landed: ring the doorbell */
-  PLD__MPI_TAG_SIG = 2,  /* a signal to apply here, then acknowledge */
-  PLD__MPI_TAG_ACK = 3,  /* a signal sent from here was applied */
-  PLD__MPI_TAG_FREE = 4
+  PLD__MPI_TAG_OWN = 1, /* signals, adds, acknowledgements */
+  PLD__MPI_TAG_FREE = 2
 };
 
 struct pld__mpi_setup {

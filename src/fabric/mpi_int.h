@@ -20,6 +20,15 @@ struct pld__mpi_buf {
   unsigned char **shm;  /* [world rank]: its copy in shared memory, or NULL */
 };
 
+/* What this rank sent to a rank as messages the rank acknowledges: counts
+ * (compared as they wrap), and what it owes that rank. */
+struct pld__mpi_peer {
+  uint32_t sent, acked;
+  uint32_t last_add;   /* `sent` after the last add */
+  uint32_t last_write; /* after the last add or signal with bytes */
+  int32_t owed;        /* acknowledgements owed for its messages */
+};
+
 struct pld__mpi_fab {
   struct pld__fabric base;
   struct pld__mpi_prog *m;
@@ -49,15 +58,12 @@ struct pld__mpi_prog {
   unsigned char *dirty;
   int *dirty_list, ndirty;
   _Atomic int any_dirty;
-  /* Signals sent later whose doorbells wait for the next flush: (world
-   * rank, buffer) pairs, at most one per rank. */
-  int *late, nlate;
-  /* Signals sent as messages (PLD__MPI_TAG_SIG) not acknowledged yet:
-   * per world rank, and in all. */
-  int *unacked, nunacked;
-  /* Acknowledgements owed for signals applied here: per world rank, and
-   * in all (pld__mpi_acks_send). */
-  int *owed, nowed;
+  /* The messages sent (pld__mpi_sig_send, pld__mpi_add_send) and
+   * acknowledged, per world rank (struct pld__mpi_peer); of all ranks,
+   * those not acknowledged yet, and acknowledgements owed; whether an add
+   * may be unacknowledged. */
+  struct pld__mpi_peer *peers;
+  int nunacked, nowed, any_adds;
   /* A transfer's pieces not issued yet (write_later, read_later): the
    * next piece continuing it on both sides joins it, so that a transfer in
    * chunks is one MPI_Put or MPI_Get. */
@@ -66,6 +72,10 @@ struct pld__mpi_prog {
     size_t off, n;
     unsigned char *ptr;
   } pend;
+  /* A copy of a small write made now (its source may change once the
+   * call returns), held back for the next signal to the peer to carry:
+   * the fabric's EAGER_MAX bytes. */
+  unsigned char *held;
   const struct pld__spin *spin;
   _Atomic int running;
   /* The listener and the proxy's poller of the program: touched by the
@@ -83,27 +93,35 @@ void pld__mpi_win_destroy(struct pld__mpi_prog *m, int abandon);
 
 /* In MPI (on the proxy thread, or pld__mpi_try_enter).  A signal to
  * world rank peer, whose copies the fabric reaches only through RMA, as
- * one message that the peer applies (MPI_Accumulate on its own window,
- * then a ring of its doorbell) and acknowledges: the value lands one
- * message after the call, without a flush's round trip.  The message
- * carries the acknowledgements this rank owes the peer.  Returns the MPI
- * status. */
+ * one message that the peer applies on its own copy (rings its doorbell)
+ * and acknowledges: the value lands one message after the call, without
+ * a flush's round trip.  With n bytes at data, the message carries them
+ * too, written at doff of the peer's copy of buffer dbuf before the
+ * signal lands.  The message carries the acknowledgements this rank owes
+ * the peer.  Returns the MPI status. */
 int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
-                      int32_t value, pld_notify_op op);
-/* In MPI: until every signal message sent to a rank other than `except`
- * (-1: to any rank) is acknowledged, applying the signals that arrive
- * meanwhile.  A rank that has ended fails this as any MPI call to it
- * (pld__mpi_errors).  Returns the MPI status. */
-int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except);
-/* In MPI: sends the acknowledgements owed, one message per rank with
- * their count.  A signal to the rank carries them where it goes first;
- * else a thread that took signals sends them once it has seen what it
- * waited for, the proxy in its round, and a thread that waits for
+                      int32_t value, pld_notify_op op, int dbuf, size_t doff,
+                      const void *data, size_t n);
+/* In MPI: an add of count elements at src to the peer's copy of buffer
+ * buf from byte off, the same way: applied by the peer, acknowledged. */
+int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
+                      const void *src, size_t count, pld_dtype dtype);
+/* In MPI: until messages sent are acknowledged, applying the messages
+ * that arrive meanwhile: every one to a rank other than peer (-1: to any
+ * rank; PLD__ACKED_OTHERS), every add (PLD__ACKED_ADDS), or every add and
+ * signal with bytes to peer (PLD__ACKED_WRITES_TO).  A rank that has
+ * ended fails this as any MPI call to it (pld__mpi_errors).  Returns the
+ * MPI status. */
+enum { PLD__ACKED_OTHERS, PLD__ACKED_ADDS, PLD__ACKED_WRITES_TO };
+int pld__mpi_acked(struct pld__mpi_prog *m, int peer, int which);
+/* In MPI: sends the acknowledgements owed, one message per rank.  A
+ * message to the rank carries them where it goes first; else a
+ * thread that took messages sends them once it has seen what it waited
+ * for, the proxy in its round, and a thread that waits for
  * acknowledgements itself.  Returns the MPI status. */
 int pld__mpi_acks_send(struct pld__mpi_prog *m);
-/* In MPI (the proxy, or pld__mpi_try_enter): takes the fabric's own
- * messages that arrived (signals, acknowledgements, doorbells).  Returns
- * the MPI status. */
+/* In MPI (the proxy, or pld__mpi_try_enter): takes one of the fabric's
+ * own messages if one arrived.  Returns the MPI status. */
 int pld__mpi_take_own(struct pld__mpi_prog *m);
 
 #endif

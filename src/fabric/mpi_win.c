@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/futex.h"
 #include "fabric/mpi_int.h"
+#include "tile/convert.h"
 
 struct create_args {
   struct pld__mpi_prog *m;
@@ -189,16 +190,21 @@ struct pld__mpi_outmsg {
   unsigned char buf[];
 };
 
-int pld__mpi_send(struct pld__mpi_prog *m, int to, int tag, const void *buf,
-                  size_t n) {
+/* pld__mpi_send of the hn bytes at head followed by the bn at body. */
+static int send_parts(struct pld__mpi_prog *m, int to, int tag,
+                      const void *head, size_t hn, const void *body,
+                      size_t bn) {
   for (int q = 0; q < m->n; q++) {
     if (!((to < 0 && q != m->me) || q == to))
       continue;
-    struct pld__mpi_outmsg *om = malloc(sizeof *om + n);
+    struct pld__mpi_outmsg *om = malloc(sizeof *om + hn + bn);
     if (!om)
       return MPI_ERR_NO_MEM;
-    memcpy(om->buf, buf, n);
-    int rc = MPI_Isend(om->buf, (int)n, MPI_BYTE, q, tag, m->comm, &om->req);
+    memcpy(om->buf, head, hn);
+    if (bn)
+      memcpy(om->buf + hn, body, bn);
+    int rc =
+        MPI_Isend(om->buf, (int)(hn + bn), MPI_BYTE, q, tag, m->comm, &om->req);
     if (rc != MPI_SUCCESS) {
       free(om);
       return rc;
@@ -207,6 +213,11 @@ int pld__mpi_send(struct pld__mpi_prog *m, int to, int tag, const void *buf,
     m->out = om;
   }
   return MPI_SUCCESS;
+}
+
+int pld__mpi_send(struct pld__mpi_prog *m, int to, int tag, const void *buf,
+                  size_t n) {
+  return send_parts(m, to, tag, buf, n, NULL, 0);
 }
 
 /* Frees the messages that completed (all of them, waiting, with wait).
@@ -231,119 +242,164 @@ static int reap_sent(struct pld__mpi_prog *m, int wait) {
   return any;
 }
 
-/* A signal as a message (PLD__MPI_TAG_SIG). */
-struct sigmsg {
-  int32_t buf, op, value;
-  int32_t acks; /* acknowledgements of the target's signals, carried */
-  uint64_t off;
+/* The fabric's own messages (PLD__MPI_TAG_OWN), one tag so that a
+ * rank's arrive in the order sent: a signal (bytes to write before it may
+ * follow the header), an add (its elements after the header), or
+ * acknowledgements alone. */
+enum { OWN_SIG, OWN_ADD, OWN_ACK };
+
+struct ownmsg {
+  int32_t kind;  /* OWN_* */
+  int32_t buf;   /* the cell's or the add's buffer */
+  int32_t what;  /* a signal's pld_notify_op, an add's pld_dtype */
+  int32_t value; /* a signal's */
+  int32_t acks;  /* acknowledgements of the target's messages, carried */
+  int32_t dbuf;  /* a signal's bytes: their buffer */
+  uint64_t off;  /* bytes into the target's copy of buffer buf */
+  uint64_t doff; /* a signal's bytes: into dbuf */
 };
 
+/* Sends g (and the bn bytes at body after it) to world rank peer, with
+ * the acknowledgements this rank owes it.  Returns the MPI status. */
+static int send_own(struct pld__mpi_prog *m, int peer, struct ownmsg *g,
+                    const void *body, size_t bn) {
+  struct pld__mpi_peer *p = &m->peers[peer];
+  g->acks = p->owed;
+  int rc = send_parts(m, peer, PLD__MPI_TAG_OWN, g, sizeof *g, body, bn);
+  if (rc != MPI_SUCCESS)
+    return rc;
+  m->nowed -= p->owed;
+  p->owed = 0;
+  if (g->kind == OWN_ACK)
+    return rc;
+  p->sent++;
+  m->nunacked++;
+  if (bn)
+    p->last_write = p->sent;
+  if (g->kind == OWN_ADD) {
+    p->last_add = p->sent;
+    m->any_adds = 1;
+  }
+  atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
+  return rc;
+}
+
 int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
-                      int32_t value, pld_notify_op op) {
-  struct sigmsg g = {buf, (int32_t)op, value, m->owed[peer], off};
-  int rc = pld__mpi_send(m, peer, PLD__MPI_TAG_SIG, &g, sizeof g);
-  if (rc == MPI_SUCCESS) {
-    m->nowed -= m->owed[peer];
-    m->owed[peer] = 0;
-    m->unacked[peer]++;
-    m->nunacked++;
-    atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
+                      int32_t value, pld_notify_op op, int dbuf, size_t doff,
+                      const void *data, size_t n) {
+  struct ownmsg g = {OWN_SIG, buf, (int32_t)op, value, 0, dbuf, off, doff};
+  return send_own(m, peer, &g, data, n);
+}
+
+int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
+                      const void *src, size_t count, pld_dtype dtype) {
+  const size_t es = pld_dtype_size(dtype), most = PLD__MPI_PIECE / es;
+  int rc = MPI_SUCCESS;
+  for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += most) {
+    size_t len = count - at < most ? count - at : most;
+    struct ownmsg g = {OWN_ADD, buf, (int32_t)dtype, 0, 0, 0, off + at * es, 0};
+    rc = send_own(m, peer, &g, (const unsigned char *)src + at * es, len * es);
   }
   return rc;
 }
 
-/* Applies the signal message s probed: atomically among MPI's
- * accumulates (other ranks' adds may reach the same cell), its doorbell
- * rung, an acknowledgement owed to its sender (pld__mpi_acks_send).
- * Returns the MPI status. */
-static int take_sig(struct pld__mpi_prog *m, const MPI_Status *s) {
-  struct sigmsg g;
-  int rc = MPI_Recv(&g, (int)sizeof g, MPI_BYTE, s->MPI_SOURCE,
-                    PLD__MPI_TAG_SIG, m->comm, MPI_STATUS_IGNORE);
-  if (rc != MPI_SUCCESS)
-    return rc;
-  m->unacked[s->MPI_SOURCE] -= g.acks;
-  m->nunacked -= g.acks;
-  struct pld__mpi_buf *mb = &m->bufs[g.buf];
-  int me = mb->drank[m->me];
-  rc = MPI_Accumulate(&g.value, 1, MPI_INT32_T, me, (MPI_Aint)g.off, 1,
-                      MPI_INT32_T,
-                      g.op == PLD_NOTIFY_SET ? MPI_REPLACE : MPI_SUM, mb->win);
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Win_flush(me, mb->win);
-  if (rc == MPI_SUCCESS)
+/* count of this rank's messages to world rank q are acknowledged. */
+static void acked(struct pld__mpi_prog *m, int q, int32_t count) {
+  m->peers[q].acked += (uint32_t)count;
+  m->nunacked -= count;
+}
+
+/* Whether count `at` of messages sent to a rank is not acknowledged. */
+static int beyond(uint32_t at, uint32_t acked) {
+  return (int32_t)(at - acked) > 0;
+}
+
+/* Takes the message of the fabric's own that s probed: a signal applied
+ * (the writes flushed before it was sent are here: MPI_Win_sync; the
+ * bytes it carries written; then the cell as the shared-memory fabric's,
+ * the doorbell rung) or elements added (each atomically),
+ * each owing its sender an acknowledgement (pld__mpi_acks_send).  Every
+ * atomic on a buffer's copies is so made by a CPU of the node that holds
+ * them, never by MPI: atomic among themselves.  Returns the MPI status. */
+static int take_own(struct pld__mpi_prog *m, const MPI_Status *s) {
+  int bytes = 0;
+  MPI_Get_count(s, MPI_BYTE, &bytes);
+  struct ownmsg g;
+  unsigned char *body = NULL;
+  if (bytes > (int)sizeof g && !(body = malloc((size_t)bytes)))
+    return MPI_ERR_NO_MEM;
+  int rc =
+      MPI_Recv(body ? (void *)body : (void *)&g, bytes, MPI_BYTE, s->MPI_SOURCE,
+               PLD__MPI_TAG_OWN, m->comm, MPI_STATUS_IGNORE);
+  if (body)
+    memcpy(&g, body, sizeof g);
+  if (rc != MPI_SUCCESS || bytes < (int)sizeof g) {
+    free(body);
+    return rc != MPI_SUCCESS ? rc : MPI_ERR_TRUNCATE;
+  }
+  acked(m, s->MPI_SOURCE, g.acks);
+  if (g.kind != OWN_ACK) {
+    struct pld__mpi_buf *mb = &m->bufs[g.buf];
+    const unsigned char *data = body ? body + sizeof g : NULL;
+    const size_t n = (size_t)bytes - sizeof g;
     MPI_Win_sync(mb->win);
-  pld__event_signal(&m->bell->count, &m->bell->sleepers, 1);
-  m->owed[s->MPI_SOURCE]++;
-  m->nowed++;
-  return rc;
+    if (g.kind == OWN_ADD)
+      pld__elems_add_atomic(mb->local + g.off, data,
+                            n / pld_dtype_size((pld_dtype)g.what),
+                            (pld_dtype)g.what);
+    else if (n)
+      memcpy(m->bufs[g.dbuf].local + g.doff, data, n);
+    if (g.kind == OWN_SIG)
+      pld__shm_signal_at(mb->local + g.off, g.value, (pld_notify_op)g.what,
+                         m->bell);
+    else
+      MPI_Win_sync(mb->win);
+    m->peers[s->MPI_SOURCE].owed++;
+    m->nowed++;
+  }
+  free(body);
+  return MPI_SUCCESS;
 }
 
 int pld__mpi_acks_send(struct pld__mpi_prog *m) {
   int rc = MPI_SUCCESS;
   for (int q = 0; q < m->n && m->nowed > 0; q++)
-    if (m->owed[q] > 0) {
-      int32_t count = m->owed[q];
-      m->nowed -= count;
-      m->owed[q] = 0;
-      int r = pld__mpi_send(m, q, PLD__MPI_TAG_ACK, &count, sizeof count);
+    if (m->peers[q].owed > 0) {
+      struct ownmsg g = {OWN_ACK, 0, 0, 0, 0, 0, 0, 0};
+      int r = send_own(m, q, &g, NULL, 0);
       if (r != MPI_SUCCESS)
         rc = r;
     }
   return rc;
 }
 
-/* An acknowledgement of signals this rank sent (their count). */
-static int take_ack(struct pld__mpi_prog *m, const MPI_Status *s) {
-  int32_t count = 0;
-  int rc = MPI_Recv(&count, (int)sizeof count, MPI_BYTE, s->MPI_SOURCE,
-                    PLD__MPI_TAG_ACK, m->comm, MPI_STATUS_IGNORE);
-  m->unacked[s->MPI_SOURCE] -= count;
-  m->nunacked -= count;
-  return rc;
-}
-
-/* Takes a message of the fabric's own (a signal, an acknowledgement or a
- * doorbell) that s probed.  Returns whether it was one, with *rc the MPI
- * status. */
-static int take_own(struct pld__mpi_prog *m, const MPI_Status *s, int *rc) {
-  switch (s->MPI_TAG) {
-  case PLD__MPI_TAG_SIG:
-    *rc = take_sig(m, s);
-    return 1;
-  case PLD__MPI_TAG_ACK:
-    *rc = take_ack(m, s);
-    return 1;
-  case PLD__MPI_TAG_BELL: {
-    int buf = -1;
-    *rc = MPI_Recv(&buf, (int)sizeof buf, MPI_BYTE, s->MPI_SOURCE,
-                   PLD__MPI_TAG_BELL, m->comm, MPI_STATUS_IGNORE);
-    if (buf >= 0 && buf < m->set.nbufs && m->bufs[buf].win != MPI_WIN_NULL)
-      MPI_Win_sync(m->bufs[buf].win);
-    pld__event_signal(&m->bell->count, &m->bell->sleepers, 1);
-    return 1;
-  }
-  default:
-    return 0;
-  }
-}
-
 int pld__mpi_take_own(struct pld__mpi_prog *m) {
-  int rc = MPI_SUCCESS;
-  for (int tag = PLD__MPI_TAG_BELL; tag <= PLD__MPI_TAG_ACK && !rc; tag++) {
-    int flag = 0;
-    MPI_Status s;
-    rc = MPI_Iprobe(MPI_ANY_SOURCE, tag, m->comm, &flag, &s);
-    if (rc == MPI_SUCCESS && flag)
-      take_own(m, &s, &rc);
-  }
-  return rc;
+  int flag = 0;
+  MPI_Status s;
+  int rc = MPI_Iprobe(MPI_ANY_SOURCE, PLD__MPI_TAG_OWN, m->comm, &flag, &s);
+  return rc == MPI_SUCCESS && flag ? take_own(m, &s) : rc;
 }
 
-int pld__mpi_sig_acked(struct pld__mpi_prog *m, int except) {
+/* Whether a message sent from here awaits its acknowledgement for the
+ * caller of pld__mpi_acked. */
+static int awaited(struct pld__mpi_prog *m, int peer, int which) {
+  const struct pld__mpi_peer *p = peer >= 0 ? &m->peers[peer] : NULL;
+  if (which == PLD__ACKED_OTHERS)
+    return m->nunacked > (p ? (int)(p->sent - p->acked) : 0);
+  if (which == PLD__ACKED_WRITES_TO)
+    return beyond(p->last_write, p->acked);
+  if (!m->any_adds)
+    return 0;
+  for (int q = 0; q < m->n; q++)
+    if (beyond(m->peers[q].last_add, m->peers[q].acked))
+      return 1;
+  m->any_adds = 0;
+  return 0;
+}
+
+int pld__mpi_acked(struct pld__mpi_prog *m, int peer, int which) {
   int rc = MPI_SUCCESS;
-  while (rc == MPI_SUCCESS &&
-         m->nunacked > (except >= 0 ? m->unacked[except] : 0))
+  while (rc == MPI_SUCCESS && awaited(m, peer, which))
     if ((rc = pld__mpi_take_own(m)) == MPI_SUCCESS && m->nowed)
       rc = pld__mpi_acks_send(m);
   return rc;
@@ -379,10 +435,10 @@ static int poll_prog(void *arg) {
     if (!flag)
       break;
     any = 1;
-    int rc = MPI_SUCCESS;
-    if (!take_own(m, &s, &rc) &&
-        (!m->listener.message ||
-         !m->listener.message(m->listener.arg, m->comm, &s)))
+    if (s.MPI_TAG == PLD__MPI_TAG_OWN)
+      take_own(m, &s);
+    else if (!m->listener.message ||
+             !m->listener.message(m->listener.arg, m->comm, &s))
       drop_message(m, &s);
   }
   if (m->nowed)

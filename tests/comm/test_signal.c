@@ -260,27 +260,35 @@ static void test_barrier_back_to_back(void **state) {
   comm_over_rank_counts(run_barrier_back_to_back);
 }
 
-/* ---- a signal releases the signals before it ---------------------------- */
+/* ---- a signal releases the signals and adds before it ------------------ */
 
 enum { NRELAY = 300 };
 
-/* Rank 0 adds 1 to cell [0] of rank 1 (x), then to cell [1] of the last
- * rank (y); the last rank waits for y and adds 1 to rank 1's cell [2]
- * (z); rank 1 waits for z, then reads x, which the first signal set
- * before the second: it must see it (a signal releases everything its
- * rank did before, signals to other ranks included), and releases rank
- * 0 through its cell [3].  late: the turns in which rank 1 found x
- * behind (0), then the turns done. */
-#define RELAY_PARAMS PLD_WINDOW(sig, INT32, 4), PLD_OUT(late, INT32, 2)
+/* Rank 0 adds 1 to rank 1's x (by a signal on its cell [0] of sig, or,
+ * with add, by an atomic store of ones into its row of data), then
+ * signals cell [1] of the last rank (y); the last rank waits for y and
+ * adds 1 to rank 1's cell [2] (z); rank 1 waits for z, then reads x,
+ * which rank 0 changed before its signal to the last rank: it must see it
+ * (a signal releases everything its rank did before, signals and adds to
+ * other ranks included), and releases rank 0 through its cell [3].
+ * late: the turns in which rank 1 found x behind (0), then the turns
+ * done. */
+#define RELAY_PARAMS                                                           \
+  PLD_WINDOW(sig, INT32, 4), PLD_WINDOW(data, INT32, 1, 8),                    \
+      PLD_OUT(late, INT32, 2)
 
-PLD_KERNEL(k_relay, k, RELAY_PARAMS) {
+static void relay(pld_core k, pld_window sig, pld_window data, pld_tensor late,
+                  int add) {
   pld_comm comm = pld_window_comm(sig);
   int32_t me = pld_rank(k, comm), last = pld_nranks(k, comm) - 1;
-  pld_tensor mine = pld_local(sig);
+  pld_tile *ones = add ? pld_full(k, PLD_INT32, 1, 8, 1) : NULL;
   int32_t behind = 0, turns = 0;
   for (int32_t i = 1; i <= NRELAY; i++) {
     if (me == 0) {
-      pld_notify(k, sig, 1, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+      if (add)
+        pld_remote_store(k, ones, data, 1, 0, 0, PLD_ATOMIC_ADD);
+      else
+        pld_notify(k, sig, 1, PLD_AT(0), 1, PLD_NOTIFY_ADD);
       pld_notify(k, sig, last, PLD_AT(1), 1, PLD_NOTIFY_ADD);
     }
     if (me == last) {
@@ -289,7 +297,8 @@ PLD_KERNEL(k_relay, k, RELAY_PARAMS) {
     }
     if (me == 1) {
       pld_wait(k, sig, PLD_AT(2), i, PLD_WAIT_GE);
-      behind += pld_read(k, mine, PLD_AT(0)) < i;
+      behind += add ? pld_read(k, pld_local(data), PLD_AT(0, 7)) < i
+                    : pld_read(k, pld_local(sig), PLD_AT(0)) < i;
       turns++;
       pld_notify(k, sig, 0, PLD_AT(3), 1, PLD_NOTIFY_ADD);
     }
@@ -300,20 +309,39 @@ PLD_KERNEL(k_relay, k, RELAY_PARAMS) {
   pld_write(k, late, PLD_AT(1), turns);
 }
 
-PLD_DEVICE(d_relay, a, RELAY_PARAMS) { pld_launch(a, k_relay, 1, sig, late); }
+PLD_KERNEL(k_relay, k, RELAY_PARAMS) { relay(k, sig, data, late, 0); }
 
-PLD_HOST(h_relay, h, PLD_OUT(late, INT32, NR, 2)) {
+PLD_KERNEL(k_relay_adds, k, RELAY_PARAMS) { relay(k, sig, data, late, 1); }
+
+PLD_DEVICE(d_relay, a, RELAY_PARAMS) {
+  pld_launch(a, k_relay, 1, sig, data, late);
+}
+
+PLD_DEVICE(d_relay_adds, a, RELAY_PARAMS) {
+  pld_launch(a, k_relay_adds, 1, sig, data, late);
+}
+
+static void relay_host(pld_host h, pld_device_fn d, pld_tensor late) {
   pld_window_buf buf = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(4));
+  pld_window_buf data = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1, 8));
   for (int r = 0; r < pld_world_size(h); r++)
-    pld_dispatch(h, d_relay, r,
-                 pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(4)),
+    pld_dispatch(h, d, r, pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(4)),
+                 pld_window_view(h, data, PLD_INT32, PLD_SHAPE(1, 8)),
                  pld_slice(h, late, r));
 }
 
-static void run_signal_releases_signals(int n) {
+PLD_HOST(h_relay, h, PLD_OUT(late, INT32, NR, 2)) {
+  relay_host(h, d_relay, late);
+}
+
+PLD_HOST(h_relay_adds, h, PLD_OUT(late, INT32, NR, 2)) {
+  relay_host(h, d_relay_adds, late);
+}
+
+static void run_relay(int n, pld_host_fn host) {
   pld_config cfg = comm_config(n);
   pld_tensor late = comm_int_tensor(-1, 2, (int64_t[]){n, 2});
-  assert_ok(pld_run(h_relay, &cfg, PLD_ARGS(late)));
+  assert_ok(pld_run(host, &cfg, PLD_ARGS(late)));
   int32_t want[4 * 2] = {0};
   want[1 * 2 + 1] = NRELAY; /* rank 1's turns, none behind */
   comm_expect_i32("late (x found behind, turns)", pld_tensor_data(late), want,
@@ -321,9 +349,18 @@ static void run_signal_releases_signals(int n) {
   pld_tensor_destroy(late);
 }
 
+static void run_signal_releases_signals(int n) { run_relay(n, h_relay); }
+
 static void test_signal_releases_signals(void **state) {
   (void)state;
   comm_over_rank_counts(run_signal_releases_signals);
+}
+
+static void run_signal_releases_adds(int n) { run_relay(n, h_relay_adds); }
+
+static void test_signal_releases_adds(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_signal_releases_adds);
 }
 
 /* ---- blocks of one kernel ----------------------------------------------- */
@@ -566,6 +603,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_publish_before_notify),
     cmocka_unit_test(test_barrier_back_to_back),
     cmocka_unit_test(test_signal_releases_signals),
+    cmocka_unit_test(test_signal_releases_adds),
     cmocka_unit_test(test_blocks_chain_through_signals),
     cmocka_unit_test(test_signals_in_view_at_offset),
     cmocka_unit_test(test_every_wait_comparison),
