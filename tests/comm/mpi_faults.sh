@@ -54,6 +54,10 @@ others_say() {
       fail "expected rank $r to say once that rank 1's process is gone and that its kernel $1 $2"
   done
 }
+# The rank that rank $1's line says its kernel waited for.
+waited_for() {
+  sed -n "s/^pld: rank $1 (device $1) .* waited in pld_allreduce call [0-9]*, round [0-9]* for rank \([0-9]*\)\$/\1/p" "$out"
+}
 case $case in
 deadlock)
   [ $rc -eq 0 ] || fail "exit status $rc, expected 0 (PLD_ERR_DEADLOCK within 2 s on process 0)"
@@ -86,13 +90,23 @@ kill-coll)
   after=$(( (end - killed) / 1000000 ))
   [ $after -lt "$(allow 2000)" ] ||
     fail "the job ended $after ms after rank 1 was killed, expected within $(allow 2000) ms (2 s on an idle machine)"
-  # Over shared memory every other rank waits for rank 1's credit.  Over
-  # TCP a rank may be in an MPI call to rank 1 instead (its core runs),
-  # or wait for a rank that is, or end as that call fails.
-  did="waited in pld_allreduce call [0-9]+, round [0-9]+ for rank 1"
+  # Over shared memory every other rank waits for rank 1's credit, or
+  # for a rank that does: rank 1 may die between its credits of one
+  # round, and the rank it reached goes on to the next call.  Over TCP a
+  # rank may be in an MPI call to rank 1 instead (its core runs), or wait
+  # for a rank that is, or end as that call fails.
+  did="waited in pld_allreduce call [0-9]+, round [0-9]+ for rank [0-9]+"
   [ "$fabric" = shm ] ||
-    did="(waited in pld_allreduce call [0-9]+, round [0-9]+ for rank [0-9]+|ran in pld_allreduce call [0-9]+, round [0-9]+)"
+    did="($did|ran in pld_allreduce call [0-9]+, round [0-9]+)"
   others_say k_kill_coll "$did"
+  if [ "$fabric" = shm ]; then
+    for r in $(seq 0 $((n - 1))); do
+      [ "$r" -eq 1 ] && continue
+      w=$(waited_for "$r")
+      [ "$w" = 1 ] || { [ "$w" != "$r" ] && [ "$(waited_for "$w")" = 1 ]; } ||
+        fail "expected rank $r to wait for rank 1, or for a rank that waits for rank 1 (it waited for rank $w)"
+    done
+  fi
   [ "$(count 'crashed with')" -eq 0 ] || fail "no process crashed"
   ;;
 ok | stale | stale-limit | rerun)
