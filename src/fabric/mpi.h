@@ -18,7 +18,9 @@
  * cost a round trip even to this rank's own copy).  A signal flushes
  * every peer written to since the last signal and waits until the
  * messages sent to other peers are acknowledged (it releases them too);
- * a signal's message rings the target's doorbell where it is applied.
+ * a write of up to 16 KiB to its peer just before it travels in its
+ * message, and the message rings the target's doorbell where it is
+ * applied.
  *
  * fabric/mpi.c holds the fabric's table (comm/comm.h) and a program's
  * life; fabric/mpi_win.c a program's communicator, windows and doorbells,
