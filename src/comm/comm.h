@@ -68,9 +68,8 @@ struct pld__fabric_ops {
                 int32_t value, pld_notify_op op);
   /* A signal that lands at the latest at this rank's next flush (of
    * every peer) or signal: the signals of one round then travel together
-   * where the fabric can overlap them.  It releases this rank's writes to
-   * its peer only (a round's credits each release their own peer's
-   * data); those to other peers land by the next flush or signal. */
+   * where the fabric can overlap them.  It releases every write before
+   * it, as signal does, but perhaps not the signals to other peers. */
   int (*signal_later)(struct pld__fabric *f, int buf, int peer, size_t off,
                       int32_t value, pld_notify_op op);
   /* Every write of this rank to peer (-1: to every peer) is complete at

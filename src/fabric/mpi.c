@@ -241,8 +241,8 @@ static int complete_all(struct pld__mpi_prog *m, int acks) {
 
 /* A signal to a peer reached through RMA: every write before it
  * completed, the messages sent to other peers acknowledged (a signal
- * releases them too; not for a signal sent later, which releases its
- * peer's writes only), then its message. */
+ * releases them too; a signal sent later, those that write only), then
+ * its message. */
 static void signal_message(struct op *o, int later) {
   struct pld__mpi_prog *m = o->m;
   /* A small write to the peer held back travels in the message. */
@@ -252,8 +252,9 @@ static void signal_message(struct op *o, int later) {
   o->what = "MPI_Win_flush";
   if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
       (o->rc = flush_dirty(m, -1)) != MPI_SUCCESS ||
-      (!later &&
-       (o->rc = pld__mpi_acked(m, o->peer, PLD__ACKED_OTHERS)) != MPI_SUCCESS))
+      (o->rc = pld__mpi_acked(m, o->peer,
+                              later ? PLD__ACKED_WRITES : PLD__ACKED_OTHERS)) !=
+          MPI_SUCCESS)
     return;
   o->what = "MPI_Isend";
   o->rc = pld__mpi_sig_send(m, o->peer, o->sig_buf, o->sig_off, o->value,
@@ -263,8 +264,8 @@ static void signal_message(struct op *o, int later) {
 
 static void do_signal(void *arg) { signal_message(arg, 0); }
 
-/* A signal of a round: what was sent before it to other peers need not
- * have landed (the round's receivers wait for each). */
+/* A signal of a round: the signals sent before it to other peers need
+ * not have landed (the round's receivers wait for each). */
 static void do_signal_later(void *arg) { signal_message(arg, 1); }
 
 /* The data joins the pieces held back (the signal flushes them all). */

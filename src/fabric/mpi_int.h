@@ -60,10 +60,9 @@ struct pld__mpi_prog {
   _Atomic int any_dirty;
   /* The messages sent (pld__mpi_sig_send, pld__mpi_add_send) and
    * acknowledged, per world rank (struct pld__mpi_peer); of all ranks,
-   * those not acknowledged yet, and acknowledgements owed; whether an add
-   * may be unacknowledged. */
+   * those not acknowledged yet, and acknowledgements owed. */
   struct pld__mpi_peer *peers;
-  int nunacked, nowed, any_adds;
+  int nunacked, nowed;
   /* A transfer's pieces not issued yet (write_later, read_later): the
    * next piece continuing it on both sides joins it, so that a transfer in
    * chunks is one MPI_Put or MPI_Get. */
@@ -107,12 +106,18 @@ int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
 int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       const void *src, size_t count, pld_dtype dtype);
 /* In MPI: until messages sent are acknowledged, applying the messages
- * that arrive meanwhile: every one to a rank other than peer (-1: to any
- * rank; PLD__ACKED_OTHERS), every add (PLD__ACKED_ADDS), or every add and
+ * that arrive meanwhile: to ranks other than peer (-1: to any rank),
+ * every one (PLD__ACKED_OTHERS), every add and signal with bytes
+ * (PLD__ACKED_WRITES), every add (PLD__ACKED_ADDS); or every add and
  * signal with bytes to peer (PLD__ACKED_WRITES_TO).  A rank that has
  * ended fails this as any MPI call to it (pld__mpi_errors).  Returns the
  * MPI status. */
-enum { PLD__ACKED_OTHERS, PLD__ACKED_ADDS, PLD__ACKED_WRITES_TO };
+enum {
+  PLD__ACKED_OTHERS,
+  PLD__ACKED_WRITES,
+  PLD__ACKED_ADDS,
+  PLD__ACKED_WRITES_TO
+};
 int pld__mpi_acked(struct pld__mpi_prog *m, int peer, int which);
 /* In MPI: sends the acknowledgements owed, one message per rank.  A
  * message to the rank carries them where it goes first; else a

@@ -276,10 +276,8 @@ static int send_own(struct pld__mpi_prog *m, int peer, struct ownmsg *g,
   m->nunacked++;
   if (bn)
     p->last_write = p->sent;
-  if (g->kind == OWN_ADD) {
+  if (g->kind == OWN_ADD)
     p->last_add = p->sent;
-    m->any_adds = 1;
-  }
   atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
   return rc;
 }
@@ -388,12 +386,13 @@ static int awaited(struct pld__mpi_prog *m, int peer, int which) {
     return m->nunacked > (p ? (int)(p->sent - p->acked) : 0);
   if (which == PLD__ACKED_WRITES_TO)
     return beyond(p->last_write, p->acked);
-  if (!m->any_adds)
-    return 0;
-  for (int q = 0; q < m->n; q++)
-    if (beyond(m->peers[q].last_add, m->peers[q].acked))
+  for (int q = 0; q < m->n; q++) {
+    const struct pld__mpi_peer *o = &m->peers[q];
+    if (q != peer &&
+        beyond(which == PLD__ACKED_ADDS ? o->last_add : o->last_write,
+               o->acked))
       return 1;
-  m->any_adds = 0;
+  }
   return 0;
 }
 
