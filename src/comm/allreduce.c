@@ -159,6 +159,14 @@ static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
   return PLD_OK;
 }
 
+/* Whether every peer's copy of w can be combined where it lies. */
+static int all_in_place(struct coll *cc, const struct pld__tensor *w) {
+  for (int32_t q = 0; q < cc->n && !cc->eager; q++)
+    if (!pld__coll_view(cc, w, q, 0, 0))
+      return 0;
+  return 1;
+}
+
 /* out[0, e1 - e0) = op over every rank's elements [e0, e1) of w, group by
  * group; with `sync`, a barrier between reading a group and storing it (a
  * peer may still read my unreduced group: mesh in place). */
@@ -167,8 +175,14 @@ static int reduce_ranks_into(struct coll *cc, const struct pld__tensor *w,
                              unsigned char *out) {
   const size_t es = pld_dtype_size(w->dtype);
   /* Without a barrier, pieces small enough that the accumulator stays in
-   * the host CPU's first-level cache: every rank's data is read once. */
-  const size_t step = sync || cc->group < PIECE ? cc->group : PIECE;
+   * the host CPU's first-level cache: every rank's data is read once.
+   * Where a peer's data must be copied rather than combined where it
+   * lies, whole groups of such pieces: a copy from a peer over MPI costs
+   * a round trip.  The timing model counts the pieces either way. */
+  const size_t piece = sync || cc->group < PIECE ? cc->group : PIECE;
+  const size_t step = piece == cc->group || all_in_place(cc, w)
+                          ? piece
+                          : cc->group / piece * piece;
   struct combines red = {0, 0};
   int st = PLD_OK;
   /* Without a barrier, the pieces read from a peer are one transfer for
@@ -179,7 +193,8 @@ static int reduce_ranks_into(struct coll *cc, const struct pld__tensor *w,
   for (int64_t g = e0; g < e1 && !st; g += (int64_t)step) {
     size_t len = (size_t)(e1 - g) < step ? (size_t)(e1 - g) : step;
     st = reduce_ranks(cc, w, g, len, op);
-    combines_add(&red, cc->n - 1, len, es);
+    for (size_t i = 0; i < len; i += piece)
+      combines_add(&red, cc->n - 1, len - i < piece ? len - i : piece, es);
     if (!st && sync) {
       combines_charge(&red);
       st = pld__coll_round(cc);
@@ -248,11 +263,16 @@ static int ring_allreduce(struct coll *cc, const struct pld__tensor *w,
     int64_t c0, c1;
     ring_piece(cc, count, k, &c0, &c1);
     /* The stage's groups are one read from the left for the timing
-     * model: one stream on the link, whatever the staging tile holds. */
+     * model: one stream on the link, whatever the staging tile holds.
+     * Passing on copies straight into my copy: in one transfer where
+     * the left's copy is out of reach (a transfer costs a round trip). */
+    const size_t step = reducing || pld__coll_view(cc, w, left, 0, 0)
+                            ? cc->group
+                            : (size_t)(c1 - c0);
     struct combines red = {0, 0};
     pld__obs_group_begin();
-    for (int64_t g = c0; g < c1 && !st; g += (int64_t)cc->group) {
-      size_t len = (size_t)(c1 - g) < cc->group ? (size_t)(c1 - g) : cc->group;
+    for (int64_t g = c0; g < c1 && !st; g += (int64_t)step) {
+      size_t len = (size_t)(c1 - g) < step ? (size_t)(c1 - g) : step;
       unsigned char *mine = (unsigned char *)w->data + (size_t)g * es;
       if (!reducing) {
         st = pld__coll_read(cc, w, left, (size_t)g * es, mine, len * es);
