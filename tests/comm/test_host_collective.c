@@ -466,6 +466,8 @@ PLD_HOST(h_barrier, h, PLD_OUT(y, INT32, NR, 1), PLD_SCALAR(sig_cells, INT32)) {
 static void test_host_barrier(void **state) {
   (void)state;
   for (int n = 2; n <= 4; n++) {
+    if (!comm_world_fits(n))
+      continue; /* another job size runs it */
     pld_config cfg = comm_config(n);
     pld_tensor y = comm_int_tensor(-1, 2, (int64_t[]){n, 1});
     for (int own = 0; own < 2; own++) {
