@@ -172,8 +172,7 @@ static void test_deadlock_wrong_row(void **state) {
 /* Who could still notify a blocked wait: the other unfinished ranks of its
  * window's domain, never the waiting rank itself.  Rank 1 of 3 notifies
  * nobody and finishes: ranks 0 and 2 wait on its cell, each able to blame
- * only the other; then rank 0 of 2 notifies 0 and finishes: rank 1 has
- * nobody left. */
+ * only the other. */
 static void test_deadlock_report_names_others(void **state) {
   (void)state;
   struct tally t;
@@ -186,6 +185,13 @@ static void test_deadlock_report_names_others(void **state) {
   pld_program_destroy(t.p);
   pld_tensor_destroy(t.flag);
   pld_tensor_destroy(t.y);
+}
+
+/* Rank 0 of 2 notifies 0 and finishes: rank 1 has nobody left. */
+static void test_deadlock_report_nobody_left(void **state) {
+  (void)state;
+  struct tally t;
+  double seconds;
   tally_setup(&t, 2);
   assert_fails_with(tally_run(&t, 0, DL_NOTIFY_ZERO, &seconds),
                     PLD_ERR_DEADLOCK,
@@ -437,6 +443,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_deadlock_wait_before_notify),
     cmocka_unit_test(test_deadlock_wrong_row),
     cmocka_unit_test(test_deadlock_report_names_others),
+    cmocka_unit_test(test_deadlock_report_nobody_left),
     cmocka_unit_test(test_wait_timeout),
     cmocka_unit_test(test_slow_peer_is_no_deadlock),
     cmocka_unit_test(test_no_deadlock_between_steps),
