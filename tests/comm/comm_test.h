@@ -27,6 +27,28 @@ static inline int comm_world_fits(int n) {
   return procs == 1 || procs == n;
 }
 
+/* A test over several world sizes makes, under mpirun, the runs of the
+ * job's size only, and is skipped if it made none: comm_fits(n) says
+ * whether a run over n ranks is made here (and counts it), and
+ * comm_ran_or_skip, at the test's end, skips a test that made none. */
+static inline int *comm_runs_made(void) {
+  static int made;
+  return &made;
+}
+
+static inline int comm_fits(int n) {
+  int fits = comm_world_fits(n);
+  *comm_runs_made() += fits;
+  return fits;
+}
+
+static inline void comm_ran_or_skip(void) {
+  int made = *comm_runs_made();
+  *comm_runs_made() = 0;
+  if (!made)
+    skip(); /* another job size runs it */
+}
+
 /* Runs run(n) for each of those world sizes n (under mpirun: the job's). */
 static inline void comm_over_rank_counts(void (*run)(int n)) {
   for (int c = 0; c < COMM_NCOUNTS; c++)

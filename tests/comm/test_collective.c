@@ -655,17 +655,6 @@ static void add(struct run *r, int kind, int op, int mode, int root,
 
 static int64_t at_least_1(int64_t n) { return n > 0 ? n : 1; }
 
-/* Runs made by the test running: under mpirun, only those of the job's
- * size are (run_all); a test that made none is skipped (ran_or_skip). */
-static int runs_made;
-
-static void ran_or_skip(void) {
-  int made = runs_made;
-  runs_made = 0;
-  if (!made)
-    skip(); /* another job size runs it */
-}
-
 /* comm_config's scattered devices up to 16 ranks; devices 0 to p-1
  * beyond. */
 static pld_config config_for(int p) {
@@ -1009,12 +998,11 @@ static void outputs_copy(const struct run *r, unsigned char *buf) {
 /* Builds, runs `runs` times (checking each, and that every run gives the
  * bits of the first) and frees. */
 static void run_all(struct run *r, uint64_t seed, int runs) {
-  if (!comm_world_fits(r->world)) { /* another job size runs it */
+  if (!comm_fits(r->world)) { /* another job size runs it */
     free(r->steps);
     free(r->set_kind);
     return;
   }
-  runs_made++;
   run_build(r, seed);
   unsigned char *first = NULL, *again = NULL;
   for (int i = 0; i < runs; i++) {
@@ -1162,12 +1150,12 @@ enum { SWEEP_SMALL = 4 };
   static void test_sweep_##name##_small(void **state) {                        \
     (void)state;                                                               \
     sweep_lengths(dt, 1, 0, SWEEP_SMALL);                                      \
-    ran_or_skip();                                                             \
+    comm_ran_or_skip();                                                        \
   }                                                                            \
   static void test_sweep_##name##_large(void **state) {                        \
     (void)state;                                                               \
     sweep_lengths(dt, 1, SWEEP_SMALL, NRANK_COUNTS);                           \
-    ran_or_skip();                                                             \
+    comm_ran_or_skip();                                                        \
   }
 SWEEP_TEST(fp32, PLD_FP32)
 SWEEP_TEST(fp16, PLD_FP16)
@@ -1191,13 +1179,13 @@ static void blocks(int c) {
 static void test_two_blocks(void **state) {
   (void)state;
   blocks(2);
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 static void test_three_blocks(void **state) {
   (void)state;
   blocks(3);
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 /* A domain that is not the world: ranks 1 to p of a world of p + 1 (rank
@@ -1208,7 +1196,7 @@ static void test_sub_domain(void **state) {
   sweep_domain(PLD_FP32, 1, 3, 1, 5, 5);
   sweep_domain(PLD_INT16, 1, 4, 2, 3, 3);
   sweep_domain(PLD_BF16, 1, 2, 2, 2 * (GROUP + 1) + 1, GROUP + 1);
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 /* ---- one signal window, many calls ------------------------------------- */
@@ -1244,13 +1232,13 @@ static void back_to_back_everything(int p, int c) {
 static void test_back_to_back_one_block(void **state) {
   (void)state;
   back_to_back_everything(3, 1);
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 static void test_back_to_back_two_blocks(void **state) {
   (void)state;
   back_to_back_everything(4, 2);
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 /* Different collectives mixed in a loop on one signal window: ten rounds
@@ -1280,7 +1268,7 @@ static void test_mixed_in_a_loop(void **state) {
   mixed(PLD_BF16, 5, 1, 9);
   mixed(PLD_INT8, 8, 3, 2);
   mixed(PLD_INT32, 1, 2, 5);
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 /* Five small mesh allreduces (they travel in the slots) on one signal
@@ -1353,12 +1341,11 @@ static void small_calls(int p, int64_t len, int pair) {
 static void test_small_calls_in_the_slots(void **state) {
   (void)state;
   for (int p = 2; p <= 3; p++)
-    for (int pair = 0; pair < 2 && comm_world_fits(p); pair++) {
-      runs_made++;
+    for (int pair = 0; pair < 2 && comm_fits(p); pair++) {
       small_calls(p, PLD_COLL_EAGER_BYTES / 4, pair);
       small_calls(p, PLD_COLL_EAGER_BYTES / 4 + 1, pair);
     }
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 /* ---- slow: megabytes, 64 ranks --------------------------------------- */
@@ -1376,7 +1363,7 @@ static void test_slow_megabytes(void **state) {
           0, set);
   add(&r, K_BROADCAST, 0, 0, 3, 0, 1);
   run_all(&r, 4, 1);
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 /* 64 ranks (device ids 0 to 63): the sweep (every collective, op, mode
@@ -1389,7 +1376,7 @@ static void test_slow_64_ranks(void **state) {
     plan_sweep(&r);
     run_all(&r, 64, 1);
   }
-  ran_or_skip();
+  comm_ran_or_skip();
 }
 
 static const struct CMUnitTest tests[] = {

@@ -5,9 +5,10 @@
  * them); ranks that reach one point of a signal window with different calls all
  * fail with PLD_ERR_MISMATCH and a message naming each rank's call, instead of
  * hanging or corrupting data; a rank that never makes a call is a deadlock,
- * reported within a second with the collective, call number and round of every
- * blocked rank; a notify, wait or remote store on a cell of a signal window a
- * collective of the program used is refused, before or after it.
+ * reported within a second (two under mpirun) with the collective, call
+ * number and round of every blocked rank; a notify, wait or remote store
+ * on a cell of a signal window a collective of the program used is
+ * refused, before or after it.
  * After each, the same program runs correctly again. */
 #include "comm_test.h"
 
@@ -455,6 +456,8 @@ static const char *win(const char *name, int b) {
  * correct allreduce. */
 static void expect_mistakes(int p, int c, int short_cells, int cube,
                             const struct mistake *cases, size_t ncases) {
+  if (!comm_fits(p))
+    return;
   struct prog g;
   prog_init(&g, p, c, -1, short_cells, cube);
   for (size_t i = 0; i < ncases; i++) {
@@ -504,6 +507,7 @@ static void test_signal_too_small(void **state) {
     for (int c = 1; c <= 2; c++)
       signal_too_small(p, c, PLD_SIGNAL_CELLS(p, c) - 1);
   signal_too_small(4, 2, PLD_SIGNAL_CELLS(4, 1));
+  comm_ran_or_skip();
 }
 
 /* The signal is a 1-D INT32 window. */
@@ -522,6 +526,7 @@ static void test_signal_2d_or_fp32(void **state) {
   };
   /* clang-format on */
   expect_mistakes(3, 1, need, 0, cases, NCASES(cases));
+  comm_ran_or_skip();
 }
 
 /* ---- buffers that overlap ------------------------------------------------ */
@@ -550,6 +555,7 @@ static void test_overlapping_buffers(void **state) {
   };
   /* clang-format on */
   expect_mistakes(3, 1, 1, 0, cases, NCASES(cases));
+  comm_ran_or_skip();
 }
 
 /* ---- arguments ------------------------------------------------------------
@@ -573,6 +579,7 @@ static void test_root_outside_domain(void **state) {
   };
   /* clang-format on */
   expect_mistakes(4, 1, 1, 0, cases, NCASES(cases));
+  comm_ran_or_skip();
 }
 
 /* Shapes: a leading dimension that is not P; all-to-all's input and
@@ -616,6 +623,7 @@ static void test_shapes_that_do_not_match(void **state) {
   };
   /* clang-format on */
   expect_mistakes(3, 1, 1, 0, cases, NCASES(cases));
+  comm_ran_or_skip();
 }
 
 /* Reductions take FP32, FP16, BF16, INT32, INT16 and INT8; ops and modes
@@ -644,6 +652,7 @@ static void test_dtype_op_mode(void **state) {
   };
   /* clang-format on */
   expect_mistakes(3, 1, 1, 0, cases, NCASES(cases));
+  comm_ran_or_skip();
 }
 
 /* A reducing collective on a cube core; broadcast (data movement) works
@@ -660,6 +669,7 @@ static void test_reduction_on_cube_core(void **state) {
   };
   /* clang-format on */
   expect_mistakes(2, 1, 1, 1, cases, NCASES(cases));
+  comm_ran_or_skip();
 }
 
 /* Reductions stage data through tiles: an allreduce of RL FP32 elements
@@ -746,6 +756,7 @@ static void test_all_to_all_v_count_shapes(void **state) {
   };
   /* clang-format on */
   expect_mistakes(3, 1, 1, 0, cases, NCASES(cases));
+  comm_ran_or_skip();
 }
 
 /* ---- mismatched calls ---------------------------------------------------- */
@@ -848,6 +859,8 @@ static void test_mismatched_calls(void **state) {
  * view): refused, naming the collective; the others fail with it. */
 static void stray_notify(int p, int c, int bad, int good, int cell,
                          const char *coll) {
+  if (!comm_fits(p))
+    return;
   struct prog g;
   prog_init(&g, p, c, -1, PLD_SIGNAL_CELLS(p, c), 0);
   g.arg = cell;
@@ -874,6 +887,7 @@ static void test_stray_notify(void **state) {
   stray_notify(2, 1, 1, C_ALLREDUCE, 0, "pld_allreduce");
   stray_notify(3, 1, 0, C_BARRIER, p3 - 1, "pld_barrier");
   stray_notify(4, 2, 2, C_BROADCAST_0, p4 - 1, "pld_broadcast");
+  comm_ran_or_skip();
 }
 
 /* What a stray call of rank `bad` says when a collective used the signal
@@ -903,6 +917,8 @@ static const char *const stray_fns[] = {"pld_notify", "pld_wait",
  * collective before it in that run: refused too (the cells stay the
  * collectives' for the program's life). */
 static void stray_after(int p, int bad, int call, int cell) {
+  if (!comm_fits(p))
+    return;
   struct prog g;
   prog_init(&g, p, 1, -1, PLD_SIGNAL_CELLS(p, 1), 0);
   g.arg = cell;
@@ -930,6 +946,7 @@ static void test_stray_use_after_a_collective(void **state) {
   stray_after(4, 0, C_STRAY_PUT, last4);
   stray_after(2, 0, C_STRAY_STORE, last2);
   stray_after(3, 0, C_STRAY_NOTIFY, 2);
+  comm_ran_or_skip();
 }
 
 /* Rank `bad` of p makes stray call `call` on cell `cell` (the view's last,
@@ -938,6 +955,8 @@ static void test_stray_use_after_a_collective(void **state) {
  * a later run's collective is refused too; a new program whose kernels
  * make the stray call on another window runs. */
 static void stray_before(int p, int bad, int call, int cell) {
+  if (!comm_fits(p))
+    return;
   struct prog g;
   prog_init(&g, p, 1, -1, PLD_SIGNAL_CELLS(p, 1), 0);
   g.arg = cell;
@@ -975,6 +994,7 @@ static void test_stray_use_before_a_collective(void **state) {
   stray_before(3, 0, C_STRAY_WAIT, last3);
   stray_before(4, 3, C_STRAY_STORE, last4);
   stray_before(3, 2, C_STRAY_PUT, last3);
+  comm_ran_or_skip();
 }
 
 /* Only the signal view is the collectives': one buffer holds a cell
@@ -1049,10 +1069,12 @@ static const char *report_line(const char *msg, int r, const char *what,
 
 /* Every rank makes 3 allreduce calls on c blocks but rank `bad`, which
  * returns after 2: the others wait in call 3, reported within a second
- * as a deadlock whose lines name, for each of their blocks, pld_allreduce,
- * call 3, round 1 and the rank it waits for; then the program runs
- * correctly. */
+ * (2 under mpirun) as a deadlock whose lines name, for each of their blocks,
+ * pld_allreduce, call 3, round 1 and the rank it waits for; then the program
+ * runs correctly. */
 static void expect_deadlock(int p, int c, int bad) {
+  if (!comm_fits(p))
+    return;
   struct prog g;
   prog_init(&g, p, c, -1, 1, 0);
   for (int round = 0; round < 2; round++) {
@@ -1064,10 +1086,10 @@ static void expect_deadlock(int p, int c, int bad) {
                       "pld_program_run: deadlock: these waits can never be "
                       "satisfied",
                       finished);
-    if (seconds >= 1.0) {
-      print_error("the deadlock took %.3f s to report\n", seconds);
-      fail();
-    }
+    /* Under mpirun the ranks' processes confirm it first: 2 s (as
+     * mpi_faults.sh allows). */
+    comm_assert_within("the deadlock's report", seconds, 0.05,
+                       pld_process_count() > 1 ? 1.95 : 0.95);
     const char *msg = pld_last_error();
     for (int r = 0; r < p; r++)
       for (int b = 0; b < c && r != bad; b++) {
@@ -1097,6 +1119,7 @@ static void test_deadlock_rank_returns_early(void **state) {
   (void)state;
   expect_deadlock(3, 1, 1);
   expect_deadlock(4, 2, 0);
+  comm_ran_or_skip();
 }
 
 static const struct CMUnitTest tests[] = {
