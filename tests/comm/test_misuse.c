@@ -103,30 +103,38 @@ static void test_window_under_allocated(void **state) {
 
 static void test_window_view_outside_buffer(void **state) {
   (void)state;
-  assert_fails_with(compile_views(3, VIEW_PAST_END), PLD_ERR_BOUNDS,
-                    "pld_window_view (in h_views): view INT32[3] at byte 4092 "
-                    "needs 4104 bytes",
-                    "window buffer #0 was allocated with 4096 bytes");
-  assert_fails_with(compile_views(2, VIEW_MISALIGNED), PLD_ERR_ARG,
-                    "pld_window_view (in h_views): offset: expected a "
-                    "multiple of 4 (the size of INT32), got 2");
-  assert_fails_with(compile_views(2, VIEW_ZERO_BYTES), PLD_ERR_ARG,
-                    "pld_window_alloc (in h_views): bytes: expected 1 to ",
-                    "got 0");
+  if (comm_fits(3))
+    assert_fails_with(
+        compile_views(3, VIEW_PAST_END), PLD_ERR_BOUNDS,
+        "pld_window_view (in h_views): view INT32[3] at byte 4092 "
+        "needs 4104 bytes",
+        "window buffer #0 was allocated with 4096 bytes");
+  if (comm_fits(2))
+    assert_fails_with(compile_views(2, VIEW_MISALIGNED), PLD_ERR_ARG,
+                      "pld_window_view (in h_views): offset: expected a "
+                      "multiple of 4 (the size of INT32), got 2");
+  if (comm_fits(2))
+    assert_fails_with(compile_views(2, VIEW_ZERO_BYTES), PLD_ERR_ARG,
+                      "pld_window_alloc (in h_views): bytes: expected 1 to ",
+                      "got 0");
+  comm_ran_or_skip();
 }
 
 /* A plain tensor is no window, whether the host dispatches it or a device
  * function launches it. */
 static void test_plain_tensor_for_window(void **state) {
   (void)state;
-  assert_fails_with(compile_views(2, VIEW_PLAIN_TENSOR), PLD_ERR_ARG,
-                    "pld_dispatch to rank 0 (in h_views): d_count: parameter "
-                    "'sig' (1 of 2)",
-                    "expected a window INT32[NR], got a plain tensor: peers "
-                    "cannot reach it");
-  assert_fails_with(compile_views(4, VIEW_PLAIN_LAUNCH), PLD_ERR_ARG,
-                    "pld_launch", "k_count: parameter 'sig' (1 of 2)",
-                    "expected a window INT32[NR], got a plain tensor");
+  if (comm_fits(2))
+    assert_fails_with(compile_views(2, VIEW_PLAIN_TENSOR), PLD_ERR_ARG,
+                      "pld_dispatch to rank 0 (in h_views): d_count: parameter "
+                      "'sig' (1 of 2)",
+                      "expected a window INT32[NR], got a plain tensor: peers "
+                      "cannot reach it");
+  if (comm_fits(4))
+    assert_fails_with(compile_views(4, VIEW_PLAIN_LAUNCH), PLD_ERR_ARG,
+                      "pld_launch", "k_count: parameter 'sig' (1 of 2)",
+                      "expected a window INT32[NR], got a plain tensor");
+  comm_ran_or_skip();
 }
 
 /* Every rank must be dispatched, or its peers would wait forever. */
