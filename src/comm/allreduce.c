@@ -161,7 +161,9 @@ static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
 
 /* Whether every peer's copy of w can be combined where it lies. */
 static int all_in_place(struct coll *cc, const struct pld__tensor *w) {
-  for (int32_t q = 0; q < cc->n && !cc->eager; q++)
+  if (cc->eager) /* every peer's part came in the entry */
+    return 1;
+  for (int32_t q = 0; q < cc->n; q++)
     if (!pld__coll_view(cc, w, q, 0, 0))
       return 0;
   return 1;

@@ -382,6 +382,8 @@ int pld__mpi_take_own(struct pld__mpi_prog *m) {
  * caller of pld__mpi_acked. */
 static int awaited(struct pld__mpi_prog *m, int peer, int which) {
   const struct pld__mpi_peer *p = peer >= 0 ? &m->peers[peer] : NULL;
+  if (!m->nunacked) /* every message acknowledged: no scan of the peers */
+    return 0;
   if (which == PLD__ACKED_OTHERS)
     return m->nunacked > (p ? (int)(p->sent - p->acked) : 0);
   if (which == PLD__ACKED_WRITES_TO)
