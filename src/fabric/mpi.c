@@ -289,16 +289,10 @@ static void do_flush(void *arg) {
     o->rc = pld__mpi_acks_send(o->m);
 }
 
-/* The bytes from which a transfer is handed off to the proxy
- * (pld__mpi_handoff says why); a smaller one, an add, a signal or a flush
- * is made by the calling thread itself if no other is in MPI. */
-#define HANDOFF_MIN ((size_t)64 << 10)
-
 /* Runs op o by fn in MPI. */
 static int run_op(struct op *o, void (*fn)(void *)) {
   o->rc = MPI_SUCCESS;
-  int big = fn != do_add && o->n >= HANDOFF_MIN;
-  (big ? pld__mpi_handoff : pld__mpi_call)(fn, o, o->m->spin);
+  pld__mpi_call(fn, o, o->m->spin);
   if (o->rc == MPI_SUCCESS)
     return PLD_OK;
   char what[96];

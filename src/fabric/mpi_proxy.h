@@ -63,18 +63,13 @@ MPI_Comm pld__mpi_world(void);
 /* Runs fn(arg) on the proxy thread and waits for it, as spin says (NULL:
  * the host threads' spin); on the proxy thread itself, runs it at once.
  * A device thread (spin given) runs it itself if no other thread is in
- * MPI: never a host thread, whose calls may wait long for other
- * processes while this one's fabric messages must still be taken. */
+ * MPI, large transfers too (over TCP a transfer handed off to the proxy
+ * ran at 0.72x to 0.79x of MPI_Put's rate from 64 KiB to 16 MiB, made by
+ * the device thread at 0.92x to 1.07x from 1 MiB: bench_comm bandwidth
+ * --fabric mpi-tcp, 2026-12-05): never a host thread, whose calls may
+ * wait long for other processes while this one's fabric messages must
+ * still be taken. */
 void pld__mpi_call(void (*fn)(void *), void *arg, const struct pld__spin *spin);
-/* The same, always on the proxy thread: the fabric's large transfers,
- * which over TCP run faster while the device thread waits for the proxy
- * than while it calls MPI itself (1 MiB over tcp, three runs each,
- * alternated, 2026-12-05: puts at 0.72x to 0.82x of MPI_Put's rate
- * handed off, 0.50x to 0.57x made by the device thread; gets 0.74x to
- * 0.98x against 0.55x to 0.69x). */
-void pld__mpi_handoff(void (*fn)(void *), void *arg,
-                      const struct pld__spin *spin);
-
 /* Whether the calling thread may call MPI now (1: it does, as the proxy
  * would, until pld__mpi_leave), or another thread is in MPI (0). */
 int pld__mpi_try_enter(void);
