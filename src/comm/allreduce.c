@@ -145,13 +145,15 @@ static void combines_charge(struct combines *w) {
 }
 
 /* acc[0, len) = op over ranks 0, 1, ..., P-1 in that order of their
- * elements [e, e + len) of window w. */
+ * elements [e, e + len) of window w; the elements up to `end` are read
+ * next (pld__coll_rank_bytes' ahead). */
 static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
-                        size_t len, pld_reduce_op op) {
+                        size_t len, int64_t end, pld_reduce_op op) {
   const size_t es = pld_dtype_size(w->dtype);
   for (int32_t q = 0; q < cc->n; q++) {
-    const void *in = pld__coll_rank_bytes(cc, w, q, (size_t)e * es,
-                                          cc->stage->data, len * es);
+    const void *in =
+        pld__coll_rank_bytes(cc, w, q, (size_t)e * es, cc->stage->data,
+                             len * es, (size_t)(end - e) * es);
     if (!in)
       return cc->c->status;
     accumulate(w->dtype, op, q == 0, cc->acc->data, in, len);
@@ -194,7 +196,9 @@ static int reduce_ranks_into(struct coll *cc, const struct pld__tensor *w,
     pld__obs_group_begin();
   for (int64_t g = e0; g < e1 && !st; g += (int64_t)step) {
     size_t len = (size_t)(e1 - g) < step ? (size_t)(e1 - g) : step;
-    st = reduce_ranks(cc, w, g, len, op);
+    /* With a barrier between groups, each group's reads are transfers
+     * of their own for the timing model: nothing is read ahead. */
+    st = reduce_ranks(cc, w, g, len, sync ? g + (int64_t)len : e1, op);
     for (size_t i = 0; i < len; i += piece)
       combines_add(&red, cc->n - 1, len - i < piece ? len - i : piece, es);
     if (!st && sync) {
@@ -280,8 +284,9 @@ static int ring_allreduce(struct coll *cc, const struct pld__tensor *w,
         st = pld__coll_read(cc, w, left, (size_t)g * es, mine, len * es);
         continue;
       }
-      const void *in = pld__coll_rank_bytes(cc, w, left, (size_t)g * es,
-                                            cc->stage->data, len * es);
+      const void *in =
+          pld__coll_rank_bytes(cc, w, left, (size_t)g * es, cc->stage->data,
+                               len * es, (size_t)(c1 - g) * es);
       if (!in) {
         st = cc->c->status;
         break;

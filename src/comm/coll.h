@@ -84,6 +84,11 @@ _Static_assert(SLOT(1, 1, 0) == PLD_SIGNAL_LANE_CELLS(1) &&
                    SLOT(64, 64, 0) == PLD_SIGNAL_LANE_CELLS(64),
                "a lane holds the slots of every rank");
 
+/* Bytes [off, off + len) of a rank's copy of a window, read ahead. */
+struct pld__coll_ahead {
+  size_t off, len;
+};
+
 /* A call in progress on one lane. */
 struct coll {
   struct pld__core *c;
@@ -118,6 +123,14 @@ struct coll {
    * rank's next collective or barrier, or the end of its block, waits for
    * (a small broadcast's root: see the top of this file). */
   int defer;
+  /* Bytes read ahead from peers whose copy the fabric cannot show in
+   * place (pld__coll_rank_bytes), of window ahead_w: per rank, a span of
+   * at most ahead_room bytes (allocated at the first, freed by
+   * pld__coll_finish). */
+  struct pld__coll_ahead *ahead;
+  unsigned char *ahead_bytes;
+  const struct pld__tensor *ahead_w;
+  size_t ahead_room;
   /* Credits from each rank this call waited for: the first n used, and
    * zeroed (last in the struct, so that a call of a few ranks does not
    * clear all MAX_RANKS of them: a barrier of 2 ranks takes about 0.4 us,
@@ -205,7 +218,12 @@ int pld__coll_await(struct coll *cc, int32_t from);
  * when it is on: a read into dst, a write from src, and rank q's bytes
  * where they lie (this rank's, a small call's slot, or a peer's the
  * fabric can show in place) or else read into stage (NULL on a failure,
- * recorded). */
+ * recorded).  pld__coll_rank_bytes' `ahead` (at least `bytes`): the
+ * bytes from off the caller reads next, which nobody writes before it
+ * has: where the fabric cannot show the peer's copy in place, they are
+ * read at once, up to a bound, since every read from such a peer costs a
+ * round trip (over MPI); the timing model's records of a transfer group
+ * are the same either way (core/trace.h merges them per peer). */
 int pld__coll_read(struct coll *cc, const struct pld__tensor *w, int32_t q,
                    size_t off, void *dst, size_t bytes);
 int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
@@ -224,7 +242,7 @@ const void *pld__coll_view(struct coll *cc, const struct pld__tensor *w,
                            int32_t q, size_t off, size_t bytes);
 const void *pld__coll_rank_bytes(struct coll *cc, const struct pld__tensor *w,
                                  int32_t q, size_t off, void *stage,
-                                 size_t bytes);
+                                 size_t bytes, size_t ahead);
 
 /* ---- names for messages (comm/coll_check.c) ----------------------------- */
 
