@@ -540,8 +540,8 @@ const void *pld__coll_view(struct coll *cc, const struct pld__tensor *w,
 #define AHEAD_BYTES ((size_t)1 << 20)
 #define AHEAD_MIN ((size_t)128 << 10)
 
-/* Whether the call has room to read ahead from peers into, for window w
- * (allocated at the first call). */
+/* Whether the collective has room to read ahead from peers into, for
+ * window w (allocated when it first reads ahead). */
 static int have_ahead(struct coll *cc, const struct pld__tensor *w) {
   if (!cc->ahead) {
     size_t room = AHEAD_BYTES / (size_t)(cc->n - 1);
