@@ -125,10 +125,9 @@ struct coll {
   int defer;
   /* Bytes read ahead from peers whose copy the fabric cannot show in
    * place (pld__coll_rank_bytes), of window ahead_w: per rank, a span of
-   * at most ahead_room bytes (allocated at the first, freed by
-   * pld__coll_finish). */
+   * at most ahead_room bytes, the spans followed by the rooms (allocated
+   * when the call first reads ahead, freed by pld__coll_finish). */
   struct pld__coll_ahead *ahead;
-  unsigned char *ahead_bytes;
   const struct pld__tensor *ahead_w;
   size_t ahead_room;
   /* Credits from each rank this call waited for: the first n used, and

@@ -481,7 +481,6 @@ int pld__coll_finish(struct coll *cc, int st) {
   pld_tile_free(k, cc->acc);
   pld_tile_free(k, cc->stage);
   free(cc->ahead);
-  free(cc->ahead_bytes);
   if (cc->observed) {
     cc->ev.b = c->coll_round;
     pld__obs_end(&cc->ev);
@@ -541,16 +540,26 @@ const void *pld__coll_view(struct coll *cc, const struct pld__tensor *w,
 #define AHEAD_MIN ((size_t)128 << 10)
 
 /* Whether the collective has room to read ahead from peers into, for
- * window w (allocated when it first reads ahead). */
+ * window w (allocated when it first reads ahead: a span per rank, then
+ * the rooms). */
 static int have_ahead(struct coll *cc, const struct pld__tensor *w) {
   if (!cc->ahead) {
-    size_t room = AHEAD_BYTES / (size_t)(cc->n - 1);
+    /* Rooms of whole cache lines, so that each starts aligned for any
+     * dtype: the data is combined from there. */
+    size_t room = AHEAD_BYTES / (size_t)(cc->n - 1) / 64 * 64;
     cc->ahead_room = room < AHEAD_MIN ? AHEAD_MIN : room;
-    cc->ahead = calloc((size_t)cc->n, sizeof *cc->ahead);
-    cc->ahead_bytes = malloc((size_t)cc->n * cc->ahead_room);
+    const size_t spans = (size_t)cc->n * sizeof *cc->ahead;
+    if (!(cc->ahead = malloc(spans + (size_t)cc->n * cc->ahead_room)))
+      return 0;
+    memset(cc->ahead, 0, spans);
     cc->ahead_w = w;
   }
-  return cc->ahead && cc->ahead_bytes && cc->ahead_w == w;
+  return cc->ahead_w == w;
+}
+
+/* Rank q's room to read ahead into. */
+static unsigned char *ahead_room(const struct coll *cc, int32_t q) {
+  return (unsigned char *)(cc->ahead + cc->n) + (size_t)q * cc->ahead_room;
 }
 
 /* Rank q's `bytes` bytes at byte `off` of window w, where they lie (this
@@ -563,25 +572,24 @@ const void *pld__coll_rank_bytes(struct coll *cc, const struct pld__tensor *w,
   if (cc->eager && q != cc->me)
     return pld__coll_sent(cc, q) + (off - cc->eager_off);
   const struct pld__coll_ahead *a =
-      cc->ahead && cc->ahead_bytes && cc->ahead_w == w ? &cc->ahead[q] : NULL;
+      cc->ahead && cc->ahead_w == w ? &cc->ahead[q] : NULL;
   if (a && a->len && off >= a->off && off + bytes <= a->off + a->len)
-    return cc->ahead_bytes + (size_t)q * cc->ahead_room + (off - a->off);
+    return ahead_room(cc, q) + (off - a->off);
   const void *in = pld__coll_view(cc, w, q, off, bytes);
   if (in || cc->c->status)
     return in;
   if (ahead <= bytes || !have_ahead(cc, w) || bytes >= cc->ahead_room)
     return pld__coll_read(cc, w, q, off, stage, bytes) ? NULL : stage;
-  unsigned char *room = cc->ahead_bytes + (size_t)q * cc->ahead_room;
   struct pld__coll_ahead *next = &cc->ahead[q];
   next->off = off;
   /* Short of `ahead`, whole pieces of the caller's: the next read then
    * starts where this one ends (the timing model sums the bytes). */
   next->len = ahead <= cc->ahead_room ? ahead : cc->ahead_room / bytes * bytes;
-  if (pld__coll_read(cc, w, q, off, room, next->len)) {
+  if (pld__coll_read(cc, w, q, off, ahead_room(cc, q), next->len)) {
     next->len = 0;
     return NULL;
   }
-  return room;
+  return ahead_room(cc, q);
 }
 
 int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
