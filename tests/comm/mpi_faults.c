@@ -8,9 +8,10 @@
  *   crash     rank 1's kernel writes through a NULL pointer: its process
  *             prints the crash report and dies; mpirun ends the others
  *   kill      rank 1's process is killed (SIGKILL, no handler runs) while
- *             the others wait for it: mpirun ends the job, and every
- *             other process says, as mpirun stops it, that rank 1's
- *             process is gone and what it waited on
+ *             the others wait for it (each tells rank 1 it is about to
+ *             wait; rank 1 dies 100 ms after the last has): mpirun ends
+ *             the job, and every other process says, as mpirun stops it,
+ *             that rank 1's process is gone and what it waited on
  *   kill-coll every rank calls pld_allreduce in a loop; rank 1's process
  *             is killed by a thread of its own 100 ms into its kernel,
  *             which says when on stderr first: every other process
@@ -86,8 +87,21 @@ PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
   int32_t me = pld_rank(k, pld_window_comm(sig));
   if (what == 1 && me == 1)
     *(volatile int *)NULL = 1;
-  if (what == 2 && me == 1)
+  if (what == 2) { /* kill: once every other rank is about to wait */
+    int32_t n = pld_nranks(k, pld_window_comm(sig));
+    if (me != 1) {
+      pld_notify(k, sig, 1, PLD_AT(me), 1, PLD_NOTIFY_ADD);
+      pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
+      return;
+    }
+    for (int32_t r = 0; r < n; r++)
+      if (r != 1)
+        pld_wait(k, sig, PLD_AT(r), 1, PLD_WAIT_GE);
+    /* Time for the others to go from their notify into their wait. */
+    struct timespec nap = {0, 100 * 1000 * 1000};
+    nanosleep(&nap, NULL);
     kill(getpid(), SIGKILL);
+  }
   if (what == 3) { /* ok: a ring of notifies */
     int32_t n = pld_nranks(k, pld_window_comm(sig));
     pld_notify(k, sig, (me + 1) % n, PLD_AT(me), 1, PLD_NOTIFY_ADD);
