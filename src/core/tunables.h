@@ -109,7 +109,9 @@
   X(PLD_MPI_BUSY_US, int64_t, 2000, 0, 1000000, "microseconds",                \
     "Under mpirun: microseconds the RMA proxy keeps polling after its last "   \
     "work while a run with RMA peers is in progress (it also keeps polling "   \
-    "while a device thread sleeps until a signal lands).")                     \
+    "while a device thread sleeps until a signal lands). Where the node's "    \
+    "processes outnumber its CPUs it rests instead while a device thread "     \
+    "polls MPI as it waits, and for PLD_SPIN_US after.")                       \
   X(PLD_MPI_NAP_RMA_US, int64_t, 5, 1, 1000000, "microseconds",                \
     "Under mpirun: microseconds the RMA proxy naps between looks after "       \
     "that, while the run has RMA peers.")                                      \

@@ -452,7 +452,8 @@ static uint32_t fab_events(struct pld__fabric *f) {
  * the cell too sees it at once.  Polling as spin says, then asleep on the
  * doorbell.  With peers reached through RMA the poller takes the signals
  * that arrive itself, when no other thread is in MPI: waking it from the
- * proxy would cost more than the message. */
+ * proxy would cost more than the message (where the node's CPUs are
+ * fewer than its processes, the proxy rests meanwhile). */
 static void fab_wait_events(struct pld__fabric *f, uint32_t seen, int buf,
                             size_t off, const struct pld__spin *spin,
                             int64_t timeout_ns) {
@@ -461,13 +462,15 @@ static void fab_wait_events(struct pld__fabric *f, uint32_t seen, int buf,
   if (buf >= 0 && spin->ns > 0) {
     int32_t was = fab_cell(f, buf, off);
     int64_t deadline = pld__spin_deadline(spin);
+    int moved = 0;
+    if (m->rma)
+      pld__mpi_polling_begin();
     for (int i = 0; pld__spin_step(i, deadline, spin); i++) {
       int in_mpi = m->rma && pld__mpi_try_enter();
       if (in_mpi)
         pld__mpi_take_own(m);
-      int moved =
-          atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
-          fab_cell(f, buf, off) != was;
+      moved = atomic_load_explicit(&b->count, memory_order_acquire) != seen ||
+              fab_cell(f, buf, off) != was;
       if (in_mpi) {
         /* What it waited for first, the acknowledgements after. */
         if (!moved && m->nowed)
@@ -475,8 +478,12 @@ static void fab_wait_events(struct pld__fabric *f, uint32_t seen, int buf,
         pld__mpi_leave();
       }
       if (moved)
-        return;
+        break;
     }
+    if (m->rma)
+      pld__mpi_polling_end(!moved);
+    if (moved)
+      return;
   }
   pld__event_wait(&b->count, seen, &b->sleepers, spin, timeout_ns, 1);
 }

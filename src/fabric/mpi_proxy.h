@@ -74,6 +74,13 @@ void pld__mpi_call(void (*fn)(void *), void *arg, const struct pld__spin *spin);
  * would, until pld__mpi_leave), or another thread is in MPI (0). */
 int pld__mpi_try_enter(void);
 void pld__mpi_leave(void);
+/* Bracket a device thread's polling of MPI as it waits (taking the
+ * fabric's messages itself: pld__mpi_try_enter), which ends with the wait
+ * or, `sleeping`, as the thread goes to sleep: where the node's processes
+ * outnumber its CPUs, the proxy rests meanwhile (fabric/mpi_proxy.c,
+ * rest_while_polled). */
+void pld__mpi_polling_begin(void);
+void pld__mpi_polling_end(int sleeping);
 
 /* The failure of an MPI call made by the proxy, composed there: the
  * message "the MPI fabric: what: MPI's error string" set, PLD_ERR_SYSTEM
