@@ -353,22 +353,23 @@ static int init_mpi(void) {
  * 0.39 ms where it took 0.91 and 0.70, 8 ranks 4.8 ms for 6.7: medians of
  * alternate runs of bench_comm's barrier job, 2026-12-05).  A request
  * wakes it, as does a thread that stops polling to sleep, which it then
- * polls for.  Not where every process has a CPU: there the ping-pong and
- * the 2-rank barrier got 10% slower.  Returns whether it rested. */
-static int rest_while_polled(uint32_t seen) {
+ * polls for; after each rest it polls once, so that the messages no
+ * device thread takes (the control plane's) wait at most a rest.  Not
+ * where every process has a CPU: there the ping-pong and the 2-rank
+ * barrier got 10% slower. */
+static void rest_while_polled(uint32_t seen) {
   if (!px.crowded || atomic_load(&px.stop) || any_waits())
-    return 0;
+    return;
   int64_t left =
       atomic_load(&px.polling)
           ? PLD__US(PLD_MPI_NAP_RUN_US)
           : atomic_load(&px.polled_ns) + PLD__US(PLD_SPIN_US) - pld__now_ns();
   if (left <= 0)
-    return 0;
+    return;
   atomic_fetch_add(&px.queue_sleepers, 1);
   if (atomic_load(&px.queued) == seen)
     pld__futex_wait(&px.queued, seen, left, 0);
   atomic_fetch_sub(&px.queue_sleepers, 1);
-  return 1;
 }
 
 static void *proxy_main(void *arg) {
@@ -384,8 +385,7 @@ static void *proxy_main(void *arg) {
   int64_t last = pld__now_ns();
   for (;;) {
     uint32_t seen = atomic_load(&px.queued);
-    if (rest_while_polled(seen) && atomic_load(&px.queued) == seen)
-      continue;
+    rest_while_polled(seen);
     /* A device thread in MPI progresses it: the proxy waits its turn
      * without queueing on the lock, whose hand-over at every call of
      * that thread would cost more than the call (a get of 4 KiB over
