@@ -370,7 +370,12 @@ static void exit_hook(void) {
 }
 
 /* Every signal whose default action ends the process, and that a handler
- * can catch. */
+ * can catch.  Under the MPI fabric (crash_prints) SIGPIPE is ignored
+ * instead: it comes from MPI's writes to the socket of a process that
+ * is gone, which then fail, and MPI reports the failure to the fabric
+ * (fabric/mpi_proxy.c, failed_mpi), which says the peer is gone; caught,
+ * it made a process that had lost a peer report a crash of its own
+ * (mpi_faults kill-coll over tcp, once in a CI run). */
 static void install_crash_handlers(void) {
   static const int sigs[] = {SIGSEGV, SIGBUS,  SIGFPE,    SIGILL,  SIGABRT,
                              SIGTRAP, SIGSYS,  SIGTERM,   SIGINT,  SIGQUIT,
@@ -382,7 +387,10 @@ static void install_crash_handlers(void) {
   sa.sa_flags = (int)(SA_SIGINFO | SA_RESETHAND | SA_ONSTACK);
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-    sigaction(sigs[i], &sa, NULL);
+    if (sigs[i] != SIGPIPE || !crash_prints)
+      sigaction(sigs[i], &sa, NULL);
+  if (crash_prints)
+    signal(SIGPIPE, SIG_IGN);
   atexit(exit_hook);
 }
 
