@@ -349,8 +349,8 @@ static int init_mpi(void) {
  * last one stopped (whose next call into MPI most often follows, as a
  * barrier's next round does): the CPU is better left to the other
  * processes, and each of its yields costs a switch (about 200 a barrier
- * at 4 ranks on 2 CPUs over TCP; resting, such a barrier took 0.60 and
- * 0.39 ms where it took 0.91 and 0.70, 8 ranks 4.8 ms for 6.7: medians of
+ * at 4 ranks on 2 CPUs over TCP, 18 resting; resting, such a barrier
+ * took 0.62 ms where it took 0.82, 8 ranks 6.2 ms for 8.2: medians of
  * alternate runs of bench_comm's barrier job, 2026-12-05).  A request
  * wakes it, as does a thread that stops polling to sleep, which it then
  * polls for; after each rest it polls once, so that the messages no
