@@ -387,8 +387,7 @@ static void install_crash_handlers(void) {
   sa.sa_flags = (int)(SA_SIGINFO | SA_RESETHAND | SA_ONSTACK);
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-    if (sigs[i] != SIGPIPE || !crash_prints)
-      sigaction(sigs[i], &sa, NULL);
+    sigaction(sigs[i], &sa, NULL);
   if (crash_prints)
     signal(SIGPIPE, SIG_IGN);
   atexit(exit_hook);

@@ -83,6 +83,12 @@ static void busy_until(double until) {
 /* Runs (never waits) for ms milliseconds. */
 static void busy_ms(double ms) { busy_until(now_ms() + ms); }
 
+/* Sleeps 100 ms (leaves the CPU to the others). */
+static void nap_100ms(void) {
+  struct timespec nap = {0, 100 * 1000 * 1000};
+  nanosleep(&nap, NULL);
+}
+
 PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
   int32_t me = pld_rank(k, pld_window_comm(sig));
   if (what == 1 && me == 1)
@@ -97,9 +103,7 @@ PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
     for (int32_t r = 0; r < n; r++)
       if (r != 1)
         pld_wait(k, sig, PLD_AT(r), 1, PLD_WAIT_GE);
-    /* Time for the others to go from their notify into their wait. */
-    struct timespec nap = {0, 100 * 1000 * 1000};
-    nanosleep(&nap, NULL);
+    nap_100ms(); /* the others go from their notify into their wait */
     kill(getpid(), SIGKILL);
   }
   if (what == 3) { /* ok: a ring of notifies */
@@ -156,8 +160,7 @@ PLD_HOST(h_fault, h, PLD_SCALAR(what, INT32)) {
 /* 100 ms on, says when (CLOCK_REALTIME, ns) and kills its process. */
 static void *killer(void *arg) {
   (void)arg;
-  struct timespec nap = {0, 100 * 1000 * 1000};
-  nanosleep(&nap, NULL);
+  nap_100ms();
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   char line[64];
