@@ -3,7 +3,7 @@
  * place and out of place (pld_allreduce_to, pld_reduce_scatter_to), on
  * the steps of comm/coll.h: each rank's data read in groups through a
  * staging tile into an FP32 (or INT32) accumulator tile, ranks combined
- * in a fixed order. */
+ * in a fixed order (FP32 and INT32 data where it lies: reduce_ranks). */
 #include <string.h>
 
 #include "comm/coll.h"
@@ -16,49 +16,50 @@
 
 /* ---- reducing ----------------------------------------------------------- */
 
-/* acc (FP32 for float dtypes, INT32 for integer ones) = in, or op(acc, in)
- * when combining, over n elements of dtype dt. */
-#define COMBINE_LOOP(T, A, EXPR)                                               \
+/* out = op(a, b), elementwise over n elements: FP32 for float dtypes
+ * (their accumulator), INT32 for integer ones.  out may be a or b (the
+ * same elements: each is read before it is written). */
+#define COMBINE_LOOP(T, EXPR)                                                  \
   do {                                                                         \
-    A *a_ = acc;                                                               \
-    const T *in_ = in;                                                         \
-    PLD__VLOOP(A, i, n, const A x = a_[i]; const A y = (A)in_[i];              \
-               a_[i] = (EXPR););                                               \
+    T *o_ = out;                                                               \
+    const T *a_ = a, *b_ = b;                                                  \
+    PLD__VLOOP(T, i, n, const T x = a_[i]; const T y = b_[i];                  \
+               o_[i] = (EXPR););                                               \
   } while (0)
 
-static void combine_f32(pld_reduce_op op, float *acc, const float *in,
-                        size_t n) {
+static void combine_f32(pld_reduce_op op, float *out, const float *a,
+                        const float *b, size_t n) {
   switch (op) {
   case PLD_REDUCE_SUM:
-    COMBINE_LOOP(float, float, x + y);
+    COMBINE_LOOP(float, x + y);
     break;
   case PLD_REDUCE_PROD:
-    COMBINE_LOOP(float, float, x *y);
+    COMBINE_LOOP(float, x *y);
     break;
   case PLD_REDUCE_MAX:
-    COMBINE_LOOP(float, float, PLD__FMAX(x, y));
+    COMBINE_LOOP(float, PLD__FMAX(x, y));
     break;
   case PLD_REDUCE_MIN:
-    COMBINE_LOOP(float, float, PLD__FMIN(x, y));
+    COMBINE_LOOP(float, PLD__FMIN(x, y));
     break;
   }
 }
 
 /* Integers wrap: sums and products go through uint32_t. */
-static void combine_i32(pld_reduce_op op, int32_t *acc, const int32_t *in,
-                        size_t n) {
+static void combine_i32(pld_reduce_op op, int32_t *out, const int32_t *a,
+                        const int32_t *b, size_t n) {
   switch (op) {
   case PLD_REDUCE_SUM:
-    COMBINE_LOOP(int32_t, int32_t, (int32_t)((uint32_t)x + (uint32_t)y));
+    COMBINE_LOOP(int32_t, (int32_t)((uint32_t)x + (uint32_t)y));
     break;
   case PLD_REDUCE_PROD:
-    COMBINE_LOOP(int32_t, int32_t, (int32_t)((uint32_t)x * (uint32_t)y));
+    COMBINE_LOOP(int32_t, (int32_t)((uint32_t)x * (uint32_t)y));
     break;
   case PLD_REDUCE_MAX:
-    COMBINE_LOOP(int32_t, int32_t, PLD__IMAX(x, y));
+    COMBINE_LOOP(int32_t, PLD__IMAX(x, y));
     break;
   case PLD_REDUCE_MIN:
-    COMBINE_LOOP(int32_t, int32_t, PLD__IMIN(x, y));
+    COMBINE_LOOP(int32_t, PLD__IMIN(x, y));
     break;
   }
 }
@@ -67,16 +68,27 @@ static int is_float(pld_dtype dt) {
   return dt == PLD_FP32 || dt == PLD_FP16 || dt == PLD_BF16;
 }
 
+/* Whether dt is its own accumulator's dtype: its elements are combined
+ * where they lie, without widening. */
+static int is_wide(pld_dtype dt) { return dt == PLD_FP32 || dt == PLD_INT32; }
+
+/* out = op(a, b) over n elements of a wide dtype dt (is_wide). */
+static void combine(pld_dtype dt, pld_reduce_op op, void *out, const void *a,
+                    const void *b, size_t n) {
+  if (dt == PLD_FP32)
+    combine_f32(op, out, a, b, n);
+  else
+    combine_i32(op, out, a, b, n);
+}
+
 /* acc = in (first) or op(acc, in), n elements of dt at in. */
 static void accumulate(pld_dtype dt, pld_reduce_op op, int first, void *acc,
                        const void *in, size_t n) {
-  if (dt == PLD_FP32 || dt == PLD_INT32) {
+  if (is_wide(dt)) {
     if (first)
       memcpy(acc, in, n * 4);
-    else if (dt == PLD_FP32)
-      combine_f32(op, acc, in, n);
     else
-      combine_i32(op, acc, in, n);
+      combine(dt, op, acc, acc, in, n);
     return;
   }
   /* Narrow dtypes: widened a chunk at a time. */
@@ -88,12 +100,12 @@ static void accumulate(pld_dtype dt, pld_reduce_op op, int first, void *acc,
       float *a = (float *)acc + i, wide[PLD__CHUNK];
       pld__load_f32(dt, first ? a : wide, src, m);
       if (!first)
-        combine_f32(op, a, wide, m);
+        combine_f32(op, a, a, wide, m);
     } else {
       int32_t *a = (int32_t *)acc + i, wide[PLD__CHUNK];
       pld__load_i32(dt, first ? a : wide, src, m);
       if (!first)
-        combine_i32(op, a, wide, m);
+        combine_i32(op, a, a, wide, m);
     }
   }
 }
@@ -101,7 +113,7 @@ static void accumulate(pld_dtype dt, pld_reduce_op op, int first, void *acc,
 /* out (n elements of dt) = acc: floats rounded to nearest even, integers
  * wrapped to their width. */
 static void store_acc(pld_dtype dt, void *out, const void *acc, size_t n) {
-  if (dt == PLD_FP32 || dt == PLD_INT32) {
+  if (is_wide(dt)) {
     memcpy(out, acc, n * 4);
   } else if (is_float(dt)) {
     pld__store_f32(dt, out, acc, n);
@@ -144,20 +156,39 @@ static void combines_charge(struct combines *w) {
   *w = (struct combines){0, 0};
 }
 
-/* acc[0, len) = op over ranks 0, 1, ..., P-1 in that order of their
- * elements [e, e + len) of window w; the elements up to `end` are read
- * next (pld__coll_rank_bytes' ahead). */
+/* out[0, len) (NULL: acc[0, len)) = op over ranks 0, 1, ..., P-1 in that
+ * order of their elements [e, e + len) of window w; the elements up to
+ * `end` are read next (pld__coll_rank_bytes' ahead).  out may be this
+ * rank's own elements: it is written last.  A wide dtype combines where
+ * the data lies: the first two ranks' elements into one, the last into
+ * out, without copies through acc. */
 static int reduce_ranks(struct coll *cc, const struct pld__tensor *w, int64_t e,
-                        size_t len, int64_t end, pld_reduce_op op) {
-  const size_t es = pld_dtype_size(w->dtype);
+                        size_t len, int64_t end, pld_reduce_op op, void *out) {
+  const pld_dtype dt = w->dtype;
+  const size_t es = pld_dtype_size(dt);
+  const int wide = is_wide(dt);
+  void *acc = cc->acc->data;
+  const void *first = NULL; /* rank 0's elements where they lie */
   for (int32_t q = 0; q < cc->n; q++) {
     const void *in =
         pld__coll_rank_bytes(cc, w, q, (size_t)e * es, cc->stage->data,
                              len * es, (size_t)(end - e) * es);
     if (!in)
       return cc->c->status;
-    accumulate(w->dtype, op, q == 0, cc->acc->data, in, len);
+    void *to = out && q == cc->n - 1 ? out : acc;
+    if (!wide) {
+      accumulate(dt, op, q == 0, acc, in, len);
+    } else if (q == 0 && in != cc->stage->data && cc->n > 1) {
+      first = in; /* not in the stage, which the next rank's read reuses */
+    } else if (q == 0) {
+      memmove(to, in, len * es);
+    } else {
+      combine(dt, op, to, first ? first : acc, in, len);
+      first = NULL;
+    }
   }
+  if (out && !wide)
+    store_acc(dt, out, acc, len);
   return PLD_OK;
 }
 
@@ -198,15 +229,17 @@ static int reduce_ranks_into(struct coll *cc, const struct pld__tensor *w,
     size_t len = (size_t)(e1 - g) < step ? (size_t)(e1 - g) : step;
     /* With a barrier between groups, each group's reads are transfers
      * of their own for the timing model: nothing is read ahead. */
-    st = reduce_ranks(cc, w, g, len, sync ? g + (int64_t)len : e1, op);
+    unsigned char *to = out + (size_t)(g - e0) * es;
+    st = reduce_ranks(cc, w, g, len, sync ? g + (int64_t)len : e1, op,
+                      sync ? NULL : to);
     for (size_t i = 0; i < len; i += piece)
       combines_add(&red, cc->n - 1, len - i < piece ? len - i : piece, es);
     if (!st && sync) {
       combines_charge(&red);
       st = pld__coll_round(cc);
+      if (!st)
+        store_acc(w->dtype, to, cc->acc->data, len);
     }
-    if (!st)
-      store_acc(w->dtype, out + (size_t)(g - e0) * es, cc->acc->data, len);
   }
   pld__obs_group_end();
   combines_charge(&red);
@@ -291,9 +324,13 @@ static int ring_allreduce(struct coll *cc, const struct pld__tensor *w,
         st = cc->c->status;
         break;
       }
-      accumulate(w->dtype, op, 1, cc->acc->data, in, len);
-      accumulate(w->dtype, op, 0, cc->acc->data, mine, len);
-      store_acc(w->dtype, mine, cc->acc->data, len);
+      if (is_wide(w->dtype)) {
+        combine(w->dtype, op, mine, in, mine, len);
+      } else {
+        accumulate(w->dtype, op, 1, cc->acc->data, in, len);
+        accumulate(w->dtype, op, 0, cc->acc->data, mine, len);
+        store_acc(w->dtype, mine, cc->acc->data, len);
+      }
       combines_add(&red, 1, len, es);
     }
     pld__obs_group_end();
