@@ -81,17 +81,11 @@ static void combine(pld_dtype dt, pld_reduce_op op, void *out, const void *a,
     combine_i32(op, out, a, b, n);
 }
 
-/* acc = in (first) or op(acc, in), n elements of dt at in. */
+/* acc = in (first) or op(acc, in), n elements of a narrow dtype dt (not
+ * is_wide: those combine where they lie) at in, widened a chunk at a
+ * time. */
 static void accumulate(pld_dtype dt, pld_reduce_op op, int first, void *acc,
                        const void *in, size_t n) {
-  if (is_wide(dt)) {
-    if (first)
-      memcpy(acc, in, n * 4);
-    else
-      combine(dt, op, acc, acc, in, n);
-    return;
-  }
-  /* Narrow dtypes: widened a chunk at a time. */
   const size_t es = pld_dtype_size(dt);
   for (size_t i = 0; i < n; i += PLD__CHUNK) {
     size_t m = n - i < PLD__CHUNK ? n - i : PLD__CHUNK;
