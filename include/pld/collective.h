@@ -125,8 +125,9 @@ typedef enum pld_reduce_op {
 /* How pld_allreduce moves data (P ranks, N elements each):
  *   MESH: every rank reads every rank's data and reduces; (P-1) N read per
  *     rank, one synchronisation per tile-memory's worth: best for small N.
- *   TWO_PHASE: rank c reduces chunk c of every rank, then every rank reads
- *     the reduced chunks: 2 (P-1)/P N per rank, three synchronisations.
+ *   TWO_PHASE: rank c reduces chunk c of every rank, then writes it into
+ *     every other rank's copy: 2 (P-1)/P N per rank, two synchronisations
+ *     (the entry, and a credit behind each rank's writes).
  *   RING: P-1 reduce-scatter rounds then P-1 all-gather rounds between
  *     neighbours: 2 (P-1)/P N per rank, each round waiting on the left
  *     neighbour only.

@@ -250,12 +250,14 @@ static int reduce_into_mine(struct coll *cc, const struct pld__tensor *w,
 }
 
 pld_allreduce_mode pld_allreduce_auto(int32_t nranks, int64_t bytes) {
-  /* Measured by bench_coll (2026-11-30, 2, 4 and 8 ranks): mesh is best
-   * up to 4 KiB per rank at 2 ranks and 8 KiB at 4 and 8, two-phase above
-   * (the ring ties with it at 2 ranks and is 1.2 to 1.6 times slower at 4
-   * and 8).  A barrier of two-phase costs P^2 signals, a ring stage one:
-   * past 8 ranks the ring is taken. */
-  if (nranks <= 1 || bytes <= (nranks <= 2 ? 4 : 8) * 1024)
+  /* Measured by bench_coll (2026-12-06, 2, 4 and 8 ranks, two-phase
+   * pushing its chunks): mesh is best up to 1 KiB per rank at 2 ranks
+   * (where a call is one exchange: PLD_COLL_EAGER_BYTES) and the two
+   * tie up to 8 KiB at 4 and 8, two-phase above (the ring ties with it at
+   * 2 ranks and is 1.2 to 1.6 times slower at 4 and 8, 2026-11-30).  A
+   * barrier of two-phase costs P^2 signals, a ring stage one: past 8
+   * ranks the ring is taken. */
+  if (nranks <= 1 || bytes <= (nranks <= 2 ? 1 : 8) * 1024)
     return PLD_ALLREDUCE_MESH;
   return nranks <= 8 ? PLD_ALLREDUCE_TWO_PHASE : PLD_ALLREDUCE_RING;
 }
@@ -398,23 +400,27 @@ static int allreduce(pld_core k, const char *fn, pld_tensor src,
      * barrier before each store. */
     st = reduce_into_mine(&cc, w, lo, hi, op, !cc.eager);
   } else if (mode == PLD_ALLREDUCE_TWO_PHASE) {
-    /* Rank c reduces chunk c: nobody else reads my chunk me, so it is
-     * stored at once; then every rank reads every reduced chunk. */
+    /* Rank c reduces chunk c, which only rank c reads: it is stored at
+     * once, then written into every peer's copy with a credit behind it,
+     * and every rank waits for every peer's chunk.  Pushed rather than
+     * read: the writes go to lines this rank has just read, the reads
+     * would come from lines another CPU has just written (on the 2-CPU
+     * machine of docs/benchmarks.md, 4 to 5 times the bus bandwidth at 2
+     * ranks), and over MPI a put does not wait a round trip as a get
+     * does.  The credits are the call's last round: a rank has every
+     * peer's chunk, and every peer is done reading its copy. */
     int64_t c0, c1;
     pld__coll_chunk(lo, hi, cc.me, cc.n, &c0, &c1);
     st = reduce_into_mine(&cc, w, c0, c1, op, 0);
-    if (!st)
-      st = pld__coll_round(&cc);
-    for (int32_t q = 0; q < cc.n && !st; q++) {
-      if (q == cc.me)
-        continue;
-      pld__coll_chunk(lo, hi, q, cc.n, &c0, &c1);
-      st = pld__coll_read(&cc, w, q, (size_t)c0 * es,
+    if (!st) {
+      cc.c->coll_round++;
+      st = pld__coll_push(&cc, w, (size_t)c0 * es,
                           (unsigned char *)w->data + (size_t)c0 * es,
                           (size_t)(c1 - c0) * es);
     }
-    if (!st) /* nobody returns while others read its chunk */
-      st = pld__coll_round(&cc);
+    for (int32_t q = 0; q < cc.n && !st; q++)
+      if (q != cc.me)
+        st = pld__coll_await(&cc, q);
   } else {
     st = ring_allreduce(&cc, w, n, op);
     if (!st)

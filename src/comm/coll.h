@@ -229,7 +229,8 @@ int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
                     size_t off, const void *src, size_t bytes);
 /* src (bytes) into every other rank's copy of w at off, each with a
  * credit to that rank behind it, all issued before the core waits once
- * for them (a root's push: its transfers share its port at once). */
+ * for them (a broadcast root's push, or a two-phase rank's of its
+ * reduced chunk: its transfers share its port at once). */
 int pld__coll_push(struct coll *cc, const struct pld__tensor *w, size_t off,
                    const void *src, size_t bytes);
 /* Rank q's `bytes` bytes at byte `off` of window w where this rank can

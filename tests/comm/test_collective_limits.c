@@ -9,7 +9,7 @@
  *     PLD_COLL_MIN_TILE_BYTES free (half of it for data movement), in one
  *     gap or two, and fails with one byte less; ranks with different free
  *     memory still agree;
- *   - the auto mode's thresholds: mesh up to 4 KiB per rank at 2 ranks and
+ *   - the auto mode's thresholds: mesh up to 1 KiB per rank at 2 ranks and
  *     8 KiB beyond, two-phase above up to 8 ranks, the ring past 8 ranks,
  *     asserted at and one past each boundary, by value and by what a call
  *     does (an auto call agrees with the explicit mode it must take, and
@@ -348,8 +348,8 @@ static void test_auto_thresholds(void **state) {
     pld_allreduce_mode mode;
   } cases[] = {
       {1, 1 << 30, PLD_ALLREDUCE_MESH},      {2, 4, PLD_ALLREDUCE_MESH},
-      {2, 4096, PLD_ALLREDUCE_MESH},         {2, 4097, PLD_ALLREDUCE_TWO_PHASE},
-      {2, 1 << 30, PLD_ALLREDUCE_TWO_PHASE}, {3, 4097, PLD_ALLREDUCE_MESH},
+      {2, 1024, PLD_ALLREDUCE_MESH},         {2, 1025, PLD_ALLREDUCE_TWO_PHASE},
+      {2, 1 << 30, PLD_ALLREDUCE_TWO_PHASE}, {3, 1025, PLD_ALLREDUCE_MESH},
       {3, 8192, PLD_ALLREDUCE_MESH},         {3, 8193, PLD_ALLREDUCE_TWO_PHASE},
       {4, 8192, PLD_ALLREDUCE_MESH},         {4, 8193, PLD_ALLREDUCE_TWO_PHASE},
       {8, 8192, PLD_ALLREDUCE_MESH},         {8, 8193, PLD_ALLREDUCE_TWO_PHASE},
@@ -403,10 +403,10 @@ static void test_auto_by_behaviour(void **state) {
   (void)state;
   const pld_allreduce_mode M = PLD_ALLREDUCE_MESH, T = PLD_ALLREDUCE_TWO_PHASE,
                            R = PLD_ALLREDUCE_RING;
-  auto_agrees(2, 4096, M, M);
-  auto_agrees(2, 4096, T, M);
-  auto_agrees(2, 4100, T, T);
-  auto_agrees(2, 4100, M, T);
+  auto_agrees(2, 1024, M, M);
+  auto_agrees(2, 1024, T, M);
+  auto_agrees(2, 1028, T, T);
+  auto_agrees(2, 1028, M, T);
   auto_agrees(3, 8192, M, M);
   auto_agrees(3, 8196, T, T);
   auto_agrees(4, 8192, T, M);
