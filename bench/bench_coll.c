@@ -1251,6 +1251,11 @@ static void print_targets(const struct run *R) {
              "%s, %d ranks (busbw/copy)",
              size_str(sz, sizeof sz, XCOPY_FROM), p);
     target_print(label, &copy);
+    if (copy.measured && !copy.met && p > R->xc_ncpu && R->xc_ncpu > 0)
+      printf("    (the reference that explains it: %d ranks on %d CPUs take "
+             "turns, so busbw can reach\n    about %d/%d of the copy both "
+             "ways; 80%% needs a CPU per rank)\n",
+             p, R->xc_ncpu, R->xc_ncpu, p);
     snprintf(label, sizeof label,
              "busbw >= min(2x Open MPI's, 80%% of the cross-core copy) from "
              "1 MiB, %d ranks (pld/MPI, busbw/copy)",
