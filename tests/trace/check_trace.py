@@ -3,7 +3,7 @@
 docs/trace-format.md, independently of the code that wrote it:
 
   check_trace.py [--ranks N] [--expect CAT ...] [--lost] [--pld-trace BIN]
-                 [--launcher WORDS] -- PROGRAM ARGS...
+                 [--launcher WORDS] [--rounds NAME=R ...] -- PROGRAM ARGS...
 
 - the program prints OK (its own golden check) and exits 0;
 - the file is valid JSON with traceEvents and otherData;
@@ -17,6 +17,9 @@ docs/trace-format.md, independently of the code that wrote it:
   host); each block span names its kernel and block;
 - lost events: none (or, with --lost, some, counted in otherData and in an
   instant);
+- with --rounds NAME=R: the program's collective spans named NAME (a
+  `coll` span, e.g. pld_allreduce) are there on every rank, and each
+  counts R synchronisation rounds;
 - with --pld-trace: the tool renders the trace to a well-formed SVG with a
   lane per thread, and its summary counts the kernels' blocks.
 Prints the first violation and exits 1."""
@@ -41,6 +44,7 @@ def main():
     cut = argv.index("--")
     opts, cmd = argv[:cut], argv[cut + 1:]
     ranks, expect, lost, tool, launcher = None, [], False, None, []
+    rounds = {}
     i = 0
     while i < len(opts):
         o = opts[i]
@@ -59,6 +63,10 @@ def main():
         elif o == "--launcher":
             launcher = opts[i + 1].split()
             i += 2
+        elif o == "--rounds":
+            name, _, r = opts[i + 1].partition("=")
+            rounds[name] = int(r)
+            i += 2
         else:
             fail("unknown option " + o)
 
@@ -76,9 +84,27 @@ def main():
         except (OSError, ValueError) as e:
             fail("trace is not valid JSON: %s" % e)
         check(doc, ranks, expect, lost)
+        check_rounds(doc, rounds)
         if tool:
             render(tool, path, tmp, doc)
     print("trace OK")
+
+
+def check_rounds(doc, rounds):
+    for name, want in rounds.items():
+        spans = [e for e in doc["traceEvents"]
+                 if e.get("ph") == "X" and e.get("cat") == "coll" and
+                 e.get("name") == name]
+        ranks = {e["pid"] for e in doc["traceEvents"]
+                 if e.get("ph") == "M" and e["pid"] > 0}
+        if {e["pid"] for e in spans} != ranks:
+            fail("%s: spans on ranks %r, expected every rank %r" %
+                 (name, sorted(p - 1 for p in {e["pid"] for e in spans}),
+                  sorted(p - 1 for p in ranks)))
+        for e in spans:
+            if e["args"].get("rounds") != want:
+                fail("%s on rank %d: %r rounds, expected %d" %
+                     (name, e["pid"] - 1, e["args"].get("rounds"), want))
 
 
 def check(doc, ranks, expect, lost):
