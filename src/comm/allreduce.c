@@ -418,9 +418,8 @@ static int allreduce(pld_core k, const char *fn, pld_tensor src,
                           (unsigned char *)w->data + (size_t)c0 * es,
                           (size_t)(c1 - c0) * es);
     }
-    for (int32_t q = 0; q < cc.n && !st; q++)
-      if (q != cc.me)
-        st = pld__coll_await(&cc, q);
+    if (!st)
+      st = pld__coll_await_all(&cc);
   } else {
     st = ring_allreduce(&cc, w, n, op);
     if (!st)

@@ -211,6 +211,8 @@ int pld__coll_round_with(struct coll *cc, const unsigned char *with);
  * rank `from` than this call waited for so far. */
 int pld__coll_credit(struct coll *cc, int32_t to);
 int pld__coll_await(struct coll *cc, int32_t from);
+/* pld__coll_await from every other rank. */
+int pld__coll_await_all(struct coll *cc);
 
 /* Moving bytes of rank q's copy of window w, `bytes` at byte `off` of the
  * view (this rank's own copy: a local copy), checked by the race detector

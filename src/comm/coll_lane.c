@@ -66,7 +66,7 @@ static int await_with(struct coll *cc, const unsigned char *with) {
   return st;
 }
 
-static int await_all(struct coll *cc) { return await_with(cc, NULL); }
+int pld__coll_await_all(struct coll *cc) { return await_with(cc, NULL); }
 
 int pld__coll_round_with(struct coll *cc, const unsigned char *with) {
   int st = PLD_OK;
@@ -236,7 +236,7 @@ static int coll_compare(struct coll *cc) {
 /* The entry round's end: a credit from every rank, then every rank's call
  * compared with this one. */
 static int coll_entered(struct coll *cc) {
-  int st = await_all(cc);
+  int st = pld__coll_await_all(cc);
   return st ? st : coll_compare(cc);
 }
 

@@ -110,11 +110,8 @@ static int broadcast(pld_core k, const char *fn, pld_window data,
    * each other. */
   if (copy)
     st = pld__coll_read(&cc, w, root, (size_t)lo * es, out, part);
-  for (int32_t q = 0; q < cc.n && !st && cc.me == root; q++)
-    if (q != root)
-      st = pld__coll_await(&cc, q);
-  if (!st && cc.me != root)
-    st = pld__coll_credit(&cc, root);
+  if (!st)
+    st = cc.me == root ? pld__coll_await_all(&cc) : pld__coll_credit(&cc, root);
   return pld__coll_finish(&cc, st);
 }
 

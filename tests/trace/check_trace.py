@@ -91,12 +91,12 @@ def main():
 
 
 def check_rounds(doc, rounds):
+    ranks = {e["pid"] for e in doc["traceEvents"]
+             if e.get("ph") == "M" and e["pid"] > 0}
     for name, want in rounds.items():
         spans = [e for e in doc["traceEvents"]
                  if e.get("ph") == "X" and e.get("cat") == "coll" and
                  e.get("name") == name]
-        ranks = {e["pid"] for e in doc["traceEvents"]
-                 if e.get("ph") == "M" and e["pid"] > 0}
         if {e["pid"] for e in spans} != ranks:
             fail("%s: spans on ranks %r, expected every rank %r" %
                  (name, sorted(p - 1 for p in {e["pid"] for e in spans}),
