@@ -29,13 +29,15 @@ int pld__mpi_prog_create(const struct pld__mpi_setup *s,
   m->fab.base.ops = &fab_ops;
   m->fab.base.rank = m->me;
   m->fab.m = m;
-  m->bufs = calloc((size_t)(s->nbufs ? s->nbufs : 1), sizeof *m->bufs);
-  m->dirty = calloc((size_t)(s->nbufs ? s->nbufs : 1) * (size_t)m->n, 1);
-  m->dirty_list =
-      calloc((size_t)(s->nbufs ? s->nbufs : 1) * (size_t)m->n, sizeof(int));
+  const size_t nbufs = (size_t)(s->nbufs ? s->nbufs : 1);
+  m->bufs = calloc(nbufs, sizeof *m->bufs);
+  m->dirty = calloc(nbufs * (size_t)m->n, 1);
+  m->dirty_list = calloc(nbufs * (size_t)m->n, sizeof(int));
   m->peers = calloc((size_t)m->n, sizeof *m->peers);
+  m->last_in = calloc(nbufs * (size_t)m->n, sizeof *m->last_in);
   m->held = malloc(EAGER_MAX);
-  if (!m->bufs || !m->dirty || !m->dirty_list || !m->peers || !m->held) {
+  if (!m->bufs || !m->dirty || !m->dirty_list || !m->peers || !m->last_in ||
+      !m->held) {
     pld__mpi_prog_destroy(m, 1);
     return pld__fail_api(PLD_ERR_NOMEM, "out of memory");
   }
@@ -63,6 +65,7 @@ void pld__mpi_prog_destroy(struct pld__mpi_prog *m, int abandon) {
   free(m->dirty);
   free(m->dirty_list);
   free(m->peers);
+  free(m->last_in);
   free(m->held);
   free(m);
 }
@@ -126,13 +129,17 @@ static int flush_dirty(struct pld__mpi_prog *m, int peer) {
 
 /* MPI_Put or MPI_Get of n bytes at off of world rank peer's copy of
  * buffer buf, in pieces MPI's int counts hold; the peer marked dirty (a
- * flush completes it).  Returns the MPI status. */
+ * flush completes it) unless it is a get the caller completes here (its
+ * bytes arrived: read there, nothing left to complete at the target, so
+ * that the next signal to the peer costs no flush's round trip).  Returns
+ * the MPI status. */
 static int rma_issue(struct pld__mpi_prog *m, int get, int buf, int peer,
-                     size_t off, unsigned char *ptr, size_t n) {
+                     size_t off, unsigned char *ptr, size_t n,
+                     int completed_here) {
   struct pld__mpi_buf *mb = &m->bufs[buf];
-  /* After the bytes signals carried to the peer: RMA could overtake
-   * them. */
-  int d = mb->drank[peer], rc = pld__mpi_acked(m, peer, PLD__ACKED_WRITES_TO);
+  /* After the bytes signals carried to the peer's copy of this buffer:
+   * RMA could overtake them. */
+  int d = mb->drank[peer], rc = pld__mpi_acked(m, peer, PLD__ACKED_IN(buf));
   for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_PIECE) {
     size_t len = n - at < PLD__MPI_PIECE ? n - at : PLD__MPI_PIECE;
     rc = get ? MPI_Get(ptr + at, (int)len, MPI_BYTE, d, (MPI_Aint)(off + at),
@@ -140,7 +147,8 @@ static int rma_issue(struct pld__mpi_prog *m, int get, int buf, int peer,
              : MPI_Put(ptr + at, (int)len, MPI_BYTE, d, (MPI_Aint)(off + at),
                        (int)len, MPI_BYTE, mb->win);
   }
-  mark_dirty(m, buf, d);
+  if (!(get && completed_here))
+    mark_dirty(m, buf, d);
   return rc;
 }
 
@@ -152,7 +160,7 @@ static int issue_pending(struct pld__mpi_prog *m) {
     return MPI_SUCCESS;
   m->pend.active = 0;
   int rc = rma_issue(m, m->pend.get, m->pend.buf, m->pend.peer, m->pend.off,
-                     m->pend.ptr, m->pend.n);
+                     m->pend.ptr, m->pend.n, 0);
   if (rc == MPI_SUCCESS && m->pend.ptr == m->held) {
     struct pld__mpi_buf *mb = &m->bufs[m->pend.buf];
     rc = MPI_Win_flush_local(mb->drank[m->pend.peer], mb->win);
@@ -190,7 +198,7 @@ static void do_now(void *arg) {
     return;
   }
   if ((o->rc = rma_issue(o->m, get, o->buf, o->peer, o->off,
-                         get ? o->dst : (unsigned char *)o->src, o->n)) !=
+                         get ? o->dst : (unsigned char *)o->src, o->n, 1)) !=
       MPI_SUCCESS)
     return;
   o->rc = MPI_Win_flush_local(o->m->bufs[o->buf].drank[o->peer],

@@ -9,14 +9,17 @@
  * Peers on the same node reach each other's copies through shared memory
  * (MPI_Win_allocate_shared), as the shared-memory fabric does, unless
  * PLD_MPI_SAME_NODE=rma sends every peer through RMA.  Through RMA a write
- * is MPI_Put (flush_local) and a read MPI_Get.  Atomics never go through
- * MPI: a signal or an add to a peer reached through RMA is one message
- * (PLD__MPI_TAG_OWN) that the peer applies on its own copy with the CPU's
- * atomics, as a peer sharing the node's memory applies them directly,
- * and acknowledges; so every atomic on a copy is a CPU's, atomic with
- * the others (MPI's accumulates are atomic only among themselves, and
- * cost a round trip even to this rank's own copy).  A signal flushes
- * every peer written to since the last signal and waits until the
+ * is MPI_Put (flush_local) and a read MPI_Get, complete when its bytes
+ * are here (the next signal has no read to flush); either first waits
+ * for the acknowledgement of the bytes messages carried to the same
+ * copy of the same buffer, which it could overtake.  Atomics never go
+ * through MPI: a signal or an add to a peer reached through RMA is one
+ * message (PLD__MPI_TAG_OWN) that the peer applies on its own copy with
+ * the CPU's atomics, as a peer sharing the node's memory applies them
+ * directly, and acknowledges; so every atomic on a copy is a CPU's,
+ * atomic with the others (MPI's accumulates are atomic only among
+ * themselves, and cost a round trip even to this rank's own copy).  A signal
+ * flushes every peer written to since the last signal and waits until the
  * messages sent to other peers are acknowledged (it releases them too);
  * a write of up to 16 KiB to its peer just before it travels in its
  * message, and the message rings the target's doorbell where it is

@@ -63,6 +63,10 @@ struct pld__mpi_prog {
    * those not acknowledged yet, and acknowledgements owed. */
   struct pld__mpi_peer *peers;
   int nunacked, nowed;
+  /* last_in[buf * n + rank]: `sent` to that world rank after the last add
+   * or signal with bytes to its copy of buffer buf (RMA on that buffer
+   * waits for its acknowledgement, RMA on another need not). */
+  uint32_t *last_in;
   /* A transfer's pieces not issued yet (write_later, read_later): the
    * next piece continuing it on both sides joins it, so that a transfer in
    * chunks is one MPI_Put or MPI_Get. */
@@ -109,15 +113,18 @@ int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
  * that arrive meanwhile: to ranks other than peer (-1: to any rank),
  * every one (PLD__ACKED_OTHERS), every add and signal with bytes
  * (PLD__ACKED_WRITES), every add (PLD__ACKED_ADDS); or every add and
- * signal with bytes to peer (PLD__ACKED_WRITES_TO).  A rank that has
+ * signal with bytes to peer (PLD__ACKED_WRITES_TO), to its copy of buffer
+ * b only (PLD__ACKED_IN(b)).  A rank that has
  * ended fails this as any MPI call to it (pld__mpi_errors).  Returns the
  * MPI status. */
 enum {
   PLD__ACKED_OTHERS,
   PLD__ACKED_WRITES,
   PLD__ACKED_ADDS,
-  PLD__ACKED_WRITES_TO
+  PLD__ACKED_WRITES_TO,
+  PLD__ACKED_WRITES_IN
 };
+#define PLD__ACKED_IN(buf) (PLD__ACKED_WRITES_IN + (buf))
 int pld__mpi_acked(struct pld__mpi_prog *m, int peer, int which);
 /* In MPI: sends the acknowledgements owed, one message per rank.  A
  * message to the rank carries them where it goes first; else a

@@ -274,8 +274,10 @@ static int send_own(struct pld__mpi_prog *m, int peer, struct ownmsg *g,
     return rc;
   p->sent++;
   m->nunacked++;
-  if (bn)
+  if (bn) {
     p->last_write = p->sent;
+    m->last_in[(g->kind == OWN_ADD ? g->buf : g->dbuf) * m->n + peer] = p->sent;
+  }
   if (g->kind == OWN_ADD)
     p->last_add = p->sent;
   atomic_store_explicit(&m->any_dirty, 1, memory_order_relaxed);
@@ -388,6 +390,9 @@ static int awaited(struct pld__mpi_prog *m, int peer, int which) {
     return m->nunacked > (p ? (int)(p->sent - p->acked) : 0);
   if (which == PLD__ACKED_WRITES_TO)
     return beyond(p->last_write, p->acked);
+  if (which >= PLD__ACKED_WRITES_IN)
+    return beyond(m->last_in[(which - PLD__ACKED_WRITES_IN) * m->n + peer],
+                  p->acked);
   for (int q = 0; q < m->n; q++) {
     const struct pld__mpi_peer *o = &m->peers[q];
     if (q != peer &&

@@ -822,6 +822,104 @@ static void test_put_notify(void **state) {
   comm_over_rank_counts(run_put_notify);
 }
 
+/* ---- a rank's own transfers in program order ---------------------------- */
+
+/* Each rank, IO_ROUNDS times: puts IO_SMALL rows of x (from row r) into the
+ * next rank's inbox with a notify behind them (a write small enough to
+ * travel with the notify on the MPI fabric), then at once gets those rows
+ * back into `got`: it reads what it wrote.  Then a small put with its
+ * notify, and a put of the whole of x (large: RMA) over it: the inbox
+ * holds the later one.  No transfer may overtake one made before it to
+ * the same peer. */
+enum { IO_ROWS = 48, IO_COLS = 256, IO_SMALL = 4, IO_ROUNDS = 8 };
+#define IN_ORDER_PARAMS                                                        \
+  PLD_IN(x, FP32, IO_ROWS, IO_COLS),                                           \
+      PLD_WINDOW(inbox, FP32, IO_ROWS, IO_COLS), PLD_WINDOW(sig, INT32, NR),   \
+      PLD_WINDOW(other, INT32, NR),                                            \
+      PLD_OUT(got, FP32, IO_ROUNDS *IO_SMALL, IO_COLS),                        \
+      PLD_OUT(y, FP32, IO_ROWS, IO_COLS)
+
+PLD_KERNEL(k_in_order, k, IN_ORDER_PARAMS) {
+  int32_t me = pld_rank(k, pld_window_comm(inbox)),
+          n = pld_nranks(k, pld_window_comm(inbox)), next = (me + 1) % n;
+  pld_xfer o;
+  for (int r = 0; r <= IO_ROUNDS; r++) {
+    memset(&o, 0, sizeof o);
+    o.src_row = r;
+    o.rows = IO_SMALL;
+    pld_put_notify(k, inbox, next, x, &o, sig, PLD_AT(me), 1, PLD_NOTIFY_ADD);
+    if (r == IO_ROUNDS)
+      break;
+    memset(&o, 0, sizeof o);
+    o.dst_row = r * IO_SMALL;
+    o.rows = IO_SMALL;
+    pld_get(k, got, next, inbox, &o);
+  }
+  pld_put(k, inbox, next, x, NULL);
+  pld_barrier(k, other);
+  pld_store(k, pld_load(k, pld_local(inbox), 0, 0, IO_ROWS, IO_COLS), y, 0, 0);
+}
+PLD_DEVICE(d_in_order, a, IN_ORDER_PARAMS) {
+  pld_launch(a, k_in_order, 1, x, inbox, sig, other, got, y);
+}
+PLD_HOST(h_in_order, h, PLD_IN(x, FP32, NR, IO_ROWS, IO_COLS),
+         PLD_OUT(got, FP32, NR, IO_ROUNDS *IO_SMALL, IO_COLS),
+         PLD_OUT(y, FP32, NR, IO_ROWS, IO_COLS)) {
+  int n = pld_world_size(h);
+  pld_window_buf inbox =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(IO_ROWS, IO_COLS));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  pld_window_buf other = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(
+        h, d_in_order, r, pld_slice(h, x, r),
+        pld_window_view(h, inbox, PLD_FP32, PLD_SHAPE(IO_ROWS, IO_COLS)),
+        pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+        pld_window_view(h, other, PLD_INT32, PLD_SHAPE(n)),
+        pld_slice(h, got, r), pld_slice(h, y, r));
+}
+
+static void run_in_order(int n) {
+  pld_config cfg = comm_config(n);
+  const int per = IO_ROWS * IO_COLS, got_per = IO_ROUNDS * IO_SMALL * IO_COLS;
+  pld_tensor x = pld_test_tensor(3, (int64_t[]){n, IO_ROWS, IO_COLS}, 0.25f, 9);
+  pld_tensor got =
+      pld_test_tensor(3, (int64_t[]){n, IO_ROUNDS * IO_SMALL, IO_COLS}, 0, 0);
+  pld_tensor y = pld_test_tensor(3, (int64_t[]){n, IO_ROWS, IO_COLS}, 0, 0);
+  float *want_y = malloc(sizeof(float) * (size_t)(n * per));
+  float *want_got = malloc(sizeof(float) * (size_t)(n * got_per));
+  assert_non_null(want_y);
+  assert_non_null(want_got);
+  const float *xs = pld_tensor_data(x);
+  shifted(want_y, xs, n, per, -1);
+  /* Round r reads back rows r .. r + IO_SMALL - 1 of the rank's own x. */
+  for (int q = 0; q < n; q++)
+    for (int r = 0; r < IO_ROUNDS; r++)
+      memcpy(want_got + q * got_per + r * IO_SMALL * IO_COLS,
+             xs + q * per + r * IO_COLS,
+             sizeof(float) * (size_t)(IO_SMALL * IO_COLS));
+  pld_program *p;
+  assert_ok(pld_compile(h_in_order, &cfg, PLD_ARGS(x, got, y), &p));
+  for (int run = 0; run < 3; run++) {
+    assert_ok(pld_program_run(p, PLD_ARGS(x, got, y)));
+    comm_expect_f32("got (what the rank put, read back)", pld_tensor_data(got),
+                    want_got, n * got_per);
+    comm_expect_f32("y (the previous rank's x, put last)", pld_tensor_data(y),
+                    want_y, n * per);
+  }
+  pld_program_destroy(p);
+  free(want_y);
+  free(want_got);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(got);
+  pld_tensor_destroy(y);
+}
+
+static void test_transfers_in_program_order(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_in_order);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_remote_load_store),
     cmocka_unit_test(test_remote_every_dtype),
@@ -834,6 +932,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_put_get_region_last_chunk_partial),
     cmocka_unit_test(test_put_get_region_row_in_pieces),
     cmocka_unit_test(test_put_notify),
+    cmocka_unit_test(test_transfers_in_program_order),
 };
 
 PLD_TEST_MAIN("comm_rma", tests)
