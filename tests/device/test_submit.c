@@ -555,19 +555,13 @@ static void test_overlap(void **state) {
   ctl_setup(&c, 3, 1, 4, "a5sim", 0);
   float tag = 2.5f;
   pld_job *j = NULL;
-  double slowdown = pld_test_slowdown();
   double t0 = now_ms();
   assert_ok(ctl_submit(&c, 0, tag, C_OK, SPIN_MS, 0, &j));
-  double submitted = now_ms() - t0;
-  /* The run spins until released: the submit returned without it. */
+  /* The run spins until released, which only the loop below does: the
+   * submit returned without it, however long it took (no bound by the
+   * clock: a submit under TSan on a busy machine took 36 ms, 3.6 times
+   * the bound this test had). */
   assert_int_equal(pld_job_test(j), 0);
-  pld_test_slowdown_max(&slowdown);
-  if (submitted >= pld_test_bound(0, 10, slowdown)) {
-    print_error("pld_program_submit took %.3f ms (10 ms at %.1f times an "
-                "idle machine's time)\n",
-                submitted, slowdown);
-    fail();
-  }
   assert_fails_with(pld_job_wait(j, 1), PLD_ERR_TIMEOUT,
                     "pld_job_wait: run 1 is not finished after 1 ms");
   assert_fails_with(pld_job_wait(j, 0), PLD_ERR_TIMEOUT,
