@@ -128,14 +128,13 @@ static int flush_dirty(struct pld__mpi_prog *m, int peer) {
 }
 
 /* MPI_Put or MPI_Get of n bytes at off of world rank peer's copy of
- * buffer buf, in pieces MPI's int counts hold; the peer marked dirty (a
- * flush completes it) unless it is a get the caller completes here (its
- * bytes arrived: read there, nothing left to complete at the target, so
- * that the next signal to the peer costs no flush's round trip).  Returns
- * the MPI status. */
+ * buffer buf, in pieces MPI's int counts hold; with `mark`, the peer
+ * marked dirty (a flush completes it).  A get its caller completes here
+ * needs no mark: its bytes arrived, so they were read there, and the next
+ * signal to the peer costs no flush's round trip.  Returns the MPI
+ * status. */
 static int rma_issue(struct pld__mpi_prog *m, int get, int buf, int peer,
-                     size_t off, unsigned char *ptr, size_t n,
-                     int completed_here) {
+                     size_t off, unsigned char *ptr, size_t n, int mark) {
   struct pld__mpi_buf *mb = &m->bufs[buf];
   /* After the bytes signals carried to the peer's copy of this buffer:
    * RMA could overtake them. */
@@ -147,7 +146,7 @@ static int rma_issue(struct pld__mpi_prog *m, int get, int buf, int peer,
              : MPI_Put(ptr + at, (int)len, MPI_BYTE, d, (MPI_Aint)(off + at),
                        (int)len, MPI_BYTE, mb->win);
   }
-  if (!(get && completed_here))
+  if (mark)
     mark_dirty(m, buf, d);
   return rc;
 }
@@ -160,7 +159,7 @@ static int issue_pending(struct pld__mpi_prog *m) {
     return MPI_SUCCESS;
   m->pend.active = 0;
   int rc = rma_issue(m, m->pend.get, m->pend.buf, m->pend.peer, m->pend.off,
-                     m->pend.ptr, m->pend.n, 0);
+                     m->pend.ptr, m->pend.n, 1);
   if (rc == MPI_SUCCESS && m->pend.ptr == m->held) {
     struct pld__mpi_buf *mb = &m->bufs[m->pend.buf];
     rc = MPI_Win_flush_local(mb->drank[m->pend.peer], mb->win);
@@ -198,7 +197,7 @@ static void do_now(void *arg) {
     return;
   }
   if ((o->rc = rma_issue(o->m, get, o->buf, o->peer, o->off,
-                         get ? o->dst : (unsigned char *)o->src, o->n, 1)) !=
+                         get ? o->dst : (unsigned char *)o->src, o->n, !get)) !=
       MPI_SUCCESS)
     return;
   o->rc = MPI_Win_flush_local(o->m->bufs[o->buf].drank[o->peer],
