@@ -30,7 +30,7 @@ int pld__coll_credit(struct coll *cc, int32_t to) {
                           PLD_NOTIFY_ADD);
 }
 
-/* The same, landing at the latest at send_credits: the credits of one
+/* The same, landing at the latest at round_end: the credits of one
  * round to every rank travel together. */
 static int credit_later(struct coll *cc, int32_t to) {
   return pld__signal_cell_later(cc->c, cc->f, cc->fn, cc->sig, to,
@@ -38,9 +38,21 @@ static int credit_later(struct coll *cc, int32_t to) {
                                 PLD_NOTIFY_ADD);
 }
 
-static int send_credits(struct coll *cc) {
-  int st = cc->f->ops->flush(cc->f, PLD__FLUSH_SENT);
-  return st ? pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error()) : PLD_OK;
+/* A round of credits begins: each write of it goes to a peer that then
+ * reads it in its own copy (an entry's descriptor, a push's part), with
+ * the round's credit to that peer behind it (comm.h, `round`). */
+static void round_begin(struct coll *cc) {
+  if (cc->f->ops->round)
+    cc->f->ops->round(cc->f, 1);
+}
+
+/* The round ends, its credits sent (unless st says it failed). */
+static int round_end(struct coll *cc, int st) {
+  if (!st && (st = cc->f->ops->flush(cc->f, PLD__FLUSH_SENT)))
+    st = pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error());
+  if (cc->f->ops->round)
+    cc->f->ops->round(cc->f, 0);
+  return st;
 }
 
 /* Waits for one more credit from rank `from` than this call waited for so
@@ -71,11 +83,11 @@ int pld__coll_await_all(struct coll *cc) { return await_with(cc, NULL); }
 int pld__coll_round_with(struct coll *cc, const unsigned char *with) {
   int st = PLD_OK;
   cc->c->coll_round++;
+  round_begin(cc);
   for (int32_t q = 0; q < cc->n && !st; q++)
     if (q != cc->me && (!with || with[q]))
       st = credit_later(cc, q);
-  if (!st)
-    st = send_credits(cc);
+  st = round_end(cc, st);
   return st ? st : await_with(cc, with);
 }
 
@@ -90,6 +102,7 @@ static int coll_enter(struct coll *cc, const struct eager *ep) {
                     cc->sig->win_offset;
   int st = PLD_OK;
   cc->c->coll_round++;
+  round_begin(cc);
   memcpy(msg, cc->desc, sizeof cc->desc);
   /* The peers from the next rank on, spreading the writes; this rank
    * last. */
@@ -101,7 +114,7 @@ static int coll_enter(struct coll *cc, const struct eager *ep) {
     if (!st && q != cc->me)
       st = credit_later(cc, q);
   }
-  return st ? st : send_credits(cc);
+  return round_end(cc, st);
 }
 
 /* Takes back the credits this call waited for: the lane is zero again
@@ -610,17 +623,19 @@ int pld__coll_write(struct coll *cc, const struct pld__tensor *w, int32_t q,
 int pld__coll_push(struct coll *cc, const struct pld__tensor *w, size_t off,
                    const void *src, size_t bytes) {
   int st = PLD_OK;
+  round_begin(cc);
   for (int32_t i = 1; i < cc->n && !st; i++) {
     const int32_t q = (cc->me + i) % cc->n;
     if (coll_race(cc, PLD__RACE_WRITE, w, q, off, bytes))
-      return cc->c->status;
-    if (bytes &&
-        (st = cc->f->ops->write_later(cc->f, w->win_buf, cc->comm->members[q],
-                                      w->win_offset + off, src, bytes)))
-      return pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error());
-    st = credit_later(cc, q);
+      st = cc->c->status;
+    else if (bytes && (st = cc->f->ops->write_later(
+                           cc->f, w->win_buf, cc->comm->members[q],
+                           w->win_offset + off, src, bytes)))
+      st = pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error());
+    else
+      st = credit_later(cc, q);
   }
-  return st ? st : send_credits(cc);
+  return round_end(cc, st);
 }
 
 /* Whether the timing model records the barrier as one record

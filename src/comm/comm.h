@@ -34,7 +34,7 @@ struct pld__diag;
  * (or AICPU) thread of this rank's device.  Calls return PLD_OK or a
  * failure with its message set (pld__fail).  Two fabrics implement it:
  * shared memory (fabric/shm.c) and MPI-3 RMA (fabric/mpi.c). */
-#define PLD__FABRIC_OPS_VERSION 4
+#define PLD__FABRIC_OPS_VERSION 5
 
 /* The peer of a flush that only sends the signals sent later. */
 #define PLD__FLUSH_SENT (-2)
@@ -69,7 +69,8 @@ struct pld__fabric_ops {
   /* A signal that lands at the latest at this rank's next flush (of
    * every peer) or signal: the signals of one round then travel together
    * where the fabric can overlap them.  It releases every write before
-   * it, as signal does, but perhaps not the signals to other peers. */
+   * it, as signal does, but perhaps not the signals to other peers, nor
+   * a write of its round (`round`, below) to another peer. */
   int (*signal_later)(struct pld__fabric *f, int buf, int peer, size_t off,
                       int32_t value, pld_notify_op op);
   /* Every write of this rank to peer (-1: to every peer) is complete at
@@ -108,6 +109,16 @@ struct pld__fabric_ops {
    * (comm/fabric_wrap.c). */
   int (*satisfied)(struct pld__fabric *f, int buf, size_t off, int32_t expected,
                    int cmp, int32_t *value, uint32_t *into);
+  /* Optional (NULL: nothing to do): the calling thread begins (on 1) or
+   * ends (on 0) a round of signal_later, in which each write to a peer is
+   * followed by the round's signal to that peer, and is for that peer
+   * alone (a collective's entry, a push: the receiver reads its own
+   * copy).  The round's signal to a peer then releases that write to it,
+   * and perhaps to no one else: the round's later signals need not wait
+   * until the bytes its earlier ones carried to other peers have landed
+   * (a round trip each over a network).  What was written before the
+   * round, every signal of it releases.  Moves nothing. */
+  void (*round)(struct pld__fabric *f, int on);
 };
 
 struct pld__fabric {

@@ -92,9 +92,15 @@ struct op {
   size_t sig_off;
   int32_t value;
   pld_notify_op nop;
+  int round; /* a write or signal_later of a round (fab_round) */
   int rc;
   const char *what;
 };
+
+/* The calling thread is in a round of signal_later (comm.h, `round`):
+ * its writes, each followed by the round's signal to their peer, go to
+ * that peer alone. */
+static _Thread_local int in_round;
 
 static void mark_dirty(struct pld__mpi_prog *m, int buf, int drank) {
   size_t i = (size_t)buf * (size_t)m->n + (size_t)drank;
@@ -171,6 +177,7 @@ static int issue_pending(struct pld__mpi_prog *m) {
 static void hold(struct op *o, int get, unsigned char *ptr) {
   struct pld__mpi_prog *m = o->m;
   m->pend.active = 1;
+  m->pend.round = o->round;
   m->pend.get = get;
   m->pend.buf = o->buf;
   m->pend.peer = o->peer;
@@ -216,6 +223,7 @@ static void do_later(void *arg) {
       m->pend.peer == o->peer && m->pend.off + m->pend.n == o->off &&
       m->pend.ptr + m->pend.n == ptr) {
     m->pend.n += o->n;
+    m->pend.round &= o->round;
     return;
   }
   if ((o->rc = issue_pending(m)) == MPI_SUCCESS)
@@ -248,13 +256,15 @@ static int complete_all(struct pld__mpi_prog *m, int acks) {
 
 /* A signal to a peer reached through RMA: every write before it
  * completed, the messages sent to other peers acknowledged (a signal
- * releases them too; a signal sent later, those that write only), then
- * its message. */
+ * releases them too; a signal of a round, those that write, but for the
+ * round's own writes to their peers), then its message. */
 static void signal_message(struct op *o, int later) {
   struct pld__mpi_prog *m = o->m;
-  /* A small write to the peer held back travels in the message. */
+  /* A small write to the peer held back travels in the message: for the
+   * peer alone where the round wrote it. */
   int carry = m->pend.active && !m->pend.get && m->pend.peer == o->peer &&
               m->pend.n <= EAGER_MAX;
+  int alone = carry && o->round && m->pend.round;
   m->pend.active &= !carry;
   o->what = "MPI_Win_flush";
   if ((o->rc = issue_pending(m)) != MPI_SUCCESS ||
@@ -264,9 +274,9 @@ static void signal_message(struct op *o, int later) {
           MPI_SUCCESS)
     return;
   o->what = "MPI_Isend";
-  o->rc = pld__mpi_sig_send(m, o->peer, o->sig_buf, o->sig_off, o->value,
-                            o->nop, m->pend.buf, m->pend.off,
-                            carry ? m->pend.ptr : NULL, carry ? m->pend.n : 0);
+  o->rc = pld__mpi_sig_send(
+      m, o->peer, o->sig_buf, o->sig_off, o->value, o->nop, m->pend.buf,
+      m->pend.off, carry ? m->pend.ptr : NULL, carry ? m->pend.n : 0, alone);
 }
 
 static void do_signal(void *arg) { signal_message(arg, 0); }
@@ -335,7 +345,8 @@ static int move(struct pld__fabric *f, void (*fn)(void *), int buf, int peer,
                  .off = off,
                  .src = src,
                  .dst = dst,
-                 .n = n};
+                 .n = n,
+                 .round = in_round && !dst};
   return run_op(&o, fn);
 }
 
@@ -435,8 +446,14 @@ static int fab_signal_later(struct pld__fabric *f, int buf, int peer,
                  .sig_buf = buf,
                  .sig_off = off,
                  .value = value,
-                 .nop = op};
+                 .nop = op,
+                 .round = in_round};
   return run_op(&o, do_signal_later);
+}
+
+static void fab_round(struct pld__fabric *f, int on) {
+  (void)f;
+  in_round = on;
 }
 
 static const void *fab_view(struct pld__fabric *f, int buf, int peer,
@@ -512,4 +529,5 @@ static const struct pld__fabric_ops fab_ops = {
     .cell = fab_cell,
     .events = fab_events,
     .wait_events = fab_wait_events,
+    .round = fab_round,
 };

@@ -20,10 +20,11 @@
  * atomic with the others (MPI's accumulates are atomic only among
  * themselves, and cost a round trip even to this rank's own copy).  A signal
  * flushes every peer written to since the last signal and waits until the
- * messages sent to other peers are acknowledged (it releases them too);
- * a write of up to 16 KiB to its peer just before it travels in its
- * message, and the message rings the target's doorbell where it is
- * applied.
+ * messages sent to other peers are acknowledged (it releases them too;
+ * a signal of a collective's round, not those of the round's own writes,
+ * which are for their peer alone: comm/comm.h, `round`); a write of up
+ * to 16 KiB to its peer just before it travels in its message, and the
+ * message rings the target's doorbell where it is applied.
  *
  * fabric/mpi.c holds the fabric's table (comm/comm.h) and a program's
  * life; fabric/mpi_win.c a program's communicator, windows and doorbells,

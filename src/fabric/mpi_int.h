@@ -26,7 +26,11 @@ struct pld__mpi_peer {
   uint32_t sent, acked;
   uint32_t last_add;   /* `sent` after the last add */
   uint32_t last_write; /* after the last add or signal with bytes */
-  int32_t owed;        /* acknowledgements owed for its messages */
+  /* After the last add or signal with bytes that every later signal
+   * releases: all but the bytes a round's signal carried for its peer
+   * alone (comm.h, `round`). */
+  uint32_t last_shared;
+  int32_t owed; /* acknowledgements owed for its messages */
 };
 
 struct pld__mpi_fab {
@@ -72,6 +76,7 @@ struct pld__mpi_prog {
    * chunks is one MPI_Put or MPI_Get. */
   struct {
     int active, get, buf, peer;
+    int round; /* written in a round, for the signal to peer alone */
     size_t off, n;
     unsigned char *ptr;
   } pend;
@@ -100,11 +105,13 @@ void pld__mpi_win_destroy(struct pld__mpi_prog *m, int abandon);
  * and acknowledges: the value lands one message after the call, without
  * a flush's round trip.  With n bytes at data, the message carries them
  * too, written at doff of the peer's copy of buffer dbuf before the
- * signal lands.  The message carries the acknowledgements this rank owes
- * the peer.  Returns the MPI status. */
+ * signal lands: for that peer alone with `alone` (a round's write,
+ * which later signals to other peers need not wait for).  The message
+ * carries the acknowledgements this rank owes the peer.  Returns the MPI
+ * status. */
 int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       int32_t value, pld_notify_op op, int dbuf, size_t doff,
-                      const void *data, size_t n);
+                      const void *data, size_t n, int alone);
 /* In MPI: an add of count elements at src to the peer's copy of buffer
  * buf from byte off, the same way: applied by the peer, acknowledged. */
 int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
@@ -112,7 +119,8 @@ int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
 /* In MPI: until messages sent are acknowledged, applying the messages
  * that arrive meanwhile: to ranks other than peer (-1: to any rank),
  * every one (PLD__ACKED_OTHERS), every add and signal with bytes
- * (PLD__ACKED_WRITES), every add (PLD__ACKED_ADDS); or every add and
+ * but those for their peer alone (PLD__ACKED_WRITES), every add
+ * (PLD__ACKED_ADDS); or every add and
  * signal with bytes to peer (PLD__ACKED_WRITES_TO), to its copy of buffer
  * b only (PLD__ACKED_IN(b)).  A rank that has
  * ended fails this as any MPI call to it (pld__mpi_errors).  Returns the

@@ -262,7 +262,7 @@ struct ownmsg {
 /* Sends g (and the bn bytes at body after it) to world rank peer, with
  * the acknowledgements this rank owes it.  Returns the MPI status. */
 static int send_own(struct pld__mpi_prog *m, int peer, struct ownmsg *g,
-                    const void *body, size_t bn) {
+                    const void *body, size_t bn, int alone) {
   struct pld__mpi_peer *p = &m->peers[peer];
   g->acks = p->owed;
   int rc = send_parts(m, peer, PLD__MPI_TAG_OWN, g, sizeof *g, body, bn);
@@ -276,6 +276,8 @@ static int send_own(struct pld__mpi_prog *m, int peer, struct ownmsg *g,
   m->nunacked++;
   if (bn) {
     p->last_write = p->sent;
+    if (!alone)
+      p->last_shared = p->sent;
     m->last_in[(g->kind == OWN_ADD ? g->buf : g->dbuf) * m->n + peer] = p->sent;
   }
   if (g->kind == OWN_ADD)
@@ -286,9 +288,9 @@ static int send_own(struct pld__mpi_prog *m, int peer, struct ownmsg *g,
 
 int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       int32_t value, pld_notify_op op, int dbuf, size_t doff,
-                      const void *data, size_t n) {
+                      const void *data, size_t n, int alone) {
   struct ownmsg g = {OWN_SIG, buf, (int32_t)op, value, 0, dbuf, off, doff};
-  return send_own(m, peer, &g, data, n);
+  return send_own(m, peer, &g, data, n, alone);
 }
 
 int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
@@ -298,7 +300,8 @@ int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
   for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += most) {
     size_t len = count - at < most ? count - at : most;
     struct ownmsg g = {OWN_ADD, buf, (int32_t)dtype, 0, 0, 0, off + at * es, 0};
-    rc = send_own(m, peer, &g, (const unsigned char *)src + at * es, len * es);
+    rc = send_own(m, peer, &g, (const unsigned char *)src + at * es, len * es,
+                  0);
   }
   return rc;
 }
@@ -366,7 +369,7 @@ int pld__mpi_acks_send(struct pld__mpi_prog *m) {
   for (int q = 0; q < m->n && m->nowed > 0; q++)
     if (m->peers[q].owed > 0) {
       struct ownmsg g = {OWN_ACK, 0, 0, 0, 0, 0, 0, 0};
-      int r = send_own(m, q, &g, NULL, 0);
+      int r = send_own(m, q, &g, NULL, 0, 0);
       if (r != MPI_SUCCESS)
         rc = r;
     }
@@ -396,7 +399,7 @@ static int awaited(struct pld__mpi_prog *m, int peer, int which) {
   for (int q = 0; q < m->n; q++) {
     const struct pld__mpi_peer *o = &m->peers[q];
     if (q != peer &&
-        beyond(which == PLD__ACKED_ADDS ? o->last_add : o->last_write,
+        beyond(which == PLD__ACKED_ADDS ? o->last_add : o->last_shared,
                o->acked))
       return 1;
   }

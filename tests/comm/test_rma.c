@@ -2,8 +2,9 @@
  * stores for every dtype that has them, puts and gets of regions, of a
  * tensor larger than tile memory (chunked, pipelined or not), puts that
  * accumulate, the tile memory staging needs (exactly one tile's room, or
- * two pipelined), and transfers whose last chunk of rows or last piece of
- * a row is partial, whole or at offsets. */
+ * two pipelined), transfers whose last chunk of rows or last piece of
+ * a row is partial, whole or at offsets, transfers in program order, and
+ * a barrier that releases small writes to every rank. */
 #include "comm_test.h"
 
 /* ---- remote load and store ---------------------------------------------- */
@@ -920,6 +921,90 @@ static void test_transfers_in_program_order(void **state) {
   comm_over_rank_counts(run_in_order);
 }
 
+/* ---- a barrier releases each rank's writes to every rank ---------------- */
+
+/* BAR_ROUNDS times: every rank but 0 stores row r of its x into row `me`
+ * of rank 0's window, rank 0 into row 0 of rank 1's; after a barrier,
+ * every rank gets rank 0's window, then rank 1's row 0 over its row 0
+ * (what the others wrote there); a second barrier before the next round's
+ * stores.  The stores are small (the MPI fabric holds them back for the
+ * next signal to their peer, the barrier's credit, to carry), and the
+ * readers are third ranks: each of a rank's barrier credits must release
+ * its store to rank 0, not only its credit to rank 0. */
+enum { BAR_ROUNDS = 32, BAR_COLS = 16, BAR_MAX = 4 }; /* BAR_MAX: ranks */
+#define BAR_PARAMS                                                             \
+  PLD_IN(x, FP32, BAR_ROUNDS, BAR_COLS),                                       \
+      PLD_WINDOW(data, FP32, BAR_MAX, BAR_COLS), PLD_WINDOW(sig, INT32, NR),   \
+      PLD_OUT(seen, FP32, BAR_ROUNDS *BAR_MAX, BAR_COLS)
+
+PLD_KERNEL(k_bar_release, k, BAR_PARAMS) {
+  int32_t me = pld_rank(k, pld_window_comm(data));
+  for (int r = 0; r < BAR_ROUNDS; r++) {
+    pld_remote_store(k, pld_load(k, x, r, 0, 1, BAR_COLS), data,
+                     me == 0 ? 1 : 0, me, 0, PLD_ATOMIC_NONE);
+    pld_barrier(k, sig);
+    pld_xfer o;
+    memset(&o, 0, sizeof o);
+    o.dst_row = r * BAR_MAX;
+    pld_get(k, seen, 0, data, &o);
+    o.rows = 1;
+    pld_get(k, seen, 1, data, &o);
+    pld_barrier(k, sig);
+  }
+}
+PLD_DEVICE(d_bar_release, a, BAR_PARAMS) {
+  pld_launch(a, k_bar_release, 1, x, data, sig, seen);
+}
+PLD_HOST(h_bar_release, h, PLD_IN(x, FP32, NR, BAR_ROUNDS, BAR_COLS),
+         PLD_OUT(seen, FP32, NR, BAR_ROUNDS *BAR_MAX, BAR_COLS)) {
+  int n = pld_world_size(h);
+  pld_window_buf data =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(BAR_MAX, BAR_COLS));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(
+        h, d_bar_release, r, pld_slice(h, x, r),
+        pld_window_view(h, data, PLD_FP32, PLD_SHAPE(BAR_MAX, BAR_COLS)),
+        pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+        pld_slice(h, seen, r));
+}
+
+static void run_bar_release(int n) {
+  pld_config cfg = comm_config(n);
+  const int per = BAR_ROUNDS * BAR_COLS,
+            seen_per = BAR_ROUNDS * BAR_MAX * BAR_COLS;
+  pld_tensor x =
+      pld_test_tensor(3, (int64_t[]){n, BAR_ROUNDS, BAR_COLS}, 0.5f, 11);
+  pld_tensor seen =
+      pld_test_tensor(3, (int64_t[]){n, BAR_ROUNDS * BAR_MAX, BAR_COLS}, 0, 0);
+  float *want = calloc((size_t)(n * seen_per), sizeof(float));
+  assert_non_null(want);
+  /* Round r: row w of what every rank sees is rank w's row r of x (rank
+   * 0's in row 0, from rank 1's window); rows from n on stay 0. */
+  const float *xs = pld_tensor_data(x);
+  for (int q = 0; q < n; q++)
+    for (int r = 0; r < BAR_ROUNDS; r++)
+      for (int w = 0; w < n; w++)
+        memcpy(want + q * seen_per + (r * BAR_MAX + w) * BAR_COLS,
+               xs + w * per + r * BAR_COLS, sizeof(float) * BAR_COLS);
+  pld_program *p;
+  assert_ok(pld_compile(h_bar_release, &cfg, PLD_ARGS(x, seen), &p));
+  for (int run = 0; run < 3; run++) {
+    assert_ok(pld_program_run(p, PLD_ARGS(x, seen)));
+    comm_expect_f32("seen (rank 0's window and rank 1's row 0, each round)",
+                    pld_tensor_data(seen), want, n * seen_per);
+  }
+  pld_program_destroy(p);
+  free(want);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(seen);
+}
+
+static void test_barrier_releases_to_every_rank(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_bar_release);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_remote_load_store),
     cmocka_unit_test(test_remote_every_dtype),
@@ -933,6 +1018,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_put_get_region_row_in_pieces),
     cmocka_unit_test(test_put_notify),
     cmocka_unit_test(test_transfers_in_program_order),
+    cmocka_unit_test(test_barrier_releases_to_every_rank),
 };
 
 PLD_TEST_MAIN("comm_rma", tests)
