@@ -40,18 +40,18 @@ static int credit_later(struct coll *cc, int32_t to) {
 
 /* A round of credits begins: each write of it goes to a peer that then
  * reads it in its own copy (an entry's descriptor, a push's part), with
- * the round's credit to that peer behind it (comm.h, `round`). */
+ * the round's credit to that peer behind it (comm.h, `set_round`). */
 static void round_begin(struct coll *cc) {
-  if (cc->f->ops->round)
-    cc->f->ops->round(cc->f, 1);
+  if (cc->f->ops->set_round)
+    cc->f->ops->set_round(cc->f, 1);
 }
 
 /* The round ends, its credits sent (unless st says it failed). */
 static int round_end(struct coll *cc, int st) {
   if (!st && (st = cc->f->ops->flush(cc->f, PLD__FLUSH_SENT)))
     st = pld__kfail(cc->c, st, cc->fn, "%s", pld_last_error());
-  if (cc->f->ops->round)
-    cc->f->ops->round(cc->f, 0);
+  if (cc->f->ops->set_round)
+    cc->f->ops->set_round(cc->f, 0);
   return st;
 }
 

@@ -70,7 +70,7 @@ struct pld__fabric_ops {
    * every peer) or signal: the signals of one round then travel together
    * where the fabric can overlap them.  It releases every write before
    * it, as signal does, but perhaps not the signals to other peers, nor
-   * a write of its round (`round`, below) to another peer. */
+   * a write of its round (`set_round`, below) to another peer. */
   int (*signal_later)(struct pld__fabric *f, int buf, int peer, size_t off,
                       int32_t value, pld_notify_op op);
   /* Every write of this rank to peer (-1: to every peer) is complete at
@@ -118,7 +118,7 @@ struct pld__fabric_ops {
    * until the bytes its earlier ones carried to other peers have landed
    * (a round trip each over a network).  What was written before the
    * round, every signal of it releases.  Moves nothing. */
-  void (*round)(struct pld__fabric *f, int on);
+  void (*set_round)(struct pld__fabric *f, int on);
 };
 
 struct pld__fabric {

@@ -222,10 +222,10 @@ static int l_satisfied(struct pld__fabric *f, int buf, size_t off,
 }
 
 /* Moves nothing: neither logged nor modeled. */
-static void l_round(struct pld__fabric *f, int on) {
+static void l_set_round(struct pld__fabric *f, int on) {
   struct pld__fabric *g = inner(f);
-  if (g->ops->round)
-    g->ops->round(g, on);
+  if (g->ops->set_round)
+    g->ops->set_round(g, on);
 }
 
 static const struct pld__fabric_ops wrap_ops = {
@@ -246,7 +246,7 @@ static const struct pld__fabric_ops wrap_ops = {
     .events = l_events,
     .wait_events = l_wait_events,
     .satisfied = l_satisfied,
-    .round = l_round,
+    .set_round = l_set_round,
 };
 
 struct pld__fabric *pld__fabric_wrapped(struct pld__fabric_wrap *w,

@@ -92,12 +92,12 @@ struct op {
   size_t sig_off;
   int32_t value;
   pld_notify_op nop;
-  int round; /* a write or signal_later of a round (fab_round) */
+  int round; /* a write or signal_later of a round (fab_set_round) */
   int rc;
   const char *what;
 };
 
-/* The calling thread is in a round of signal_later (comm.h, `round`):
+/* The calling thread is in a round of signal_later (comm.h, `set_round`):
  * its writes, each followed by the round's signal to their peer, go to
  * that peer alone. */
 static _Thread_local int in_round;
@@ -451,7 +451,7 @@ static int fab_signal_later(struct pld__fabric *f, int buf, int peer,
   return run_op(&o, do_signal_later);
 }
 
-static void fab_round(struct pld__fabric *f, int on) {
+static void fab_set_round(struct pld__fabric *f, int on) {
   (void)f;
   in_round = on;
 }
@@ -529,5 +529,5 @@ static const struct pld__fabric_ops fab_ops = {
     .cell = fab_cell,
     .events = fab_events,
     .wait_events = fab_wait_events,
-    .round = fab_round,
+    .set_round = fab_set_round,
 };

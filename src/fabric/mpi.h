@@ -22,7 +22,7 @@
  * flushes every peer written to since the last signal and waits until the
  * messages sent to other peers are acknowledged (it releases them too;
  * a signal of a collective's round, not those of the round's own writes,
- * which are for their peer alone: comm/comm.h, `round`); a write of up
+ * which are for their peer alone: comm/comm.h, `set_round`); a write of up
  * to 16 KiB to its peer just before it travels in its message, and the
  * message rings the target's doorbell where it is applied.
  *

@@ -28,7 +28,7 @@ struct pld__mpi_peer {
   uint32_t last_write; /* after the last add or signal with bytes */
   /* After the last add or signal with bytes that every later signal
    * releases: all but the bytes a round's signal carried for its peer
-   * alone (comm.h, `round`). */
+   * alone (comm.h, `set_round`). */
   uint32_t last_shared;
   int32_t owed; /* acknowledgements owed for its messages */
 };
