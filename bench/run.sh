@@ -118,10 +118,11 @@ for b in "$build"/bench/bench_*; do
   "$b" || failed="$failed $(basename "$b")"
 done
 # pld's MPI fabric next to Open MPI on the same transport, after the
-# default runs: every peer through MPI RMA over TCP (mpi-tcp), then peers
-# through shared memory under mpirun, against the shared-memory fabric's
-# figures (mpi-shm).  Quick, and fewer collectives and sizes: every figure
-# takes MPI jobs of its own.
+# default runs: every peer through MPI RMA over TCP (mpi-tcp) and over UCX
+# (mpi-ucx), then peers through shared memory under mpirun, against the
+# shared-memory fabric's figures (mpi-shm).  Quick (every figure takes MPI
+# jobs of its own), but every collective at 2, 4 and 8 ranks from 16 B to
+# 4 MiB, 64 KiB among them: issue 28's target 1 is judged on them.
 run_mpi() { # NAME ARG...: $build/bench/NAME ARG... --fabric $f, if built
   b=$build/bench/$1
   shift
@@ -129,9 +130,9 @@ run_mpi() { # NAME ARG...: $build/bench/NAME ARG... --fabric $f, if built
   echo
   "$b" "$@" --fabric "$f" || failed="$failed $(basename "$b") --fabric $f"
 }
-for f in mpi-tcp mpi-shm; do
+for f in mpi-tcp mpi-ucx mpi-shm; do
   run_mpi bench_comm quick
-  run_mpi bench_coll -c allreduce,broadcast -n 2,4 -e 4M quick
+  run_mpi bench_coll -n 2,4,8 -b 16 -e 4M quick
 done
 if [ -n "$failed" ]; then
   echo "bench/run.sh: failed (not slow: an error or a crash):$failed" >&2
