@@ -63,8 +63,9 @@ MPI_Comm pld__mpi_world(void);
 /* Runs fn(arg) on the proxy thread and waits for it, as spin says (NULL:
  * the host threads' spin); on the proxy thread itself, runs it at once.
  * A device thread (spin given) runs it itself if no other thread is in
- * MPI, large transfers too (over TCP a transfer handed off to the proxy
- * ran at 0.72x to 0.79x of MPI_Put's rate from 64 KiB to 16 MiB, made by
+ * MPI (where the node's processes outnumber its CPUs, once the thread in
+ * it has left), large transfers too (over TCP a transfer handed off to the
+ * proxy ran at 0.72x to 0.79x of MPI_Put's rate from 64 KiB to 16 MiB, made by
  * the device thread at 0.92x to 1.07x from 1 MiB: bench_comm bandwidth
  * --fabric mpi-tcp, 2026-12-05): never a host thread, whose calls may
  * wait long for other processes while this one's fabric messages must
