@@ -67,7 +67,7 @@
  * min(2x Open MPI's, 80% of the copy) from 1 MiB, at 2 and 4 ranks;
  * over the MPI fabric, issue 28's target 1 at each rank count: every
  * collective's busbw at least Open MPI's from 64 KiB and its time at most
- * 1.5x below, with what explains a miss where ranks outnumber CPUs).
+ * 1.5x below, saying where the ranks outnumber the CPUs).
  *
  * How pld is timed: the builtin called in a loop inside one kernel (one
  * pld_program_run of many calls), on rank 0's clock (CLOCK_MONOTONIC, read
