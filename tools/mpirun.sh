@@ -8,6 +8,9 @@
 #   tcp   every peer through MPI RMA (PLD_MPI_SAME_NODE=rma), as on a
 #         cluster: osc pt2pt over btl tcp
 #   ucx   every peer through MPI RMA over UCX's TCP transport: osc ucx
+#   tcp-msg  as tcp, and every transfer of more than 16 KiB goes as
+#         messages instead of MPI_Put and MPI_Get (PLD_MPI_CARRY_KB=1048576),
+#         the path the fabric takes where it measures messages faster
 set -eu
 fabric=$1
 n=$2
@@ -19,9 +22,10 @@ lo="--mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
 case $fabric in
 shm) opts="" ;;
 tcp) opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma" ;;
+tcp-msg) opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma -x PLD_MPI_CARRY_KB=1048576" ;;
 ucx) opts="--mca btl self,tcp --mca osc ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=lo -x UCX_LOG_FILE=stderr -x PLD_MPI_SAME_NODE=rma" ;;
 *)
-  echo "tools/mpirun.sh: FABRIC: expected shm, tcp or ucx, got '$fabric'" >&2
+  echo "tools/mpirun.sh: FABRIC: expected shm, tcp, tcp-msg or ucx, got '$fabric'" >&2
   exit 2
   ;;
 esac

@@ -112,6 +112,14 @@
     "while a device thread sleeps until a signal lands). Where the node's "    \
     "processes outnumber its CPUs it rests instead while a device thread "     \
     "polls MPI as it waits, and for PLD_SPIN_US after.")                       \
+  X(PLD_MPI_CARRY_KB, int64_t, -1, -1, 1048576, "KiB",                         \
+    "Under mpirun: KiB up to which a transfer of more than 16 KiB with a "     \
+    "peer reached through RMA (a write made at once, a read) goes as "         \
+    "messages instead of MPI_Put or MPI_Get (a write of at most 16 KiB "       \
+    "always rides with the next signal). -1: all sizes where, measured once "  \
+    "per process at the first program's windows, a message of 1 MiB lands "    \
+    "at least twice as fast as an MPI_Put and its flush, else none; 0: "       \
+    "never.")                                                                  \
   X(PLD_MPI_NAP_RMA_US, int64_t, 5, 1, 1000000, "microseconds",                \
     "Under mpirun: microseconds the RMA proxy naps between looks after "       \
     "that, while the run has RMA peers.")                                      \

@@ -24,7 +24,14 @@
  * a signal of a collective's round, not those of the round's own writes,
  * which are for their peer alone: comm/comm.h, `set_round`); a write of up
  * to 16 KiB to its peer just before it travels in its message, and the
- * message rings the target's doorbell where it is applied.
+ * message rings the target's doorbell where it is applied.  Where MPI's
+ * messages move bytes at least twice as fast as its RMA (measured once
+ * per process when the first program's windows are made, or as
+ * PLD_MPI_CARRY_KB says), a larger transfer goes as messages instead: a
+ * write as one the peer applies and acknowledges like a signal's bytes,
+ * a read as a request the peer answers from its copy, this rank taking
+ * the messages that arrive meanwhile; the bytes after a header travel in
+ * a message of their own, received in place.
  *
  * fabric/mpi.c holds the fabric's table (comm/comm.h) and a program's
  * life; fabric/mpi_win.c a program's communicator, windows and doorbells,

@@ -84,6 +84,13 @@ struct pld__mpi_prog {
    * call returns), held back for the next signal to the peer to carry:
    * the fabric's EAGER_MAX bytes. */
   unsigned char *held;
+  /* The most bytes of a transfer that go as messages (pld__mpi_put_send,
+   * pld__mpi_get_recv) rather than RMA: PLD_MPI_CARRY_KB, or where that is
+   * -1, what pld__mpi_win_create measured (0 or SIZE_MAX). */
+  size_t carry;
+  /* Where the bytes of the read in flight as messages go, NULL once they
+   * came (pld__mpi_get_recv; one at a time: its thread stays in MPI). */
+  unsigned char *get_to;
   const struct pld__spin *spin;
   _Atomic int running;
   /* The listener and the proxy's poller of the program: touched by the
@@ -112,6 +119,17 @@ void pld__mpi_win_destroy(struct pld__mpi_prog *m, int abandon);
 int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       int32_t value, pld_notify_op op, int dbuf, size_t doff,
                       const void *data, size_t n, int alone);
+/* In MPI: a write of the n bytes at src into the peer's copy of buffer
+ * buf from byte off, as messages the peer applies and acknowledges (for
+ * the peer alone, as a signal's bytes, with `alone`): what a write costs
+ * where MPI's messages move bytes faster than its RMA (m->carry). */
+int pld__mpi_put_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
+                      const void *src, size_t n, int alone);
+/* In MPI: a read of n bytes at off of the peer's copy of buffer buf into
+ * dst, as a message asking for them and the peer's answer, taking the
+ * messages that arrive meanwhile (m->carry, as pld__mpi_put_send). */
+int pld__mpi_get_recv(struct pld__mpi_prog *m, int peer, int buf, size_t off,
+                      void *dst, size_t n);
 /* In MPI: an add of count elements at src to the peer's copy of buffer
  * buf from byte off, the same way: applied by the peer, acknowledged. */
 int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/futex.h"
+#include "core/tunables.h"
 #include "fabric/mpi_int.h"
 #include "tile/convert.h"
 
@@ -185,15 +186,18 @@ static int make_bells(struct pld__mpi_prog *m) {
 /* A message in flight: sent without waiting for its receiver, freed once
  * complete. */
 struct pld__mpi_outmsg {
-  MPI_Request req;
+  MPI_Request req[2];
+  int nreq;
   struct pld__mpi_outmsg *next;
   unsigned char buf[];
 };
 
-/* pld__mpi_send of the hn bytes at head followed by the bn at body. */
+/* pld__mpi_send of the hn bytes at head followed by the bn at body: one
+ * message, or with `apart`, the body in a message of its own right after
+ * the head's (its receiver takes it straight into place). */
 static int send_parts(struct pld__mpi_prog *m, int to, int tag,
-                      const void *head, size_t hn, const void *body,
-                      size_t bn) {
+                      const void *head, size_t hn, const void *body, size_t bn,
+                      int apart) {
   for (int q = 0; q < m->n; q++) {
     if (!((to < 0 && q != m->me) || q == to))
       continue;
@@ -203,8 +207,13 @@ static int send_parts(struct pld__mpi_prog *m, int to, int tag,
     memcpy(om->buf, head, hn);
     if (bn)
       memcpy(om->buf + hn, body, bn);
-    int rc =
-        MPI_Isend(om->buf, (int)(hn + bn), MPI_BYTE, q, tag, m->comm, &om->req);
+    om->nreq = apart ? 2 : 1;
+    int rc = MPI_Isend(om->buf, (int)(apart ? hn : hn + bn), MPI_BYTE, q, tag,
+                       m->comm, &om->req[0]);
+    if (rc == MPI_SUCCESS && apart &&
+        (rc = MPI_Isend(om->buf + hn, (int)bn, MPI_BYTE, q, tag, m->comm,
+                        &om->req[1])) != MPI_SUCCESS)
+      MPI_Wait(&om->req[0], MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
       free(om);
       return rc;
@@ -217,7 +226,7 @@ static int send_parts(struct pld__mpi_prog *m, int to, int tag,
 
 int pld__mpi_send(struct pld__mpi_prog *m, int to, int tag, const void *buf,
                   size_t n) {
-  return send_parts(m, to, tag, buf, n, NULL, 0);
+  return send_parts(m, to, tag, buf, n, NULL, 0, 0);
 }
 
 /* Frees the messages that completed (all of them, waiting, with wait).
@@ -227,9 +236,9 @@ static int reap_sent(struct pld__mpi_prog *m, int wait) {
   for (struct pld__mpi_outmsg **q = &m->out; *q;) {
     int done = 1;
     if (wait)
-      MPI_Wait(&(*q)->req, MPI_STATUS_IGNORE);
+      MPI_Waitall((*q)->nreq, (*q)->req, MPI_STATUSES_IGNORE);
     else
-      MPI_Test(&(*q)->req, &done, MPI_STATUS_IGNORE);
+      MPI_Testall((*q)->nreq, (*q)->req, &done, MPI_STATUSES_IGNORE);
     if (!done) {
       q = &(*q)->next;
       continue;
@@ -244,19 +253,26 @@ static int reap_sent(struct pld__mpi_prog *m, int wait) {
 
 /* The fabric's own messages (PLD__MPI_TAG_OWN), one tag so that a
  * rank's arrive in the order sent: a signal (bytes to write before it may
- * follow the header), an add (its elements after the header), or
- * acknowledgements alone. */
-enum { OWN_SIG, OWN_ADD, OWN_ACK };
+ * follow the header), an add (its elements after the header), a write
+ * (its bytes), a read asked for (where and how many bytes, in off and
+ * doff) and its answer (the bytes), or acknowledgements alone.  A read
+ * and its answer are not acknowledged: the answer is the reader's. */
+enum { OWN_SIG, OWN_ADD, OWN_ACK, OWN_PUT, OWN_GET, OWN_GOT };
+
+/* The most bytes a message carries after its header: more follow in a
+ * message of their own, which the peer receives straight into place. */
+#define APART_MIN ((size_t)16 << 10)
 
 struct ownmsg {
-  int32_t kind;  /* OWN_* */
-  int32_t buf;   /* the cell's or the add's buffer */
-  int32_t what;  /* a signal's pld_notify_op, an add's pld_dtype */
-  int32_t value; /* a signal's */
-  int32_t acks;  /* acknowledgements of the target's messages, carried */
-  int32_t dbuf;  /* a signal's bytes: their buffer */
-  uint64_t off;  /* bytes into the target's copy of buffer buf */
-  uint64_t doff; /* a signal's bytes: into dbuf */
+  int32_t kind;   /* OWN_* */
+  int32_t buf;    /* the cell's or the add's buffer */
+  int32_t what;   /* a signal's pld_notify_op, an add's pld_dtype */
+  int32_t value;  /* a signal's */
+  int32_t acks;   /* acknowledgements of the target's messages, carried */
+  int32_t dbuf;   /* a signal's or a put's bytes: their buffer */
+  uint64_t off;   /* bytes into the target's copy of buffer buf */
+  uint64_t doff;  /* a signal's or a put's bytes: into dbuf */
+  uint64_t apart; /* bytes for dbuf sent in a message of their own */
 };
 
 /* Sends g (and the bn bytes at body after it) to world rank peer, with
@@ -265,12 +281,14 @@ static int send_own(struct pld__mpi_prog *m, int peer, struct ownmsg *g,
                     const void *body, size_t bn, int alone) {
   struct pld__mpi_peer *p = &m->peers[peer];
   g->acks = p->owed;
-  int rc = send_parts(m, peer, PLD__MPI_TAG_OWN, g, sizeof *g, body, bn);
+  g->apart = g->kind != OWN_ADD && bn > APART_MIN ? bn : 0;
+  int rc = send_parts(m, peer, PLD__MPI_TAG_OWN, g, sizeof *g, body, bn,
+                      g->apart > 0);
   if (rc != MPI_SUCCESS)
     return rc;
   m->nowed -= p->owed;
   p->owed = 0;
-  if (g->kind == OWN_ACK)
+  if (g->kind == OWN_ACK || g->kind == OWN_GET || g->kind == OWN_GOT)
     return rc;
   p->sent++;
   m->nunacked++;
@@ -289,8 +307,36 @@ static int send_own(struct pld__mpi_prog *m, int peer, struct ownmsg *g,
 int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       int32_t value, pld_notify_op op, int dbuf, size_t doff,
                       const void *data, size_t n, int alone) {
-  struct ownmsg g = {OWN_SIG, buf, (int32_t)op, value, 0, dbuf, off, doff};
+  struct ownmsg g = {OWN_SIG, buf, (int32_t)op, value, 0, dbuf, off, doff, 0};
   return send_own(m, peer, &g, data, n, alone);
+}
+
+int pld__mpi_put_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
+                      const void *src, size_t n, int alone) {
+  int rc = MPI_SUCCESS;
+  for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_PIECE) {
+    size_t len = n - at < PLD__MPI_PIECE ? n - at : PLD__MPI_PIECE;
+    struct ownmsg g = {OWN_PUT, buf, 0, 0, 0, buf, off + at, off + at, 0};
+    rc = send_own(m, peer, &g, (const unsigned char *)src + at, len, alone);
+  }
+  return rc;
+}
+
+int pld__mpi_get_recv(struct pld__mpi_prog *m, int peer, int buf, size_t off,
+                      void *dst, size_t n) {
+  int rc = MPI_SUCCESS;
+  for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_PIECE) {
+    size_t len = n - at < PLD__MPI_PIECE ? n - at : PLD__MPI_PIECE;
+    struct ownmsg g = {OWN_GET, buf, 0, 0, 0, 0, off + at, len, 0};
+    m->get_to = (unsigned char *)dst + at;
+    rc = send_own(m, peer, &g, NULL, 0, 0);
+    /* Serving the others meanwhile (a peer may be reading from here). */
+    while (rc == MPI_SUCCESS && m->get_to)
+      if ((rc = pld__mpi_take_own(m)) == MPI_SUCCESS && m->nowed)
+        rc = pld__mpi_acks_send(m);
+  }
+  m->get_to = NULL;
+  return rc;
 }
 
 int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
@@ -299,7 +345,8 @@ int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
   int rc = MPI_SUCCESS;
   for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += most) {
     size_t len = count - at < most ? count - at : most;
-    struct ownmsg g = {OWN_ADD, buf, (int32_t)dtype, 0, 0, 0, off + at * es, 0};
+    struct ownmsg g = {OWN_ADD, buf, (int32_t)dtype, 0, 0, 0, off + at * es,
+                       0,       0};
     rc = send_own(m, peer, &g, (const unsigned char *)src + at * es, len * es,
                   0);
   }
@@ -317,13 +364,53 @@ static int beyond(uint32_t at, uint32_t acked) {
   return (int32_t)(at - acked) > 0;
 }
 
-/* Takes the message of the fabric's own that s probed: a signal applied
- * (the writes flushed before it was sent are here: MPI_Win_sync; the
- * bytes it carries written; then the cell as the shared-memory fabric's,
- * the doorbell rung) or elements added (each atomically),
- * each owing its sender an acknowledgement (pld__mpi_acks_send).  Every
- * atomic on a buffer's copies is so made by a CPU of the node that holds
- * them, never by MPI: atomic among themselves.  Returns the MPI status. */
+/* The bytes a message from world rank src brought to `to`: the n at data
+ * after its header, or (g->apart) its next message, received in place. */
+static int land(struct pld__mpi_prog *m, int src, const struct ownmsg *g,
+                unsigned char *to, const unsigned char *data, size_t n) {
+  if (g->apart)
+    return MPI_Recv(to, (int)g->apart, MPI_BYTE, src, PLD__MPI_TAG_OWN, m->comm,
+                    MPI_STATUS_IGNORE);
+  if (n)
+    memcpy(to, data, n);
+  return MPI_SUCCESS;
+}
+
+/* A message that changes this rank's copy (g->kind OWN_SIG, OWN_ADD,
+ * OWN_PUT) from world rank src: applied (the writes flushed before it was
+ * sent are here: MPI_Win_sync; the bytes it carries written; then a
+ * signal's cell as the shared-memory fabric's, the doorbell rung) or
+ * elements added (each atomically), owing src an acknowledgement
+ * (pld__mpi_acks_send).  Every atomic on a buffer's copies is so made by
+ * a CPU of the node that holds them, never by MPI: atomic among
+ * themselves. */
+static int apply(struct pld__mpi_prog *m, int src, const struct ownmsg *g,
+                 const unsigned char *data, size_t n) {
+  struct pld__mpi_buf *mb = &m->bufs[g->buf];
+  MPI_Win_sync(mb->win);
+  int rc = MPI_SUCCESS;
+  if (g->kind == OWN_ADD)
+    pld__elems_add_atomic(mb->local + g->off, data,
+                          n / pld_dtype_size((pld_dtype)g->what),
+                          (pld_dtype)g->what);
+  else
+    rc = land(m, src, g, m->bufs[g->dbuf].local + g->doff, data, n);
+  if (rc != MPI_SUCCESS)
+    return rc;
+  if (g->kind == OWN_SIG)
+    pld__shm_signal_at(mb->local + g->off, g->value, (pld_notify_op)g->what,
+                       m->bell);
+  else
+    MPI_Win_sync(mb->win);
+  m->peers[src].owed++;
+  m->nowed++;
+  return MPI_SUCCESS;
+}
+
+/* Takes the message of the fabric's own that s probed (its acknowledgements
+ * first): applied (apply), a read served (the bytes asked for sent back
+ * from this rank's copy as it is now), or the bytes of this rank's read
+ * (pld__mpi_get_recv) landed.  Returns the MPI status. */
 static int take_own(struct pld__mpi_prog *m, const MPI_Status *s) {
   int bytes = 0;
   MPI_Get_count(s, MPI_BYTE, &bytes);
@@ -331,44 +418,37 @@ static int take_own(struct pld__mpi_prog *m, const MPI_Status *s) {
   unsigned char *body = NULL;
   if (bytes > (int)sizeof g && !(body = malloc((size_t)bytes)))
     return MPI_ERR_NO_MEM;
-  int rc =
-      MPI_Recv(body ? (void *)body : (void *)&g, bytes, MPI_BYTE, s->MPI_SOURCE,
-               PLD__MPI_TAG_OWN, m->comm, MPI_STATUS_IGNORE);
+  const int src = s->MPI_SOURCE;
+  int rc = MPI_Recv(body ? (void *)body : (void *)&g, bytes, MPI_BYTE, src,
+                    PLD__MPI_TAG_OWN, m->comm, MPI_STATUS_IGNORE);
   if (body)
     memcpy(&g, body, sizeof g);
   if (rc != MPI_SUCCESS || bytes < (int)sizeof g) {
     free(body);
     return rc != MPI_SUCCESS ? rc : MPI_ERR_TRUNCATE;
   }
-  acked(m, s->MPI_SOURCE, g.acks);
-  if (g.kind != OWN_ACK) {
+  acked(m, src, g.acks);
+  const unsigned char *data = body ? body + sizeof g : NULL;
+  const size_t n = (size_t)bytes - sizeof g;
+  if (g.kind == OWN_GET) {
     struct pld__mpi_buf *mb = &m->bufs[g.buf];
-    const unsigned char *data = body ? body + sizeof g : NULL;
-    const size_t n = (size_t)bytes - sizeof g;
     MPI_Win_sync(mb->win);
-    if (g.kind == OWN_ADD)
-      pld__elems_add_atomic(mb->local + g.off, data,
-                            n / pld_dtype_size((pld_dtype)g.what),
-                            (pld_dtype)g.what);
-    else if (n)
-      memcpy(m->bufs[g.dbuf].local + g.doff, data, n);
-    if (g.kind == OWN_SIG)
-      pld__shm_signal_at(mb->local + g.off, g.value, (pld_notify_op)g.what,
-                         m->bell);
-    else
-      MPI_Win_sync(mb->win);
-    m->peers[s->MPI_SOURCE].owed++;
-    m->nowed++;
-  }
+    struct ownmsg r = {OWN_GOT, 0, 0, 0, 0, 0, 0, 0, 0};
+    rc = send_own(m, src, &r, mb->local + g.off, (size_t)g.doff, 0);
+  } else if (g.kind == OWN_GOT) {
+    rc = land(m, src, &g, m->get_to, data, n);
+    m->get_to = NULL;
+  } else if (g.kind != OWN_ACK)
+    rc = apply(m, src, &g, data, n);
   free(body);
-  return MPI_SUCCESS;
+  return rc;
 }
 
 int pld__mpi_acks_send(struct pld__mpi_prog *m) {
   int rc = MPI_SUCCESS;
   for (int q = 0; q < m->n && m->nowed > 0; q++)
     if (m->peers[q].owed > 0) {
-      struct ownmsg g = {OWN_ACK, 0, 0, 0, 0, 0, 0, 0};
+      struct ownmsg g = {OWN_ACK, 0, 0, 0, 0, 0, 0, 0, 0};
       int r = send_own(m, q, &g, NULL, 0, 0);
       if (r != MPI_SUCCESS)
         rc = r;
@@ -464,6 +544,91 @@ static int prog_waits(void *arg) {
          atomic_load_explicit(&m->bell->sleepers, memory_order_relaxed) > 0;
 }
 
+/* The bytes of each transfer choose_carry measures, and how many of each
+ * kind (the least time counts: the first may set up the connection). */
+#define PROBE_BYTES ((size_t)1 << 20)
+#define PROBE_REPS 4
+
+/* On communicator c, every process alike: whether a write of PROBE_BYTES
+ * lands at least twice as fast as a message (copied first, as
+ * pld__mpi_put_send copies it, and answered) than as an MPI_Put and its
+ * flush.  Rank r < n / 2 measures with rank r + n / 2 (on another node,
+ * where mpirun places ranks by node), all pairs at once, each pair's
+ * least times summed over the pairs (a crowded node slows some pairs'
+ * transfers of either kind). */
+static int messages_faster(MPI_Comm c) {
+  int me, n;
+  MPI_Comm_rank(c, &me);
+  MPI_Comm_size(c, &n);
+  const int half = n / 2, lead = me < half;
+  const int peer = lead ? me + half : me - half < half ? me - half : -1;
+  unsigned char *src = calloc(1, PROBE_BYTES), *copy = malloc(PROBE_BYTES);
+  int ok = src && copy;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, c);
+  unsigned char *mem;
+  MPI_Win w;
+  if (!ok || MPI_Win_allocate((MPI_Aint)PROBE_BYTES, 1, MPI_INFO_NULL, c, &mem,
+                              &w) != MPI_SUCCESS) {
+    free(src);
+    free(copy);
+    return 0;
+  }
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, w);
+  int64_t put = INT64_MAX, msg = INT64_MAX;
+  for (int i = 0; i < PROBE_REPS && peer >= 0; i++) {
+    if (!lead) {
+      /* Inside MPI while the put lands, then the message. */
+      MPI_Recv(NULL, 0, MPI_BYTE, peer, 0, c, MPI_STATUS_IGNORE);
+      MPI_Recv(copy, (int)PROBE_BYTES, MPI_BYTE, peer, 1, c, MPI_STATUS_IGNORE);
+      MPI_Send(NULL, 0, MPI_BYTE, peer, 2, c);
+      continue;
+    }
+    int64_t t0 = pld__now_ns();
+    MPI_Put(src, (int)PROBE_BYTES, MPI_BYTE, peer, 0, (int)PROBE_BYTES,
+            MPI_BYTE, w);
+    MPI_Win_flush(peer, w);
+    int64_t t1 = pld__now_ns();
+    MPI_Send(NULL, 0, MPI_BYTE, peer, 0, c);
+    int64_t t2 = pld__now_ns();
+    memcpy(copy, src, PROBE_BYTES);
+    MPI_Send(copy, (int)PROBE_BYTES, MPI_BYTE, peer, 1, c);
+    MPI_Recv(NULL, 0, MPI_BYTE, peer, 2, c, MPI_STATUS_IGNORE);
+    int64_t t3 = pld__now_ns();
+    put = t1 - t0 < put ? t1 - t0 : put;
+    msg = t3 - t2 < msg ? t3 - t2 : msg;
+  }
+  double t[2] = {lead ? (double)put : 0, lead ? (double)msg : 0};
+  MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_SUM, c);
+  MPI_Win_unlock_all(w);
+  MPI_Win_free(&w);
+  free(src);
+  free(copy);
+  return half > 0 && 2 * t[1] <= t[0];
+}
+
+/* m->carry, on every process alike: PLD_MPI_CARRY_KB, or where that is
+ * -1, all sizes or none as messages_faster finds, once per process (on
+ * the first program with RMA peers). */
+static void choose_carry(struct pld__mpi_prog *m) {
+  static int faster = -1; /* not measured yet; the proxy's alone */
+  const int64_t kb = pld__tunables()->PLD_MPI_CARRY_KB;
+  if (kb >= 0) {
+    m->carry = (size_t)kb << 10;
+    return;
+  }
+  if (faster < 0) {
+    int any = m->rma;
+    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, m->comm);
+    if (any) {
+      MPI_Comm c;
+      MPI_Comm_dup(m->comm, &c);
+      faster = messages_faster(c);
+      MPI_Comm_free(&c);
+    }
+  }
+  m->carry = faster > 0 ? SIZE_MAX : 0;
+}
+
 static void do_create(void *arg) {
   struct create_args *a = arg;
   struct pld__mpi_prog *m = a->m;
@@ -486,6 +651,7 @@ static void do_create(void *arg) {
   if (st)
     pld__catf(a->msg, sizeof a->msg, "%s", pld_last_error());
   else {
+    choose_carry(m);
     m->poller = (struct pld__mpi_poller){poll_prog, prog_waits, m, NULL};
     pld__mpi_poller_add(&m->poller);
   }
