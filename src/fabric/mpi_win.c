@@ -311,6 +311,14 @@ int pld__mpi_sig_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
   return send_own(m, peer, &g, data, n, alone);
 }
 
+/* One turn of a wait in MPI for the peers: the next message of the
+ * fabric's own taken, then the acknowledgements owed sent.  Returns the
+ * MPI status. */
+static int take_and_ack(struct pld__mpi_prog *m) {
+  int rc = pld__mpi_take_own(m);
+  return rc == MPI_SUCCESS && m->nowed ? pld__mpi_acks_send(m) : rc;
+}
+
 int pld__mpi_put_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       const void *src, size_t n, int alone) {
   int rc = MPI_SUCCESS;
@@ -332,8 +340,7 @@ int pld__mpi_get_recv(struct pld__mpi_prog *m, int peer, int buf, size_t off,
     rc = send_own(m, peer, &g, NULL, 0, 0);
     /* Serving the others meanwhile (a peer may be reading from here). */
     while (rc == MPI_SUCCESS && m->get_to)
-      if ((rc = pld__mpi_take_own(m)) == MPI_SUCCESS && m->nowed)
-        rc = pld__mpi_acks_send(m);
+      rc = take_and_ack(m);
   }
   m->get_to = NULL;
   return rc;
@@ -489,8 +496,7 @@ static int awaited(struct pld__mpi_prog *m, int peer, int which) {
 int pld__mpi_acked(struct pld__mpi_prog *m, int peer, int which) {
   int rc = MPI_SUCCESS;
   while (rc == MPI_SUCCESS && awaited(m, peer, which))
-    if ((rc = pld__mpi_take_own(m)) == MPI_SUCCESS && m->nowed)
-      rc = pld__mpi_acks_send(m);
+    rc = take_and_ack(m);
   return rc;
 }
 
