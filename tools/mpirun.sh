@@ -11,6 +11,8 @@
 #   tcp-msg  as tcp, and every transfer of more than 16 KiB goes as
 #         messages instead of MPI_Put and MPI_Get (PLD_MPI_CARRY_KB=1048576),
 #         the path the fabric takes where it measures messages faster
+#   tcp-mixed  as tcp, with odd ranks set as tcp-msg and even ones left to
+#         the fabric's measurement: processes that see different settings
 set -eu
 fabric=$1
 n=$2
@@ -23,9 +25,19 @@ case $fabric in
 shm) opts="" ;;
 tcp) opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma" ;;
 tcp-msg) opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma -x PLD_MPI_CARRY_KB=1048576" ;;
+tcp-mixed)
+  opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma"
+  set -- sh -c 'if [ $((OMPI_COMM_WORLD_RANK % 2)) = 1 ]; then
+    PLD_MPI_CARRY_KB=1048576
+    export PLD_MPI_CARRY_KB
+  else
+    unset PLD_MPI_CARRY_KB
+  fi
+  exec "$@"' sh "$@"
+  ;;
 ucx) opts="--mca btl self,tcp --mca osc ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=lo -x UCX_LOG_FILE=stderr -x PLD_MPI_SAME_NODE=rma" ;;
 *)
-  echo "tools/mpirun.sh: FABRIC: expected shm, tcp, tcp-msg or ucx, got '$fabric'" >&2
+  echo "tools/mpirun.sh: FABRIC: expected shm, tcp, tcp-msg, tcp-mixed or ucx, got '$fabric'" >&2
   exit 2
   ;;
 esac

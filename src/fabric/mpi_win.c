@@ -612,27 +612,25 @@ static int messages_faster(MPI_Comm c) {
   return half > 0 && 2 * t[1] <= t[0];
 }
 
-/* m->carry, on every process alike: PLD_MPI_CARRY_KB, or where that is
- * -1, all sizes or none as messages_faster finds, once per process (on
- * the first program with RMA peers). */
+/* m->carry: PLD_MPI_CARRY_KB, or where that is -1, all sizes or none as
+ * messages_faster finds, once per process (on the first program with RMA
+ * peers).  Processes may see different settings (a job's ranks may set
+ * their own environment): every process joins the measurement while any
+ * needs it, so that none waits in it alone. */
 static void choose_carry(struct pld__mpi_prog *m) {
   static int faster = -1; /* not measured yet; the proxy's alone */
   const int64_t kb = pld__tunables()->PLD_MPI_CARRY_KB;
-  if (kb >= 0) {
-    m->carry = (size_t)kb << 10;
-    return;
-  }
   if (faster < 0) {
-    int any = m->rma;
-    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, m->comm);
-    if (any) {
+    int need[2] = {kb < 0, m->rma};
+    MPI_Allreduce(MPI_IN_PLACE, need, 2, MPI_INT, MPI_MAX, m->comm);
+    if (need[0] && need[1]) {
       MPI_Comm c;
       MPI_Comm_dup(m->comm, &c);
       faster = messages_faster(c);
       MPI_Comm_free(&c);
     }
   }
-  m->carry = faster > 0 ? SIZE_MAX : 0;
+  m->carry = kb >= 0 ? (size_t)kb << 10 : faster > 0 ? SIZE_MAX : 0;
 }
 
 static void do_create(void *arg) {
