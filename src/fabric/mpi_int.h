@@ -8,6 +8,12 @@
 #include "fabric/mpi_proxy.h"
 #include "fabric/shm.h"
 
+/* A transfer as messages goes in pieces of at most this many bytes, one
+ * at a time: more in flight at once, 16 MiB or 64 MiB, crossed Open MPI's
+ * btl tcp at 0.2 GB/s, pieces of 4 MiB at 2.4 to 3.7 (a read over ucx,
+ * bench_comm, 2026-12-06; two pieces in flight did no better than one). */
+#define PLD__MPI_MSG_PIECE ((size_t)4 << 20)
+
 /* A window buffer. */
 struct pld__mpi_buf {
   int member;

@@ -322,8 +322,8 @@ static int take_and_ack(struct pld__mpi_prog *m) {
 int pld__mpi_put_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       const void *src, size_t n, int alone) {
   int rc = MPI_SUCCESS;
-  for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_PIECE) {
-    size_t len = n - at < PLD__MPI_PIECE ? n - at : PLD__MPI_PIECE;
+  for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_MSG_PIECE) {
+    size_t len = n - at < PLD__MPI_MSG_PIECE ? n - at : PLD__MPI_MSG_PIECE;
     struct ownmsg g = {OWN_PUT, buf, 0, 0, 0, buf, off + at, off + at, 0};
     rc = send_own(m, peer, &g, (const unsigned char *)src + at, len, alone);
   }
@@ -333,8 +333,8 @@ int pld__mpi_put_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
 int pld__mpi_get_recv(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       void *dst, size_t n) {
   int rc = MPI_SUCCESS;
-  for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_PIECE) {
-    size_t len = n - at < PLD__MPI_PIECE ? n - at : PLD__MPI_PIECE;
+  for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_MSG_PIECE) {
+    size_t len = n - at < PLD__MPI_MSG_PIECE ? n - at : PLD__MPI_MSG_PIECE;
     struct ownmsg g = {OWN_GET, buf, 0, 0, 0, 0, off + at, len, 0};
     m->get_to = (unsigned char *)dst + at;
     rc = send_own(m, peer, &g, NULL, 0, 0);
@@ -348,7 +348,7 @@ int pld__mpi_get_recv(struct pld__mpi_prog *m, int peer, int buf, size_t off,
 
 int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       const void *src, size_t count, pld_dtype dtype) {
-  const size_t es = pld_dtype_size(dtype), most = PLD__MPI_PIECE / es;
+  const size_t es = pld_dtype_size(dtype), most = PLD__MPI_MSG_PIECE / es;
   int rc = MPI_SUCCESS;
   for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += most) {
     size_t len = count - at < most ? count - at : most;

@@ -312,7 +312,9 @@ static void test_put_get_regions(void **state) {
 
 /* ---- put and get larger than tile memory -------------------------------- */
 
-enum { BR = 512, BC = 1024 }; /* 2 MiB of FP32 */
+/* 4 MiB and 4 KiB of FP32: where transfers go as messages, a piece of
+ * PLD__MPI_MSG_PIECE and the rest. */
+enum { BR = 1025, BC = 1024 };
 
 /* Put x into the next rank's window; after a barrier get my own window
  * (the previous rank's x) and the previous rank's (the x of the rank
