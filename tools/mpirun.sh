@@ -21,12 +21,13 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # UCX logs to stdout unless told otherwise (set for the ucx setting).
 export UCX_TLS=tcp UCX_NET_DEVICES=lo UCX_LOG_FILE=stderr
 lo="--mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
+tcp="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma"
 case $fabric in
 shm) opts="" ;;
-tcp) opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma" ;;
-tcp-msg) opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma -x PLD_MPI_CARRY_KB=1048576" ;;
+tcp) opts=$tcp ;;
+tcp-msg) opts="$tcp -x PLD_MPI_CARRY_KB=1048576" ;;
 tcp-mixed)
-  opts="--mca btl self,tcp --mca osc pt2pt -x PLD_MPI_SAME_NODE=rma"
+  opts=$tcp
   set -- sh -c 'if [ $((OMPI_COMM_WORLD_RANK % 2)) = 1 ]; then
     PLD_MPI_CARRY_KB=1048576
     export PLD_MPI_CARRY_KB

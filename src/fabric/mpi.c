@@ -146,7 +146,7 @@ static int rma_issue(struct pld__mpi_prog *m, int get, int buf, int peer,
    * RMA could overtake them. */
   int d = mb->drank[peer], rc = pld__mpi_acked(m, peer, PLD__ACKED_IN(buf));
   for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_PIECE) {
-    size_t len = n - at < PLD__MPI_PIECE ? n - at : PLD__MPI_PIECE;
+    size_t len = pld__mpi_piece(n, at, PLD__MPI_PIECE);
     rc = get ? MPI_Get(ptr + at, (int)len, MPI_BYTE, d, (MPI_Aint)(off + at),
                        (int)len, MPI_BYTE, mb->win)
              : MPI_Put(ptr + at, (int)len, MPI_BYTE, d, (MPI_Aint)(off + at),

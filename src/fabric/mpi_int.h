@@ -14,6 +14,11 @@
  * bench_comm, 2026-12-06; two pieces in flight did no better than one). */
 #define PLD__MPI_MSG_PIECE ((size_t)4 << 20)
 
+/* The length of the piece at `at` of n, pieces of at most `most`. */
+static inline size_t pld__mpi_piece(size_t n, size_t at, size_t most) {
+  return n - at < most ? n - at : most;
+}
+
 /* A window buffer. */
 struct pld__mpi_buf {
   int member;

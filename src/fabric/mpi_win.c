@@ -323,7 +323,7 @@ int pld__mpi_put_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       const void *src, size_t n, int alone) {
   int rc = MPI_SUCCESS;
   for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_MSG_PIECE) {
-    size_t len = n - at < PLD__MPI_MSG_PIECE ? n - at : PLD__MPI_MSG_PIECE;
+    size_t len = pld__mpi_piece(n, at, PLD__MPI_MSG_PIECE);
     struct ownmsg g = {OWN_PUT, buf, 0, 0, 0, buf, off + at, off + at, 0};
     rc = send_own(m, peer, &g, (const unsigned char *)src + at, len, alone);
   }
@@ -334,7 +334,7 @@ int pld__mpi_get_recv(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       void *dst, size_t n) {
   int rc = MPI_SUCCESS;
   for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_MSG_PIECE) {
-    size_t len = n - at < PLD__MPI_MSG_PIECE ? n - at : PLD__MPI_MSG_PIECE;
+    size_t len = pld__mpi_piece(n, at, PLD__MPI_MSG_PIECE);
     struct ownmsg g = {OWN_GET, buf, 0, 0, 0, 0, off + at, len, 0};
     m->get_to = (unsigned char *)dst + at;
     rc = send_own(m, peer, &g, NULL, 0, 0);
@@ -351,7 +351,7 @@ int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
   const size_t es = pld_dtype_size(dtype), most = PLD__MPI_MSG_PIECE / es;
   int rc = MPI_SUCCESS;
   for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += most) {
-    size_t len = count - at < most ? count - at : most;
+    size_t len = pld__mpi_piece(count, at, most);
     struct ownmsg g = {OWN_ADD, buf, (int32_t)dtype, 0, 0, 0, off + at * es,
                        0,       0};
     rc = send_own(m, peer, &g, (const unsigned char *)src + at * es, len * es,

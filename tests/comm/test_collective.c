@@ -1364,7 +1364,7 @@ static void test_slow_megabytes(void **state) {
   add(&r, K_BROADCAST, 0, 0, 3, 0, 1);
   run_all(&r, 4, 1);
   /* An allgather on one block: each rank writes 4 MiB and 12 bytes to
-   * every peer at once, where transfers go as messages a piece of
+   * every peer at once: where transfers go as messages, in a piece of
    * PLD__MPI_MSG_PIECE and the rest. */
   run_init(&r, PLD_FP32, 4, 1, 3, (1 << 20) + 3, 2, sets, 3);
   add(&r, K_ALLGATHER, 0, 0, 0, 0, 1);
