@@ -114,8 +114,8 @@
     "polls MPI as it waits, and for PLD_SPIN_US after.")                       \
   X(PLD_MPI_CARRY_KB, int64_t, -1, -1, 1048576, "KiB",                         \
     "Under mpirun: KiB up to which a transfer of more than 16 KiB with a "     \
-    "peer reached through RMA (a write made at once, a read) goes as "         \
-    "messages instead of MPI_Put or MPI_Get (a write of at most 16 KiB "       \
+    "peer reached through RMA (a write or a read) goes as messages "           \
+    "instead of MPI_Put or MPI_Get (a write of at most 16 KiB "                \
     "always rides with the next signal). -1: all sizes where, measured once "  \
     "per process at the first program's windows, a message of 1 MiB lands "    \
     "at least twice as fast as an MPI_Put and its flush, else none; 0: "       \

@@ -181,12 +181,9 @@ static int issue_pending(struct pld__mpi_prog *m) {
   if (!m->pend.active)
     return MPI_SUCCESS;
   m->pend.active = 0;
-  /* A read as messages; a write stays RMA (a stream of them as messages,
-   * pld_put's, ran at 0.2 to 2.8 GB/s over osc ucx's TCP, against 0.7
-   * through its RMA). */
-  if (m->pend.get && by_messages(m, m->pend.n))
-    return msg_issue(m, 1, m->pend.buf, m->pend.peer, m->pend.off, m->pend.ptr,
-                     m->pend.n, 0);
+  if (by_messages(m, m->pend.n))
+    return msg_issue(m, m->pend.get, m->pend.buf, m->pend.peer, m->pend.off,
+                     m->pend.ptr, m->pend.n, m->pend.round);
   int rc = rma_issue(m, m->pend.get, m->pend.buf, m->pend.peer, m->pend.off,
                      m->pend.ptr, m->pend.n, 1);
   if (rc == MPI_SUCCESS && m->pend.ptr == m->held) {

@@ -27,9 +27,9 @@
  * message rings the target's doorbell where it is applied.  Where MPI's
  * messages move bytes at least twice as fast as its RMA (measured once
  * per process when the first program's windows are made, or as
- * PLD_MPI_CARRY_KB says), a larger transfer goes as messages instead
- * (but a write held back to join the next, which stays RMA): a write as
- * one the peer applies and acknowledges like a signal's bytes,
+ * PLD_MPI_CARRY_KB says), a larger transfer goes as messages instead: a
+ * write as one the peer applies and acknowledges like a signal's bytes
+ * (at most 4 MiB of them in flight from this rank),
  * a read as a request the peer answers from its copy, this rank taking
  * the messages that arrive meanwhile; the bytes after a header travel in
  * a message of their own, received in place.

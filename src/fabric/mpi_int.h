@@ -14,6 +14,15 @@
  * bench_comm, 2026-12-06; two pieces in flight did no better than one). */
 #define PLD__MPI_MSG_PIECE ((size_t)4 << 20)
 
+/* A write as messages waits, taking messages meanwhile, while the bytes
+ * this rank sent and MPI has not completed would pass this many with its
+ * own: a stream of pld_put's writes as messages, all in flight at once,
+ * crossed btl tcp at 0.25 GB/s from 64 KiB to 64 MiB; so bounded, at
+ * 0.8 GB/s at 64 KiB, 2.4 at 256 KiB, 3.5 to 5.2 from 1 MiB, against
+ * 8 MiB: 0.2 to 0.8, 0.7 to 2.4, 2.7 to 5.0 (over ucx, bench_comm
+ * bandwidth, 2026-12-06). */
+#define PLD__MPI_MSG_FLIGHT PLD__MPI_MSG_PIECE
+
 /* The length of the piece at `at` of n, pieces of at most `most`. */
 static inline size_t pld__mpi_piece(size_t n, size_t at, size_t most) {
   return n - at < most ? n - at : most;
@@ -109,6 +118,7 @@ struct pld__mpi_prog {
   struct pld__mpi_listener listener;
   struct pld__mpi_poller poller;
   struct pld__mpi_outmsg *out;
+  size_t out_bytes; /* theirs, in all */
 };
 
 /* fabric/mpi_win.c: the collective part of pld__mpi_prog_create and

@@ -188,6 +188,7 @@ static int make_bells(struct pld__mpi_prog *m) {
 struct pld__mpi_outmsg {
   MPI_Request req[2];
   int nreq;
+  size_t bytes;
   struct pld__mpi_outmsg *next;
   unsigned char buf[];
 };
@@ -204,6 +205,7 @@ static int send_parts(struct pld__mpi_prog *m, int to, int tag,
     struct pld__mpi_outmsg *om = malloc(sizeof *om + hn + bn);
     if (!om)
       return MPI_ERR_NO_MEM;
+    om->bytes = hn + bn;
     memcpy(om->buf, head, hn);
     if (bn)
       memcpy(om->buf + hn, body, bn);
@@ -220,6 +222,7 @@ static int send_parts(struct pld__mpi_prog *m, int to, int tag,
     }
     om->next = m->out;
     m->out = om;
+    m->out_bytes += om->bytes;
   }
   return MPI_SUCCESS;
 }
@@ -245,6 +248,7 @@ static int reap_sent(struct pld__mpi_prog *m, int wait) {
     }
     struct pld__mpi_outmsg *om = *q;
     *q = om->next;
+    m->out_bytes -= om->bytes;
     free(om);
     any = 1;
   }
@@ -319,13 +323,26 @@ static int take_and_ack(struct pld__mpi_prog *m) {
   return rc == MPI_SUCCESS && m->nowed ? pld__mpi_acks_send(m) : rc;
 }
 
+/* Waits, taking messages, until n more bytes in flight stay within
+ * PLD__MPI_MSG_FLIGHT (or nothing is in flight).  Returns the MPI
+ * status. */
+static int make_room(struct pld__mpi_prog *m, size_t n) {
+  int rc = MPI_SUCCESS;
+  while (rc == MPI_SUCCESS && m->out_bytes > 0 &&
+         m->out_bytes + n > PLD__MPI_MSG_FLIGHT)
+    if (!reap_sent(m, 0))
+      rc = take_and_ack(m);
+  return rc;
+}
+
 int pld__mpi_put_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
                       const void *src, size_t n, int alone) {
   int rc = MPI_SUCCESS;
   for (size_t at = 0; at < n && rc == MPI_SUCCESS; at += PLD__MPI_MSG_PIECE) {
     size_t len = pld__mpi_piece(n, at, PLD__MPI_MSG_PIECE);
     struct ownmsg g = {OWN_PUT, buf, 0, 0, 0, buf, off + at, off + at, 0};
-    rc = send_own(m, peer, &g, (const unsigned char *)src + at, len, alone);
+    if ((rc = make_room(m, len)) == MPI_SUCCESS)
+      rc = send_own(m, peer, &g, (const unsigned char *)src + at, len, alone);
   }
   return rc;
 }
@@ -354,8 +371,9 @@ int pld__mpi_add_send(struct pld__mpi_prog *m, int peer, int buf, size_t off,
     size_t len = pld__mpi_piece(count, at, most);
     struct ownmsg g = {OWN_ADD, buf, (int32_t)dtype, 0, 0, 0, off + at * es,
                        0,       0};
-    rc = send_own(m, peer, &g, (const unsigned char *)src + at * es, len * es,
-                  0);
+    if ((rc = make_room(m, len * es)) == MPI_SUCCESS)
+      rc = send_own(m, peer, &g, (const unsigned char *)src + at * es, len * es,
+                    0);
   }
   return rc;
 }
