@@ -925,27 +925,36 @@ static void test_transfers_in_program_order(void **state) {
 
 /* ---- a barrier releases each rank's writes to every rank ---------------- */
 
-/* BAR_ROUNDS times: every rank but 0 stores row r of its x into row `me`
- * of rank 0's window, rank 0 into row 0 of rank 1's; after a barrier,
- * every rank gets rank 0's window, then rank 1's row 0 over its row 0
- * (what the others wrote there); a second barrier before the next round's
- * stores.  The stores are small (the MPI fabric holds them back for the
- * next signal to their peer, the barrier's credit, to carry), and the
- * readers are third ranks: each of a rank's barrier credits must release
- * its store to rank 0, not only its credit to rank 0. */
-enum { BAR_ROUNDS = 32, BAR_COLS = 16, BAR_MAX = 4 }; /* BAR_MAX: ranks */
-#define BAR_PARAMS                                                             \
-  PLD_IN(x, FP32, BAR_ROUNDS, BAR_COLS),                                       \
-      PLD_WINDOW(data, FP32, BAR_MAX, BAR_COLS), PLD_WINDOW(sig, INT32, NR),   \
-      PLD_OUT(seen, FP32, BAR_ROUNDS *BAR_MAX, BAR_COLS)
+/* rounds times: every rank but 0 writes row r of its x into row `me` of
+ * rank 0's window, rank 0 into row 0 of rank 1's; after a barrier, every
+ * rank gets rank 0's window, then rank 1's row 0 over its row 0 (what the
+ * others wrote there); a second barrier before the next round's writes.
+ * The readers are third ranks: each of a rank's barrier credits must
+ * release its write to rank 0, not only its credit to rank 0.  Small
+ * rows are stored (the MPI fabric holds them back for the next signal to
+ * their peer, the barrier's credit, to carry); rows of more than 16 KiB
+ * are put (held back to be joined with the next, then sent as messages
+ * where transfers go as messages: tools/mpirun.sh tcp-msg). */
+enum { BAR_MAX = 4 };                               /* ranks */
+enum { BAR_ROUNDS = 32, BAR_COLS = 16 };            /* stored rows */
+enum { BIG_ROUNDS = 4, BIG_COLS = (32 << 10) / 4 }; /* put rows, 32 KiB */
 
-PLD_KERNEL(k_bar_release, k, BAR_PARAMS) {
+static void bar_release(pld_core k, pld_tensor x, pld_window data,
+                        pld_window sig, pld_tensor seen, int rounds, int put) {
   int32_t me = pld_rank(k, pld_window_comm(data));
-  for (int r = 0; r < BAR_ROUNDS; r++) {
-    pld_remote_store(k, pld_load(k, x, r, 0, 1, BAR_COLS), data,
-                     me == 0 ? 1 : 0, me, 0, PLD_ATOMIC_NONE);
-    pld_barrier(k, sig);
+  for (int r = 0; r < rounds; r++) {
     pld_xfer o;
+    memset(&o, 0, sizeof o);
+    if (put) {
+      o.dst_row = me;
+      o.src_row = r;
+      o.rows = 1;
+      pld_put(k, data, me == 0 ? 1 : 0, x, &o);
+    } else {
+      pld_remote_store(k, pld_load(k, x, r, 0, 1, BAR_COLS), data,
+                       me == 0 ? 1 : 0, me, 0, PLD_ATOMIC_NONE);
+    }
+    pld_barrier(k, sig);
     memset(&o, 0, sizeof o);
     o.dst_row = r * BAR_MAX;
     pld_get(k, seen, 0, data, &o);
@@ -954,47 +963,59 @@ PLD_KERNEL(k_bar_release, k, BAR_PARAMS) {
     pld_barrier(k, sig);
   }
 }
-PLD_DEVICE(d_bar_release, a, BAR_PARAMS) {
-  pld_launch(a, k_bar_release, 1, x, data, sig, seen);
-}
-PLD_HOST(h_bar_release, h, PLD_IN(x, FP32, NR, BAR_ROUNDS, BAR_COLS),
-         PLD_OUT(seen, FP32, NR, BAR_ROUNDS *BAR_MAX, BAR_COLS)) {
-  int n = pld_world_size(h);
-  pld_window_buf data =
-      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(BAR_MAX, BAR_COLS));
-  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
-  for (int r = 0; r < n; r++)
-    pld_dispatch(
-        h, d_bar_release, r, pld_slice(h, x, r),
-        pld_window_view(h, data, PLD_FP32, PLD_SHAPE(BAR_MAX, BAR_COLS)),
-        pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
-        pld_slice(h, seen, r));
-}
 
-static void run_bar_release(int n) {
+#define BAR_PARAMS(R, C)                                                       \
+  PLD_IN(x, FP32, R, C), PLD_WINDOW(data, FP32, BAR_MAX, C),                   \
+      PLD_WINDOW(sig, INT32, NR), PLD_OUT(seen, FP32, R *BAR_MAX, C)
+
+/* The kernel, device and host functions of rows of C columns, R rounds. */
+#define BAR_PROGRAM(name, R, C, put)                                           \
+  PLD_KERNEL(k_##name, k, BAR_PARAMS(R, C)) {                                  \
+    bar_release(k, x, data, sig, seen, R, put);                                \
+  }                                                                            \
+  PLD_DEVICE(d_##name, a, BAR_PARAMS(R, C)) {                                  \
+    pld_launch(a, k_##name, 1, x, data, sig, seen);                            \
+  }                                                                            \
+  PLD_HOST(h_##name, h, PLD_IN(x, FP32, NR, R, C),                             \
+           PLD_OUT(seen, FP32, NR, R *BAR_MAX, C)) {                           \
+    int n = pld_world_size(h);                                                 \
+    pld_window_buf data =                                                      \
+        pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(BAR_MAX, C));            \
+    pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));   \
+    for (int r = 0; r < n; r++)                                                \
+      pld_dispatch(h, d_##name, r, pld_slice(h, x, r),                         \
+                   pld_window_view(h, data, PLD_FP32, PLD_SHAPE(BAR_MAX, C)),  \
+                   pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),           \
+                   pld_slice(h, seen, r));                                     \
+  }
+
+BAR_PROGRAM(bar_stores, BAR_ROUNDS, BAR_COLS, 0)
+BAR_PROGRAM(bar_puts, BIG_ROUNDS, BIG_COLS, 1)
+
+/* Runs host function h (BAR_PROGRAM's, rows of `cols` columns, `rounds`
+ * rounds) over n ranks, three times, against what every rank must see. */
+static void run_bar_release(int n, pld_host_fn h, int rounds, int cols) {
   pld_config cfg = comm_config(n);
-  const int per = BAR_ROUNDS * BAR_COLS,
-            seen_per = BAR_ROUNDS * BAR_MAX * BAR_COLS;
-  pld_tensor x =
-      pld_test_tensor(3, (int64_t[]){n, BAR_ROUNDS, BAR_COLS}, 0.5f, 11);
+  const int per = rounds * cols, seen_per = rounds * BAR_MAX * cols;
+  pld_tensor x = pld_test_tensor(3, (int64_t[]){n, rounds, cols}, 0.5f, 11);
   pld_tensor seen =
-      pld_test_tensor(3, (int64_t[]){n, BAR_ROUNDS * BAR_MAX, BAR_COLS}, 0, 0);
-  float *want = calloc((size_t)(n * seen_per), sizeof(float));
+      pld_test_tensor(3, (int64_t[]){n, rounds * BAR_MAX, cols}, 0, 0);
+  float *want = calloc((size_t)n * (size_t)seen_per, sizeof(float));
   assert_non_null(want);
   /* Round r: row w of what every rank sees is rank w's row r of x (rank
    * 0's in row 0, from rank 1's window); rows from n on stay 0. */
   const float *xs = pld_tensor_data(x);
   for (int q = 0; q < n; q++)
-    for (int r = 0; r < BAR_ROUNDS; r++)
+    for (int r = 0; r < rounds; r++)
       for (int w = 0; w < n; w++)
-        memcpy(want + q * seen_per + (r * BAR_MAX + w) * BAR_COLS,
-               xs + w * per + r * BAR_COLS, sizeof(float) * BAR_COLS);
+        memcpy(want + q * seen_per + (r * BAR_MAX + w) * cols,
+               xs + w * per + r * cols, sizeof(float) * (size_t)cols);
   pld_program *p;
-  assert_ok(pld_compile(h_bar_release, &cfg, PLD_ARGS(x, seen), &p));
+  assert_ok(pld_compile(h, &cfg, PLD_ARGS(x, seen), &p));
   for (int run = 0; run < 3; run++) {
     assert_ok(pld_program_run(p, PLD_ARGS(x, seen)));
     comm_expect_f32("seen (rank 0's window and rank 1's row 0, each round)",
-                    pld_tensor_data(seen), want, n * seen_per);
+                    pld_tensor_data(seen), want, (int64_t)n * seen_per);
   }
   pld_program_destroy(p);
   free(want);
@@ -1002,9 +1023,22 @@ static void run_bar_release(int n) {
   pld_tensor_destroy(seen);
 }
 
+static void run_bar_stores(int n) {
+  run_bar_release(n, h_bar_stores, BAR_ROUNDS, BAR_COLS);
+}
+
+static void run_bar_puts(int n) {
+  run_bar_release(n, h_bar_puts, BIG_ROUNDS, BIG_COLS);
+}
+
 static void test_barrier_releases_to_every_rank(void **state) {
   (void)state;
-  comm_over_rank_counts(run_bar_release);
+  comm_over_rank_counts(run_bar_stores);
+}
+
+static void test_barrier_releases_large_puts(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_bar_puts);
 }
 
 static const struct CMUnitTest tests[] = {
@@ -1021,6 +1055,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_put_notify),
     cmocka_unit_test(test_transfers_in_program_order),
     cmocka_unit_test(test_barrier_releases_to_every_rank),
+    cmocka_unit_test(test_barrier_releases_large_puts),
 };
 
 PLD_TEST_MAIN("comm_rma", tests)
