@@ -4,6 +4,7 @@
 
 #include "comm/comm.h"
 #include "core/alloc.h"
+#include "core/timeline.h"
 #include "pld/rma.h"
 #include "tile/tile.h"
 
@@ -657,12 +658,25 @@ static inline int plain_transfer(struct pld__core *c, const char *fn, int put,
     *st = c->status;
     return 1;
   }
-  pld__obs_group_begin(); /* the timing model's records: rma_transfer's */
+  /* The timing model's records: rma_transfer's, or where the model alone
+   * observes and this transfer repeats the last, that counted, the bytes
+   * moved by the device's own fabric (the wrapper would only record). */
+  const int again =
+      pld__obs_model_alone() &&
+      pld__obs_xfer_repeats((put ? PLD__TL_PUT : PLD__TL_GET) | PLD__TL_LATER,
+                            world, (int64_t)len);
+  if (again)
+    f = c->env->poll;
+  else
+    pld__obs_group_begin();
   int r = put ? f->ops->write_later(f, w->win_buf, world, off, at, len)
               : f->ops->read_later(f, w->win_buf, world, off, at, len);
   if (!r)
     r = f->ops->flush(f, world);
-  pld__obs_group_end();
+  if (!again)
+    pld__obs_group_end();
+  else if (!r)
+    pld__obs_xfer_repeated();
   *st = r ? fabric_failed(c, fn, r) : PLD_OK;
   return 1;
 }

@@ -457,14 +457,21 @@ static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
  * PLD__TL_FLUSHED) repeats (held back in again), or the flush after it,
  * which makes it one more repetition of it.  Called with no work
  * pending. */
+/* Whether a transfer (sub, with peer, of a bytes), flushed, would be one
+ * more repetition of the transfer held back, r. */
+static inline int pld__obs_held_again(const struct pld__mrec *r, int sub,
+                                      int32_t peer, int64_t a) {
+  return peer == r->peer && !(sub & PLD__TL_FLUSHED) &&
+         (sub | PLD__TL_FLUSHED) == r->sub && a == r->a && r->b < INT32_MAX;
+}
+
 static inline int pld__obs_repeat(int kind, int sub, int32_t peer, int64_t a) {
   struct pld__observer *o = &pld__obs;
   struct pld__mrec *r = &o->held;
   if (!o->hold || peer != r->peer)
     return 0;
   if (!o->again) {
-    if (kind != PLD__TL_XFER || (sub | PLD__TL_FLUSHED) != r->sub ||
-        (sub & PLD__TL_FLUSHED) || a != r->a || r->b >= INT32_MAX)
+    if (kind != PLD__TL_XFER || !pld__obs_held_again(r, sub, peer, a))
       return 0;
     o->again = 1;
     return 1;
@@ -475,6 +482,19 @@ static inline int pld__obs_repeat(int kind, int sub, int32_t peer, int64_t a) {
   o->again = 0;
   return 1;
 }
+
+/* Whether a plain transfer (sub: PLD__TL_PUT or _GET, | PLD__TL_LATER) of
+ * a bytes with peer, then its flush, would be one more repetition of the
+ * transfer held back: pld__obs_repeat's two steps in one test, so that a
+ * loop of plain puts or gets costs its records that test and
+ * pld__obs_xfer_repeated once each transfer is done. */
+static inline int pld__obs_xfer_repeats(int sub, int32_t peer, int64_t a) {
+  const struct pld__observer *o = &pld__obs;
+  return o->model && o->hold && !o->again && !o->work.pending && !o->npend &&
+         pld__obs_held_again(&o->held, sub, peer, a);
+}
+
+static inline void pld__obs_xfer_repeated(void) { pld__obs.held.b++; }
 
 static inline void pld__obs_model(int kind, int sub, int32_t peer, int64_t a,
                                   int32_t b, const char *name) {

@@ -276,7 +276,7 @@ static void test_matmul_peak(void **state) {
 PLD_DYNAMIC(PN); /* elements of the data */
 PLD_DYNAMIC(SC); /* cells of the collectives' signal window */
 
-enum { DO_PUT, DO_PING, DO_BARRIER, DO_ALLREDUCE, DO_COLLS };
+enum { DO_PUT, DO_PING, DO_BARRIER, DO_ALLREDUCE, DO_COLLS, DO_PUT_HALVES };
 
 #define COMM_PARAMS                                                            \
   PLD_IN(x, FP32, PN), PLD_WINDOW(data, FP32, PN), PLD_WINDOW(sig, INT32, SC), \
@@ -284,7 +284,8 @@ enum { DO_PUT, DO_PING, DO_BARRIER, DO_ALLREDUCE, DO_COLLS };
       PLD_SCALAR(arg, INT32)
 
 /* One block: rank 0 puts x into rank 1's window (DO_PUT), `arg` times
- * one after the other (at least once); ranks 0 and 1
+ * one after the other (at least once), or x and its first half in turn,
+ * `arg` times each (DO_PUT_HALVES); ranks 0 and 1
  * hand a signal back and forth `arg` times (DO_PING); every rank meets
  * in a barrier, `arg` times (at least once; DO_BARRIER) or allreduces its
  * window in mode `arg` (DO_ALLREDUCE); or allreduces in each mode, then
@@ -294,6 +295,9 @@ PLD_KERNEL(k_comm, k, COMM_PARAMS) {
   int32_t me = pld_rank(k, pld_window_comm(data));
   for (int32_t i = 0; what == DO_PUT && me == 0 && i < (arg > 1 ? arg : 1); i++)
     pld_put(k, data, 1, x, NULL);
+  pld_xfer half = {.rows = 1, .cols = (int32_t)(pld_tensor_dim(x, 0) / 2)};
+  for (int32_t i = 0; what == DO_PUT_HALVES && me == 0 && i < 2 * arg; i++)
+    pld_put(k, data, 1, x, i % 2 ? &half : NULL);
   for (int32_t i = 0; what == DO_PING && me < 2 && i < arg; i++) {
     if (me == 1)
       pld_wait(k, ping, PLD_AT(0), i + 1, PLD_WAIT_GE);
@@ -388,6 +392,13 @@ static void run_put(int n) {
   assert_within_2pct(
       "50 puts of 4 KiB", l.span[0],
       50 * (FIG(m, LINK_NS) + model_bytes_ns(4096, FIG(m, LINK_GBPS))));
+  /* Puts of 4 KiB and 2 KiB in turn: each its own size, none counted as
+   * a repetition of the other. */
+  struct comm_run h = run_comm(n, 1024, DO_PUT_HALVES, 50);
+  assert_within_2pct("50 puts of 4 KiB and 50 of 2 KiB in turn", h.span[0],
+                     50 * (2 * FIG(m, LINK_NS) +
+                           model_bytes_ns(4096, FIG(m, LINK_GBPS)) +
+                           model_bytes_ns(2048, FIG(m, LINK_GBPS))));
   /* The difference of two puts isolates the bandwidths: the link's, and
    * the host's copying each rank's slice of x in first (each rank's own
    * link to the host, at once; x is In, nothing is copied out). */
