@@ -108,10 +108,11 @@
  *     quick: 5 timings of 20 ms, sizes up to 1 MiB, for a smoke test;
  *     F: shm (the default), mpi-shm, mpi-tcp, mpi-ucx.
  *
- *   bench_coll model-cost [-b -e -f -n -c] [-r ROUNDS] [-t MS]
+ *   bench_coll model-cost [-b -e -f -n -c] [-r ROUNDS] [-t MS] [--control]
  *     what the timing model's recording costs each collective, on the shm
  *     fabric (model_cost, below): sizes 64 B to 1 MiB by 16, 2 and 4
- *     ranks, 11 rounds, runs of about 10 ms, unless given.
+ *     ranks, 21 rounds, runs of about 10 ms, unless given; --control:
+ *     both programs with the model off.
  *
  * Nothing here fails on a slow result: figures are printed next to their
  * targets.  The exit status is 1 only if a pld call failed or a result
@@ -1386,7 +1387,8 @@ static void print_targets(const struct run *R) {
  * model-cost: what recording for the timing model costs each collective
  * (issue 26, target 6: at most 10% more wall time with it on).  For each
  * rank count, collective and size, the timing program twice, prepared
- * with pld_config.model "off" and "on", run alternately R->o.reps rounds
+ * with pld_config.model "off" and "on" (both "off" with `control`), their
+ * devices pinned alike (pin_devices_alike), run alternately R->o.reps rounds
  * in this process, each first in every other round, so that a machine
  * that gets busier or quieter, and the threads of the program that ran
  * just before (still polling for work), weigh on both alike.  A run is
@@ -1396,15 +1398,19 @@ static void print_targets(const struct run *R) {
  * the target's verdict. Returns 1 if a pld call failed. */
 enum { MC_TIMINGS = 5 };
 
-static int model_cost(const struct run *R, double run_s) {
-  static const char *const model[2] = {"off", "on"};
+static int model_cost(const struct run *R, double run_s, int control) {
+  const char *const model[2] = {"off", control ? "off" : "on"};
   int rows = 0, met = 0, bad = 0;
   double worst = 0;
   printf("bench_coll model-cost: each collective (FP32 SUM) with the timing "
-         "model off and on,\n  two prepared programs run alternately, %d "
+         "model off and %s,\n  two prepared programs run alternately, %d "
          "rounds of %d timings of about %.0f ms in all each,\n  us per call "
          "(medians); on/off: the median of the rounds' ratios\n",
-         R->o.reps, MC_TIMINGS, run_s * 1e3);
+         model[1], R->o.reps, MC_TIMINGS, run_s * 1e3);
+  if (control)
+    printf("  control: both programs with the model off, so the verdicts "
+           "show this method's own noise\n");
+  pin_devices_alike();
   print_busy("figures");
   printf("%5s  %-15s %9s %11s %11s %7s   issue 26 target 6: on/off <= "
          "1.10x\n",
@@ -1527,7 +1533,7 @@ static int select_worlds(struct run *R, char *list) {
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [-b BYTES] [-e BYTES] [-f FACTOR] [-n RANKS,...] "
-          "[-c COLL,...] [-r REPS] [-t MS] [quick | model-cost] "
+          "[-c COLL,...] [-r REPS] [-t MS] [quick | model-cost [--control]] "
           "[--fabric F]\n"
           "  sizes: -b and -e (K, M, G) and every power of -f between "
           "(8, 64M, 4)\n"
@@ -1538,8 +1544,9 @@ static void usage(const char *argv0) {
           "  quick: 5 timings of 20 ms, sizes up to 1 MiB\n"
           "  model-cost: each collective with the timing model off and on, "
           "alternately:\n"
-          "    -r rounds (11), -t ms a run (10), sizes 64 B to 1 MiB by 16, "
-          "2 and 4 ranks\n"
+          "    -r rounds (21), -t ms a run (10), sizes 64 B to 1 MiB by 16, "
+          "2 and 4 ranks;\n"
+          "    --control: both with the model off (the method's own noise)\n"
           "  --fabric: shm (pld's shared-memory fabric, the default), "
           "mpi-shm, mpi-tcp, mpi-ucx\n"
           "    (pld's MPI fabric and Open MPI under tools/mpirun.sh shm, tcp, "
@@ -1551,7 +1558,7 @@ int main(int argc, char **argv) {
   static struct run R; /* large: not on the stack */
   int64_t b = 8, e = -1, f = 4;
   int reps = 0, opt, quick = 0, any = 0, in_job = 0, cost = 0, sized = 0;
-  int worlds_given = 0;
+  int worlds_given = 0, control = 0;
   double ms = 0;
   char worlds[] = "2,4,8";
   select_worlds(&R, worlds);
@@ -1559,6 +1566,7 @@ int main(int argc, char **argv) {
   static const struct option longs[] = {
       {"fabric", required_argument, NULL, 'F'},
       {"job", no_argument, NULL, 'J'},
+      {"control", no_argument, NULL, 'K'},
       {NULL, 0, NULL, 0}};
   while ((opt = getopt_long(argc, argv, "b:e:f:n:c:r:t:h", longs, NULL)) !=
          -1) {
@@ -1569,6 +1577,9 @@ int main(int argc, char **argv) {
       break;
     case 'J':
       in_job = 1;
+      break;
+    case 'K':
+      control = 1;
       break;
     case 'b': /* at least an element */
       bad = (b = parse_bytes(optarg)) < 4;
@@ -1608,7 +1619,7 @@ int main(int argc, char **argv) {
     quick |= strcmp(argv[i], "quick") == 0;
     cost |= strcmp(argv[i], "model-cost") == 0;
     if (quick + cost != i - optind + 1 || (quick && cost) ||
-        (cost && (fabric->setting || in_job))) {
+        (cost && (fabric->setting || in_job)) || (control && !cost)) {
       usage(argv[0]);
       return 2;
     }
@@ -1620,10 +1631,10 @@ int main(int argc, char **argv) {
     if (!sized)
       b = 64, e = 1 << 20, f = 16;
     make_sizes(&R, b, e < 0 ? 1 << 20 : e, f);
-    R.o.reps = reps ? reps : 11;
+    R.o.reps = reps ? reps : 21;
     for (int c = 0; c < NCOLLS && !any; c++)
       R.want[c] = 1;
-    return model_cost(&R, (ms > 0 ? ms : 10) * 1e-3) || failed;
+    return model_cost(&R, (ms > 0 ? ms : 10) * 1e-3, control) || failed;
   }
   if (e < 0)
     e = quick ? 1 << 20 : 64 << 20;

@@ -87,7 +87,7 @@ PLD_DYNAMIC(NS); /* and its signal cells */
 /* Parameters of a run, an In tensor of each rank (a tensor rather than
  * scalars, whose values a compiled program fixes, so that a calibration
  * run and the measured run share one program). */
-enum { P_ITERS = 0, P_REPS = 1, NPARAMS = 4 };
+enum { P_ITERS = 0, P_REPS = 1, P_SIZES = 2, NPARAMS = 4 };
 
 /* ---- (1) barrier --------------------------------------------------------- */
 
@@ -230,6 +230,10 @@ PLD_KERNEL(bandwidth, k, PLD_IN(params, INT64, NPARAMS),
            PLD_WINDOW(dst, FP32, MAX_ROWS, COLS), PLD_WINDOW(sig, INT32, 2),
            PLD_OUT(t, FP64, 3, NSIZES, MAX_REPS)) {
   const int64_t reps = (int64_t)pld_read(k, params, PLD_AT(P_REPS));
+  /* The sweep's first P_SIZES sizes (0: all). */
+  const int64_t sizes = (int64_t)pld_read(k, params, PLD_AT(P_SIZES));
+  const size_t top =
+      sizes > 0 && sizes < NSIZES ? MIN_BYTES << (2 * (sizes - 1)) : MAX_BYTES;
   if (pld_rank(k, pld_window_comm(sig)) != 0) {
     pld_wait(k, sig, PLD_AT(0), 1, PLD_WAIT_GE);
     return;
@@ -241,7 +245,7 @@ PLD_KERNEL(bandwidth, k, PLD_IN(params, INT64, NPARAMS),
     memset(pb, 2, MAX_BYTES);
   }
   int64_t s = 0;
-  for (size_t bytes = MIN_BYTES; bytes <= MAX_BYTES; bytes *= 4, s++) {
+  for (size_t bytes = MIN_BYTES; bytes <= top; bytes *= 4, s++) {
     pld_xfer x;
     memset(&x, 0, sizeof x);
     x.rows = (int32_t)(bytes / (COLS * sizeof(float)));
@@ -904,12 +908,65 @@ static void bench_bandwidth(int reps) {
  * twice, prepared, with pld_config.model "off" and "on", run alternately
  * `rounds` times, each first in every other round, so that a machine that
  * gets busier or quieter, and the threads of the program that ran just
- * before (still polling for work), weigh on both alike
- * (bench/model_cost.py compares separate processes, whose ranks land on
- * the CPUs differently from one to the next).  Each run's figure is
+ * before (still polling for work), weigh on both alike, their devices
+ * pinned alike (pin_devices_alike; bench/model_cost.py compares separate
+ * processes, pinned alike too).  Each run's figure is
  * slowest_median's of 5 timings; printed: the medians over the rounds and
  * the median of the rounds' on/off ratios, next to issue 26's target 6.
  * Returns 1 if a pld call failed. */
+/* One row of model-cost: ns per call off and on, the median on/off. */
+static void cost_row(const char *what, double off_ns, double on_ns, double r) {
+  printf("  %-34s %12.1f %12.1f %8.2fx   %s\n", what, off_ns, on_ns, r,
+         r <= 1.10 ? "met" : "MISSED");
+}
+
+/* model-cost's transfers: pld_put and pld_get between 2 ranks, the
+ * bandwidth program's first MC_SIZES sizes (4 KiB to 1 MiB), off and on
+ * alternately as model_cost runs its rows.  Returns 1 if a pld call
+ * failed. */
+enum { MC_SIZES = 5 };
+
+static int model_cost_transfers(int rounds, const char *const model[2]) {
+  enum { TIMINGS = 5 };
+  /* [model][op][size][round]: seconds per transfer */
+  static double fig[2][2][MC_SIZES][MAX_REPS];
+  struct prog g[2];
+  const int64_t tshape[] = {3, NSIZES, MAX_REPS};
+  int st = 0;
+  for (int m = 0; m < 2; m++)
+    st |= prog_init(&g[m], bandwidth_host, 2, 3, tshape, model[m]);
+  for (int i = 0; i < rounds && !st; i++)
+    for (int k = 0; k < 2 && !st; k++) {
+      const int m = k ^ (i & 1); /* (off first every other round) */
+      int64_t *pv = pld_tensor_data(g[m].params);
+      for (int r = 0; r < 2; r++)
+        pv[r * NPARAMS + P_SIZES] = MC_SIZES;
+      if ((st = prog_run(&g[m], 1, TIMINGS)))
+        break;
+      const double *tv = pld_tensor_data(g[m].t); /* rank 0's */
+      for (int op = 0; op < 2; op++)
+        for (int z = 0; z < MC_SIZES; z++) {
+          double v[TIMINGS];
+          memcpy(v, tv + (op * NSIZES + z) * MAX_REPS, sizeof v);
+          fig[m][op][z][i] = median(v, TIMINGS);
+        }
+    }
+  for (int op = 0; op < 2 && !st; op++)
+    for (int z = 0; z < MC_SIZES; z++) {
+      double ratio[MAX_REPS];
+      for (int i = 0; i < rounds; i++)
+        ratio[i] = fig[1][op][z][i] / fig[0][op][z][i];
+      char what[64];
+      snprintf(what, sizeof what, "%s %zu KiB, 2 ranks",
+               op ? "pld_get" : "pld_put", (MIN_BYTES << (2 * z)) >> 10);
+      cost_row(what, median(fig[0][op][z], rounds) * 1e9,
+               median(fig[1][op][z], rounds) * 1e9, median(ratio, rounds));
+    }
+  for (int m = 0; m < 2; m++)
+    prog_release(&g[m]);
+  return st != 0;
+}
+
 static int model_cost(int rounds) {
   static const char *const model[2] = {"off", "on"};
   static const struct {
@@ -922,10 +979,12 @@ static int model_cost(int rounds) {
               {allreduce_host, 2, 3000, 4096},
               {allreduce_host, 2, 1000, 16384}};
   enum { TIMINGS = 5 };
-  printf("model-cost: loops of pld_barrier and pld_allreduce (auto, FP32) "
-         "with the timing\n  model off and on, two programs run alternately "
-         "in this process, %d rounds, ns per call (medians)\n",
+  printf("model-cost: loops of pld_barrier, pld_allreduce (auto, FP32), "
+         "pld_put and pld_get\n  with the timing model off and on, two "
+         "programs run alternately in this process,\n  %d rounds, ns per "
+         "call (medians)\n",
          rounds);
+  pin_devices_alike();
   print_busy("figures");
   printf("  call                                    off           on   on/off"
          "   issue 26 target 6: on/off <= 1.10x\n");
@@ -955,16 +1014,14 @@ static int model_cost(int rounds) {
       else
         snprintf(what, sizeof what, "barrier, %d ranks%s", n,
                  n > 2 ? " (oversubscribed)" : "");
-      const double r = median(ratio, rounds);
-      printf("  %-34s %12.1f %12.1f %8.2fx   %s\n", what,
-             median(fig[0], rounds) * 1e9, median(fig[1], rounds) * 1e9, r,
-             r <= 1.10 ? "met" : "MISSED");
+      cost_row(what, median(fig[0], rounds) * 1e9, median(fig[1], rounds) * 1e9,
+               median(ratio, rounds));
     }
     bad |= st != 0;
     for (int m = 0; m < 2; m++)
       prog_release(&g[m]);
   }
-  return bad;
+  return model_cost_transfers(rounds, model) || bad;
 }
 
 static int usage(const char *argv0) {
