@@ -84,6 +84,10 @@ def main():
               % (k, a, b, cost, "met" if cost <= 1.10 else "MISSED"))
     print("model_cost.py: time on/off <= 1.10x at %d of %d figures"
           % (met, rows))
+    print("  (separate processes: the small transfers' figures move by up "
+          "to 20% from one\n  process to the next whatever the model "
+          "does; bench_comm model-cost compares\n  the same calls in one "
+          "process)")
     sys.exit(status)
 
 
