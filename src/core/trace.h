@@ -489,9 +489,9 @@ static inline int pld__obs_repeat(int kind, int sub, int32_t peer, int64_t a) {
  * loop of plain puts or gets costs its records that test and
  * pld__obs_xfer_repeated once each transfer is done. */
 static inline int pld__obs_xfer_repeats(int sub, int32_t peer, int64_t a) {
-  const struct pld__observer *o = &pld__obs;
-  return o->model && o->hold && !o->again && !o->work.pending && !o->npend &&
-         pld__obs_held_again(&o->held, sub, peer, a);
+  return pld__obs.model && pld__obs.hold && !pld__obs.again &&
+         !pld__obs.work.pending && !pld__obs.npend &&
+         pld__obs_held_again(&pld__obs.held, sub, peer, a);
 }
 
 static inline void pld__obs_xfer_repeated(void) { pld__obs.held.b++; }
