@@ -902,18 +902,8 @@ static void bench_bandwidth(int reps) {
          at4_mc >> 10);
 }
 
-/* ---- model-cost -----------------------------------------------------------
- * What the timing model's recording costs the shortest calls it
- * records, a barrier and a small allreduce, in one process: each host
- * twice, prepared, with pld_config.model "off" and "on", run alternately
- * `rounds` times, each first in every other round, so that a machine that
- * gets busier or quieter, and the threads of the program that ran just
- * before (still polling for work), weigh on both alike, their devices
- * pinned alike (pin_devices_alike; bench/model_cost.py compares separate
- * processes, pinned alike too).  Each run's figure is
- * slowest_median's of 5 timings; printed: the medians over the rounds and
- * the median of the rounds' on/off ratios, next to issue 26's target 6.
- * Returns 1 if a pld call failed. */
+/* ---- model-cost: its rows ----------------------------------------------- */
+
 /* One row of model-cost: ns per call off and on, the median on/off. */
 static void cost_row(const char *what, double off_ns, double on_ns, double r) {
   printf("  %-34s %12.1f %12.1f %8.2fx   %s\n", what, off_ns, on_ns, r,
@@ -935,12 +925,13 @@ static int model_cost_transfers(int rounds, const char *const model[2]) {
   int st = 0;
   for (int m = 0; m < 2; m++)
     st |= prog_init(&g[m], bandwidth_host, 2, 3, tshape, model[m]);
+  for (int m = 0; m < 2 && !st; m++)
+    for (int r = 0; r < 2; r++)
+      ((int64_t *)pld_tensor_data(g[m].params))[r * NPARAMS + P_SIZES] =
+          MC_SIZES;
   for (int i = 0; i < rounds && !st; i++)
     for (int k = 0; k < 2 && !st; k++) {
       const int m = k ^ (i & 1); /* (off first every other round) */
-      int64_t *pv = pld_tensor_data(g[m].params);
-      for (int r = 0; r < 2; r++)
-        pv[r * NPARAMS + P_SIZES] = MC_SIZES;
       if ((st = prog_run(&g[m], 1, TIMINGS)))
         break;
       const double *tv = pld_tensor_data(g[m].t); /* rank 0's */
@@ -967,6 +958,18 @@ static int model_cost_transfers(int rounds, const char *const model[2]) {
   return st != 0;
 }
 
+/* ---- model-cost -----------------------------------------------------------
+ * What the timing model's recording costs the shortest calls it
+ * records, a barrier and a small allreduce, in one process: each host
+ * twice, prepared, with pld_config.model "off" and "on", run alternately
+ * `rounds` times, each first in every other round, so that a machine that
+ * gets busier or quieter, and the threads of the program that ran just
+ * before (still polling for work), weigh on both alike, their devices
+ * pinned alike (pin_devices_alike; bench/model_cost.py compares separate
+ * processes, pinned alike too).  Each run's figure is
+ * slowest_median's of 5 timings; printed: the medians over the rounds and
+ * the median of the rounds' on/off ratios, next to issue 26's target 6.
+ * Returns 1 if a pld call failed. */
 static int model_cost(int rounds) {
   static const char *const model[2] = {"off", "on"};
   static const struct {
