@@ -5,10 +5,13 @@
  * repetitions, like pld's.
  *
  *   mpirun -np N mpi_ref barrier ITERS REPS
- *       one line: microseconds per MPI_Barrier.  Each repetition aligns the
- *       ranks with a barrier, times ITERS barriers (fewer when they would
- *       take over REP_SECONDS: a slow transport), and keeps the slowest
- *       rank's time (MPI_MAX) divided by their number.
+ *       two lines: microseconds per MPI_Barrier, then per MPI_Ibarrier
+ *       completed by polling MPI_Test (a waiter that returns to its caller
+ *       between looks, as a pld kernel's wait does: it must still see the
+ *       watch and a stop).  Each repetition aligns the ranks with a
+ *       barrier, times ITERS barriers (fewer when they would take over
+ *       REP_SECONDS: a slow transport), and keeps the slowest rank's time
+ *       (MPI_MAX) divided by their number.
  *
  *   mpirun -np 2 mpi_ref pingpong ITERS REPS [POLLS]
  *       POLLS lines (2 by default; 1 for a transport that writes a window
@@ -74,26 +77,49 @@ static int capped(double t, int most) {
   return (int)iters_for(t, REP_SECONDS, 1, most);
 }
 
-static void bench_barrier(int me, int iters, int reps) {
+/* One barrier: MPI_Barrier, or (polled) MPI_Ibarrier and MPI_Test until
+ * it completes. */
+static void barrier_once(int polled) {
+  if (!polled) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
+  MPI_Request r;
+  int done = 0;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  while (!done)
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+}
+
+/* Prints microseconds per barrier (barrier_once(polled)), the median of
+ * reps repetitions of at most iters. */
+static void time_barriers(int me, int iters, int reps, int polled) {
   double *t = calloc((size_t)reps, sizeof *t);
   for (int i = 0; i < 100; i++) /* warm up the collective's paths */
-    MPI_Barrier(MPI_COMM_WORLD);
+    barrier_once(polled);
   const double tc = MPI_Wtime();
   for (int i = 0; i < 20; i++)
-    MPI_Barrier(MPI_COMM_WORLD);
+    barrier_once(polled);
   iters = capped((MPI_Wtime() - tc) / 20, iters);
   for (int r = 0; r < reps; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
     for (int i = 0; i < iters; i++)
-      MPI_Barrier(MPI_COMM_WORLD);
+      barrier_once(polled);
     double mine = (MPI_Wtime() - t0) / iters, slowest = 0;
     MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     t[r] = slowest;
   }
-  if (me == 0)
+  if (me == 0) {
     printf("%.6f\n", median(t, reps) * 1e6);
+    fflush(stdout);
+  }
   free(t);
+}
+
+static void bench_barrier(int me, int iters, int reps) {
+  time_barriers(me, iters, reps, 0);
+  time_barriers(me, iters, reps, 1);
 }
 
 /* Adds 1 to peer's counter, complete at the target when it returns. */
