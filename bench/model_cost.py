@@ -78,10 +78,11 @@ def main():
         a, b = statistics.median(off), statistics.median(on)
         # The time on against off: a rate (GB/s) the other way round.
         cost = a / b if k.endswith("GB/s") else b / a
+        ok = cost <= 1.10
         rows += 1
-        met += cost <= 1.10
+        met += ok
         print("  %-24s off %9.3f  on %9.3f  time on/off %.2fx  %s"
-              % (k, a, b, cost, "met" if cost <= 1.10 else "MISSED"))
+              % (k, a, b, cost, "met" if ok else "MISSED"))
     print("model_cost.py: time on/off <= 1.10x at %d of %d figures"
           % (met, rows))
     print("  (separate processes: the small transfers' figures move by up "

@@ -452,11 +452,6 @@ static inline int pld__fold_next(int kind, int sub, int32_t peer, int64_t a,
   return 1;
 }
 
-/* Whether the record is the next step of a loop of plain puts or gets
- * (then counted, not stored): the transfer that the held one (of
- * PLD__TL_FLUSHED) repeats (held back in again), or the flush after it,
- * which makes it one more repetition of it.  Called with no work
- * pending. */
 /* Whether a transfer (sub, with peer, of a bytes), flushed, would be one
  * more repetition of the transfer held back, r. */
 static inline int pld__obs_held_again(const struct pld__mrec *r, int sub,
@@ -465,6 +460,11 @@ static inline int pld__obs_held_again(const struct pld__mrec *r, int sub,
          (sub | PLD__TL_FLUSHED) == r->sub && a == r->a && r->b < INT32_MAX;
 }
 
+/* Whether the record is the next step of a loop of plain puts or gets
+ * (then counted, not stored): the transfer that the held one (of
+ * PLD__TL_FLUSHED) repeats (held back in again), or the flush after it,
+ * which makes it one more repetition of it.  Called with no work
+ * pending. */
 static inline int pld__obs_repeat(int kind, int sub, int32_t peer, int64_t a) {
   struct pld__observer *o = &pld__obs;
   struct pld__mrec *r = &o->held;
