@@ -13,9 +13,9 @@
  * protocol: every synchronisation of a call adds one credit to the
  * sender's cell on the receiver, and before returning each call takes
  * back, from its own cells, the credits it received, so the window is zero
- * again after every call.  A rank that finishes a call early can only be
- * one call ahead (it needs everyone's credits to finish); its credits for
- * the next call wait in the cells, where the slower rank's next call
+ * again after every call.  A rank that finishes a call early is a call
+ * ahead at most (a few, for small broadcasts: pld/collective.h); its credits
+ * for the next call wait in the cells, where the slower rank's next call
  * counts them.  Each call also writes what it is (collective, dtype,
  * size, root, mode) where the others compare it: had one rank called the
  * collectives in another order, every rank would fail with

@@ -24,10 +24,11 @@
  * kernel.  Of each lane of PLD_SIGNAL_LANE_CELLS(P) cells, the first 2P
  * (credits, and all-to-all-v's row counts) and cells 2P+1 to 2P+3 are zero
  * again after each call; cell 2P holds the rank's number of collective
- * calls on the lane (barriers not counted); from cell 2P+4 on, a slot of
- * PLD_COLL_DESC_CELLS + PLD_COLL_EAGER_BYTES / 4 cells per rank s and call
- * parity keeps what rank s sent this rank for its last odd-numbered call
- * (slot 2s) and its last even-numbered one (slot 2s+1):
+ * calls on the lane (barriers not counted); from cell 2P+4 on, slots of
+ * PLD_COLL_DESC_CELLS + PLD_COLL_EAGER_BYTES / 4 cells, PLD_COLL_SLOTS per
+ * rank s: slot PLD_COLL_SLOTS * s + j keeps what rank s sent this rank for
+ * its last call i (counting from 1) with
+ * (i - 1) % PLD_COLL_SLOTS_USED(P) == j:
  * PLD_COLL_DESC_CELLS cells describing the call (for comparing calls
  * across ranks; the last is the call's number), then the call's data for
  * this rank if the call was small.  After a run that failed, the next run
@@ -41,22 +42,29 @@
  * description, in the slots above: one synchronisation instead of two.
  * The result is the same bits either way.
  *
- * Small broadcasts.  The root of a broadcast whose part per block is at
- * most PLD_COLL_EAGER_BYTES does not wait for the other ranks, as MPI's
- * does not: it returns once its part and its call's description are
- * sent (the other ranks wait for every rank's, as in any call).  The rest
- * of the root's call - every rank's description compared, the credits
- * taken back - is settled when its core's next collective or pld_barrier
- * starts (on any signal window), or when its block ends, whichever comes
- * first: there the root waits for the ranks that have not reached the
- * call yet (a deadlock report names the broadcast's call), and a
- * mismatch fails that next call, or the block, with PLD_ERR_MISMATCH, the
- * call itself having returned PLD_OK.  So the root is at most one call
- * ahead still, and what the promises below say of "each call" holds for
- * the root's once it is settled: its credits are taken back by then (its
- * signal window read within the block right after the call still holds
- * them).  Unlike other calls, such a broadcast does not order what the
- * other ranks did before it before what the root does after it.
+ * Small broadcasts.  A broadcast whose part per block is at most
+ * PLD_COLL_EAGER_BYTES does not make its ranks wait for each other, as
+ * MPI's does not: the root returns once its part and its call's
+ * description are sent; every other rank once it has sent its own
+ * description and received the root's part, behind the root's
+ * description of this same call (otherwise the call fails with
+ * PLD_ERR_MISMATCH naming every rank's call).  The rest of each rank's
+ * call - every rank's description compared, the credits taken back - is
+ * settled later, the oldest call first: when its core starts a collective
+ * other than such a broadcast, or a pld_barrier (on any signal window);
+ * when it starts such a broadcast with PLD_COLL_SLOTS_USED(P) / 2 of them
+ * left to settle (the oldest is settled); or when its block ends.  There the
+ * rank waits for the ranks that have not reached that call yet (a deadlock
+ * report names the broadcast's call), and a mismatch fails the call or
+ * block that settles it with PLD_ERR_MISMATCH, the broadcast itself
+ * having returned PLD_OK.  So a rank runs at most PLD_COLL_SLOTS_USED(P) / 2
+ * small broadcasts ahead of the slowest, and what the promises below say of
+ * "each call" holds for such a call once it is settled: its credits are
+ * taken back by then (its signal window read within the block right
+ * after the call may still hold them).  Unlike other calls, such a
+ * broadcast orders only what the root did before it before what the
+ * other ranks do after it: not what the other ranks did before it before
+ * what any rank does after it.
  *
  * Exactness.  Every rank ends with the bitwise-same result, and the same
  * inputs give the same bits on every run, whatever the timing, the block
@@ -146,6 +154,13 @@ typedef enum pld_allreduce_mode {
 /* The cells of a slot that describe a call (see "Signal windows"). */
 #define PLD_COLL_DESC_CELLS 12
 
+/* The slots of each rank on a lane (see "Signal windows"), and how many of
+ * them the calls of a domain of nranks ranks cycle through: call i (counting
+ * from 1) uses slot (i - 1) % PLD_COLL_SLOTS_USED(nranks).  A rank runs up to
+ * half as many small broadcasts ahead (see "Small broadcasts"). */
+#define PLD_COLL_SLOTS 16
+#define PLD_COLL_SLOTS_USED(nranks) ((nranks) <= 2 ? 4 : PLD_COLL_SLOTS)
+
 /* The least free tile memory a reducing collective needs (bytes); the
  * others need half of it (see "Tile memory" above). */
 #define PLD_COLL_MIN_TILE_BYTES 64
@@ -155,7 +170,8 @@ typedef enum pld_allreduce_mode {
  * blocks.  A barrier on one block needs nranks cells (its lane's first). */
 #define PLD_SIGNAL_LANE_CELLS(nranks)                                          \
   (2 * (nranks) + 4 +                                                          \
-   2 * (nranks) * (PLD_COLL_DESC_CELLS + PLD_COLL_EAGER_BYTES / 4))
+   PLD_COLL_SLOTS * (nranks) *                                                 \
+       (PLD_COLL_DESC_CELLS + PLD_COLL_EAGER_BYTES / 4))
 #define PLD_SIGNAL_CELLS(nranks, blocks)                                       \
   ((blocks)*PLD_SIGNAL_LANE_CELLS(nranks))
 

@@ -12,7 +12,8 @@
  *   [P, 2P)       all-to-all-v row counts: cell s is set by rank s;
  *   2P            the number of calls this rank made on the lane;
  *   [2P+1, 2P+4)  zero;
- *   2P+4 on       a slot per rank s and call parity, written by rank s:
+ *   2P+4 on       PLD_COLL_SLOTS slots per rank s, of which call i uses
+ *                 slot (i - 1) % PLD_COLL_SLOTS_USED(P), written by rank s:
  *                 its call's descriptor, then up to PLD_COLL_EAGER_BYTES
  *                 of its data for this rank (small calls).
  *
@@ -22,21 +23,23 @@
  * compare every rank's descriptor with this one (PLD_ERR_MISMATCH); the
  * algorithm, whose synchronisations are credits too (a small call has
  * what it needs already, and none); the epilogue, which takes back every
- * credit the call waited for, so the lane is zero again.  A fast rank can
- * only be one call ahead (it needs everyone's credits to finish a call,
- * and they are sent when a rank has done with its previous call), so its
- * credits for the next call wait in the cells for that call, and what it
- * sends for the next call goes in the other slot.
+ * credit the call waited for, so the lane is zero again.  A faster rank's
+ * credits for its later calls come after those of its earlier ones, so
+ * they wait in the cells for those calls, and what it sends for them goes
+ * in their slots.
  *
- * A deferred call (the root's of a small broadcast, struct coll's
- * `defer`) sends its entry and goes on without waiting for anyone's: the
+ * A deferred call (a small broadcast's, struct coll's `defer`) sends its
+ * entry and goes on without waiting for any rank's but the root's: the
  * rest of its entry (every rank's credit, every descriptor compared, the
- * credits taken back) is settled before the rank's next collective or
- * barrier starts its entry, or at the end of its block
- * (pld__coll_block_end).  The other ranks wait for every entry as in any
- * call.  A rank settles its call n before it sends anything for call
- * n + 1, so no rank is more than one call ahead of another still: the two
- * slots hold. */
+ * credits taken back) is settled, the oldest first, before the rank's
+ * next collective but a deferred one or barrier starts its entry, before
+ * a deferred call starts its entry with PLD_COLL_SLOTS_USED(P) / 2 calls left
+ * to settle, or at the end of its block (pld__coll_block_end).  Every call
+ * has one credit coming from every rank, so a deferred call waits for
+ * the root's beyond those of the calls left to settle on the lane.  A
+ * rank settles its call n - PLD_COLL_SLOTS_USED(P) / 2 before it sends
+ * anything for call n (coll_lane.c, AHEAD), so no rank overwrites a slot
+ * that another has not settled. */
 #ifndef PLD_COMM_COLL_H
 #define PLD_COMM_COLL_H
 
@@ -55,7 +58,11 @@
 #define CREDIT(s) (s)
 #define COUNT(n, s) ((n) + (s))
 #define CALLS(n) (2 * (n))
-#define SLOT(n, s, parity) (2 * (n) + 4 + (2 * (s) + (parity)) * SLOT_CELLS)
+/* A pair uses fewer slots (PLD_COLL_SLOTS_USED): it gains nothing from more
+ * small broadcasts in flight, each rank on a CPU of its own (bench_coll:
+ * 0.20 us a call with 4 as with 16), and keeps fewer in the cache (1 KiB
+ * a call: 0.25 us with 4, 0.34 with 16). */
+#define SLOT(n, s, k) (2 * (n) + 4 + (PLD_COLL_SLOTS * (s) + (k)) * SLOT_CELLS)
 
 /* Descriptor words: what a call is and the memory it works on, so that
  * ranks can compare calls (every word but D_GROUP must be equal), and the
@@ -102,9 +109,10 @@ struct coll {
   size_t base;    /* bytes into the signal's buffer of the lane's cell 0 */
   int32_t *cells; /* the lane's cells in this rank's copy */
   int32_t desc[D_WORDS];
-  int32_t parity; /* of the call's number: the slots it uses */
-  int32_t rows;   /* D_ROWS of a call other than all-to-all-v (0 unless set
-                     between pld__coll_begin and pld__coll_start) */
+  int32_t slot; /* the slots the call uses: its number modulo
+                   PLD_COLL_SLOTS_USED(n) */
+  int32_t rows; /* D_ROWS of a call other than all-to-all-v (0 unless set
+                   between pld__coll_begin and pld__coll_start) */
   /* A small call: every rank's part for this rank came in its slot; it
    * holds the rank's bytes from byte `eager_off` of the call's window. */
   int eager;
@@ -152,8 +160,7 @@ static inline size_t pld__coll_cell_off(const struct coll *cc, int cell) {
 /* Rank q's part of a small call for this rank, from its slot. */
 static inline const unsigned char *pld__coll_sent(const struct coll *cc,
                                                   int32_t q) {
-  return (const unsigned char *)&cc
-      ->cells[SLOT(cc->n, q, cc->parity) + D_WORDS];
+  return (const unsigned char *)&cc->cells[SLOT(cc->n, q, cc->slot) + D_WORDS];
 }
 
 /* Windows of domains a and b have copies on the same ranks, numbered

@@ -57,15 +57,20 @@ static int round_end(struct coll *cc, int st) {
 
 /* Waits for one more credit from rank `from` than this call waited for so
  * far. */
-int pld__coll_await(struct coll *cc, int32_t from) {
-  if (cc->ahead) /* what was read ahead may change from here on */
-    memset(cc->ahead, 0, (size_t)cc->n * sizeof *cc->ahead);
+/* Waits until rank `from`'s credit cell holds at least `want`. */
+static int await_credits(struct coll *cc, int32_t from, int32_t want) {
   int64_t idx =
       (int64_t)((pld__coll_cell_off(cc, CREDIT(from)) - cc->sig->win_offset) /
                 sizeof(int32_t));
   return pld__wait_cell(cc->c, cc->fn, cc->sig,
-                        pld__coll_cell_off(cc, CREDIT(from)), 1, &idx,
-                        ++cc->exp[from], PLD_WAIT_GE);
+                        pld__coll_cell_off(cc, CREDIT(from)), 1, &idx, want,
+                        PLD_WAIT_GE);
+}
+
+int pld__coll_await(struct coll *cc, int32_t from) {
+  if (cc->ahead) /* what was read ahead may change from here on */
+    memset(cc->ahead, 0, (size_t)cc->n * sizeof *cc->ahead);
+  return await_credits(cc, from, ++cc->exp[from]);
 }
 
 /* Waits for a credit from every other rank q with with[q] set (NULL:
@@ -98,7 +103,7 @@ int pld__coll_round(struct coll *cc) { return pld__coll_round_with(cc, NULL); }
  * them (coll_entered waits for every rank's). */
 static int coll_enter(struct coll *cc, const struct eager *ep) {
   int32_t msg[SLOT_CELLS];
-  const size_t at = pld__coll_cell_off(cc, SLOT(cc->n, cc->me, cc->parity)) -
+  const size_t at = pld__coll_cell_off(cc, SLOT(cc->n, cc->me, cc->slot)) -
                     cc->sig->win_offset;
   int st = PLD_OK;
   cc->c->coll_round++;
@@ -209,17 +214,24 @@ static size_t coll_desc_str(char *buf, size_t cap, const int32_t *d,
  * the call fails with PLD_ERR_MISMATCH naming each rank's call.  Then
  * the call reduces as many elements at a time as the rank with the least
  * tile memory can. */
+/* Whether rank q's descriptor in this call's slot is this call's (every
+ * word but D_GROUP equal). */
+static int coll_same(const struct coll *cc, int32_t q) {
+  const int32_t *d = &cc->cells[SLOT(cc->n, q, cc->slot)];
+  int same = 1;
+  for (int i = 0; i < D_WORDS; i++)
+    same &= i == D_GROUP || d[i] == cc->desc[i];
+  return same;
+}
+
 static int coll_compare(struct coll *cc) {
   int32_t call = cc->desc[D_CALL] - 1;
   int same = 1;
-  for (int32_t q = 0; q < cc->n; q++) {
-    const int32_t *d = &cc->cells[SLOT(cc->n, q, cc->parity)];
-    for (int i = 0; i < D_WORDS; i++)
-      same &= i == D_GROUP || d[i] == cc->desc[i];
-  }
+  for (int32_t q = 0; q < cc->n; q++)
+    same &= coll_same(cc, q);
   if (same) {
     for (int32_t q = 0; q < cc->n; q++) {
-      int32_t g = cc->cells[SLOT(cc->n, q, cc->parity) + D_GROUP];
+      int32_t g = cc->cells[SLOT(cc->n, q, cc->slot) + D_GROUP];
       if (g >= 1 && (size_t)g < cc->group)
         cc->group = (size_t)g;
     }
@@ -239,7 +251,7 @@ static int coll_compare(struct coll *cc) {
                      cc->comm->members[q]);
     m += pld__catf(msg + m, sizeof msg - m, ": ");
     m += coll_desc_str(msg + m, sizeof msg - m,
-                       &cc->cells[SLOT(cc->n, q, cc->parity)], call, cc->n);
+                       &cc->cells[SLOT(cc->n, q, cc->slot)], call, cc->n);
     m += pld__catf(msg + m, sizeof msg - m, ";");
   }
   msg[m ? m - 1 : 0] = '\0';
@@ -253,48 +265,66 @@ static int coll_entered(struct coll *cc) {
   return st ? st : coll_compare(cc);
 }
 
-/* The call this thread's block left to settle (a deferred call that
- * returned PLD_OK): its first fields.  A block runs on one thread from
- * its start to its end. */
-static _Thread_local struct coll pending;
-static _Thread_local int has_pending;
+/* The calls this thread's block left to settle (deferred calls that
+ * returned PLD_OK), oldest first, `npending` of them from pending[head]
+ * on, in a ring: their first fields.  A block runs on one thread from its
+ * start to its end.  A deferred call of a domain of P ranks leaves at most
+ * A = PLD_COLL_SLOTS_USED(P) / 2 (AHEAD at most): a rank that starts call m
+ * with A - 1 calls left has settled call m - A, so every rank has started
+ * that call, and so settled call m - 2A, the last whose slots call m's
+ * entry overwrites. */
+#define AHEAD (PLD_COLL_SLOTS / 2)
+static _Thread_local struct coll pending[AHEAD];
+static _Thread_local int head, npending;
 
 static void coll_leave_pending(const struct coll *cc) {
-  memcpy(&pending, cc, offsetof(struct coll, exp));
-  has_pending = 1;
+  memcpy(&pending[(head + npending++) % AHEAD], cc, offsetof(struct coll, exp));
 }
 
-/* Settles the call left to settle, if any, on fabric f (the settling
- * step's, which the timing model may have muted): the rest of its entry
- * (every rank's credit, every rank's call compared) and its credits
- * back.  While it waits, the core's waits name that call. */
-static int coll_settle(struct pld__fabric *f) {
-  if (!has_pending)
-    return PLD_OK;
-  has_pending = 0;
-  struct coll *cc = &pending;
-  struct pld__core *c = cc->c;
-  if (c->status)
-    return c->status;
-  const int32_t kind = c->coll_kind, call = c->coll_call, round = c->coll_round;
-  c->coll_kind = cc->kind;
-  c->coll_call = cc->desc[D_CALL];
-  c->coll_round = 1;
-  cc->f = f;
-  memset(cc->exp, 0, (size_t)cc->n * sizeof cc->exp[0]);
-  int st = coll_entered(cc);
-  if (!st)
-    st = coll_give_back(cc);
-  c->coll_kind = kind;
-  c->coll_call = call;
-  c->coll_round = round;
+/* The calls left to settle on cc's lane (the same cells): each has one
+ * credit from every rank coming, in the cells before cc's. */
+static int32_t pending_on(const struct coll *cc) {
+  int32_t k = 0;
+  for (int i = 0; i < npending; i++)
+    k += pending[(head + i) % AHEAD].cells == cc->cells;
+  return k;
+}
+
+/* Settles the calls left to settle, the oldest first, until at most
+ * `keep` are left, on fabric f (the settling step's, which the timing
+ * model may have muted): the rest of each one's entry (every rank's
+ * credit, every rank's call compared) and its credits back.  While it
+ * waits, the core's waits name that call. */
+static int coll_settle(struct pld__fabric *f, int keep) {
+  int st = PLD_OK;
+  while (npending > keep && !st) {
+    struct coll *cc = &pending[head];
+    head = (head + 1) % AHEAD;
+    npending--;
+    struct pld__core *c = cc->c;
+    if (c->status)
+      return c->status;
+    const int32_t kind = c->coll_kind, call = c->coll_call,
+                  round = c->coll_round;
+    c->coll_kind = cc->kind;
+    c->coll_call = cc->desc[D_CALL];
+    c->coll_round = 1;
+    cc->f = f;
+    memset(cc->exp, 0, (size_t)cc->n * sizeof cc->exp[0]);
+    st = coll_entered(cc);
+    if (!st)
+      st = coll_give_back(cc);
+    c->coll_kind = kind;
+    c->coll_call = call;
+    c->coll_round = round;
+  }
   return st;
 }
 
 void pld__coll_block_end(struct pld__core *c) {
-  if (has_pending && pending.c == c)
-    coll_settle(c->env->fabric);
-  has_pending = 0;
+  if (npending && pending[head].c == c)
+    coll_settle(c->env->fabric, 0);
+  npending = 0;
 }
 
 /* Checks a kernel's call: the windows usable from core c, local tensors
@@ -420,7 +450,8 @@ int pld__coll_reserve(struct coll *cc, size_t es, int reduce, int64_t most) {
 
 /* For the timing model, a call that repeats the last one (the same
  * collective on the same windows, sizes and choices: its descriptor but
- * the call's number, the function, the eager path and the lane) records
+ * the call's number, the function, the eager path, the lane, and the
+ * calls left to settle before it, which it may settle) records
  * nothing once the last one was a whole turn of the loop the records
  * fold (core/trace.h): its records would be that turn's.  Not the
  * all-to-all-v's nor the EP builtins', whose transfers follow counts in
@@ -434,16 +465,31 @@ static void coll_repeats(struct coll *cc) {
        cc->kind != PLD__COLL_ALL_TO_ALL))
     return;
   int32_t w[PLD__CALL_WORDS] = {0};
-  _Static_assert(D_CALL + 4 <= PLD__CALL_WORDS, "a call's words fit");
+  _Static_assert(D_CALL + 5 <= PLD__CALL_WORDS, "a call's words fit");
   const uint64_t fn = (uint64_t)(uintptr_t)cc->fn;
   memcpy(w, cc->desc, D_CALL * sizeof *w);
   w[D_CALL] = (int32_t)(uint32_t)fn;
   w[D_CALL + 1] = (int32_t)(uint32_t)(fn >> 32);
   w[D_CALL + 2] = cc->eager;
   w[D_CALL + 3] = cc->lane;
+  w[D_CALL + 4] = npending; /* the calls it may settle first */
   cc->repeat = 1 + pld__obs_call_begin(w);
   if (cc->repeat == 2)
     cc->f = cc->c->env->poll;
+}
+
+/* A deferred call on a rank other than the root: the root's entry (its
+ * credit comes after those of the calls left to settle on the lane) and
+ * its call compared with this one.  Where they differ the call is no
+ * longer deferred: the calls left are settled, then this one's entry,
+ * which names every rank's call in its PLD_ERR_MISMATCH. */
+static int root_entered(struct coll *cc, int32_t root) {
+  int st = await_credits(cc, root, pending_on(cc) + 1);
+  if (st || coll_same(cc, root))
+    return st;
+  cc->defer = 0;
+  st = coll_settle(cc->f, 0);
+  return st ? st : coll_entered(cc);
 }
 
 /* Counts the call on window w (the window of its data or target); then
@@ -467,17 +513,20 @@ int pld__coll_start(struct coll *cc, const struct pld__tensor *w, int op,
   desc_set_u64(d, D_SIG_LO, cc->sig->win_offset);
   d[D_GROUP] = (int32_t)cc->group;
   d[D_CALL] = call + 1;
-  cc->parity = call & 1;
+  cc->slot = call % PLD_COLL_SLOTS_USED(cc->n);
   cc->cells[CALLS(cc->n)] = call + 1;
   cc->c->coll_kind = cc->kind;
   cc->c->coll_call = call + 1;
   cc->c->coll_round = 0;
   coll_repeats(cc);
   coll_span_begin(cc, call + 1, count * (int64_t)pld_dtype_size(dt));
-  int st = coll_settle(cc->f);
+  int st =
+      coll_settle(cc->f, cc->defer ? PLD_COLL_SLOTS_USED(cc->n) / 2 - 1 : 0);
   if (!st)
     st = coll_enter(cc, ep);
-  return st || cc->defer ? st : coll_entered(cc);
+  if (st || !cc->defer)
+    return st ? st : coll_entered(cc);
+  return cc->me == root ? PLD_OK : root_entered(cc, root);
 }
 
 /* The end of every call, however it went: the credits back, the tiles
@@ -661,7 +710,7 @@ int pld_barrier(pld_core k, pld_window sig) {
       pld__coll_begin(&cc, k.p, "pld_barrier", &a, sig, NULL, 0, NULL, NULL, 0);
   int whole = 0;
   if (!st)
-    st = coll_settle(cc.f);
+    st = coll_settle(cc.f, 0);
   if (!st) {
     k.p->coll_kind = PLD__COLL_BARRIER;
     coll_span_begin(&cc, 0, 0);

@@ -83,8 +83,8 @@ static int broadcast(pld_core k, const char *fn, pld_window data,
   const size_t part = (size_t)(hi - lo) * es;
   cc.eager = part <= PLD_COLL_EAGER_BYTES;
   /* Small: the root's part comes with its entry, and the root needs
-   * nobody's (comm/coll.h: deferred). */
-  cc.defer = cc.eager && cc.me == root;
+   * nobody's, the others the root's alone (comm/coll.h: deferred). */
+  cc.defer = cc.eager;
   const struct eager ep = {mine, cc.eager && cc.me == root ? part : 0, 0};
   if ((st = pld__coll_reserve(&cc, es, 0, hi - lo)) ||
       (st = pld__coll_start(&cc, w, 0, 0, root, n, &ep)))

@@ -20,16 +20,27 @@ PLD_DYNAMIC(NS); /* signal cells: PLD_SIGNAL_CELLS(P, blocks) */
 
 /* How the ranks call (the kernel's `how`). */
 enum {
-  AFTER_ROOT, /* the other ranks wait for the root's notify before each
-                 call */
-  SELF_ROOT,  /* every rank names itself the root */
-  ONE_SKIPS   /* the last rank returns without calling */
+  AFTER_ROOT,   /* the other ranks wait for the root's notify before each
+                   call */
+  SELF_ROOT,    /* every rank names itself the root */
+  ONE_SKIPS,    /* the last rank returns without calling */
+  LAST_LAGS,    /* the last rank calls only once every other rank has
+                   made all its calls and notified it */
+  ROOT_TURNS,   /* call i's root is rank i % n (`root` unused) */
+  ROOT_REDUCES, /* the root calls a mesh allreduce (SUM) instead */
 };
+
+/* The root of call i. */
+static int32_t root_of(int how, int32_t root, int64_t i, int32_t n) {
+  return how == ROOT_TURNS ? (int32_t)(i % n) : root;
+}
 
 /* Each call i: the data is x[i] (every rank's own), then the broadcast
  * from `root`, then y[i] = the data; with AFTER_ROOT, the other ranks
  * first wait for the call's notify from the root, which it sends each of
- * them after its call.  ok[i] is what the call returned. */
+ * them after its call; with LAST_LAGS, the last rank first waits for a
+ * notify from every other rank, which each sends after its last call.
+ * ok[i] is what the call returned. */
 PLD_KERNEL(k_ahead, k, PLD_IN(x, FP32, NC, L), PLD_WINDOW(data, FP32, L),
            PLD_WINDOW(sig, INT32, NS), PLD_WINDOW(after, INT32, 1),
            PLD_OUT(y, FP32, NC, L), PLD_OUT(ok, INT32, NC),
@@ -53,7 +64,13 @@ PLD_KERNEL(k_ahead, k, PLD_IN(x, FP32, NC, L), PLD_WINDOW(data, FP32, L),
     }
     if (how == AFTER_ROOT && me != root && block)
       pld_wait(k, after, PLD_AT(0), (int32_t)i + 1, PLD_WAIT_GE);
-    int st = pld_broadcast(k, data, sig, how == SELF_ROOT ? me : root);
+    if (how == LAST_LAGS && me == n - 1 && i == 0 && block)
+      pld_wait(k, after, PLD_AT(0), n - 1, PLD_WAIT_GE);
+    const int32_t from = how == SELF_ROOT ? me : root_of((int)how, root, i, n);
+    int st =
+        how == ROOT_REDUCES && me == root
+            ? pld_allreduce(k, data, sig, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH)
+            : pld_broadcast(k, data, sig, from);
     if (block)
       pld_write(k, ok, PLD_AT(i), st);
     for (int32_t q = 0; how == AFTER_ROOT && me == root && block && q < n; q++)
@@ -65,6 +82,8 @@ PLD_KERNEL(k_ahead, k, PLD_IN(x, FP32, NC, L), PLD_WINDOW(data, FP32, L),
       pld_tile_free(k, t);
     }
   }
+  if (how == LAST_LAGS && me != n - 1 && block)
+    pld_notify(k, after, n - 1, PLD_AT(0), 1, PLD_NOTIFY_ADD);
 }
 
 /* The signal window's cells, once k_ahead's blocks have ended. */
@@ -144,27 +163,29 @@ static int ahead_run(struct ahead *a, int root, int how, double *seconds) {
   return st;
 }
 
-/* The others after the root: every call's result is the root's x of that call
- * on every rank, every call returned PLD_OK, and each rank's signal window
- * holds what pld/collective.h promises once the blocks ended: zero credits and
- * counts, and its number of calls on each lane. */
-static void run_after_root(int n, int blocks, int64_t len, int64_t calls,
-                           int root) {
+/* The ranks call as `how` says and the run succeeds: every call's result is
+ * its root's x of that call on every rank, every call returned PLD_OK, and
+ * each rank's signal window holds what pld/collective.h promises once the
+ * blocks ended: zero credits and counts, and its number of calls on each
+ * lane. */
+static void run_calls(int n, int blocks, int64_t len, int64_t calls, int root,
+                      int how) {
   struct ahead a;
   ahead_init(&a, n, blocks, len, calls);
   double seconds;
-  assert_ok(ahead_run(&a, root, AFTER_ROOT, &seconds));
+  assert_ok(ahead_run(&a, root, how, &seconds));
   const float *xs = pld_tensor_data(a.x), *ys = pld_tensor_data(a.y);
   const int32_t *oks = pld_tensor_data(a.ok), *cs = pld_tensor_data(a.cells);
   const int64_t lane = PLD_SIGNAL_LANE_CELLS(n);
   for (int r = 0; r < n; r++) {
     char what[96];
     for (int64_t i = 0; i < calls; i++) {
+      const int32_t from = root_of(how, root, i, n);
       snprintf(what, sizeof what,
                "%d ranks, %d blocks, root %d: rank %d's call %lld", n, blocks,
-               root, r, (long long)i + 1);
+               from, r, (long long)i + 1);
       comm_expect_f32(what, ys + (r * calls + i) * len,
-                      xs + (root * calls + i) * len, len);
+                      xs + (from * calls + i) * len, len);
       if (oks[r * calls + i] != PLD_OK) {
         print_error("%s returned %d\n", what, oks[r * calls + i]);
         fail();
@@ -186,6 +207,11 @@ static void run_after_root(int n, int blocks, int64_t len, int64_t calls,
   ahead_free(&a);
 }
 
+static void run_after_root(int n, int blocks, int64_t len, int64_t calls,
+                           int root) {
+  run_calls(n, blocks, len, calls, root, AFTER_ROOT);
+}
+
 static void after_roots(int n) {
   run_after_root(n, 1, 7, 5, 0);
   run_after_root(n, 2, 256, 3, 0);     /* 512 bytes a block */
@@ -197,14 +223,23 @@ static void test_root_goes_ahead(void **state) {
   comm_over_rank_counts(after_roots);
 }
 
+/* The ranks make `calls` calls of 4 elements on one block as `how` says
+ * (the root rank 0) and the run fails with `status`, its message holding
+ * each of subs (NULL-terminated). */
+static void run_fails(int n, int64_t calls, int how, int status,
+                      const char **subs, int line) {
+  struct ahead a;
+  ahead_init(&a, n, 1, 4, calls);
+  double seconds;
+  int st = ahead_run(&a, 0, how, &seconds);
+  pld_test_assert_fails(st, status, __FILE__, line, subs);
+  ahead_free(&a);
+}
+
 /* Every rank names itself the root: no rank waits for another in the
  * call; the end of the block settles it, and the run fails with
  * PLD_ERR_MISMATCH naming each rank's call. */
 static void run_self_roots(int n) {
-  struct ahead a;
-  ahead_init(&a, n, 1, 4, 1);
-  double seconds;
-  int st = ahead_run(&a, 0, SELF_ROOT, &seconds);
   enum { MOST = 4 }; /* ranks (comm_rank_counts) */
   char parts[MOST][160];
   const char *subs[2 + MOST + 1] = {"pld_broadcast", "with different calls"};
@@ -215,8 +250,7 @@ static void run_self_roots(int n) {
     subs[2 + r] = parts[r];
   }
   subs[2 + n] = NULL;
-  pld_test_assert_fails(st, PLD_ERR_MISMATCH, __FILE__, __LINE__, subs);
-  ahead_free(&a);
+  run_fails(n, 1, SELF_ROOT, PLD_ERR_MISMATCH, subs, __LINE__);
 }
 
 static void test_mismatch_found_when_settled(void **state) {
@@ -229,10 +263,6 @@ static void test_mismatch_found_when_settled(void **state) {
  * call, as the deadlock report says; then the same program runs
  * correctly. */
 static void run_one_skips(int n) {
-  struct ahead a;
-  ahead_init(&a, n, 1, 4, 2);
-  double seconds;
-  int st = ahead_run(&a, 0, ONE_SKIPS, &seconds);
   char waits[160];
   snprintf(waits, sizeof waits,
            "in pld_broadcast call 1, round 1; it waits for rank %d, which has "
@@ -240,8 +270,7 @@ static void run_one_skips(int n) {
            n - 1);
   const char *subs[] = {"deadlock: these waits can never be satisfied", waits,
                         NULL};
-  pld_test_assert_fails(st, PLD_ERR_DEADLOCK, __FILE__, __LINE__, subs);
-  ahead_free(&a);
+  run_fails(n, 2, ONE_SKIPS, PLD_ERR_DEADLOCK, subs, __LINE__);
   run_after_root(n, 1, 4, 2, 0);
 }
 
@@ -250,7 +279,63 @@ static void test_deadlock_when_settled(void **state) {
   comm_over_rank_counts(run_one_skips);
 }
 
+/* Calls in flight (pld/collective.h, "Small broadcasts"): every rank but
+ * the last makes PLD_COLL_SLOTS_USED(n) / 2 calls before the last rank
+ * makes any,
+ * the others waiting for the root alone (rank 0, then the one before the
+ * last), and every result is the root's;
+ * one call more and the others wait in the settling of their first call
+ * for the last rank, which waits for them: a deadlock, which the report
+ * names. */
+static void run_last_lags(int n) {
+  const int64_t most = PLD_COLL_SLOTS_USED(n) / 2;
+  run_calls(n, 1, 4, most, 0, LAST_LAGS);
+  run_calls(n, 2, 64, most, n - 2, LAST_LAGS);
+  char waits[160];
+  snprintf(waits, sizeof waits,
+           "in pld_broadcast call 1, round 1; it waits for rank %d", n - 1);
+  const char *subs[] = {"deadlock: these waits can never be satisfied", waits,
+                        NULL};
+  run_fails(n, most + 1, LAST_LAGS, PLD_ERR_DEADLOCK, subs, __LINE__);
+}
+
+static void test_calls_in_flight(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_last_lags);
+}
+
+/* Many more calls than the slots, the root turning from rank to rank:
+ * every rank's every result is its call's root's data, one block and
+ * two, small and exactly PLD_COLL_EAGER_BYTES a block. */
+static void run_turns(int n) {
+  run_calls(n, 1, 3, 3 * PLD_COLL_SLOTS_USED(n) + 1, 0, ROOT_TURNS);
+  run_calls(n, 2, 512, 2 * PLD_COLL_SLOTS_USED(n) + 3, 0, ROOT_TURNS);
+}
+
+static void test_roots_in_turn(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_turns);
+}
+
+/* The root calls an allreduce where the others broadcast from it: the
+ * others find it in the root's entry, which they wait for, and every rank
+ * fails with PLD_ERR_MISMATCH naming both calls. */
+static void run_root_reduces(int n) {
+  const char *subs[] = {"with different calls",
+                        "rank 0: pld_allreduce(SUM, FP32, 4 elements, mesh",
+                        "rank 1: pld_broadcast(FP32, 4 elements, root 0", NULL};
+  run_fails(n, 2, ROOT_REDUCES, PLD_ERR_MISMATCH, subs, __LINE__);
+}
+
+static void test_root_calls_another(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_root_reduces);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_calls_in_flight),
+    cmocka_unit_test(test_roots_in_turn),
+    cmocka_unit_test(test_root_calls_another),
     cmocka_unit_test(test_root_goes_ahead),
     cmocka_unit_test(test_mismatch_found_when_settled),
     cmocka_unit_test(test_deadlock_when_settled),

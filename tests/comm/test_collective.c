@@ -1286,9 +1286,10 @@ static void test_signal_window_after_calls(void **state) {
 
 /* pld/collective.h: a call whose data per block and rank pair is at most
  * PLD_COLL_EAGER_BYTES sends it in the signal window, in the sender's slot
- * on the receiver (cell 2P+4 + (2s + (i-1) % 2) * (D + EAGER/4) for call
- * i of rank s, D = PLD_COLL_DESC_CELLS: D cells naming the call, the last
- * its number, then the data).  Two calls of
+ * on the receiver (cell 2P+4 + (S s + (i-1) % U) * (D + EAGER/4) for call
+ * i of rank s, S = PLD_COLL_SLOTS, U = PLD_COLL_SLOTS_USED(P),
+ * D = PLD_COLL_DESC_CELLS: D cells naming the call, the last its number,
+ * then the data).  Two calls of
  * exactly that much (pair 0: an allreduce, then an all-to-all of rows that
  * long; pair 1: a broadcast from the last rank, then a reduce-scatter)
  * leave each rank's data for each receiver there (the broadcast: the
@@ -1314,8 +1315,9 @@ static void small_calls(int p, int64_t len, int pair) {
   for (int q = 0; q < p; q++)
     for (int s = 0; s < p; s++)
       for (int call = 1; call <= 2; call++) {
-        const int32_t *cells = r.dsig + (size_t)q * (size_t)r.ns + 2 * p + 4 +
-                               (2 * s + (call - 1) % 2) * slot;
+        const int32_t *cells =
+            r.dsig + (size_t)q * (size_t)r.ns + 2 * p + 4 +
+            (PLD_COLL_SLOTS * s + (call - 1) % PLD_COLL_SLOTS_USED(p)) * slot;
         /* The call number, in the description's last cell. */
         assert_int_equal(cells[desc - 1], call);
         const char *want = call == 1
