@@ -278,7 +278,9 @@ static _Thread_local struct coll pending[AHEAD];
 static _Thread_local int head, npending;
 
 static void coll_leave_pending(const struct coll *cc) {
-  memcpy(&pending[(head + npending++) % AHEAD], cc, offsetof(struct coll, exp));
+  struct coll *p = &pending[(head + npending++) % AHEAD];
+  memcpy(p, cc, offsetof(struct coll, exp));
+  p->ahead = NULL; /* pld__coll_finish frees it */
 }
 
 /* The calls left to settle on cc's lane (the same cells): each has one
