@@ -55,8 +55,6 @@ static int round_end(struct coll *cc, int st) {
   return st;
 }
 
-/* Waits for one more credit from rank `from` than this call waited for so
- * far. */
 /* Waits until rank `from`'s credit cell holds at least `want`. */
 static int await_credits(struct coll *cc, int32_t from, int32_t want) {
   int64_t idx =
@@ -67,6 +65,8 @@ static int await_credits(struct coll *cc, int32_t from, int32_t want) {
                         PLD_WAIT_GE);
 }
 
+/* Waits for one more credit from rank `from` than this call waited for so
+ * far. */
 int pld__coll_await(struct coll *cc, int32_t from) {
   if (cc->ahead) /* what was read ahead may change from here on */
     memset(cc->ahead, 0, (size_t)cc->n * sizeof *cc->ahead);
@@ -210,10 +210,6 @@ static size_t coll_desc_str(char *buf, size_t cap, const int32_t *d,
                        (unsigned long long)desc_u64(d, D_SIG_LO));
 }
 
-/* Every rank's descriptor of this call equals mine but for D_GROUP, or
- * the call fails with PLD_ERR_MISMATCH naming each rank's call.  Then
- * the call reduces as many elements at a time as the rank with the least
- * tile memory can. */
 /* Whether rank q's descriptor in this call's slot is this call's (every
  * word but D_GROUP equal). */
 static int coll_same(const struct coll *cc, int32_t q) {
@@ -224,6 +220,10 @@ static int coll_same(const struct coll *cc, int32_t q) {
   return same;
 }
 
+/* Every rank's descriptor of this call equals mine but for D_GROUP, or
+ * the call fails with PLD_ERR_MISMATCH naming each rank's call.  Then
+ * the call reduces as many elements at a time as the rank with the least
+ * tile memory can. */
 static int coll_compare(struct coll *cc) {
   int32_t call = cc->desc[D_CALL] - 1;
   int same = 1;
