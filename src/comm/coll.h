@@ -38,8 +38,8 @@
  * has one credit coming from every rank, so a deferred call waits for
  * the root's beyond those of the calls left to settle on the lane.  A
  * rank settles its call n - PLD_COLL_SLOTS_USED(P) / 2 before it sends
- * anything for call n (coll_lane.c, AHEAD), so no rank overwrites a slot
- * that another has not settled. */
+ * anything for call n (coll_lane.c, PENDING_MOST), so no rank overwrites
+ * a slot that another has not settled. */
 #ifndef PLD_COMM_COLL_H
 #define PLD_COMM_COLL_H
 

@@ -269,16 +269,16 @@ static int coll_entered(struct coll *cc) {
  * returned PLD_OK), oldest first, `npending` of them from pending[head]
  * on, in a ring: their first fields.  A block runs on one thread from its
  * start to its end.  A deferred call of a domain of P ranks leaves at most
- * A = PLD_COLL_SLOTS_USED(P) / 2 (AHEAD at most): a rank that starts call m
- * with A - 1 calls left has settled call m - A, so every rank has started
- * that call, and so settled call m - 2A, the last whose slots call m's
- * entry overwrites. */
-#define AHEAD (PLD_COLL_SLOTS / 2)
-static _Thread_local struct coll pending[AHEAD];
+ * A = PLD_COLL_SLOTS_USED(P) / 2 (PENDING_MOST at most): a rank that
+ * starts call m with A - 1 calls left has settled call m - A, so every
+ * rank has started that call, and so settled call m - 2A, the last whose
+ * slots call m's entry overwrites. */
+#define PENDING_MOST (PLD_COLL_SLOTS / 2)
+static _Thread_local struct coll pending[PENDING_MOST];
 static _Thread_local int head, npending;
 
 static void coll_leave_pending(const struct coll *cc) {
-  struct coll *p = &pending[(head + npending++) % AHEAD];
+  struct coll *p = &pending[(head + npending++) % PENDING_MOST];
   memcpy(p, cc, offsetof(struct coll, exp));
   p->ahead = NULL; /* pld__coll_finish frees it */
 }
@@ -288,7 +288,7 @@ static void coll_leave_pending(const struct coll *cc) {
 static int32_t pending_on(const struct coll *cc) {
   int32_t k = 0;
   for (int i = 0; i < npending; i++)
-    k += pending[(head + i) % AHEAD].cells == cc->cells;
+    k += pending[(head + i) % PENDING_MOST].cells == cc->cells;
   return k;
 }
 
@@ -301,7 +301,7 @@ static int coll_settle(struct pld__fabric *f, int keep) {
   int st = PLD_OK;
   while (npending > keep && !st) {
     struct coll *cc = &pending[head];
-    head = (head + 1) % AHEAD;
+    head = (head + 1) % PENDING_MOST;
     npending--;
     struct pld__core *c = cc->c;
     if (c->status)
