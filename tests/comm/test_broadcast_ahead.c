@@ -8,7 +8,9 @@
  * one and two blocks, the root first and last.  What the settling keeps:
  * ranks that all name themselves the root fail with PLD_ERR_MISMATCH
  * naming every rank's call, found when the block's end settles the
- * calls, in which no rank waited; a rank that never calls leaves the root
+ * calls, in which no rank waited; a root whose call differs fails the
+ * others' calls themselves; a barrier settles the calls first and then
+ * waits for every rank; a rank that never calls leaves the root
  * deadlocked in the settling, reported with the broadcast, its call and
  * the rank it waits for; and the signal window is zero again once the
  * blocks ended. */
@@ -28,6 +30,12 @@ enum {
                    made all its calls and notified it */
   ROOT_TURNS,   /* call i's root is rank i % n (`root` unused) */
   ROOT_REDUCES, /* the root calls a mesh allreduce (SUM) instead */
+  ROOT_HOLDS,   /* the root broadcasts `after` (INT32, 1 element) instead,
+                   then waits for a notify no rank sends */
+  BARRIER_EACH, /* every rank calls pld_barrier on the signal window after
+                   each call */
+  BARRIER_HELD, /* the same, the root first waiting for a notify from every
+                   other rank, which each sends after its barrier */
 };
 
 /* The root of call i. */
@@ -70,9 +78,20 @@ PLD_KERNEL(k_ahead, k, PLD_IN(x, FP32, NC, L), PLD_WINDOW(data, FP32, L),
     int st =
         how == ROOT_REDUCES && me == root
             ? pld_allreduce(k, data, sig, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH)
-            : pld_broadcast(k, data, sig, from);
+        : how == ROOT_HOLDS && me == root ? pld_broadcast(k, after, sig, root)
+                                          : pld_broadcast(k, data, sig, from);
     if (block)
       pld_write(k, ok, PLD_AT(i), st);
+    if (how == ROOT_HOLDS && me == root)
+      pld_wait(k, after, PLD_AT(0), 1, PLD_WAIT_GE);
+    if (how == ROOT_HOLDS && me != root && st == PLD_OK) /* out of bounds */
+      pld_notify(k, after, root, PLD_AT(1), 1, PLD_NOTIFY_ADD);
+    if (how == BARRIER_HELD && me == root && block)
+      pld_wait(k, after, PLD_AT(0), n - 1, PLD_WAIT_GE);
+    if (how == BARRIER_EACH || how == BARRIER_HELD)
+      pld_barrier(k, sig);
+    if (how == BARRIER_HELD && me != root && block)
+      pld_notify(k, after, root, PLD_AT(0), 1, PLD_NOTIFY_ADD);
     for (int32_t q = 0; how == AFTER_ROOT && me == root && block && q < n; q++)
       if (q != root)
         pld_notify(k, after, q, PLD_AT(0), 1, PLD_NOTIFY_ADD);
@@ -327,9 +346,45 @@ static void run_root_reduces(int n) {
   run_fails(n, 2, ROOT_REDUCES, PLD_ERR_MISMATCH, subs, __LINE__);
 }
 
+/* The root broadcasts another window, then waits for what no rank sends:
+ * only the others can find the mismatch, in the root's entry, and their
+ * call itself returns PLD_ERR_MISMATCH naming both calls (a call that
+ * returned PLD_OK would go on to a notify out of bounds, PLD_ERR_BOUNDS). */
+static void run_root_holds(int n) {
+  const char *subs[] = {"with different calls",
+                        "rank 0: pld_broadcast(INT32, 1 elements, root 0",
+                        "rank 1: pld_broadcast(FP32, 4 elements, root 0", NULL};
+  run_fails(n, 1, ROOT_HOLDS, PLD_ERR_MISMATCH, subs, __LINE__);
+}
+
+static void run_root_differs(int n) {
+  run_root_reduces(n);
+  run_root_holds(n);
+}
+
 static void test_root_calls_another(void **state) {
   (void)state;
-  comm_over_rank_counts(run_root_reduces);
+  comm_over_rank_counts(run_root_differs);
+}
+
+/* A barrier after small broadcasts: it settles them, then waits for every
+ * rank's barrier.  Each call followed by a barrier, on one and two
+ * blocks: every result is the root's and the signal window is zero again
+ * (barriers not counted as calls).  The root held before its barrier
+ * until every other rank has passed its own: a deadlock, which the report
+ * names in the others' barrier, waiting for the root (not a barrier
+ * passed on the credits of the broadcasts left to settle). */
+static void run_barriers(int n) {
+  run_calls(n, 1, 4, PLD_COLL_SLOTS_USED(n) + 1, 0, BARRIER_EACH);
+  run_calls(n, 2, 64, 3, n - 1, BARRIER_EACH);
+  const char *subs[] = {"deadlock: these waits can never be satisfied",
+                        "in pld_barrier, round 1; it waits for rank 0", NULL};
+  run_fails(n, 1, BARRIER_HELD, PLD_ERR_DEADLOCK, subs, __LINE__);
+}
+
+static void test_barrier_after_broadcasts(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_barriers);
 }
 
 static const struct CMUnitTest tests[] = {
@@ -339,6 +394,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_root_goes_ahead),
     cmocka_unit_test(test_mismatch_found_when_settled),
     cmocka_unit_test(test_deadlock_when_settled),
+    cmocka_unit_test(test_barrier_after_broadcasts),
 };
 
 PLD_TEST_MAIN("broadcast_ahead", tests)
