@@ -1050,6 +1050,49 @@ static void test_notify_beside_signal(void **state) {
     beside(p);
 }
 
+/* Two signal windows alike but for their buffer (each a view of all of
+ * its own buffer): a collective on each, then rank 0 notifies a cell of
+ * the second, which is refused as a cell of that collectives' window (the
+ * first's use does not stand for it). */
+PLD_KERNEL(k_two_sigs, k, PLD_WINDOW(data, FP32, RL),
+           PLD_WINDOW(sa, INT32, NSV), PLD_WINDOW(sb, INT32, NSV)) {
+  const int32_t me = pld_rank(k, pld_window_comm(sa)),
+                n = pld_nranks(k, pld_window_comm(sa));
+  pld_allreduce(k, data, sa, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH);
+  pld_allreduce(k, data, sb, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH);
+  if (me == 0)
+    pld_notify(k, sb, comm_next(me, n), PLD_AT(0), 1, PLD_NOTIFY_ADD);
+}
+PLD_DEVICE(d_two_sigs, a, PLD_WINDOW(data, FP32, RL),
+           PLD_WINDOW(sa, INT32, NSV), PLD_WINDOW(sb, INT32, NSV)) {
+  pld_launch(a, k_two_sigs, 1, data, sa, sb);
+}
+PLD_HOST(h_two_sigs, h) {
+  const int n = pld_world_size(h);
+  const int64_t ns = PLD_SIGNAL_CELLS(n, 1);
+  pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(RL));
+  pld_window_buf sa = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
+  pld_window_buf sb = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
+  for (int q = 0; q < n; q++)
+    pld_dispatch(h, d_two_sigs, q,
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(RL)),
+                 pld_window_view(h, sa, PLD_INT32, PLD_SHAPE(ns)),
+                 pld_window_view(h, sb, PLD_INT32, PLD_SHAPE(ns)));
+}
+
+static void test_notify_second_signal(void **state) {
+  (void)state;
+  for (int p = 2; p <= 4; p++) {
+    if (!comm_world_fits(p))
+      continue;
+    pld_config cfg = comm_config(p);
+    assert_fails_with(pld_run(h_two_sigs, &cfg, 0, NULL), PLD_ERR_ARG,
+                      "pld_notify: kernel k_two_sigs (rank 0,",
+                      "cell [0] of window 'sb' (buffer #2) is a cell of the "
+                      "signal window pld_allreduce used on rank 0");
+  }
+}
+
 /* ---- deadlock ------------------------------------------------------------ */
 
 /* The line of the report about rank r that contains `what`, or NULL. */
@@ -1139,6 +1182,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_stray_use_after_a_collective),
     cmocka_unit_test(test_stray_use_before_a_collective),
     cmocka_unit_test(test_notify_beside_signal),
+    cmocka_unit_test(test_notify_second_signal),
 };
 
 PLD_TEST_MAIN("comm_collective_misuse", tests)

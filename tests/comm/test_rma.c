@@ -227,9 +227,11 @@ static void test_remote_every_dtype(void **state) {
 enum { GR = 12, GC = 40 };
 
 /* Put a 5 x 13 region of x at (2, 8) into the next rank's window at
- * (7, 16); after a barrier, copy out my window, and get a 4 x 20 region at
- * (6, 14) of the next rank's window into `got` at (1, 3) (the rest of got
- * keeps the host's values). */
+ * (7, 16), notifying my cell of its `arrived` (one notify behind the five
+ * rows), and wait for the previous rank's; after a barrier, copy out my
+ * window and my `arrived`, and get a 4 x 20 region at (6, 14) of the next
+ * rank's window into `got` at (1, 3) (the rest of got keeps the host's
+ * values). */
 static const pld_xfer put_region = {7, 16, 2, 8, 5, 13, PLD_ATOMIC_NONE,
                                     0, 0,  0};
 static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE,
@@ -237,32 +239,42 @@ static const pld_xfer get_region = {1, 3, 6, 14, 4, 20, PLD_ATOMIC_NONE,
 
 #define REGIONS_PARAMS                                                         \
   PLD_IN(x, FP32, GR, GC), PLD_WINDOW(data, FP32, GR, GC),                     \
-      PLD_WINDOW(sig, INT32, NR), PLD_OUT(box, FP32, GR, GC),                  \
-      PLD_INOUT(got, FP32, GR, GC)
+      PLD_WINDOW(sig, INT32, NR), PLD_WINDOW(arrived, INT32, NR),              \
+      PLD_OUT(box, FP32, GR, GC), PLD_INOUT(got, FP32, GR, GC),                \
+      PLD_OUT(cells, INT32, NR)
 
 PLD_KERNEL(k_regions, k, REGIONS_PARAMS) {
   pld_comm comm = pld_window_comm(data);
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
-  pld_put(k, data, (me + 1) % n, x, &put_region);
+  pld_put_notify(k, data, (me + 1) % n, x, &put_region, arrived, PLD_AT(me), 1,
+                 PLD_NOTIFY_ADD);
+  pld_wait(k, arrived, PLD_AT((me + n - 1) % n), 1, PLD_WAIT_GE);
   pld_barrier(k, sig);
   pld_get(k, box, me, data, NULL);
   pld_get(k, got, (me + 1) % n, data, &get_region);
+  pld_tile *t = pld_load(k, pld_local(arrived), 0, 0, 1, n);
+  pld_store(k, t, cells, 0, 0);
+  pld_tile_free(k, t);
 }
 
 PLD_DEVICE(d_regions, a, REGIONS_PARAMS) {
-  pld_launch(a, k_regions, 1, x, data, sig, box, got);
+  pld_launch(a, k_regions, 1, x, data, sig, arrived, box, got, cells);
 }
 
 PLD_HOST(h_regions, h, PLD_IN(x, FP32, NR, GR, GC),
-         PLD_OUT(box, FP32, NR, GR, GC), PLD_INOUT(got, FP32, NR, GR, GC)) {
+         PLD_OUT(box, FP32, NR, GR, GC), PLD_INOUT(got, FP32, NR, GR, GC),
+         PLD_OUT(cells, INT32, NR, NR)) {
   int n = pld_world_size(h);
   pld_window_buf data = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(GR, GC));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  pld_window_buf arrived = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
   for (int r = 0; r < n; r++)
     pld_dispatch(h, d_regions, r, pld_slice(h, x, r),
                  pld_window_view(h, data, PLD_FP32, PLD_SHAPE(GR, GC)),
                  pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
-                 pld_slice(h, box, r), pld_slice(h, got, r));
+                 pld_window_view(h, arrived, PLD_INT32, PLD_SHAPE(n)),
+                 pld_slice(h, box, r), pld_slice(h, got, r),
+                 pld_slice(h, cells, r));
 }
 
 /* dst gets the region of src that o describes, both matrices of `cols`
@@ -284,7 +296,19 @@ static void run_put_get_regions(int n) {
   float *want_got = malloc(sizeof(float) * (size_t)(n * GR * GC));
   assert_non_null(want_got);
   memcpy(want_got, pld_tensor_data(got), sizeof(float) * (size_t)(n * GR * GC));
-  assert_ok(pld_run(h_regions, &cfg, PLD_ARGS(x, box, got)));
+  pld_tensor cells = comm_int_tensor(-1, 2, (int64_t[]){n, n});
+  assert_ok(pld_run(h_regions, &cfg, PLD_ARGS(x, box, got, cells)));
+  /* One notify per put, however many rows it moves: 1 from the previous
+   * rank, 0 from the others. */
+  const int32_t *cs = pld_tensor_data(cells);
+  for (int r = 0; r < n; r++)
+    for (int q = 0; q < n; q++)
+      if (cs[r * n + q] != (q == comm_prev(r, n))) {
+        print_error("rank %d's arrived[%d] is %d after the puts, expected %d\n",
+                    r, q, cs[r * n + q], q == comm_prev(r, n));
+        fail();
+      }
+  pld_tensor_destroy(cells);
   /* A model of each rank's window: zero but for the previous rank's
    * region. */
   float win[4 * GR * GC];
