@@ -496,8 +496,13 @@ static void check_reduce(int by_row, reduce_fn *const fns[3]) {
       pld_tensor z = tt_tensor(dt, orows, ocols, PLD_DIR_OUT, "z");
       tt_fill_random(x, &seed);
       pld_tile *a = tt_load(k, x), *t = pld_tile_new(k, dt, orows, ocols);
+      const pld_tile *guard = tt_guard(k);
       for (int kind = 0; kind < 3; kind++) {
+        char name[32];
+        snprintf(name, sizeof name, "pld_%s_%s", by_row ? "row" : "col",
+                 kinds[kind]);
         assert_int_equal(fns[kind](k, t, a), PLD_OK);
+        tt_guard_intact(guard, name);
         tt_store(k, t, z);
         for (size_t o = 0; o < (size_t)(by_row ? rows : cols); o++) {
           const double want =
@@ -619,12 +624,16 @@ void test_expand_all_dtypes(void **state) {
       pld_tensor z = tt_tensor(dt, rows, cols, PLD_DIR_OUT, "z");
       tt_fill_random(vr, &seed);
       tt_fill_random(vc, &seed);
+      pld_tile *r = tt_load(k, vr), *v = tt_load(k, vc);
       pld_tile *t = pld_tile_new(k, dt, rows, cols);
-      assert_int_equal(pld_row_expand(k, t, tt_load(k, vr)), PLD_OK);
+      const pld_tile *guard = tt_guard(k);
+      assert_int_equal(pld_row_expand(k, t, r), PLD_OK);
+      tt_guard_intact(guard, "pld_row_expand");
       tt_store(k, t, z);
       for (size_t i = 0; i < (size_t)rows * (size_t)cols; i++)
         assert_true(tt_same(tt_get(z, i), tt_get(vr, i / (size_t)cols)));
-      assert_int_equal(pld_col_expand(k, t, tt_load(k, vc)), PLD_OK);
+      assert_int_equal(pld_col_expand(k, t, v), PLD_OK);
+      tt_guard_intact(guard, "pld_col_expand");
       tt_store(k, t, z);
       for (size_t i = 0; i < (size_t)rows * (size_t)cols; i++)
         assert_true(tt_same(tt_get(z, i), tt_get(vc, i % (size_t)cols)));

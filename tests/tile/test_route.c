@@ -260,8 +260,10 @@ static void check_arg(int largest) {
         fill(x, mode, &seed);
         pld_tile *a = tt_load(k, x);
         pld_tile *idx = pld_full(k, PLD_INT32, rows, 1, -7);
+        const pld_tile *guard = tt_guard(k);
         assert_int_equal((largest ? pld_row_argmax : pld_row_argmin)(k, idx, a),
                          PLD_OK);
+        tt_guard_intact(guard, largest ? "pld_row_argmax" : "pld_row_argmin");
         tt_store(k, idx, z);
         for (int32_t r = 0; r < rows; r++) {
           const size_t row = (size_t)r * (size_t)cols;
@@ -515,9 +517,11 @@ static void check_cumsum(int by_row) {
           fill(x, mode, &seed);
           pld_tile *a = tt_load(k, x);
           pld_tile *t = pld_tile_new(k, dt, rows, cols);
+          const pld_tile *guard = tt_guard(k);
           assert_int_equal(
               (by_row ? pld_row_cumsum : pld_col_cumsum)(k, t, a, excl ? 7 : 0),
               PLD_OK);
+          tt_guard_intact(guard, by_row ? "pld_row_cumsum" : "pld_col_cumsum");
           tt_store(k, t, z);
           const size_t lines = (size_t)(by_row ? rows : cols);
           const size_t len = (size_t)(by_row ? cols : rows);
@@ -778,8 +782,10 @@ void test_iota_all_dtypes(void **state) {
         pld_core k = tt_vector_core(&c);
         pld_tensor z = tt_tensor(dt, rows, cols, PLD_DIR_OUT, "z");
         pld_tile *t = pld_tile_new(k, dt, rows, cols);
+        const pld_tile *guard = tt_guard(k);
         assert_int_equal(
             pld_iota(k, t, params[p][0], params[p][1], params[p][2]), PLD_OK);
+        tt_guard_intact(guard, "pld_iota");
         tt_store(k, t, z);
         for (int32_t i = 0; i < rows; i++)
           for (int32_t j = 0; j < cols; j++) {

@@ -222,6 +222,23 @@ pld_tile *tt_load(pld_core k, pld_tensor t) {
   return tile;
 }
 
+enum { GUARD_BYTES = 256, GUARD = 0xA5 };
+
+const pld_tile *tt_guard(pld_core k) {
+  const pld_tile *g = pld_full(k, PLD_UINT8, 1, GUARD_BYTES, GUARD);
+  if (!g)
+    fail_msg("pld_full: %s", k.p->msg);
+  return g;
+}
+
+void tt_guard_intact(const pld_tile *g, const char *what) {
+  for (int b = 0; b < GUARD_BYTES; b++)
+    if (g->data[b] != GUARD)
+      fail_msg("%s wrote past its destination: byte %d of the next tile "
+               "holds %d, not %d",
+               what, b, g->data[b], GUARD);
+}
+
 void tt_store(pld_core k, const pld_tile *tile, pld_tensor t) {
   if (pld_store(k, tile, t, 0, 0) != PLD_OK)
     fail_msg("pld_store: %s", k.p->msg);

@@ -45,6 +45,12 @@ void tt_fill_random(pld_tensor t, uint64_t *seed);
 
 /* A tile holding the whole of t, and its elements stored into t. */
 pld_tile *tt_load(pld_core k, pld_tensor t);
+/* A tile of 256 bytes of 0xA5 in the lowest free gap of tile memory: on a
+ * core whose tiles were allocated one after another, right after the last
+ * one.  tt_guard_intact fails, naming `what`, if an operation wrote into
+ * it: past the end of its destination, allocated just before. */
+const pld_tile *tt_guard(pld_core k);
+void tt_guard_intact(const pld_tile *g, const char *what);
 void tt_store(pld_core k, const pld_tile *tile, pld_tensor t);
 
 /* The shapes of the tile operations: dst = op(a, b), op(a, s), op(a). */
