@@ -316,41 +316,53 @@ static void test_window_tasks_keep_order(void **state) {
 
 /* ---- keep_windows ----------------------------------------------------- */
 
-/* Each run, every rank records the count in its window and adds 1 to it. */
+/* Cells of a window past 1 MiB, which the shared-memory fabric zeroes
+ * otherwise than a small one. */
+enum { BIG_CELLS = (1 << 18) + 1024 };
+PLD_DYNAMIC(NB);
+
+/* Each run, every rank records the count in its window, and in the last
+ * cell of a large one, and adds 1 to each. */
 PLD_KERNEL(k_count_runs, k, PLD_WINDOW(count, INT32, 1),
-           PLD_OUT(seen, INT32, 1)) {
+           PLD_WINDOW(big, INT32, NB), PLD_OUT(seen, INT32, 2)) {
+  const int32_t me = pld_rank(k, pld_window_comm(count));
+  const int64_t last = pld_tensor_dim(pld_local(big), 0) - 1;
   pld_write(k, seen, PLD_AT(0), pld_read(k, pld_local(count), PLD_AT(0)));
-  pld_notify(k, count, pld_rank(k, pld_window_comm(count)), PLD_AT(0), 1,
-             PLD_NOTIFY_ADD);
+  pld_write(k, seen, PLD_AT(1), pld_read(k, pld_local(big), PLD_AT(last)));
+  pld_notify(k, count, me, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+  pld_notify(k, big, me, PLD_AT(last), 1, PLD_NOTIFY_ADD);
 }
 PLD_DEVICE(d_count_runs, a, PLD_WINDOW(count, INT32, 1),
-           PLD_OUT(seen, INT32, 1)) {
-  pld_launch(a, k_count_runs, 1, count, seen);
+           PLD_WINDOW(big, INT32, NB), PLD_OUT(seen, INT32, 2)) {
+  pld_launch(a, k_count_runs, 1, count, big, seen);
 }
-PLD_HOST(h_count_runs, h, PLD_OUT(seen, INT32, NR, 1)) {
+PLD_HOST(h_count_runs, h, PLD_OUT(seen, INT32, NR, 2)) {
   pld_window_buf buf = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(1));
+  pld_window_buf big =
+      pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(BIG_CELLS));
   for (int r = 0; r < pld_world_size(h); r++)
     pld_dispatch(h, d_count_runs, r,
                  pld_window_view(h, buf, PLD_INT32, PLD_SHAPE(1)),
+                 pld_window_view(h, big, PLD_INT32, PLD_SHAPE(BIG_CELLS)),
                  pld_slice(h, seen, r));
 }
 
-/* Windows start every run at zero, unless the program keeps them: then a
- * run sees what the one before left. */
+/* Windows, small and past 1 MiB, start every run at zero, unless the
+ * program keeps them: then a run sees what the one before left. */
 static void test_keep_windows(void **state) {
   (void)state;
   for (int keep = 0; keep <= 1; keep++) {
     pld_config cfg = comm_config(3);
     cfg.keep_windows = keep;
     pld_tensor seen;
-    assert_ok(pld_tensor_create(PLD_INT32, 2, (int64_t[]){3, 1}, &seen));
+    assert_ok(pld_tensor_create(PLD_INT32, 2, (int64_t[]){3, 2}, &seen));
     pld_program *p;
     assert_ok(pld_compile(h_count_runs, &cfg, PLD_ARGS(seen), &p));
     for (int run = 0; run < 4; run++) {
       assert_ok(pld_program_run(p, PLD_ARGS(seen)));
       const int32_t *got = pld_tensor_data(seen);
-      for (int r = 0; r < 3; r++)
-        assert_int_equal(got[r], keep ? run : 0);
+      for (int i = 0; i < 3 * 2; i++)
+        assert_int_equal(got[i], keep ? run : 0);
     }
     pld_program_destroy(p);
     pld_tensor_destroy(seen);
@@ -375,7 +387,7 @@ static void test_window_artifacts(void **state) {
   pld_config cfg = comm_config(3);
   cfg.artifact_dir = "";
   pld_tensor seen;
-  assert_ok(pld_tensor_create(PLD_INT32, 2, (int64_t[]){3, 1}, &seen));
+  assert_ok(pld_tensor_create(PLD_INT32, 2, (int64_t[]){3, 2}, &seen));
   pld_program *p;
   assert_ok(pld_compile(h_count_runs, &cfg, PLD_ARGS(seen), &p));
   static char text[65536];
