@@ -14,6 +14,7 @@
 
 PLD_DYNAMIC(NS);  /* cells of sig: PLD_SIGNAL_CELLS(P, C) */
 PLD_DYNAMIC(NSS); /* cells of sigs, the short signal window */
+PLD_DYNAMIC(NR2); /* rows of tall and mtall: twice the ranks */
 
 /* Elements of a row: RL, and RL2 for windows of another length. */
 enum { RL = 4, RL2 = 5 };
@@ -33,10 +34,12 @@ enum {
   C_BROADCAST_NEG, /* root -1 */
   C_BROADCAST_P,   /* root P */
   C_BARRIER,
-  C_ALLGATHER,      /* pld_allgather(stage, tgt, sig) */
-  C_REDUCE_SCATTER, /* pld_reduce_scatter(mat, sig, SUM) */
-  C_ALL_TO_ALL,     /* pld_all_to_all(x, tgt, sig) */
-  C_ALL_TO_ALL_V,   /* pld_all_to_all_v(x, sc, tgt, rc, sig) */
+  C_ALLGATHER,         /* pld_allgather(stage, tgt, sig) */
+  C_REDUCE_SCATTER,    /* pld_reduce_scatter(mat, sig, SUM) */
+  C_ALL_TO_ALL,        /* pld_all_to_all(x, tgt, sig) */
+  C_ALL_TO_ALL_V,      /* pld_all_to_all_v(x, sc, tgt, rc, sig) */
+  C_ALL_TO_ALL_V_TALL, /* ... of mtall into tall: the same bytes as x and
+                          tgt in rows half as long */
   /* mistakes */
   C_SIG_SHORT, /* allreduce on sigs */
   C_ALLGATHER_SIG_SHORT,
@@ -102,12 +105,14 @@ enum {
       PLD_WINDOW(tgtrow, FP32, RL), PLD_WINDOW(wide, FP32, NR, RL2),           \
       PLD_WINDOW(tgti, INT32, NR, RL), PLD_WINDOW(sig, INT32, NS),             \
       PLD_WINDOW(sigs, INT32, NSS), PLD_WINDOW(sig2, INT32, NR, NS),           \
-      PLD_WINDOW(sigf, FP32, NS), PLD_WINDOW(over, FP32, NR, RL)
+      PLD_WINDOW(sigf, FP32, NS), PLD_WINDOW(over, FP32, NR, RL),              \
+      PLD_WINDOW(tall, FP32, NR2, RL / 2),                                     \
+      PLD_WINDOW(mtall, FP32, NR2, RL / 2)
 
 struct mis {
   pld_tensor x, sc, cnt2, rc;
   pld_window data, data2, datai, du8, d64, mat, tgt, stage, tgtrow, wide, tgti,
-      sig, sigs, sig2, sigf, over;
+      sig, sigs, sig2, sigf, over, tall, mtall;
 };
 
 static void do_call(pld_core k, const struct mis *g, int what, int32_t arg) {
@@ -150,6 +155,9 @@ static void do_call(pld_core k, const struct mis *g, int what, int32_t arg) {
     break;
   case C_ALL_TO_ALL_V:
     pld_all_to_all_v(k, g->x, g->sc, g->tgt, g->rc, g->sig);
+    break;
+  case C_ALL_TO_ALL_V_TALL:
+    pld_all_to_all_v(k, pld_local(g->mtall), g->sc, g->tall, g->rc, g->sig);
     break;
   case C_SIG_SHORT:
     pld_allreduce(k, g->data, g->sigs, PLD_REDUCE_SUM, PLD_ALLREDUCE_MESH);
@@ -264,7 +272,7 @@ static void misuse_body(pld_core k, pld_tensor flag, const struct mis *g) {
 #define MIS_STRUCT                                                             \
   {                                                                            \
     x, sc, cnt2, rc, data, data2, datai, du8, d64, mat, tgt, stage, tgtrow,    \
-        wide, tgti, sig, sigs, sig2, sigf, over                                \
+        wide, tgti, sig, sigs, sig2, sigf, over, tall, mtall                   \
   }
 
 PLD_KERNEL(k_misuse, k, MISUSE_PARAMS) {
@@ -304,7 +312,7 @@ PLD_DEVICE(d_misuse, cpu, MISUSE_PARAMS, PLD_OUT(y, FP32, RL),
   pld_launch(cpu, k_in, 1, x, data, mat, stage);
   pld_launch(cpu, cube ? k_cube : k_misuse, blocks, flag, x, sc, cnt2, rc, data,
              data2, datai, du8, d64, mat, tgt, stage, tgtrow, wide, tgti, sig,
-             sigs, sig2, sigf, over);
+             sigs, sig2, sigf, over, tall, mtall);
   pld_launch(cpu, k_out, 1, data, y);
 }
 
@@ -353,6 +361,8 @@ PLD_HOST(h_misuse, h, PLD_IN(flag, INT32, NFL), PLD_IN(x, FP32, NR, NR, RL),
         pld_window_view(h, b[B_SIG2], PLD_INT32, PLD_SHAPE(n, ns)),
         pld_window_view(h, b[B_SIGF], PLD_FP32, PLD_SHAPE(ns)),
         pld_window_view(h, b[B_SIG], PLD_FP32, PLD_SHAPE(n, RL)),
+        pld_window_view(h, b[B_TGT], PLD_FP32, PLD_SHAPE(2 * n, RL / 2)),
+        pld_window_view(h, b[B_MAT], PLD_FP32, PLD_SHAPE(2 * n, RL / 2)),
         pld_slice(h, y, q), q == odd ? blocks + 1 : blocks, cube);
 }
 
@@ -792,6 +802,11 @@ static void describe(char *buf, size_t cap, int what, int c) {
   case C_ALLGATHER:
     snprintf(buf, cap, "pld_allgather(FP32, 4 elements, %s)", blocks);
     break;
+  case C_ALL_TO_ALL_V: /* 3 ranks */
+  case C_ALL_TO_ALL_V_TALL:
+    snprintf(buf, cap, "pld_all_to_all_v(FP32, 12 elements in %d rows, %s)",
+             what == C_ALL_TO_ALL_V ? 3 : 6, blocks);
+    break;
   default: /* a barrier */
     snprintf(buf, cap,
              "no collective call 1 on this window (a pld_barrier, or another "
@@ -831,7 +846,8 @@ static void expect_mismatch(int c, int c_bad, int bad, int bad_call,
 
 /* Ranks that differ in the collective, the op, the dtype (two windows of
  * different dtypes on one signal), the element count, the root, the mode,
- * the block count, or a barrier where the others call a collective. */
+ * the block count, a barrier where the others call a collective, or an
+ * all-to-all-v into the same bytes in rows half as long. */
 static void test_mismatched_calls(void **state) {
   (void)state;
   static const struct {
@@ -846,6 +862,7 @@ static void test_mismatched_calls(void **state) {
       {1, 1, C_ALLREDUCE_RING, C_ALLREDUCE},
       {2, 2, C_ALLREDUCE, C_ALLREDUCE},
       {1, 1, C_BARRIER, C_ALLREDUCE},
+      {1, 2, C_ALL_TO_ALL_V_TALL, C_ALL_TO_ALL_V},
   };
   for (size_t i = 0; i < NCASES(cases); i++)
     expect_mismatch(1, cases[i].c_bad, cases[i].bad, cases[i].bad_call,
