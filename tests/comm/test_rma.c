@@ -248,7 +248,7 @@ PLD_KERNEL(k_regions, k, REGIONS_PARAMS) {
   int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
   pld_put_notify(k, data, (me + 1) % n, x, &put_region, arrived, PLD_AT(me), 1,
                  PLD_NOTIFY_ADD);
-  pld_wait(k, arrived, PLD_AT((me + n - 1) % n), 1, PLD_WAIT_GE);
+  pld_wait(k, arrived, PLD_AT(comm_prev(me, n)), 1, PLD_WAIT_GE);
   pld_barrier(k, sig);
   pld_get(k, box, me, data, NULL);
   pld_get(k, got, (me + 1) % n, data, &get_region);
