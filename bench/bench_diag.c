@@ -1,7 +1,7 @@
 /* bench_diag: what the diagnostics cost - the trace (pld_config.trace,
  * PLD_TRACE) and the race check (pld_config.check = "races",
  * PLD_CHECK=races) - each next to the same program without it, in this
- * process.
+ * process; and that the checks still find what they must.
  *
  *   (1) trace: a kernel (1 block per rank, 2 ranks) that makes M = 2000
  *       notifies to its own cell and then one wait the notifies already
@@ -18,6 +18,20 @@
  *       barrier; (c) puts: 8 times a 1 MiB pld_put (a 512x512 FP32 In
  *       tensor) into the next rank's window, then a barrier.  A false
  *       report (any failure) is printed and makes the exit status 1.
+ *   (3) checks: issue 29's target 5, no check weakened by the fast paths,
+ *       at 2 and 4 ranks: a put of one row into the window's last row and
+ *       one past it, a notify of a plain signal window's last cell and
+ *       one past it, a small (deferred) broadcast whose ranks each name
+ *       themselves the root, a two-phase allreduce of 64 KiB in which
+ *       rank 0 takes MAX and the others SUM, and a small broadcast the
+ *       last rank never calls.  Each run must return PLD_OK,
+ *       PLD_ERR_BOUNDS, PLD_ERR_MISMATCH or PLD_ERR_DEADLOCK as the case
+ *       says, its message naming the call; printed with the run's time
+ *       (the deadlock's is the watch's time to report it) and the
+ *       message's first line, then the verdict.  The race check's cost
+ *       when off cannot be told in one run (there is no build without
+ *       it): the verdict line says so, and how to compare it with a
+ *       revision.
  * The trace off against a plain build has nothing to compare in one
  * binary (a site asks pld__observed, a thread-local and a global load):
  * it is measured against the previous commit, not here.
@@ -32,7 +46,7 @@
  *
  * Nothing here fails on a slow result: the figures are printed, with the
  * target where there is one.  The exit status is 1 only if a pld call
- * failed (a bug, not a slow result). */
+ * failed or a check did not find its case (a bug, not a slow result). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +158,110 @@ PLD_HOST(put_host, h, PLD_IN(x, FP32, NDEV, PUT_ROWS, PUT_COLS)) {
         h, put_device, r, pld_slice(h, x, r),
         pld_window_view(h, dst, PLD_FP32, PLD_SHAPE(PUT_ROWS, PUT_COLS)),
         pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(SIG_CELLS)));
+}
+
+/* (3): the checks on the paths the benchmarks measure (issue 29, target
+ * 5: no check weakened).  One kernel, each rank doing what `how` says on
+ * one block; CK_RANKS_MOST ranks at most. */
+enum {
+  CK_RANKS_MOST = 4,
+  CK_ROWS = 8, /* the put's window: CK_ROWS x CK_COLS FP32 */
+  CK_COLS = 64,
+  CK_SMALL = 4,     /* a small broadcast's elements: deferred, 16 B */
+  CK_BIG = 1 << 14, /* a two-phase allreduce's elements: 64 KiB */
+  CK_SIG = PLD_SIGNAL_CELLS(CK_RANKS_MOST, 1),
+  CK_FLAGS = 2 /* a plain signal window's cells */
+};
+
+enum {
+  CK_PUT_LAST,    /* a row into the window's last row: PLD_OK */
+  CK_PUT_PAST,    /* a row one past it: PLD_ERR_BOUNDS */
+  CK_NOTIFY_LAST, /* a notify of the last cell: PLD_OK */
+  CK_NOTIFY_PAST, /* of the cell one past it: PLD_ERR_BOUNDS */
+  CK_BCAST_ROOTS, /* a small broadcast, every rank naming itself the
+                     root: PLD_ERR_MISMATCH */
+  CK_REDUCE_OPS,  /* a two-phase allreduce, rank 0 taking MAX where the
+                     others SUM: PLD_ERR_MISMATCH */
+  CK_BCAST_SKIP,  /* a small broadcast the last rank never calls:
+                     PLD_ERR_DEADLOCK */
+  CK_CASES
+};
+
+static const struct check_case {
+  const char *what;
+  int status;      /* the run's */
+  const char *sub; /* in its message, unless status is PLD_OK */
+} check_cases[CK_CASES] = {
+    [CK_PUT_LAST] = {"pld_put into the last row", PLD_OK, NULL},
+    [CK_PUT_PAST] = {"pld_put one row past", PLD_ERR_BOUNDS, "pld_put"},
+    [CK_NOTIFY_LAST] = {"pld_notify of the last cell", PLD_OK, NULL},
+    [CK_NOTIFY_PAST] = {"pld_notify one cell past", PLD_ERR_BOUNDS,
+                        "pld_notify"},
+    [CK_BCAST_ROOTS] = {"small pld_broadcast, roots differ", PLD_ERR_MISMATCH,
+                        "pld_broadcast"},
+    [CK_REDUCE_OPS] = {"two-phase pld_allreduce, ops differ", PLD_ERR_MISMATCH,
+                       "pld_allreduce"},
+    [CK_BCAST_SKIP] = {"small pld_broadcast, a rank never calls",
+                       PLD_ERR_DEADLOCK, "pld_broadcast"},
+};
+
+PLD_KERNEL(k_checks, k, PLD_IN(x, FP32, 1, CK_COLS),
+           PLD_WINDOW(dst, FP32, CK_ROWS, CK_COLS),
+           PLD_WINDOW(flags, INT32, CK_FLAGS),
+           PLD_WINDOW(small, FP32, CK_SMALL), PLD_WINDOW(big, FP32, CK_BIG),
+           PLD_WINDOW(sig, INT32, CK_SIG), PLD_SCALAR(how, INT32)) {
+  pld_comm comm = pld_window_comm(dst);
+  const int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  const int32_t next = (me + 1) % n;
+  pld_xfer row = {.rows = 1};
+  switch (how) {
+  case CK_PUT_LAST:
+  case CK_PUT_PAST:
+    row.dst_row = how == CK_PUT_LAST ? CK_ROWS - 1 : CK_ROWS;
+    pld_put(k, dst, next, x, &row);
+    break;
+  case CK_NOTIFY_LAST:
+  case CK_NOTIFY_PAST:
+    pld_notify(k, flags, next,
+               PLD_AT(how == CK_NOTIFY_LAST ? CK_FLAGS - 1 : CK_FLAGS), 1,
+               PLD_NOTIFY_ADD);
+    break;
+  case CK_BCAST_ROOTS:
+    pld_broadcast(k, small, sig, me);
+    break;
+  case CK_REDUCE_OPS:
+    pld_allreduce(k, big, sig, me == 0 ? PLD_REDUCE_MAX : PLD_REDUCE_SUM,
+                  PLD_ALLREDUCE_TWO_PHASE);
+    break;
+  case CK_BCAST_SKIP:
+    if (me != n - 1)
+      pld_broadcast(k, small, sig, 0);
+    break;
+  }
+}
+PLD_DEVICE(checks_device, a, PLD_IN(x, FP32, 1, CK_COLS),
+           PLD_WINDOW(dst, FP32, CK_ROWS, CK_COLS),
+           PLD_WINDOW(flags, INT32, CK_FLAGS),
+           PLD_WINDOW(small, FP32, CK_SMALL), PLD_WINDOW(big, FP32, CK_BIG),
+           PLD_WINDOW(sig, INT32, CK_SIG), PLD_SCALAR(how, INT32)) {
+  pld_launch(a, k_checks, 1, x, dst, flags, small, big, sig, how);
+}
+PLD_HOST(checks_host, h, PLD_IN(x, FP32, 1, CK_COLS), PLD_SCALAR(how, INT32)) {
+  pld_window_buf dst =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(CK_ROWS, CK_COLS));
+  pld_window_buf flags =
+      pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(CK_FLAGS));
+  pld_window_buf small =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(CK_SMALL));
+  pld_window_buf big = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(CK_BIG));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(CK_SIG));
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, checks_device, r, x,
+                 pld_window_view(h, dst, PLD_FP32, PLD_SHAPE(CK_ROWS, CK_COLS)),
+                 pld_window_view(h, flags, PLD_INT32, PLD_SHAPE(CK_FLAGS)),
+                 pld_window_view(h, small, PLD_FP32, PLD_SHAPE(CK_SMALL)),
+                 pld_window_view(h, big, PLD_FP32, PLD_SHAPE(CK_BIG)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(CK_SIG)), how);
 }
 
 /* ---- timing a pair ---------------------------------------------------------
@@ -288,6 +406,70 @@ static void races_section(const pld_config *base) {
   races_line("puts", med);
 }
 
+/* Runs check case c on p ranks: whether the run returned the case's
+ * status with its message naming the call; what it returned, its message
+ * and the run's seconds in *st, msg and *s. */
+static int check_run(int p, int c, int *st, char *msg, size_t cap, double *s) {
+  static const int ids[CK_RANKS_MOST] = {0, 1, 2, 3};
+  pld_config cfg = PLD_CONFIG_INIT;
+  cfg.device_ids = ids;
+  cfg.ndevices = p;
+  pld_tensor x;
+  const int64_t shape[] = {1, CK_COLS};
+  pld_program *prog = NULL;
+  *st = -1;
+  *s = -1;
+  msg[0] = 0;
+  const int tst = pld_tensor_create(PLD_FP32, 2, shape, &x);
+  if (tst) {
+    pld_failed(tst, "pld_tensor_create");
+    return 0;
+  }
+  const int32_t how = c;
+  const pld_arg args[] = {PLD_ARG(x), PLD_ARG(how)};
+  if (!program_init(checks_host, &cfg, 2, args, check_cases[c].what, &prog)) {
+    const double t0 = now_s();
+    *st = pld_program_run(prog, 2, args);
+    *s = now_s() - t0;
+    snprintf(msg, cap, "%s", *st ? pld_last_error() : "");
+    pld_program_destroy(prog);
+  }
+  pld_tensor_destroy(x);
+  const struct check_case *k = &check_cases[c];
+  return *st == k->status && (!k->sub || strstr(msg, k->sub));
+}
+
+/* Each check case at 2 and CK_RANKS_MOST ranks, then target 5's
+ * verdict. */
+static void checks_section(void) {
+  int met = 1;
+  for (int p = 2; p <= CK_RANKS_MOST; p += CK_RANKS_MOST - 2)
+    for (int c = 0; c < CK_CASES; c++) {
+      char msg[512], s[32];
+      int st;
+      double sec;
+      const int ok = check_run(p, c, &st, msg, sizeof msg, &sec);
+      met = met && ok;
+      failed |= !ok; /* a check that does not find its case is a bug */
+      msg[strcspn(msg, "\n")] = 0; /* the message's first line */
+      if (strlen(msg) > 100)
+        strcpy(msg + 97, "...");
+      printf("  checks  %d ranks  %-40s %-17s %-6s %s%s%s\n", p,
+             check_cases[c].what, st < 0 ? "n/a" : pld_status_name(st),
+             ok ? "ok" : "WRONG", fmt(s, sizeof s, 1, " ms", sec * 1e3),
+             msg[0] ? "  " : "", msg);
+    }
+  printf("  issue 29 target 5, no check weakened: bounds (a put and a notify "
+         "exactly at and one past\n  the end), mismatches (a small broadcast, "
+         "a two-phase allreduce) and deadlock (a small\n  broadcast a rank "
+         "never calls) each found on the fast paths at 2 and %d ranks: %s\n",
+         CK_RANKS_MOST, met ? "met" : "MISSED (WRONG above)");
+  printf("  issue 29 target 5, the race check's cost when off: not measurable "
+         "in one run (no build\n  without it; the off path tests a flag per "
+         "call): `bench/run.sh versus REV` compares\n  the dispatch and "
+         "communication benchmarks with a revision's, side by side\n");
+}
+
 int main(void) {
   /* The reference runs must observe nothing; cfg.trace and cfg.check
    * turn on what each "on" run measures. */
@@ -309,5 +491,6 @@ int main(void) {
          "ratio on/off)\n",
          NDEV);
   races_section(&cfg);
+  checks_section();
   return failed;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,86 @@ static inline int pin_self(int cpu) {
 static inline double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The machine's floor under a message between two CPUs (a notify ->
+ * wait, a small collective's exchange): two threads pinned to two CPUs
+ * pass one cache line each way, spinning (never yielding), for LINE_ITERS
+ * round trips per timing.  Whatever a signal does, its waiter learns of it
+ * through at least one line written on another CPU. */
+#define LINE_ITERS 20000
+enum { LINE_REPS_MOST = 64 }; /* timings, at most */
+
+struct line_pp {
+  _Alignas(64) atomic_int ping;
+  _Alignas(64) atomic_int pong;
+  _Alignas(64) atomic_int go; /* 1: both threads started; -1: one did not */
+  int cpu[2], pin_err[2], reps;
+  double t[LINE_REPS_MOST];
+};
+
+struct line_arg {
+  struct line_pp *l;
+  int me;
+};
+
+static inline void *line_thread(void *arg) {
+  const struct line_arg *a = arg;
+  struct line_pp *l = a->l;
+  l->pin_err[a->me] = pin_self(l->cpu[a->me]);
+  while (!atomic_load(&l->go))
+    sched_yield();
+  if (atomic_load(&l->go) < 0)
+    return NULL;
+  int i = 0;
+  for (int r = -1; r < l->reps; r++) { /* -1: a round that warms up */
+    const double t0 = now_s();
+    for (int k = 0; k < LINE_ITERS; k++) {
+      i++;
+      if (a->me == 0) {
+        atomic_store_explicit(&l->ping, i, memory_order_release);
+        while (atomic_load_explicit(&l->pong, memory_order_acquire) != i)
+          ;
+      } else {
+        while (atomic_load_explicit(&l->ping, memory_order_acquire) != i)
+          ;
+        atomic_store_explicit(&l->pong, i, memory_order_release);
+      }
+    }
+    if (a->me == 0 && r >= 0)
+      l->t[r] = (now_s() - t0) / LINE_ITERS / 2 * 1e6;
+  }
+  return NULL;
+}
+
+/* Half a round trip of one line each way between two pinned CPUs, us: the
+ * median of reps timings (at most LINE_REPS_MOST); -1 with fewer than 2
+ * CPUs to run on, or if the threads could not start or be pinned (why:
+ * the message). */
+static inline double line_floor(int reps, char *why, size_t cap) {
+  struct line_pp l = {.reps = reps < LINE_REPS_MOST ? reps : LINE_REPS_MOST};
+  if (first_cpus(l.cpu) < 2) {
+    snprintf(why, cap, "not measurable: this process may run on 1 CPU");
+    return -1;
+  }
+  pthread_t th[2];
+  struct line_arg a[2] = {{&l, 0}, {&l, 1}};
+  int st = pthread_create(&th[0], NULL, line_thread, &a[0]);
+  if (!st) {
+    const int st1 = pthread_create(&th[1], NULL, line_thread, &a[1]);
+    atomic_store(&l.go, st1 ? -1 : 1);
+    pthread_join(th[0], NULL);
+    if (!st1)
+      pthread_join(th[1], NULL);
+    st = st1;
+  }
+  const int err = st ? st : l.pin_err[0] ? l.pin_err[0] : l.pin_err[1];
+  if (err) {
+    snprintf(why, cap, "not measured: %s", strerror(err));
+    return -1;
+  }
+  snprintf(why, cap, "CPUs %d and %d", l.cpu[0], l.cpu[1]);
+  return median(l.t, l.reps);
 }
 
 /* The reference copy: memcpy between two private buffers of this process,
