@@ -568,6 +568,78 @@ static void test_wild_write_over_control_block(void **state) {
   assert_ok(scribble(0, 0, 0));
 }
 
+/* Rank 1's kernel writes a crash record into its device's control block,
+ * as the crash handler would for a fault of a block of kernel k_forge on
+ * core `core` of type `type`, and returns normally: the record is read as
+ * the device's death where its fields are valid. */
+PLD_KERNEL(k_forge, k, PLD_IN(x, FP32, TR, TC), PLD_SCALAR(rank, INT32),
+           PLD_SCALAR(type, INT32), PLD_SCALAR(core, INT32)) {
+  (void)k;
+  if (rank != 1)
+    return;
+  size_t ctl = (sizeof(struct pld__devctl) + 4095) & ~(size_t)4095;
+  struct pld__devctl *block =
+      (struct pld__devctl *)((unsigned char *)x.p->data - 4096 - ctl);
+  struct pld__crash *cr = &block->st.crash;
+  cr->signal = SIGSEGV;
+  cr->core_type = type;
+  cr->core = core;
+  cr->block = 0;
+  cr->blocks = 1;
+  snprintf(cr->fn, sizeof cr->fn, "k_forge");
+  cr->addr = 0x40;
+  atomic_store(&cr->kind, PLD__CRASH_SIGNAL);
+}
+PLD_DEVICE(d_forge, a, PLD_IN(x, FP32, TR, TC), PLD_SCALAR(rank, INT32),
+           PLD_SCALAR(type, INT32), PLD_SCALAR(core, INT32)) {
+  pld_launch(a, k_forge, 1, x, rank, type, core);
+}
+PLD_HOST(h_forge, h, PLD_IN(x, FP32, NR, TR, TC), PLD_SCALAR(type, INT32),
+         PLD_SCALAR(core, INT32)) {
+  for (int r = 0; r < pld_world_size(h); r++)
+    pld_dispatch(h, d_forge, r, pld_slice(h, x, r), r, type, core);
+}
+
+/* The run of h_forge with a record of core `core` of type `type`, which
+ * must fail naming that core, or (valid 0) as an invalid record. */
+static void forged_crash(int32_t type, int32_t core, int valid) {
+  pld_config cfg = test_config(ids, 2, 0, 1);
+  const int64_t shape[] = {2, TR, TC};
+  pld_tensor x = pld_test_tensor(3, shape, 1, 0);
+  char where[96];
+  snprintf(where, sizeof where,
+           "in kernel k_forge on %s core %d (block 0 of 1)",
+           type == PLD_CORE_CUBE ? "AIC" : "AIV", (int)core);
+  int st = pld_run(h_forge, &cfg, PLD_ARGS(x, type, core));
+  if (valid)
+    pld_test_assert_fails(st, PLD_ERR_CRASH, __FILE__, __LINE__,
+                          (const char *[]){"rank 1 (device 1) crashed with "
+                                           "signal SIGSEGV",
+                                           "at address 0x40", where, NULL});
+  else
+    pld_test_assert_fails(st, PLD_ERR_CRASH, __FILE__, __LINE__,
+                          (const char *[]){"rank 1 (device 1) wrote over its "
+                                           "control block in shared memory "
+                                           "(its crash record is invalid)",
+                                           NULL});
+  assert_no_children();
+  pld_tensor_destroy(x);
+}
+
+/* A crash record names a core of its type: every vector core's, up to
+ * the last, though a2a3 has fewer cube cores than vector ones, and every
+ * cube core's; one past the last of either is an invalid record. */
+static void test_crash_record_core_bounds(void **state) {
+  (void)state;
+  const pld_platform_info *pl = pld_platform_find("a2a3sim");
+  assert_non_null(pl);
+  assert_true(pl->cube_cores < pl->vector_cores);
+  forged_crash(PLD_CORE_VECTOR, pl->vector_cores - 1, 1);
+  forged_crash(PLD_CORE_VECTOR, pl->vector_cores, 0);
+  forged_crash(PLD_CORE_CUBE, pl->cube_cores - 1, 1);
+  forged_crash(PLD_CORE_CUBE, pl->cube_cores, 0);
+}
+
 /* A write just before the first tensor hits the guard page: a crash at
  * that address, not a corrupted control block. */
 PLD_KERNEL(k_underflow, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
@@ -615,6 +687,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_deadlock_blocks_without_core_a2a3),
     cmocka_unit_test(test_deadlock_blocks_without_core_a5),
     cmocka_unit_test(test_wild_write_over_control_block),
+    cmocka_unit_test(test_crash_record_core_bounds),
     cmocka_unit_test(test_write_before_first_tensor_faults),
 };
 
