@@ -489,11 +489,16 @@ wild_write(volatile unsigned char *p, int fill, size_t n) {
     p[i] = (unsigned char)fill;
 }
 
+/* The control block of the device whose first dispatched tensor slice is
+ * x: it lies before the device's data area, one guard page, then x. */
+static struct pld__devctl *ctl_block(pld_tensor x) {
+  size_t ctl = (sizeof(struct pld__devctl) + 4095) & ~(size_t)4095;
+  return (struct pld__devctl *)((unsigned char *)x.p->data - 4096 - ctl);
+}
+
 /* Rank 1's kernel writes byte `fill` over `bytes` bytes of its device's
  * control block starting at `at` (a wild write through a bad pointer, as
- * buggy kernels make), then returns normally.  The control block lies
- * before the device's data area: one guard page, then the first tensor
- * slice dispatched (x). */
+ * buggy kernels make), then returns normally. */
 PLD_KERNEL(k_scribble, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
            PLD_SCALAR(rank, INT32), PLD_SCALAR(fill, INT32),
            PLD_SCALAR(at, INT64), PLD_SCALAR(bytes, INT64)) {
@@ -501,9 +506,7 @@ PLD_KERNEL(k_scribble, k, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
   pld_store(k, t, y, 0, 0);
   if (rank != 1)
     return;
-  size_t ctl = (sizeof(struct pld__devctl) + 4095) & ~(size_t)4095;
-  unsigned char *block = (unsigned char *)x.p->data - 4096 - ctl;
-  wild_write(block + at, fill, (size_t)bytes);
+  wild_write((unsigned char *)ctl_block(x) + at, fill, (size_t)bytes);
 }
 PLD_DEVICE(d_scribble, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
            PLD_SCALAR(rank, INT32), PLD_SCALAR(fill, INT32),
@@ -577,10 +580,7 @@ PLD_KERNEL(k_forge, k, PLD_IN(x, FP32, TR, TC), PLD_SCALAR(rank, INT32),
   (void)k;
   if (rank != 1)
     return;
-  size_t ctl = (sizeof(struct pld__devctl) + 4095) & ~(size_t)4095;
-  struct pld__devctl *block =
-      (struct pld__devctl *)((unsigned char *)x.p->data - 4096 - ctl);
-  struct pld__crash *cr = &block->st.crash;
+  struct pld__crash *cr = &ctl_block(x)->st.crash;
   cr->signal = SIGSEGV;
   cr->core_type = type;
   cr->core = core;
@@ -610,18 +610,15 @@ static void forged_crash(int32_t type, int32_t core, int valid) {
   snprintf(where, sizeof where,
            "in kernel k_forge on %s core %d (block 0 of 1)",
            type == PLD_CORE_CUBE ? "AIC" : "AIV", (int)core);
-  int st = pld_run(h_forge, &cfg, PLD_ARGS(x, type, core));
+  const int st = pld_run(h_forge, &cfg, PLD_ARGS(x, type, core));
   if (valid)
-    pld_test_assert_fails(st, PLD_ERR_CRASH, __FILE__, __LINE__,
-                          (const char *[]){"rank 1 (device 1) crashed with "
-                                           "signal SIGSEGV",
-                                           "at address 0x40", where, NULL});
+    assert_fails_with(st, PLD_ERR_CRASH,
+                      "rank 1 (device 1) crashed with signal SIGSEGV",
+                      "at address 0x40", where);
   else
-    pld_test_assert_fails(st, PLD_ERR_CRASH, __FILE__, __LINE__,
-                          (const char *[]){"rank 1 (device 1) wrote over its "
-                                           "control block in shared memory "
-                                           "(its crash record is invalid)",
-                                           NULL});
+    assert_fails_with(st, PLD_ERR_CRASH,
+                      "rank 1 (device 1) wrote over its control block in "
+                      "shared memory (its crash record is invalid)");
   assert_no_children();
   pld_tensor_destroy(x);
 }
