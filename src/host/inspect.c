@@ -81,7 +81,9 @@ int pld__slot_read(const struct pld_program *p, int r, int i,
     return PLD__CORE_IDLE;
   if (s->since_ns == 0 && state == PLD__CORE_RUNNING) {
     size_t at = (size_t)r * PLD__MAX_SLOTS + (size_t)i;
-    if (p->rs.resumes_seen[at] != resumes) {
+    /* Its start unknown (never seen resumed, as a block that stops
+     * counting its resumes with the watch): from this look on. */
+    if (p->rs.resumes_seen[at] != resumes || !p->rs.resumed_at[at]) {
       p->rs.resumes_seen[at] = resumes;
       p->rs.resumed_at[at] = pld__now_ns();
     }

@@ -300,7 +300,8 @@ static void test_kernel_time_limit_after_a_wait(void **state) {
  * still unset) must read as a core in passing, not as a wait begun at time
  * 0, which a wait limit would at once call too long, nor as a corrupt
  * slot.  The kernel holds its slot in the middle of such a change for
- * 300 ms, past a 100 ms limit and several looks of the host. */
+ * 300 ms, past a 100 ms limit and several looks of the host, then runs
+ * 300 ms more with the slot left so. */
 PLD_KERNEL(k_torn_slot, k, PLD_WINDOW(sig, INT32, NR),
            PLD_IN(mode, INT32, NR)) {
   (void)sig;
@@ -311,6 +312,10 @@ PLD_KERNEL(k_torn_slot, k, PLD_WINDOW(sig, INT32, NR),
   compute(k, mode, 300);
   atomic_store(&slot->state, PLD__CORE_RUNNING);
   pld__slot_write_end(slot);
+  /* Left running with no start and its resumes uncounted: a look must
+   * count its time from then, not from time 0 (which the kernel time
+   * limit would call too long). */
+  compute(k, mode, 300);
 }
 PLD_DEVICE(d_torn_slot, a, PLD_WINDOW(sig, INT32, NR),
            PLD_IN(mode, INT32, NR)) {
