@@ -57,6 +57,20 @@ static inline pld_tensor pld_test_tensor(int ndim, const int64_t *shape,
   return t;
 }
 
+/* The text of file `name` of folder dir (an artifact folder), in a
+ * buffer the next call reuses. */
+static inline const char *pld_test_slurp(const char *dir, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
 /* Removes the folder dir (an artifact folder a test asked for). */
 static inline void remove_dir(const char *dir) {
   char cmd[4200];

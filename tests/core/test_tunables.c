@@ -142,6 +142,19 @@ static void test_kernel_timeout_one_past_max(void **state) {
           "a number above 86400000");
 }
 
+/* A negative least value: itself accepted, one below it refused. */
+static void test_stream_copy_min(void **state) {
+  (void)state;
+  accepted("PLD_STREAM_COPY_KB", "-1", -1);
+}
+
+static void test_stream_copy_one_below_min(void **state) {
+  (void)state;
+  refused("PLD_STREAM_COPY_KB", "-2",
+          "pld_compile: environment: PLD_STREAM_COPY_KB='-2': expected a "
+          "decimal integer in [-1, 1073741824] (KiB), got a number below -1");
+}
+
 static void test_unset_defaults(void **state) {
   (void)state;
   assert_int_equal(unsetenv("PLD_SPIN_US"), 0);
@@ -166,10 +179,13 @@ static void test_value_quoted_bounded(void **state) {
   v[2] = '\n';
   v[3] = '\'';
   v[LEN] = '\0';
+  /* The first 64 bytes: 4 written out above, then 60 sevens. */
+  char want[160] = "PLD_WAIT_TIMEOUT_MS='7\\x01\\x0a\\'";
+  size_t at = strlen(want);
+  memset(want + at, '7', 60);
+  strcpy(want + at + 60, "'... (100000 bytes): expected a decimal integer");
   assert_fails_with(compile_under("PLD_WAIT_TIMEOUT_MS", v), PLD_ERR_CONFIG,
-                    "PLD_WAIT_TIMEOUT_MS='7\\x01\\x0a\\'777",
-                    "777'... (100000 bytes): expected a decimal integer",
-                    "got something else");
+                    want, "got something else");
   free(v);
   assert_null(strchr(pld_last_error(), '\n'));
   assert_true(strlen(pld_last_error()) < 512);
@@ -309,6 +325,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_kernel_timeout_negative),
     cmocka_unit_test(test_kernel_timeout_max),
     cmocka_unit_test(test_kernel_timeout_one_past_max),
+    cmocka_unit_test(test_stream_copy_min),
+    cmocka_unit_test(test_stream_copy_one_below_min),
     cmocka_unit_test(test_unset_defaults),
     cmocka_unit_test(test_value_quoted_bounded),
     cmocka_unit_test(test_setting_fabric_refused),

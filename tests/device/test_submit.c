@@ -599,57 +599,61 @@ static void test_overlap(void **state) {
 
 /* ---- the depth limit ---------------------------------------------------- */
 
+/* Fills c's program's `depth` runs in flight (run i: y[i] = x[i] *
+ * tags[i], rank 0 and the last spinning 150 ms and until released); a
+ * further submit with PLD_SUBMIT_NOWAIT is refused, one without it waits
+ * for the first run to end; every run's result as computed. */
+static void fill_depth(struct ctl *c, int depth, const float *tags) {
+  pld_job *j[3] = {NULL, NULL, NULL};
+  double t0 = now_ms();
+  for (int i = 0; i < depth; i++)
+    assert_ok(ctl_submit(c, i, tags[i], C_OK, 150, 0, &j[i]));
+  char busy[96];
+  snprintf(busy, sizeof busy,
+           "pld_program_submit: h_ctl: %d runs are in flight already", depth);
+  assert_fails_with(
+      ctl_submit(c, depth, tags[depth], C_OK, 0, PLD_SUBMIT_NOWAIT, &j[depth]),
+      PLD_ERR_BUSY, busy, "pld_config.max_in_flight");
+  assert_null(j[depth]);
+  ctl_release();
+  assert_ok(ctl_submit(c, depth, tags[depth], C_OK, 0, 0, &j[depth]));
+  double returned = now_ms() - t0;
+  assert_int_equal(pld_job_test(j[0]), 1);
+  if (returned < 150) {
+    print_error("submit %d returned after %.3f ms, before the first run's "
+                "150 ms\n",
+                depth + 1, returned);
+    fail();
+  }
+  for (int i = 0; i <= depth; i++) {
+    char what[16];
+    snprintf(what, sizeof what, "run %d", i + 1);
+    expect_job(j[i], PLD_OK, "");
+    expect_mul(c->x[i], c->y[i], tags[i], what);
+    assert_ok(pld_job_free(j[i]));
+  }
+}
+
 static void test_depth_limit(void **state) {
   (void)state;
   struct ctl c;
   ctl_setup(&c, 4, 15, -5, "a2a3sim", 2);
-  pld_job *j1, *j2, *j3 = NULL;
-  double t0 = now_ms();
-  assert_ok(ctl_submit(&c, 0, 1.5f, C_OK, 150, 0, &j1));
-  assert_ok(ctl_submit(&c, 1, -2.0f, C_OK, 150, 0, &j2));
-  assert_fails_with(ctl_submit(&c, 2, 3.0f, C_OK, 0, PLD_SUBMIT_NOWAIT, &j3),
-                    PLD_ERR_BUSY,
-                    "pld_program_submit: h_ctl: 2 runs are in flight already",
-                    "pld_config.max_in_flight");
-  assert_null(j3);
-  ctl_release();
-  /* Without NOWAIT the submit waits for the first run to be done. */
-  assert_ok(ctl_submit(&c, 2, 3.0f, C_OK, 0, 0, &j3));
-  double returned = now_ms() - t0;
-  assert_int_equal(pld_job_test(j1), 1);
-  if (returned < 150) {
-    print_error("the third submit returned after %.3f ms, before the first "
-                "run's 150 ms\n",
-                returned);
-    fail();
-  }
-  expect_job(j1, PLD_OK, "");
-  expect_job(j2, PLD_OK, "");
-  expect_job(j3, PLD_OK, "");
-  expect_mul(c.x[0], c.y[0], 1.5f, "run 1");
-  expect_mul(c.x[1], c.y[1], -2.0f, "run 2");
-  expect_mul(c.x[2], c.y[2], 3.0f, "run 3");
-  assert_ok(pld_job_free(j1));
-  assert_ok(pld_job_free(j2));
-  assert_ok(pld_job_free(j3));
+  fill_depth(&c, 2, (const float[]){1.5f, -2.0f, 3.0f});
   ctl_teardown(&c);
 
   /* One at a time. */
   ctl_setup(&c, 2, 3, 2, "a5sim", 1);
-  assert_ok(ctl_submit(&c, 0, 0.25f, C_OK, 100, 0, &j1));
-  j2 = NULL;
-  assert_fails_with(ctl_submit(&c, 1, 4.0f, C_OK, 0, PLD_SUBMIT_NOWAIT, &j2),
-                    PLD_ERR_BUSY, "1 runs are in flight already");
-  assert_null(j2);
-  ctl_release();
-  assert_ok(ctl_submit(&c, 1, 4.0f, C_OK, 0, 0, &j2));
-  assert_int_equal(pld_job_test(j1), 1);
-  expect_job(j1, PLD_OK, "");
-  expect_job(j2, PLD_OK, "");
-  expect_mul(c.x[0], c.y[0], 0.25f, "run 1");
-  expect_mul(c.x[1], c.y[1], 4.0f, "run 2");
-  assert_ok(pld_job_free(j1));
-  assert_ok(pld_job_free(j2));
+  fill_depth(&c, 1, (const float[]){0.25f, 4.0f});
+  ctl_teardown(&c);
+
+  /* The same limit where a runner thread runs the runs: a race-checked
+   * program needs the host between two runs, so its runs are not queued
+   * on the devices. */
+  pld_config rc = test_config(ids, 3, 0, 1);
+  rc.check = "races";
+  rc.max_in_flight = 2;
+  ctl_setup_cfg(&c, 3, &rc);
+  fill_depth(&c, 2, (const float[]){2.5f, -0.5f, 3.0f});
   ctl_teardown(&c);
 
   /* A negative depth is refused. */

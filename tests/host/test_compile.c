@@ -202,26 +202,39 @@ static void test_launch_checked_at_compile(void **state) {
   pld_tensor_destroy(y);
 }
 
-PLD_DEVICE(d_zero_blocks, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
-           PLD_SCALAR(rank, INT32)) {
-  pld_launch(a, k_scale, rank - rank, x, y, 1.0f);
+PLD_DEVICE(d_blocks, a, PLD_IN(x, FP32, TR, TC), PLD_OUT(y, FP32, TR, TC),
+           PLD_SCALAR(blocks, INT64)) {
+  pld_launch(a, k_scale, blocks, x, y, 1.0f);
 }
 
-PLD_HOST(h_zero_blocks, h, PLD_IN(x, FP32, NR, TR, TC),
-         PLD_OUT(y, FP32, NR, TR, TC)) {
+PLD_HOST(h_blocks, h, PLD_IN(x, FP32, NR, TR, TC), PLD_OUT(y, FP32, NR, TR, TC),
+         PLD_SCALAR(blocks, INT64)) {
   for (int r = 0; r < pld_world_size(h); r++)
-    pld_dispatch(h, d_zero_blocks, r, pld_slice(h, x, r), pld_slice(h, y, r),
-                 r);
+    pld_dispatch(h, d_blocks, r, pld_slice(h, x, r), pld_slice(h, y, r),
+                 blocks);
 }
 
-static void test_launch_zero_blocks(void **state) {
+/* A launch takes 1 to 65535 blocks: both ends compile, one past either
+ * is refused with the count it got. */
+static void test_launch_blocks(void **state) {
   (void)state;
   pld_config cfg = test_config(ids, 2, 0, 1);
   pld_tensor x, y;
   with_tensors(2, TR, TC, &x, &y);
-  COMPILE_FAILS(h_zero_blocks, &cfg, x, y, PLD_ERR_ARG,
-                "pld_launch (rank 0, device 0, in d_zero_blocks)",
-                "k_scale: blocks: expected an integer in [1, 65535], got 0");
+  const int64_t ok[] = {1, 65535}, bad[] = {0, 65536};
+  for (int i = 0; i < 2; i++) {
+    pld_program *p = NULL;
+    assert_ok(pld_compile(h_blocks, &cfg, PLD_ARGS(x, y, ok[i]), &p));
+    pld_program_destroy(p);
+    p = NULL;
+    char got[32];
+    snprintf(got, sizeof got, "got %lld", (long long)bad[i]);
+    assert_fails_with(pld_compile(h_blocks, &cfg, PLD_ARGS(x, y, bad[i]), &p),
+                      PLD_ERR_ARG, "pld_launch (rank 0, device 0, in d_blocks)",
+                      "k_scale: blocks: expected an integer in [1, 65535]",
+                      got);
+    assert_null(p);
+  }
   pld_tensor_destroy(x);
   pld_tensor_destroy(y);
 }
@@ -399,18 +412,6 @@ static void test_config_fabric(void **state) {
   pld_tensor_destroy(y);
 }
 
-static char *slurp(const char *dir, const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  static char buf[65536];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static void test_artifacts(void **state) {
   (void)state;
   pld_config cfg = test_config(ids, 2, 3, 2);
@@ -423,14 +424,14 @@ static void test_artifacts(void **state) {
   assert_non_null(dir);
   struct stat sb;
   assert_int_equal(stat(dir, &sb), 0);
-  const char *prog = slurp(dir, "program.txt");
+  const char *prog = pld_test_slurp(dir, "program.txt");
   assert_non_null(strstr(prog, "pld program h_scale"));
   assert_non_null(strstr(prog, "rank 0 -> device 3"));
   assert_non_null(strstr(prog, "rank 1 -> device 5"));
   assert_non_null(strstr(prog, "host orchestrator h_scale on the host CPU"));
   assert_non_null(strstr(prog, "x: FP32[2, 4, 8] In"));
   assert_non_null(strstr(prog, "dynamic dimension NR = 2"));
-  const char *r1 = slurp(dir, "rank1.txt");
+  const char *r1 = pld_test_slurp(dir, "rank1.txt");
   assert_non_null(strstr(r1, "d_scale on the AICPU of device 5"));
   assert_non_null(strstr(r1, "x: FP32[4, 8] In = x[1], copied in"));
   assert_non_null(strstr(r1, "y: FP32[4, 8] Out = y[1], copied back"));
@@ -766,7 +767,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dispatch_scalar_dtype),
     cmocka_unit_test(test_dispatch_shape),
     cmocka_unit_test(test_launch_checked_at_compile),
-    cmocka_unit_test(test_launch_zero_blocks),
+    cmocka_unit_test(test_launch_blocks),
     cmocka_unit_test(test_rank_not_dispatched),
     cmocka_unit_test(test_dispatch_rank_out_of_range),
     cmocka_unit_test(test_two_ranks_write_one_slice),

@@ -248,6 +248,48 @@ static void test_task_chain(void **state) {
   pld_tensor_destroy(y);
 }
 
+/* The artifact folder's program.txt lists each task: what it runs after,
+ * its tensors as slices of the host's, its scalars with their values. */
+static void test_task_artifacts(void **state) {
+  (void)state;
+  pld_config cfg = test_config(ids, 2, 4, 1);
+  cfg.artifact_dir = "";
+  pld_tensor x = int_tensor(2, L, 9), y = int_tensor(2, L, 3);
+  pld_program *p = NULL;
+  assert_ok(pld_compile(h_chain, &cfg, PLD_ARGS(x, y), &p));
+  const char *dir = pld_program_artifact_dir(p);
+  assert_non_null(dir);
+  const char *prog = pld_test_slurp(dir, "program.txt");
+  char want[2][512];
+  snprintf(want[0], sizeof want[0],
+           "), after nothing on the devices\n"
+           "    a: INT32[%d] In = x[0] (a slice)\n"
+           "    b: INT32[%d] Out = y[0] (a slice)\n"
+           "    by: INT32 = 1\n",
+           L, L);
+  snprintf(want[1], sizeof want[1],
+           "), after rank 1's dispatch 1\n"
+           "    a: INT32[%d] In = y[1] (a slice)\n"
+           "    b: INT32[%d] Out = y[0] (a slice)\n"
+           "    by: INT32 = 1000\n",
+           L, L);
+  for (int t = 0; t < 2; t++) {
+    char head[64];
+    snprintf(head, sizeof head, "  host task %d: t_inc on the host CPU (",
+             t + 1);
+    const char *at = strstr(prog, head);
+    if (!at || !strstr(at, want[t])) {
+      print_error("program.txt lacks task %d as\n%s...%s\nit reads:\n%s\n",
+                  t + 1, head, want[t], prog);
+      fail();
+    }
+  }
+  remove_dir(dir);
+  pld_program_destroy(p);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(y);
+}
+
 /* ---- a task after a write and a read of overlapping parts ------------- */
 
 /* The writer rank writes x = src * 3 + 1 and the reader rank reads x into
@@ -584,6 +626,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_task_reduces_partials),
     cmocka_unit_test(test_task_order_follows_data),
     cmocka_unit_test(test_task_chain),
+    cmocka_unit_test(test_task_artifacts),
     cmocka_unit_test(test_task_deadlock_reported),
     cmocka_unit_test(test_task_sees_write_beside_overlapping_read),
     cmocka_unit_test(test_task_failure),
