@@ -174,6 +174,41 @@ static void test_notify_wait(void **state) {
   assert_null(r.spans);
 }
 
+/* Many cells: rank 0 notifies cells 0 to N - 1 of rank 1 in turn (ids
+ * spread as a window's cells are), rank 1 waits on each in the same
+ * order.  The model's table of cells grows many times, moving thousands
+ * of cells; every wait still sees its own cell.  Wait i ends at
+ * max(the last wait's end, notify i's landing) + WAIT_NS, notify i
+ * landing at BEFORE + (i + 1) NOTIFY_NS + LINK_NS. */
+static void test_many_cells(void **state) {
+  (void)state;
+  enum { N = 5000 };
+  struct pld__tl_rec *r0 = pld__calloc(N, sizeof *r0);
+  struct pld__tl_rec *r1 = pld__calloc(N, sizeof *r1);
+  assert_non_null(r0);
+  assert_non_null(r1);
+  for (int i = 0; i < N; i++) {
+    const int64_t cell = 4 * (int64_t)i + 12;
+    r0[i] = (struct pld__tl_rec){PLD__TL_NOTIFY, PLD_NOTIFY_ADD, 1, cell, 1};
+    r1[i] = (struct pld__tl_rec){PLD__TL_WAIT, PLD_WAIT_GE, 1, cell, 1};
+  }
+  struct ranks w;
+  struct pld__tl_report r;
+  const struct pld__tl_rec *rec[] = {r0, r1};
+  const int nrec[] = {N, N};
+  assert_ok(replay(one_block_each(&w, 2, rec, nrec, NULL), 48, 24, &r));
+  int64_t end = BEFORE;
+  for (int i = 0; i < N; i++) {
+    const int64_t landed = BEFORE + (i + 1) * PS(NOTIFY_NS) + PS(LINK_NS);
+    end = (end > landed ? end : landed) + PS(WAIT_NS);
+  }
+  assert_int_equal(r.spans[1].end_ps, end);
+  assert_int_equal(r.spans[0].end_ps, BEFORE + N * PS(NOTIFY_NS));
+  pld__tl_report_free(&r);
+  pld__free(r0);
+  pld__free(r1);
+}
+
 /* A put issued later, then a notify (a put with its signal): the signal
  * lands behind the data, the core goes on after issuing both (its
  * compute starts at once), and its block ends once the data is through. */
@@ -693,6 +728,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_compute_and_matmul, setup),
     cmocka_unit_test_setup(test_put, setup),
     cmocka_unit_test_setup(test_notify_wait, setup),
+    cmocka_unit_test_setup(test_many_cells, setup),
     cmocka_unit_test_setup(test_signal_behind_data, setup),
     cmocka_unit_test_setup(test_ring, setup),
     cmocka_unit_test_setup(test_flushed_repeats, setup),
