@@ -476,8 +476,9 @@ static void test_bad_expert(void **state) {
 }
 
 /* The packed all-to-all-v alone: random counts with zeros; a total of
- * exactly its capacity; one row more fails on every rank; a negative
- * count and counts beyond the input fail on their rank. */
+ * exactly its capacity; one row more fails on every rank; a rank's counts
+ * summing to exactly its input's rows; a negative count and counts beyond
+ * the input fail on their rank. */
 static void test_packed(void **state) {
   (void)state;
   for (int p = 2; p <= 4; p++) {
@@ -506,7 +507,13 @@ static void test_packed(void **state) {
         case_fails(&c, PLD_ERR_BOUNDS, "pld_all_to_all_packed: kernel k_ep_",
                    line);
       }
-      c.cap = most + 1;
+      /* The last rank sends every row of its input, to rank 0: its counts
+       * sum to exactly its rows. */
+      for (int d = 0; d < p; d++)
+        c.scnt[(p - 1) * p + d] = d == 0 ? (int32_t)c.n : 0;
+      c.cap = packed_busiest(&c, &at);
+      case_run(&c);
+      c.cap = c.n * p + 1;
       c.scnt[(p - 1) * p + 0] = -1;
       char line[160];
       snprintf(line, sizeof line, "(rank %d", p - 1);

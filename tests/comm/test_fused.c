@@ -345,12 +345,16 @@ enum {
   E_TILE_MEMORY,   /* the cube core's tile memory nearly full */
   E_BLOCKS,        /* more blocks than cube cores */
   E_COLL_SIG,      /* sig used by a collective (pld_barrier) first */
+  E_AG_A_OVERLAPS, /* a a view of gathered's buffer, sharing its last row */
+  E_AG_A_APART,    /* a the rows of that buffer right after gathered: no
+                      mistake */
   NE
 };
 
 /* One program makes the mistake `mistake` picks, on every rank.  x [M, K]
  * FP32, h16 [M, K] FP16, y [KB, N] FP32 (KB = K + 1 makes b's rows
- * wrong), w and st windows, sig a window of NS cells. */
+ * wrong), w and st windows (st a view of w's buffer, M rows beyond PM,
+ * for E_AG_A_*), sig a window of NS cells. */
 #define E_PARAMS                                                               \
   PLD_IN(x, FP32, M, K), PLD_IN(h16, FP16, M, K), PLD_IN(y, FP32, KB, N),      \
       PLD_WINDOW(w, FP32, PM, K), PLD_WINDOW(st, FP32, M, SN),                 \
@@ -373,6 +377,10 @@ PLD_CUBE_KERNEL(k_e_cube, k, E_PARAMS) {
     break;
   case E_AG_C_ROWS:
     pld_allgather_matmul(k, x, w, y, pld_local(st), sig);
+    break;
+  case E_AG_A_OVERLAPS:
+  case E_AG_A_APART:
+    pld_allgather_matmul(k, pld_local(st), w, y, z, sig);
     break;
   case E_COLL_SIG:
     pld_barrier(k, sig);
@@ -415,16 +423,23 @@ PLD_HOST(h_e, h, PLD_IN(x, FP32, NR, M, K), PLD_IN(h16, FP16, NR, M, K),
          PLD_SCALAR(ns, INT32), PLD_SCALAR(sn, INT32)) {
   const int n = pld_world_size(h);
   const int64_t m = pld_tensor_dim(x, 1), kk = pld_tensor_dim(x, 2);
-  pld_window_buf w = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(n * m, kk));
+  pld_window_buf w =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE((n + 1) * m, kk));
   pld_window_buf st = pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(m, sn));
   pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(ns));
+  /* a from gathered's last row on, or from the row after it. */
+  const int64_t at = mistake == E_AG_A_OVERLAPS ? n * m - 1
+                     : mistake == E_AG_A_APART  ? n * m
+                                                : -1;
   for (int r = 0; r < n; r++)
-    pld_dispatch(h, d_e, r, pld_slice(h, x, r), pld_slice(h, h16, r),
-                 pld_slice(h, y, r),
-                 pld_window_view(h, w, PLD_FP32, PLD_SHAPE(n * m, kk)),
-                 pld_window_view(h, st, PLD_FP32, PLD_SHAPE(m, sn)),
-                 pld_slice(h, z, r), pld_slice(h, z16, r),
-                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)), mistake);
+    pld_dispatch(
+        h, d_e, r, pld_slice(h, x, r), pld_slice(h, h16, r), pld_slice(h, y, r),
+        pld_window_view(h, w, PLD_FP32, PLD_SHAPE(n * m, kk)),
+        at < 0 ? pld_window_view(h, st, PLD_FP32, PLD_SHAPE(m, sn))
+               : pld_window_view_at(h, w, (size_t)(at * kk) * sizeof(float),
+                                    PLD_FP32, PLD_SHAPE(m, sn)),
+        pld_slice(h, z, r), pld_slice(h, z16, r),
+        pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(ns)), mistake);
 }
 
 /* Runs mistake e on n ranks with M rows, b of kb rows, sig of ns cells,
@@ -496,6 +511,11 @@ static void mistakes(int n) {
                     "pld_allgather_matmul: kernel k_e_cube (rank ",
                     "launched on 37 blocks, but the device has ",
                     " AIC cores: the lanes of a fused call must run at once");
+  assert_fails_with(run_mistake(n, E_AG_A_OVERLAPS, 2, 3, ns, 3), PLD_ERR_ARG,
+                    "pld_allgather_matmul: kernel k_e_cube (rank ",
+                    "a: expected a tensor apart from window gathered, got a "
+                    "view that overlaps it");
+  assert_ok(run_mistake(n, E_AG_A_APART, 2, 3, ns, 3));
 }
 
 /* The products and the sum on different block counts: mm_blocks for the
