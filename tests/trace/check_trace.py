@@ -3,7 +3,8 @@
 docs/trace-format.md, independently of the code that wrote it:
 
   check_trace.py [--ranks N] [--expect CAT ...] [--lost] [--pld-trace BIN]
-                 [--launcher WORDS] [--rounds NAME=R ...] -- PROGRAM ARGS...
+                 [--launcher WORDS] [--rounds NAME=R ...] [--host NAME ...]
+                 -- PROGRAM ARGS...
 
 - the program prints OK (its own golden check) and exits 0;
 - the file is valid JSON with traceEvents and otherData;
@@ -20,6 +21,8 @@ docs/trace-format.md, independently of the code that wrote it:
 - with --rounds NAME=R: the program's collective spans named NAME (a
   `coll` span, e.g. pld_allreduce) are there on every rank, and each
   counts R synchronisation rounds;
+- with --host NAME: every run of the program has a host span named NAME
+  (e.g. "host task t_sum", "copy in");
 - with --pld-trace: the tool renders the trace to a well-formed SVG with a
   lane per thread, and its summary counts the kernels' blocks.
 Prints the first violation and exits 1."""
@@ -44,7 +47,7 @@ def main():
     cut = argv.index("--")
     opts, cmd = argv[:cut], argv[cut + 1:]
     ranks, expect, lost, tool, launcher = None, [], False, None, []
-    rounds = {}
+    rounds, host = {}, []
     i = 0
     while i < len(opts):
         o = opts[i]
@@ -67,6 +70,9 @@ def main():
             name, _, r = opts[i + 1].partition("=")
             rounds[name] = int(r)
             i += 2
+        elif o == "--host":
+            host.append(opts[i + 1])
+            i += 2
         else:
             fail("unknown option " + o)
 
@@ -85,9 +91,25 @@ def main():
             fail("trace is not valid JSON: %s" % e)
         check(doc, ranks, expect, lost)
         check_rounds(doc, rounds)
+        check_host(doc, host)
         if tool:
             render(tool, path, tmp, doc)
     print("trace OK")
+
+
+def check_host(doc, names):
+    spans = [e for e in doc["traceEvents"]
+             if e.get("ph") == "X" and e.get("pid") == 0]
+    runs = sorted({e["args"].get("run") for e in spans if e["name"] == "run"})
+    if names and not runs:
+        fail("no host span named run")
+    for name in names:
+        have = sorted({e["args"].get("run") for e in spans
+                       if e["name"] == name})
+        if have != runs:
+            fail("host spans named %r in runs %r, expected every run %r "
+                 "(the host's spans: %r)" %
+                 (name, have, runs, sorted({e["name"] for e in spans})))
 
 
 def check_rounds(doc, rounds):
