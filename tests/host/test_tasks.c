@@ -260,27 +260,26 @@ static void test_task_artifacts(void **state) {
   const char *dir = pld_program_artifact_dir(p);
   assert_non_null(dir);
   const char *prog = pld_test_slurp(dir, "program.txt");
-  char want[2][512];
-  snprintf(want[0], sizeof want[0],
-           "), after nothing on the devices\n"
-           "    a: INT32[%d] In = x[0] (a slice)\n"
-           "    b: INT32[%d] Out = y[0] (a slice)\n"
-           "    by: INT32 = 1\n",
-           L, L);
-  snprintf(want[1], sizeof want[1],
-           "), after rank 1's dispatch 1\n"
-           "    a: INT32[%d] In = y[1] (a slice)\n"
-           "    b: INT32[%d] Out = y[0] (a slice)\n"
-           "    by: INT32 = 1000\n",
-           L, L);
+  /* Each task: the call it follows, where its input lies, its `by`. */
+  static const struct {
+    const char *after, *a;
+    int by;
+  } tasks[] = {{"nothing on the devices", "x[0]", 1},
+               {"rank 1's dispatch 1", "y[1]", 1000}};
   for (int t = 0; t < 2; t++) {
-    char head[64];
+    char head[64], want[512];
     snprintf(head, sizeof head, "  host task %d: t_inc on the host CPU (",
              t + 1);
+    snprintf(want, sizeof want,
+             "), after %s\n"
+             "    a: INT32[%d] In = %s (a slice)\n"
+             "    b: INT32[%d] Out = y[0] (a slice)\n"
+             "    by: INT32 = %d\n",
+             tasks[t].after, L, tasks[t].a, L, tasks[t].by);
     const char *at = strstr(prog, head);
-    if (!at || !strstr(at, want[t])) {
+    if (!at || !strstr(at, want)) {
       print_error("program.txt lacks task %d as\n%s...%s\nit reads:\n%s\n",
-                  t + 1, head, want[t], prog);
+                  t + 1, head, want, prog);
       fail();
     }
   }

@@ -110,10 +110,10 @@ def check_blocks(events, rep):
             offset = t0 - ns(fits[0]["start_ns"] / 1000)
         ok = False
         for t in cands:
-            s = ns(t["start_ns"] / 1000) + offset
-            z = ns(t["end_ns"] / 1000) + offset
             if t["blocks"] != a["blocks"]:
                 continue
+            s = ns(t["start_ns"] / 1000) + offset
+            z = ns(t["end_ns"] / 1000) + offset
             if a["blocks"] == 1:
                 ok = abs(t0 - s) <= SLACK_NS and abs(t0 + dur - z) <= SLACK_NS
             else:
@@ -142,11 +142,10 @@ def main():
     cmd = args[1:]
     with tempfile.TemporaryDirectory(prefix="pld-trace-clock-") as d:
         runs = [run(cmd, d, k) for k in (1, 2)]
-    n = 0
-    for events, rep in runs:
-        n = check_blocks(device_runs(events)[-1], rep)
-    a = [shape(r) for r in device_runs(runs[0][0])]
-    b = [shape(r) for r in device_runs(runs[1][0])]
+    split = [device_runs(events) for events, _ in runs]
+    for (_, rep), per_run in zip(runs, split):
+        n = check_blocks(per_run[-1], rep)
+    a, b = ([shape(r) for r in per_run] for per_run in split)
     if len(a) != len(b):
         fail("the traces hold %d and %d runs" % (len(a), len(b)))
     for k, (x, y) in enumerate(zip(a, b)):
