@@ -4,7 +4,8 @@
  * accumulate, the tile memory staging needs (exactly one tile's room, or
  * two pipelined), transfers whose last chunk of rows or last piece of
  * a row is partial, whole or at offsets, transfers in program order, and
- * a barrier that releases small writes to every rank. */
+ * a barrier that releases small writes to every rank, and rows that
+ * follow each other on one side of a transfer only. */
 #include "comm_test.h"
 
 /* ---- remote load and store ---------------------------------------------- */
@@ -759,6 +760,109 @@ static void test_put_get_region_row_in_pieces(void **state) {
   run_partial_over_rank_counts(4, 16400, &o);
 }
 
+/* ---- rows one after another on one side only ---------------------------- */
+
+PLD_DYNAMIC(APR);
+PLD_DYNAMIC(APW);
+PLD_DYNAMIC(APX);
+
+/* A window's whole rows lie one after another, the rows of a region of a
+ * wider tensor apart.  Each rank puts columns [APART_SRC, APART_SRC + APW)
+ * of x into the next rank's whole window; after a barrier it gets its own
+ * window into box, and the next rank's whole window into got at column
+ * APART_DST (got's other columns keep the host's values).  A fabric that
+ * joins rows into one transfer where they follow each other on the
+ * window's side alone moves the wrong bytes. */
+enum { APART_SRC = 5, APART_DST = 2, APART_MORE = 7 };
+
+#define APART_PARAMS                                                           \
+  PLD_IN(x, FP32, APR, APX), PLD_WINDOW(data, FP32, APR, APW),                 \
+      PLD_WINDOW(sig, INT32, NR), PLD_OUT(box, FP32, APR, APW),                \
+      PLD_INOUT(got, FP32, APR, APX)
+
+PLD_KERNEL(k_apart, k, APART_PARAMS) {
+  pld_comm comm = pld_window_comm(data);
+  int32_t me = pld_rank(k, comm), n = pld_nranks(k, comm);
+  pld_xfer o;
+  memset(&o, 0, sizeof o);
+  o.rows = (int32_t)pld_tensor_dim(box, 0);
+  o.cols = (int32_t)pld_tensor_dim(box, 1);
+  o.src_col = APART_SRC;
+  pld_put(k, data, (me + 1) % n, x, &o);
+  pld_barrier(k, sig);
+  pld_get(k, box, me, data, NULL);
+  o.src_col = 0;
+  o.dst_col = APART_DST;
+  pld_get(k, got, (me + 1) % n, data, &o);
+}
+
+PLD_DEVICE(d_apart, a, APART_PARAMS) {
+  pld_launch(a, k_apart, 1, x, data, sig, box, got);
+}
+
+PLD_HOST(h_apart, h, PLD_IN(x, FP32, NR, APR, APX),
+         PLD_OUT(box, FP32, NR, APR, APW), PLD_INOUT(got, FP32, NR, APR, APX)) {
+  int n = pld_world_size(h);
+  int64_t rows = pld_tensor_dim(box, 1), cols = pld_tensor_dim(box, 2);
+  pld_window_buf data =
+      pld_window_alloc_shape(h, PLD_FP32, PLD_SHAPE(rows, cols));
+  pld_window_buf sig = pld_window_alloc_shape(h, PLD_INT32, PLD_SHAPE(n));
+  for (int r = 0; r < n; r++)
+    pld_dispatch(h, d_apart, r, pld_slice(h, x, r),
+                 pld_window_view(h, data, PLD_FP32, PLD_SHAPE(rows, cols)),
+                 pld_window_view(h, sig, PLD_INT32, PLD_SHAPE(n)),
+                 pld_slice(h, box, r), pld_slice(h, got, r));
+}
+
+/* Runs h_apart over n ranks with windows of rows x cols, and checks box
+ * and got against a plain loop over x. */
+static void run_apart(int n, int64_t rows, int64_t cols) {
+  pld_config cfg = comm_config(n);
+  const int64_t wide = cols + APART_MORE;
+  const int64_t xshape[] = {n, rows, wide}, wshape[] = {n, rows, cols};
+  pld_tensor x = pld_test_tensor(3, xshape, 1, 1);
+  pld_tensor box = pld_test_tensor(3, wshape, 0, 0);
+  pld_tensor got = pld_test_tensor(3, xshape, -1, -0.5f);
+  float *want_box = malloc(sizeof(float) * (size_t)(n * rows * cols));
+  float *want_got = malloc(sizeof(float) * (size_t)(n * rows * wide));
+  assert_non_null(want_box);
+  assert_non_null(want_got);
+  memcpy(want_got, pld_tensor_data(got),
+         sizeof(float) * (size_t)(n * rows * wide));
+  const float *xs = pld_tensor_data(x);
+  for (int r = 0; r < n; r++)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) {
+        want_box[(r * rows + i) * cols + j] =
+            xs[(comm_prev(r, n) * rows + i) * wide + APART_SRC + j];
+        want_got[(r * rows + i) * wide + APART_DST + j] =
+            xs[(r * rows + i) * wide + APART_SRC + j];
+      }
+  assert_ok(pld_run(h_apart, &cfg, PLD_ARGS(x, box, got)));
+  comm_expect_f32("box (my window: the previous rank's columns of x)",
+                  pld_tensor_data(box), want_box, n * rows * cols);
+  comm_expect_f32("got (the next rank's window, at a column)",
+                  pld_tensor_data(got), want_got, n * rows * wide);
+  free(want_box);
+  free(want_got);
+  pld_tensor_destroy(x);
+  pld_tensor_destroy(box);
+  pld_tensor_destroy(got);
+}
+
+/* Rows of 96 bytes (576 joined on the window's side), and of 4 KiB (24 KiB
+ * joined: more than a signal carries, so as messages where the fabric
+ * sends transfers of that size as messages). */
+static void run_apart_sizes(int n) {
+  run_apart(n, 6, 24);
+  run_apart(n, 6, 1024);
+}
+
+static void test_put_get_rows_apart_on_one_side(void **state) {
+  (void)state;
+  comm_over_rank_counts(run_apart_sizes);
+}
+
 /* ---- put with notify ------------------------------------------------------
  */
 
@@ -1076,6 +1180,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_put_get_row_in_pieces),
     cmocka_unit_test(test_put_get_region_last_chunk_partial),
     cmocka_unit_test(test_put_get_region_row_in_pieces),
+    cmocka_unit_test(test_put_get_rows_apart_on_one_side),
     cmocka_unit_test(test_put_notify),
     cmocka_unit_test(test_transfers_in_program_order),
     cmocka_unit_test(test_barrier_releases_to_every_rank),
