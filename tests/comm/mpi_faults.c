@@ -7,6 +7,8 @@
  *             machine is slower, tests/load.h)
  *   crash     rank 1's kernel writes through a NULL pointer: its process
  *             prints the crash report and dies; mpirun ends the others
+ *   abort     rank 1's kernel calls abort(): as crash, the report naming
+ *             no address (a signal sent by the process itself has none)
  *   kill      rank 1's process is killed (SIGKILL, no handler runs) while
  *             the others wait for it (each tells rank 1 it is about to
  *             wait; rank 1 dies 100 ms after the last has): mpirun ends
@@ -93,6 +95,8 @@ PLD_KERNEL(k_fault, k, PLD_WINDOW(sig, INT32, NR), PLD_SCALAR(what, INT32)) {
   int32_t me = pld_rank(k, pld_window_comm(sig));
   if (what == 1 && me == 1)
     *(volatile int *)NULL = 1;
+  if (what == 8 && me == 1)
+    abort();
   if (what == 2) { /* kill: once every other rank is about to wait */
     int32_t n = pld_nranks(k, pld_window_comm(sig));
     if (me != 1) {
@@ -323,6 +327,7 @@ int main(int argc, char **argv) {
                  : !strcmp(mode, "stale-limit") ? 5
                  : !strcmp(mode, "rerun")       ? 6
                  : !strcmp(mode, "kill-coll")   ? 7
+                 : !strcmp(mode, "abort")       ? 8
                                                 : 0;
   /* Before the library reads its tunables. */
   if (what == 4) {

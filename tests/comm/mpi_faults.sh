@@ -73,6 +73,11 @@ crash)
   [ "$(count 'pld: rank 1 (device 1) crashed with signal SIGSEGV (Segmentation fault) at address 0 in kernel k_fault on AIV core 0 (block 0 of 1)')" -eq 1 ] ||
     fail "expected rank 1's crash report exactly once"
   ;;
+abort)
+  [ $rc -ne 0 ] || fail "exit status 0, expected the job to fail"
+  [ "$(count 'pld: rank 1 (device 1) crashed with signal SIGABRT (Aborted) in kernel k_fault on AIV core 0 (block 0 of 1)')" -eq 1 ] ||
+    fail "expected rank 1's crash report, with no address, exactly once"
+  ;;
 kill)
   [ $rc -ne 0 ] || fail "exit status 0, expected the job to fail"
   [ "$(count 'exited on signal 9 (Killed)')" -eq 1 ] ||
