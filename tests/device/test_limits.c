@@ -576,12 +576,21 @@ static void test_wild_write_over_control_block(void **state) {
   assert_ok(scribble(0, 0, 0));
 }
 
+/* The kernel names a forged crash record may hold, and how the report
+ * shows each: a byte outside printable ASCII as '?'. */
+static const char *const forged_names[][2] = {
+    {"k_forge", "k_forge"},
+    {"k forge~\x01\x1f\x7f\x80\xff", "k forge~?????"},
+};
+
 /* Rank 1's kernel writes a crash record into its device's control block,
- * as the crash handler would for a fault of a block of kernel k_forge on
- * core `core` of type `type`, and returns normally: the record is read as
- * the device's death where its fields are valid. */
+ * as the crash handler would for a fault of a block of kernel
+ * forged_names[name][0] on core `core` of type `type`, and returns
+ * normally: the record is read as the device's death where its fields
+ * are valid. */
 PLD_KERNEL(k_forge, k, PLD_IN(x, FP32, TR, TC), PLD_SCALAR(rank, INT32),
-           PLD_SCALAR(type, INT32), PLD_SCALAR(core, INT32)) {
+           PLD_SCALAR(type, INT32), PLD_SCALAR(core, INT32),
+           PLD_SCALAR(name, INT32)) {
   (void)k;
   if (rank != 1)
     return;
@@ -591,35 +600,37 @@ PLD_KERNEL(k_forge, k, PLD_IN(x, FP32, TR, TC), PLD_SCALAR(rank, INT32),
   cr->core = core;
   cr->block = 0;
   cr->blocks = 1;
-  snprintf(cr->fn, sizeof cr->fn, "k_forge");
+  snprintf(cr->fn, sizeof cr->fn, "%s", forged_names[name][0]);
   cr->addr = 0x40;
   atomic_store(&cr->kind, PLD__CRASH_SIGNAL);
 }
 PLD_DEVICE(d_forge, a, PLD_IN(x, FP32, TR, TC), PLD_SCALAR(rank, INT32),
-           PLD_SCALAR(type, INT32), PLD_SCALAR(core, INT32)) {
-  pld_launch(a, k_forge, 1, x, rank, type, core);
+           PLD_SCALAR(type, INT32), PLD_SCALAR(core, INT32),
+           PLD_SCALAR(name, INT32)) {
+  pld_launch(a, k_forge, 1, x, rank, type, core, name);
 }
 PLD_HOST(h_forge, h, PLD_IN(x, FP32, NR, TR, TC), PLD_SCALAR(type, INT32),
-         PLD_SCALAR(core, INT32)) {
+         PLD_SCALAR(core, INT32), PLD_SCALAR(name, INT32)) {
   for (int r = 0; r < pld_world_size(h); r++)
-    pld_dispatch(h, d_forge, r, pld_slice(h, x, r), r, type, core);
+    pld_dispatch(h, d_forge, r, pld_slice(h, x, r), r, type, core, name);
 }
 
-/* The run of h_forge with a record of core `core` of type `type`, which
- * must fail naming that core, or (valid 0) as an invalid record. */
-static void forged_crash(int32_t type, int32_t core, int valid) {
+/* The run of h_forge with a record of core `core` of type `type` and
+ * kernel forged_names[name], which must fail naming that core and kernel,
+ * or (valid 0) as an invalid record. */
+static void forged_crash(int32_t type, int32_t core, int32_t name, int valid) {
   pld_config cfg = test_config(ids, 2, 0, 1);
   const int64_t shape[] = {2, TR, TC};
   pld_tensor x = pld_test_tensor(3, shape, 1, 0);
   char where[96];
   snprintf(where, sizeof where,
-           "in kernel k_forge on %s core %d (block 0 of 1)",
-           type == PLD_CORE_CUBE ? "AIC" : "AIV", (int)core);
-  const int st = pld_run(h_forge, &cfg, PLD_ARGS(x, type, core));
+           "at address 0x40 in kernel %s on %s core %d (block 0 of 1)",
+           forged_names[name][1], type == PLD_CORE_CUBE ? "AIC" : "AIV",
+           (int)core);
+  const int st = pld_run(h_forge, &cfg, PLD_ARGS(x, type, core, name));
   if (valid)
     assert_fails_with(st, PLD_ERR_CRASH,
-                      "rank 1 (device 1) crashed with signal SIGSEGV",
-                      "at address 0x40", where);
+                      "rank 1 (device 1) crashed with signal SIGSEGV", where);
   else
     assert_fails_with(st, PLD_ERR_CRASH,
                       "rank 1 (device 1) wrote over its control block in "
@@ -636,10 +647,19 @@ static void test_crash_record_core_bounds(void **state) {
   const pld_platform_info *pl = pld_platform_find("a2a3sim");
   assert_non_null(pl);
   assert_true(pl->cube_cores < pl->vector_cores);
-  forged_crash(PLD_CORE_VECTOR, pl->vector_cores - 1, 1);
-  forged_crash(PLD_CORE_VECTOR, pl->vector_cores, 0);
-  forged_crash(PLD_CORE_CUBE, pl->cube_cores - 1, 1);
-  forged_crash(PLD_CORE_CUBE, pl->cube_cores, 0);
+  forged_crash(PLD_CORE_VECTOR, pl->vector_cores - 1, 0, 1);
+  forged_crash(PLD_CORE_VECTOR, pl->vector_cores, 0, 0);
+  forged_crash(PLD_CORE_CUBE, pl->cube_cores - 1, 0, 1);
+  forged_crash(PLD_CORE_CUBE, pl->cube_cores, 0, 0);
+}
+
+/* A record's kernel name is shown with every byte outside printable ASCII
+ * (a control byte, DEL, a byte above it) as '?', space and '~' as they
+ * are: the record is the device's memory, which a kernel may have
+ * written anything over. */
+static void test_crash_record_name_printable(void **state) {
+  (void)state;
+  forged_crash(PLD_CORE_VECTOR, 0, 1, 1);
 }
 
 /* A write just before the first tensor hits the guard page: a crash at
@@ -690,6 +710,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_deadlock_blocks_without_core_a5),
     cmocka_unit_test(test_wild_write_over_control_block),
     cmocka_unit_test(test_crash_record_core_bounds),
+    cmocka_unit_test(test_crash_record_name_printable),
     cmocka_unit_test(test_write_before_first_tensor_faults),
 };
 
