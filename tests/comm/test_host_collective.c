@@ -284,6 +284,8 @@ enum {
   M_SIG,
   M_BLOCKS,
   M_BLOCKS_MORE,
+  M_SIG_BLOCKS,
+  M_BLOCKS_ALL,
   M_NULL
 };
 
@@ -327,6 +329,13 @@ PLD_HOST(h_mistake, h, PLD_SCALAR(how, INT32)) {
   case M_BLOCKS_MORE: /* the program's own window, made for 2 blocks */
     pld_host_barrier(h, PLD_NO_WINDOW, 2);
     pld_host_barrier(h, PLD_NO_WINDOW, 3);
+    break;
+  case M_SIG_BLOCKS: /* the program's own window past the vector cores */
+    pld_coll_signal(h, 49);
+    break;
+  case M_BLOCKS_ALL: /* no mistake: every vector core, the most allowed */
+    pld_coll_signal(h, 48);
+    pld_host_barrier(h, PLD_NO_WINDOW, 48);
     break;
   default:
     pld_host_allreduce(h, PLD_NO_WINDOW, PLD_NO_WINDOW, PLD_REDUCE_SUM,
@@ -391,6 +400,19 @@ static void test_host_collective_mistakes(void **state) {
                       "program's collective signal window holds the cells of 2 "
                       "blocks: declare it for the most blocks a call takes "
                       "(pld_coll_signal) before the first call");
+  if (comm_fits(2))
+    assert_fails_with(compile_mistake(2, M_SIG_BLOCKS), PLD_ERR_ARG,
+                      "pld_coll_signal (in h_mistake): blocks: expected 1 to "
+                      "48 (the vector cores of an a2a3sim device), got 49");
+  if (comm_fits(2)) {
+    /* Exactly the vector cores: compiles, and runs. */
+    pld_config cfg = comm_config(2);
+    pld_program *p = NULL;
+    int32_t how = M_BLOCKS_ALL;
+    assert_ok(pld_compile(h_mistake, &cfg, PLD_ARGS(how), &p));
+    assert_ok(pld_program_run(p, PLD_ARGS(how)));
+    pld_program_destroy(p);
+  }
   if (comm_fits(2))
     assert_fails_with(compile_mistake(2, M_NULL), PLD_ERR_ARG,
                       "pld_host_allreduce (in h_mistake): data: expected a "
