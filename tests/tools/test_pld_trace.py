@@ -819,6 +819,28 @@ def case_error_bad_escape():
         f.write((good % "caf\xe9").encode("latin-1"))
     expect_error(path, "pld-trace: %s: line 2: a string holds invalid UTF-8 "
                  "(byte 0xe9)" % path)
+    # Raw UTF-8 the reader refuses, at the sequence's first byte: overlong
+    # forms of 2, 3 and 4 bytes, surrogates, past U+10FFFF, bytes that lead
+    # nothing, a sequence cut short by the string's end.
+    for raw in [b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x9f\xbf",
+                b"\xf0\x8f\xbf\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf",
+                b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff",
+                b"\x80", b"\xe2\x82"]:
+        path = os.path.join(TMP, "utf8.json")
+        with open(path, "wb") as f:
+            f.write((good % "a").encode().replace(b'"a"', b'"a' + raw + b'"'))
+        expect_error(path, "pld-trace: %s: line 2: a string holds invalid "
+                     "UTF-8 (byte 0x%02x)" % (path, raw[0]))
+    # ... and the sequences at the edges of each length it takes as they
+    # are: U+0080, U+07FF, U+0800, U+D7FF, U+E000, U+FFFF, U+10000,
+    # U+10FFFF.
+    name = "\u0080 \u07ff \u0800 \ud7ff \ue000 \uffff \U00010000 \U0010ffff"
+    ev = meta(1, "RAW") + meta(1, "AIV core 0", tid=1)
+    ev.append(span("block", "k", 1, 1, 0, 1000, kernel="k"))
+    path = write("raw_utf8.json", trace_text(ev).replace("RAW", name))
+    status, out, err = run(path)
+    check(status == 0 and err == "", "status %d, stderr %r" % (status, err))
+    check("  %s: 1 core lane, busy 100.00%%" % name in out, out)
     # The escapes JSON has, decoded: a process's name with all of them.
     name = "q\" b\\ s/ \b\f\n\r\t \u00e9 \U0001F600 <&>"
     ev = meta(1, name) + meta(1, "AIV core 0", tid=1)
