@@ -831,16 +831,21 @@ def case_error_bad_escape():
             f.write((good % "a").encode().replace(b'"a"', b'"a' + raw + b'"'))
         expect_error(path, "pld-trace: %s: line 2: a string holds invalid "
                      "UTF-8 (byte 0x%02x)" % (path, raw[0]))
-    # ... and the sequences at the edges of each length it takes as they
-    # are: U+0080, U+07FF, U+0800, U+D7FF, U+E000, U+FFFF, U+10000,
-    # U+10FFFF.
+    # ... and the code points at the edges of each length of sequence as
+    # they are (U+0080, U+07FF, U+0800, U+D7FF, U+E000, U+FFFF, U+10000,
+    # U+10FFFF), written raw or as escapes (surrogate pairs past U+FFFF,
+    # which the reader encodes as UTF-8).
     name = "\u0080 \u07ff \u0800 \ud7ff \ue000 \uffff \U00010000 \U0010ffff"
     ev = meta(1, "RAW") + meta(1, "AIV core 0", tid=1)
     ev.append(span("block", "k", 1, 1, 0, 1000, kernel="k"))
-    path = write("raw_utf8.json", trace_text(ev).replace("RAW", name))
-    status, out, err = run(path)
-    check(status == 0 and err == "", "status %d, stderr %r" % (status, err))
-    check("  %s: 1 core lane, busy 100.00%%" % name in out, out)
+    text = trace_text(ev)
+    for kind, named in [("raw", text.replace("RAW", name)),
+                        ("escaped", text.replace('"RAW"', json.dumps(name)))]:
+        path = write(kind + "_utf8.json", named)
+        status, out, err = run(path)
+        check(status == 0 and err == "", "%s: status %d, stderr %r" %
+              (kind, status, err))
+        check("  %s: 1 core lane, busy 100.00%%" % name in out, kind + out)
     # The escapes JSON has, decoded: a process's name with all of them.
     name = "q\" b\\ s/ \b\f\n\r\t \u00e9 \U0001F600 <&>"
     ev = meta(1, name) + meta(1, "AIV core 0", tid=1)
