@@ -810,6 +810,12 @@ def case_error_bad_escape():
              "after \\uD800, got 'b'"),
             ("a\\udc00", "a string holds a low surrogate (\\uDC00) with no "
              "high surrogate before it"),
+            ("a\\udfff", "a string holds a low surrogate (\\uDFFF) with no "
+             "high surrogate before it"),
+            ("a\\udbff\\ue000", "expected a low surrogate (\\uDC00 to "
+             "\\uDFFF) after \\uDBFF, got \\uE000"),
+            ("a\\ud800\\udbff", "expected a low surrogate (\\uDC00 to "
+             "\\uDFFF) after \\uD800, got \\uDBFF"),
             ("a\tb", "a string holds a control character (byte 0x09): JSON "
              "needs it escaped")]:
         path = write("escape.json", good % bad)
