@@ -690,6 +690,28 @@ def check_lost(out, total):
           "the last line of:\n%s\nexpected:\n%s" % (out, want))
 
 
+def case_svg_nesting():
+    """A span is drawn a quarter lower than the span it lies in, siblings
+    one right after another alike, and a span that starts as its lane's
+    last one ends as high as that one."""
+    ev = meta(1, "rank 0 (device 0)") + meta(1, "AIV core 0", tid=1)
+    ev.append(span("block", "k", 1, 1, 0, 10000, kernel="k"))
+    for start in (1000, 2000, 3000):
+        ev.append(wait_span(1, 1, start, start + 1000, "sig", [0]))
+    ev.append(span("block", "k", 1, 1, 10000, 12000, kernel="k"))
+    out, svg = summary_and_svg(ev, "nesting")
+    check_svg(ev, svg)
+    rects = [r for r in ET.parse(svg).getroot().iter(SVG + "rect")
+             if "span" in r.get("class", "").split()]
+    heights = [float(r.get("height")) for r in
+               sorted(rects, key=lambda r: float(r.get("x")))]
+    top = heights[0]
+    want = [top, 0.75 * top, 0.75 * top, 0.75 * top, top]
+    check(len(heights) == 5 and
+          all(abs(h - w) < 0.011 for h, w in zip(heights, want)),
+          "span heights %s, expected %s" % (heights, want))
+
+
 def case_lost_events():
     for instants, total in [([1000, 200, 34], 1234), ([], 1234),
                             ([1000], 1234)]:
@@ -898,6 +920,7 @@ CASES = {
     "chain_across_runs": case_chain_across_runs,
     "empty_events": case_empty_events,
     "zero_duration": case_zero_duration,
+    "svg_nesting": case_svg_nesting,
     "lost_events": case_lost_events,
     "lost_instants_only": case_lost_instants_only,
     "error_truncated": case_error_truncated,
