@@ -1110,6 +1110,54 @@ static void test_notify_second_signal(void **state) {
   }
 }
 
+/* A stray notify is recorded though cells were used before it: the same
+ * cell of another buffer laid out alike (`other`), and in the same buffer
+ * the cell below the signal view (`pre`); then rank 0's notify of the
+ * view's last cell, which neither of those uses holds, makes the
+ * collective refused. */
+PLD_KERNEL(k_after_uses, k, PLD_WINDOW(other, INT32, NSV),
+           PLD_WINDOW(pre, INT32, 1), PLD_WINDOW(sv, INT32, NSV)) {
+  const int32_t me = pld_rank(k, pld_window_comm(sv));
+  const int64_t last = pld_tensor_dim(pld_local(sv), 0) - 1;
+  if (me == 0) {
+    pld_notify(k, other, 0, PLD_AT(last), 1, PLD_NOTIFY_ADD);
+    pld_notify(k, pre, 0, PLD_AT(0), 1, PLD_NOTIFY_ADD);
+    pld_notify(k, sv, 0, PLD_AT(last), 1, PLD_NOTIFY_ADD);
+  }
+  pld_barrier(k, sv);
+}
+PLD_DEVICE(d_after_uses, a, PLD_WINDOW(other, INT32, NSV),
+           PLD_WINDOW(pre, INT32, 1), PLD_WINDOW(sv, INT32, NSV)) {
+  pld_launch(a, k_after_uses, 1, other, pre, sv);
+}
+PLD_HOST(h_after_uses, h) {
+  const int n = pld_world_size(h);
+  const int64_t ns = PLD_SIGNAL_CELLS(n, 1);
+  pld_window_buf o = pld_window_alloc(h, (size_t)(ns + 1) * 4);
+  pld_window_buf b = pld_window_alloc(h, (size_t)(ns + 1) * 4);
+  for (int q = 0; q < n; q++)
+    pld_dispatch(h, d_after_uses, q,
+                 pld_window_view_at(h, o, 4, PLD_INT32, PLD_SHAPE(ns)),
+                 pld_window_view_at(h, b, 0, PLD_INT32, PLD_SHAPE(1)),
+                 pld_window_view_at(h, b, 4, PLD_INT32, PLD_SHAPE(ns)));
+}
+
+static void test_stray_use_after_other_uses(void **state) {
+  (void)state;
+  for (int p = 2; p <= 4; p++) {
+    if (!comm_world_fits(p))
+      continue;
+    pld_config cfg = comm_config(p);
+    char what[160];
+    snprintf(what, sizeof what,
+             "pld_notify of rank 0 used its cells in this program (the "
+             "first: cell [%d])",
+             (int)PLD_SIGNAL_CELLS(p, 1) - 1);
+    assert_fails_with(pld_run(h_after_uses, &cfg, 0, NULL), PLD_ERR_ARG,
+                      "pld_barrier: kernel k_after_uses (rank 0,", what);
+  }
+}
+
 /* ---- deadlock ------------------------------------------------------------ */
 
 /* The line of the report about rank r that contains `what`, or NULL. */
@@ -1200,6 +1248,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_stray_use_before_a_collective),
     cmocka_unit_test(test_notify_beside_signal),
     cmocka_unit_test(test_notify_second_signal),
+    cmocka_unit_test(test_stray_use_after_other_uses),
 };
 
 PLD_TEST_MAIN("comm_collective_misuse", tests)
